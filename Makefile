@@ -1,0 +1,109 @@
+# ngx_simhash -- near-duplicate detection for a crawler's nginx proxy tier.
+#
+#   make run     install what is missing, build, run the demo
+#   make test    install what is missing, build, run every test
+#
+# Other targets: all (default: library, tool, module), deps, unit, itest,
+# eval, bench, clean.  SANITIZE=1 builds everything with ASan+UBSan.
+
+BUILD    ?= build
+CC       ?= cc
+PKGS     := libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib
+OPT      ?= -O2
+SANITIZE ?= 0
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow \
+              -Wno-unused-parameter -fPIC -Isrc $(PKG_CFLAGS) $(CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -lstemmer -lm $(LDLIBS)
+
+ifeq ($(SANITIZE),1)
+CFLAGS_ALL += -fsanitize=address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined
+LDFLAGS    += -fsanitize=address,undefined
+endif
+
+LIB_SRCS  := $(wildcard src/*.c)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB       := $(BUILD)/libsimhash.a
+CLI_SRCS  := $(wildcard tools/simhash/*.c)
+CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+CLI       := $(BUILD)/simhash
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+EVAL_SRCS := $(wildcard tools/eval/*.c)
+EVAL      := $(BUILD)/sh-eval
+BENCH_SRCS:= $(wildcard bench/*.c)
+BENCH_BINS:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
+
+.PHONY: all deps lib cli module unit itest test check run eval bench clean
+
+all: lib cli module
+
+deps:
+	@tools/deps.sh
+
+lib: $(LIB)
+cli: $(CLI)
+
+$(BUILD)/%.o: %.c $(wildcard src/*.h tools/simhash/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CLI): $(CLI_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS_ALL)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) \
+	    $(LDLIBS_ALL) -lcmocka
+
+$(EVAL): $(EVAL_SRCS) $(LIB)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(EVAL_SRCS) $(LIB) $(LDLIBS_ALL)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS_ALL)
+
+# The nginx dynamic module, built against Debian's nginx-dev tree.
+module: $(MODULE)
+$(MODULE): config ngx_simhash_module.c $(LIB_SRCS) $(wildcard src/*.h) \
+           tools/build-module.sh
+	SANITIZE=$(SANITIZE) BUILD=$(BUILD) tools/build-module.sh
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do \
+	    echo "== $$t"; SH_FIXTURES=tests/fixtures $$t; done
+
+itest: $(MODULE) $(CLI)
+	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
+	    SANITIZE=$(SANITIZE) prove -r t/
+
+# check = everything already installed; test = deps first.
+check: all unit itest
+test: deps
+	@$(MAKE) --no-print-directory check
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@demo/run.sh $(BUILD)
+
+eval: deps
+	@tools/deps.sh eval
+	@$(MAKE) --no-print-directory $(CLI) $(EVAL)
+	@tools/eval.sh $(BUILD)
+
+bench: deps
+	@tools/deps.sh eval
+	@$(MAKE) --no-print-directory all $(BENCH_BINS)
+	@bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

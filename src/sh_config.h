@@ -1,0 +1,76 @@
+/*
+ * sh_config.h -- extraction options (plain values with documented defaults)
+ * and the compiled configuration built from them once: regexes compiled,
+ * stop words and IDF table loaded, stemmer opened, hash key derived.
+ *
+ * Every option here has a twin in the CLI (`simhash fingerprint --help`) and
+ * in the nginx module (simhash_* directives).
+ */
+#ifndef SH_CONFIG_H
+#define SH_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Feature types; each has one constant weight. */
+enum {
+    SH_FEAT_WORD = 0,       /* a stemmed word */
+    SH_FEAT_SHINGLE = 1,    /* w consecutive stemmed words */
+    SH_FEAT_NTYPES
+};
+
+#define SH_SHINGLE_MAX      8
+#define SH_IGNORE_MAX       32
+
+typedef struct {
+    unsigned     shingle;            /* w, words per shingle; 1 = words only */
+    const char  *stem;               /* Snowball language, NULL = no stemming */
+    const char  *stopwords_file;     /* NULL = built-in English list */
+    int          stopwords_off;      /* 1 = keep every word */
+    const char  *ignore[SH_IGNORE_MAX];  /* PCRE2 patterns, see sh_text.h */
+    unsigned     nignore;
+    unsigned     min_features;       /* fewer distinct features: too short */
+    unsigned     max_features;       /* distinct features kept per document */
+    const char  *idf_file;           /* NULL = no IDF (all words weigh 1) */
+    const void  *seed;               /* secret keying the feature hash */
+    size_t       seed_len;           /* 0 = the public default key */
+    float        weight[SH_FEAT_NTYPES];  /* constant weight per type */
+} sh_options_t;
+
+/* Defaults: the values measured best in docs/QUALITY.md. */
+#define SH_DEFAULT_SHINGLE       3
+#define SH_DEFAULT_STEM          "english"
+#define SH_DEFAULT_MIN_FEATURES  16
+#define SH_DEFAULT_MAX_FEATURES  32768
+#define SH_DEFAULT_WEIGHT_WORD    1.0f
+#define SH_DEFAULT_WEIGHT_SHINGLE 1.0f
+
+void sh_options_init(sh_options_t *opts);
+
+/* Add an ignore pattern; -1 when there are already SH_IGNORE_MAX. */
+int sh_options_add_ignore(sh_options_t *opts, const char *pattern);
+
+typedef struct sh_config_s sh_config_t;
+
+/*
+ * Compile `opts`.  On error returns NULL and writes a one-line message such
+ * as "ignore pattern 2 \"[a-\": missing terminating ] at offset 3" into err.
+ * The options' strings are copied; `opts` may be discarded afterwards.
+ */
+sh_config_t *sh_config_new(const sh_options_t *opts, char *err, size_t errlen);
+void sh_config_free(sh_config_t *cfg);
+
+/* 64-bit digest of the hash key, recorded in snapshots and IDF tables so that
+ * data built under one key is refused under another. */
+uint64_t sh_config_seed_digest(const sh_config_t *cfg);
+
+/* The effective options (strings owned by the config). */
+const sh_options_t *sh_config_options(const sh_config_t *cfg);
+
+/* Is `lang` a Snowball language libstemmer knows?  (For early errors.) */
+int sh_stem_lang_valid(const char *lang);
+
+/* Process-wide initialisation of libxml2; idempotent, call before fork. */
+void sh_library_init(void);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * sh_doc.h -- the path of one page through the library.
+ *
+ *     bytes --> sh_decode  (charset sniffing, conversion to clean UTF-8)
+ *           --> sh_html    (libxml2 HTML push parser, SAX only: visible text)
+ *           --> sh_text    (ignore patterns, lower-casing, tokens, stop words,
+ *                           Snowball stemming)
+ *           --> sh_features(words and word shingles, bounded feature table,
+ *                           sublinear TF x IDF weights)
+ *           --> sh_simhash (64 signed sums W[j], L2-normalised, bit j = W[j]>=0)
+ *
+ * Usage:
+ *
+ *     sh_config_t *cfg = sh_config_new(&opts, err, sizeof(err));
+ *     sh_doc_t *doc = sh_doc_new(cfg, "iso-8859-1");   // or NULL
+ *     sh_doc_feed(doc, chunk1, len1);                  // any chunking
+ *     sh_doc_feed(doc, chunk2, len2);
+ *     sh_doc_finish(doc, &result);
+ *     sh_doc_free(doc);
+ *
+ * The result does not depend on how the body was split into chunks: every
+ * stage below buffers exactly what it needs to make its decisions on content,
+ * never on chunk boundaries.
+ *
+ * Memory per document is bounded whatever the body size: the feature table
+ * holds at most opts.max_features distinct features, a text block at most
+ * SH_BLOCK_MAX bytes, and the parser at most SH_PENDING_MAX bytes of an
+ * unterminated construct (see sh_doc_feed).
+ *
+ * Threads: a config is used by one thread at a time (the Snowball stemmer and
+ * the stem cache inside it are mutable); use one config per thread.  nginx
+ * workers are processes, so each has its own copy.
+ */
+#ifndef SH_DOC_H
+#define SH_DOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sh_config.h"
+#include "sh_simhash.h"
+
+typedef struct sh_doc_s sh_doc_t;
+
+/*
+ * Start a document.  `charset` is the label from the response's Content-Type
+ * (may be NULL).  Returns NULL only when out of memory.
+ */
+sh_doc_t *sh_doc_new(sh_config_t *cfg, const char *charset);
+
+/*
+ * Feed the next `len` bytes of the body.  Returns 0, or -1 when out of
+ * memory (the document is then unusable; free it).  Once the document has
+ * decided it is binary, or it hit SH_PENDING_MAX, further bytes are ignored
+ * cheaply.
+ */
+int sh_doc_feed(sh_doc_t *doc, const void *data, size_t len);
+
+/* End of body: flush everything and compute the fingerprint. */
+int sh_doc_finish(sh_doc_t *doc, sh_result_t *res);
+
+void sh_doc_free(sh_doc_t *doc);
+
+/*
+ * Optional observers, for tools (the evaluation's ground truth, `simhash
+ * text`): called with every normalised token in document order, before stop
+ * words and stemming; and, after sh_doc_finish, with every feature kept.
+ */
+typedef void (*sh_token_fn)(void *arg, const char *tok, size_t len);
+void sh_doc_set_token_hook(sh_doc_t *doc, sh_token_fn fn, void *arg);
+
+typedef void (*sh_feature_fn)(void *arg, uint64_t feature, unsigned type,
+                              uint32_t tf);
+void sh_doc_foreach_feature(const sh_doc_t *doc, sh_feature_fn fn, void *arg);
+
+/* The charset the document was decoded with (valid after the first bytes). */
+const char *sh_doc_charset(const sh_doc_t *doc);
+
+#endif

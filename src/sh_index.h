@@ -1,0 +1,138 @@
+/*
+ * sh_index.h -- the PSM index (Sood & Loguinov 2011): near-duplicate lookup
+ * in ONE copy of the fingerprints, probing bit-flip combinations of the top
+ * t bits in decreasing probability order (VOSH, sh_vosh.h).
+ *
+ * The whole index lives in one caller-provided contiguous memory region and
+ * holds offsets, never pointers: the same bytes work in an nginx shared
+ * memory zone, in a snapshot file loaded back (sh_snapshot.h), and in a heap
+ * buffer.  Capacity follows from the region size.
+ *
+ * Documents.  Each stored fingerprint belongs to a document identified by a
+ * 32-bit reference `ref` in [0, capacity) chosen by the index on insert.  The
+ * caller keeps its own per-document data (a URL, a path) in an array indexed
+ * by ref.  The index keeps the documents in least-recently-inserted order;
+ * when it is full an insert evicts the oldest document and reports its ref
+ * (usually the ref it then reuses) so the caller can drop its data.
+ *
+ * Concurrency contract (nginx workers are processes sharing the region):
+ *   - sh_index_lookup, sh_index_get, sh_index_foreach, sh_index_stats may run
+ *     concurrently with each other under a SHARED lock held by the caller;
+ *   - sh_index_insert, sh_index_remove, sh_index_touch need the EXCLUSIVE
+ *     lock;
+ *   - under this contract a reader never sees a half-written entry.  The
+ *     index takes no lock itself.  The only writes a lookup makes are relaxed
+ *     atomic increments of statistics counters and of the online volatility
+ *     learner (sh_volatility.h), which tolerate concurrent readers.
+ */
+#ifndef SH_INDEX_H
+#define SH_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sh_volatility.h"
+
+#define SH_NOREF        UINT32_MAX
+#define SH_H_MAX        7       /* largest supported Hamming distance */
+#define SH_H_DEFAULT    3
+
+typedef struct sh_index_s sh_index_t;   /* the region, seen as an index */
+
+typedef enum {
+    SH_MATCH_FIRST = 0,     /* PSM_F: stop at the first match */
+    SH_MATCH_ALL,           /* PSM_A: every match within h */
+    SH_MATCH_CLOSEST        /* the match with the smallest distance */
+} sh_match_mode_t;
+
+typedef struct {
+    uint32_t ref;
+    uint32_t distance;
+    uint64_t hash;
+} sh_match_t;
+
+typedef struct {
+    unsigned  h;            /* Hamming radius, 0..SH_H_MAX */
+    sh_match_mode_t mode;
+    unsigned  probes;       /* k: VOSH subsets probed after x itself;
+                               0 = derive from `recall` */
+    float     recall;       /* target relative recall for k(t), e.g. 0.95 */
+    const sh_volatility_t *vol;   /* NULL = the built-in table */
+} sh_lookup_opts_t;
+
+typedef struct {
+    uint32_t probes;        /* buckets probed, x itself included */
+    uint32_t scanned;       /* entries compared */
+} sh_lookup_stats_t;
+
+typedef struct {
+    uint32_t capacity;      /* documents */
+    uint32_t entries;       /* documents stored now */
+    uint32_t t;             /* header bits */
+    uint64_t evictions;
+    uint64_t lookups;
+    uint64_t probes;        /* total over all lookups */
+    size_t   fingerprint_bytes; /* the fingerprint structure: table of hashes */
+    size_t   document_bytes;    /* refs, age order and per-document data */
+    size_t   region_bytes;
+} sh_index_stats_t;
+
+void sh_lookup_opts_init(sh_lookup_opts_t *o);   /* h=3, FIRST, recall .95 */
+
+/* Region size needed for `capacity` documents, and the inverse. */
+size_t   sh_index_region_size(uint32_t capacity);
+uint32_t sh_index_capacity_for(size_t region_bytes);
+
+/*
+ * Format `region` as an empty index.  `t` = 0 chooses t from the capacity
+ * (about log2 capacity).  `seed_digest` (sh_config_seed_digest) is recorded so
+ * that a region built under another hash key is refused later.
+ * Returns NULL and a message in err on error (region too small, ...).
+ */
+sh_index_t *sh_index_init(void *region, size_t size, unsigned t,
+                          uint64_t seed_digest, char *err, size_t errlen);
+
+/* Validate an existing region (after a reload or a snapshot load). */
+sh_index_t *sh_index_attach(void *region, size_t size, char *err,
+                            size_t errlen);
+
+/*
+ * Insert fingerprint `hash` as a new document; returns its ref, and in
+ * *evicted the ref of the document evicted to make room (SH_NOREF if none).
+ */
+uint32_t sh_index_insert(sh_index_t *ix, uint64_t hash, uint32_t *evicted);
+
+/* Replace the fingerprint of document `ref` and make it the newest. */
+int sh_index_update(sh_index_t *ix, uint32_t ref, uint64_t hash);
+
+/* Make document `ref` the newest (it was seen again). */
+int sh_index_touch(sh_index_t *ix, uint32_t ref);
+
+/* Remove document `ref`; -1 if it is not stored. */
+int sh_index_remove(sh_index_t *ix, uint32_t ref);
+
+/* Fingerprint of document `ref`; -1 if it is not stored. */
+int sh_index_get(const sh_index_t *ix, uint32_t ref, uint64_t *hash);
+
+/*
+ * Documents within distance opts->h of `hash`, whose per-bit weights are
+ * `weights` (sh_result_t.weights; NULL = treat all bits as equally volatile).
+ * Writes at most `max` matches (mode ALL keeps counting past max) and returns
+ * the number found.
+ */
+size_t sh_index_lookup(const sh_index_t *ix, uint64_t hash,
+                       const float *weights, const sh_lookup_opts_t *opts,
+                       sh_match_t *out, size_t max, sh_lookup_stats_t *st);
+
+/* Visit every document, oldest first; stop early when fn returns non-zero. */
+typedef int (*sh_index_visit_fn)(void *arg, uint32_t ref, uint64_t hash);
+void sh_index_foreach(const sh_index_t *ix, sh_index_visit_fn fn, void *arg);
+
+void sh_index_stats(const sh_index_t *ix, sh_index_stats_t *st);
+
+/* Full structural check (sortedness, counts, age list); 0 if consistent. */
+int sh_index_check(const sh_index_t *ix, char *err, size_t errlen);
+
+uint64_t sh_index_seed_digest(const sh_index_t *ix);
+
+#endif

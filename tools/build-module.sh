@@ -1,0 +1,52 @@
+#!/bin/bash
+# Build the dynamic module against Debian's nginx (package nginx-dev).
+#
+# Debian's tree in /usr/share/nginx/src has `configure` and headers but no
+# top-level Makefile; configure must run from that directory and write into
+# a build directory of ours.  We pass Debian's own configure flags
+# (conf_flags: --with-compat, --with-debug, --with-threads, ...) so that the
+# module sees the same NGX_* macros as the installed binary.  configure runs
+# again only when `config` or the nginx version changes.
+set -eu
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
+OUT="$BUILD/nginx"
+SRC=/usr/share/nginx/src
+
+[ -x "$SRC/configure" ] || {
+    echo "build-module: $SRC/configure missing: install nginx-dev" >&2
+    exit 1
+}
+
+# Debian's hardening flags; without a CFLAGS nginx adds -Werror for us,
+# with one we add it ourselves: the module must build warning-free.
+CFLAGS="$(dpkg-buildflags --get CFLAGS 2>/dev/null || echo -O2 -g) -fPIC -Werror"
+CFLAGS="$CFLAGS -Wall -Wno-unused-parameter"
+LDFLAGS="$(dpkg-buildflags --get LDFLAGS 2>/dev/null || true)"
+if [ "${SANITIZE:-0}" = 1 ]; then
+    CFLAGS="$CFLAGS -fsanitize=address,undefined -fno-omit-frame-pointer"
+    LDFLAGS="$LDFLAGS -fsanitize=address,undefined"
+fi
+
+stamp="$OUT/.configured"
+want="$(nginx -v 2>&1) $(cat "$TOP/config" | cksum) $CFLAGS"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    mkdir -p "$OUT"
+    # shellcheck disable=SC1091
+    . "$SRC/conf_flags"
+    (cd "$SRC" && ./configure --builddir="$OUT" "${NGX_CONF_FLAGS[@]}" \
+        --with-cc-opt="$CFLAGS" --with-ld-opt="$LDFLAGS" \
+        --add-dynamic-module="$TOP" > "$OUT/configure.log" 2>&1) || {
+        echo "build-module: nginx configure failed, see $OUT/configure.log" >&2
+        exit 1
+    }
+    echo "$want" > "$stamp"
+fi
+
+make -s -f "$OUT/Makefile" -C "$SRC" modules > "$OUT/make.log" 2>&1 || {
+    cat "$OUT/make.log" >&2
+    exit 1
+}
+echo "build-module: $OUT/ngx_http_simhash_module.so"

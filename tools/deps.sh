@@ -1,0 +1,39 @@
+#!/bin/sh
+# Install the Debian packages a make target needs, only those missing.
+#   tools/deps.sh            build and test dependencies
+#   tools/deps.sh eval       plus the HTML corpora used by `make eval`/`make bench`
+# One list, one place: the README points here.
+set -eu
+
+BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
+libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev"
+EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk"
+
+want="$BUILD_PKGS"
+case "${1:-}" in
+    eval) want="$BUILD_PKGS $EVAL_PKGS" ;;
+    "") ;;
+    *) echo "usage: $0 [eval]" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+    s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    case "$s" in
+        *"install ok installed"*) ;;
+        *) missing="$missing $p" ;;
+    esac
+done
+
+[ -z "$missing" ] && exit 0
+
+echo "deps: installing$missing" >&2
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=sudo
+else
+    SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

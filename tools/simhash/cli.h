@@ -1,0 +1,61 @@
+/*
+ * cli.h -- what the `simhash` subcommands share: the command table, error
+ * reporting, the extraction options every subcommand accepts, and reading
+ * pages and path lists.
+ *
+ * Each subcommand lives in cmd_NAME.c and exports `int cmd_NAME(int argc,
+ * char **argv)` (argv[0] is the subcommand name); main.c dispatches.
+ * Exit status: 0 success, 1 runtime failure, 2 usage error.
+ */
+#ifndef SH_CLI_H
+#define SH_CLI_H
+
+#include <stdio.h>
+
+#include "sh_doc.h"
+
+typedef struct {
+    const char *name;
+    int       (*run)(int argc, char **argv);
+    const char *summary;
+} cli_command_t;
+
+/* One-line error on stderr: "simhash: <message>". */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Extraction options shared by every subcommand that fingerprints pages.
+ * cli_extract_arg() consumes argv[*i] (and its value) when it is one of them:
+ * returns 1 if consumed, 0 if not an extraction option, -1 on a bad value
+ * (after printing the error).
+ */
+typedef struct {
+    sh_options_t opts;
+    const char  *charset;       /* --charset: as if from Content-Type */
+} cli_extract_t;
+
+void cli_extract_init(cli_extract_t *x);
+int  cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i);
+void cli_extract_usage(FILE *f);
+/* Compile the options; prints the error and returns NULL on failure. */
+sh_config_t *cli_extract_config(const cli_extract_t *x);
+
+/* Parse a non-negative integer option value in [min, max]. */
+int cli_parse_uint(const char *opt, const char *s, unsigned long min,
+                   unsigned long max, unsigned long *out);
+
+/*
+ * Read a list of paths, one per line ("-" = stdin).  Empty lines are
+ * skipped.  Returns 0, or -1 after printing the error.
+ */
+int  cli_read_list(const char *path, char ***paths, size_t *n);
+void cli_free_list(char **paths, size_t n);
+
+/* Fingerprint one file, streaming it through the extractor in 64 KB reads. */
+int cli_fingerprint_file(sh_config_t *cfg, const char *path,
+                         const char *charset, sh_result_t *res);
+
+/* The help flag test every subcommand uses. */
+int cli_is_help(const char *arg);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * simhash -- command-line face of the core library.  main() only dispatches;
+ * each subcommand is in cmd_NAME.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_fingerprint(int argc, char **argv);
+int cmd_distance(int argc, char **argv);
+int cmd_text(int argc, char **argv);
+int cmd_idf(int argc, char **argv);
+
+static const cli_command_t commands[] = {
+    { "fingerprint", cmd_fingerprint, "print the simhash of each page" },
+    { "distance",    cmd_distance,    "Hamming distance between two pages" },
+    { "text",        cmd_text,        "print the tokens a page yields" },
+    { "idf",         cmd_idf,         "build an IDF table from a corpus" },
+};
+
+static void
+usage(FILE *f)
+{
+    size_t i;
+
+    fprintf(f, "usage: simhash COMMAND [options] ...\n\ncommands:\n");
+    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    }
+    fprintf(f, "\n`simhash COMMAND --help` describes each.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    size_t i;
+
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+
+    sh_library_init();
+
+    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    }
+
+    cli_error("unknown command '%s' (see simhash --help)", argv[1]);
+    return 2;
+}
