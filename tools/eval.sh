@@ -1,0 +1,186 @@
+#!/bin/sh
+# tools/eval.sh BUILD -- the quality evaluation behind docs/QUALITY.md
+# (`make eval` installs the corpora, builds BUILD/sh-eval and runs this).
+#
+#   1. lists the pages: rust-doc's std tree aligned path by path with core
+#      and alloc (std re-exports them: the same documentation under two
+#      URLs), and every page of python3.11-doc and postgresql-doc-15;
+#   2. builds an IDF table with `simhash idf build`, when the CLI has it,
+#      from a corpus disjoint from the measured pages;
+#   3. runs sh-eval over the configurations below (fingerprints cached in
+#      BUILD/eval/cache, keyed by options and binary);
+#   4. plots the precision/recall curve of the chosen configuration into
+#      docs/quality-h.png and refreshes the generated tables of
+#      docs/QUALITY.md (between its BEGIN/END markers).
+#
+# Environment: EVAL_THREADS (default: the number of CPUs), EVAL_CHOSEN (the
+# configuration plotted, default "default"), EVAL_CONFIGS (a file with one
+# "NAME: key=value ..." per line, replacing the built-in list).
+set -eu
+
+BUILD=${1:-build}
+OUT=$BUILD/eval
+CACHE=$OUT/cache
+EVAL=$BUILD/sh-eval
+CLI=$BUILD/simhash
+CHOSEN=${EVAL_CHOSEN:-default}
+THREADS=${EVAL_THREADS:-$(nproc 2>/dev/null || echo 2)}
+DOCS=docs
+
+die() { echo "eval: $*" >&2; exit 1; }
+
+[ -x "$EVAL" ] || die "$EVAL missing (run make eval)"
+mkdir -p "$OUT" "$CACHE"
+
+# --- 1. pages ------------------------------------------------------------
+# Ask dpkg where each package put its HTML rather than assuming paths.
+html_of() {
+    dpkg -L "$1" 2>/dev/null | grep -E '\.html$' | while read -r f; do
+        [ -f "$f" ] && [ ! -L "$f" ] && printf '%s\n' "$f"
+    done
+}
+
+rust_index=$(dpkg -L rust-doc 2>/dev/null | grep -E '/html/std/index\.html$' \
+             | head -n 1) || true
+[ -n "$rust_index" ] || die "rust-doc is not installed (tools/deps.sh eval)"
+RUST=$(dirname "$(dirname "$rust_index")")
+
+# std/x.html <-> core/x.html and alloc/x.html, for every x present in both.
+: >"$OUT/aligned.tsv"
+for other in core alloc; do
+    (cd "$RUST/std" && find . -name '*.html' -type f | sed 's|^\./||' \
+        | LC_ALL=C sort) >"$OUT/std.lst"
+    (cd "$RUST/$other" && find . -name '*.html' -type f | sed 's|^\./||' \
+        | LC_ALL=C sort) >"$OUT/$other.lst"
+    LC_ALL=C comm -12 "$OUT/std.lst" "$OUT/$other.lst" \
+        | awk -v g="$other" -v r="$RUST" \
+              '{ printf "%s\t%s/std/%s\t%s/%s/%s\n", g, r, $0, r, g, $0 }' \
+        >>"$OUT/aligned.tsv"
+done
+
+: >"$OUT/prose.tsv"
+for spec in python:python3.11-doc postgresql:postgresql-doc-15; do
+    group=${spec%%:*}
+    pkg=${spec#*:}
+    html_of "$pkg" | LC_ALL=C sort | awk -v g="$group" '{ print g "\t" $0 }' \
+        >>"$OUT/prose.tsv"
+    grep -q "^$group	" "$OUT/prose.tsv" \
+        || die "$pkg has no HTML pages (tools/deps.sh eval)"
+done
+
+# --- 2. IDF table ----------------------------------------------------------
+# IDF must not be learnt from the pages it is measured on: a crawler learns
+# it from its own past crawl, not from the pair it is comparing.  The rust
+# books (reference, nomicon, rust-by-example, ...) are English technical
+# prose disjoint from both populations.
+IDF=""
+if [ -x "$CLI" ] && "$CLI" idf --help >/dev/null 2>&1; then
+    find "$RUST" -name '*.html' -type f \
+        \( -path '*/book/*' -o -path '*/reference/*' -o -path '*/nomicon/*' \
+           -o -path '*/rust-by-example/*' -o -path '*/edition-guide/*' \
+           -o -path '*/embedded-book/*' -o -path '*/rustc/*' \
+           -o -path '*/cargo/*' -o -path '*/unstable-book/*' \) \
+        | LC_ALL=C sort >"$OUT/idf-corpus.lst"
+    if [ ! -s "$OUT/idf.tbl" ] || [ "$CLI" -nt "$OUT/idf.tbl" ]; then
+        if "$CLI" idf build -o "$OUT/idf.tbl.tmp" --list "$OUT/idf-corpus.lst" \
+                >"$OUT/idf.log" 2>&1; then
+            mv "$OUT/idf.tbl.tmp" "$OUT/idf.tbl"
+        else
+            echo "eval: idf build failed (see $OUT/idf.log); no IDF rows" >&2
+            rm -f "$OUT/idf.tbl.tmp" "$OUT/idf.tbl"
+        fi
+    fi
+    [ -s "$OUT/idf.tbl" ] && IDF=$OUT/idf.tbl
+fi
+
+# --- 3. configurations -----------------------------------------------------
+# The first line is the library's defaults (src/sh_config.h); it also
+# fixes what "visible text" means for the ground truth.  The others vary one
+# choice at a time from it, then a few combinations.
+if [ -n "${EVAL_CONFIGS:-}" ]; then
+    cp "$EVAL_CONFIGS" "$OUT/configs.txt"
+else
+    cat >"$OUT/configs.txt" <<'EOF'
+default:
+w1: shingle=1
+w2: shingle=2
+w4: shingle=4
+w5: shingle=5
+w3-shingles-only: weight-word=0
+w3-words-half: weight-word=0.5
+w3-shingles-x2: weight-shingle=2
+w3-nostem: stem=none
+w3-nostop: stopwords=off
+w2-shingles-only: shingle=2 weight-word=0
+w4-shingles-only: shingle=4 weight-word=0
+EOF
+    if [ -n "$IDF" ]; then
+        cat >>"$OUT/configs.txt" <<EOF
+w3-idf: idf=$IDF
+w2-idf: shingle=2 idf=$IDF
+w4-idf: shingle=4 idf=$IDF
+EOF
+    fi
+fi
+
+set --
+while IFS= read -r line; do
+    case "$line" in ''|'#'*) continue ;; esac
+    set -- "$@" --config "$line"
+done <"$OUT/configs.txt"
+
+echo "eval: $(wc -l <"$OUT/aligned.tsv") aligned pairs," \
+     "$(wc -l <"$OUT/prose.tsv") prose pages, $THREADS threads" >&2
+start=$(date +%s)
+"$EVAL" --aligned "$OUT/aligned.tsv" --prose "$OUT/prose.tsv" \
+    --out "$OUT" --cache "$CACHE" --threads "$THREADS" "$@"
+echo "eval: sh-eval took $(( $(date +%s) - start )) s" >&2
+
+# --- 4. plot and docs ------------------------------------------------------
+[ -f "$OUT/curve-$CHOSEN.dat" ] || die "no configuration named $CHOSEN"
+cp "$OUT/curve-$CHOSEN.dat" "$DOCS/quality-h.dat"
+if command -v gnuplot >/dev/null 2>&1; then
+    gnuplot -e "datafile='$DOCS/quality-h.dat'; outfile='$DOCS/quality-h.png'" \
+        "$DOCS/quality-h.gp"
+else
+    echo "eval: gnuplot missing, $DOCS/quality-h.png not redrawn" >&2
+fi
+
+# The generated part of QUALITY.md: everything between the markers is
+# replaced; the prose around it (choices and reasons) is written by hand.
+{
+    echo "Generated by \`make eval\` ($(date -u +%Y-%m-%d)); chosen" \
+         "configuration: \`$CHOSEN\`."
+    echo
+    sed 's/^/    /' "$OUT/summary.txt"
+    echo
+    echo "#### Ground truth: Jaccard of the pairs measured"
+    echo
+    cat "$OUT/population.md"
+    echo
+    echo "#### Configurations at h = 3"
+    echo
+    cat "$OUT/comparison.md"
+    echo
+    echo "#### Precision and recall against h, configuration \`$CHOSEN\`"
+    echo
+    cat "$OUT/curve-$CHOSEN.md"
+    echo
+    echo "#### Pair groups at h = 3, configuration \`$CHOSEN\`"
+    echo
+    cat "$OUT/groups-$CHOSEN.md"
+} >"$OUT/generated.md"
+
+if [ -f "$DOCS/QUALITY.md" ] \
+   && grep -q '^<!-- BEGIN generated' "$DOCS/QUALITY.md"; then
+    awk -v gen="$OUT/generated.md" '
+        /^<!-- BEGIN generated/ { print; while ((getline l < gen) > 0) print l
+                                  skip = 1; next }
+        /^<!-- END generated/   { skip = 0 }
+        !skip { print }' "$DOCS/QUALITY.md" >"$OUT/QUALITY.md.new"
+    mv "$OUT/QUALITY.md.new" "$DOCS/QUALITY.md"
+    echo "eval: refreshed $DOCS/QUALITY.md" >&2
+else
+    echo "eval: tables in $OUT/generated.md" >&2
+fi
+cat "$OUT/comparison.md"

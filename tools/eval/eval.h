@@ -1,0 +1,122 @@
+/*
+ * eval.h -- `sh-eval`, the quality measurement behind docs/QUALITY.md.
+ *
+ * Ground truth is the exact Jaccard similarity of the sets of 5-word
+ * shingles of each page's visible text, taken from the library's own token
+ * stream (sh_doc_set_token_hook: normalised tokens before stop words and
+ * stemming), so that "the text" means the same thing for the truth and for
+ * the fingerprint.  Two populations of pairs are measured:
+ *
+ *   aligned  rust-doc pages present under the same relative path in std and
+ *            in core or alloc (std re-exports them): the real near-duplicates,
+ *            the population recall is measured on;
+ *   prose    every pair of pages of the Python and PostgreSQL manuals, pages
+ *            with essentially no near-duplicates: the false-positive rate.
+ *
+ * Each extraction configuration fingerprints every page once (results cached
+ * in the build directory, keyed by the options and the binary), then every
+ * pair gets its Hamming distance.
+ */
+#ifndef SH_EVAL_H
+#define SH_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sh_doc.h"
+
+#define EV_HMAX        8       /* curves are reported for h = 0..EV_HMAX */
+#define EV_SHINGLE_W   5       /* words per ground-truth shingle */
+/* Pages with fewer distinct truth shingles than this are left out of every
+ * pair: their Jaccard is too coarse to mean anything (redirect stubs). */
+#define EV_MIN_SHINGLES 16
+
+enum { EV_ALIGNED = 0, EV_PROSE = 1 };
+
+typedef struct {
+    char      *path;
+    uint64_t   size;
+    uint64_t  *shingles;        /* truth: sorted, distinct 64-bit hashes */
+    uint32_t   nshingles;
+    uint32_t   ntokens;
+} ev_page_t;
+
+typedef struct {
+    uint64_t   hash;
+    uint32_t   status;          /* sh_status_t */
+    uint32_t   nfeatures;
+} ev_fp_t;
+
+typedef struct {
+    uint32_t   a, b;            /* page indices */
+    uint16_t   kind;            /* EV_ALIGNED or EV_PROSE */
+    uint16_t   group;           /* index into ev_run_t.groups */
+    float      jaccard;
+} ev_pair_t;
+
+typedef struct {
+    char         *name;
+    char         *spec;         /* the option text, as given */
+    sh_options_t  opts;
+    ev_fp_t      *fp;           /* one per page */
+    double        seconds;      /* wall time to fingerprint every page */
+    int           cached;
+} ev_config_t;
+
+#define EV_GROUPS_MAX 16
+
+typedef struct {
+    ev_page_t    *pages;
+    size_t        npages, cap_pages;
+    uint32_t     *slots;        /* path hash table: page index + 1, 0 empty */
+    size_t        nslots;
+    ev_pair_t    *pairs;
+    size_t        npairs, cap_pairs;
+    /* Pair groups: "core", "alloc" for aligned pairs, "python",
+     * "python~postgresql", ... for prose pairs. */
+    char         *groups[EV_GROUPS_MAX];
+    unsigned      ngroups;
+    uint16_t      group_kind[EV_GROUPS_MAX];
+    ev_config_t  *configs;
+    size_t        nconfigs;
+    unsigned      threads;
+    const char   *cache_dir;    /* NULL: no cache */
+    const char   *out_dir;
+    uint64_t      identity;     /* of this binary, for cache keys */
+    /* Pairs listed but left out: a page below EV_MIN_SHINGLES. */
+    size_t        aligned_listed, aligned_dropped;
+    size_t        prose_listed, prose_dropped;   /* pages */
+} ev_run_t;
+
+/* util.c */
+void  ev_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+                                                 noreturn));
+void *ev_xmalloc(size_t n);
+void *ev_xcalloc(size_t n, size_t size);
+void *ev_xrealloc(void *p, size_t n);
+char *ev_xstrdup(const char *s);
+double ev_now(void);
+uint64_t ev_self_identity(void);
+unsigned ev_group(ev_run_t *run, const char *name, uint16_t kind);
+uint32_t ev_page(ev_run_t *run, const char *path);
+void ev_add_pair(ev_run_t *run, uint32_t a, uint32_t b, uint16_t kind,
+                 uint16_t group);
+
+/* options.c: "NAME: key=value ..." -> configuration */
+void ev_config_parse(ev_config_t *c, const char *text);
+uint64_t ev_config_key(const ev_config_t *c, uint64_t salt);
+
+/* pages.c: fingerprint every page under one configuration (and, with
+ * `truth` set, collect the ground-truth shingle sets in the same pass). */
+void ev_fingerprint(ev_run_t *run, ev_config_t *c, int truth);
+int  ev_truth_load(ev_run_t *run, uint64_t key);
+void ev_truth_save(const ev_run_t *run, uint64_t key);
+
+/* truth.c */
+double ev_jaccard(const ev_page_t *a, const ev_page_t *b);
+void   ev_pairs_jaccard(ev_run_t *run);
+
+/* report.c */
+void ev_report(ev_run_t *run);
+
+#endif

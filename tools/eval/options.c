@@ -1,0 +1,180 @@
+/*
+ * options.c -- one extraction configuration per --config argument:
+ *
+ *     "NAME: key=value key=value ..."
+ *
+ * Keys (anything not given keeps the library default, sh_options_init):
+ *     shingle=N          words per shingle, 1 = words only
+ *     stem=LANG|none     Snowball language
+ *     stopwords=on|off|FILE
+ *     idf=FILE|none      IDF table (from `simhash idf build`)
+ *     weight-word=F      constant weight of word features
+ *     weight-shingle=F   constant weight of shingle features
+ *     min-features=N  max-features=N
+ *     ignore=PCRE        (repeatable; no spaces inside)
+ *
+ * Several configurations are compared in one run, so they are given as
+ * single shell words rather than as separate command-line options.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <xxhash.h>
+
+#include "eval.h"
+
+static unsigned
+parse_uint(const char *key, const char *v, unsigned lo, unsigned hi)
+{
+    char *end;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
+        ev_die("%s=%s: expected an integer in [%u, %u]", key, v, lo, hi);
+    }
+    return (unsigned) n;
+}
+
+static float
+parse_weight(const char *key, const char *v)
+{
+    char *end;
+    double d;
+
+    errno = 0;
+    d = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !(d >= 0.0 && d <= 1e6)) {
+        ev_die("%s=%s: expected a non-negative number", key, v);
+    }
+    return (float) d;
+}
+
+static void
+set_option(ev_config_t *c, const char *key, char *v)
+{
+    sh_options_t *o = &c->opts;
+
+    if (strcmp(key, "shingle") == 0) {
+        o->shingle = parse_uint(key, v, 1, SH_SHINGLE_MAX);
+    } else if (strcmp(key, "stem") == 0) {
+        o->stem = strcmp(v, "none") == 0 ? NULL : v;
+    } else if (strcmp(key, "stopwords") == 0) {
+        o->stopwords_off = strcmp(v, "off") == 0;
+        o->stopwords_file = (strcmp(v, "on") == 0 || o->stopwords_off)
+                            ? NULL : v;
+    } else if (strcmp(key, "idf") == 0) {
+        o->idf_file = strcmp(v, "none") == 0 ? NULL : v;
+    } else if (strcmp(key, "weight-word") == 0) {
+        o->weight[SH_FEAT_WORD] = parse_weight(key, v);
+    } else if (strcmp(key, "weight-shingle") == 0) {
+        o->weight[SH_FEAT_SHINGLE] = parse_weight(key, v);
+    } else if (strcmp(key, "min-features") == 0) {
+        o->min_features = parse_uint(key, v, 0, 1u << 30);
+    } else if (strcmp(key, "max-features") == 0) {
+        o->max_features = parse_uint(key, v, 1, 1u << 30);
+    } else if (strcmp(key, "ignore") == 0) {
+        if (sh_options_add_ignore(o, v) != 0) {
+            ev_die("config %s: too many ignore patterns", c->name);
+        }
+    } else {
+        ev_die("config %s: unknown key '%s'", c->name, key);
+    }
+}
+
+void
+ev_config_parse(ev_config_t *c, const char *text)
+{
+    /* The option strings point into `buf`, which lives as long as the
+     * configuration does. */
+    char *buf = ev_xstrdup(text);
+    char *colon = strchr(buf, ':');
+    char *tok, *save = NULL;
+
+    memset(c, 0, sizeof(*c));
+    sh_options_init(&c->opts);
+    if (colon == NULL || colon == buf) {
+        ev_die("--config '%s': expected \"NAME: key=value ...\"", text);
+    }
+    *colon = '\0';
+    c->name = buf;
+    c->spec = ev_xstrdup(colon + 1 + strspn(colon + 1, " \t"));
+
+    for (tok = strtok_r(colon + 1, " \t", &save); tok != NULL;
+         tok = strtok_r(NULL, " \t", &save))
+    {
+        char *eq = strchr(tok, '=');
+
+        if (eq == NULL) {
+            ev_die("config %s: '%s' is not key=value", c->name, tok);
+        }
+        *eq = '\0';
+        set_option(c, tok, eq + 1);
+    }
+}
+
+static void
+put(XXH3_state_t *st, const void *p, size_t n)
+{
+    XXH3_64bits_update(st, p, n);
+}
+
+static void
+put_str(XXH3_state_t *st, const char *s)
+{
+    uint32_t n = s ? (uint32_t) strlen(s) : UINT32_MAX;
+
+    put(st, &n, sizeof(n));
+    if (s) {
+        put(st, s, n);
+    }
+}
+
+/* A file named by an option is part of the key by its size and time, so an
+ * IDF table rebuilt under the same name invalidates the cache. */
+static void
+put_file(XXH3_state_t *st, const char *path)
+{
+    struct stat sb;
+    int64_t v[3] = { -1, -1, -1 };
+
+    put_str(st, path);
+    if (path && stat(path, &sb) == 0) {
+        v[0] = (int64_t) sb.st_size;
+        v[1] = (int64_t) sb.st_mtim.tv_sec;
+        v[2] = (int64_t) sb.st_mtim.tv_nsec;
+    }
+    put(st, v, sizeof(v));
+}
+
+uint64_t
+ev_config_key(const ev_config_t *c, uint64_t salt)
+{
+    const sh_options_t *o = &c->opts;
+    XXH3_state_t *st = XXH3_createState();
+    uint64_t key;
+    unsigned i;
+
+    if (st == NULL) {
+        ev_die("out of memory");
+    }
+    XXH3_64bits_reset_withSeed(st, salt);
+    put(st, &o->shingle, sizeof(o->shingle));
+    put_str(st, o->stem);
+    put_file(st, o->stopwords_file);
+    put(st, &o->stopwords_off, sizeof(o->stopwords_off));
+    for (i = 0; i < o->nignore; i++) {
+        put_str(st, o->ignore[i]);
+    }
+    put(st, &o->min_features, sizeof(o->min_features));
+    put(st, &o->max_features, sizeof(o->max_features));
+    put_file(st, o->idf_file);
+    put(st, o->weight, sizeof(o->weight));
+    key = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    return key;
+}
