@@ -1,0 +1,154 @@
+/*
+ * sh_vosh.c -- the VOSH enumeration: Algorithm 2 of the PSM paper plus the
+ * max-heap M that merges the h trees.
+ */
+#include "sh_vosh.h"
+
+/*
+ * The score of a subset is recomputed from scratch rather than updated from
+ * the parent's: always adding in rank order makes equal subsets produce
+ * bit-identical scores, which keeps the order reproducible (and lets the
+ * tests compare it with a brute-force sort exactly).
+ */
+static double
+vosh_score(const float *lo, const sh_vosh_node_t *s)
+{
+    double sum = 0;
+    unsigned i;
+
+    for (i = 0; i < s->size; i++) {
+        sum += lo[s->idx[i]];
+    }
+    return sum;
+}
+
+int
+sh_vosh_children(const sh_vosh_node_t *s, unsigned nbits,
+                 sh_vosh_node_t kids[2])
+{
+    int n = 0;
+    int j;
+    unsigned last = s->size - 1u;
+
+    /* Left child: the last element moves one rank down, if it can. */
+    if ((unsigned) s->idx[last] + 1 < nbits) {
+        kids[n] = *s;
+        kids[n].idx[last]++;
+        n++;
+    }
+
+    /* Right child: the first gap >= 2 from the right decides.  Stopping at
+     * a gap > 2 is what keeps the trees free of duplicates. */
+    for (j = (int) last - 1; j >= 0; j--) {
+        int gap = s->idx[j + 1] - s->idx[j];
+
+        if (gap == 2) {
+            kids[n] = *s;
+            kids[n].idx[j]++;
+            n++;
+            break;
+        }
+        if (gap > 2) {
+            break;
+        }
+    }
+    return n;
+}
+
+/* Max-heap on score, 0-based. */
+static void
+heap_push(sh_vosh_t *v, const sh_vosh_node_t *x)
+{
+    size_t i = v->len++;
+
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+
+        if (v->heap[parent].score >= x->score) {
+            break;
+        }
+        v->heap[i] = v->heap[parent];
+        i = parent;
+    }
+    v->heap[i] = *x;
+}
+
+static void
+heap_pop(sh_vosh_t *v, sh_vosh_node_t *out)
+{
+    sh_vosh_node_t last;
+    size_t i = 0;
+
+    *out = v->heap[0];
+    last = v->heap[--v->len];
+    for (;;) {
+        size_t c = 2 * i + 1;
+
+        if (c >= v->len) {
+            break;
+        }
+        if (c + 1 < v->len && v->heap[c + 1].score > v->heap[c].score) {
+            c++;
+        }
+        if (v->heap[c].score <= last.score) {
+            break;
+        }
+        v->heap[i] = v->heap[c];
+        i = c;
+    }
+    if (v->len > 0) {
+        v->heap[i] = last;
+    }
+}
+
+void
+sh_vosh_init(sh_vosh_t *v, const float *lo, unsigned nbits, unsigned h,
+             sh_vosh_node_t *heap, size_t cap)
+{
+    unsigned s, i;
+
+    v->lo = lo;
+    v->nbits = nbits;
+    v->heap = heap;
+    v->cap = cap;
+    v->len = 0;
+    if (h > nbits) {
+        h = nbits;
+    }
+    if (h > SH_VOSH_HMAX) {
+        h = SH_VOSH_HMAX;
+    }
+    v->h = h;
+
+    /* The roots (0), (0,1), (0,1,2), ...: the best subset of each size. */
+    for (s = 1; s <= h && v->len < cap; s++) {
+        sh_vosh_node_t root;
+
+        root.size = (uint8_t) s;
+        for (i = 0; i < SH_VOSH_HMAX; i++) {
+            root.idx[i] = (uint8_t) (i < s ? i : 0);
+        }
+        root.score = vosh_score(lo, &root);
+        heap_push(v, &root);
+    }
+}
+
+int
+sh_vosh_next(sh_vosh_t *v, sh_vosh_node_t *out)
+{
+    sh_vosh_node_t kids[2];
+    int n, i;
+
+    /* Refuse rather than drop a subtree: a pop frees one node and may add
+     * two, so one free slot must remain. */
+    if (v->len == 0 || v->len + 1 > v->cap) {
+        return 0;
+    }
+    heap_pop(v, out);
+    n = sh_vosh_children(out, v->nbits, kids);
+    for (i = 0; i < n; i++) {
+        kids[i].score = vosh_score(v->lo, &kids[i]);
+        heap_push(v, &kids[i]);
+    }
+    return 1;
+}
