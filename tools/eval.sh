@@ -15,7 +15,7 @@
 #
 # Environment: EVAL_THREADS (default: the number of CPUs), EVAL_CHOSEN (the
 # configuration plotted, default "default"), EVAL_CONFIGS (a file with one
-# "NAME: key=value ..." per line, replacing the built-in list).
+# "NAME: --option value ..." per line, replacing the built-in list).
 set -eu
 
 BUILD=${1:-build}
@@ -102,23 +102,23 @@ if [ -n "${EVAL_CONFIGS:-}" ]; then
 else
     cat >"$OUT/configs.txt" <<'EOF'
 default:
-w1: shingle=1
-w2: shingle=2
-w4: shingle=4
-w5: shingle=5
-w3-shingles-only: weight-word=0
-w3-words-half: weight-word=0.5
-w3-shingles-x2: weight-shingle=2
-w3-nostem: stem=none
-w3-nostop: stopwords=off
-w2-shingles-only: shingle=2 weight-word=0
-w4-shingles-only: shingle=4 weight-word=0
+w1: --shingle 1
+w2: --shingle 2
+w4: --shingle 4
+w5: --shingle 5
+w3-shingles-only: --word-weight 0
+w3-words-half: --word-weight 0.5
+w3-shingles-x2: --shingle-weight 2
+w3-nostem: --stem none
+w3-nostop: --stopwords none
+w2-shingles-only: --shingle 2 --word-weight 0
+w4-shingles-only: --shingle 4 --word-weight 0
 EOF
     if [ -n "$IDF" ]; then
         cat >>"$OUT/configs.txt" <<EOF
-w3-idf: idf=$IDF
-w2-idf: shingle=2 idf=$IDF
-w4-idf: shingle=4 idf=$IDF
+w3-idf: --idf $IDF
+w2-idf: --shingle 2 --idf $IDF
+w4-idf: --shingle 4 --idf $IDF
 EOF
     fi
 fi

@@ -102,7 +102,7 @@ uint32_t ev_page(ev_run_t *run, const char *path);
 void ev_add_pair(ev_run_t *run, uint32_t a, uint32_t b, uint16_t kind,
                  uint16_t group);
 
-/* options.c: "NAME: key=value ..." -> configuration */
+/* options.c: "NAME: --option value ..." -> configuration */
 void ev_config_parse(ev_config_t *c, const char *text);
 uint64_t ev_config_key(const ev_config_t *c, uint64_t salt);
 

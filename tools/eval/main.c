@@ -2,7 +2,7 @@
  * sh-eval -- measure fingerprint quality against exact Jaccard similarity.
  *
  *   sh-eval --aligned FILE --prose FILE --out DIR [--cache DIR]
- *           [--threads N] --config "NAME: key=value ..." ...
+ *           [--threads N] --config "NAME: --option value ..." ...
  *
  *   --aligned  lines "GROUP<TAB>PAGE_A<TAB>PAGE_B": the same document under
  *              two URLs (std/x.html and core/x.html; GROUP "core")
@@ -38,10 +38,10 @@ usage(FILE *f)
 {
     fprintf(f,
 "usage: sh-eval --aligned FILE --prose FILE --out DIR [--cache DIR]\n"
-"               [--threads N] --config 'NAME: key=value ...' ...\n"
-"config keys: shingle=N stem=LANG|none stopwords=on|off|FILE idf=FILE|none\n"
-"             weight-word=F weight-shingle=F min-features=N max-features=N\n"
-"             ignore=PCRE\n");
+"               [--threads N] --config 'NAME: --option value ...' ...\n"
+"config options (as in simhash fingerprint): --shingle N --stem LANG|none\n"
+"  --stopwords FILE|none --idf FILE --word-weight F --shingle-weight F\n"
+"  --min-features N --max-features N --ignore PCRE\n");
 }
 
 /* Split a line on tabs into at most `max` fields; returns the count. */

@@ -1,20 +1,23 @@
 /*
  * options.c -- one extraction configuration per --config argument:
  *
- *     "NAME: key=value key=value ..."
+ *     "NAME: --shingle 2 --word-weight 0 ..."
  *
- * Keys (anything not given keeps the library default, sh_options_init):
- *     shingle=N          words per shingle, 1 = words only
- *     stem=LANG|none     Snowball language
- *     stopwords=on|off|FILE
- *     idf=FILE|none      IDF table (from `simhash idf build`)
- *     weight-word=F      constant weight of word features
- *     weight-shingle=F   constant weight of shingle features
- *     min-features=N  max-features=N
- *     ignore=PCRE        (repeatable; no spaces inside)
+ * The options are those of `simhash fingerprint` (cli_extract_arg in
+ * tools/simhash/cli.c), with the same names and values, so that a line of
+ * docs/QUALITY.md can be pasted onto the command line; anything not given
+ * keeps the library default (sh_options_init):
+ *     --shingle N            words per shingle, 1 = words only
+ *     --stem LANG|none       Snowball language
+ *     --stopwords FILE|none  stop-word list (none: keep every word)
+ *     --idf FILE             IDF table from `simhash idf build`
+ *     --word-weight F        constant weight of word features
+ *     --shingle-weight F     constant weight of shingle features
+ *     --min-features N   --max-features N
+ *     --ignore PCRE          (repeatable; no spaces inside)
  *
- * Several configurations are compared in one run, so they are given as
- * single shell words rather than as separate command-line options.
+ * Several configurations are compared in one run, so each is one shell
+ * word rather than options of sh-eval itself.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,30 +62,38 @@ set_option(ev_config_t *c, const char *key, char *v)
 {
     sh_options_t *o = &c->opts;
 
-    if (strcmp(key, "shingle") == 0) {
+    if (v == NULL) {
+        ev_die("config %s: %s needs a value", c->name, key);
+    }
+    if (strcmp(key, "--shingle") == 0) {
         o->shingle = parse_uint(key, v, 1, SH_SHINGLE_MAX);
-    } else if (strcmp(key, "stem") == 0) {
-        o->stem = strcmp(v, "none") == 0 ? NULL : v;
-    } else if (strcmp(key, "stopwords") == 0) {
-        o->stopwords_off = strcmp(v, "off") == 0;
-        o->stopwords_file = (strcmp(v, "on") == 0 || o->stopwords_off)
-                            ? NULL : v;
-    } else if (strcmp(key, "idf") == 0) {
+    } else if (strcmp(key, "--stem") == 0) {
+        if (strcmp(v, "none") == 0 || strcmp(v, "off") == 0) {
+            o->stem = NULL;
+        } else if (!sh_stem_lang_valid(v)) {
+            ev_die("config %s: unknown Snowball language %s", c->name, v);
+        } else {
+            o->stem = v;
+        }
+    } else if (strcmp(key, "--stopwords") == 0) {
+        o->stopwords_off = strcmp(v, "none") == 0 || strcmp(v, "off") == 0;
+        o->stopwords_file = o->stopwords_off ? NULL : v;
+    } else if (strcmp(key, "--idf") == 0) {
         o->idf_file = strcmp(v, "none") == 0 ? NULL : v;
-    } else if (strcmp(key, "weight-word") == 0) {
+    } else if (strcmp(key, "--word-weight") == 0) {
         o->weight[SH_FEAT_WORD] = parse_weight(key, v);
-    } else if (strcmp(key, "weight-shingle") == 0) {
+    } else if (strcmp(key, "--shingle-weight") == 0) {
         o->weight[SH_FEAT_SHINGLE] = parse_weight(key, v);
-    } else if (strcmp(key, "min-features") == 0) {
-        o->min_features = parse_uint(key, v, 0, 1u << 30);
-    } else if (strcmp(key, "max-features") == 0) {
-        o->max_features = parse_uint(key, v, 1, 1u << 30);
-    } else if (strcmp(key, "ignore") == 0) {
+    } else if (strcmp(key, "--min-features") == 0) {
+        o->min_features = parse_uint(key, v, 0, 1u << 24);
+    } else if (strcmp(key, "--max-features") == 0) {
+        o->max_features = parse_uint(key, v, 1, 1u << 24);
+    } else if (strcmp(key, "--ignore") == 0) {
         if (sh_options_add_ignore(o, v) != 0) {
             ev_die("config %s: too many ignore patterns", c->name);
         }
     } else {
-        ev_die("config %s: unknown key '%s'", c->name, key);
+        ev_die("config %s: unknown option '%s'", c->name, key);
     }
 }
 
@@ -98,7 +109,8 @@ ev_config_parse(ev_config_t *c, const char *text)
     memset(c, 0, sizeof(*c));
     sh_options_init(&c->opts);
     if (colon == NULL || colon == buf) {
-        ev_die("--config '%s': expected \"NAME: key=value ...\"", text);
+        ev_die("--config '%s': expected \"NAME: --option value ...\"",
+               text);
     }
     *colon = '\0';
     c->name = buf;
@@ -107,13 +119,7 @@ ev_config_parse(ev_config_t *c, const char *text)
     for (tok = strtok_r(colon + 1, " \t", &save); tok != NULL;
          tok = strtok_r(NULL, " \t", &save))
     {
-        char *eq = strchr(tok, '=');
-
-        if (eq == NULL) {
-            ev_die("config %s: '%s' is not key=value", c->name, tok);
-        }
-        *eq = '\0';
-        set_option(c, tok, eq + 1);
+        set_option(c, tok, strtok_r(NULL, " \t", &save));
     }
 }
 
