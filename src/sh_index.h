@@ -58,6 +58,8 @@ typedef struct {
                                0 = derive from `recall` */
     float     recall;       /* target relative recall for k(t), e.g. 0.95 */
     const sh_volatility_t *vol;   /* NULL = the built-in table */
+    int       learn;        /* 1: feed confirmed matches to the region's
+                               online learner (sh_index_learn_counts) */
 } sh_lookup_opts_t;
 
 typedef struct {
@@ -134,5 +136,18 @@ void sh_index_stats(const sh_index_t *ix, sh_index_stats_t *st);
 int sh_index_check(const sh_index_t *ix, char *err, size_t errlen);
 
 uint64_t sh_index_seed_digest(const sh_index_t *ix);
+
+/* ---- Additions. ---- */
+
+#define SH_PROBES_MAX   4096    /* cap on k, VOSH subsets per lookup */
+
+/* Counts of the online volatility learner kept in the region (see
+ * sh_learn_observe); sh_volatility_learned() turns them into a table. */
+void sh_index_learn_counts(const sh_index_t *ix, sh_learn_counts_t *c);
+void sh_index_learn_reset(sh_index_t *ix);
+
+/* The probes a lookup with `opts` will make after x itself (k). */
+unsigned sh_index_probes_for(const sh_index_t *ix,
+                             const sh_lookup_opts_t *opts);
 
 #endif

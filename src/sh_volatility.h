@@ -25,4 +25,87 @@ int sh_volatility_save(const sh_volatility_t *v, const char *path,
                        char *err, size_t errlen);
 void sh_volatility_free(sh_volatility_t *v);
 
+/* ---- Additions for the index, the calibration tool and the learner. ---- */
+
+/*
+ * The table is a list of points (c, S(c)) of the survival function of |Y|,
+ * S(c) = P(|Y| > c), c increasing and S decreasing; between points log S is
+ * interpolated linearly and past the last point the last slope continues
+ * (the paper finds exponential tails).  Y is symmetric, so p(c) = S(c) / 2.
+ * Probabilities are clamped to [SH_VOL_PMIN, SH_VOL_PMAX] so that log-odds
+ * stay finite.
+ */
+#define SH_VOL_PMIN       1e-7f
+#define SH_VOL_PMAX       0.499f
+#define SH_VOL_MAXPOINTS  1024
+
+/*
+ * k(t): probes needed for a target relative recall, measured by `simhash
+ * calibrate` for each mode (0 = first match, 1 = all matches), radius h
+ * and header width t, at the recall levels below.
+ */
+#define SH_VOL_TMIN       4
+#define SH_VOL_TMAX       40
+#define SH_VOL_NRECALL    8
+extern const float sh_volatility_recall_levels[SH_VOL_NRECALL];
+
+/* Log-odds log(p / (1 - p)) of a bit with weight w: the VOSH score unit. */
+float sh_volatility_logodds(const sh_volatility_t *v, float w);
+
+/*
+ * Probes for a target recall: the calibrated k at the smallest recall level
+ * >= `recall`, for the nearest calibrated t; `fallback` if nothing is known.
+ */
+unsigned sh_volatility_k(const sh_volatility_t *v, int all, unsigned h,
+                         unsigned t, float recall, unsigned fallback);
+
+/* Build from samples of |Y| (sorted in place).  NULL + err on bad input. */
+sh_volatility_t *sh_volatility_from_samples(float *absy, size_t n,
+                                            char *err, size_t errlen);
+
+/* Build from explicit survival points. */
+sh_volatility_t *sh_volatility_from_points(const float *c, const float *s,
+                                           size_t n, char *err,
+                                           size_t errlen);
+
+/* Record k at every recall level for (all, h, t); 0 entries mean unknown. */
+int sh_volatility_set_k(sh_volatility_t *v, int all, unsigned h, unsigned t,
+                        const uint32_t k[SH_VOL_NRECALL]);
+
+/* Copy the k(t) table of `from` into `to`. */
+void sh_volatility_copy_k(sh_volatility_t *to, const sh_volatility_t *from);
+
+/* Write the table as C source (for the built-in default). */
+int sh_volatility_write_c(const sh_volatility_t *v, const char *path,
+                          char *err, size_t errlen);
+
+/*
+ * Online learner.  For every near-duplicate a lookup confirms, the bits
+ * outside the header are tallied by the query's |W_j|: seen, and how many
+ * really differed.  Header bits are left out on purpose: whether a pair is
+ * found at all depends on its header flips, so counting them would teach
+ * the learner its own prior; the other bits are independent of that choice.
+ */
+#define SH_LEARN_BINS     64
+#define SH_LEARN_WIDTH    (1.0f / 16)     /* bin width in |W| */
+
+typedef struct {
+    uint64_t pairs;                       /* confirmed pairs counted */
+    uint64_t seen[SH_LEARN_BINS];
+    uint64_t flipped[SH_LEARN_BINS];
+} sh_learn_counts_t;
+
+/* Tally one confirmed pair (query x with weights w, match y) over the bits
+ * below the top t.  Plain increments: for single-threaded use. */
+void sh_learn_observe(sh_learn_counts_t *c, uint64_t x, uint64_t y,
+                      const float *w, unsigned t);
+
+/*
+ * A table whose p(|w|) is the learned flip rate, shrunk towards `prior`
+ * (pseudo-counts) where data is thin and made non-increasing in |w|; the
+ * k(t) table is the prior's.
+ */
+sh_volatility_t *sh_volatility_learned(const sh_learn_counts_t *c,
+                                       const sh_volatility_t *prior);
+
 #endif

@@ -1,0 +1,80 @@
+/*
+ * sh_brute.c -- exhaustive Hamming search over parallel arrays.
+ */
+#include <stdlib.h>
+
+#include "sh_brute.h"
+
+int
+sh_brute_init(sh_brute_t *b, size_t capacity)
+{
+    b->hash = malloc((capacity ? capacity : 1) * sizeof(uint64_t));
+    b->ref = malloc((capacity ? capacity : 1) * sizeof(uint32_t));
+    b->n = 0;
+    b->cap = capacity;
+    if (b->hash == NULL || b->ref == NULL) {
+        sh_brute_free(b);
+        return -1;
+    }
+    return 0;
+}
+
+void
+sh_brute_free(sh_brute_t *b)
+{
+    free(b->hash);
+    free(b->ref);
+    b->hash = NULL;
+    b->ref = NULL;
+    b->n = b->cap = 0;
+}
+
+int
+sh_brute_add(sh_brute_t *b, uint64_t hash, uint32_t ref)
+{
+    if (b->n == b->cap) {
+        return -1;
+    }
+    b->hash[b->n] = hash;
+    b->ref[b->n] = ref;
+    b->n++;
+    return 0;
+}
+
+size_t
+sh_brute_lookup(const sh_brute_t *b, uint64_t hash, unsigned h,
+                sh_match_mode_t mode, sh_match_t *out, size_t max)
+{
+    size_t   i, found = 0;
+    unsigned best = 0;
+
+    for (i = 0; i < b->n; i++) {
+        unsigned d = (unsigned) __builtin_popcountll(b->hash[i] ^ hash);
+
+        if (d > h) {
+            continue;
+        }
+        if (mode == SH_MATCH_ALL) {
+            if (found < max) {
+                out[found].ref = b->ref[i];
+                out[found].distance = d;
+                out[found].hash = b->hash[i];
+            }
+            found++;
+            continue;
+        }
+        if (found == 0 || d < best) {
+            if (max > 0) {
+                out[0].ref = b->ref[i];
+                out[0].distance = d;
+                out[0].hash = b->hash[i];
+            }
+            best = d;
+            found = 1;
+            if (mode == SH_MATCH_FIRST) {
+                break;
+            }
+        }
+    }
+    return found;
+}

@@ -1,0 +1,29 @@
+/*
+ * sh_brute.h -- exhaustive search: one popcount per stored fingerprint.
+ * The reference the tests check BPHS and PSM against, and the brute-force
+ * line of the benchmark at small n.
+ */
+#ifndef SH_BRUTE_H
+#define SH_BRUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sh_index.h"
+
+typedef struct {
+    uint64_t *hash;
+    uint32_t *ref;
+    size_t    n;
+    size_t    cap;
+} sh_brute_t;
+
+int  sh_brute_init(sh_brute_t *b, size_t capacity);
+void sh_brute_free(sh_brute_t *b);
+int  sh_brute_add(sh_brute_t *b, uint64_t hash, uint32_t ref);
+
+/* Same contract as sh_index_lookup; every mode is exact. */
+size_t sh_brute_lookup(const sh_brute_t *b, uint64_t hash, unsigned h,
+                       sh_match_mode_t mode, sh_match_t *out, size_t max);
+
+#endif

@@ -1,0 +1,966 @@
+/*
+ * sh_index.c -- the PSM index in one relocatable region.
+ *
+ * Layout (every part 64-byte aligned, located by offsets in the header):
+ *
+ *   header   parameters, counters, age list ends, the learner's counts
+ *   slots    uint64_t[nslots]  fingerprints: a sorted array with gaps
+ *   refs     uint32_t[nslots]  the document of each slot, SH_NOREF = empty
+ *   docs     sh_docrec_t[capacity]  per document: fingerprint, age links
+ *
+ * The fingerprint structure is an ordered linear-probing table.  The home
+ * slot of a fingerprint v is ((v >> 32) * m) >> 32, which is monotone in v,
+ * and the slots hold the fingerprints in increasing order with empty slots
+ * in between.  Three invariants make a lookup one short forward scan:
+ *
+ *   (sorted)  the occupied slots, read left to right, are non-decreasing;
+ *   (home)    an entry sits at or after its home slot, with no empty slot
+ *             between its home and itself -- except entries at or after
+ *             `spill`, see below;
+ *   (empty)   empty slots hold UINT64_MAX in `slots`, so a reader skips
+ *             them without touching `refs`.
+ *
+ * So all fingerprints with top-t prefix P lie in one contiguous run that
+ * starts at or after home(P << (64 - t)); entries of smaller prefixes that
+ * spilled over are skipped, and the scan stops at the first larger value,
+ * or at an empty slot past the prefix's last home slot.  With m = 1.22 x
+ * capacity the run is a few slots: one cache line, one miss.  This is the
+ * paper's header table and sorted array in one: the "header" is implicit
+ * in the home function, so it costs no memory and t is free to choose.
+ *
+ * Insertion shifts the rest of a run right by one, removal pulls the
+ * following entries back (backward-shift deletion), as in any ordered
+ * linear-probing table.  The table does not wrap: a tail of spare slots
+ * after the last home slot absorbs the run that spills off the end.  If a
+ * pathological input (thousands of equal fingerprints near 2^64) fills even
+ * the tail, the insert shifts a run LEFT instead, which may put entries
+ * before their home; `spill` remembers the lowest slot where that can be,
+ * and every scan starting beyond it starts there instead.  Correct always,
+ * slow only for such inputs.
+ *
+ * The age order (oldest first, for eviction and sh_index_foreach) is a
+ * doubly linked list through the document records; free refs form a list
+ * too, and refs never handed out yet are counted by a high-water mark so
+ * that formatting a region does not touch the document array.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sh_index.h"
+#include "sh_vosh.h"
+
+#define IX_MAGIC        "SHINDEX"
+#define IX_VERSION      1u
+#define IX_ENDIAN       0x01020304u
+#define EMPTY           UINT64_MAX
+#define REF_FREE        0xFFFFFFFEu     /* docs[ref].prev of a free ref */
+#define T_MAX           40u
+
+typedef struct {
+    uint64_t hash;
+    uint32_t prev;          /* older neighbour, SH_NOREF at the oldest */
+    uint32_t next;          /* newer neighbour; next free ref when free */
+} sh_docrec_t;
+
+struct sh_index_s {
+    char     magic[8];
+    uint32_t version;
+    uint32_t endian;
+    uint32_t header_size;
+    uint32_t capacity;
+    uint32_t t;
+    uint32_t m;             /* home slots */
+    uint32_t nslots;        /* home slots + tail */
+    uint32_t entries;
+    uint32_t hwm;           /* refs [0, hwm) have been handed out */
+    uint32_t free_head;     /* free refs below hwm */
+    uint32_t oldest;
+    uint32_t newest;
+    uint32_t spill;         /* lowest slot that may precede its home */
+    uint32_t pad;
+    uint64_t region_size;
+    uint64_t seed_digest;
+    uint64_t off_slots;
+    uint64_t off_refs;
+    uint64_t off_docs;
+    uint64_t evictions;
+    uint64_t lookups;       /* relaxed atomics: readers update them */
+    uint64_t probes;
+    sh_learn_counts_t learn;
+};
+
+#define ALIGN64(x)  (((x) + 63) & ~(uint64_t) 63)
+
+static inline uint64_t *
+ix_slots(const sh_index_t *ix)
+{
+    return (uint64_t *) ((char *) ix + ix->off_slots);
+}
+
+static inline uint32_t *
+ix_refs(const sh_index_t *ix)
+{
+    return (uint32_t *) ((char *) ix + ix->off_refs);
+}
+
+static inline sh_docrec_t *
+ix_docs(const sh_index_t *ix)
+{
+    return (sh_docrec_t *) ((char *) ix + ix->off_docs);
+}
+
+static inline uint32_t
+ix_home(const sh_index_t *ix, uint64_t v)
+{
+    return (uint32_t) (((v >> 32) * (uint64_t) ix->m) >> 32);
+}
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, const char *arg)
+{
+    if (err != NULL && errlen > 0) {
+        snprintf(err, errlen, fmt, arg);
+    }
+}
+
+/* ---- Sizes. ---- */
+
+/*
+ * 22% spare home slots: load 0.82 at full capacity keeps runs at a few
+ * slots while the fingerprint bytes stay at 1.22 x 8 per document, inside
+ * the paper's range of 1.06 to 2 "tables".  The tail only ever fills for
+ * clustered fingerprints at the very top of the space.
+ */
+static void
+geometry(uint32_t capacity, uint32_t *m, uint32_t *nslots)
+{
+    uint64_t hm = (uint64_t) capacity + (uint64_t) capacity * 22 / 100 + 8;
+    uint64_t tail = 64 + (uint64_t) capacity / 1024;
+
+    *m = (uint32_t) hm;
+    *nslots = (uint32_t) (hm + tail);
+}
+
+#define CAPACITY_MAX    (1u << 31)
+
+size_t
+sh_index_region_size(uint32_t capacity)
+{
+    uint32_t m, nslots;
+
+    if (capacity == 0 || capacity > CAPACITY_MAX) {
+        return 0;
+    }
+    geometry(capacity, &m, &nslots);
+    return (size_t) (ALIGN64(sizeof(sh_index_t))
+                     + ALIGN64((uint64_t) nslots * 8)
+                     + ALIGN64((uint64_t) nslots * 4)
+                     + ALIGN64((uint64_t) capacity * sizeof(sh_docrec_t)));
+}
+
+uint32_t
+sh_index_capacity_for(size_t region_bytes)
+{
+    uint32_t lo = 0, hi = CAPACITY_MAX;
+
+    /* The size is monotone in the capacity: binary search the largest
+     * capacity that fits. */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+
+        if (sh_index_region_size(mid) <= region_bytes) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return lo;
+}
+
+static unsigned
+default_t(uint32_t capacity)
+{
+    unsigned t = 0;
+
+    /* floor(log2 capacity): a prefix then covers about 1.2 home slots, so
+     * a probe reads one short run (PSM section 7.3 finds t = log2 n best) */
+    while (t < 31 && (2ull << t) <= capacity) {
+        t++;
+    }
+    return t < 1 ? 1 : t;
+}
+
+/* ---- Format and attach. ---- */
+
+sh_index_t *
+sh_index_init(void *region, size_t size, unsigned t, uint64_t seed_digest,
+              char *err, size_t errlen)
+{
+    sh_index_t *ix = region;
+    uint32_t    capacity, m, nslots, i;
+    uint64_t   *slots;
+    uint32_t   *refs;
+
+    if (region == NULL || ((uintptr_t) region & 7) != 0) {
+        set_err(err, errlen, "%s", "index region must be 8-byte aligned");
+        return NULL;
+    }
+    capacity = sh_index_capacity_for(size);
+    if (capacity == 0) {
+        set_err(err, errlen, "%s", "index region too small for one document");
+        return NULL;
+    }
+    if (t > T_MAX) {
+        set_err(err, errlen, "%s", "header bits t must be at most 40");
+        return NULL;
+    }
+    geometry(capacity, &m, &nslots);
+
+    memset(ix, 0, sizeof(*ix));
+    memcpy(ix->magic, IX_MAGIC, sizeof(IX_MAGIC));
+    ix->version = IX_VERSION;
+    ix->endian = IX_ENDIAN;
+    ix->header_size = (uint32_t) sizeof(sh_index_t);
+    ix->capacity = capacity;
+    ix->t = t ? t : default_t(capacity);
+    ix->m = m;
+    ix->nslots = nslots;
+    ix->free_head = SH_NOREF;
+    ix->oldest = SH_NOREF;
+    ix->newest = SH_NOREF;
+    ix->spill = nslots;
+    ix->region_size = sh_index_region_size(capacity);
+    ix->seed_digest = seed_digest;
+    ix->off_slots = ALIGN64(sizeof(sh_index_t));
+    ix->off_refs = ix->off_slots + ALIGN64((uint64_t) nslots * 8);
+    ix->off_docs = ix->off_refs + ALIGN64((uint64_t) nslots * 4);
+
+    slots = ix_slots(ix);
+    refs = ix_refs(ix);
+    for (i = 0; i < nslots; i++) {
+        slots[i] = EMPTY;
+        refs[i] = SH_NOREF;
+    }
+    return ix;
+}
+
+sh_index_t *
+sh_index_attach(void *region, size_t size, char *err, size_t errlen)
+{
+    sh_index_t *ix = region;
+    uint32_t    m, nslots;
+
+    if (region == NULL || ((uintptr_t) region & 7) != 0) {
+        set_err(err, errlen, "%s", "index region must be 8-byte aligned");
+        return NULL;
+    }
+    if (size < sizeof(sh_index_t)
+        || memcmp(ix->magic, IX_MAGIC, sizeof(IX_MAGIC)) != 0)
+    {
+        set_err(err, errlen, "%s", "not an index region (bad magic)");
+        return NULL;
+    }
+    if (ix->endian != IX_ENDIAN) {
+        set_err(err, errlen, "%s", "index region has foreign byte order");
+        return NULL;
+    }
+    if (ix->version != IX_VERSION || ix->header_size != sizeof(sh_index_t)) {
+        set_err(err, errlen, "%s", "index region of another format version");
+        return NULL;
+    }
+    /* Every derived quantity must be what init would have computed, so
+     * that no offset or count can point outside the region. */
+    if (ix->capacity == 0 || ix->capacity > CAPACITY_MAX
+        || ix->region_size != sh_index_region_size(ix->capacity)
+        || ix->region_size > size)
+    {
+        set_err(err, errlen, "%s", "index region size does not match its "
+                "capacity");
+        return NULL;
+    }
+    geometry(ix->capacity, &m, &nslots);
+    if (ix->m != m || ix->nslots != nslots || ix->t < 1 || ix->t > T_MAX
+        || ix->off_slots != ALIGN64(sizeof(sh_index_t))
+        || ix->off_refs != ix->off_slots + ALIGN64((uint64_t) nslots * 8)
+        || ix->off_docs != ix->off_refs + ALIGN64((uint64_t) nslots * 4)
+        || ix->entries > ix->capacity || ix->hwm > ix->capacity
+        || ix->entries > ix->hwm || ix->spill > nslots
+        || (ix->free_head != SH_NOREF && ix->free_head >= ix->hwm)
+        || (ix->oldest != SH_NOREF && ix->oldest >= ix->hwm)
+        || (ix->newest != SH_NOREF && ix->newest >= ix->hwm)
+        || ((ix->entries == 0) != (ix->oldest == SH_NOREF))
+        || ((ix->entries == 0) != (ix->newest == SH_NOREF)))
+    {
+        set_err(err, errlen, "%s", "index region header is inconsistent");
+        return NULL;
+    }
+    return ix;
+}
+
+uint64_t
+sh_index_seed_digest(const sh_index_t *ix)
+{
+    return ix->seed_digest;
+}
+
+/* ---- The table. ---- */
+
+static void
+table_put(sh_index_t *ix, uint32_t s, uint64_t v, uint32_t ref)
+{
+    ix_slots(ix)[s] = v;
+    ix_refs(ix)[s] = ref;
+}
+
+static void
+table_insert(sh_index_t *ix, uint64_t v, uint32_t ref)
+{
+    uint64_t *sl = ix_slots(ix);
+    uint32_t *rf = ix_refs(ix);
+    uint32_t  n = ix->nslots;
+    uint32_t  hv = ix_home(ix, v);
+    uint32_t  s = hv < ix->spill ? hv : ix->spill;
+    uint32_t  e;
+
+    /* Find the sorted position: after every entry <= v.  An empty slot at
+     * or past home ends the search there; one before home is skipped (it
+     * can only be met when starting early at `spill`). */
+    while (s < n) {
+        if (rf[s] == SH_NOREF) {
+            if (s >= hv) {
+                table_put(ix, s, v, ref);
+                return;
+            }
+            s++;
+        } else if (sl[s] <= v) {
+            s++;
+        } else {
+            break;
+        }
+    }
+
+    /* Make room by shifting the run starting at s right by one. */
+    for (e = s; e < n && rf[e] != SH_NOREF; e++) {
+    }
+    if (e < n) {
+        memmove(sl + s + 1, sl + s, (size_t) (e - s) * sizeof(*sl));
+        memmove(rf + s + 1, rf + s, (size_t) (e - s) * sizeof(*rf));
+        table_put(ix, s, v, ref);
+        return;
+    }
+
+    /* The table is full from s to its end: shift left into the nearest
+     * empty slot before s instead (one exists: entries < nslots). */
+    for (e = s; e > 0 && rf[e - 1] != SH_NOREF; e--) {
+    }
+    e--;
+    memmove(sl + e, sl + e + 1, (size_t) (s - 1 - e) * sizeof(*sl));
+    memmove(rf + e, rf + e + 1, (size_t) (s - 1 - e) * sizeof(*rf));
+    table_put(ix, s - 1, v, ref);
+    if (e < ix->spill) {
+        ix->spill = e;
+    }
+}
+
+/* Slot of (v, ref), or -1. */
+static int64_t
+table_find(const sh_index_t *ix, uint64_t v, uint32_t ref)
+{
+    const uint64_t *sl = ix_slots(ix);
+    const uint32_t *rf = ix_refs(ix);
+    uint32_t hv = ix_home(ix, v);
+    uint32_t s = hv < ix->spill ? hv : ix->spill;
+
+    for (; s < ix->nslots; s++) {
+        if (rf[s] == SH_NOREF) {
+            if (s >= hv) {
+                return -1;
+            }
+            continue;
+        }
+        if (sl[s] < v) {
+            continue;
+        }
+        if (sl[s] > v) {
+            return -1;
+        }
+        if (rf[s] == ref) {
+            return s;
+        }
+    }
+    return -1;
+}
+
+/* Backward-shift deletion: pull back the following entries that may sit
+ * earlier, so that no entry is separated from its home by a hole. */
+static void
+table_delete(sh_index_t *ix, uint32_t s)
+{
+    uint64_t *sl = ix_slots(ix);
+    uint32_t *rf = ix_refs(ix);
+    uint32_t  n = ix->nslots;
+
+    while (s + 1 < n && rf[s + 1] != SH_NOREF
+           && ix_home(ix, sl[s + 1]) <= s)
+    {
+        sl[s] = sl[s + 1];
+        rf[s] = rf[s + 1];
+        s++;
+    }
+    sl[s] = EMPTY;
+    rf[s] = SH_NOREF;
+}
+
+/* ---- Documents and their age order. ---- */
+
+static void
+age_unlink(sh_index_t *ix, uint32_t ref)
+{
+    sh_docrec_t *d = ix_docs(ix);
+
+    if (d[ref].prev != SH_NOREF) {
+        d[d[ref].prev].next = d[ref].next;
+    } else {
+        ix->oldest = d[ref].next;
+    }
+    if (d[ref].next != SH_NOREF) {
+        d[d[ref].next].prev = d[ref].prev;
+    } else {
+        ix->newest = d[ref].prev;
+    }
+}
+
+static void
+age_append(sh_index_t *ix, uint32_t ref)
+{
+    sh_docrec_t *d = ix_docs(ix);
+
+    d[ref].prev = ix->newest;
+    d[ref].next = SH_NOREF;
+    if (ix->newest != SH_NOREF) {
+        d[ix->newest].next = ref;
+    } else {
+        ix->oldest = ref;
+    }
+    ix->newest = ref;
+}
+
+static int
+ref_live(const sh_index_t *ix, uint32_t ref)
+{
+    return ref < ix->hwm && ix_docs(ix)[ref].prev != REF_FREE;
+}
+
+int
+sh_index_remove(sh_index_t *ix, uint32_t ref)
+{
+    sh_docrec_t *d = ix_docs(ix);
+    int64_t      s;
+
+    if (!ref_live(ix, ref)) {
+        return -1;
+    }
+    s = table_find(ix, d[ref].hash, ref);
+    if (s >= 0) {
+        table_delete(ix, (uint32_t) s);
+    }
+    age_unlink(ix, ref);
+    d[ref].prev = REF_FREE;
+    d[ref].next = ix->free_head;
+    ix->free_head = ref;
+    ix->entries--;
+    if (ix->entries == 0) {
+        ix->spill = ix->nslots;     /* nothing can precede its home now */
+    }
+    return s >= 0 ? 0 : -1;
+}
+
+uint32_t
+sh_index_insert(sh_index_t *ix, uint64_t hash, uint32_t *evicted)
+{
+    sh_docrec_t *d = ix_docs(ix);
+    uint32_t     ref;
+
+    if (evicted != NULL) {
+        *evicted = SH_NOREF;
+    }
+    if (ix->entries == ix->capacity) {
+        uint32_t old = ix->oldest;
+
+        sh_index_remove(ix, old);
+        ix->evictions++;
+        if (evicted != NULL) {
+            *evicted = old;
+        }
+    }
+    if (ix->free_head != SH_NOREF) {
+        ref = ix->free_head;
+        ix->free_head = d[ref].next;
+    } else {
+        ref = ix->hwm++;
+    }
+    d[ref].hash = hash;
+    age_append(ix, ref);
+    table_insert(ix, hash, ref);
+    ix->entries++;
+    return ref;
+}
+
+int
+sh_index_update(sh_index_t *ix, uint32_t ref, uint64_t hash)
+{
+    sh_docrec_t *d = ix_docs(ix);
+    int64_t      s;
+
+    if (!ref_live(ix, ref)) {
+        return -1;
+    }
+    s = table_find(ix, d[ref].hash, ref);
+    if (s >= 0) {
+        table_delete(ix, (uint32_t) s);
+    }
+    d[ref].hash = hash;
+    table_insert(ix, hash, ref);
+    age_unlink(ix, ref);
+    age_append(ix, ref);
+    return 0;
+}
+
+int
+sh_index_touch(sh_index_t *ix, uint32_t ref)
+{
+    if (!ref_live(ix, ref)) {
+        return -1;
+    }
+    age_unlink(ix, ref);
+    age_append(ix, ref);
+    return 0;
+}
+
+int
+sh_index_get(const sh_index_t *ix, uint32_t ref, uint64_t *hash)
+{
+    if (!ref_live(ix, ref)) {
+        return -1;
+    }
+    *hash = ix_docs(ix)[ref].hash;
+    return 0;
+}
+
+void
+sh_index_foreach(const sh_index_t *ix, sh_index_visit_fn fn, void *arg)
+{
+    const sh_docrec_t *d = ix_docs(ix);
+    uint32_t ref = ix->oldest;
+    uint32_t n = 0;
+
+    /* The step bound keeps a damaged list from looping forever. */
+    while (ref != SH_NOREF && ref < ix->hwm && n++ < ix->entries) {
+        uint32_t next = d[ref].next;
+
+        if (fn(arg, ref, d[ref].hash) != 0) {
+            return;
+        }
+        ref = next;
+    }
+}
+
+/* ---- Lookup. ---- */
+
+void
+sh_lookup_opts_init(sh_lookup_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->h = SH_H_DEFAULT;
+    o->mode = SH_MATCH_FIRST;
+    o->probes = 0;
+    o->recall = 0.95f;
+    o->vol = NULL;
+    o->learn = 0;
+}
+
+unsigned
+sh_index_probes_for(const sh_index_t *ix, const sh_lookup_opts_t *opts)
+{
+    const sh_volatility_t *vol = opts->vol ? opts->vol
+                                           : sh_volatility_default();
+    unsigned k;
+
+    if (opts->h == 0) {
+        return 0;
+    }
+    k = opts->probes;
+    if (k == 0) {
+        /* Without a calibration, 4 t probes is about 95% for h = 3 on
+         * real pages; calibrated tables replace this guess. */
+        k = sh_volatility_k(vol, opts->mode != SH_MATCH_FIRST,
+                            opts->h > SH_H_MAX ? SH_H_MAX : opts->h,
+                            ix->t, opts->recall, 4 * ix->t);
+    }
+    return k > SH_PROBES_MAX ? SH_PROBES_MAX : k;
+}
+
+typedef struct {
+    uint64_t    x;
+    unsigned    h;
+    sh_match_mode_t mode;
+    sh_match_t *out;
+    size_t      max;
+    size_t      found;
+    unsigned    best;
+    uint32_t    scanned;
+    int         done;
+} lookup_ctx_t;
+
+/*
+ * Scan the run of fingerprints in [lo, hi] from slot `start`; the caller
+ * passes home(lo) (or `spill` if that is lower) so the slot can be
+ * prefetched ahead of time.
+ */
+static void
+scan_run(const sh_index_t *ix, uint32_t start, uint64_t lo, uint64_t hi,
+         lookup_ctx_t *c)
+{
+    const uint64_t *sl = ix_slots(ix);
+    uint32_t n = ix->nslots;
+    uint32_t hh = ix_home(ix, hi);
+    uint32_t s;
+
+    for (s = start; s < n; s++) {
+        uint64_t v = sl[s];
+        unsigned d;
+
+        if (v == EMPTY) {
+            /* Empty, unless a real all-ones fingerprint: only the top
+             * prefix can hold one, so only then read refs. */
+            if (hi != EMPTY || ix_refs(ix)[s] == SH_NOREF) {
+                if (s >= hh) {
+                    break;
+                }
+                continue;
+            }
+        } else if (v < lo) {
+            continue;
+        } else if (v > hi) {
+            break;
+        }
+        c->scanned++;
+        d = (unsigned) __builtin_popcountll(v ^ c->x);
+        if (d > c->h) {
+            continue;
+        }
+        switch (c->mode) {
+        case SH_MATCH_FIRST:
+            if (c->max > 0) {
+                c->out[0].ref = ix_refs(ix)[s];
+                c->out[0].distance = d;
+                c->out[0].hash = v;
+            }
+            c->found = 1;
+            c->done = 1;
+            return;
+        case SH_MATCH_ALL:
+            if (c->found < c->max) {
+                c->out[c->found].ref = ix_refs(ix)[s];
+                c->out[c->found].distance = d;
+                c->out[c->found].hash = v;
+            }
+            c->found++;
+            break;
+        case SH_MATCH_CLOSEST:
+            if (c->found == 0 || d < c->best) {
+                if (c->max > 0) {
+                    c->out[0].ref = ix_refs(ix)[s];
+                    c->out[0].distance = d;
+                    c->out[0].hash = v;
+                }
+                c->best = d;
+                c->found = 1;
+                if (d == 0) {
+                    c->done = 1;
+                    return;
+                }
+            }
+            break;
+        }
+    }
+}
+
+static inline uint32_t
+probe_start(const sh_index_t *ix, uint64_t lo)
+{
+    uint32_t s = ix_home(ix, lo);
+
+    return s < ix->spill ? s : ix->spill;
+}
+
+/* Batch of VOSH probes whose first slots are prefetched together: the
+ * misses overlap instead of following one another. */
+#define PROBE_BATCH 8
+
+static void
+learn_pair(sh_index_t *ix, uint64_t x, uint64_t y, const float *w)
+{
+    uint64_t diff = x ^ y;
+    unsigned j;
+
+    __atomic_fetch_add(&ix->learn.pairs, 1, __ATOMIC_RELAXED);
+    for (j = 0; j + ix->t < 64; j++) {
+        unsigned b = (unsigned) (__builtin_fabsf(w[j]) / SH_LEARN_WIDTH);
+
+        if (b >= SH_LEARN_BINS) {
+            b = SH_LEARN_BINS - 1;
+        }
+        __atomic_fetch_add(&ix->learn.seen[b], 1, __ATOMIC_RELAXED);
+        if ((diff >> j) & 1) {
+            __atomic_fetch_add(&ix->learn.flipped[b], 1, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+size_t
+sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
+                const sh_lookup_opts_t *opts, sh_match_t *out, size_t max,
+                sh_lookup_stats_t *st)
+{
+    sh_index_t  *wix = (sh_index_t *) ix;   /* counters only */
+    const sh_volatility_t *vol = opts->vol ? opts->vol
+                                           : sh_volatility_default();
+    unsigned     t = ix->t, shift = 64 - ix->t;
+    uint64_t     low = (1ull << shift) - 1;
+    uint32_t     probes = 1;
+    lookup_ctx_t c;
+    unsigned     k, i, r;
+
+    c.x = hash;
+    c.h = opts->h > SH_H_MAX ? SH_H_MAX : opts->h;
+    c.mode = opts->mode;
+    c.out = out;
+    c.max = max;
+    c.found = 0;
+    c.best = 0;
+    c.scanned = 0;
+    c.done = 0;
+
+    /* Distance 0 in the header first: x's own bucket. */
+    if (ix->entries > 0) {
+        uint64_t lo = hash & ~low;
+
+        scan_run(ix, probe_start(ix, lo), lo, lo | low, &c);
+    }
+
+    k = ix->entries > 0 && !c.done ? sh_index_probes_for(ix, opts) : 0;
+    if (k > 0 && c.h > 0) {
+        float          lo_rank[T_MAX];
+        uint8_t        bit_of[T_MAX];
+        sh_vosh_node_t heap[SH_VOSH_HEAP_FOR(SH_PROBES_MAX, SH_H_MAX)];
+        sh_vosh_t      v;
+        unsigned       emitted = 0;
+
+        /* Rank the header bits by decreasing log-odds (insertion sort:
+         * t <= 40, usually about 24). */
+        for (r = 0; r < t; r++) {
+            unsigned j = 63 - r;
+            float    l = weights ? sh_volatility_logodds(vol, weights[j])
+                                 : 0.0f;
+
+            i = r;
+            while (i > 0 && lo_rank[i - 1] < l) {
+                lo_rank[i] = lo_rank[i - 1];
+                bit_of[i] = bit_of[i - 1];
+                i--;
+            }
+            lo_rank[i] = l;
+            bit_of[i] = (uint8_t) j;
+        }
+        sh_vosh_init(&v, lo_rank, t, c.h, heap,
+                     SH_VOSH_HEAP_FOR(k, c.h));
+
+        while (emitted < k && !c.done) {
+            uint64_t los[PROBE_BATCH];
+            uint32_t starts[PROBE_BATCH];
+            unsigned nb = 0;
+            sh_vosh_node_t node;
+
+            while (nb < PROBE_BATCH && emitted < k
+                   && sh_vosh_next(&v, &node))
+            {
+                uint64_t mask = 0;
+
+                for (i = 0; i < node.size; i++) {
+                    mask |= 1ull << bit_of[node.idx[i]];
+                }
+                los[nb] = (hash ^ mask) & ~low;
+                starts[nb] = probe_start(ix, los[nb]);
+                __builtin_prefetch(ix_slots(ix) + starts[nb]);
+                nb++;
+                emitted++;
+            }
+            if (nb == 0) {
+                break;          /* every subset probed */
+            }
+            for (i = 0; i < nb && !c.done; i++) {
+                scan_run(ix, starts[i], los[i], los[i] | low, &c);
+                probes++;
+            }
+        }
+    }
+
+    if (opts->learn && weights != NULL && c.found > 0) {
+        size_t nrep = c.mode == SH_MATCH_ALL && c.found > max ? max : c.found;
+
+        if (max == 0) {
+            nrep = 0;
+        }
+        for (i = 0; i < nrep; i++) {
+            if (out[i].distance > 0) {
+                learn_pair(wix, hash, out[i].hash, weights);
+            }
+        }
+    }
+
+    __atomic_fetch_add(&wix->lookups, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&wix->probes, probes, __ATOMIC_RELAXED);
+    if (st != NULL) {
+        st->probes = probes;
+        st->scanned = c.scanned;
+    }
+    return c.found;
+}
+
+/* ---- Learner counts. ---- */
+
+void
+sh_index_learn_counts(const sh_index_t *ix, sh_learn_counts_t *c)
+{
+    unsigned i;
+
+    c->pairs = __atomic_load_n(&ix->learn.pairs, __ATOMIC_RELAXED);
+    for (i = 0; i < SH_LEARN_BINS; i++) {
+        c->seen[i] = __atomic_load_n(&ix->learn.seen[i], __ATOMIC_RELAXED);
+        c->flipped[i] = __atomic_load_n(&ix->learn.flipped[i],
+                                        __ATOMIC_RELAXED);
+    }
+}
+
+void
+sh_index_learn_reset(sh_index_t *ix)
+{
+    memset(&ix->learn, 0, sizeof(ix->learn));
+}
+
+/* ---- Statistics and checks. ---- */
+
+void
+sh_index_stats(const sh_index_t *ix, sh_index_stats_t *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->capacity = ix->capacity;
+    st->entries = ix->entries;
+    st->t = ix->t;
+    st->evictions = ix->evictions;
+    st->lookups = __atomic_load_n(&ix->lookups, __ATOMIC_RELAXED);
+    st->probes = __atomic_load_n(&ix->probes, __ATOMIC_RELAXED);
+    st->fingerprint_bytes = (size_t) ix->nslots * 8;
+    st->document_bytes = (size_t) ix->nslots * 4
+                         + (size_t) ix->capacity * sizeof(sh_docrec_t);
+    st->region_bytes = ix->region_size;
+}
+
+int
+sh_index_check(const sh_index_t *ix, char *err, size_t errlen)
+{
+    const uint64_t    *sl = ix_slots(ix);
+    const uint32_t    *rf = ix_refs(ix);
+    const sh_docrec_t *d = ix_docs(ix);
+    uint8_t  *seen;
+    uint32_t  s, ref, prev, n, last_empty = UINT32_MAX, nfree;
+    uint64_t  last = 0;
+    int       have_last = 0;
+
+#define FAIL(...) do { if (err != NULL && errlen > 0) \
+                           snprintf(err, errlen, __VA_ARGS__); \
+                       free(seen); return -1; } while (0)
+
+    seen = calloc(ix->hwm + 1, 1);
+    if (seen == NULL) {
+        if (err != NULL && errlen > 0) {
+            snprintf(err, errlen, "out of memory");
+        }
+        return -1;
+    }
+
+    /* The table: sorted, homes respected, refs live and unique. */
+    n = 0;
+    for (s = 0; s < ix->nslots; s++) {
+        uint32_t home;
+
+        if (rf[s] == SH_NOREF) {
+            if (sl[s] != EMPTY) {
+                FAIL("slot %u is empty but holds a value", s);
+            }
+            last_empty = s;
+            continue;
+        }
+        if (rf[s] >= ix->hwm || d[rf[s]].prev == REF_FREE) {
+            FAIL("slot %u refers to a free document %u", s, rf[s]);
+        }
+        if (seen[rf[s]]) {
+            FAIL("document %u is stored twice", rf[s]);
+        }
+        seen[rf[s]] = 1;
+        if (d[rf[s]].hash != sl[s]) {
+            FAIL("slot %u and document %u disagree", s, rf[s]);
+        }
+        if (have_last && sl[s] < last) {
+            FAIL("slot %u is out of order", s);
+        }
+        home = ix_home(ix, sl[s]);
+        if (s < ix->spill
+            && (home > s || (last_empty != UINT32_MAX && last_empty >= home)))
+        {
+            FAIL("slot %u is cut off from its home slot %u", s, home);
+        }
+        last = sl[s];
+        have_last = 1;
+        n++;
+    }
+    if (n != ix->entries) {
+        FAIL("table holds %u entries, header says %u", n, ix->entries);
+    }
+
+    /* The age list visits exactly the stored documents. */
+    prev = SH_NOREF;
+    n = 0;
+    for (ref = ix->oldest; ref != SH_NOREF; ref = d[ref].next) {
+        if (ref >= ix->hwm || seen[ref] != 1 || d[ref].prev != prev) {
+            FAIL("age list broken at document %u", ref);
+        }
+        seen[ref] = 2;
+        prev = ref;
+        if (++n > ix->entries) {
+            FAIL("age list longer than the entries");
+        }
+    }
+    if (n != ix->entries || prev != ix->newest) {
+        FAIL("age list has %u documents, header says %u", n, ix->entries);
+    }
+
+    /* The free list holds every other ref below the high-water mark. */
+    nfree = 0;
+    for (ref = ix->free_head; ref != SH_NOREF; ref = d[ref].next) {
+        if (ref >= ix->hwm || seen[ref] != 0 || d[ref].prev != REF_FREE) {
+            FAIL("free list broken at document %u", ref);
+        }
+        seen[ref] = 3;
+        nfree++;
+    }
+    if (nfree + ix->entries != ix->hwm) {
+        FAIL("%u free + %u stored documents != %u handed out", nfree,
+             ix->entries, ix->hwm);
+    }
+#undef FAIL
+    free(seen);
+    return 0;
+}

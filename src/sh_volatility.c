@@ -1,0 +1,645 @@
+/*
+ * sh_volatility.c -- p(|w|) from an empirical survival table of |Y|, the
+ * k(t) probe table, their text file format, and the online learner's
+ * conversion of counts into a table.
+ *
+ * Lookups only ever call sh_volatility_logodds(), so everything is folded
+ * into a look-up table over |w| when a table is built: one multiply and one
+ * load per header bit at query time.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sh_volatility.h"
+#include "sh_vosh.h"
+
+#define LUT_N       1024
+#define LUT_SCALE   128.0f      /* entries per unit of |w|: covers [0, 8) */
+#define NT          (SH_VOL_TMAX - SH_VOL_TMIN + 1)
+
+const float sh_volatility_recall_levels[SH_VOL_NRECALL] = {
+    0.50f, 0.80f, 0.90f, 0.95f, 0.97f, 0.98f, 0.99f, 1.00f
+};
+
+struct sh_volatility_s {
+    uint32_t npoints;
+    float    c[SH_VOL_MAXPOINTS];
+    float    s[SH_VOL_MAXPOINTS];
+    float    lut_lo[LUT_N];
+    uint32_t k[2][SH_VOSH_HMAX][NT][SH_VOL_NRECALL];
+    int      builtin;           /* the static default: never freed */
+};
+
+/* The generated default (sh_volatility_data.c). */
+extern const unsigned sh_vol_builtin_npoints;
+extern const float    sh_vol_builtin_points[][2];
+extern const unsigned sh_vol_builtin_nk;
+extern const uint32_t sh_vol_builtin_k[][3 + SH_VOL_NRECALL];
+
+static void
+set_err(char *err, size_t errlen, const char *msg)
+{
+    if (err != NULL && errlen > 0) {
+        snprintf(err, errlen, "%s", msg);
+    }
+}
+
+/* S(c) = P(|Y| > c): log-linear between points, last slope beyond. */
+static double
+survival(const sh_volatility_t *v, double c)
+{
+    uint32_t lo = 0, hi = v->npoints - 1;
+    double   l0, l1, f;
+
+    if (c <= v->c[0]) {
+        return v->s[0];
+    }
+    if (c >= v->c[hi]) {
+        lo = hi - 1;
+    } else {
+        while (hi - lo > 1) {
+            uint32_t mid = (lo + hi) / 2;
+
+            if (v->c[mid] <= c) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    hi = lo + 1;
+    l0 = log(v->s[lo]);
+    l1 = log(v->s[hi]);
+    f = (c - v->c[lo]) / (v->c[hi] - v->c[lo]);
+    return exp(l0 + f * (l1 - l0));
+}
+
+static void
+build_lut(sh_volatility_t *v)
+{
+    int i;
+
+    for (i = 0; i < LUT_N; i++) {
+        double p = survival(v, (i + 0.5) / LUT_SCALE) / 2;
+
+        if (p < SH_VOL_PMIN) {
+            p = SH_VOL_PMIN;
+        }
+        if (p > SH_VOL_PMAX) {
+            p = SH_VOL_PMAX;
+        }
+        v->lut_lo[i] = (float) log(p / (1 - p));
+    }
+}
+
+static int
+kslot(int all, unsigned h, unsigned t)
+{
+    return all >= 0 && all <= 1 && h >= 1 && h <= SH_VOSH_HMAX
+           && t >= SH_VOL_TMIN && t <= SH_VOL_TMAX;
+}
+
+float
+sh_volatility_logodds(const sh_volatility_t *v, float w)
+{
+    float a = fabsf(w) * LUT_SCALE;
+    int   i = a < (float) (LUT_N - 1) ? (int) a : LUT_N - 1;
+
+    return v->lut_lo[i];
+}
+
+float
+sh_volatility_p(const sh_volatility_t *v, float w)
+{
+    float e = expf(sh_volatility_logodds(v, w));
+
+    return e / (1 + e);
+}
+
+sh_volatility_t *
+sh_volatility_from_points(const float *c, const float *s, size_t n,
+                          char *err, size_t errlen)
+{
+    sh_volatility_t *v;
+    size_t i;
+
+    if (n < 2 || n > SH_VOL_MAXPOINTS) {
+        set_err(err, errlen, "volatility table needs 2 to 1024 points");
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        if (!isfinite(c[i]) || !isfinite(s[i]) || c[i] < 0 || s[i] <= 0
+            || s[i] > 1)
+        {
+            set_err(err, errlen, "volatility point out of range");
+            return NULL;
+        }
+        if (i > 0 && (c[i] <= c[i - 1] || s[i] > s[i - 1])) {
+            set_err(err, errlen, "volatility points must have increasing |y'"
+                    " and non-increasing survival");
+            return NULL;
+        }
+    }
+    v = calloc(1, sizeof(*v));
+    if (v == NULL) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    v->npoints = (uint32_t) n;
+    memcpy(v->c, c, n * sizeof(float));
+    memcpy(v->s, s, n * sizeof(float));
+    build_lut(v);
+    return v;
+}
+
+static int
+cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *) a, y = *(const float *) b;
+
+    return (x > y) - (x < y);
+}
+
+/* Number of samples strictly greater than c in sorted a[0..n). */
+static size_t
+count_above(const float *a, size_t n, float c)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+
+        if (a[mid] <= c) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return n - lo;
+}
+
+sh_volatility_t *
+sh_volatility_from_samples(float *absy, size_t n, char *err, size_t errlen)
+{
+    float  c[SH_VOL_MAXPOINTS], s[SH_VOL_MAXPOINTS];
+    size_t np = 0, i;
+    double level;
+
+    if (n < 100) {
+        set_err(err, errlen, "too few samples to calibrate (need 100)");
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        if (!isfinite(absy[i])) {
+            set_err(err, errlen, "non-finite sample");
+            return NULL;
+        }
+        absy[i] = fabsf(absy[i]);
+    }
+    qsort(absy, n, sizeof(float), cmp_float);
+
+    /*
+     * Points at survival levels 1, 63/64, ..., 1/64 for the body, then
+     * halving into the tail while at least 20 samples remain above: the
+     * tail decides how unlikely multi-bit flips of heavy bits are.
+     */
+    c[np] = 0;
+    s[np] = (float) count_above(absy, n, 0) / (float) n;
+    if (s[np] <= 0) {
+        set_err(err, errlen, "every sample is zero: no bit ever flipped");
+        return NULL;
+    }
+    np++;
+    for (level = 63.0 / 64; level * (double) n >= 20; ) {
+        size_t idx = (size_t) ((1 - level) * (double) (n - 1));
+        float  ci = absy[idx];
+        size_t above = count_above(absy, n, ci);
+
+        if (ci > c[np - 1] && above > 0 && np < SH_VOL_MAXPOINTS) {
+            c[np] = ci;
+            s[np] = (float) above / (float) n;
+            np++;
+        }
+        level = level > 1.5 / 64 ? level - 1.0 / 64 : level / 2;
+    }
+    if (np < 2) {
+        set_err(err, errlen, "samples too concentrated to calibrate");
+        return NULL;
+    }
+    return sh_volatility_from_points(c, s, np, err, errlen);
+}
+
+int
+sh_volatility_set_k(sh_volatility_t *v, int all, unsigned h, unsigned t,
+                    const uint32_t k[SH_VOL_NRECALL])
+{
+    if (!kslot(all, h, t) || v->builtin) {
+        return -1;
+    }
+    memcpy(v->k[all][h - 1][t - SH_VOL_TMIN], k,
+           SH_VOL_NRECALL * sizeof(uint32_t));
+    return 0;
+}
+
+void
+sh_volatility_copy_k(sh_volatility_t *to, const sh_volatility_t *from)
+{
+    if (!to->builtin) {
+        memcpy(to->k, from->k, sizeof(to->k));
+    }
+}
+
+unsigned
+sh_volatility_k(const sh_volatility_t *v, int all, unsigned h, unsigned t,
+                float recall, unsigned fallback)
+{
+    int lvl = 0, d;
+
+    if (h == 0) {
+        return 0;
+    }
+    if (h > SH_VOSH_HMAX || all < 0 || all > 1) {
+        return fallback;
+    }
+    while (lvl < SH_VOL_NRECALL - 1
+           && sh_volatility_recall_levels[lvl] < recall - 1e-6f)
+    {
+        lvl++;
+    }
+    if (t < SH_VOL_TMIN) {
+        t = SH_VOL_TMIN;
+    }
+    if (t > SH_VOL_TMAX) {
+        t = SH_VOL_TMAX;
+    }
+    /* The nearest calibrated header width, wider first on ties: k grows
+     * with t, so erring wide errs towards recall. */
+    for (d = 0; d < NT; d++) {
+        int tt[2] = { (int) t + d, (int) t - d };
+        int i;
+
+        for (i = 0; i < 2; i++) {
+            if (tt[i] >= SH_VOL_TMIN && tt[i] <= SH_VOL_TMAX) {
+                uint32_t k = v->k[all][h - 1][tt[i] - SH_VOL_TMIN][lvl];
+
+                if (k > 0) {
+                    return k;
+                }
+            }
+        }
+    }
+    return fallback;
+}
+
+/* ---- The built-in table. ---- */
+
+static sh_volatility_t builtin;
+static pthread_once_t  builtin_once = PTHREAD_ONCE_INIT;
+
+static void
+builtin_init(void)
+{
+    unsigned i;
+
+    builtin.npoints = sh_vol_builtin_npoints;
+    for (i = 0; i < sh_vol_builtin_npoints && i < SH_VOL_MAXPOINTS; i++) {
+        builtin.c[i] = sh_vol_builtin_points[i][0];
+        builtin.s[i] = sh_vol_builtin_points[i][1];
+    }
+    build_lut(&builtin);
+    for (i = 0; i < sh_vol_builtin_nk; i++) {
+        const uint32_t *r = sh_vol_builtin_k[i];
+
+        if (kslot((int) r[0], r[1], r[2])) {
+            memcpy(builtin.k[r[0]][r[1] - 1][r[2] - SH_VOL_TMIN], r + 3,
+                   SH_VOL_NRECALL * sizeof(uint32_t));
+        }
+    }
+    builtin.builtin = 1;
+}
+
+const sh_volatility_t *
+sh_volatility_default(void)
+{
+    pthread_once(&builtin_once, builtin_init);
+    return &builtin;
+}
+
+void
+sh_volatility_free(sh_volatility_t *v)
+{
+    if (v != NULL && !v->builtin) {
+        free(v);
+    }
+}
+
+/* ---- Learner. ---- */
+
+void
+sh_learn_observe(sh_learn_counts_t *c, uint64_t x, uint64_t y,
+                 const float *w, unsigned t)
+{
+    uint64_t diff = x ^ y;
+    unsigned j;
+
+    c->pairs++;
+    for (j = 0; j + t < 64; j++) {
+        unsigned b = (unsigned) (fabsf(w[j]) / SH_LEARN_WIDTH);
+
+        if (b >= SH_LEARN_BINS) {
+            b = SH_LEARN_BINS - 1;
+        }
+        c->seen[b]++;
+        c->flipped[b] += (diff >> j) & 1;
+    }
+}
+
+sh_volatility_t *
+sh_volatility_learned(const sh_learn_counts_t *cnt,
+                      const sh_volatility_t *prior)
+{
+    /* Pseudo-observations of the prior per bin: enough to keep a bin with
+     * a handful of observations near the prior, few enough to be
+     * overruled by a few hundred. */
+    const double alpha = 50;
+    double p[SH_LEARN_BINS], wt[SH_LEARN_BINS];
+    int    blk_start[SH_LEARN_BINS];
+    int    nblk = 0, i, j;
+    float  c[SH_LEARN_BINS], s[SH_LEARN_BINS];
+    sh_volatility_t *v;
+
+    if (prior == NULL) {
+        prior = sh_volatility_default();
+    }
+    for (i = 0; i < SH_LEARN_BINS; i++) {
+        float  center = (i + 0.5f) * SH_LEARN_WIDTH;
+        double pp = sh_volatility_p(prior, center);
+
+        wt[i] = (double) cnt->seen[i] + alpha;
+        p[i] = ((double) cnt->flipped[i] + alpha * pp) / wt[i];
+    }
+
+    /* Pool adjacent violators: the flip rate cannot grow with |w|. */
+    for (i = 0; i < SH_LEARN_BINS; i++) {
+        blk_start[nblk++] = i;
+        while (nblk > 1) {
+            int a = blk_start[nblk - 2], b = blk_start[nblk - 1];
+
+            if (p[a] >= p[b]) {
+                break;
+            }
+            p[a] = (p[a] * wt[a] + p[b] * wt[b]) / (wt[a] + wt[b]);
+            wt[a] += wt[b];
+            nblk--;
+        }
+    }
+    for (i = 0; i < nblk; i++) {
+        int end = i + 1 < nblk ? blk_start[i + 1] : SH_LEARN_BINS;
+
+        for (j = blk_start[i] + 1; j < end; j++) {
+            p[j] = p[blk_start[i]];
+        }
+    }
+
+    for (i = 0; i < SH_LEARN_BINS; i++) {
+        double sv = 2 * p[i];
+
+        c[i] = (i + 0.5f) * SH_LEARN_WIDTH;
+        s[i] = (float) (sv > 1 ? 1 : sv < 1e-12 ? 1e-12 : sv);
+        if (i > 0 && s[i] > s[i - 1]) {
+            s[i] = s[i - 1];        /* float rounding after pooling */
+        }
+    }
+    v = sh_volatility_from_points(c, s, SH_LEARN_BINS, NULL, 0);
+    if (v != NULL) {
+        sh_volatility_copy_k(v, prior);
+    }
+    return v;
+}
+
+/* ---- Files. ---- */
+
+int
+sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
+                   size_t errlen)
+{
+    char  tmp[4096];
+    FILE *f;
+    int   all, h, t, i;
+
+    if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+        set_err(err, errlen, "path too long");
+        return -1;
+    }
+    f = fopen(tmp, "w");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "simhash-volatility 1\n"
+            "# points: |y| and P(|Y| > |y|); k: mode h t, then probes for"
+            " relative recall");
+    for (i = 0; i < SH_VOL_NRECALL; i++) {
+        fprintf(f, " %.2f", sh_volatility_recall_levels[i]);
+    }
+    fprintf(f, "\npoints %u\n", v->npoints);
+    for (i = 0; i < (int) v->npoints; i++) {
+        fprintf(f, "%.9g %.9g\n", v->c[i], v->s[i]);
+    }
+    for (all = 0; all < 2; all++) {
+        for (h = 1; h <= SH_VOSH_HMAX; h++) {
+            for (t = SH_VOL_TMIN; t <= SH_VOL_TMAX; t++) {
+                const uint32_t *k = v->k[all][h - 1][t - SH_VOL_TMIN];
+
+                if (k[SH_VOL_NRECALL - 1] == 0 && k[0] == 0) {
+                    continue;
+                }
+                fprintf(f, "k %c %d %d", all ? 'A' : 'F', h, t);
+                for (i = 0; i < SH_VOL_NRECALL; i++) {
+                    fprintf(f, " %u", k[i]);
+                }
+                fputc('\n', f);
+            }
+        }
+    }
+    fprintf(f, "end\n");
+    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0) {
+        snprintf(err, errlen, "%s: write failed", tmp);
+        remove(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+sh_volatility_t *
+sh_volatility_load(const char *path, char *err, size_t errlen)
+{
+    FILE  *f;
+    char   line[512];
+    float  c[SH_VOL_MAXPOINTS], s[SH_VOL_MAXPOINTS];
+    unsigned np = 0, want = 0, lineno = 0;
+    int    state = 0;       /* 0 magic, 1 header, 2 points, 3 k lines */
+    sh_volatility_t *v = NULL;
+    struct { int all; unsigned h, t; uint32_t k[SH_VOL_NRECALL]; } *ks = NULL;
+    size_t nk = 0, capk = 0, i;
+    int    ended = 0;
+
+    f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+#define BAD(msg) do { snprintf(err, errlen, "%s:%u: %s", path, lineno, msg); \
+                      goto fail; } while (0)
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        if (strchr(line, '\n') == NULL && !feof(f)) {
+            BAD("line too long");
+        }
+        if (line[0] == '#' || line[0] == '\n') {
+            continue;
+        }
+        if (ended) {
+            BAD("data after 'end'");
+        }
+        if (state == 0) {
+            if (strcmp(line, "simhash-volatility 1\n") != 0) {
+                BAD("not a simhash volatility table (version 1)");
+            }
+            state = 1;
+        } else if (state == 1) {
+            if (sscanf(line, "points %u", &want) != 1 || want < 2
+                || want > SH_VOL_MAXPOINTS)
+            {
+                BAD("expected 'points N' with 2 <= N <= 1024");
+            }
+            state = 2;
+        } else if (state == 2) {
+            char extra;
+
+            if (sscanf(line, "%f %f %c", &c[np], &s[np], &extra) != 2) {
+                BAD("expected two numbers");
+            }
+            if (++np == want) {
+                state = 3;
+            }
+        } else if (strcmp(line, "end\n") == 0) {
+            ended = 1;
+        } else {
+            char mode, extra;
+            unsigned h, t, r[SH_VOL_NRECALL];
+
+            if (sscanf(line, "k %c %u %u %u %u %u %u %u %u %u %u %c", &mode,
+                       &h, &t, &r[0], &r[1], &r[2], &r[3], &r[4], &r[5],
+                       &r[6], &r[7], &extra) != 3 + SH_VOL_NRECALL
+                || (mode != 'F' && mode != 'A')
+                || !kslot(mode == 'A', h, t))
+            {
+                BAD("expected 'k F|A h t' and 8 probe counts");
+            }
+            if (nk == capk) {
+                void *nks;
+
+                capk = capk ? 2 * capk : 64;
+                nks = realloc(ks, capk * sizeof(*ks));
+                if (nks == NULL) {
+                    BAD("out of memory");
+                }
+                ks = nks;
+            }
+            ks[nk].all = mode == 'A';
+            ks[nk].h = h;
+            ks[nk].t = t;
+            for (i = 0; i < SH_VOL_NRECALL; i++) {
+                ks[nk].k[i] = r[i];
+            }
+            nk++;
+        }
+    }
+    if (ferror(f)) {
+        BAD("read error");
+    }
+    if (!ended) {
+        BAD("truncated: no 'end' line");
+    }
+#undef BAD
+    fclose(f);
+    f = NULL;
+    v = sh_volatility_from_points(c, s, np, err, errlen);
+    if (v == NULL) {
+        free(ks);
+        return NULL;
+    }
+    for (i = 0; i < nk; i++) {
+        sh_volatility_set_k(v, ks[i].all, ks[i].h, ks[i].t, ks[i].k);
+    }
+    free(ks);
+    return v;
+
+fail:
+    if (f != NULL) {
+        fclose(f);
+    }
+    free(ks);
+    return NULL;
+}
+
+int
+sh_volatility_write_c(const sh_volatility_t *v, const char *path, char *err,
+                      size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    int   all, h, t, i, n = 0;
+
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "/*\n * sh_volatility_data.c -- the built-in volatility table,"
+            " generated by\n * `simhash calibrate --emit-c`.  Do not edit:"
+            " regenerate (see BENCHMARKS.md).\n */\n"
+            "#include <stdint.h>\n\n#include \"sh_volatility.h\"\n\n"
+            "const unsigned sh_vol_builtin_npoints = %u;\n"
+            "const float sh_vol_builtin_points[][2] = {\n", v->npoints);
+    for (i = 0; i < (int) v->npoints; i++) {
+        fprintf(f, "    { %.9ef, %.9ef },\n", v->c[i], v->s[i]);
+    }
+    fprintf(f, "};\n\nconst uint32_t sh_vol_builtin_k[][3 + SH_VOL_NRECALL]"
+            " = {\n");
+    for (all = 0; all < 2; all++) {
+        for (h = 1; h <= SH_VOSH_HMAX; h++) {
+            for (t = SH_VOL_TMIN; t <= SH_VOL_TMAX; t++) {
+                const uint32_t *k = v->k[all][h - 1][t - SH_VOL_TMIN];
+
+                if (k[0] == 0 && k[SH_VOL_NRECALL - 1] == 0) {
+                    continue;
+                }
+                fprintf(f, "    { %d, %d, %d,", all, h, t);
+                for (i = 0; i < SH_VOL_NRECALL; i++) {
+                    fprintf(f, " %u%s", k[i],
+                            i + 1 < SH_VOL_NRECALL ? "," : "");
+                }
+                fprintf(f, " },\n");
+                n++;
+            }
+        }
+    }
+    if (n == 0) {
+        fprintf(f, "    { 0 },\n");
+    }
+    fprintf(f, "};\n\nconst unsigned sh_vol_builtin_nk = %d;\n", n);
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: write failed", path);
+        return -1;
+    }
+    return 0;
+}
