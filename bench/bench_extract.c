@@ -1,0 +1,183 @@
+/*
+ * bench_extract -- fingerprinting throughput against parsing alone.
+ *
+ *   bench_extract [--rounds N] [--chunk BYTES] LIST
+ *
+ * Loads every page named in LIST into memory, then, alternating in each
+ * round so that both see the same machine state:
+ *   parse-only   libxml2's HTML push parser over the same bytes with an empty
+ *                SAX handler (the floor: no extractor can beat the parser);
+ *   fingerprint  the whole library, sh_doc_new/feed/finish, same chunks.
+ * Prints MB/s for each and their ratio (best round of each).  One thread:
+ * one core.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libxml/HTMLparser.h>
+
+#include "sh_doc.h"
+
+typedef struct {
+    char   *data;
+    size_t  len;
+} page_t;
+
+static double
+now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+quiet(void *ctx, xmlErrorPtr err)
+{
+}
+
+static void
+parse_only(const page_t *p, size_t chunk)
+{
+    htmlSAXHandler    sax;
+    htmlParserCtxtPtr ctxt;
+    size_t            off, n;
+
+    memset(&sax, 0, sizeof(sax));
+    sax.serror = quiet;
+    sax.initialized = XML_SAX2_MAGIC;
+    ctxt = htmlCreatePushParserCtxt(&sax, NULL, NULL, 0, NULL,
+                                    XML_CHAR_ENCODING_UTF8);
+    htmlCtxtUseOptions(ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING
+                             | HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC
+                             | HTML_PARSE_NOIMPLIED);
+    for (off = 0; off < p->len; off += n) {
+        n = p->len - off < chunk ? p->len - off : chunk;
+        htmlParseChunk(ctxt, p->data + off, (int) n, 0);
+    }
+    htmlParseChunk(ctxt, NULL, 0, 1);
+    if (ctxt->myDoc != NULL) {
+        xmlFreeDoc(ctxt->myDoc);
+    }
+    htmlFreeParserCtxt(ctxt);
+}
+
+static uint64_t
+fingerprint(sh_config_t *cfg, const page_t *p, size_t chunk)
+{
+    sh_doc_t   *doc = sh_doc_new(cfg, NULL);
+    sh_result_t res;
+    size_t      off, n;
+
+    for (off = 0; off < p->len; off += n) {
+        n = p->len - off < chunk ? p->len - off : chunk;
+        sh_doc_feed(doc, p->data + off, n);
+    }
+    sh_doc_finish(doc, &res);
+    sh_doc_free(doc);
+    return res.hash;
+}
+
+static int
+load(const char *list, page_t **pages, size_t *npages, size_t *total)
+{
+    FILE   *l = fopen(list, "r"), *f;
+    char    path[4096];
+    size_t  cap = 0, n = 0;
+    page_t *v = NULL;
+    long    len;
+
+    if (l == NULL) {
+        perror(list);
+        return -1;
+    }
+    *total = 0;
+    while (fgets(path, sizeof(path), l) != NULL) {
+        path[strcspn(path, "\r\n")] = '\0';
+        if ((f = fopen(path, "rb")) == NULL) {
+            continue;
+        }
+        fseek(f, 0, SEEK_END);
+        len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            v = realloc(v, cap * sizeof(page_t));
+        }
+        v[n].data = malloc((size_t) len + 1);
+        v[n].len = fread(v[n].data, 1, (size_t) len, f);
+        *total += v[n].len;
+        n++;
+        fclose(f);
+    }
+    fclose(l);
+    *pages = v;
+    *npages = n;
+    return n > 0 ? 0 : -1;
+}
+
+int
+main(int argc, char **argv)
+{
+    sh_options_t  opts;
+    sh_config_t  *cfg;
+    page_t       *pages;
+    size_t        npages, total, i, chunk = 16384;
+    int           rounds = 5, r, a;
+    double        t0, parse_best = 1e30, fp_best = 1e30, dt;
+    uint64_t      sink = 0;
+    char          err[256];
+
+    for (a = 1; a < argc - 1; a++) {
+        if (strcmp(argv[a], "--rounds") == 0) {
+            rounds = atoi(argv[++a]);
+        } else if (strcmp(argv[a], "--chunk") == 0) {
+            chunk = (size_t) atol(argv[++a]);
+        }
+    }
+    if (argc < 2 || rounds < 1 || chunk < 1) {
+        fprintf(stderr, "usage: bench_extract [--rounds N] [--chunk B] "
+                "LIST\n");
+        return 2;
+    }
+    sh_library_init();
+    if (load(argv[argc - 1], &pages, &npages, &total) != 0) {
+        fprintf(stderr, "bench_extract: no pages in %s\n", argv[argc - 1]);
+        return 1;
+    }
+    sh_options_init(&opts);
+    cfg = sh_config_new(&opts, err, sizeof(err));
+    if (cfg == NULL) {
+        fprintf(stderr, "bench_extract: %s\n", err);
+        return 1;
+    }
+
+    for (r = 0; r < rounds; r++) {
+        t0 = now();
+        for (i = 0; i < npages; i++) {
+            parse_only(&pages[i], chunk);
+        }
+        dt = now() - t0;
+        parse_best = dt < parse_best ? dt : parse_best;
+
+        t0 = now();
+        for (i = 0; i < npages; i++) {
+            sink ^= fingerprint(cfg, &pages[i], chunk);
+        }
+        dt = now() - t0;
+        fp_best = dt < fp_best ? dt : fp_best;
+    }
+
+    printf("pages %zu, %.1f MB, chunk %zu, best of %d rounds\n", npages,
+           total / 1e6, chunk, rounds);
+    printf("parse-only   %7.1f MB/s\n", total / 1e6 / parse_best);
+    printf("fingerprint  %7.1f MB/s\n", total / 1e6 / fp_best);
+    printf("ratio        %7.3f  (fingerprint / parse-only; target >= 0.85)"
+           "\n", parse_best / fp_best);
+    fprintf(stderr, "(checksum %016llx)\n", (unsigned long long) sink);
+    sh_config_free(cfg);
+    return 0;
+}

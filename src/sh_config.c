@@ -1,0 +1,252 @@
+/*
+ * sh_config.c -- defaults, and compiling options into a configuration.
+ *
+ * Everything that can fail on bad input (a regex, a file, a language name)
+ * fails here, at configuration time, with a message naming the culprit: the
+ * nginx module calls this while reading nginx.conf, so `nginx -t` reports
+ * it with the file and line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <libstemmer.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define SH_CONFIG_INTERNAL
+#include "sh_config.h"
+#include "sh_idf.h"
+#include "sh_simhash.h"
+#include "sh_stopwords.h"
+
+#define DIGEST_SEED     0x6469676573743031ULL   /* "digest01" */
+
+void
+sh_options_init(sh_options_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->shingle = SH_DEFAULT_SHINGLE;
+    o->stem = SH_DEFAULT_STEM;
+    o->min_features = SH_DEFAULT_MIN_FEATURES;
+    o->max_features = SH_DEFAULT_MAX_FEATURES;
+    o->weight[SH_FEAT_WORD] = SH_DEFAULT_WEIGHT_WORD;
+    o->weight[SH_FEAT_SHINGLE] = SH_DEFAULT_WEIGHT_SHINGLE;
+}
+
+int
+sh_options_add_ignore(sh_options_t *o, const char *pattern)
+{
+    if (o->nignore >= SH_IGNORE_MAX) {
+        return -1;
+    }
+    o->ignore[o->nignore++] = pattern;
+    return 0;
+}
+
+int
+sh_stem_lang_valid(const char *lang)
+{
+    const char **l;
+
+    for (l = sb_stemmer_list(); *l != NULL; l++) {
+        if (strcmp(*l, lang) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void
+sh_library_init(void)
+{
+    sh_acc_t acc;
+
+    xmlInitParser();
+    sh_acc_init(&acc);          /* builds the sign table once */
+}
+
+/* Keep a private copy of an option string. */
+static const char *
+own(sh_config_t *c, unsigned *n, const char *s)
+{
+    char *d;
+
+    if (s == NULL) {
+        return NULL;
+    }
+    d = strdup(s);
+    if (d != NULL) {
+        c->strings[(*n)++] = d;
+    }
+    return d;
+}
+
+sh_config_t *
+sh_config_new(const sh_options_t *o, char *err, size_t errlen)
+{
+    sh_config_t *c;
+    unsigned     i, ns = 0;
+    int          ecode;
+    PCRE2_SIZE   eoff;
+    PCRE2_UCHAR  msg[256];
+
+    if (o->shingle < 1 || o->shingle > SH_SHINGLE_MAX) {
+        snprintf(err, errlen, "shingle size %u is not between 1 and %u",
+                 o->shingle, SH_SHINGLE_MAX);
+        return NULL;
+    }
+    if (o->max_features < 1 || o->max_features > (1u << 24)) {
+        snprintf(err, errlen, "max features %u is not between 1 and %u",
+                 o->max_features, 1u << 24);
+        return NULL;
+    }
+    if (o->min_features > o->max_features) {
+        snprintf(err, errlen, "min features %u exceeds max features %u",
+                 o->min_features, o->max_features);
+        return NULL;
+    }
+    for (i = 0; i < SH_FEAT_NTYPES; i++) {
+        if (!(o->weight[i] >= 0.0f && o->weight[i] <= 1000.0f)) {
+            snprintf(err, errlen, "feature weight %g is out of range",
+                     (double) o->weight[i]);
+            return NULL;
+        }
+    }
+    if (o->nignore > SH_IGNORE_MAX) {
+        snprintf(err, errlen, "more than %d ignore patterns", SH_IGNORE_MAX);
+        return NULL;
+    }
+
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->opts = *o;
+    c->opts.stem = own(c, &ns, o->stem);
+    c->opts.stopwords_file = own(c, &ns, o->stopwords_file);
+    c->opts.idf_file = own(c, &ns, o->idf_file);
+    c->opts.seed = NULL;
+    c->opts.seed_len = 0;
+    for (i = 0; i < o->nignore; i++) {
+        c->opts.ignore[i] = own(c, &ns, o->ignore[i]);
+    }
+
+    /* The hash key: a 192-byte XXH3 secret derived from the user's. */
+    if (o->seed != NULL && o->seed_len > 0) {
+        c->keyed = 1;
+        if (XXH3_generateSecret(c->secret, sizeof(c->secret), o->seed,
+                                o->seed_len) != XXH_OK)
+        {
+            snprintf(err, errlen, "cannot derive a hash key from the seed");
+            goto fail;
+        }
+        c->seed_digest = XXH3_64bits_withSeed(c->secret, sizeof(c->secret),
+                                              DIGEST_SEED);
+    } else {
+        c->seed_digest = XXH3_64bits_withSeed("", 0, DIGEST_SEED);
+    }
+
+    if (o->stem != NULL) {
+        c->stemmer = sb_stemmer_new(o->stem, "UTF_8");
+        if (c->stemmer == NULL) {
+            snprintf(err, errlen, "unknown stemmer language \"%s\" "
+                     "(Snowball knows e.g. english, french, german, "
+                     "russian)", o->stem);
+            goto fail;
+        }
+    }
+
+    if (!o->stopwords_off) {
+        c->stop = o->stopwords_file
+                  ? sh_stopwords_load(o->stopwords_file, err, errlen)
+                  : sh_stopwords_english();
+        if (c->stop == NULL) {
+            if (o->stopwords_file == NULL) {
+                snprintf(err, errlen, "out of memory");
+            }
+            goto fail;
+        }
+    }
+
+    if (o->idf_file != NULL) {
+        c->idf = sh_idf_load(o->idf_file, c->seed_digest, err, errlen);
+        if (c->idf == NULL) {
+            goto fail;
+        }
+    }
+
+    for (i = 0; i < o->nignore; i++) {
+        c->re[i] = pcre2_compile((PCRE2_SPTR) o->ignore[i],
+                                 PCRE2_ZERO_TERMINATED,
+                                 PCRE2_UTF | PCRE2_UCP
+                                 | PCRE2_MATCH_INVALID_UTF,
+                                 &ecode, &eoff, NULL);
+        if (c->re[i] == NULL) {
+            pcre2_get_error_message(ecode, msg, sizeof(msg));
+            snprintf(err, errlen, "ignore pattern %u \"%s\": %s at offset "
+                     "%zu", i + 1, o->ignore[i], (char *) msg,
+                     (size_t) eoff);
+            goto fail;
+        }
+        c->nre++;
+        /* JIT is an optimisation: without it matching still works. */
+        (void) pcre2_jit_compile(c->re[i], PCRE2_JIT_COMPLETE);
+    }
+    if (c->nre > 0) {
+        c->match_data = pcre2_match_data_create(4, NULL);
+        if (c->match_data == NULL) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+    }
+
+    c->stem_cache = calloc(SH_STEM_CACHE, sizeof(sh_stem_entry_t));
+    if (c->stem_cache == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    return c;
+
+fail:
+    sh_config_free(c);
+    return NULL;
+}
+
+void
+sh_config_free(sh_config_t *c)
+{
+    unsigned i;
+
+    if (c == NULL) {
+        return;
+    }
+    if (c->stemmer != NULL) {
+        sb_stemmer_delete(c->stemmer);
+    }
+    sh_stopwords_free(c->stop);
+    sh_idf_free(c->idf);
+    for (i = 0; i < c->nre; i++) {
+        pcre2_code_free(c->re[i]);
+    }
+    pcre2_match_data_free(c->match_data);
+    for (i = 0; i < sizeof(c->strings) / sizeof(c->strings[0]); i++) {
+        free(c->strings[i]);
+    }
+    free(c->stem_cache);
+    free(c);
+}
+
+uint64_t
+sh_config_seed_digest(const sh_config_t *c)
+{
+    return c->seed_digest;
+}
+
+const sh_options_t *
+sh_config_options(const sh_config_t *c)
+{
+    return &c->opts;
+}

@@ -1,0 +1,294 @@
+/*
+ * sh_features.c -- the bounded feature table and the shingle window.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sh_config.h"
+#include "sh_features.h"
+
+#define SHINGLE_SEED    0x5348494e474c4531ULL   /* "SHINGLE1" */
+#define INITIAL_SLOTS   1024
+
+typedef struct {
+    uint64_t key;           /* 0 = empty; a feature hashing to 0 is 1 */
+    uint32_t tf;
+    uint32_t type;
+} slot_t;
+
+struct sh_features_s {
+    slot_t   *slot;
+    uint32_t *order;        /* slot of each feature, in first-seen order */
+    size_t    mask;
+    size_t    count;
+    size_t    max_count;
+    size_t    max_slots;
+    int       truncated;
+    int       failed;
+
+    unsigned  w;
+    unsigned  pos;
+    uint64_t  seen;
+    uint64_t  window[SH_SHINGLE_MAX];
+};
+
+sh_features_t *
+sh_features_new(unsigned shingle, unsigned max_features)
+{
+    sh_features_t *f = calloc(1, sizeof(*f));
+    size_t         n;
+
+    if (f == NULL) {
+        return NULL;
+    }
+    f->w = shingle < 1 ? 1 : (shingle > SH_SHINGLE_MAX ? SH_SHINGLE_MAX
+                                                       : shingle);
+    f->max_count = max_features ? max_features : 1;
+    for (n = INITIAL_SLOTS; n < 2 * f->max_count; n <<= 1) { /* void */ }
+    f->max_slots = n;
+    n = INITIAL_SLOTS < f->max_slots ? INITIAL_SLOTS : f->max_slots;
+    f->slot = calloc(n, sizeof(slot_t));
+    f->order = malloc(n / 2 * sizeof(uint32_t));
+    if (f->slot == NULL || f->order == NULL) {
+        free(f->slot);
+        free(f->order);
+        free(f);
+        return NULL;
+    }
+    f->mask = n - 1;
+    return f;
+}
+
+void
+sh_features_free(sh_features_t *f)
+{
+    if (f != NULL) {
+        free(f->slot);
+        free(f->order);
+        free(f);
+    }
+}
+
+/* Double the table, keeping the first-seen order. */
+static int
+grow(sh_features_t *f)
+{
+    size_t    n = (f->mask + 1) * 2, i, j;
+    slot_t   *s = calloc(n, sizeof(slot_t));
+    uint32_t *o = malloc(n / 2 * sizeof(uint32_t));
+
+    if (s == NULL || o == NULL) {
+        free(s);
+        free(o);
+        return -1;
+    }
+    for (i = 0; i < f->count; i++) {
+        const slot_t *old = &f->slot[f->order[i]];
+        for (j = old->key & (n - 1); s[j].key != 0; j = (j + 1) & (n - 1)) {
+            /* void */
+        }
+        s[j] = *old;
+        o[i] = (uint32_t) j;
+    }
+    free(f->slot);
+    free(f->order);
+    f->slot = s;
+    f->order = o;
+    f->mask = n - 1;
+    return 0;
+}
+
+static void
+add(sh_features_t *f, uint64_t key, unsigned type)
+{
+    size_t i;
+
+    key = key ? key : 1;
+    for (i = key & f->mask; f->slot[i].key != 0; i = (i + 1) & f->mask) {
+        if (f->slot[i].key == key) {
+            f->slot[i].tf++;
+            return;
+        }
+    }
+    if (f->count >= f->max_count) {
+        f->truncated = 1;
+        return;
+    }
+    if ((f->count + 1) * 2 > f->mask + 1 && f->mask + 1 < f->max_slots) {
+        if (grow(f) != 0) {
+            f->failed = 1;
+            return;
+        }
+        for (i = key & f->mask; f->slot[i].key != 0; i = (i + 1) & f->mask) {
+            /* void */
+        }
+    }
+    f->slot[i].key = key;
+    f->slot[i].tf = 1;
+    f->slot[i].type = type;
+    f->order[f->count++] = (uint32_t) i;
+}
+
+/* Final mixer of a 64-bit value (from SplitMix64): full avalanche. */
+static inline uint64_t
+mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+void
+sh_features_term(sh_features_t *f, uint64_t term)
+{
+    uint64_t h;
+    unsigned i;
+
+    add(f, term, SH_FEAT_WORD);
+    if (f->w < 2) {
+        return;
+    }
+
+    f->window[f->pos] = term;
+    f->pos = (f->pos + 1) % f->w;
+    if (++f->seen < f->w) {
+        return;
+    }
+    /*
+     * The terms are already keyed, uniformly distributed hashes, so an
+     * order-sensitive multiply-rotate combination with a final avalanche
+     * makes a good shingle hash, much cheaper than hashing the bytes again.
+     */
+    h = SHINGLE_SEED;
+    for (i = 0; i < f->w; i++) {
+        h = (h ^ f->window[(f->pos + i) % f->w]) * 0x9e3779b97f4a7c15ULL;
+        h = (h << 31) | (h >> 33);
+    }
+    add(f, mix64(h), SH_FEAT_SHINGLE);
+}
+
+size_t
+sh_features_count(const sh_features_t *f)
+{
+    return f->count;
+}
+
+int
+sh_features_truncated(const sh_features_t *f)
+{
+    return f->truncated;
+}
+
+int
+sh_features_failed(const sh_features_t *f)
+{
+    return f->failed;
+}
+
+/*
+ * Vertical (bit-sliced) counter: plane k holds bit k of 64 per-position
+ * counts, so adding a 64-bit hash to all 64 counts at once is a ripple of
+ * carries through the planes, a couple of word operations on average.
+ */
+typedef struct {
+    uint64_t plane[32];
+    uint32_t n;
+    int      nplanes;       /* planes in use: the carry never went past */
+} vcount_t;
+
+static void
+vcount_add(vcount_t *v, uint64_t x)
+{
+    uint64_t carry = x, t;
+    int      k;
+
+    for (k = 0; carry != 0; k++) {
+        t = v->plane[k] & carry;
+        v->plane[k] ^= carry;
+        carry = t;
+    }
+    if (k > v->nplanes) {
+        v->nplanes = k;
+    }
+    v->n++;
+}
+
+/* Add n features of weight w whose per-bit counts of ones are in v. */
+static void
+vcount_flush(const vcount_t *v, float w, sh_acc_t *acc)
+{
+    int      j, k;
+    uint32_t ones;
+
+    if (v->n == 0) {
+        return;
+    }
+    for (j = 0; j < SH_BITS; j++) {
+        ones = 0;
+        for (k = 0; k < v->nplanes; k++) {
+            ones |= (uint32_t) ((v->plane[k] >> j) & 1) << k;
+        }
+        /* ones features added +w at bit j, the others -w */
+        acc->w[j] += w * (float) (2.0 * ones - v->n);
+    }
+    acc->norm2 += (double) w * w * v->n;
+}
+
+void
+sh_features_weigh(const sh_features_t *f, const float *type_weight,
+                  const sh_idf_t *idf, sh_acc_t *acc)
+{
+    const slot_t *s;
+    size_t        i;
+    float         w;
+    vcount_t      once[SH_FEAT_NTYPES];
+
+    /*
+     * Most features occur once, and without IDF all of a type's
+     * once-features weigh the same: count their bits instead of adding
+     * 64 floats for each.  Only the rest go through sh_acc_add.
+     */
+    memset(once, 0, sizeof(once));
+    /* In table order: a sequential scan.  The result does not depend on
+     * it beyond float rounding, and the table's layout is itself a
+     * function of the page alone. */
+    for (i = 0; i <= f->mask; i++) {
+        s = &f->slot[i];
+        if (s->key == 0) {
+            continue;
+        }
+        if (s->tf == 1 && (idf == NULL || s->type != SH_FEAT_WORD)) {
+            vcount_add(&once[s->type], s->key);
+            continue;
+        }
+        w = type_weight[s->type] * (1.0f + logf((float) s->tf));
+        if (idf != NULL && s->type == SH_FEAT_WORD) {
+            w *= sh_idf_get(idf, s->key);
+        }
+        if (w > 0.0f) {
+            sh_acc_add(acc, s->key, w);
+        }
+    }
+    for (i = 0; i < SH_FEAT_NTYPES; i++) {
+        if (type_weight[i] > 0.0f) {
+            vcount_flush(&once[i], type_weight[i], acc);
+        }
+    }
+}
+
+void
+sh_features_foreach(const sh_features_t *f, sh_features_visit_fn fn,
+                    void *arg)
+{
+    const slot_t *s;
+    size_t        i;
+
+    for (i = 0; i < f->count; i++) {
+        s = &f->slot[f->order[i]];
+        fn(arg, s->key, s->type, s->tf);
+    }
+}

@@ -1,0 +1,46 @@
+/*
+ * sh_features.h -- terms -> weighted features of one document.
+ *
+ * Every term is a WORD feature, and every run of w consecutive terms (w =
+ * the shingle size, runs crossing block boundaries included) is a SHINGLE
+ * feature.  The table counts each distinct feature's occurrences (its term
+ * frequency, tf).  It keeps at most `max_features` distinct features: past
+ * the cap a feature not yet in the table is ignored (and the document is
+ * marked truncated) while those already in it keep counting, so a huge page
+ * is fingerprinted on the features of its beginning and memory stays
+ * bounded (16 bytes a slot, at most 2 x max_features slots).
+ *
+ * Weights: w = type_weight[type] x (1 + ln tf) x idf, where idf applies to
+ * words only (sh_idf.h) and is 1 without a table.
+ */
+#ifndef SH_FEATURES_H
+#define SH_FEATURES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sh_idf.h"
+#include "sh_simhash.h"
+
+typedef struct sh_features_s sh_features_t;
+
+sh_features_t *sh_features_new(unsigned shingle, unsigned max_features);
+void sh_features_free(sh_features_t *f);
+
+/* Add one term (a keyed word hash from sh_text). */
+void sh_features_term(sh_features_t *f, uint64_t term);
+
+size_t sh_features_count(const sh_features_t *f);
+int    sh_features_truncated(const sh_features_t *f);
+int    sh_features_failed(const sh_features_t *f);   /* out of memory */
+
+/* Accumulate every feature's weight into the simhash sums. */
+void sh_features_weigh(const sh_features_t *f, const float *type_weight,
+                       const sh_idf_t *idf, sh_acc_t *acc);
+
+typedef void (*sh_features_visit_fn)(void *arg, uint64_t feature,
+                                     unsigned type, uint32_t tf);
+void sh_features_foreach(const sh_features_t *f, sh_features_visit_fn fn,
+                         void *arg);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * sh_html.c -- libxml2 HTML push parser, SAX callbacks only.
+ *
+ * We register startElement, endElement and characters and nothing else, so
+ * libxml2 builds no tree: it tokenises, applies HTML's implied-tag rules and
+ * hands us text with entities decoded.  Errors go to a handler that drops
+ * them (malformed HTML is the norm, not an event).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/HTMLparser.h>
+#include <libxml/parserInternals.h>
+
+#include "sh_html.h"
+
+enum { EL_INLINE = 0, EL_BLOCK, EL_SKIP };
+
+struct sh_html_s {
+    htmlParserCtxtPtr ctxt;
+    sh_block_fn       fn;
+    void             *arg;
+
+    unsigned          skip;         /* depth inside skipped elements */
+    int               space;        /* a space is due before the next char */
+    int               failed;       /* out of memory */
+    int               stopped;      /* hit SH_PENDING_MAX */
+
+    /* Element names are interned in the parser's dictionary, so one name
+     * is always the same pointer: remember each pointer's class. */
+    const xmlChar    *name_ptr[64];
+    unsigned char     name_class[64];
+
+    char             *buf;          /* the block being collected */
+    size_t            cap;          /* grows to SH_BLOCK_MAX as needed */
+    size_t            len;
+    size_t            last_space;   /* position of the last space, or 0 */
+};
+
+static int
+eq(const char *a, const char *b)
+{
+    return strcmp(a, b) == 0;
+}
+
+/*
+ * Which elements end a block of text, and which hide their text.  Called
+ * for every tag, so a switch on the first letter rather than a search.
+ */
+static int
+classify(const char *n)
+{
+    switch (n[0]) {
+    case 'a':
+        return (eq(n, "address") || eq(n, "article") || eq(n, "aside"))
+               ? EL_BLOCK : EL_INLINE;
+    case 'b':
+        return (eq(n, "br") || eq(n, "blockquote") || eq(n, "body"))
+               ? EL_BLOCK : EL_INLINE;
+    case 'c':
+        return (eq(n, "caption") || eq(n, "center")) ? EL_BLOCK : EL_INLINE;
+    case 'd':
+        return (eq(n, "div") || eq(n, "dd") || eq(n, "dt") || eq(n, "dl")
+                || eq(n, "details") || eq(n, "dialog"))
+               ? EL_BLOCK : EL_INLINE;
+    case 'f':
+        return (eq(n, "footer") || eq(n, "form") || eq(n, "figure")
+                || eq(n, "figcaption") || eq(n, "fieldset"))
+               ? EL_BLOCK : EL_INLINE;
+    case 'h':
+        if (n[1] >= '1' && n[1] <= '6' && n[2] == '\0') {
+            return EL_BLOCK;
+        }
+        return (eq(n, "hr") || eq(n, "header") || eq(n, "head")
+                || eq(n, "html") || eq(n, "hgroup"))
+               ? EL_BLOCK : EL_INLINE;
+    case 'l':
+        return (eq(n, "li") || eq(n, "legend")) ? EL_BLOCK : EL_INLINE;
+    case 'm':
+        if (eq(n, "math")) {
+            return EL_SKIP;
+        }
+        return (eq(n, "main") || eq(n, "menu")) ? EL_BLOCK : EL_INLINE;
+    case 'n':
+        if (eq(n, "noscript")) {
+            return EL_SKIP;
+        }
+        return eq(n, "nav") ? EL_BLOCK : EL_INLINE;
+    case 'o':
+        return (eq(n, "ol") || eq(n, "option") || eq(n, "optgroup"))
+               ? EL_BLOCK : EL_INLINE;
+    case 'p':
+        return (n[1] == '\0' || eq(n, "pre")) ? EL_BLOCK : EL_INLINE;
+    case 's':
+        if (eq(n, "script") || eq(n, "style") || eq(n, "svg")) {
+            return EL_SKIP;
+        }
+        return (eq(n, "section") || eq(n, "summary") || eq(n, "select"))
+               ? EL_BLOCK : EL_INLINE;
+    case 't':
+        if (eq(n, "template")) {
+            return EL_SKIP;
+        }
+        return (eq(n, "td") || eq(n, "th") || eq(n, "tr") || eq(n, "table")
+                || eq(n, "title") || eq(n, "tbody") || eq(n, "thead")
+                || eq(n, "tfoot") || eq(n, "textarea"))
+               ? EL_BLOCK : EL_INLINE;
+    case 'u':
+        return eq(n, "ul") ? EL_BLOCK : EL_INLINE;
+    default:
+        return EL_INLINE;
+    }
+}
+
+static int
+element_class(sh_html_t *h, const xmlChar *name)
+{
+    unsigned i = (unsigned) (((uintptr_t) name >> 3) & 63);
+
+    if (h->name_ptr[i] != name) {
+        h->name_ptr[i] = name;
+        h->name_class[i] = (unsigned char) classify((const char *) name);
+    }
+    return h->name_class[i];
+}
+
+static void
+emit(sh_html_t *h, size_t len)
+{
+    if (len > 0 && !h->failed && h->fn(h->arg, h->buf, len) != 0) {
+        h->failed = 1;
+    }
+}
+
+static void
+end_block(sh_html_t *h)
+{
+    emit(h, h->len);
+    h->len = 0;
+    h->last_space = 0;
+    h->space = 0;
+}
+
+/* The block is full: emit up to its last space (or a UTF-8 boundary). */
+static void
+cut_block(sh_html_t *h)
+{
+    size_t cut = h->last_space, keep_from;
+
+    if (cut == 0) {
+        /* No space: cut before the last, possibly incomplete, character. */
+        cut = h->len;
+        while (cut > 0 && ((unsigned char) h->buf[cut - 1] & 0xC0) == 0x80) {
+            cut--;
+        }
+        if (cut > 0 && (unsigned char) h->buf[cut - 1] >= 0xC0) {
+            cut--;
+        }
+        if (cut == 0) {
+            cut = h->len;
+        }
+        keep_from = cut;
+    } else {
+        keep_from = cut + 1;
+    }
+    emit(h, cut);
+    memmove(h->buf, h->buf + keep_from, h->len - keep_from);
+    h->len -= keep_from;
+    h->last_space = 0;
+}
+
+/* Make room for `need` more bytes, up to SH_BLOCK_MAX in all. */
+static int
+reserve(sh_html_t *h, size_t need)
+{
+    size_t  cap = h->cap;
+    char   *nb;
+
+    if (h->len + need <= cap) {
+        return 0;
+    }
+    while (cap < h->len + need && cap < SH_BLOCK_MAX) {
+        cap *= 2;
+    }
+    if (cap > SH_BLOCK_MAX) {
+        cap = SH_BLOCK_MAX;
+    }
+    nb = realloc(h->buf, cap);
+    if (nb == NULL) {
+        h->failed = 1;
+        return -1;
+    }
+    h->buf = nb;
+    h->cap = cap;
+    return 0;
+}
+
+static const unsigned char is_space[256] = {
+    [' '] = 1, ['\n'] = 1, ['\t'] = 1, ['\r'] = 1, ['\f'] = 1
+};
+
+/* Append text, collapsing white space. */
+static void
+on_characters(void *ctx, const xmlChar *ch, int n)
+{
+    sh_html_t *h = ctx;
+    size_t     i, len = (size_t) n, end;
+    char      *buf;
+    int        space;
+
+    if (h->skip > 0) {
+        return;
+    }
+    for (i = 0; i < len; /* void */) {
+        if (h->len + 2 > SH_BLOCK_MAX) {
+            cut_block(h);
+        }
+        /* Room for everything left, as far as the block limit allows;
+         * each byte in takes at most one byte of room (plus a space). */
+        if (reserve(h, len - i + 1) != 0) {
+            return;
+        }
+        end = i + (h->cap - h->len - 1);
+        if (end > len) {
+            end = len;
+        }
+        buf = h->buf;
+        space = h->space;
+        for (; i < end; i++) {
+            unsigned char c = ch[i];
+            if (is_space[c]) {
+                space = h->len > 0;
+                continue;
+            }
+            if (space) {
+                h->last_space = h->len;
+                buf[h->len++] = ' ';
+                space = 0;
+            }
+            buf[h->len++] = (char) c;
+        }
+        h->space = space;
+    }
+}
+
+static void
+on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
+{
+    sh_html_t *h = ctx;
+
+    switch (element_class(h, name)) {
+    case EL_SKIP:
+        h->skip++;
+        break;
+    case EL_BLOCK:
+        end_block(h);
+        break;
+    }
+}
+
+static void
+on_end(void *ctx, const xmlChar *name)
+{
+    sh_html_t *h = ctx;
+
+    switch (element_class(h, name)) {
+    case EL_SKIP:
+        if (h->skip > 0) {
+            h->skip--;
+        }
+        break;
+    case EL_BLOCK:
+        end_block(h);
+        break;
+    }
+}
+
+static void
+on_error(void *ctx, xmlErrorPtr err)
+{
+    /* Malformed HTML is normal input: nothing to report. */
+}
+
+sh_html_t *
+sh_html_new(sh_block_fn fn, void *arg)
+{
+    htmlSAXHandler sax;
+    sh_html_t     *h = calloc(1, sizeof(*h));
+
+    if (h == NULL) {
+        return NULL;
+    }
+    h->cap = 4096;
+    h->buf = malloc(h->cap);
+    if (h->buf == NULL) {
+        free(h);
+        return NULL;
+    }
+    h->fn = fn;
+    h->arg = arg;
+
+    memset(&sax, 0, sizeof(sax));
+    sax.startElement = on_start;
+    sax.endElement = on_end;
+    sax.characters = on_characters;
+    sax.ignorableWhitespace = on_characters;
+    sax.serror = on_error;
+    sax.initialized = XML_SAX2_MAGIC;   /* so that serror is used */
+
+    h->ctxt = htmlCreatePushParserCtxt(&sax, h, NULL, 0, NULL,
+                                       XML_CHAR_ENCODING_UTF8);
+    if (h->ctxt == NULL) {
+        free(h->buf);
+        free(h);
+        return NULL;
+    }
+    htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING
+                                | HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC
+                                | HTML_PARSE_NOIMPLIED);
+    return h;
+}
+
+int
+sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
+{
+    xmlParserInputPtr in;
+    size_t            n;
+
+    while (len > 0 && !h->stopped && !h->failed) {
+        n = len > (1u << 30) ? (1u << 30) : len;
+        htmlParseChunk(h->ctxt, utf8, (int) n, 0);
+        utf8 += n;
+        len -= n;
+
+        /*
+         * libxml2's HTML push parser keeps consumed input in its buffer;
+         * drop it so memory follows the unparsed remainder, not the page.
+         */
+        in = h->ctxt->input;
+        if (in != NULL && in->buf != NULL && in->cur - in->base > 65536) {
+            xmlParserInputShrink(in);
+        }
+        if (in != NULL && in->end - in->cur > SH_PENDING_MAX) {
+            h->stopped = 1;
+        }
+    }
+    if (h->failed) {
+        return -1;
+    }
+    return h->stopped ? 1 : 0;
+}
+
+int
+sh_html_finish(sh_html_t *h)
+{
+    if (!h->stopped) {
+        htmlParseChunk(h->ctxt, NULL, 0, 1);
+    }
+    end_block(h);
+    return h->failed ? -1 : 0;
+}
+
+void
+sh_html_free(sh_html_t *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    if (h->ctxt != NULL) {
+        if (h->ctxt->myDoc != NULL) {
+            xmlFreeDoc(h->ctxt->myDoc);
+        }
+        htmlFreeParserCtxt(h->ctxt);
+    }
+    free(h->buf);
+    free(h);
+}

@@ -1,0 +1,50 @@
+/*
+ * sh_text.h -- one block of visible text -> a stream of terms.
+ *
+ * For each block (sh_html.h defines the unit):
+ *   1. every ignore pattern, in order, replaces each of its matches with a
+ *      space.  Patterns are PCRE2 with UTF and Unicode properties on, and see
+ *      the block in its original case with white space collapsed; write
+ *      (?i) for case-insensitive matching.  A pattern never sees across two
+ *      blocks, so it cannot join text from two table cells;
+ *   2. tokens are runs of letters, digits and combining marks (Unicode
+ *      categories L, N, M).  Each CJK ideograph and each kana is a token of
+ *      its own, so Chinese and Japanese text, written without spaces, gives
+ *      one feature per character and shingles of consecutive characters;
+ *   3. tokens are case-folded and put in Unicode NFC (utf8proc), so
+ *      "STRASSE", "Straße" and "strasse" are one token, and so are
+ *      "ΣΟΦΊΑ"/"σοφία" and "МОСКВА"/"москва".  A token longer than
+ *      SH_TOKEN_MAX bytes keeps only its first SH_TOKEN_MAX bytes;
+ *   4. stop words are dropped; the rest are stemmed with Snowball;
+ *   5. each term is delivered as a 64-bit hash keyed by the configuration's
+ *      secret (sh_config.h): the feature stage never sees the text.
+ */
+#ifndef SH_TEXT_H
+#define SH_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SH_TOKEN_MAX    64
+
+typedef struct sh_text_s sh_text_t;
+typedef struct sh_config_s sh_config_t;
+
+typedef void (*sh_term_fn)(void *arg, uint64_t term);
+typedef void (*sh_raw_token_fn)(void *arg, const char *tok, size_t len);
+
+/* Per-document state (buffers); the shared parts live in the config. */
+sh_text_t *sh_text_new(sh_config_t *cfg, sh_term_fn fn, void *arg);
+void sh_text_set_token_hook(sh_text_t *t, sh_raw_token_fn fn, void *arg);
+
+/* Process one block; returns 0, or -1 when out of memory. */
+int  sh_text_block(sh_text_t *t, const char *text, size_t len);
+void sh_text_free(sh_text_t *t);
+
+/*
+ * Normalise one word as tokens are (fold case, NFC) into out (at least
+ * SH_TOKEN_MAX + 4 bytes); returns its length.  For stop-word files.
+ */
+size_t sh_text_normalize(const char *word, size_t len, char *out);
+
+#endif
