@@ -1,0 +1,482 @@
+package SimhashTest;
+
+# A small harness for the module's integration tests, core Perl only.
+#
+# Each test object owns a temporary prefix (conf/ logs/ html/ data/ tmp/),
+# writes an nginx.conf into it that loads the built module ($SH_MODULE) and
+# has two servers on free loopback ports:
+#
+#   origin  serves html/ (the fixture pages of t/fixtures/site plus whatever
+#           the test writes), also gzip-compressed under /gz/, chunked under
+#           /chunked/, labelled ISO-8859-1 under /latin1/;
+#   proxy   the server block the test gives, where %%ORIGIN%% stands for
+#           127.0.0.1:PORT of the origin.
+#
+# It starts one nginx (daemon, master + workers), talks to it with
+# HTTP::Tiny or raw sockets, and stops it at the end.  check_log() fails the
+# test if the error log has an [alert], [crit] or [emerg] line.
+#
+#   my $t = SimhashTest->new(http => 'simhash_zone zone=z:1m;',
+#                            proxy => 'location / { simhash z; '
+#                                   . 'proxy_pass http://%%ORIGIN%%; }');
+#   $t->start;
+#   my $r = $t->get('/sourdough.html');
+#   is($r->{headers}{'x-simhash-status'}, 'new');
+#   $t->stop;
+#   $t->check_log;
+#
+# Environment: SH_MODULE (absolute path of the .so, required), SH_CLI (the
+# simhash tool, for reference fingerprints), SH_NGINX (default nginx),
+# SH_KEEP=1 keeps the prefix for inspection.
+
+use strict;
+use warnings;
+
+use Carp qw(croak);
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Copy qw(copy);
+use File::Path qw(make_path);
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use JSON::PP;
+use POSIX qw(:sys_wait_h);
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+our $NGINX = $ENV{SH_NGINX} || 'nginx';
+our $FIXTURES = abs_path(dirname(__FILE__) . '/../fixtures/site');
+
+my @live;   # objects whose nginx must be stopped at exit
+
+sub module_path {
+    my $m = $ENV{SH_MODULE};
+    if (!$m || !-f $m) {
+        plan(skip_all => 'SH_MODULE is not set to the built module '
+                       . '(run through `make itest`)');
+    }
+    return $m;
+}
+
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, Proto => 'tcp',
+                                  ReuseAddr => 1)
+        or die "cannot bind a free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub new {
+    my ($class, %args) = @_;
+
+    my $self = bless {
+        workers => 1,
+        http    => '',
+        proxy   => '',
+        origin  => '',
+        %args,
+    }, $class;
+
+    $self->{module} = module_path();
+    $self->{prefix} = tempdir('simhash-t-XXXXXX', TMPDIR => 1,
+                              CLEANUP => !$ENV{SH_KEEP});
+    diag("prefix $self->{prefix}") if $ENV{SH_KEEP};
+
+    for my $d (qw(conf logs html data tmp)) {
+        make_path("$self->{prefix}/$d");
+    }
+
+    # workers run as nobody when we are root: everything readable, and the
+    # snapshot directory writable
+    chmod 0755, $self->{prefix}, map { "$self->{prefix}/$_" }
+                                 qw(conf logs html tmp);
+    chmod 0777, "$self->{prefix}/data";
+
+    opendir(my $dh, $FIXTURES) or die "$FIXTURES: $!";
+    for my $f (grep { !/^\./ } readdir $dh) {
+        copy("$FIXTURES/$f", "$self->{prefix}/html/$f") or die "$f: $!";
+        chmod 0644, "$self->{prefix}/html/$f";
+    }
+    closedir $dh;
+
+    $self->{origin_port} = free_port();
+    $self->{port} = free_port();
+    $self->{ua} = HTTP::Tiny->new(timeout => 20, max_redirect => 0,
+                                  keep_alive => 0);
+
+    return $self;
+}
+
+sub prefix { $_[0]{prefix} }
+sub port { $_[0]{port} }
+sub origin { "127.0.0.1:$_[0]{origin_port}" }
+sub url { my ($self, $path) = @_; "http://127.0.0.1:$self->{port}$path" }
+
+# Replace the configuration pieces (before start or before a reload).
+sub set {
+    my ($self, %args) = @_;
+    @$self{keys %args} = values %args;
+    return $self;
+}
+
+sub write_file {
+    my ($self, $name, $content) = @_;
+    my $path = "$self->{prefix}/$name";
+    make_path(dirname($path));
+    chmod 0755, dirname($path);
+    open(my $fh, '>:raw', "$path.new") or die "$path: $!";
+    print $fh $content;
+    close $fh;
+    chmod 0644, "$path.new";
+    rename("$path.new", $path) or die "$path: $!";
+    return $path;
+}
+
+sub read_file {
+    my ($self, $name) = @_;
+    my $path = $name =~ m{^/} ? $name : "$self->{prefix}/$name";
+    open(my $fh, '<:raw', $path) or return undef;
+    local $/;
+    my $c = <$fh>;
+    close $fh;
+    return $c;
+}
+
+sub fixture {
+    my ($self, $name) = @_;
+    return $self->read_file("$FIXTURES/$name");
+}
+
+sub _expand {
+    my ($self, $text) = @_;
+    my $origin = $self->origin;
+    $text =~ s/%%ORIGIN%%/$origin/g;
+    $text =~ s/%%PREFIX%%/$self->{prefix}/g;
+    $text =~ s/%%PORT%%/$self->{port}/g;
+    return $text;
+}
+
+sub config_text {
+    my ($self) = @_;
+    my $p = $self->{prefix};
+
+    my $conf = <<"EOF";
+load_module $self->{module};
+
+worker_processes $self->{workers};
+pid $p/logs/nginx.pid;
+error_log $p/logs/error.log info;
+
+events {
+    worker_connections 1024;
+}
+
+http {
+    types {
+        text/html  html htm;
+        text/plain txt;
+        image/png  png;
+    }
+    default_type application/octet-stream;
+
+    log_format simhash '\$request_uri \$status \$simhash_status '
+                       '\$simhash \$simhash_distance \$simhash_duplicate_of';
+    access_log $p/logs/access.log simhash;
+
+    client_body_temp_path $p/tmp/body;
+    proxy_temp_path       $p/tmp/proxy;
+    fastcgi_temp_path     $p/tmp/fastcgi;
+    uwsgi_temp_path       $p/tmp/uwsgi;
+    scgi_temp_path        $p/tmp/scgi;
+
+    $self->{http}
+
+    server {
+        listen 127.0.0.1:$self->{origin_port};
+        root $p/html;
+
+        location /gz/ {
+            alias $p/html/;
+            gzip on;
+            gzip_types text/html text/plain;
+            gzip_min_length 1;
+            gzip_http_version 1.0;
+            gzip_proxied any;
+        }
+
+        location /chunked/ {
+            alias $p/html/;
+            sub_filter '</html>' '</html>';
+        }
+
+        location /latin1/ {
+            alias $p/html/;
+            charset iso-8859-1;
+        }
+
+        $self->{origin}
+    }
+
+    server {
+        listen 127.0.0.1:$self->{port};
+
+        $self->{proxy}
+    }
+}
+EOF
+    return $self->_expand($conf);
+}
+
+sub write_config {
+    my ($self) = @_;
+    $self->write_file('conf/nginx.conf', $self->config_text);
+}
+
+sub pid {
+    my ($self) = @_;
+    my $pid = $self->read_file('logs/nginx.pid');
+    return undef unless defined $pid;
+    chomp $pid;
+    return $pid =~ /^\d+$/ ? $pid : undef;
+}
+
+sub error_log { $_[0]->read_file('logs/error.log') // '' }
+
+sub _wait_port {
+    my ($self, $port) = @_;
+    my $end = time + 10;
+    while (time < $end) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $port, Proto => 'tcp');
+        if ($s) { close $s; return 1; }
+        sleep 0.02;
+    }
+    return 0;
+}
+
+sub start {
+    my ($self) = @_;
+    $self->write_config;
+    unlink "$self->{prefix}/logs/nginx.pid";
+    my $out = `$NGINX -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
+    if ($? != 0) {
+        croak "nginx failed to start: $out\n" . $self->error_log;
+    }
+    my $end = time + 10;
+    sleep 0.02 while !$self->pid && time < $end;
+    $self->_wait_port($self->{port}) or croak "proxy port not answering";
+    push @live, $self;
+    $self->{running} = 1;
+    return $self;
+}
+
+sub _count {
+    my ($self, $re) = @_;
+    my @m = $self->error_log =~ /$re/g;
+    return scalar @m;
+}
+
+# Wait until `count` lines matching re appear after `before` of them.
+sub wait_log {
+    my ($self, $re, $before, $n, $timeout) = @_;
+    my $end = time + ($timeout || 10);
+    while (time < $end) {
+        return 1 if $self->_count($re) >= $before + ($n // 1);
+        sleep 0.05;
+    }
+    return 0;
+}
+
+# nginx -s reload, then wait for the new workers.
+sub reload {
+    my ($self) = @_;
+    $self->write_config;
+    my $re = qr/start worker process/;
+    my $before = $self->_count($re);
+    my $fail = $self->_count(qr/\[emerg\]/);
+    kill 'HUP', $self->pid or croak "no nginx to reload";
+    my $end = time + 10;
+    while (time < $end) {
+        last if $self->_count($re) >= $before + $self->{workers};
+        croak "reload failed: " . $self->error_log
+            if $self->_count(qr/\[emerg\]/) > $fail;
+        sleep 0.05;
+    }
+    # old workers finish their (idle) connections
+    sleep 0.2;
+    return $self;
+}
+
+# Stop (fast shutdown by default, "quit" for graceful); wait for the master.
+sub stop {
+    my ($self, $how) = @_;
+    return unless $self->{running};
+    my $pid = $self->pid;
+    $self->{running} = 0;
+    return unless $pid;
+    kill(($how && $how eq 'quit') ? 'QUIT' : 'TERM', $pid);
+    my $end = time + 15;
+    sleep 0.02 while kill(0, $pid) && time < $end;
+    @live = grep { $_ != $self } @live;
+    return $self;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    local ($?, $!, $@);
+    $self->stop if $self->{running};
+    kill 'TERM', $_ for @{ $self->{children} || [] };
+    waitpid($_, 0) for @{ $self->{children} || [] };
+}
+
+END {
+    $_->stop for @live;
+}
+
+# The error log holds no [alert], [crit] or [emerg]; `also` adds patterns.
+sub check_log {
+    my ($self, $name, @also) = @_;
+    my @bad = grep { /\[(alert|crit|emerg)\]/ } split /\n/, $self->error_log;
+    for my $re (@also) {
+        push @bad, grep { /$re/ } split /\n/, $self->error_log;
+    }
+    ok(!@bad, $name || 'error log has no alert, crit or emerg')
+        or diag(join("\n", @bad));
+}
+
+# HTTP through the proxy.  Returns HTTP::Tiny's response hash (header names
+# lowercased).
+sub get {
+    my ($self, $path, %headers) = @_;
+    return $self->{ua}->get($self->url($path), { headers => \%headers });
+}
+
+sub head {
+    my ($self, $path, %headers) = @_;
+    return $self->{ua}->head($self->url($path), { headers => \%headers });
+}
+
+sub status_of {
+    my ($self, $path, %headers) = @_;
+    return $self->get($path, %headers)->{headers}{'x-simhash-status'} // '';
+}
+
+# Raw HTTP/1.0 exchange: returns (status, headers hashref, body bytes).
+sub raw_get {
+    my ($self, $path, %headers) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $headers{_port} || $self->{port},
+                                  Proto => 'tcp', Timeout => 20)
+        or die "connect: $!";
+    delete $headers{_port};
+    my $req = "GET $path HTTP/1.0\r\nHost: 127.0.0.1\r\n";
+    $req .= "$_: $headers{$_}\r\n" for sort keys %headers;
+    print $s "$req\r\n";
+    local $/;
+    my $resp = <$s> // '';
+    close $s;
+    my ($head, $body) = split /\r\n\r\n/, $resp, 2;
+    return (0, {}, '') unless defined $head;
+    my @lines = split /\r\n/, $head;
+    my ($status) = (shift(@lines) // '') =~ m{^HTTP/\S+ (\d+)};
+    my %h;
+    for (@lines) {
+        my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+        $h{lc $k} = $v;
+    }
+    return ($status // 0, \%h, $body // '');
+}
+
+sub stats {
+    my ($self, $path) = @_;
+    my $r = $self->get($path || '/stats');
+    die "stats: $r->{status} $r->{content}" unless $r->{success};
+    return decode_json($r->{content});
+}
+
+# The simhash CLI's fingerprint of a file: 16 hex digits, or '-'.
+sub cli_fingerprint {
+    my ($self, $file, @opts) = @_;
+    my $cli = $ENV{SH_CLI};
+    return undef unless $cli && -x $cli;
+    my $path = $file =~ m{^/} ? $file : "$self->{prefix}/html/$file";
+    my $out = `$cli fingerprint @opts '$path'`;
+    return undef if $?;
+    my ($hash) = split /\t/, $out;
+    return $hash;
+}
+
+sub distance {
+    my ($a, $b) = @_;
+    my $x = hex_to_bits($a) ^ hex_to_bits($b);
+    return unpack('%32b*', $x);
+}
+
+sub hex_to_bits { pack('H*', $_[0]) }
+
+# A tiny origin in Perl for what nginx will not produce (truncated bodies,
+# deflate, slow drips).  `handler` gets the request path and returns a list
+# of (chunk, delay_seconds) pairs to write; the connection closes after.
+sub raw_origin {
+    my ($self, $handler) = @_;
+    my $srv = IO::Socket::INET->new(Listen => 16, LocalAddr => '127.0.0.1',
+                                    LocalPort => 0, Proto => 'tcp',
+                                    ReuseAddr => 1)
+        or die "raw origin: $!";
+    my $port = $srv->sockport;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        $SIG{PIPE} = 'IGNORE';
+        while (my $c = $srv->accept) {
+            my $req = '';
+            while (defined(my $line = <$c>)) {
+                $req .= $line;
+                last if $line eq "\r\n";
+            }
+            my ($path) = $req =~ m{^\S+ (\S+)};
+            my @out = $handler->($path // '/');
+            while (@out) {
+                my ($chunk, $delay) = splice(@out, 0, 2);
+                $c->syswrite($chunk) if length $chunk;
+                sleep $delay if $delay;
+            }
+            close $c;
+        }
+        POSIX::_exit(0);
+    }
+    close $srv;
+    push @{ $self->{children} }, $pid;
+    return $port;
+}
+
+# Deterministic pseudo-random pages that are not near-duplicates of each
+# other: `n` pages of `words` words from the fixture vocabulary.
+sub random_pages {
+    my ($self, $n, $words, $seed) = @_;
+    my %vocab;
+    opendir(my $dh, $FIXTURES) or die $!;
+    for my $f (grep { /\.html$/ && !/latin1/ } readdir $dh) {
+        my $c = $self->read_file("$FIXTURES/$f");
+        $c =~ s/<[^>]*>/ /g;
+        $vocab{lc $1}++ while $c =~ /([A-Za-z]{4,})/g;
+    }
+    closedir $dh;
+    my @vocab = sort keys %vocab;
+    my $x = $seed || 12345;
+    my $rand = sub { $x = ($x * 1103515245 + 12345) % 2147483648; $x };
+    my @pages;
+    for my $i (1 .. $n) {
+        my @w = map { $vocab[$rand->() % @vocab] } 1 .. $words;
+        my @p;
+        push @p, '<p>' . join(' ', splice(@w, 0, 40)) . ".</p>\n" while @w;
+        push @pages, "<!DOCTYPE html>\n<html><head><title>Page $i</title>"
+                   . "</head><body><h1>Page number $i</h1>\n@p</body></html>\n";
+    }
+    return @pages;
+}
+
+1;
