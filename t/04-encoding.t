@@ -27,8 +27,9 @@ $body{bad} = $body{gzip};
 substr($body{bad}, 40, 20) = 'x' x 20;          # a corrupt gzip stream
 $body{trunc} = substr($body{gzip}, 0, int(length($body{gzip}) / 2));
 my $half = int(length($bike) / 2);
-gzip(\substr($bike, 0, $half) => \my $g1);
-gzip(\substr($bike, $half) => \my $g2);
+my ($h1, $h2) = (substr($bike, 0, $half), substr($bike, $half));
+gzip(\$h1 => \my $g1);
+gzip(\$h2 => \my $g2);
 $body{multi} = $g1 . $g2;                       # two gzip members
 %enc = (gzip => 'gzip', deflate => 'deflate', raw => 'deflate', br => 'br',
         bad => 'gzip', trunc => 'gzip', multi => 'gzip');
