@@ -5,27 +5,28 @@
 #   1. lists the pages: rust-doc's std tree aligned path by path with core
 #      and alloc (std re-exports them: the same documentation under two
 #      URLs), and every page of python3.11-doc and postgresql-doc-15;
-#   2. builds an IDF table with `simhash idf build`, when the CLI has it,
-#      from a corpus disjoint from the measured pages;
+#   2. lists a corpus disjoint from the measured pages for IDF tables;
 #   3. runs sh-eval over the configurations below (fingerprints cached in
 #      BUILD/eval/cache, keyed by options and binary);
 #   4. plots the precision/recall curve of the chosen configuration into
 #      docs/quality-h.png and refreshes the generated tables of
 #      docs/QUALITY.md (between its BEGIN/END markers).
 #
-# Environment: EVAL_THREADS (default: the number of CPUs), EVAL_CHOSEN (the
-# configuration plotted, default "default"), EVAL_CONFIGS (a file with one
-# "NAME: --option value ..." per line, replacing the built-in list).
+# Environment: EVAL_THREADS (default: the number of CPUs), EVAL_SEEDS (hash
+# keys per configuration, default 3), EVAL_CHOSEN (the configuration
+# plotted, default "default"), EVAL_CONFIGS (a file with one "NAME: --option
+# value ..." per line, replacing the built-in list), EVAL_DOCS (where the
+# PNG, its data and QUALITY.md go, default docs).
 set -eu
 
 BUILD=${1:-build}
 OUT=$BUILD/eval
 CACHE=$OUT/cache
 EVAL=$BUILD/sh-eval
-CLI=$BUILD/simhash
 CHOSEN=${EVAL_CHOSEN:-default}
 THREADS=${EVAL_THREADS:-$(nproc 2>/dev/null || echo 2)}
-DOCS=docs
+SEEDS=${EVAL_SEEDS:-3}
+DOCS=${EVAL_DOCS:-docs}
 
 die() { echo "eval: $*" >&2; exit 1; }
 
@@ -68,30 +69,20 @@ for spec in python:python3.11-doc postgresql:postgresql-doc-15; do
         || die "$pkg has no HTML pages (tools/deps.sh eval)"
 done
 
-# --- 2. IDF table ----------------------------------------------------------
+# --- 2. IDF corpus ---------------------------------------------------------
 # IDF must not be learnt from the pages it is measured on: a crawler learns
 # it from its own past crawl, not from the pair it is comparing.  The rust
-# books (reference, nomicon, rust-by-example, ...) are English technical
-# prose disjoint from both populations.
-IDF=""
-if [ -x "$CLI" ] && "$CLI" idf --help >/dev/null 2>&1; then
-    find "$RUST" -name '*.html' -type f \
-        \( -path '*/book/*' -o -path '*/reference/*' -o -path '*/nomicon/*' \
-           -o -path '*/rust-by-example/*' -o -path '*/edition-guide/*' \
-           -o -path '*/embedded-book/*' -o -path '*/rustc/*' \
-           -o -path '*/cargo/*' -o -path '*/unstable-book/*' \) \
-        | LC_ALL=C sort >"$OUT/idf-corpus.lst"
-    if [ ! -s "$OUT/idf.tbl" ] || [ "$CLI" -nt "$OUT/idf.tbl" ]; then
-        if "$CLI" idf build -o "$OUT/idf.tbl.tmp" --list "$OUT/idf-corpus.lst" \
-                >"$OUT/idf.log" 2>&1; then
-            mv "$OUT/idf.tbl.tmp" "$OUT/idf.tbl"
-        else
-            echo "eval: idf build failed (see $OUT/idf.log); no IDF rows" >&2
-            rm -f "$OUT/idf.tbl.tmp" "$OUT/idf.tbl"
-        fi
-    fi
-    [ -s "$OUT/idf.tbl" ] && IDF=$OUT/idf.tbl
-fi
+# books (the book, reference, nomicon, rust-by-example, ...) are English
+# technical prose disjoint from both populations.  sh-eval builds the table
+# from this list itself (--idf-corpus), once per hash key, exactly as
+# `simhash idf build --list` does.
+find "$RUST" -name '*.html' -type f \
+    \( -path '*/book/*' -o -path '*/reference/*' -o -path '*/nomicon/*' \
+       -o -path '*/rust-by-example/*' -o -path '*/edition-guide/*' \
+       -o -path '*/embedded-book/*' -o -path '*/rustc/*' \
+       -o -path '*/unstable-book/*' -o -path '*/rustdoc/*' \) \
+    | LC_ALL=C sort >"$OUT/idf-corpus.lst"
+IDF=$OUT/idf-corpus.lst
 
 # --- 3. configurations -----------------------------------------------------
 # The first line is the library's defaults (src/sh_config.h); it also
@@ -114,13 +105,12 @@ w3-nostop: --stopwords none
 w2-shingles-only: --shingle 2 --word-weight 0
 w4-shingles-only: --shingle 4 --word-weight 0
 EOF
-    if [ -n "$IDF" ]; then
-        cat >>"$OUT/configs.txt" <<EOF
-w3-idf: --idf $IDF
-w2-idf: --shingle 2 --idf $IDF
-w4-idf: --shingle 4 --idf $IDF
+    cat >>"$OUT/configs.txt" <<EOF
+w3-idf: --idf-corpus $IDF
+w1-idf: --shingle 1 --idf-corpus $IDF
+w2-idf: --shingle 2 --idf-corpus $IDF
+w4-idf: --shingle 4 --idf-corpus $IDF
 EOF
-    fi
 fi
 
 set --
@@ -133,7 +123,7 @@ echo "eval: $(wc -l <"$OUT/aligned.tsv") aligned pairs," \
      "$(wc -l <"$OUT/prose.tsv") prose pages, $THREADS threads" >&2
 start=$(date +%s)
 "$EVAL" --aligned "$OUT/aligned.tsv" --prose "$OUT/prose.tsv" \
-    --out "$OUT" --cache "$CACHE" --threads "$THREADS" "$@"
+    --out "$OUT" --cache "$CACHE" --threads "$THREADS" --seeds "$SEEDS" "$@"
 echo "eval: sh-eval took $(( $(date +%s) - start )) s" >&2
 
 # --- 4. plot and docs ------------------------------------------------------

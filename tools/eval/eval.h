@@ -54,13 +54,28 @@ typedef struct {
     float      jaccard;
 } ev_pair_t;
 
+/*
+ * Which pairs land within h = 3 is decided by a handful of borderline
+ * pairs, and for those the hash key is a coin toss: a configuration is
+ * measured under several keys (seed 0 is the public default key, the
+ * others "sh-eval-K") and the counts are pooled.
+ */
+#define EV_SEEDS_MAX 16
+
 typedef struct {
     char         *name;
     char         *spec;         /* the option text, as given */
     sh_options_t  opts;
-    ev_fp_t      *fp;           /* one per page */
-    double        seconds;      /* wall time to fingerprint every page */
-    int           cached;
+    /* --idf-corpus LIST: build the IDF table from these pages under each
+     * key (what `simhash idf build --seed K --list LIST` does), since a
+     * table is tied to the key it was built with. */
+    const char   *idf_corpus;
+    char         *idf_path;     /* the table built for the current key */
+    const char   *spec_seed;    /* the --seed given, "" if none */
+    size_t        spec_seed_len;
+    ev_fp_t      *fp[EV_SEEDS_MAX];     /* one per page, per seed */
+    double        seconds;      /* wall time, one pass over every page */
+    unsigned      cached;       /* seeds found in the cache */
 } ev_config_t;
 
 #define EV_GROUPS_MAX 16
@@ -80,6 +95,7 @@ typedef struct {
     ev_config_t  *configs;
     size_t        nconfigs;
     unsigned      threads;
+    unsigned      nseeds;
     const char   *cache_dir;    /* NULL: no cache */
     const char   *out_dir;
     uint64_t      identity;     /* of this binary, for cache keys */
@@ -104,13 +120,18 @@ void ev_add_pair(ev_run_t *run, uint32_t a, uint32_t b, uint16_t kind,
 
 /* options.c: "NAME: --option value ..." -> configuration */
 void ev_config_parse(ev_config_t *c, const char *text);
+void ev_config_seed(ev_config_t *c, unsigned seed);
 uint64_t ev_config_key(const ev_config_t *c, uint64_t salt);
 
-/* pages.c: fingerprint every page under one configuration (and, with
- * `truth` set, collect the ground-truth shingle sets in the same pass). */
-void ev_fingerprint(ev_run_t *run, ev_config_t *c, int truth);
+/* pages.c: fingerprint every page under one configuration and the key of
+ * `seed`, or (truth) collect the ground-truth shingle sets instead. */
+void ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed);
+void ev_truth(ev_run_t *run, ev_config_t *c);
 int  ev_truth_load(ev_run_t *run, uint64_t key);
 void ev_truth_save(const ev_run_t *run, uint64_t key);
+/* Build (or find in the cache) the IDF table of c->idf_corpus under the
+ * configuration's current key; sets c->opts.idf_file. */
+void ev_idf_prepare(ev_run_t *run, ev_config_t *c);
 
 /* truth.c */
 double ev_jaccard(const ev_page_t *a, const ev_page_t *b);

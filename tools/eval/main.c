@@ -2,7 +2,7 @@
  * sh-eval -- measure fingerprint quality against exact Jaccard similarity.
  *
  *   sh-eval --aligned FILE --prose FILE --out DIR [--cache DIR]
- *           [--threads N] --config "NAME: --option value ..." ...
+ *           [--threads N] [--seeds N] --config "NAME: --option value ..." ...
  *
  *   --aligned  lines "GROUP<TAB>PAGE_A<TAB>PAGE_B": the same document under
  *              two URLs (std/x.html and core/x.html; GROUP "core")
@@ -10,6 +10,8 @@
  *   --config   an extraction configuration (see options.c); the first one
  *              also defines the visible text of the ground truth (its
  *              ignore patterns matter, nothing else of it does)
+ *   --seeds    measure every configuration under N hash keys and pool the
+ *              counts (default 1: the public key only)
  *
  * tools/eval.sh builds the lists from the installed Debian packages and
  * turns the output directory into docs/QUALITY.md and docs/quality-h.png.
@@ -38,7 +40,8 @@ usage(FILE *f)
 {
     fprintf(f,
 "usage: sh-eval --aligned FILE --prose FILE --out DIR [--cache DIR]\n"
-"               [--threads N] --config 'NAME: --option value ...' ...\n"
+"               [--threads N] [--seeds N]\n"
+"               --config 'NAME: --option value ...' ...\n"
 "config options (as in simhash fingerprint): --shingle N --stem LANG|none\n"
 "  --stopwords FILE|none --idf FILE --word-weight F --shingle-weight F\n"
 "  --min-features N --max-features N --ignore PCRE\n");
@@ -212,10 +215,11 @@ write_summary(const ev_run_t *run)
     fprintf(f, "prose pages listed: %zu, left out (same rule): %zu\n",
             run->prose_listed, run->prose_dropped);
     fprintf(f, "pairs measured: %zu\n", run->npairs);
+    fprintf(f, "hash keys per configuration: %u\n", run->nseeds);
     for (i = 0; i < run->nconfigs; i++) {
         fprintf(f, "config %s: %s%s\n", run->configs[i].name,
                 run->configs[i].spec,
-                run->configs[i].cached ? " (cached)" : "");
+                run->configs[i].cached == run->nseeds ? " (cached)" : "");
     }
     fclose(f);
 }
@@ -234,6 +238,7 @@ main(int argc, char **argv)
 
     memset(&run, 0, sizeof(run));
     run.threads = 2;
+    run.nseeds = 1;
     run.configs = ev_xcalloc((size_t) argc, sizeof(*run.configs));
     for (k = 1; k < argc; k++) {
         const char *a = argv[k];
@@ -258,6 +263,11 @@ main(int argc, char **argv)
             run.threads = (unsigned) atoi(argv[++k]);
             if (run.threads < 1 || run.threads > 64) {
                 ev_die("--threads: expected 1..64");
+            }
+        } else if (strcmp(a, "--seeds") == 0) {
+            run.nseeds = (unsigned) atoi(argv[++k]);
+            if (run.nseeds < 1 || run.nseeds > EV_SEEDS_MAX) {
+                ev_die("--seeds: expected 1..%d", EV_SEEDS_MAX);
             }
         } else if (strcmp(a, "--config") == 0) {
             ev_config_t *c = &run.configs[run.nconfigs++];
@@ -287,6 +297,19 @@ main(int argc, char **argv)
         ev_die("%s: %s", run.cache_dir, strerror(errno));
     }
 
+    for (i = 0; i < run.nconfigs; i++) {
+        const ev_config_t *c = &run.configs[i];
+
+        if (run.nseeds > 1 && c->opts.idf_file != NULL) {
+            ev_die("config %s: an --idf table holds one key's hashes; with"
+                   " --seeds use --idf-corpus LIST", c->name);
+        }
+        if (run.nseeds > 1 && c->opts.seed_len > 0) {
+            ev_die("config %s: --seed and --seeds exclude each other",
+                   c->name);
+        }
+    }
+
     sh_library_init();
     run.identity = ev_self_identity();
     read_aligned(&run, aligned, &al, &nal);
@@ -298,7 +321,7 @@ main(int argc, char **argv)
     t0 = ev_now();
     tkey = ev_config_key(&run.configs[0], run.identity ^ 0x7472757468ULL);
     if (!ev_truth_load(&run, tkey)) {
-        ev_fingerprint(&run, &run.configs[0], 1);
+        ev_truth(&run, &run.configs[0]);
         ev_truth_save(&run, tkey);
     }
     make_pairs(&run, al, nal, pr, npr);
@@ -308,10 +331,14 @@ main(int argc, char **argv)
 
     for (i = 0; i < run.nconfigs; i++) {
         ev_config_t *c = &run.configs[i];
+        unsigned s;
 
-        ev_fingerprint(&run, c, 0);
-        fprintf(stderr, "sh-eval: config %s: %.1f s%s\n", c->name,
-                c->seconds, c->cached ? " (cached)" : "");
+        for (s = 0; s < run.nseeds; s++) {
+            ev_fingerprint(&run, c, s);
+        }
+        fprintf(stderr, "sh-eval: config %s: %.1f s per pass%s\n", c->name,
+                c->seconds / run.nseeds,
+                c->cached == run.nseeds ? " (cached)" : "");
     }
     write_summary(&run);
     ev_report(&run);

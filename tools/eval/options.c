@@ -15,6 +15,10 @@
  *     --shingle-weight F     constant weight of shingle features
  *     --min-features N   --max-features N
  *     --ignore PCRE          (repeatable; no spaces inside)
+ *     --seed S               hash key (sh-eval --seeds varies it instead)
+ * and one of sh-eval's own:
+ *     --idf-corpus LIST      build the IDF table from the pages in LIST
+ *                            with this configuration's options and key
  *
  * Several configurations are compared in one run, so each is one shell
  * word rather than options of sh-eval itself.
@@ -88,6 +92,12 @@ set_option(ev_config_t *c, const char *key, char *v)
         o->min_features = parse_uint(key, v, 0, 1u << 24);
     } else if (strcmp(key, "--max-features") == 0) {
         o->max_features = parse_uint(key, v, 1, 1u << 24);
+    } else if (strcmp(key, "--idf-corpus") == 0) {
+        c->idf_corpus = v;
+        o->idf_file = NULL;
+    } else if (strcmp(key, "--seed") == 0) {
+        o->seed = v;
+        o->seed_len = strlen(v);
     } else if (strcmp(key, "--ignore") == 0) {
         if (sh_options_add_ignore(o, v) != 0) {
             ev_die("config %s: too many ignore patterns", c->name);
@@ -123,6 +133,32 @@ ev_config_parse(ev_config_t *c, const char *text)
     }
 }
 
+/*
+ * Seed 0 keeps whatever the configuration says (the public key unless it
+ * gave --seed); seed K > 0 is the key "sh-eval-K".
+ */
+void
+ev_config_seed(ev_config_t *c, unsigned seed)
+{
+    static char names[EV_SEEDS_MAX][24];
+
+    if (c->spec_seed == NULL) {
+        c->spec_seed = c->opts.seed ? c->opts.seed : "";
+        c->spec_seed_len = c->opts.seed_len;
+    }
+    if (seed == 0) {
+        c->opts.seed = c->spec_seed_len ? c->spec_seed : NULL;
+        c->opts.seed_len = c->spec_seed_len;
+        return;
+    }
+    if (seed >= EV_SEEDS_MAX) {
+        ev_die("seed %u out of range", seed);
+    }
+    snprintf(names[seed], sizeof(names[seed]), "sh-eval-%u", seed);
+    c->opts.seed = names[seed];
+    c->opts.seed_len = strlen(names[seed]);
+}
+
 static void
 put(XXH3_state_t *st, const void *p, size_t n)
 {
@@ -140,21 +176,33 @@ put_str(XXH3_state_t *st, const char *s)
     }
 }
 
-/* A file named by an option is part of the key by its size and time, so an
- * IDF table rebuilt under the same name invalidates the cache. */
+/* A file named by an option is part of the key by its content, so that
+ * an IDF table rebuilt differently under the same name invalidates the
+ * cache, and one rewritten identically (eval.sh's lists) does not. */
 static void
 put_file(XXH3_state_t *st, const char *path)
 {
-    struct stat sb;
-    int64_t v[3] = { -1, -1, -1 };
+    char buf[65536];
+    uint64_t h = 0;
+    size_t n;
+    FILE *f;
 
     put_str(st, path);
-    if (path && stat(path, &sb) == 0) {
-        v[0] = (int64_t) sb.st_size;
-        v[1] = (int64_t) sb.st_mtim.tv_sec;
-        v[2] = (int64_t) sb.st_mtim.tv_nsec;
+    if (path && (f = fopen(path, "rb")) != NULL) {
+        XXH3_state_t *fs = XXH3_createState();
+
+        if (fs == NULL) {
+            ev_die("out of memory");
+        }
+        XXH3_64bits_reset(fs);
+        while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+            XXH3_64bits_update(fs, buf, n);
+        }
+        fclose(f);
+        h = XXH3_64bits_digest(fs);
+        XXH3_freeState(fs);
     }
-    put(st, v, sizeof(v));
+    put(st, &h, sizeof(h));
 }
 
 uint64_t
@@ -178,8 +226,14 @@ ev_config_key(const ev_config_t *c, uint64_t salt)
     }
     put(st, &o->min_features, sizeof(o->min_features));
     put(st, &o->max_features, sizeof(o->max_features));
-    put_file(st, o->idf_file);
+    /* A table built from --idf-corpus is a function of the corpus, the
+     * options above and the key. */
+    put_file(st, c->idf_corpus ? c->idf_corpus : o->idf_file);
     put(st, o->weight, sizeof(o->weight));
+    put(st, &o->seed_len, sizeof(o->seed_len));
+    if (o->seed_len) {
+        put(st, o->seed, o->seed_len);
+    }
     key = XXH3_64bits_digest(st);
     XXH3_freeState(st);
     return key;

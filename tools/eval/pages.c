@@ -33,6 +33,7 @@ typedef struct {
     ev_run_t     *run;
     ev_config_t  *c;
     int           truth;
+    ev_fp_t      *fp;           /* where results go, unless truth */
     atomic_size_t next;
     atomic_int    failed;
     char          err[1024];
@@ -165,9 +166,9 @@ one_page(job_t *job, sh_config_t *cfg, size_t i, char *buf, truth_t *t)
     if (t) {
         truth_finish(t, pg);
     } else {
-        job->c->fp[i].status = (uint32_t) res.status;
-        job->c->fp[i].hash = res.status == SH_STATUS_OK ? res.hash : 0;
-        job->c->fp[i].nfeatures = res.nfeatures;
+        job->fp[i].status = (uint32_t) res.status;
+        job->fp[i].hash = res.status == SH_STATUS_OK ? res.hash : 0;
+        job->fp[i].nfeatures = res.nfeatures;
     }
     return 0;
 }
@@ -306,7 +307,7 @@ cache_create(const ev_run_t *run, const char *kind, uint64_t key,
 }
 
 static void
-run_job(ev_run_t *run, ev_config_t *c, int truth)
+run_job(ev_run_t *run, ev_config_t *c, int truth, ev_fp_t *fp)
 {
     pthread_t tid[64];
     job_t job;
@@ -316,6 +317,7 @@ run_job(ev_run_t *run, ev_config_t *c, int truth)
     job.run = run;
     job.c = c;
     job.truth = truth;
+    job.fp = fp;
     atomic_init(&job.next, 0);
     atomic_init(&job.failed, 0);
     if (n < 1) {
@@ -338,40 +340,50 @@ run_job(ev_run_t *run, ev_config_t *c, int truth)
 }
 
 void
-ev_fingerprint(ev_run_t *run, ev_config_t *c, int truth)
+ev_truth(ev_run_t *run, ev_config_t *c)
 {
-    uint64_t key = ev_config_key(c, run->identity);
+    ev_config_seed(c, 0);
+    run_job(run, c, 1, NULL);
+}
+
+void
+ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
+{
     char path[4096];
-    double t0;
+    uint64_t key;
+    ev_fp_t *fp;
+    double t0, secs = 0.0;
     FILE *f;
 
-    if (truth) {
-        run_job(run, c, 1);
-        return;
+    ev_config_seed(c, seed);
+    if (c->idf_corpus) {
+        ev_idf_prepare(run, c);
     }
-    c->fp = ev_xcalloc(run->npages, sizeof(*c->fp));
+    key = ev_config_key(c, run->identity);
+    fp = c->fp[seed] = ev_xcalloc(run->npages, sizeof(*fp));
     f = cache_open(run, "fp", key, path, sizeof(path));
     if (f != NULL) {
-        int ok = hdr_ok(f, run, "SHEVFP01")
-                 && fread(c->fp, sizeof(*c->fp), run->npages, f)
-                    == run->npages
-                 && fread(&c->seconds, sizeof(c->seconds), 1, f) == 1;
+        int ok = hdr_ok(f, run, "SHEVFP02")
+                 && fread(fp, sizeof(*fp), run->npages, f) == run->npages
+                 && fread(&secs, sizeof(secs), 1, f) == 1;
 
         fclose(f);
         if (ok) {
-            c->cached = 1;
+            c->cached++;
+            c->seconds += secs;
             return;
         }
     }
     t0 = ev_now();
-    run_job(run, c, 0);
-    c->seconds = ev_now() - t0;
+    run_job(run, c, 0, fp);
+    secs = ev_now() - t0;
+    c->seconds += secs;
 
     f = cache_create(run, "fp", key, path, sizeof(path));
     if (f != NULL) {
-        hdr_write(f, run, "SHEVFP01");
-        fwrite(c->fp, sizeof(*c->fp), run->npages, f);
-        fwrite(&c->seconds, sizeof(c->seconds), 1, f);
+        hdr_write(f, run, "SHEVFP02");
+        fwrite(fp, sizeof(*fp), run->npages, f);
+        fwrite(&secs, sizeof(secs), 1, f);
         cache_commit(f, path);
     }
 }
