@@ -52,8 +52,7 @@ parse_only(const page_t *p, size_t chunk)
     ctxt = htmlCreatePushParserCtxt(&sax, NULL, NULL, 0, NULL,
                                     XML_CHAR_ENCODING_UTF8);
     htmlCtxtUseOptions(ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING
-                             | HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC
-                             | HTML_PARSE_NOIMPLIED);
+                             | HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC);
     for (off = 0; off < p->len; off += n) {
         n = p->len - off < chunk ? p->len - off : chunk;
         htmlParseChunk(ctxt, p->data + off, (int) n, 0);

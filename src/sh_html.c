@@ -315,9 +315,10 @@ sh_html_new(sh_block_fn fn, void *arg)
         free(h);
         return NULL;
     }
+    /* Not HTML_PARSE_NOIMPLIED: without an implied <html> root, libxml2
+     * ends a fragment at its first top-level element and drops the rest. */
     htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING
-                                | HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC
-                                | HTML_PARSE_NOIMPLIED);
+                                | HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC);
     return h;
 }
 

@@ -241,7 +241,7 @@ blank_matches(sh_text_t *t, pcre2_code *re, const char *src, size_t len,
     size_t            from = 0, out = 0, start, end;
     int               rc;
 
-    while (from <= len) {
+    while (from < len) {
         rc = pcre2_match(re, (PCRE2_SPTR) src, len, from, 0, md, NULL);
         if (rc < 0) {
             break;      /* no match, or a resource limit: keep the rest */
@@ -254,16 +254,18 @@ blank_matches(sh_text_t *t, pcre2_code *re, const char *src, size_t len,
         }
         memcpy(dst + out, src + from, start - from);
         out += start - from;
-        dst[out++] = ' ';
         if (end == start) {
-            /* Empty match: keep one character and move past it. */
+            /* An empty match removes nothing: keep the next character and
+             * search again after it. */
             if (end >= len) {
-                from = len + 1;
+                from = len;
                 break;
             }
             do {
                 dst[out++] = src[end++];
             } while (end < len && ((unsigned char) src[end] & 0xC0) == 0x80);
+        } else {
+            dst[out++] = ' ';
         }
         from = end;
     }
@@ -300,9 +302,9 @@ sh_text_block(sh_text_t *t, const char *text, size_t len)
     int          cur = 0;
 
     for (i = 0; i < cfg->nre; i++) {
-        /* A match becomes one space, an empty match adds one per
-         * character: twice the input bounds the output. */
-        if (work_reserve(t, cur, 2 * len + 8) != 0) {
+        /* A match becomes at most one space: the output is never longer
+         * than the input, plus slack. */
+        if (work_reserve(t, cur, len + 8) != 0) {
             return -1;
         }
         len = blank_matches(t, cfg->re[i], text, len, t->work[cur]);

@@ -2,8 +2,8 @@
  * sh_text.h -- one block of visible text -> a stream of terms.
  *
  * For each block (sh_html.h defines the unit):
- *   1. every ignore pattern, in order, replaces each of its matches with a
- *      space.  Patterns are PCRE2 with UTF and Unicode properties on, and see
+ *   1. every ignore pattern, in order, replaces each of its (non-empty)
+ *      matches with a space.  Patterns are PCRE2 with UTF and Unicode properties on, and see
  *      the block in its original case with white space collapsed; write
  *      (?i) for case-insensitive matching.  A pattern never sees across two
  *      blocks, so it cannot join text from two table cells;
