@@ -1,0 +1,151 @@
+# The `simhash` command-line tool: output formats, exit codes and one-line
+# errors, run as a user would.
+use strict;
+use warnings;
+use Test::More;
+use File::Temp qw(tempdir);
+use File::Spec;
+
+my $cli = $ENV{SH_CLI} || 'build/simhash';
+my $fx  = 'tests/fixtures';
+plan skip_all => "no $cli (run make)" unless -x $cli;
+
+my $tmp = tempdir(CLEANUP => 1);
+
+# Run the tool; returns (exit code, stdout, stderr).
+sub sh {
+    my @args = @_;
+    my $cmd = join ' ', map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @args;
+    my $rc = system("$cmd >'$tmp/out' 2>'$tmp/err'") >> 8;
+    local $/;
+    open my $o, '<', "$tmp/out" or die; my $out = <$o>; close $o;
+    open my $e, '<', "$tmp/err" or die; my $err = <$e>; close $e;
+    return ($rc, $out, $err);
+}
+
+my ($rc, $out, $err);
+
+($rc, $out) = sh($cli, '--help');
+is $rc, 0, 'simhash --help exits 0';
+like $out, qr/fingerprint/, '... and lists the commands';
+for my $c (qw(fingerprint distance text)) {
+    ($rc, $out) = sh($cli, $c, '--help');
+    is $rc, 0, "$c --help exits 0";
+    like $out, qr/usage: simhash $c/, "... and prints its usage";
+}
+
+# fingerprint: one line per page, "-" for a page too short to fingerprint
+open my $s, '>', "$tmp/short.html" or die;
+print $s "<html><body><p>Page not found</p></body></html>\n";
+close $s;
+($rc, $out, $err) = sh($cli, 'fingerprint', "$fx/article.html",
+                       "$tmp/short.html");
+is $rc, 0, 'fingerprint exits 0';
+my @lines = split /\n/, $out;
+is scalar @lines, 2, 'one line per page';
+like $lines[0], qr/^[0-9a-f]{16}\t\d+\t\Q$fx\E\/article\.html$/,
+    'hex, feature count, path';
+like $lines[1], qr/^-\t\d\t\Q$tmp\E\/short\.html$/, 'too short: "-"';
+my ($hex) = $lines[0] =~ /^([0-9a-f]{16})/;
+
+# --list gives the same lines
+open my $l, '>', "$tmp/list" or die;
+print $l "$fx/article.html\n\n$tmp/short.html\n";
+close $l;
+($rc, my $out2) = sh($cli, 'fingerprint', '--list', "$tmp/list");
+is $out2, $out, '--list prints the same as files on the command line';
+
+# --weights: 64 weights whose signs are the bits
+($rc, $out) = sh($cli, 'fingerprint', '--weights', "$fx/article.html");
+my @f = split /\t/, (split /\n/, $out)[0];
+my @w = split / /, $f[3];
+is scalar @w, 64, '--weights prints 64 weights';
+# bit j of the hex is 1 iff W[j] >= 0; compare four bits (one digit) at a time
+my $from_w = join '', map {
+    my $d = 15 - $_;
+    sprintf '%x', ($w[4*$d+3] >= 0) << 3 | ($w[4*$d+2] >= 0) << 2
+                | ($w[4*$d+1] >= 0) << 1 | ($w[4*$d] >= 0);
+} 0 .. 15;
+is $from_w, $hex, 'weight signs are the bits';
+
+# distance
+($rc, $out) = sh($cli, 'distance', "$fx/article.html", "$fx/article.html");
+is $out, "0\n", 'a page is at distance 0 from itself';
+($rc, $out) = sh($cli, 'distance', "$fx/article.html", "$fx/unrelated.html");
+ok $out > 10, "unrelated pages are far apart ($out)";
+($rc, $out, $err) = sh($cli, 'distance', "$fx/article.html",
+                       "$tmp/short.html");
+is $rc, 1, 'distance to a too-short page fails';
+like $err, qr/^simhash: .*too-short/, '... saying why';
+
+# errors: one line on stderr, non-zero exit
+($rc, $out, $err) = sh($cli, 'fingerprint', '--ignore', '([a-', 
+                       "$fx/article.html");
+is $rc, 2, 'a bad regex is a usage error';
+like $err, qr/^simhash: ignore pattern 1 "\(\[a-": .*offset \d+\n\z/,
+    '... with one line naming the pattern';
+is $out, '', '... and no output';
+
+($rc, $out, $err) = sh($cli, 'fingerprint', '/nonexistent.html',
+                       "$fx/article.html");
+is $rc, 1, 'an unreadable file fails the run';
+like $err, qr/^simhash: cannot open "\/nonexistent\.html": .+\n\z/,
+    '... with one line';
+like $out, qr/article\.html$/m, '... but the other pages are printed';
+
+($rc, $out, $err) = sh($cli, 'fingerprint', '--bogus', "$fx/article.html");
+is $rc, 2, 'an unknown option is a usage error';
+like $err, qr/^simhash: .*--bogus/, '... naming it';
+
+($rc, $out, $err) = sh($cli, 'fingerprint', '--shingle', '0', 'x');
+is $rc, 2, 'an out-of-range value is refused';
+like $err, qr/--shingle/, '... naming the option';
+
+($rc, $out, $err) = sh($cli, 'nosuchcommand');
+is $rc, 2, 'an unknown command is refused';
+
+# idf: build, use, refuse corrupt and foreign tables
+open $l, '>', "$tmp/corpus" or die;
+print $l "$fx/$_\n" for qw(article.html article-neardup.html unrelated.html
+                           latin1.utf8.html);
+close $l;
+($rc, $out, $err) = sh($cli, 'idf', 'build', '--list', "$tmp/corpus",
+                       '-o', "$tmp/idf");
+is $rc, 0, 'idf build succeeds';
+ok -s "$tmp/idf", '... and writes the table';
+($rc, $out) = sh($cli, 'fingerprint', '--idf', "$tmp/idf",
+                 "$fx/article.html");
+is $rc, 0, 'fingerprint --idf succeeds';
+like $out, qr/^[0-9a-f]{16}\t/, '... and prints a fingerprint';
+
+($rc, $out, $err) = sh($cli, 'fingerprint', '--seed', 'other',
+                       '--idf', "$tmp/idf", "$fx/article.html");
+is $rc, 2, 'an IDF table built under another seed is refused';
+like $err, qr/another hash key/, '... saying so';
+
+{
+    open my $i, '+<', "$tmp/idf" or die;
+    binmode $i;
+    seek $i, 60, 0;
+    my $c; read $i, $c, 1;
+    seek $i, 60, 0;
+    print $i chr(ord($c) ^ 0xff);
+    close $i;
+}
+($rc, $out, $err) = sh($cli, 'fingerprint', '--idf', "$tmp/idf",
+                       "$fx/article.html");
+is $rc, 2, 'a corrupt IDF table is refused';
+like $err, qr/corrupt|bad entry/, '... saying so';
+
+truncate "$tmp/idf", 20;
+($rc, $out, $err) = sh($cli, 'fingerprint', '--idf', "$tmp/idf",
+                       "$fx/article.html");
+is $rc, 2, 'a truncated IDF table is refused';
+
+# text: what the fingerprint is made of
+($rc, $out, $err) = sh($cli, 'text', '--stem', 'none', "$fx/sjis.html");
+is $rc, 0, 'text succeeds';
+like $out, qr/^山\n/m, 'Shift_JIS decoded from <meta>, one token per kanji';
+like $err, qr/charset CP932/, '... and the charset is reported';
+
+done_testing;
