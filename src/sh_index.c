@@ -731,7 +731,7 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
     uint64_t     low = (1ull << shift) - 1;
     uint32_t     probes = 1;
     lookup_ctx_t c;
-    unsigned     k, i, r;
+    unsigned     k, i;
 
     c.x = hash;
     c.h = opts->h > SH_H_MAX ? SH_H_MAX : opts->h;
@@ -758,22 +758,7 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
         sh_vosh_t      v;
         unsigned       emitted = 0;
 
-        /* Rank the header bits by decreasing log-odds (insertion sort:
-         * t <= 40, usually about 24). */
-        for (r = 0; r < t; r++) {
-            unsigned j = 63 - r;
-            float    l = weights ? sh_volatility_logodds(vol, weights[j])
-                                 : 0.0f;
-
-            i = r;
-            while (i > 0 && lo_rank[i - 1] < l) {
-                lo_rank[i] = lo_rank[i - 1];
-                bit_of[i] = bit_of[i - 1];
-                i--;
-            }
-            lo_rank[i] = l;
-            bit_of[i] = (uint8_t) j;
-        }
+        sh_vosh_rank_header(vol, weights, t, lo_rank, bit_of);
         sh_vosh_init(&v, lo_rank, t, c.h, heap,
                      SH_VOSH_HEAP_FOR(k, c.h));
 

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sh_volatility.h"
+
 #define SH_VOSH_HMAX    7       /* largest subset size (= SH_H_MAX) */
 
 typedef struct {
@@ -58,6 +60,16 @@ void sh_vosh_init(sh_vosh_t *v, const float *lo, unsigned nbits, unsigned h,
 /* Next subset in decreasing score; 0 when every subset has been emitted
  * (or the heap storage is exhausted). */
 int sh_vosh_next(sh_vosh_t *v, sh_vosh_node_t *out);
+
+/*
+ * Rank the top t bits of a fingerprint (bits 63 .. 64-t) by decreasing
+ * log-odds under `vol` for weights w (NULL: all equal).  Writes lo[r] and
+ * the bit position bit_of[r] of rank r.  Ties keep bit order (higher bit
+ * first), so every caller -- the index, the benchmark's recall model, the
+ * calibration -- sees the same order.
+ */
+void sh_vosh_rank_header(const sh_volatility_t *vol, const float *w,
+                         unsigned t, float *lo, uint8_t *bit_of);
 
 /* The two children of `s` in a tree over nbits bits; returns how many were
  * written to kids (0..2).  Exposed for the tests. */
