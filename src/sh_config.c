@@ -17,6 +17,7 @@
 
 #define SH_CONFIG_INTERNAL
 #include "sh_config.h"
+#include "sh_features.h"
 #include "sh_idf.h"
 #include "sh_simhash.h"
 #include "sh_stopwords.h"
@@ -236,6 +237,7 @@ sh_config_free(sh_config_t *c)
         free(c->strings[i]);
     }
     free(c->stem_cache);
+    sh_features_free(c->spare);
     free(c);
 }
 

@@ -111,6 +111,8 @@ struct sh_config_s {
     uint64_t           seed_digest;
 
     sh_stem_entry_t   *stem_cache;      /* mutable: see sh_doc.h, threads */
+    struct sh_features_s *spare;        /* the last document's feature
+                                           table, reused by the next */
 };
 
 #endif /* SH_CONFIG_INTERNAL */

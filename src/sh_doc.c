@@ -2,7 +2,7 @@
  * sh_doc.c -- one document: wires the stages of sh_doc.h together.
  *
  * Each stage pushes into the next through a callback, so a body chunk flows
- * decode -> parse -> blocks -> terms -> feature table without being copied
+ * decode -> parse -> text -> terms -> feature table without being copied
  * more than the stages need.  Only sh_doc_finish weighs the features (the
  * weights need the final term frequencies) and computes the simhash.
  */
@@ -41,11 +41,19 @@ on_term(void *arg, uint64_t term)
 }
 
 static int
-on_block(void *arg, const char *text, size_t len)
+on_text(void *arg, const char *text, size_t len)
 {
     sh_doc_t *d = arg;
 
-    return sh_text_block(d->text, text, len);
+    return sh_text_feed(d->text, text, len);
+}
+
+static int
+on_block_end(void *arg)
+{
+    sh_doc_t *d = arg;
+
+    return sh_text_end_block(d->text);
 }
 
 static int
@@ -75,9 +83,16 @@ sh_doc_new(sh_config_t *cfg, const char *charset)
     }
     d->cfg = cfg;
     d->decode = sh_decode_new(charset, on_utf8, d);
-    d->html = sh_html_new(on_block, d);
+    d->html = sh_html_new(on_text, on_block_end, d);
     d->text = sh_text_new(cfg, on_term, d);
-    d->features = sh_features_new(cfg->opts.shingle, cfg->opts.max_features);
+    /* The previous document's table, if any: its memory is warm. */
+    if (cfg->spare != NULL) {
+        d->features = cfg->spare;
+        cfg->spare = NULL;
+    } else {
+        d->features = sh_features_new(cfg->opts.shingle,
+                                      cfg->opts.max_features);
+    }
     if (d->decode == NULL || d->html == NULL || d->text == NULL
         || d->features == NULL)
     {
@@ -162,7 +177,12 @@ sh_doc_free(sh_doc_t *d)
     sh_decode_free(d->decode);
     sh_html_free(d->html);
     sh_text_free(d->text);
-    sh_features_free(d->features);
+    if (d->features != NULL && d->cfg->spare == NULL) {
+        sh_features_reset(d->features);
+        d->cfg->spare = d->features;
+    } else {
+        sh_features_free(d->features);
+    }
     free(d);
 }
 

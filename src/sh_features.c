@@ -71,6 +71,21 @@ sh_features_free(sh_features_t *f)
 }
 
 /* Double the table, keeping the first-seen order. */
+void
+sh_features_reset(sh_features_t *f)
+{
+    size_t i;
+
+    for (i = 0; i < f->count; i++) {
+        f->slot[f->order[i]].key = 0;
+    }
+    f->count = 0;
+    f->truncated = 0;
+    f->failed = 0;
+    f->pos = 0;
+    f->seen = 0;
+}
+
 static int
 grow(sh_features_t *f)
 {
@@ -190,52 +205,73 @@ sh_features_failed(const sh_features_t *f)
 }
 
 /*
- * Vertical (bit-sliced) counter: plane k holds bit k of 64 per-position
- * counts, so adding a 64-bit hash to all 64 counts at once is a ripple of
- * carries through the planes, a couple of word operations on average.
+ * Bit counting for features that all weigh the same.  Eight byte-wide
+ * counters sit in each uint64: adding a feature adds, for each of its eight
+ * bytes, that byte's bits spread one per counter byte (a table lookup).
+ * After 255 features the byte counters would overflow, so they are emptied
+ * into 32-bit counts.  Branch-free, about four operations per byte.
  */
 typedef struct {
-    uint64_t plane[32];
+    uint64_t lanes[8];      /* lanes[b], byte k: count of bit 8b+k, mod 256 */
+    uint32_t count[SH_BITS];
+    uint32_t pending;
     uint32_t n;
-    int      nplanes;       /* planes in use: the carry never went past */
-} vcount_t;
+} bitcount_t;
+
+static uint64_t spread[256];
 
 static void
-vcount_add(vcount_t *v, uint64_t x)
+spread_init(void)
 {
-    uint64_t carry = x, t;
-    int      k;
+    int b, k;
 
-    for (k = 0; carry != 0; k++) {
-        t = v->plane[k] & carry;
-        v->plane[k] ^= carry;
-        carry = t;
+    for (b = 0; b < 256; b++) {
+        for (k = 0; k < 8; k++) {
+            spread[b] |= (uint64_t) ((b >> k) & 1) << (8 * k);
+        }
     }
-    if (k > v->nplanes) {
-        v->nplanes = k;
-    }
-    v->n++;
 }
 
-/* Add n features of weight w whose per-bit counts of ones are in v. */
 static void
-vcount_flush(const vcount_t *v, float w, sh_acc_t *acc)
+bitcount_drain(bitcount_t *c)
 {
-    int      j, k;
-    uint32_t ones;
+    int b, k;
 
-    if (v->n == 0) {
-        return;
-    }
-    for (j = 0; j < SH_BITS; j++) {
-        ones = 0;
-        for (k = 0; k < v->nplanes; k++) {
-            ones |= (uint32_t) ((v->plane[k] >> j) & 1) << k;
+    for (b = 0; b < 8; b++) {
+        for (k = 0; k < 8; k++) {
+            c->count[8 * b + k] += (uint32_t) (c->lanes[b] >> (8 * k)) & 0xFF;
         }
-        /* ones features added +w at bit j, the others -w */
-        acc->w[j] += w * (float) (2.0 * ones - v->n);
+        c->lanes[b] = 0;
     }
-    acc->norm2 += (double) w * w * v->n;
+    c->pending = 0;
+}
+
+static inline void
+bitcount_add(bitcount_t *c, uint64_t x)
+{
+    int b;
+
+    for (b = 0; b < 8; b++) {
+        c->lanes[b] += spread[(x >> (8 * b)) & 0xFF];
+    }
+    c->n++;
+    if (++c->pending == 255) {
+        bitcount_drain(c);
+    }
+}
+
+/* n features of weight w, count[j] of which have bit j set: +w for each
+ * of those, -w for the others. */
+static void
+bitcount_flush(bitcount_t *c, float w, sh_acc_t *acc)
+{
+    int j;
+
+    bitcount_drain(c);
+    for (j = 0; j < SH_BITS; j++) {
+        acc->w[j] += w * (float) (2 * (int64_t) c->count[j] - c->n);
+    }
+    acc->norm2 += (double) w * w * c->n;
 }
 
 void
@@ -245,24 +281,22 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
     const slot_t *s;
     size_t        i;
     float         w;
-    vcount_t      once[SH_FEAT_NTYPES];
+    bitcount_t    once[SH_FEAT_NTYPES];
 
+    if (spread[1] == 0) {
+        spread_init();
+    }
     /*
      * Most features occur once, and without IDF all of a type's
-     * once-features weigh the same: count their bits instead of adding
-     * 64 floats for each.  Only the rest go through sh_acc_add.
+     * once-features weigh the same: count their bits rather than add 64
+     * floats for each.  The rest go through sh_acc_add, in first-seen
+     * order, so that float rounding depends on the page alone.
      */
     memset(once, 0, sizeof(once));
-    /* In table order: a sequential scan.  The result does not depend on
-     * it beyond float rounding, and the table's layout is itself a
-     * function of the page alone. */
-    for (i = 0; i <= f->mask; i++) {
-        s = &f->slot[i];
-        if (s->key == 0) {
-            continue;
-        }
+    for (i = 0; i < f->count; i++) {
+        s = &f->slot[f->order[i]];
         if (s->tf == 1 && (idf == NULL || s->type != SH_FEAT_WORD)) {
-            vcount_add(&once[s->type], s->key);
+            bitcount_add(&once[s->type], s->key);
             continue;
         }
         w = type_weight[s->type] * (1.0f + logf((float) s->tf));
@@ -274,8 +308,8 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
         }
     }
     for (i = 0; i < SH_FEAT_NTYPES; i++) {
-        if (type_weight[i] > 0.0f) {
-            vcount_flush(&once[i], type_weight[i], acc);
+        if (type_weight[i] > 0.0f && once[i].n > 0) {
+            bitcount_flush(&once[i], type_weight[i], acc);
         }
     }
 }

@@ -19,11 +19,11 @@ enum { EL_INLINE = 0, EL_BLOCK, EL_SKIP };
 
 struct sh_html_s {
     htmlParserCtxtPtr ctxt;
-    sh_block_fn       fn;
+    sh_html_text_fn   text;
+    sh_html_block_fn  block_end;
     void             *arg;
 
     unsigned          skip;         /* depth inside skipped elements */
-    int               space;        /* a space is due before the next char */
     int               failed;       /* out of memory */
     int               stopped;      /* hit SH_PENDING_MAX */
 
@@ -32,10 +32,6 @@ struct sh_html_s {
     const xmlChar    *name_ptr[64];
     unsigned char     name_class[64];
 
-    char             *buf;          /* the block being collected */
-    size_t            cap;          /* grows to SH_BLOCK_MAX as needed */
-    size_t            len;
-    size_t            last_space;   /* position of the last space, or 0 */
 };
 
 static int
@@ -126,121 +122,22 @@ element_class(sh_html_t *h, const xmlChar *name)
 }
 
 static void
-emit(sh_html_t *h, size_t len)
-{
-    if (len > 0 && !h->failed && h->fn(h->arg, h->buf, len) != 0) {
-        h->failed = 1;
-    }
-}
-
-static void
 end_block(sh_html_t *h)
 {
-    emit(h, h->len);
-    h->len = 0;
-    h->last_space = 0;
-    h->space = 0;
-}
-
-/* The block is full: emit up to its last space (or a UTF-8 boundary). */
-static void
-cut_block(sh_html_t *h)
-{
-    size_t cut = h->last_space, keep_from;
-
-    if (cut == 0) {
-        /* No space: cut before the last, possibly incomplete, character. */
-        cut = h->len;
-        while (cut > 0 && ((unsigned char) h->buf[cut - 1] & 0xC0) == 0x80) {
-            cut--;
-        }
-        if (cut > 0 && (unsigned char) h->buf[cut - 1] >= 0xC0) {
-            cut--;
-        }
-        if (cut == 0) {
-            cut = h->len;
-        }
-        keep_from = cut;
-    } else {
-        keep_from = cut + 1;
-    }
-    emit(h, cut);
-    memmove(h->buf, h->buf + keep_from, h->len - keep_from);
-    h->len -= keep_from;
-    h->last_space = 0;
-}
-
-/* Make room for `need` more bytes, up to SH_BLOCK_MAX in all. */
-static int
-reserve(sh_html_t *h, size_t need)
-{
-    size_t  cap = h->cap;
-    char   *nb;
-
-    if (h->len + need <= cap) {
-        return 0;
-    }
-    while (cap < h->len + need && cap < SH_BLOCK_MAX) {
-        cap *= 2;
-    }
-    if (cap > SH_BLOCK_MAX) {
-        cap = SH_BLOCK_MAX;
-    }
-    nb = realloc(h->buf, cap);
-    if (nb == NULL) {
+    if (!h->failed && h->block_end(h->arg) != 0) {
         h->failed = 1;
-        return -1;
     }
-    h->buf = nb;
-    h->cap = cap;
-    return 0;
 }
 
-static const unsigned char is_space[256] = {
-    [' '] = 1, ['\n'] = 1, ['\t'] = 1, ['\r'] = 1, ['\f'] = 1
-};
-
-/* Append text, collapsing white space. */
 static void
 on_characters(void *ctx, const xmlChar *ch, int n)
 {
     sh_html_t *h = ctx;
-    size_t     i, len = (size_t) n, end;
-    char      *buf;
-    int        space;
 
-    if (h->skip > 0) {
-        return;
-    }
-    for (i = 0; i < len; /* void */) {
-        if (h->len + 2 > SH_BLOCK_MAX) {
-            cut_block(h);
-        }
-        /* Room for everything left, as far as the block limit allows;
-         * each byte in takes at most one byte of room (plus a space). */
-        if (reserve(h, len - i + 1) != 0) {
-            return;
-        }
-        end = i + (h->cap - h->len - 1);
-        if (end > len) {
-            end = len;
-        }
-        buf = h->buf;
-        space = h->space;
-        for (; i < end; i++) {
-            unsigned char c = ch[i];
-            if (is_space[c]) {
-                space = h->len > 0;
-                continue;
-            }
-            if (space) {
-                h->last_space = h->len;
-                buf[h->len++] = ' ';
-                space = 0;
-            }
-            buf[h->len++] = (char) c;
-        }
-        h->space = space;
+    if (h->skip == 0 && !h->failed
+        && h->text(h->arg, (const char *) ch, (size_t) n) != 0)
+    {
+        h->failed = 1;
     }
 }
 
@@ -283,7 +180,7 @@ on_error(void *ctx, xmlErrorPtr err)
 }
 
 sh_html_t *
-sh_html_new(sh_block_fn fn, void *arg)
+sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
 {
     htmlSAXHandler sax;
     sh_html_t     *h = calloc(1, sizeof(*h));
@@ -291,13 +188,8 @@ sh_html_new(sh_block_fn fn, void *arg)
     if (h == NULL) {
         return NULL;
     }
-    h->cap = 4096;
-    h->buf = malloc(h->cap);
-    if (h->buf == NULL) {
-        free(h);
-        return NULL;
-    }
-    h->fn = fn;
+    h->text = text;
+    h->block_end = block_end;
     h->arg = arg;
 
     memset(&sax, 0, sizeof(sax));
@@ -311,7 +203,6 @@ sh_html_new(sh_block_fn fn, void *arg)
     h->ctxt = htmlCreatePushParserCtxt(&sax, h, NULL, 0, NULL,
                                        XML_CHAR_ENCODING_UTF8);
     if (h->ctxt == NULL) {
-        free(h->buf);
         free(h);
         return NULL;
     }
@@ -374,6 +265,5 @@ sh_html_free(sh_html_t *h)
         }
         htmlFreeParserCtxt(h->ctxt);
     }
-    free(h->buf);
     free(h);
 }

@@ -3,15 +3,13 @@
  * push parser in SAX mode (no tree is built).
  *
  * Text inside script, style, noscript, template, svg and math is skipped, and
- * so are comments; title text is kept.  Entities arrive decoded.  The text is
- * delivered in BLOCKS: a block ends at every block-level element boundary
- * (p, div, li, td, h1, br, title, ...), and a block longer than SH_BLOCK_MAX
- * bytes is cut at its last space before the limit.  Runs of white space are
- * collapsed to one space and a block never begins or ends with one.
- *
- * Blocks are the unit the ignore patterns apply to (sh_text.h): a pattern
- * can match across inline tags ("<b>12</b> March") but never across blocks.
- * Where blocks end depends only on the page, not on how it was chunked.
+ * so are comments; title text is kept.  Entities arrive decoded.  Text is
+ * passed on as it comes (in pieces that depend on the parser's input
+ * chunks, so the consumer must not care where they are cut), and the end of
+ * every BLOCK is signalled: at each block-level element boundary (p, div,
+ * li, td, h1, br, title, ...).  Inline elements (b, a, span, ...) do not
+ * separate text: "foo<b>bar</b>" is one word.  Blocks are the unit the
+ * ignore patterns apply to (sh_text.h).
  *
  * Input must be UTF-8 (sh_decode.h guarantees it); the parser is told to
  * ignore any charset the page declares.
@@ -21,15 +19,17 @@
 
 #include <stddef.h>
 
-#define SH_BLOCK_MAX    (64 * 1024)
 #define SH_PENDING_MAX  (4 * 1024 * 1024)
 
 typedef struct sh_html_s sh_html_t;
 
-/* Receives one block of text (not NUL-terminated); returns 0 or -1 (OOM). */
-typedef int (*sh_block_fn)(void *arg, const char *text, size_t len);
+/* Receive visible text (UTF-8, not NUL-terminated), and block ends; each
+ * returns 0, or -1 when out of memory. */
+typedef int (*sh_html_text_fn)(void *arg, const char *text, size_t len);
+typedef int (*sh_html_block_fn)(void *arg);
 
-sh_html_t *sh_html_new(sh_block_fn fn, void *arg);
+sh_html_t *sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end,
+                       void *arg);
 
 /*
  * Parse the next UTF-8 bytes.  Returns 0; -1 when out of memory; 1 when the

@@ -29,6 +29,20 @@ struct sh_text_s {
     sh_raw_token_fn  hook;
     void            *hook_arg;
 
+    /* The tokeniser's state between pieces of text. */
+    char             tok[SH_TOKEN_MAX + 8];
+    size_t           n;             /* bytes in tok */
+    int              ascii;         /* tok is all ASCII (already folded) */
+    unsigned char    carry[4];      /* a UTF-8 sequence cut by the parser */
+    size_t           ncarry;
+
+    /* With ignore patterns only: the block, white space collapsed. */
+    char            *buf;
+    size_t           len, cap;
+    size_t           last_space;    /* position of the last space, or 0 */
+    int              space;         /* a space is due before the next char */
+    int              failed;
+
     char            *work[2];       /* ping-pong buffers for the patterns */
     size_t           work_cap[2];
 };
@@ -181,54 +195,100 @@ token(sh_text_t *t, const char *tok, size_t len, int ascii)
 }
 
 static void
+flush_token(sh_text_t *t)
+{
+    if (t->n > 0) {
+        token(t, t->tok, t->n, t->ascii);
+        t->n = 0;
+    }
+    t->ascii = 1;
+}
+
+/* One non-ASCII code point cp, whose UTF-8 is p[0..clen). */
+static void
+wide_char(sh_text_t *t, const unsigned char *p, size_t clen, int32_t cp)
+{
+    if (is_cjk(cp)) {
+        flush_token(t);
+        token(t, (const char *) p, clen, 0);
+    } else if (is_word_cp(cp)) {
+        if (t->n + clen <= SH_TOKEN_MAX) {
+            memcpy(t->tok + t->n, p, clen);
+            t->n += clen;
+            t->ascii = 0;
+        }
+    } else {
+        flush_token(t);
+    }
+}
+
+/* Bytes the UTF-8 sequence led by c takes (1 for a bad lead byte). */
+static size_t
+utf8_len(unsigned char c)
+{
+    return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+}
+
+/*
+ * Tokenise the next piece of a block.  A token may continue into the next
+ * piece, and so may a UTF-8 sequence (kept in carry), so the tokens do not
+ * depend on where the pieces were cut.
+ */
+static void
 tokenize(sh_text_t *t, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *) s;
-    char                 tok[SH_TOKEN_MAX + 8];
-    size_t               i = 0, n = 0;
-    int                  ascii = 1;
+    size_t               i = 0, need, take;
     utf8proc_int32_t     cp;
     utf8proc_ssize_t     clen;
 
-#define FLUSH() \
-    do { if (n > 0) { token(t, tok, n, ascii); n = 0; ascii = 1; } } while (0)
+    if (t->ncarry > 0) {
+        need = utf8_len(t->carry[0]) - t->ncarry;
+        take = need < len ? need : len;
+        memcpy(t->carry + t->ncarry, p, take);
+        t->ncarry += take;
+        i = take;
+        if (take < need) {
+            return;
+        }
+        clen = utf8proc_iterate(t->carry, (utf8proc_ssize_t) t->ncarry, &cp);
+        if (clen > 0) {
+            wide_char(t, t->carry, (size_t) clen, cp);
+        } else {
+            flush_token(t);
+        }
+        t->ncarry = 0;
+    }
 
     while (i < len) {
         if (p[i] < 0x80) {
             unsigned char c = ascii_word[p[i]];
             if (c != 0) {
-                if (n < SH_TOKEN_MAX) {
-                    tok[n++] = (char) c;
+                if (t->n < SH_TOKEN_MAX) {
+                    t->tok[t->n++] = (char) c;
                 }
-            } else {
-                FLUSH();
+            } else if (t->n > 0) {
+                flush_token(t);
             }
             i++;
             continue;
         }
-
+        need = utf8_len(p[i]);
+        if (need > len - i && need > 1) {
+            /* Cut mid-sequence: finish it with the next piece. */
+            t->ncarry = len - i;
+            memcpy(t->carry, p + i, t->ncarry);
+            return;
+        }
         clen = utf8proc_iterate(p + i, (utf8proc_ssize_t) (len - i), &cp);
         if (clen <= 0) {                /* not UTF-8: a separator */
-            FLUSH();
+            flush_token(t);
             i++;
             continue;
         }
-        if (is_cjk(cp)) {
-            FLUSH();
-            token(t, (const char *) p + i, (size_t) clen, 0);
-        } else if (is_word_cp(cp)) {
-            if (n + (size_t) clen <= SH_TOKEN_MAX) {
-                memcpy(tok + n, p + i, (size_t) clen);
-                n += (size_t) clen;
-                ascii = 0;
-            }
-        } else {
-            FLUSH();
-        }
+        wide_char(t, p + i, (size_t) clen, cp);
         i += (size_t) clen;
     }
-    FLUSH();
-#undef FLUSH
 }
 
 /* Replace every match of pattern `re` in src with one space. */
@@ -294,8 +354,9 @@ work_reserve(sh_text_t *t, int i, size_t need)
     return 0;
 }
 
-int
-sh_text_block(sh_text_t *t, const char *text, size_t len)
+/* Apply the ignore patterns to one block of text and tokenise it. */
+static int
+run_block(sh_text_t *t, const char *text, size_t len)
 {
     sh_config_t *cfg = t->cfg;
     unsigned     i;
@@ -312,7 +373,154 @@ sh_text_block(sh_text_t *t, const char *text, size_t len)
         cur ^= 1;
     }
     tokenize(t, text, len);
+    t->ncarry = 0;
+    flush_token(t);
     return 0;
+}
+
+/* Make room in the block for `need` more bytes, up to SH_BLOCK_MAX. */
+static int
+block_reserve(sh_text_t *t, size_t need)
+{
+    size_t  cap = t->cap ? t->cap : 4096;
+    char   *nb;
+
+    if (t->len + need <= t->cap) {
+        return 0;
+    }
+    while (cap < t->len + need && cap < SH_BLOCK_MAX) {
+        cap *= 2;
+    }
+    if (cap > SH_BLOCK_MAX) {
+        cap = SH_BLOCK_MAX;
+    }
+    nb = realloc(t->buf, cap);
+    if (nb == NULL) {
+        return -1;
+    }
+    t->buf = nb;
+    t->cap = cap;
+    return 0;
+}
+
+/* The block is full: run it up to its last space (or a UTF-8 boundary),
+ * keep the rest. */
+static int
+cut_block(sh_text_t *t)
+{
+    size_t cut = t->last_space, keep_from;
+    int    rc;
+
+    if (cut == 0) {
+        /* No space: cut before the last, possibly incomplete, character. */
+        cut = t->len;
+        while (cut > 0 && ((unsigned char) t->buf[cut - 1] & 0xC0) == 0x80) {
+            cut--;
+        }
+        if (cut > 0 && (unsigned char) t->buf[cut - 1] >= 0xC0) {
+            cut--;
+        }
+        if (cut == 0) {
+            cut = t->len;
+        }
+        keep_from = cut;
+    } else {
+        keep_from = cut + 1;
+    }
+    rc = run_block(t, t->buf, cut);
+    memmove(t->buf, t->buf + keep_from, t->len - keep_from);
+    t->len -= keep_from;
+    t->last_space = 0;
+    return rc;
+}
+
+static const unsigned char is_space[256] = {
+    [' '] = 1, ['\n'] = 1, ['\t'] = 1, ['\r'] = 1, ['\f'] = 1
+};
+
+/* Append to the block, collapsing white space. */
+static int
+block_append(sh_text_t *t, const unsigned char *ch, size_t len)
+{
+    size_t i, end;
+    char  *buf;
+    int    space;
+
+    for (i = 0; i < len; /* void */) {
+        if (t->len + 2 > SH_BLOCK_MAX && cut_block(t) != 0) {
+            return -1;
+        }
+        /* Each byte in takes at most one byte of room, plus one space. */
+        if (block_reserve(t, len - i + 1) != 0) {
+            return -1;
+        }
+        end = i + (t->cap - t->len - 1);
+        if (end > len) {
+            end = len;
+        }
+        buf = t->buf;
+        space = t->space;
+        for (; i < end; i++) {
+            unsigned char c = ch[i];
+            if (is_space[c]) {
+                space = t->len > 0;
+                continue;
+            }
+            if (space) {
+                t->last_space = t->len;
+                buf[t->len++] = ' ';
+                space = 0;
+            }
+            buf[t->len++] = (char) c;
+        }
+        t->space = space;
+    }
+    return 0;
+}
+
+int
+sh_text_feed(sh_text_t *t, const char *text, size_t len)
+{
+    if (t->failed) {
+        return -1;
+    }
+    if (t->cfg->nre == 0) {
+        /* No patterns: no block to keep, tokenise as the text comes. */
+        tokenize(t, text, len);
+        return 0;
+    }
+    if (block_append(t, (const unsigned char *) text, len) != 0) {
+        t->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+int
+sh_text_end_block(sh_text_t *t)
+{
+    int rc = 0;
+
+    if (t->failed) {
+        return -1;
+    }
+    if (t->cfg->nre == 0) {
+        if (t->ncarry > 0) {
+            t->ncarry = 0;      /* an incomplete sequence ends the block */
+        }
+        flush_token(t);
+        return 0;
+    }
+    if (t->len > 0) {
+        rc = run_block(t, t->buf, t->len);
+    }
+    t->len = 0;
+    t->last_space = 0;
+    t->space = 0;
+    if (rc != 0) {
+        t->failed = 1;
+    }
+    return rc;
 }
 
 sh_text_t *
@@ -329,6 +537,7 @@ sh_text_new(sh_config_t *cfg, sh_term_fn fn, void *arg)
     t->cfg = cfg;
     t->fn = fn;
     t->arg = arg;
+    t->ascii = 1;
     return t;
 }
 
@@ -345,6 +554,7 @@ sh_text_free(sh_text_t *t)
     if (t == NULL) {
         return;
     }
+    free(t->buf);
     free(t->work[0]);
     free(t->work[1]);
     free(t);

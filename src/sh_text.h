@@ -1,12 +1,16 @@
 /*
- * sh_text.h -- one block of visible text -> a stream of terms.
+ * sh_text.h -- visible text -> a stream of terms.
  *
- * For each block (sh_html.h defines the unit):
+ * Text arrives in pieces cut anywhere, and the end of each block is
+ * signalled (sh_html.h defines blocks).  For each block:
  *   1. every ignore pattern, in order, replaces each of its (non-empty)
- *      matches with a space.  Patterns are PCRE2 with UTF and Unicode properties on, and see
- *      the block in its original case with white space collapsed; write
- *      (?i) for case-insensitive matching.  A pattern never sees across two
- *      blocks, so it cannot join text from two table cells;
+ *      matches with a space.  Patterns are PCRE2 with UTF and Unicode
+ *      properties on, and see the whole block in its original case, runs of
+ *      white space collapsed to one space; write (?i) for case-insensitive
+ *      matching.  A pattern never sees across two blocks, so it cannot join
+ *      text from two table cells.  A block longer than SH_BLOCK_MAX bytes is
+ *      cut at its last space before the limit.  Without patterns no block is
+ *      kept: tokens are made as the text arrives;
  *   2. tokens are runs of letters, digits and combining marks (Unicode
  *      categories L, N, M).  Each CJK ideograph and each kana is a token of
  *      its own, so Chinese and Japanese text, written without spaces, gives
@@ -26,6 +30,7 @@
 #include <stdint.h>
 
 #define SH_TOKEN_MAX    64
+#define SH_BLOCK_MAX    (64 * 1024)
 
 typedef struct sh_text_s sh_text_t;
 typedef struct sh_config_s sh_config_t;
@@ -37,8 +42,10 @@ typedef void (*sh_raw_token_fn)(void *arg, const char *tok, size_t len);
 sh_text_t *sh_text_new(sh_config_t *cfg, sh_term_fn fn, void *arg);
 void sh_text_set_token_hook(sh_text_t *t, sh_raw_token_fn fn, void *arg);
 
-/* Process one block; returns 0, or -1 when out of memory. */
-int  sh_text_block(sh_text_t *t, const char *text, size_t len);
+/* The next piece of text of the current block, and the end of a block;
+ * each returns 0, or -1 when out of memory. */
+int  sh_text_feed(sh_text_t *t, const char *text, size_t len);
+int  sh_text_end_block(sh_text_t *t);
 void sh_text_free(sh_text_t *t);
 
 /*
