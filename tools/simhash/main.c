@@ -11,12 +11,18 @@ int cmd_fingerprint(int argc, char **argv);
 int cmd_distance(int argc, char **argv);
 int cmd_text(int argc, char **argv);
 int cmd_idf(int argc, char **argv);
+int cmd_index(int argc, char **argv);
+int cmd_dedup(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 static const cli_command_t commands[] = {
     { "fingerprint", cmd_fingerprint, "print the simhash of each page" },
     { "distance",    cmd_distance,    "Hamming distance between two pages" },
     { "text",        cmd_text,        "print the tokens a page yields" },
     { "idf",         cmd_idf,         "build an IDF table from a corpus" },
+    { "index",       cmd_index,       "build, query, inspect a PSM index" },
+    { "dedup",       cmd_dedup,       "every near-duplicate pair of a corpus" },
+    { "bench",       cmd_bench,       "benchmark PSM against BPHS" },
 };
 
 static void

@@ -1,0 +1,449 @@
+/*
+ * cmd_index.c -- `simhash index build|query|stats`: a PSM index of pages
+ * kept in a snapshot file, the page paths as its documents.
+ *
+ * The snapshot's user section maps refs to paths:
+ *   "SHPATHS1" | uint32 count | uint32 offset[count] | NUL-terminated paths
+ * (offset UINT32_MAX = no path), validated fully on load.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ix_fpset.h"
+#include "sh_snapshot.h"
+
+#define PATHS_MAGIC "SHPATHS1"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+        "usage: simhash index build [options] --list PATHS -o FILE\n"
+        "       simhash index query [options] FILE PAGE...\n"
+        "       simhash index stats FILE\n\n"
+        "build: fingerprint the pages and store them in a PSM index snapshot"
+        "\n  --capacity N     documents the index holds (default: the pages;"
+        "\n                   when full, the oldest are evicted)\n"
+        "  --t N            header bits (default: about log2 capacity)\n"
+        "query: print <page>\\t<stored page>\\t<distance> per match, or\n"
+        "       <page>\\t-\\t- when there is none\n"
+        "  --h N            Hamming radius, 0..7 (default 3)\n"
+        "  --mode M         first | all | closest (default all)\n"
+        "  --k N            VOSH probes after the page itself (default:\n"
+        "                   from --recall)\n"
+        "  --recall R       target relative recall for k (default 0.95)\n"
+        "  --volatility F   volatility table from `simhash calibrate`\n\n");
+    cli_extract_usage(f);
+}
+
+/* ---- The path table in the user section. ---- */
+
+typedef struct {
+    const uint32_t *off;
+    const char     *str;
+    uint32_t        count;
+    size_t          slen;
+} paths_t;
+
+static int
+paths_parse(paths_t *p, const void *user, size_t len)
+{
+    const char *u = user;
+    uint32_t    i;
+
+    if (len < 12 || memcmp(u, PATHS_MAGIC, 8) != 0) {
+        return -1;
+    }
+    memcpy(&p->count, u + 8, 4);
+    if ((len - 12) / 4 < p->count) {
+        return -1;
+    }
+    p->off = (const uint32_t *) (u + 12);
+    p->str = u + 12 + (size_t) p->count * 4;
+    p->slen = len - 12 - (size_t) p->count * 4;
+    if (p->slen > 0 && p->str[p->slen - 1] != '\0') {
+        return -1;
+    }
+    for (i = 0; i < p->count; i++) {
+        if (p->off[i] != UINT32_MAX && p->off[i] >= p->slen) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *
+paths_get(const paths_t *p, uint32_t ref)
+{
+    return ref < p->count && p->off[ref] != UINT32_MAX ? p->str + p->off[ref]
+                                                       : "?";
+}
+
+/* ---- build ---- */
+
+static int
+index_build(int argc, char **argv)
+{
+    cli_extract_t x;
+    const char   *list = NULL, *out = NULL;
+    unsigned long capacity = 0, t = 0;
+    char        **paths = NULL, err[512];
+    size_t        npaths = 0, i, slen = 0, usize;
+    sh_config_t  *cfg = NULL;
+    ix_fpset_t    fs;
+    void         *mem = NULL;
+    sh_index_t   *ix;
+    uint32_t     *refpath = NULL;
+    char         *user = NULL;
+    int           rc = 1, a;
+    size_t        stored = 0, skipped = 0;
+
+    cli_extract_init(&x);
+    ix_fpset_init(&fs);
+    for (a = 1; a < argc; a++) {
+        int r = cli_extract_arg(&x, argc, argv, &a);
+
+        if (r < 0) {
+            return 2;
+        }
+        if (r > 0) {
+            continue;
+        }
+        if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
+            list = argv[++a];
+        } else if (strcmp(argv[a], "-o") == 0 && a + 1 < argc) {
+            out = argv[++a];
+        } else if (strcmp(argv[a], "--capacity") == 0 && a + 1 < argc) {
+            if (cli_parse_uint("--capacity", argv[++a], 1, 1ul << 31,
+                               &capacity) != 0) {
+                return 2;
+            }
+        } else if (strcmp(argv[a], "--t") == 0 && a + 1 < argc) {
+            if (cli_parse_uint("--t", argv[++a], 1, 40, &t) != 0) {
+                return 2;
+            }
+        } else if (cli_is_help(argv[a])) {
+            usage(stdout);
+            return 0;
+        } else {
+            cli_error("index build: unknown option '%s'", argv[a]);
+            return 2;
+        }
+    }
+    if (list == NULL || out == NULL) {
+        cli_error("index build needs --list PATHS and -o FILE");
+        return 2;
+    }
+    if (cli_read_list(list, &paths, &npaths) != 0) {
+        return 1;
+    }
+    cfg = cli_extract_config(&x);
+    if (cfg == NULL) {
+        goto done;
+    }
+    if (ix_fpset_from_paths(&fs, cfg, x.charset, paths, npaths, NULL) != 0) {
+        goto done;
+    }
+    if (capacity == 0) {
+        capacity = npaths ? npaths : 1;
+    }
+    usize = sh_index_region_size((uint32_t) capacity);
+    if (posix_memalign(&mem, 64, usize) != 0) {
+        cli_error("cannot allocate %zu bytes for the index", usize);
+        goto done;
+    }
+    ix = sh_index_init(mem, usize, (unsigned) t, sh_config_seed_digest(cfg),
+                       err, sizeof(err));
+    if (ix == NULL) {
+        cli_error("%s", err);
+        goto done;
+    }
+    refpath = malloc(capacity * sizeof(uint32_t));
+    if (refpath == NULL) {
+        cli_error("out of memory");
+        goto done;
+    }
+    for (i = 0; i < capacity; i++) {
+        refpath[i] = UINT32_MAX;
+    }
+    for (i = 0; i < fs.n; i++) {
+        uint32_t ref, ev;
+
+        if (fs.fp[i].status != SH_STATUS_OK) {
+            skipped++;
+            continue;
+        }
+        ref = sh_index_insert(ix, fs.fp[i].hash, &ev);
+        refpath[ref] = (uint32_t) i;    /* page index for now */
+        stored++;
+    }
+
+    /* The user section: offsets into a blob of the stored pages' paths. */
+    for (i = 0; i < capacity; i++) {
+        if (refpath[i] != UINT32_MAX) {
+            slen += strlen(ix_fpset_path(&fs, refpath[i])) + 1;
+        }
+    }
+    usize = 12 + capacity * 4 + slen;
+    user = malloc(usize);
+    if (user == NULL) {
+        cli_error("out of memory");
+        goto done;
+    }
+    memcpy(user, PATHS_MAGIC, 8);
+    {
+        uint32_t c32 = (uint32_t) capacity, *off = (uint32_t *) (user + 12);
+        char    *s = user + 12 + capacity * 4;
+        size_t   at = 0;
+
+        memcpy(user + 8, &c32, 4);
+        for (i = 0; i < capacity; i++) {
+            if (refpath[i] == UINT32_MAX) {
+                off[i] = UINT32_MAX;
+                continue;
+            }
+            off[i] = (uint32_t) at;
+            strcpy(s + at, ix_fpset_path(&fs, refpath[i]));
+            at += strlen(s + at) + 1;
+        }
+    }
+    if (sh_snapshot_save(out, ix, user, usize, err, sizeof(err)) != 0) {
+        cli_error("%s", err);
+        goto done;
+    }
+    fprintf(stderr, "simhash: stored %zu pages (%zu too short or "
+            "unreadable) in %s\n", stored, skipped, out);
+    rc = 0;
+
+done:
+    free(user);
+    free(refpath);
+    free(mem);
+    ix_fpset_free(&fs);
+    sh_config_free(cfg);
+    cli_free_list(paths, npaths);
+    return rc;
+}
+
+/* ---- load helper for query and stats ---- */
+
+static sh_index_t *
+load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
+{
+    size_t      rsize, ulen;
+    const void *user;
+    char        err[512];
+    sh_index_t *ix;
+
+    if (sh_snapshot_load(file, digest, mem, &rsize, &user, &ulen, err,
+                         sizeof(err)) != 0) {
+        cli_error("%s", err);
+        return NULL;
+    }
+    ix = sh_index_attach(*mem, rsize, err, sizeof(err));
+    if (ix == NULL) {
+        cli_error("%s: %s", file, err);
+        free(*mem);
+        return NULL;
+    }
+    if (paths_parse(p, user, ulen) != 0) {
+        cli_error("%s: not built by `simhash index build` (no path table)",
+                  file);
+        free(*mem);
+        return NULL;
+    }
+    return ix;
+}
+
+/* ---- query ---- */
+
+static int
+index_query(int argc, char **argv)
+{
+    cli_extract_t     x;
+    sh_lookup_opts_t  o;
+    sh_config_t      *cfg = NULL;
+    sh_volatility_t  *vol = NULL;
+    const char       *file = NULL;
+    char            **pages;
+    size_t            npages = 0, i, j;
+    unsigned long     v;
+    void             *mem = NULL;
+    sh_index_t       *ix;
+    paths_t           p;
+    sh_match_t       *m;
+    int               a, rc = 1;
+    char              err[512];
+
+    cli_extract_init(&x);
+    sh_lookup_opts_init(&o);
+    o.mode = SH_MATCH_ALL;
+    pages = calloc((size_t) argc, sizeof(char *));
+    m = malloc(4096 * sizeof(sh_match_t));
+    if (pages == NULL || m == NULL) {
+        cli_error("out of memory");
+        free(pages);
+        free(m);
+        return 1;
+    }
+    for (a = 1; a < argc; a++) {
+        int r = cli_extract_arg(&x, argc, argv, &a);
+
+        if (r < 0) {
+            goto done2;
+        }
+        if (r > 0) {
+            continue;
+        }
+        if (strcmp(argv[a], "--h") == 0 && a + 1 < argc) {
+            if (cli_parse_uint("--h", argv[++a], 0, SH_H_MAX, &v) != 0) {
+                goto done2;
+            }
+            o.h = (unsigned) v;
+        } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
+            if (cli_parse_uint("--k", argv[++a], 1, SH_PROBES_MAX, &v)
+                != 0) {
+                goto done2;
+            }
+            o.probes = (unsigned) v;
+        } else if (strcmp(argv[a], "--recall") == 0 && a + 1 < argc) {
+            char *end;
+
+            o.recall = strtof(argv[++a], &end);
+            if (*end != '\0' || !(o.recall > 0 && o.recall <= 1)) {
+                cli_error("--recall: expected a number in (0, 1]");
+                goto done2;
+            }
+        } else if (strcmp(argv[a], "--mode") == 0 && a + 1 < argc) {
+            const char *md = argv[++a];
+
+            if (strcmp(md, "first") == 0) {
+                o.mode = SH_MATCH_FIRST;
+            } else if (strcmp(md, "all") == 0) {
+                o.mode = SH_MATCH_ALL;
+            } else if (strcmp(md, "closest") == 0) {
+                o.mode = SH_MATCH_CLOSEST;
+            } else {
+                cli_error("--mode: expected first, all or closest");
+                goto done2;
+            }
+        } else if (strcmp(argv[a], "--volatility") == 0 && a + 1 < argc) {
+            vol = sh_volatility_load(argv[++a], err, sizeof(err));
+            if (vol == NULL) {
+                cli_error("%s", err);
+                rc = 1;
+                goto done;
+            }
+            o.vol = vol;
+        } else if (cli_is_help(argv[a])) {
+            usage(stdout);
+            rc = 0;
+            goto done;
+        } else if (argv[a][0] == '-' && argv[a][1] != '\0') {
+            cli_error("index query: unknown option '%s'", argv[a]);
+            goto done2;
+        } else if (file == NULL) {
+            file = argv[a];
+        } else {
+            pages[npages++] = argv[a];
+        }
+    }
+    if (file == NULL || npages == 0) {
+        cli_error("index query needs FILE and at least one PAGE");
+        goto done2;
+    }
+    cfg = cli_extract_config(&x);
+    if (cfg == NULL) {
+        goto done;
+    }
+    ix = load_index(file, sh_config_seed_digest(cfg), &mem, &p);
+    if (ix == NULL) {
+        goto done;
+    }
+    rc = 0;
+    for (i = 0; i < npages; i++) {
+        sh_result_t r;
+        size_t      n;
+
+        if (cli_fingerprint_file(cfg, pages[i], x.charset, &r) != 0) {
+            rc = 1;
+            continue;
+        }
+        if (r.status != SH_STATUS_OK) {
+            printf("%s\t-\t-\t(%s)\n", pages[i], sh_status_name(r.status));
+            continue;
+        }
+        n = sh_index_lookup(ix, r.hash, r.weights, &o, m, 4096, NULL);
+        if (n == 0) {
+            printf("%s\t-\t-\n", pages[i]);
+        }
+        for (j = 0; j < n && j < 4096; j++) {
+            printf("%s\t%s\t%u\n", pages[i], paths_get(&p, m[j].ref),
+                   m[j].distance);
+        }
+    }
+    goto done;
+
+done2:
+    rc = 2;
+done:
+    free(mem);
+    free(pages);
+    free(m);
+    sh_volatility_free(vol);
+    sh_config_free(cfg);
+    return rc;
+}
+
+/* ---- stats ---- */
+
+static int
+index_stats(int argc, char **argv)
+{
+    sh_index_stats_t st;
+    void            *mem = NULL;
+    sh_index_t      *ix;
+    paths_t          p;
+
+    if (argc != 2 || cli_is_help(argv[1])) {
+        usage(argc == 2 ? stdout : stderr);
+        return argc == 2 ? 0 : 2;
+    }
+    ix = load_index(argv[1], 0, &mem, &p);
+    if (ix == NULL) {
+        return 1;
+    }
+    sh_index_stats(ix, &st);
+    printf("capacity\t%u\nentries\t%u\nheader_bits\t%u\nevictions\t%llu\n"
+           "fingerprint_bytes\t%zu\nfingerprint_bytes_per_doc\t%.2f\n"
+           "document_bytes\t%zu\nregion_bytes\t%zu\nseed_digest\t%016llx\n",
+           st.capacity, st.entries, st.t,
+           (unsigned long long) st.evictions, st.fingerprint_bytes,
+           (double) st.fingerprint_bytes / st.capacity, st.document_bytes,
+           st.region_bytes,
+           (unsigned long long) sh_index_seed_digest(ix));
+    free(mem);
+    return 0;
+}
+
+int
+cmd_index(int argc, char **argv)
+{
+    if (argc < 2 || cli_is_help(argv[1])) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "build") == 0) {
+        return index_build(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "query") == 0) {
+        return index_query(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "stats") == 0) {
+        return index_stats(argc - 1, argv + 1);
+    }
+    cli_error("index: unknown action '%s' (build, query or stats)", argv[1]);
+    return 2;
+}
