@@ -1,0 +1,14 @@
+#!/bin/sh
+# make bench: every benchmark, one section each, in one run on this machine.
+#   bench/run.sh BUILD
+# Each section is its own script (bench/*.sh, in name order) taking the
+# build directory; the figures go to stdout and into BUILD/bench/*.txt.
+set -eu
+BUILD=${1:-build}
+mkdir -p "$BUILD/bench"
+for s in "$(dirname "$0")"/[0-9]*-*.sh; do
+    [ -f "$s" ] || continue
+    name=$(basename "$s" .sh)
+    echo "=== $name"
+    sh "$s" "$BUILD" | tee "$BUILD/bench/$name.txt"
+done
