@@ -45,11 +45,11 @@ sh_features_new(unsigned shingle, unsigned max_features)
     f->w = shingle < 1 ? 1 : (shingle > SH_SHINGLE_MAX ? SH_SHINGLE_MAX
                                                        : shingle);
     f->max_count = max_features ? max_features : 1;
-    for (n = INITIAL_SLOTS; n < 2 * f->max_count; n <<= 1) { /* void */ }
+    for (n = INITIAL_SLOTS; n * 3 < 4 * f->max_count; n <<= 1) { /* void */ }
     f->max_slots = n;
     n = INITIAL_SLOTS < f->max_slots ? INITIAL_SLOTS : f->max_slots;
     f->slot = calloc(n, sizeof(slot_t));
-    f->order = malloc(n / 2 * sizeof(uint32_t));
+    f->order = malloc(n / 4 * 3 * sizeof(uint32_t));
     if (f->slot == NULL || f->order == NULL) {
         free(f->slot);
         free(f->order);
@@ -91,7 +91,7 @@ grow(sh_features_t *f)
 {
     size_t    n = (f->mask + 1) * 2, i, j;
     slot_t   *s = calloc(n, sizeof(slot_t));
-    uint32_t *o = malloc(n / 2 * sizeof(uint32_t));
+    uint32_t *o = malloc(n / 4 * 3 * sizeof(uint32_t));
 
     if (s == NULL || o == NULL) {
         free(s);
@@ -130,7 +130,9 @@ add(sh_features_t *f, uint64_t key, unsigned type)
         f->truncated = 1;
         return;
     }
-    if ((f->count + 1) * 2 > f->mask + 1 && f->mask + 1 < f->max_slots) {
+    /* Load at most 3/4: linear probing stays short with a good hash, and
+     * the table stays small enough for the cache. */
+    if ((f->count + 1) * 4 > (f->mask + 1) * 3 && f->mask + 1 < f->max_slots) {
         if (grow(f) != 0) {
             f->failed = 1;
             return;

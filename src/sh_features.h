@@ -8,7 +8,8 @@
  * the cap a feature not yet in the table is ignored (and the document is
  * marked truncated) while those already in it keep counting, so a huge page
  * is fingerprinted on the features of its beginning and memory stays
- * bounded (16 bytes a slot, at most 2 x max_features slots).
+ * bounded (20 bytes a slot, at most 4/3 x max_features slots, rounded up
+ * to a power of two).
  *
  * Weights: w = type_weight[type] x (1 + ln tf) x idf, where idf applies to
  * words only (sh_idf.h) and is 1 without a table.
