@@ -48,10 +48,6 @@
 #include "sh_snapshot.h"
 
 
-/* Our bit in r->connection->buffered while the body is held (0x08 is also
- * the image filter's: do not enable both in one location). */
-#define NGX_HTTP_SIMHASH_BUFFERED   0x08
-
 #define NGX_HTTP_SIMHASH_HOLD_CHUNK (32 * 1024)
 #define NGX_HTTP_SIMHASH_ZBUF_SIZE  (16 * 1024)
 #define NGX_HTTP_SIMHASH_KEY_MAX    65535
@@ -611,7 +607,16 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
 
     r->main_filter_need_in_memory = 1;
     r->allow_ranges = 0;
-    r->connection->buffered |= NGX_HTTP_SIMHASH_BUFFERED;
+
+    /*
+     * Unlike the image filter we do not set a bit in
+     * r->connection->buffered while holding the body.  Every normal end of
+     * a response reaches us as a last_buf (the upstream sends it before it
+     * finalizes with 0).  The only finalization without one is an upstream
+     * error after the header: nginx then sends a flush and finalizes with
+     * NGX_OK, and a buffered bit would keep the client waiting for
+     * send_timeout instead of closing the connection at once.
+     */
 
     return NGX_OK;
 
@@ -967,8 +972,6 @@ ngx_http_simhash_give_up(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_skip(r, ctx, reason);
     ctx->phase = NGX_HTTP_SIMHASH_PASS;
 
-    r->connection->buffered &= ~NGX_HTTP_SIMHASH_BUFFERED;
-
     if (ngx_http_simhash_set_headers(r, ctx) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -999,8 +1002,6 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     ngx_http_simhash_loc_conf_t  *slcf;
 
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
-
-    r->connection->buffered &= ~NGX_HTTP_SIMHASH_BUFFERED;
 
     if (ctx->zlib && !ctx->zend) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
