@@ -1748,9 +1748,10 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     if (sh->generation == 0 && zone->file.len) {
         ngx_http_simhash_load(zone, shm_zone->shm.log);
-    }
 
-    sh->saved_generation = sh->generation;
+        /* what is in memory is what is in the file */
+        sh->saved_generation = sh->generation;
+    }
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                   "simhash zone \"%V\": %uz bytes, capacity %uD documents, "

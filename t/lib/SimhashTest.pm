@@ -319,9 +319,20 @@ sub stop {
     return unless $pid;
     kill(($how && $how eq 'quit') ? 'QUIT' : 'TERM', $pid);
     my $end = time + 15;
-    sleep 0.02 while kill(0, $pid) && time < $end;
+    sleep 0.02 while alive($pid) && time < $end;
     @live = grep { $_ != $self } @live;
     return $self;
+}
+
+# The daemonized master is not our child: once it exits it may stay a
+# zombie until init reaps it.
+sub alive {
+    my ($pid) = @_;
+    return 0 unless kill(0, $pid);
+    open(my $fh, '<', "/proc/$pid/stat") or return 1;
+    my $stat = <$fh> // '';
+    close $fh;
+    return $stat !~ /^\d+ \(.*\) Z/;
 }
 
 sub DESTROY {

@@ -1,0 +1,115 @@
+#!/usr/bin/perl
+# The zone across reload (same size: kept; other size: documents taken over;
+# other seed: emptied), snapshots across restarts (periodic save by a worker,
+# final save by the master), corrupt, truncated and foreign snapshots.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use SimhashTest;
+
+my $proxy = <<'EOF';
+        simhash crawl;
+        simhash_probes 4096;
+
+        location / {
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        location = /stats {
+            simhash_stats;
+        }
+EOF
+my $zone = 'simhash_zone zone=crawl:1m file=%%PREFIX%%/data/crawl.snap '
+         . 'save=1s;';
+
+my $t = SimhashTest->new(http => $zone, proxy => $proxy);
+my $snap = $t->prefix . '/data/crawl.snap';
+my $crawl = sub { $t->stats->{zones}{crawl} };
+
+$t->start;
+like($t->error_log, qr/no snapshot "\Q$snap\E" yet, starting empty/,
+     'first start: no snapshot yet');
+
+is($t->status_of('/sourdough.html'), 'new', 'sourdough: new');
+is($t->status_of('/bicycle.html'), 'new', 'bicycle: new');
+
+# reload, same zone: the index stays
+$t->reload;
+is($t->status_of('/sourdough.html?r=1'), 'duplicate',
+   'after reload: duplicate of the page seen before');
+is($crawl->()->{entries}, 2, 'after reload: 2 entries');
+
+# reload with another size: the documents are taken over
+$t->set(http => $zone =~ s/crawl:1m/crawl:2m/r)->reload;
+like($t->error_log, qr/simhash zone "crawl" resized: 2 documents taken over/,
+     'resize on reload: logged');
+is($crawl->()->{size}, 2 * 1024 * 1024, 'resize on reload: new size');
+is($t->status_of('/bicycle.html?r=2'), 'duplicate',
+   'resize on reload: the index survived');
+
+# a worker saves within about a second of a change
+my $end = time + 5;
+sleep 0.1 while !-s $snap && time < $end;
+ok(-s $snap, 'periodic save wrote the snapshot');
+$end = time + 3;
+sleep 0.1 while $crawl->()->{snapshot}{saves} < 1 && time < $end;
+cmp_ok($crawl->()->{snapshot}{saves}, '>=', 1, 'stats: saves counted');
+
+# stop, start: restored
+is($t->status_of('/council.html'), 'new', 'council: new (after the save)');
+$t->stop;
+$t->start;
+like($t->error_log, qr/3 documents restored from "\Q$snap\E"/,
+     'restart: 3 documents restored');
+is($crawl->()->{snapshot}{restored}, 3, 'stats: restored 3');
+is($t->status_of('/council.html?again=1'), 'duplicate',
+   'restart: the page added just before the stop is known');
+is($t->status_of('/sourdough.html'), 'unchanged',
+   'restart: keys survive too');
+$t->stop('quit');
+
+# a graceful stop saves as well; then corrupt the file
+my $good = $t->read_file($snap);
+my $bad = $good;
+substr($bad, int(length($bad) / 2), 16) = 'corrupt snapshot';
+$t->write_file('data/crawl.snap', $bad);
+$t->start;
+like($t->error_log, qr/\[error\].*snapshot "\Q$snap\E" refused: .*starting empty/,
+     'corrupt snapshot: refused, logged as an error');
+is($crawl->()->{entries}, 0, 'corrupt snapshot: the zone starts empty');
+is($t->status_of('/council.html'), 'new', 'corrupt snapshot: serving');
+$t->stop;
+
+# truncated
+$t->write_file('data/crawl.snap', substr($good, 0, 100));
+$t->start;
+my @refused = $t->error_log =~ /snapshot "\Q$snap\E" refused/g;
+is(scalar @refused, 2, 'truncated snapshot: refused');
+is($crawl->()->{entries}, 0, 'truncated snapshot: empty');
+$t->stop;
+
+# a snapshot built under another simhash_seed
+$t->write_file('data/crawl.snap', $good);
+$t->set(proxy => "simhash_seed another-secret-key-1234;\n$proxy")->start;
+@refused = $t->error_log =~ /snapshot "\Q$snap\E" refused/g;
+is(scalar @refused, 3, 'foreign seed: refused');
+is($crawl->()->{entries}, 0, 'foreign seed: empty');
+is($t->status_of('/council.html'), 'new', 'foreign seed: serving');
+my $seeded = $t->get('/bicycle.html')->{headers}{'x-simhash'};
+
+# the seed changes on reload: the zone is emptied (fingerprints differ)
+$t->set(proxy => $proxy)->reload;
+like($t->error_log, qr/simhash zone "crawl": simhash_seed changed, the index starts empty/,
+     'seed change on reload: logged');
+my $r = $t->get('/bicycle.html');
+is($r->{headers}{'x-simhash-status'}, 'new',
+   'seed change on reload: the index starts empty');
+isnt($r->{headers}{'x-simhash'}, $seeded, 'the seed keys the fingerprint');
+
+$t->stop;
+$t->check_log;
+done_testing;
