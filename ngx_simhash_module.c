@@ -1527,6 +1527,11 @@ ngx_http_simhash_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     }
 
     if (ref == SH_NOREF || ref >= sh->capacity) {
+        /* cannot happen: sh->capacity is the index's own */
+        if (ref != SH_NOREF) {
+            (void) sh_index_remove(sh->index, ref);
+        }
+
         ngx_slab_free_locked(zone->shpool, doc);
         return SH_NOREF;
     }
@@ -1654,6 +1659,7 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     size_t                     len;
     char                       err[256];
     ngx_slab_pool_t           *shpool;
+    sh_index_stats_t           st;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -1704,16 +1710,8 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     shpool->log_nomem = 0;
 
-    sh->capacity = ngx_http_simhash_capacity(shm_zone->shm.size);
-    sh->region_size = sh_index_region_size(sh->capacity);
-
-    sh->docs = ngx_slab_calloc(shpool,
-                               sh->capacity * sizeof(ngx_http_simhash_doc_t *));
-    if (sh->docs == NULL) {
-        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
-                      "simhash zone \"%V\" is too small", &zone->name);
-        return NGX_ERROR;
-    }
+    sh->region_size = sh_index_region_size(
+                           ngx_http_simhash_capacity(shm_zone->shm.size));
 
     sh->index = ngx_slab_alloc(shpool, sh->region_size);
     if (sh->index == NULL) {
@@ -1730,6 +1728,19 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     {
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                       "simhash zone \"%V\": %s", &zone->name, err);
+        return NGX_ERROR;
+    }
+
+    /* the index decides its capacity from the region: refs are below it */
+
+    sh_index_stats(sh->index, &st);
+    sh->capacity = st.capacity;
+
+    sh->docs = ngx_slab_calloc(shpool,
+                               sh->capacity * sizeof(ngx_http_simhash_doc_t *));
+    if (sh->docs == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "simhash zone \"%V\" is too small", &zone->name);
         return NGX_ERROR;
     }
 

@@ -1,0 +1,80 @@
+#!/usr/bin/perl
+# A full zone evicts the oldest documents and keeps serving: when the index
+# is full, and when the slab runs out of room for keys first.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SimhashTest;
+
+my $pad = 'k' x 1500;
+my $t = SimhashTest->new(
+    http  => "simhash_zone zone=small:64k;\n"
+           . "    simhash_zone zone=keys:64k;",
+    proxy => <<"EOF",
+        simhash_probes 4096;
+
+        location / {
+            simhash small;
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        # keys of 1.5 KB: the slab fills up before the index does
+        location /long/ {
+            simhash keys;
+            simhash_key "\$request_uri-$pad";
+            proxy_pass http://%%ORIGIN%%/;
+        }
+
+        location = /stats {
+            simhash_stats;
+        }
+EOF
+);
+$t->start;
+
+my $zone = sub { $t->stats->{zones}{$_[0]} };
+my $cap = $zone->('small')->{capacity};
+cmp_ok($cap, '>=', 16, "a 64k zone holds $cap documents");
+cmp_ok($cap, '<', 2000, 'and not implausibly many');
+
+my $n = $cap + 40;
+my @pages = $t->random_pages($n, 60, 99);
+$t->write_file("html/gen/$_.html", $pages[$_ - 1]) for 1 .. $n;
+
+my %status;
+$status{ $t->status_of("/gen/$_.html") }++ for 1 .. $n;
+is($status{new}, $n, "$n distinct pages: all new") or diag(explain \%status);
+
+my $z = $zone->('small');
+is($z->{entries}, $cap, 'the zone is full');
+cmp_ok($z->{evictions}, '>=', 40, "evictions counted ($z->{evictions})");
+is($t->status_of("/gen/1.html"), 'new', 'the oldest page was evicted');
+is($t->status_of("/gen/$n.html"), 'unchanged', 'the newest is still known');
+is($t->status_of("/gen/$n.html?copy"), 'duplicate',
+   'and found as a near-duplicate');
+
+# long keys
+my $m = 120;
+%status = ();
+$status{ $t->status_of("/long/gen/$_.html") }++ for 1 .. $m;
+is($status{new}, $m, "$m pages with long keys: all new")
+    or diag(explain \%status);
+$z = $zone->('keys');
+cmp_ok($z->{entries}, '<', $z->{capacity},
+       "long keys: fewer entries ($z->{entries}) than index capacity "
+       . "($z->{capacity})");
+cmp_ok($z->{entries} + $z->{evictions}, '==', $m,
+       'long keys: every page stored, the oldest evicted');
+is($t->status_of("/long/gen/$m.html"), 'unchanged',
+   'long keys: the newest is known');
+is($t->status_of("/long/gen/1.html"), 'new', 'long keys: the oldest evicted');
+
+unlike($t->error_log, qr/no room|ngx_slab_alloc\(\) failed/,
+       'no allocation failure logged');
+
+$t->stop;
+$t->check_log;
+done_testing;
