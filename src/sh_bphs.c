@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sh_popcnt.h"
 #include "sh_bphs.h"
 
 typedef struct {
@@ -95,7 +96,7 @@ unpermute(const bphs_table_t *tb, unsigned G, uint64_t y)
 }
 
 /* Mask of the blocks (by number) on which two permuted values agree. */
-static unsigned
+static inline __attribute__((always_inline)) unsigned
 block_matches(const bphs_table_t *tb, unsigned G, uint64_t diff)
 {
     unsigned i, mask = 0;
@@ -322,7 +323,7 @@ lower_bound(const uint64_t *keys, size_t n, uint64_t lo)
     return (size_t) (base - keys) + (*base < lo);
 }
 
-size_t
+SH_POPCNT_CLONES size_t
 sh_bphs_lookup(const sh_bphs_t *b, uint64_t hash, unsigned h,
                sh_match_mode_t mode, sh_match_t *out, size_t max,
                sh_lookup_stats_t *st)

@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 
+#include "sh_popcnt.h"
 #include "sh_brute.h"
 
 int
@@ -41,7 +42,7 @@ sh_brute_add(sh_brute_t *b, uint64_t hash, uint32_t ref)
     return 0;
 }
 
-size_t
+SH_POPCNT_CLONES size_t
 sh_brute_lookup(const sh_brute_t *b, uint64_t hash, unsigned h,
                 sh_match_mode_t mode, sh_match_t *out, size_t max)
 {

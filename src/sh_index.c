@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sh_popcnt.h"
 #include "sh_index.h"
 #include "sh_vosh.h"
 
@@ -618,7 +619,7 @@ typedef struct {
  * passes home(lo) (or `spill` if that is lower) so the slot can be
  * prefetched ahead of time.
  */
-static void
+static inline __attribute__((always_inline)) void
 scan_run(const sh_index_t *ix, uint32_t start, uint64_t lo, uint64_t hi,
          lookup_ctx_t *c)
 {
@@ -719,7 +720,7 @@ learn_pair(sh_index_t *ix, uint64_t x, uint64_t y, const float *w)
     }
 }
 
-size_t
+SH_POPCNT_CLONES size_t
 sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
                 const sh_lookup_opts_t *opts, sh_match_t *out, size_t max,
                 sh_lookup_stats_t *st)
@@ -754,7 +755,9 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
     if (k > 0 && c.h > 0) {
         float          lo_rank[T_MAX];
         uint8_t        bit_of[T_MAX];
-        sh_vosh_node_t heap[SH_VOSH_HEAP_FOR(SH_PROBES_MAX, SH_H_MAX)];
+        /* Sized by k: a fixed worst-case array would make the kernel
+         * fault in (and stack-clash probing touch) 64 KB per lookup. */
+        sh_vosh_node_t heap[SH_VOSH_HEAP_FOR(k, SH_H_MAX)];
         sh_vosh_t      v;
         unsigned       emitted = 0;
 

@@ -49,6 +49,15 @@ void sh_volatility_free(sh_volatility_t *v);
 #define SH_VOL_NRECALL    8
 extern const float sh_volatility_recall_levels[SH_VOL_NRECALL];
 
+/*
+ * The top t bits (63 .. 64-t) ranked by decreasing log-odds for weights w
+ * (NULL: all equal): lo[r] and the bit position bit_of[r] of rank r.  The
+ * sort key is the look-up table cell of |w|, ties in bit order (higher bit
+ * first), so every caller sees exactly the same order.  t <= 64.
+ */
+void sh_volatility_rank_header(const sh_volatility_t *v, const float *w,
+                               unsigned t, float *lo, uint8_t *bit_of);
+
 /* Log-odds log(p / (1 - p)) of a bit with weight w: the VOSH score unit. */
 float sh_volatility_logodds(const sh_volatility_t *v, float w);
 

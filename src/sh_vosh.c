@@ -26,20 +26,8 @@ void
 sh_vosh_rank_header(const sh_volatility_t *vol, const float *w, unsigned t,
                     float *lo, uint8_t *bit_of)
 {
-    unsigned r, i;
-
-    /* Insertion sort: t is at most 40 and usually about 24. */
-    for (r = 0; r < t; r++) {
-        unsigned j = 63 - r;
-        float    l = w != NULL ? sh_volatility_logodds(vol, w[j]) : 0.0f;
-
-        for (i = r; i > 0 && lo[i - 1] < l; i--) {
-            lo[i] = lo[i - 1];
-            bit_of[i] = bit_of[i - 1];
-        }
-        lo[i] = l;
-        bit_of[i] = (uint8_t) j;
-    }
+    /* Lives with the table, where the look-up table can be inlined. */
+    sh_volatility_rank_header(vol, w, t, lo, bit_of);
 }
 
 int
