@@ -182,7 +182,7 @@ http {
     }
     default_type application/octet-stream;
 
-    log_format simhash '\$request_uri \$status \$simhash_status '
+    log_format simhash '\$pid \$request_uri \$status \$simhash_status '
                        '\$simhash \$simhash_distance \$simhash_duplicate_of';
     access_log $p/logs/access.log simhash;
 
