@@ -3073,9 +3073,9 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
 
     if (zone->seed_set && zone->seed_digest != digest) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "simhash zone \"%V\" is used with another simhash_seed "
-                      "in %V than in %V", &zone->name, &conf->zone_where,
-                      &zone->seed_where);
+                      "simhash zone \"%V\" needs the same simhash_seed "
+                      "everywhere (it has another one at %V) in %V",
+                      &zone->name, &zone->seed_where, &conf->zone_where);
         return NGX_ERROR;
     }
 

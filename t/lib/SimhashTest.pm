@@ -201,7 +201,7 @@ http {
         location /gz/ {
             alias $p/html/;
             gzip on;
-            gzip_types text/html text/plain;
+            gzip_types text/plain;
             gzip_min_length 1;
             gzip_http_version 1.0;
             gzip_proxied any;
@@ -233,6 +233,26 @@ EOF
 sub write_config {
     my ($self) = @_;
     $self->write_file('conf/nginx.conf', $self->config_text);
+}
+
+# nginx -t on the current configuration: (exit status, output).
+sub nginx_t {
+    my ($self) = @_;
+    $self->write_config;
+    my $out = `$NGINX -t -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
+    return ($? >> 8, $out);
+}
+
+sub conf_path { "$_[0]{prefix}/conf/nginx.conf" }
+
+# The line of the written configuration that contains `text`.
+sub line_of {
+    my ($self, $text) = @_;
+    my @lines = split /\n/, $self->config_text;
+    for my $i (0 .. $#lines) {
+        return $i + 1 if index($lines[$i], $text) >= 0;
+    }
+    return 0;
 }
 
 sub pid {
