@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "sh_volatility.h"
 #include "sh_vosh.h"
@@ -116,7 +119,7 @@ void
 sh_volatility_rank_header(const sh_volatility_t *v, const float *w,
                           unsigned t, float *lo, uint8_t *bit_of)
 {
-    int32_t  key[64], sorted[64];
+    int32_t  key[68], sorted[64];
     unsigned r, i;
 
     /*
@@ -135,13 +138,28 @@ sh_volatility_rank_header(const sh_volatility_t *v, const float *w,
         }
         key[r] = cell << 8 | (int32_t) r;
     }
+    for (r = t; r < ((t + 3) & ~3u); r++) {
+        key[r] = INT32_MAX;                 /* padding: never smaller */
+    }
     for (r = 0; r < t; r++) {
         int32_t  kr = key[r];
         unsigned c = 0;
+#ifdef __SSE2__
+        __m128i  vk = _mm_set1_epi32(kr), acc = _mm_setzero_si128();
 
+        for (i = 0; i < t; i += 4) {
+            __m128i blk = _mm_loadu_si128((const __m128i *) (key + i));
+
+            acc = _mm_sub_epi32(acc, _mm_cmplt_epi32(blk, vk));
+        }
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4e));
+        acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xb1));
+        c = (unsigned) _mm_cvtsi128_si32(acc);
+#else
         for (i = 0; i < t; i++) {
             c += key[i] < kr;
         }
+#endif
         sorted[c] = kr;
     }
     for (r = 0; r < t; r++) {

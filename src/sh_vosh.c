@@ -30,7 +30,7 @@ sh_vosh_rank_header(const sh_volatility_t *vol, const float *w, unsigned t,
     sh_volatility_rank_header(vol, w, t, lo, bit_of);
 }
 
-int
+inline int
 sh_vosh_children(const sh_vosh_node_t *s, unsigned nbits,
                  sh_vosh_node_t kids[2])
 {
@@ -81,34 +81,6 @@ heap_push(sh_vosh_t *v, const sh_vosh_node_t *x)
     v->heap[i] = *x;
 }
 
-static void
-heap_pop(sh_vosh_t *v, sh_vosh_node_t *out)
-{
-    sh_vosh_node_t last;
-    size_t i = 0;
-
-    *out = v->heap[0];
-    last = v->heap[--v->len];
-    for (;;) {
-        size_t c = 2 * i + 1;
-
-        if (c >= v->len) {
-            break;
-        }
-        if (c + 1 < v->len && v->heap[c + 1].score > v->heap[c].score) {
-            c++;
-        }
-        if (v->heap[c].score <= last.score) {
-            break;
-        }
-        v->heap[i] = v->heap[c];
-        i = c;
-    }
-    if (v->len > 0) {
-        v->heap[i] = last;
-    }
-}
-
 void
 sh_vosh_init(sh_vosh_t *v, const float *lo, unsigned nbits, unsigned h,
              sh_vosh_node_t *heap, size_t cap)
@@ -141,22 +113,59 @@ sh_vosh_init(sh_vosh_t *v, const float *lo, unsigned nbits, unsigned h,
     }
 }
 
+/* Sift the node at the root down to its place. */
+static void
+heap_sift_root(sh_vosh_t *v, const sh_vosh_node_t *x)
+{
+    size_t i = 0;
+
+    for (;;) {
+        size_t c = 2 * i + 1;
+
+        if (c >= v->len) {
+            break;
+        }
+        if (c + 1 < v->len && v->heap[c + 1].score > v->heap[c].score) {
+            c++;
+        }
+        if (v->heap[c].score <= x->score) {
+            break;
+        }
+        v->heap[i] = v->heap[c];
+        i = c;
+    }
+    v->heap[i] = *x;
+}
+
 int
 sh_vosh_next(sh_vosh_t *v, sh_vosh_node_t *out)
 {
     sh_vosh_node_t kids[2];
     int n, i;
 
-    /* Refuse rather than drop a subtree: a pop frees one node and may add
+    /* Refuse rather than drop a subtree: a step frees one node and may add
      * two, so one free slot must remain. */
     if (v->len == 0 || v->len + 1 > v->cap) {
         return 0;
     }
-    heap_pop(v, out);
+    *out = v->heap[0];
     n = sh_vosh_children(out, v->nbits, kids);
     for (i = 0; i < n; i++) {
         kids[i].score = vosh_score(v->lo, &kids[i]);
-        heap_push(v, &kids[i]);
+    }
+    /* The first child takes the root's place (one sift instead of a pop
+     * and a push), the second is pushed. */
+    if (n == 0) {
+        sh_vosh_node_t last = v->heap[--v->len];
+
+        if (v->len > 0) {
+            heap_sift_root(v, &last);
+        }
+        return 1;
+    }
+    heap_sift_root(v, &kids[0]);
+    if (n == 2) {
+        heap_push(v, &kids[1]);
     }
     return 1;
 }
