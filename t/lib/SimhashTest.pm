@@ -293,6 +293,44 @@ sub start {
     return $self;
 }
 
+# One nginx process (master_process off) under valgrind, in the foreground;
+# stop() ends it with TERM and waits.  The report goes to logs/valgrind.log.
+sub start_valgrind {
+    my ($self, @vg) = @_;
+    $self->{workers} = 1;
+    $self->write_config;
+    my $log = "$self->{prefix}/logs/valgrind.log";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open(STDIN, '<', '/dev/null');
+        open(STDOUT, '>', '/dev/null');
+        exec('valgrind', "--log-file=$log", @vg, $NGINX, '-p',
+             "$self->{prefix}/", '-c', "$self->{prefix}/conf/nginx.conf",
+             '-g', 'daemon off; master_process off;')
+            or POSIX::_exit(127);
+    }
+    $self->{vg_pid} = $pid;
+    my $end = time + 60;
+    while (time < $end) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $self->{port},
+                                      Proto => 'tcp');
+        if ($s) { close $s; last; }
+        croak "valgrind exited: " . ($self->read_file($log) // '')
+            if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.1;
+    }
+    return $self;
+}
+
+sub stop_valgrind {
+    my ($self) = @_;
+    my $pid = delete $self->{vg_pid} or return;
+    kill 'TERM', $pid;
+    waitpid($pid, 0);
+    return $self->read_file('logs/valgrind.log') // '';
+}
+
 sub _count {
     my ($self, $re) = @_;
     my @m = $self->error_log =~ /$re/g;
@@ -359,6 +397,10 @@ sub DESTROY {
     my ($self) = @_;
     local ($?, $!, $@);
     $self->stop if $self->{running};
+    if ($self->{vg_pid}) {
+        kill 'KILL', $self->{vg_pid};
+        waitpid($self->{vg_pid}, 0);
+    }
     kill 'TERM', $_ for @{ $self->{children} || [] };
     waitpid($_, 0) for @{ $self->{children} || [] };
 }
