@@ -14,6 +14,7 @@ int cmd_idf(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 static const cli_command_t commands[] = {
     { "fingerprint", cmd_fingerprint, "print the simhash of each page" },
@@ -23,6 +24,7 @@ static const cli_command_t commands[] = {
     { "index",       cmd_index,       "build, query, inspect a PSM index" },
     { "dedup",       cmd_dedup,       "every near-duplicate pair of a corpus" },
     { "bench",       cmd_bench,       "benchmark PSM against BPHS" },
+    { "calibrate",   cmd_calibrate,   "volatility table from a corpus" },
 };
 
 static void
