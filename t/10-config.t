@@ -100,7 +100,7 @@ $t->set(http => 'simhash_zone zone=crawl:1m distance=2 '
         proxy => <<'EOF');
         simhash crawl;
         simhash_action drop 410;
-        simhash_types text/html application/xhtml+xml;
+        simhash_types application/xhtml+xml;
         simhash_max_body 512k;
         simhash_min_features 8;
         simhash_max_features 4096;
