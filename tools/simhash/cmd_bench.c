@@ -70,6 +70,7 @@ typedef struct {
     const char *dat;
     int         m_psm, m_bphs[3], m_brute;
     uint64_t    seed;
+    const sh_volatility_t *vol;     /* the table lookups use */
     /* data */
     ix_fpset_t  corp, fresh_set, edit_set;
     uint64_t   *real;           /* stored real fingerprints */
@@ -110,6 +111,7 @@ usage(FILE *f)
         "  --edits N        edited pages among the queries (4000)\n"
         "  --brute-max L    brute force only for n <= 2^L (20)\n"
         "  --learn L        online-learner experiment at n = 2^L\n"
+        "  --volatility F   volatility table (default: the built-in one)\n"
         "  --json           one JSON object per method and n\n"
         "  --dat PREFIX     gnuplot data: PREFIX-qps.dat, "
         "PREFIX-recall.dat\n\n");
@@ -755,6 +757,7 @@ learn_experiment(bench_t *b, const run_t *r, sh_index_t *ix, unsigned t,
     o.h = b->h;
     o.probes = k_a;
     o.learn = 1;
+    o.vol = b->vol;
     for (i = 0; i < r->nq; i++) {
         if (train[r->q[i].base]) {
             sh_index_lookup(ix, r->q[i].hash, r->q[i].w, &o, m, MAXMATCH,
@@ -762,7 +765,7 @@ learn_experiment(bench_t *b, const run_t *r, sh_index_t *ix, unsigned t,
         }
     }
     sh_index_learn_counts(ix, &c);
-    lv = sh_volatility_learned(&c, sh_volatility_default());
+    lv = sh_volatility_learned(&c, b->vol);
     compute_ranks(b, r, t, lv, rank2);
     fprintf(stderr, "learner: %llu confirmed pairs learned; recall on the "
             "other half (built-in -> learned):\n",
@@ -791,7 +794,7 @@ learn_experiment(bench_t *b, const run_t *r, sh_index_t *ix, unsigned t,
         fprintf(stderr, "  p(|w|) built-in vs learned:");
         for (w = 0.05f; w < 1.3f; w += 0.2f) {
             fprintf(stderr, " %.2f:%.3g/%.3g", w,
-                    sh_volatility_p(sh_volatility_default(), w),
+                    sh_volatility_p(b->vol, w),
                     sh_volatility_p(lv, w));
         }
         fprintf(stderr, "\n");
@@ -834,7 +837,7 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
     build = now() - t0;
     sh_index_stats(ix, &st);
 
-    compute_ranks(b, r, st.t, sh_volatility_default(), rank);
+    compute_ranks(b, r, st.t, b->vol, rank);
     for (mode = 0; mode < 2; mode++) {
         kk[mode] = b->k_force ? b->k_force
                               : k_for(r, rank, b->recall, (int) mode);
@@ -842,6 +845,7 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
         o.mode = mode ? SH_MATCH_ALL : SH_MATCH_FIRST;
         o.h = b->h;
         o.recall = b->recall;
+        o.vol = b->vol;
         kt[mode] = sh_index_probes_for(ix, &o);
     }
     if (b->dat_recall != NULL) {
@@ -867,6 +871,7 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
             o.mode = mode ? SH_MATCH_ALL : SH_MATCH_FIRST;
             o.h = b->h;
             o.probes = fk == 0 ? kk[mode] : kt[mode];
+            o.vol = b->vol;
             if (o.probes == 0) {
                 o.probes = 1;
             }
@@ -971,6 +976,7 @@ cmd_bench(int argc, char **argv)
     cli_extract_t x;
     bench_t       b;
     sh_config_t  *cfg;
+    sh_volatility_t *vol = NULL;
     unsigned long v;
     unsigned      i;
     int           a, rc = 1;
@@ -1019,6 +1025,15 @@ cmd_bench(int argc, char **argv)
             b.fresh = strcmp(val, "none") == 0 ? NULL : val;
         } else if (strcmp(o, "--cache") == 0) {
             b.cache = val;
+        } else if (strcmp(o, "--volatility") == 0) {
+            char err[512];
+
+            sh_volatility_free(vol);
+            vol = sh_volatility_load(val, err, sizeof(err));
+            if (vol == NULL) {
+                cli_error("%s", err);
+                return 1;
+            }
         } else if (strcmp(o, "--dat") == 0) {
             b.dat = val;
         } else if (strcmp(o, "--n") == 0) {
@@ -1076,6 +1091,7 @@ cmd_bench(int argc, char **argv)
     if (b.ncorpus == 0) {
         b.corpus[b.ncorpus++] = "/usr/share/doc/rust-doc/html";
     }
+    b.vol = vol != NULL ? vol : sh_volatility_default();
     cfg = cli_extract_config(&x);
     if (cfg == NULL) {
         return 1;
@@ -1150,6 +1166,7 @@ done:
     free(b.real);
     free(b.rq);
     free(b.near);
+    sh_volatility_free(vol);
     sh_config_free(cfg);
     return rc;
 }

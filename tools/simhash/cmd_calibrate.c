@@ -312,7 +312,7 @@ cmd_calibrate(int argc, char **argv)
 
     /* Natural pairs: exactly, all-to-all.  Samples from those within
      * pair_h; k(t) queries with every match within SH_H_MAX. */
-    qoff = malloc((nqueries + 2) * sizeof(uint32_t));
+    qoff = malloc((nqueries + edits + 2) * sizeof(uint32_t));
     if (qoff == NULL) {
         cli_error("out of memory");
         goto done;
@@ -386,7 +386,13 @@ cmd_calibrate(int argc, char **argv)
         if (d > 0 && d <= pair_h) {
             cp_add(&pairs, es.fp[i].hash, es.fp[i].w, o->hash, o->w);
         }
+        /* The edited page is also a query whose match is its original. */
+        if (d > 0 && d <= SH_H_MAX) {
+            qoff[nq++] = (uint32_t) qpairs.n;
+            cp_add(&qpairs, es.fp[i].hash, es.fp[i].w, o->hash, o->w);
+        }
     }
+    qoff[nq] = (uint32_t) qpairs.n;
     if (pairs.n == 0) {
         cli_error("calibrate: no near-duplicate pairs within %lu bits; "
                   "add --edits or more pages", pair_h);
@@ -409,8 +415,9 @@ cmd_calibrate(int argc, char **argv)
         cli_error("calibrate: %s", err);
         goto done;
     }
-    fprintf(stderr, "calibrate: %zu pages, %zu pairs (%zu edited), %zu "
-            "samples; p(|w|):", nok, pairs.n, es.n, pairs.n * 64);
+    fprintf(stderr, "calibrate: %zu pages, %zu edited; %zu pairs within "
+            "%lu bits, %zu samples; %zu query pages for k(t); p(|w|):", nok,
+            es.n, pairs.n, pair_h, pairs.n * 64, nq);
     {
         float w;
 
