@@ -85,31 +85,36 @@ find "$RUST" -name '*.html' -type f \
 IDF=$OUT/idf-corpus.lst
 
 # --- 3. configurations -----------------------------------------------------
-# The first line is the library's defaults (src/sh_config.h); it also
-# fixes what "visible text" means for the ground truth.  The others vary one
-# choice at a time from it, then a few combinations.
+# "default" is whatever src/sh_config.h says, and its first place makes it
+# define "visible text" for the ground truth (only ignore patterns would
+# matter there).  Every other line spells out the choices it makes, so the
+# table keeps its meaning when the defaults move: shingle size w, the word
+# and shingle weights (only their ratio matters: W is normalised), IDF on
+# the word features, stemming, stop words.
 if [ -n "${EVAL_CONFIGS:-}" ]; then
     cp "$EVAL_CONFIGS" "$OUT/configs.txt"
 else
-    cat >"$OUT/configs.txt" <<'EOF'
+    cat >"$OUT/configs.txt" <<EOF
 default:
-w1: --shingle 1
-w2: --shingle 2
-w4: --shingle 4
-w5: --shingle 5
-w3-shingles-only: --word-weight 0
-w3-words-half: --word-weight 0.5
-w3-shingles-x2: --shingle-weight 2
-w3-nostem: --stem none
-w3-nostop: --stopwords none
-w2-shingles-only: --shingle 2 --word-weight 0
-w4-shingles-only: --shingle 4 --word-weight 0
-EOF
-    cat >>"$OUT/configs.txt" <<EOF
-w3-idf: --idf-corpus $IDF
-w1-idf: --shingle 1 --idf-corpus $IDF
-w2-idf: --shingle 2 --idf-corpus $IDF
-w4-idf: --shingle 4 --idf-corpus $IDF
+w1: --shingle 1 --word-weight 1
+w2: --shingle 2 --word-weight 1 --shingle-weight 1
+w3: --shingle 3 --word-weight 1 --shingle-weight 1
+w4: --shingle 4 --word-weight 1 --shingle-weight 1
+w5: --shingle 5 --word-weight 1 --shingle-weight 1
+w3-shingles-only: --shingle 3 --word-weight 0 --shingle-weight 1
+w3-words-x2: --shingle 3 --word-weight 2 --shingle-weight 1
+w3-words-x3: --shingle 3 --word-weight 3 --shingle-weight 1
+w3-words-x4: --shingle 3 --word-weight 4 --shingle-weight 1
+w4-words-x3: --shingle 4 --word-weight 3 --shingle-weight 1
+w4-words-x4: --shingle 4 --word-weight 4 --shingle-weight 1
+w2-words-x2: --shingle 2 --word-weight 2 --shingle-weight 1
+w3-nostem: --shingle 3 --word-weight 1 --shingle-weight 1 --stem none
+w3-nostop: --shingle 3 --word-weight 1 --shingle-weight 1 --stopwords none
+w1-idf: --shingle 1 --word-weight 1 --idf-corpus $IDF
+w3-idf: --shingle 3 --word-weight 1 --shingle-weight 1 --idf-corpus $IDF
+w3-idf-s2: --shingle 3 --word-weight 1 --shingle-weight 2 --idf-corpus $IDF
+w2-idf-s2: --shingle 2 --word-weight 1 --shingle-weight 2 --idf-corpus $IDF
+w4-idf-s2: --shingle 4 --word-weight 1 --shingle-weight 2 --idf-corpus $IDF
 EOF
 fi
 
@@ -121,8 +126,12 @@ done <"$OUT/configs.txt"
 
 echo "eval: $(wc -l <"$OUT/aligned.tsv") aligned pairs," \
      "$(wc -l <"$OUT/prose.tsv") prose pages, $THREADS threads" >&2
+# Cached fingerprints stay valid while the library is the same (ar writes
+# deterministic archives), whatever happens to the evaluation code.
+ident=$(cksum <"$BUILD/libsimhash.a" | cut -d' ' -f1,2)
 start=$(date +%s)
-"$EVAL" --aligned "$OUT/aligned.tsv" --prose "$OUT/prose.tsv" \
+"$EVAL" --identity "lib $ident" \
+    --aligned "$OUT/aligned.tsv" --prose "$OUT/prose.tsv" \
     --out "$OUT" --cache "$CACHE" --threads "$THREADS" --seeds "$SEEDS" "$@"
 echo "eval: sh-eval took $(( $(date +%s) - start )) s" >&2
 

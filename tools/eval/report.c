@@ -6,6 +6,7 @@
  *   population.md       what was measured (pages, pairs, Jaccard spread)
  *   comparison.md       one line per configuration: the targets
  *   curve-NAME.md/.dat  P(h), R(h) for h = 0..EV_HMAX (PSM Figure 6 form)
+ *   aligned-NAME.tsv    every aligned pair: J, page lengths, H per key
  *   pairs-NAME.tsv      the pairs worth reading: aligned near-duplicates
  *                       missed at h = 3, prose pairs within h = EV_HMAX
  *
@@ -449,6 +450,44 @@ write_pairs(const ev_run_t *run, const ev_config_t *c)
     free(l);
 }
 
+/* Every aligned pair with its distance under each key and the size of its
+ * pages: recall against page length, and the raw data for other plots. */
+static void
+write_aligned(const ev_run_t *run, const ev_config_t *c)
+{
+    char name[512];
+    unsigned seed;
+    size_t i;
+    FILE *f;
+
+    snprintf(name, sizeof(name), "aligned-%s.tsv", c->name);
+    f = out_open(run, name, "");
+    fprintf(f, "# group\tJ\ttokens A\ttokens B\tH per key ('-': no "
+            "fingerprint)\tpage A\tpage B\n");
+    for (i = 0; i < run->npairs; i++) {
+        const ev_pair_t *p = &run->pairs[i];
+
+        if (p->kind != EV_ALIGNED) {
+            continue;
+        }
+        fprintf(f, "%s\t%.4f\t%u\t%u\t", run->groups[p->group],
+                p->jaccard, run->pages[p->a].ntokens,
+                run->pages[p->b].ntokens);
+        for (seed = 0; seed < run->nseeds; seed++) {
+            unsigned d = pair_distance(c, seed, p);
+
+            if (d > SH_BITS) {
+                fprintf(f, "%s-", seed ? "," : "");
+            } else {
+                fprintf(f, "%s%u", seed ? "," : "", d);
+            }
+        }
+        fprintf(f, "\t%s\t%s\n", run->pages[p->a].path,
+                run->pages[p->b].path);
+    }
+    out_close(f);
+}
+
 static void
 write_population(const ev_run_t *run)
 {
@@ -500,6 +539,7 @@ ev_report(ev_run_t *run)
         write_curve(run, &run->configs[i], &res[i]);
         write_groups(run, &run->configs[i], &res[i]);
         write_pairs(run, &run->configs[i]);
+        write_aligned(run, &run->configs[i]);
     }
     f = out_open(run, "comparison", ".md");
     write_comparison(run, res, f);
