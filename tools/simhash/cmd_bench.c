@@ -734,7 +734,7 @@ k_for(const run_t *r, const uint32_t *rank, float target, int all)
 
 static void
 learn_experiment(bench_t *b, const run_t *r, sh_index_t *ix, unsigned t,
-                 const uint32_t *rank_builtin, unsigned k_a)
+                 const uint32_t *rank_builtin, unsigned k_train)
 {
     uint8_t  *train = calloc(b->nrq, 1);
     uint32_t *rank2 = malloc((r->npairs + 1) * sizeof(uint32_t));
@@ -743,9 +743,9 @@ learn_experiment(bench_t *b, const run_t *r, sh_index_t *ix, unsigned t,
     sh_learn_counts_t c;
     sh_volatility_t  *lv;
     size_t i;
-    unsigned ks[5] = { 2, 5, 10, 20, 0 }, j;
+    unsigned ks[5] = { 5, 10, 20, 0, 50 }, j;
 
-    ks[4] = k_a;
+    ks[3] = k_train;
     for (i = 0; i < b->nrq; i++) {
         train[i] = i % 2;
     }
@@ -755,7 +755,7 @@ learn_experiment(bench_t *b, const run_t *r, sh_index_t *ix, unsigned t,
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
     o.h = b->h;
-    o.probes = k_a;
+    o.probes = k_train;
     o.learn = 1;
     o.vol = b->vol;
     for (i = 0; i < r->nq; i++) {
@@ -897,7 +897,9 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
         }
     }
     if (b->learn_log2n == log2n) {
-        learn_experiment(b, r, ix, st.t, rank, kk[1]);
+        /* Train at the larger k (PSM_F's): more confirmed pairs. */
+        learn_experiment(b, r, ix, st.t, rank,
+                         kk[0] > kk[1] ? kk[0] : kk[1]);
     }
     free(mem);
     free(m);
