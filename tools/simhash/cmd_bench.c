@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ix_edit.h"
@@ -550,6 +551,17 @@ measure(const run_t *r, const uint32_t *found_count, int all)
 
 /* ---- BPHS: truth and timing ---- */
 
+static unsigned
+bphs_tables_of(unsigned G, unsigned g)
+{
+    unsigned r = 1, i;
+
+    for (i = 1; i <= g; i++) {
+        r = r * (G - g + i) / i;
+    }
+    return r;
+}
+
 static int
 run_bphs(bench_t *b, run_t *r, unsigned tables, int truth)
 {
@@ -562,6 +574,24 @@ run_bphs(bench_t *b, run_t *r, unsigned tables, int truth)
     double     t0, build;
 
     sh_bphs_design(tables, &G, &g);
+    {
+        /* T tables of 12 bytes an entry, the staging arrays and the radix
+         * sort's buffers: skip a design that would push the machine into
+         * swap (the truth design must run). */
+        double need = ((double) bphs_tables_of(G, g) + 2) * 12.0
+                      * (double) r->n;
+        double avail = (double) sysconf(_SC_AVPHYS_PAGES)
+                       * (double) sysconf(_SC_PAGESIZE);
+
+        if (!truth && need > 0.85 * avail) {
+            fprintf(stderr, "bench: BPHS with %u tables skipped at n = %zu:"
+                    " needs %.1f GB, %.1f GB free\n", tables, r->n,
+                    need / 1e9, avail / 1e9);
+            free(m);
+            free(cnt);
+            return 0;
+        }
+    }
     t0 = now();
     bp = sh_bphs_new(G, g, r->n, err, sizeof(err));
     if (bp == NULL || m == NULL || cnt == NULL) {
