@@ -125,9 +125,10 @@ heap_sift_root(sh_vosh_t *v, const sh_vosh_node_t *x)
         if (c >= v->len) {
             break;
         }
-        if (c + 1 < v->len && v->heap[c + 1].score > v->heap[c].score) {
-            c++;
-        }
+        /* The larger child without a branch: which one it is is a coin
+         * toss the predictor would lose half the time. */
+        c += (size_t) (c + 1 < v->len
+                       && v->heap[c + 1].score > v->heap[c].score);
         if (v->heap[c].score <= x->score) {
             break;
         }
