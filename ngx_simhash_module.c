@@ -180,6 +180,8 @@ typedef struct {
     ngx_array_t                 *ignore;    /* ngx_str_t, NUL-terminated */
     ngx_int_t                    min_features;
     ngx_int_t                    max_features;
+    ngx_int_t                    word_weight;     /* in 1/1000 */
+    ngx_int_t                    shingle_weight;  /* in 1/1000 */
     ngx_str_t                    idf;
     ngx_str_t                    seed;
     ngx_str_t                    opts_where;
@@ -306,6 +308,8 @@ static char *ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_file_opt(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -412,6 +416,20 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_simhash_loc_conf_t, max_features),
       &ngx_http_simhash_max_features_bounds },
+
+    { ngx_string("simhash_word_weight"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_weight,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, word_weight),
+      NULL },
+
+    { ngx_string("simhash_shingle_weight"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_weight,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, shingle_weight),
+      NULL },
 
     { ngx_string("simhash_stem"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -2773,6 +2791,8 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->shingle = NGX_CONF_UNSET;
     conf->min_features = NGX_CONF_UNSET;
     conf->max_features = NGX_CONF_UNSET;
+    conf->word_weight = NGX_CONF_UNSET;
+    conf->shingle_weight = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -2849,6 +2869,10 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                          NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->max_features, prev->max_features,
                          NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->word_weight, prev->word_weight,
+                         NGX_CONF_UNSET);
+    ngx_conf_merge_value(conf->shingle_weight, prev->shingle_weight,
+                         NGX_CONF_UNSET);
 
     if (conf->stem.data == NULL) {
         conf->stem = prev->stem;
@@ -2917,6 +2941,17 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 }
 
 
+static uint32_t
+ngx_http_simhash_float_bits(float f)
+{
+    uint32_t  u;
+
+    ngx_memcpy(&u, &f, sizeof(uint32_t));
+
+    return u;
+}
+
+
 /*
  * Build (or reuse: equal option sets share one) the compiled extraction
  * configuration, and check the seed against the zone's other users.
@@ -2952,6 +2987,14 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
 
     if (conf->max_features != NGX_CONF_UNSET) {
         opts.max_features = (unsigned) conf->max_features;
+    }
+
+    if (conf->word_weight != NGX_CONF_UNSET) {
+        opts.weight[SH_FEAT_WORD] = (float) conf->word_weight / 1000;
+    }
+
+    if (conf->shingle_weight != NGX_CONF_UNSET) {
+        opts.weight[SH_FEAT_SHINGLE] = (float) conf->shingle_weight / 1000;
     }
 
     if (conf->stem.data) {
@@ -3009,10 +3052,12 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(sig.data, "%ui|%ui|%ui|%ui|%s|%s|%s|",
+    p = ngx_sprintf(sig.data, "%ui|%ui|%ui|%ui|%uxD|%uxD|%s|%s|%s|",
                     (ngx_uint_t) opts.shingle, (ngx_uint_t) opts.min_features,
                     (ngx_uint_t) opts.max_features,
                     (ngx_uint_t) opts.stopwords_off,
+                    ngx_http_simhash_float_bits(opts.weight[SH_FEAT_WORD]),
+                    ngx_http_simhash_float_bits(opts.weight[SH_FEAT_SHINGLE]),
                     opts.stem ? opts.stem : "-",
                     opts.stopwords_file ? opts.stopwords_file : "-",
                     opts.idf_file ? opts.idf_file : "-");
@@ -3436,6 +3481,40 @@ ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return rv;
+}
+
+
+/* simhash_word_weight W, simhash_shingle_weight W: 0 to 1000 */
+
+static char *
+ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    ngx_int_t   n, *field;
+    ngx_str_t  *value;
+
+    field = (ngx_int_t *) ((char *) conf + cmd->offset);
+
+    if (*field != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = ngx_atofp(value[1].data, value[1].len, 3);
+
+    if (n == NGX_ERROR || n > 1000000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid weight \"%V\": a number from 0 to 1000",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    *field = n;
+    ngx_http_simhash_where(cf, &slcf->opts_where);
+
+    return NGX_CONF_OK;
 }
 
 

@@ -78,6 +78,8 @@ my @cases = (
       . "        location /b/ { simhash crawl; simhash_seed second-secret-5678; }",
       qr/simhash zone "crawl" needs the same simhash_seed everywhere \(it has another one at \S+:\d+\)/,
       'location /b/' ],
+    [ 'bad weight', $zone, $loc->('simhash_word_weight -1;'),
+      qr/invalid weight "-1": a number from 0 to 1000/, 'simhash_word_weight' ],
     [ 'bad max_body', $zone, $loc->('simhash_max_body lots;'),
       qr/"simhash_max_body" directive invalid value/, 'simhash_max_body' ],
 );
@@ -106,6 +108,8 @@ $t->set(http => 'simhash_zone zone=crawl:1m distance=2 '
         simhash_max_features 4096;
         simhash_key $host$uri;
         simhash_shingle 2;
+        simhash_word_weight 2;
+        simhash_shingle_weight 0.5;
         simhash_stem french;
         simhash_stopwords %%PREFIX%%/data/stop.txt;
         simhash_ignore "\d{4}-\d{2}-\d{2}";

@@ -1,0 +1,92 @@
+#!/usr/bin/perl
+# Every extraction directive reaches the library: for each one, the module's
+# fingerprint equals the simhash CLI's with the equivalent option.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SimhashTest;
+
+plan(skip_all => 'SH_CLI not set (run through `make itest`)')
+    unless $ENV{SH_CLI} && -x $ENV{SH_CLI};
+
+my $t = SimhashTest->new;
+my $p = $t->prefix;
+$t->write_file('data/stop.txt', "baking\nbread\nsourdough\nthe\nand\n");
+
+# an IDF table built by the CLI from the fixture pages
+my $list = $t->write_file('data/pages.lst',
+    join("\n", map { "$p/html/$_" }
+               qw(sourdough.html bicycle.html council.html cafe-utf8.html))
+    . "\n");
+system("$ENV{SH_CLI} idf build --list $list -o $p/data/pages.idf "
+       . ">/dev/null 2>&1") == 0 or BAIL_OUT("simhash idf build failed");
+chmod 0644, "$p/data/pages.idf";
+
+my $seed = 'a-secret-of-thirty-two-characters';
+
+# [ location, directives, CLI options, page ]
+my @cases = (
+    [ 'default',   '', '', 'sourdough.html' ],
+    [ 'words',     'simhash_shingle 1;', '--shingle 1', 'sourdough.html' ],
+    [ 'shingle5',  'simhash_shingle 5;', '--shingle 5', 'sourdough.html' ],
+    [ 'nostem',    'simhash_stem off;', '--stem none', 'sourdough.html' ],
+    [ 'french',    'simhash_stem french;', '--stem french', 'cafe-utf8.html' ],
+    [ 'nostop',    'simhash_stopwords off;', '--stopwords none',
+      'sourdough.html' ],
+    [ 'stopfile',  "simhash_stopwords $p/data/stop.txt;",
+      "--stopwords $p/data/stop.txt", 'sourdough.html' ],
+    [ 'ignore',    'simhash_ignore "(?i)margit olsen"; simhash_ignore "\d+";',
+      "--ignore '(?i)margit olsen' --ignore '\\d+'", 'sourdough.html' ],
+    [ 'idf',       "simhash_idf $p/data/pages.idf;", "--idf $p/data/pages.idf",
+      'bicycle.html' ],
+    [ 'wweight',   'simhash_word_weight 2.5;', '--word-weight 2.5',
+      'council.html' ],
+    [ 'sweight',   'simhash_shingle_weight 0.25;', '--shingle-weight 0.25',
+      'council.html' ],
+    [ 'maxfeat',   'simhash_max_features 64;', '--max-features 64',
+      'council.html' ],
+    [ 'minfeat',   'simhash_min_features 5000;', '--min-features 5000',
+      'council.html' ],
+    [ 'seed',      "simhash_seed $seed;", "--seed $seed", 'sourdough.html',
+      'seeded' ],
+);
+
+my $proxy = '';
+for my $c (@cases) {
+    my ($name, $dirs, $cli, $page, $zone) = @$c;
+    $zone //= 'crawl';
+    $proxy .= "        location /$name/ {\n"
+            . "            simhash $zone;\n"
+            . "            $dirs\n"
+            . "            proxy_pass http://%%ORIGIN%%/;\n"
+            . "        }\n";
+}
+$t->set(http => "simhash_zone zone=crawl:1m;\n"
+              . "    simhash_zone zone=seeded:256k;",
+        proxy => $proxy);
+$t->start;
+
+my %fp;
+for my $c (@cases) {
+    my ($name, $dirs, $cli, $page) = @$c;
+    my $r = $t->get("/$name/$page");
+    my $got = $r->{headers}{'x-simhash'}
+              // ($r->{headers}{'x-simhash-status'} eq 'skipped' ? '-' : '?');
+    # the CLI options are written for the shell (quoted regexes)
+    my ($want) = split /\t/, `$ENV{SH_CLI} fingerprint $cli '$p/html/$page'`;
+    is($got, $want, "$name: module and CLI agree ($want)");
+    $fp{$name} = $got;
+}
+
+# and the options do change something
+for my $name (qw(words nostem nostop stopfile ignore wweight sweight seed)) {
+    isnt($fp{$name}, $fp{default}, "$name changes the fingerprint");
+}
+is($fp{minfeat}, '-', 'min_features over the page size: skipped');
+
+$t->stop;
+$t->check_log;
+done_testing;
