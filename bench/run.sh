@@ -12,3 +12,7 @@ for s in "$(dirname "$0")"/[0-9]*-*.sh; do
     echo "=== $name"
     sh "$s" "$BUILD" | tee "$BUILD/bench/$name.txt"
 done
+# the module through nginx under wrk (bench/wrk.sh, not numbered: it needs
+# the module built and wrk installed)
+echo "=== wrk"
+sh "$(dirname "$0")/wrk.sh" "$BUILD" | tee "$BUILD/bench/wrk.txt"
