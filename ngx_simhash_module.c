@@ -3713,9 +3713,10 @@ ngx_http_simhash_probes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     n = ngx_atoi(value[1].data, value[1].len);
 
-    if (n == NGX_ERROR || n < 1 || n > 1000000) {
+    if (n == NGX_ERROR || n < 1 || n > SH_PROBES_MAX) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid number of probes \"%V\"", &value[1]);
+                           "invalid number of probes \"%V\": 1 to %d, "
+                           "or recall=R", &value[1], SH_PROBES_MAX);
         return NGX_CONF_ERROR;
     }
 

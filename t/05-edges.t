@@ -69,6 +69,16 @@ $t->set(proxy => <<"EOF");
             proxy_pass http://127.0.0.1:$raw/;
         }
 
+        location /any/ {
+            simhash_types *;
+            proxy_pass http://%%ORIGIN%%/;
+        }
+
+        location /plain-too/ {
+            simhash_types text/plain;
+            proxy_pass http://%%ORIGIN%%/;
+        }
+
         location = /ssi.html {
             root %%PREFIX%%/html;
             ssi on;
@@ -103,6 +113,15 @@ is($h->{'x-simhash-status'}, 'skipped', 'gzip over max_body inflated: skipped');
 gunzip(\$body => \my $plain);
 is($plain, $big, 'gzip over max_body: body intact');
 is($stats->()->{skipped}{too_large}, 3, 'stats: 3 skipped as too large');
+
+# simhash_types: text/plain only where asked; "*" for everything
+ok(!exists $t->get('/notes.txt')->{headers}{'x-simhash-status'},
+   'text/plain: not by default');
+is($t->status_of('/plain-too/notes.txt'), 'skipped',
+   'simhash_types text/plain: looked at (too short: skipped)');
+is($t->status_of('/plain-too/council.html'), 'duplicate',
+   'simhash_types text/plain: text/html still in');
+is($t->status_of('/any/notes.txt'), 'skipped', 'simhash_types *: text/plain');
 
 # HEAD: untouched
 $r = $t->head('/bicycle.html');

@@ -71,6 +71,8 @@ my @cases = (
       qr/invalid status code "99"/, 'simhash_action' ],
     [ 'bad probes', $zone, $loc->('simhash_probes recall=2;'),
       qr/invalid recall "recall=2"/, 'simhash_probes' ],
+    [ 'too many probes', $zone, $loc->('simhash_probes 5000;'),
+      qr/invalid number of probes "5000": 1 to 4096/, 'simhash_probes' ],
     [ 'short seed', $zone, $loc->('simhash_seed abc;'),
       qr/simhash_seed is too short/, 'simhash_seed' ],
     [ 'two seeds, one zone', $zone,
