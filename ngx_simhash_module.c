@@ -37,6 +37,9 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
 
 #include <zlib.h>
 
@@ -140,7 +143,24 @@ typedef struct {
     ngx_uint_t                   seed_set;
     ngx_str_t                    seed_where;  /* "file:line" of that user */
     ngx_event_t                  save_event;  /* per worker */
+#if (NGX_THREADS)
+    ngx_thread_pool_t           *thread_pool;
+    ngx_thread_task_t           *save_task;   /* per worker */
+#endif
 } ngx_http_simhash_zone_t;
+
+
+/* a snapshot being saved: see ngx_http_simhash_save_copy() */
+typedef struct {
+    ngx_http_simhash_zone_t     *zone;
+    u_char                      *region;
+    size_t                       region_size;
+    u_char                      *user;
+    size_t                       user_len;
+    ngx_atomic_uint_t            generation;
+    ngx_int_t                    rc;
+    char                         err[512];
+} ngx_http_simhash_save_t;
 
 
 /* one compiled extraction configuration, shared by equal option sets */
@@ -283,6 +303,11 @@ static void ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone,
 static void ngx_http_simhash_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv,
+    ngx_log_t *log);
+static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_simhash_init_process(ngx_cycle_t *cycle);
@@ -2081,41 +2106,47 @@ corrupt:
 
 
 /*
- * Save: copy the region and the keys under the mutex (a memcpy), write the
- * file without it (sh_snapshot_save: PATH.tmp, fsync, rename).  Called by
- * one worker at a time (sh->save_lock) and by the master at exit.
+ * Save, in three steps:
+ *   copy    under the mutex: the region (a memcpy) and the keys, into the
+ *           heap, with the generation they correspond to;
+ *   write   without any lock or nginx call (so that it can run in a thread
+ *           of nginx's thread pool): sh_snapshot_save writes PATH.tmp,
+ *           fsyncs it, renames it over PATH;
+ *   finish  in the event loop: counters, log, free.
+ * A worker saves at most one zone at a time, and only the worker holding
+ * sh->save_lock saves; the master saves at exit, when no worker is left.
  */
 
 static ngx_int_t
-ngx_http_simhash_save(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 {
-    char                      err[512];
-    u_char                   *region, *user, *p;
-    size_t                    user_len;
-    uint32_t                  ref, len;
-    sh_index_t               *ix;
-    ngx_atomic_uint_t         gen;
-    ngx_http_simhash_doc_t   *doc;
-    ngx_http_simhash_shctx_t *sh;
+    u_char                    *p;
+    uint32_t                   ref, len;
+    ngx_http_simhash_doc_t    *doc;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
 
+    zone = sv->zone;
     sh = zone->sh;
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
-    gen = sh->generation;
+    sv->generation = sh->generation;
+    sv->region_size = sh->region_size;
+    sv->region = ngx_alloc(sh->region_size, log);
+    sv->user = ngx_alloc(sh->key_bytes + 8 * (size_t) sh->capacity + 1, log);
 
-    region = ngx_alloc(sh->region_size, log);
-    user_len = sh->key_bytes + 8 * (size_t) sh->capacity;
-    user = ngx_alloc(user_len + 1, log);
-
-    if (region == NULL || user == NULL) {
+    if (sv->region == NULL || sv->user == NULL) {
         ngx_shmtx_unlock(&zone->shpool->mutex);
-        goto failed;
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
+                    sizeof(sv->err));
+        sv->rc = NGX_ERROR;
+        return NGX_ERROR;
     }
 
-    ngx_memcpy(region, sh->index, sh->region_size);
+    ngx_memcpy(sv->region, sh->index, sh->region_size);
 
-    p = user;
+    p = sv->user;
 
     for (ref = 0; ref < sh->capacity; ref++) {
         doc = sh->docs[ref];
@@ -2132,56 +2163,126 @@ ngx_http_simhash_save(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    user_len = p - user;
+    sv->user_len = p - sv->user;
 
-    ix = sh_index_attach(region, sh->region_size, err, sizeof(err));
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_simhash_save_write(void *data, ngx_log_t *log)
+{
+    ngx_http_simhash_save_t  *sv = data;
+
+    sh_index_t  *ix;
+
+    ix = sh_index_attach(sv->region, sv->region_size, sv->err,
+                         sizeof(sv->err));
 
     if (ix == NULL
-        || sh_snapshot_save((char *) zone->file.data, ix, user, user_len,
-                            err, sizeof(err))
+        || sh_snapshot_save((char *) sv->zone->file.data, ix, sv->user,
+                            sv->user_len, sv->err, sizeof(sv->err))
            != 0)
     {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "simhash zone \"%V\": saving \"%V\" failed: %s",
-                      &zone->name, &zone->file, err);
-        goto failed;
+        sv->rc = NGX_ERROR;
+        return;
     }
 
-    ngx_free(region);
-    ngx_free(user);
+    sv->rc = NGX_OK;
+}
 
-    sh->saved_generation = gen;
+
+static ngx_int_t
+ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
+{
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    zone = sv->zone;
+    sh = zone->sh;
+
+    if (sv->region) {
+        ngx_free(sv->region);
+        sv->region = NULL;
+    }
+
+    if (sv->user) {
+        ngx_free(sv->user);
+        sv->user = NULL;
+    }
+
     sh->last_save = ngx_time();
+
+    if (sv->rc != NGX_OK) {
+        (void) ngx_atomic_fetch_add(&sh->save_errors, 1);
+
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": saving \"%V\" failed: %s",
+                      &zone->name, &zone->file, sv->err);
+        return NGX_ERROR;
+    }
+
+    sh->saved_generation = sv->generation;
     (void) ngx_atomic_fetch_add(&sh->saves, 1);
 
-    ngx_log_error(NGX_LOG_INFO, log, 0,
-                  "simhash zone \"%V\" saved to \"%V\"",
+    ngx_log_error(NGX_LOG_INFO, log, 0, "simhash zone \"%V\" saved to \"%V\"",
                   &zone->name, &zone->file);
 
     return NGX_OK;
-
-failed:
-
-    if (region) {
-        ngx_free(region);
-    }
-
-    if (user) {
-        ngx_free(user);
-    }
-
-    (void) ngx_atomic_fetch_add(&sh->save_errors, 1);
-    sh->last_save = ngx_time();
-
-    return NGX_ERROR;
 }
+
+
+/* The whole save in the calling process (the master at exit). */
+
+static ngx_int_t
+ngx_http_simhash_save(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    ngx_http_simhash_save_t  sv;
+
+    ngx_memzero(&sv, sizeof(ngx_http_simhash_save_t));
+    sv.zone = zone;
+
+    if (ngx_http_simhash_save_copy(&sv, log) == NGX_OK) {
+        ngx_http_simhash_save_write(&sv, log);
+    }
+
+    return ngx_http_simhash_save_finish(&sv, log);
+}
+
+
+#if (NGX_THREADS)
+
+static void
+ngx_http_simhash_save_done(ngx_event_t *ev)
+{
+    ngx_thread_task_t        *task = ev->data;
+    ngx_http_simhash_save_t  *sv = task->ctx;
+
+    (void) ngx_http_simhash_save_finish(sv, ev->log);
+    (void) ngx_atomic_cmp_set(&sv->zone->sh->save_lock, ngx_pid, 0);
+}
+
+#endif
 
 
 /*
  * Every worker arms a timer; when it fires and a save is due (changes since
  * the last save, the interval elapsed), the worker that wins save_lock
- * saves.  A lock left by a worker that died is taken over.
+ * saves: the copy in the event loop, the write in nginx's thread pool when
+ * nginx has threads (a full 256m zone is about 150 MB to write and fsync),
+ * else in the event loop too.  A lock left by a worker that died is taken
+ * over.
  */
+
+static ngx_uint_t
+ngx_http_simhash_save_due(ngx_http_simhash_zone_t *zone)
+{
+    ngx_http_simhash_shctx_t  *sh = zone->sh;
+
+    return sh->generation != sh->saved_generation
+           && (ngx_msec_t) (ngx_time() - sh->last_save) * 1000 >= zone->save;
+}
+
 
 static void
 ngx_http_simhash_save_handler(ngx_event_t *ev)
@@ -2189,6 +2290,10 @@ ngx_http_simhash_save_handler(ngx_event_t *ev)
     ngx_pid_t                  holder;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
+#if (NGX_THREADS)
+    ngx_thread_task_t         *task;
+    ngx_http_simhash_save_t   *sv;
+#endif
 
     zone = ev->data;
     sh = zone->sh;
@@ -2197,29 +2302,60 @@ ngx_http_simhash_save_handler(ngx_event_t *ev)
         return;
     }
 
-    if (sh->generation != sh->saved_generation
-        && (ngx_msec_t) (ngx_time() - sh->last_save) * 1000 >= zone->save)
-    {
-        holder = (ngx_pid_t) sh->save_lock;
+    ngx_add_timer(ev, ngx_min(zone->save, 10000));
 
-        if (holder && kill(holder, 0) == -1 && ngx_errno == NGX_ESRCH) {
-            (void) ngx_atomic_cmp_set(&sh->save_lock, holder, 0);
-        }
-
-        if (ngx_atomic_cmp_set(&sh->save_lock, 0, ngx_pid)) {
-
-            if (sh->generation != sh->saved_generation
-                && (ngx_msec_t) (ngx_time() - sh->last_save) * 1000
-                   >= zone->save)
-            {
-                (void) ngx_http_simhash_save(zone, ev->log);
-            }
-
-            (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
-        }
+    if (!ngx_http_simhash_save_due(zone)) {
+        return;
     }
 
-    ngx_add_timer(ev, ngx_min(zone->save, 10000));
+    holder = (ngx_pid_t) sh->save_lock;
+
+    if (holder && holder != ngx_pid && kill(holder, 0) == -1
+        && ngx_errno == NGX_ESRCH)
+    {
+        (void) ngx_atomic_cmp_set(&sh->save_lock, holder, 0);
+    }
+
+    if (!ngx_atomic_cmp_set(&sh->save_lock, 0, ngx_pid)) {
+        return;
+    }
+
+    if (!ngx_http_simhash_save_due(zone)) {
+        (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
+        return;
+    }
+
+#if (NGX_THREADS)
+
+    task = zone->save_task;
+
+    if (zone->thread_pool && task) {
+        sv = task->ctx;
+        ngx_memzero(sv, sizeof(ngx_http_simhash_save_t));
+        sv->zone = zone;
+
+        if (ngx_http_simhash_save_copy(sv, ev->log) == NGX_OK) {
+            task->handler = ngx_http_simhash_save_write;
+            task->event.handler = ngx_http_simhash_save_done;
+            task->event.data = task;
+            task->event.log = ev->log;
+
+            if (ngx_thread_task_post(zone->thread_pool, task) == NGX_OK) {
+                return;     /* ngx_http_simhash_save_done() releases */
+            }
+
+            ngx_http_simhash_save_write(sv, ev->log);
+        }
+
+        (void) ngx_http_simhash_save_finish(sv, ev->log);
+        (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
+        return;
+    }
+
+#endif
+
+    (void) ngx_http_simhash_save(zone, ev->log);
+    (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
 }
 
 
@@ -2258,6 +2394,16 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
         zone->save_event.data = zone;
         zone->save_event.log = cycle->log;
         zone->save_event.cancelable = 1;
+
+#if (NGX_THREADS)
+        if (zone->thread_pool) {
+            zone->save_task = ngx_thread_task_alloc(cycle->pool,
+                                             sizeof(ngx_http_simhash_save_t));
+            if (zone->save_task == NULL) {
+                return NGX_ERROR;
+            }
+        }
+#endif
 
         ngx_add_timer(&zone->save_event, ngx_min(zone->save, 10000));
     }
@@ -3350,6 +3496,16 @@ ngx_http_simhash_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     zone->shm_zone->init = ngx_http_simhash_init_zone;
     zone->shm_zone->data = zone;
+
+#if (NGX_THREADS)
+    /* periodic saves write from nginx's default thread pool */
+    if (zone->file.len && zone->save) {
+        zone->thread_pool = ngx_thread_pool_add(cf, NULL);
+        if (zone->thread_pool == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+#endif
 
     zp = ngx_array_push(&smcf->zones);
     if (zp == NULL) {
