@@ -168,6 +168,11 @@ fi
     echo "#### Pair groups at h = 3, configuration \`$CHOSEN\`"
     echo
     cat "$OUT/groups-$CHOSEN.md"
+    echo
+    echo "#### Recall at h = 3 against page length, configuration" \
+         "\`$CHOSEN\`"
+    echo
+    cat "$OUT/lengths-$CHOSEN.md"
 } >"$OUT/generated.md"
 
 if [ -f "$DOCS/QUALITY.md" ] \

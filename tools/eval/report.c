@@ -7,6 +7,7 @@
  *   comparison.md       one line per configuration: the targets
  *   curve-NAME.md/.dat  P(h), R(h) for h = 0..EV_HMAX (PSM Figure 6 form)
  *   aligned-NAME.tsv    every aligned pair: J, page lengths, H per key
+ *   lengths-NAME.md     recall at h = 3 against page length
  *   pairs-NAME.tsv      the pairs worth reading: aligned near-duplicates
  *                       missed at h = 3, prose pairs within h = EV_HMAX
  *
@@ -450,6 +451,68 @@ write_pairs(const ev_run_t *run, const ev_config_t *c)
     free(l);
 }
 
+/*
+ * Recall at h = 3 against the length of the shorter page: a substitution
+ * moves a short page's feature vector further, so this says where the
+ * misses come from.
+ */
+static void
+write_lengths(const ev_run_t *run, const ev_config_t *c)
+{
+    static const unsigned edge[] = { 0, 300, 1000, 3000 };
+    enum { NB = sizeof(edge) / sizeof(edge[0]) };
+    uint64_t pos[EV_NTHETA][NB], hit[EV_NTHETA][NB];
+    char name[512];
+    unsigned seed, b;
+    size_t i;
+    int k;
+    FILE *f;
+
+    memset(pos, 0, sizeof(pos));
+    memset(hit, 0, sizeof(hit));
+    for (i = 0; i < run->npairs; i++) {
+        const ev_pair_t *p = &run->pairs[i];
+        uint32_t ta = run->pages[p->a].ntokens, tb = run->pages[p->b].ntokens;
+        uint32_t t = ta < tb ? ta : tb;
+
+        if (p->kind != EV_ALIGNED) {
+            continue;
+        }
+        for (b = 0; b + 1 < NB && t >= edge[b + 1]; b++) {
+        }
+        for (seed = 0; seed < run->nseeds; seed++) {
+            int in = pair_distance(c, seed, p) <= TARGET_H;
+
+            for (k = 0; k < EV_NTHETA; k++) {
+                if (p->jaccard >= theta[k]) {
+                    pos[k][b]++;
+                    hit[k][b] += in;
+                }
+            }
+        }
+    }
+    snprintf(name, sizeof(name), "lengths-%s.md", c->name);
+    f = out_open(run, name, "");
+    fprintf(f, "| tokens of the shorter page | pairs J>=0.9 | recall@3 "
+            "| pairs J>=0.8 | recall@3 |\n|---|---:|---:|---:|---:|\n");
+    for (b = 0; b < NB; b++) {
+        char r9[32], r8[32], range[32];
+
+        if (b + 1 < NB) {
+            snprintf(range, sizeof(range), "%u-%u", edge[b],
+                     edge[b + 1] - 1);
+        } else {
+            snprintf(range, sizeof(range), ">= %u", edge[b]);
+        }
+        fmt_pct(r9, sizeof(r9), ratio(hit[0][b], pos[0][b]));
+        fmt_pct(r8, sizeof(r8), ratio(hit[1][b], pos[1][b]));
+        fprintf(f, "| %s | %llu | %s | %llu | %s |\n", range,
+                (unsigned long long) (pos[0][b] / run->nseeds), r9,
+                (unsigned long long) (pos[1][b] / run->nseeds), r8);
+    }
+    out_close(f);
+}
+
 /* Every aligned pair with its distance under each key and the size of its
  * pages: recall against page length, and the raw data for other plots. */
 static void
@@ -540,6 +603,7 @@ ev_report(ev_run_t *run)
         write_groups(run, &run->configs[i], &res[i]);
         write_pairs(run, &run->configs[i]);
         write_aligned(run, &run->configs[i]);
+        write_lengths(run, &run->configs[i]);
     }
     f = out_open(run, "comparison", ".md");
     write_comparison(run, res, f);
