@@ -290,6 +290,8 @@ static uint32_t ngx_http_simhash_store(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint64_t fingerprint);
 static void ngx_http_simhash_forget(ngx_http_simhash_zone_t *zone,
     uint32_t ref);
+static void ngx_http_simhash_forget_doc(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_doc_t *doc);
 static ngx_int_t ngx_http_simhash_evict_oldest(ngx_http_simhash_zone_t *zone);
 static void ngx_http_simhash_rbtree_insert_value(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
@@ -1136,7 +1138,16 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     doc = ngx_http_simhash_lookup_key(sh, &key, kh);
 
-    if (doc && sh_index_get(sh->index, doc->ref, &old) == 0) {
+    if (doc && sh_index_get(sh->index, doc->ref, &old) != 0) {
+        /* cannot happen: a node lives exactly as long as its entry */
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "simhash: \"%V\" has no entry in zone \"%V\"",
+                      &key, &zone->name);
+        ngx_http_simhash_forget_doc(zone, doc);
+        doc = NULL;
+    }
+
+    if (doc) {
 
         /* a re-fetch of a document we know */
 
@@ -1240,6 +1251,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
         ngx_http_clear_content_length(r);
         ngx_http_clear_accept_ranges(r);
+        ngx_http_clear_etag(r);
 
         if (r->headers_out.content_encoding) {
             r->headers_out.content_encoding->hash = 0;
@@ -1604,19 +1616,27 @@ ngx_http_simhash_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 static void
 ngx_http_simhash_forget(ngx_http_simhash_zone_t *zone, uint32_t ref)
 {
-    ngx_http_simhash_doc_t    *doc;
+    if (zone->sh->docs[ref]) {
+        ngx_http_simhash_forget_doc(zone, zone->sh->docs[ref]);
+    }
+}
+
+
+static void
+ngx_http_simhash_forget_doc(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_doc_t *doc)
+{
     ngx_http_simhash_shctx_t  *sh;
 
     sh = zone->sh;
-    doc = sh->docs[ref];
-
-    if (doc == NULL) {
-        return;
-    }
 
     ngx_rbtree_delete(&sh->rbtree, &doc->node);
     sh->key_bytes -= doc->len;
-    sh->docs[ref] = NULL;
+
+    if (doc->ref < sh->capacity && sh->docs[doc->ref] == doc) {
+        sh->docs[doc->ref] = NULL;
+    }
+
     ngx_slab_free_locked(zone->shpool, doc);
 }
 

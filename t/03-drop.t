@@ -75,6 +75,8 @@ is($r->{content}, $page, 're-fetch: whole body');
 is($status, 410, 'drop 410: status');
 is($h->{'x-simhash-status'}, 'duplicate', 'drop 410: tagged');
 is($h->{'content-length'}, '0', 'drop 410: Content-Length 0');
+ok(!exists $h->{etag}, 'drop 410: no ETag (it described the dropped body)');
+ok(exists $h->{'last-modified'}, 'drop 410: Last-Modified kept');
 is($body, '', 'drop 410: empty body');
 
 # drop 200: an empty 200
@@ -98,6 +100,7 @@ $r = $t->get('/tag/council.html');
 is($r->{status}, 200, 'tag: 200');
 is($r->{headers}{'x-simhash-status'}, 'duplicate', 'tag: duplicate');
 is($r->{content}, $t->fixture('council.html'), 'tag: whole body');
+ok(exists $r->{headers}{etag}, 'tag: ETag kept');
 
 # HTTP/1.1 keep-alive after a 204 and a 410 on one connection
 my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port,
