@@ -495,9 +495,15 @@ sh_index_insert(sh_index_t *ix, uint64_t hash, uint32_t *evicted)
             *evicted = old;
         }
     }
-    if (ix->free_head != SH_NOREF) {
+    if (ix->free_head != SH_NOREF && ix->free_head < ix->hwm) {
         ref = ix->free_head;
         ix->free_head = d[ref].next;
+    } else if (ix->hwm == ix->capacity) {
+        /* Only a damaged free list gets here (entries < capacity, every
+         * ref handed out, none free): refuse rather than write out of
+         * bounds; sh_index_check() says what is wrong. */
+        ix->free_head = SH_NOREF;
+        return SH_NOREF;
     } else {
         ref = ix->hwm++;
     }
@@ -708,11 +714,9 @@ learn_pair(sh_index_t *ix, uint64_t x, uint64_t y, const float *w)
 
     __atomic_fetch_add(&ix->learn.pairs, 1, __ATOMIC_RELAXED);
     for (j = 0; j + ix->t < 64; j++) {
-        unsigned b = (unsigned) (__builtin_fabsf(w[j]) / SH_LEARN_WIDTH);
-
-        if (b >= SH_LEARN_BINS) {
-            b = SH_LEARN_BINS - 1;
-        }
+        float    f = __builtin_fabsf(w[j]) / SH_LEARN_WIDTH;
+        unsigned b = f < (float) SH_LEARN_BINS ? (unsigned) f
+                                               : SH_LEARN_BINS - 1;  /* NaN */
         __atomic_fetch_add(&ix->learn.seen[b], 1, __ATOMIC_RELAXED);
         if ((diff >> j) & 1) {
             __atomic_fetch_add(&ix->learn.flipped[b], 1, __ATOMIC_RELAXED);
@@ -744,27 +748,26 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
     c.scanned = 0;
     c.done = 0;
 
-    /* Distance 0 in the header first: x's own bucket. */
-    if (ix->entries > 0) {
-        uint64_t lo = hash & ~low;
-
-        scan_run(ix, probe_start(ix, lo), lo, lo | low, &c);
-    }
-
-    k = ix->entries > 0 && !c.done ? sh_index_probes_for(ix, opts) : 0;
+    /* Distance 0 in the header first: x's own bucket.  Its slot is
+     * prefetched and the header bits ranked while the miss is in flight:
+     * the ranking is wasted only when x's bucket already answers. */
+    k = ix->entries > 0 ? sh_index_probes_for(ix, opts) : 0;
     if (k > 0 && c.h > 0) {
         float          lo_rank[T_MAX];
         uint8_t        bit_of[T_MAX];
+        uint64_t       lo0 = hash & ~low;
+        uint32_t       start0 = probe_start(ix, lo0);
         /* Sized by k: a fixed worst-case array would make the kernel
          * fault in (and stack-clash probing touch) 64 KB per lookup. */
         sh_vosh_node_t heap[SH_VOSH_HEAP_FOR(k, SH_H_MAX)];
         sh_vosh_t      v;
         unsigned       emitted = 0;
 
+        __builtin_prefetch(ix_slots(ix) + start0);
         sh_vosh_rank_header(vol, weights, t, lo_rank, bit_of);
-        sh_vosh_init(&v, lo_rank, t, c.h, heap,
-                     SH_VOSH_HEAP_FOR(k, c.h));
+        scan_run(ix, start0, lo0, lo0 | low, &c);
 
+        sh_vosh_init(&v, lo_rank, t, c.h, heap, SH_VOSH_HEAP_FOR(k, c.h));
         while (emitted < k && !c.done) {
             uint64_t los[PROBE_BATCH];
             uint32_t starts[PROBE_BATCH];
@@ -793,6 +796,10 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
                 probes++;
             }
         }
+    } else if (ix->entries > 0) {
+        uint64_t lo0 = hash & ~low;
+
+        scan_run(ix, probe_start(ix, lo0), lo0, lo0 | low, &c);
     }
 
     if (opts->learn && weights != NULL && c.found > 0) {

@@ -101,6 +101,7 @@ sh_index_t *sh_index_attach(void *region, size_t size, char *err,
 /*
  * Insert fingerprint `hash` as a new document; returns its ref, and in
  * *evicted the ref of the document evicted to make room (SH_NOREF if none).
+ * SH_NOREF only if the region is damaged (see sh_index_check).
  */
 uint32_t sh_index_insert(sh_index_t *ix, uint64_t hash, uint32_t *evicted);
 

@@ -404,11 +404,9 @@ sh_learn_observe(sh_learn_counts_t *c, uint64_t x, uint64_t y,
 
     c->pairs++;
     for (j = 0; j + t < 64; j++) {
-        unsigned b = (unsigned) (fabsf(w[j]) / SH_LEARN_WIDTH);
-
-        if (b >= SH_LEARN_BINS) {
-            b = SH_LEARN_BINS - 1;
-        }
+        float    f = fabsf(w[j]) / SH_LEARN_WIDTH;
+        unsigned b = f < (float) SH_LEARN_BINS ? (unsigned) f
+                                               : SH_LEARN_BINS - 1;  /* NaN */
         c->seen[b]++;
         c->flipped[b] += (diff >> j) & 1;
     }

@@ -142,6 +142,7 @@ test_round_trip(void **state)
 
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_CLOSEST;
+    o.probes = SH_PROBES_MAX;       /* exhaustive: every 1-bit flip found */
     for (i = 0; i < 3000; i++) {
         uint64_t q = h[i] ^ (1ull << (rnd() % 64));
         size_t   na = sh_index_lookup(ix, q, NULL, &o, &a, 1, NULL);

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -851,10 +852,13 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
     unsigned    mode, kk[2], kt[2], fk;
 
     if (m == NULL || cnt == NULL || rank == NULL
-        || posix_memalign(&mem, 64, size) != 0) {
+        || posix_memalign(&mem, 2u << 20, size) != 0) {
         cli_error("bench: out of memory for the PSM index");
         return -1;
     }
+#ifdef MADV_HUGEPAGE
+    madvise(mem, size, MADV_HUGEPAGE);      /* as BPHS's tables */
+#endif
     t0 = now();
     ix = sh_index_init(mem, size, 0, 0, err, sizeof(err));
     if (ix == NULL) {
