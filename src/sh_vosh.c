@@ -4,12 +4,7 @@
  */
 #include "sh_vosh.h"
 
-/*
- * The score of a subset is recomputed from scratch rather than updated from
- * the parent's: always adding in rank order makes equal subsets produce
- * bit-identical scores, which keeps the order reproducible (and lets the
- * tests compare it with a brute-force sort exactly).
- */
+/* The score of a root, added in rank order. */
 static double
 vosh_score(const float *lo, const sh_vosh_node_t *s)
 {
@@ -141,8 +136,10 @@ heap_sift_root(sh_vosh_t *v, const sh_vosh_node_t *x)
 int
 sh_vosh_next(sh_vosh_t *v, sh_vosh_node_t *out)
 {
+    const float   *lo = v->lo;
     sh_vosh_node_t kids[2];
-    int n, i;
+    unsigned       last;
+    int            n = 0, j;
 
     /* Refuse rather than drop a subtree: a step frees one node and may add
      * two, so one free slot must remain. */
@@ -150,17 +147,44 @@ sh_vosh_next(sh_vosh_t *v, sh_vosh_node_t *out)
         return 0;
     }
     *out = v->heap[0];
-    n = sh_vosh_children(out, v->nbits, kids);
-    for (i = 0; i < n; i++) {
-        kids[i].score = vosh_score(v->lo, &kids[i]);
+    last = out->size - 1u;
+
+    /*
+     * The children (see sh_vosh_children), each scored from its parent:
+     * one element replaced, so one subtraction and one addition.  Rounding
+     * may order two subsets whose scores agree to 1e-12 either way; both
+     * are equally likely.
+     */
+    if ((unsigned) out->idx[last] + 1 < v->nbits) {
+        kids[n] = *out;
+        kids[n].idx[last]++;
+        kids[n].score = out->score - lo[out->idx[last]]
+                        + lo[out->idx[last] + 1];
+        n++;
     }
+    for (j = (int) last - 1; j >= 0; j--) {
+        int gap = out->idx[j + 1] - out->idx[j];
+
+        if (gap == 2) {
+            kids[n] = *out;
+            kids[n].idx[j]++;
+            kids[n].score = out->score - lo[out->idx[j]]
+                            + lo[out->idx[j] + 1];
+            n++;
+            break;
+        }
+        if (gap > 2) {
+            break;
+        }
+    }
+
     /* The first child takes the root's place (one sift instead of a pop
      * and a push), the second is pushed. */
     if (n == 0) {
-        sh_vosh_node_t last = v->heap[--v->len];
+        sh_vosh_node_t tail = v->heap[--v->len];
 
         if (v->len > 0) {
-            heap_sift_root(v, &last);
+            heap_sift_root(v, &tail);
         }
         return 1;
     }
