@@ -68,6 +68,7 @@ typedef struct {
     unsigned    edits;
     unsigned    brute_max;
     unsigned    learn_log2n;
+    unsigned    t;              /* header bits, 0 = the index's choice */
     int         json;
     const char *dat;
     int         m_psm, m_bphs[3], m_brute;
@@ -114,6 +115,7 @@ usage(FILE *f)
         "  --brute-max L    brute force only for n <= 2^L (20)\n"
         "  --learn L        online-learner experiment at n = 2^L\n"
         "  --volatility F   volatility table (default: the built-in one)\n"
+        "  --t N            PSM header bits (default: about log2 n)\n"
         "  --json           one JSON object per method and n\n"
         "  --dat PREFIX     gnuplot data: PREFIX-qps.dat, "
         "PREFIX-recall.dat\n\n");
@@ -860,7 +862,7 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
     madvise(mem, size, MADV_HUGEPAGE);      /* as BPHS's tables */
 #endif
     t0 = now();
-    ix = sh_index_init(mem, size, 0, 0, err, sizeof(err));
+    ix = sh_index_init(mem, size, b->t, 0, err, sizeof(err));
     if (ix == NULL) {
         cli_error("bench: %s", err);
         return -1;
@@ -1099,6 +1101,11 @@ cmd_bench(int argc, char **argv)
                 return 2;
             }
             b.k_force = (unsigned) v;
+        } else if (strcmp(o, "--t") == 0) {
+            if (cli_parse_uint(o, val, 1, 40, &v) != 0) {
+                return 2;
+            }
+            b.t = (unsigned) v;
         } else if (strcmp(o, "--queries") == 0) {
             if (cli_parse_uint(o, val, 1, 10000000, &v) != 0) {
                 return 2;
