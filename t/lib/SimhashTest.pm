@@ -46,6 +46,18 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 our $NGINX = $ENV{SH_NGINX} || 'nginx';
+
+# A module built with SANITIZE=1 (ASan + UBSan) needs the sanitizer runtime
+# in the stock nginx: preload it.  Leak checking stays off (nginx does not
+# free everything at exit; the valgrind test covers leaks).
+if (($ENV{SANITIZE} // '') eq '1') {
+    my $asan = `gcc -print-file-name=libasan.so`;
+    chomp $asan;
+    $ENV{LD_PRELOAD} = $asan if -e $asan;
+    $ENV{ASAN_OPTIONS} = 'detect_leaks=0:abort_on_error=0:'
+                       . 'log_path=' . ($ENV{TMPDIR} || '/tmp') . '/simhash-asan';
+    $ENV{UBSAN_OPTIONS} = 'print_stacktrace=1:halt_on_error=1';
+}
 our $FIXTURES = abs_path(dirname(__FILE__) . '/../fixtures/site');
 
 my @live;   # objects whose nginx must be stopped at exit
