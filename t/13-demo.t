@@ -14,6 +14,8 @@ use Time::HiRes qw(sleep time);
 use SimhashTest;
 
 my $module = SimhashTest::module_path();
+plan(skip_all => 'the demo runs the stock nginx without the sanitizer runtime')
+    if $SimhashTest::PRELOAD;
 my $build = dirname(dirname($module));
 my $prefix = tempdir('simhash-demo-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 chmod 0755, $prefix;

@@ -48,16 +48,21 @@ use Time::HiRes qw(sleep time);
 our $NGINX = $ENV{SH_NGINX} || 'nginx';
 
 # A module built with SANITIZE=1 (ASan + UBSan) needs the sanitizer runtime
-# in the stock nginx: preload it.  Leak checking stays off (nginx does not
-# free everything at exit; the valgrind test covers leaks).
+# in the stock nginx: nginx_cmd() preloads it (for nginx only: other tools
+# may hang with it preloaded).  Leak checking stays off (nginx does not free
+# everything at exit; the valgrind test covers leaks).
+our $PRELOAD = '';
 if (($ENV{SANITIZE} // '') eq '1') {
     my $asan = `gcc -print-file-name=libasan.so`;
     chomp $asan;
-    $ENV{LD_PRELOAD} = $asan if -e $asan;
-    $ENV{ASAN_OPTIONS} = 'detect_leaks=0:abort_on_error=0:'
-                       . 'log_path=' . ($ENV{TMPDIR} || '/tmp') . '/simhash-asan';
-    $ENV{UBSAN_OPTIONS} = 'print_stacktrace=1:halt_on_error=1';
+    my $log = ($ENV{TMPDIR} || '/tmp') . '/simhash-asan';
+    $PRELOAD = "env LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0:log_path=$log "
+             . 'UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 '
+        if -e $asan;
 }
+
+sub nginx_cmd { return "$PRELOAD$NGINX" }
+
 our $FIXTURES = abs_path(dirname(__FILE__) . '/../fixtures/site');
 
 my @live;   # objects whose nginx must be stopped at exit
@@ -251,7 +256,7 @@ sub write_config {
 sub nginx_t {
     my ($self) = @_;
     $self->write_config;
-    my $out = `$NGINX -t -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
+    my $out = `${\ nginx_cmd()} -t -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
     return ($? >> 8, $out);
 }
 
@@ -293,7 +298,7 @@ sub start {
     my ($self) = @_;
     $self->write_config;
     unlink "$self->{prefix}/logs/nginx.pid";
-    my $out = `$NGINX -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
+    my $out = `${\ nginx_cmd()} -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
     if ($? != 0) {
         croak "nginx failed to start: $out\n" . $self->error_log;
     }
