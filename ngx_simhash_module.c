@@ -191,6 +191,8 @@ typedef struct {
     ngx_http_complex_value_t    *key;
     ngx_uint_t                   probes;
     ngx_uint_t                   recall;    /* in 1/10000 */
+    sh_volatility_t             *volatility;    /* NULL: the built-in */
+    ngx_flag_t                   volatility_set;
     ngx_flag_t                   insert;
 
     /* extraction options (sh_options_t), merged, then compiled to cfg */
@@ -347,6 +349,8 @@ static char *ngx_http_simhash_seed(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_probes(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_simhash_volatility(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_simhash_stats(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
@@ -412,6 +416,13 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
     { ngx_string("simhash_probes"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_simhash_probes,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("simhash_volatility"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_volatility,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -2954,6 +2965,7 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->probes = NGX_CONF_UNSET_UINT;
     conf->recall = NGX_CONF_UNSET_UINT;
     conf->insert = NGX_CONF_UNSET;
+    conf->volatility_set = NGX_CONF_UNSET;
     conf->shingle = NGX_CONF_UNSET;
     conf->min_features = NGX_CONF_UNSET;
     conf->max_features = NGX_CONF_UNSET;
@@ -3004,6 +3016,11 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->probes, prev->probes, 0);
     ngx_conf_merge_uint_value(conf->recall, prev->recall, 0);
     ngx_conf_merge_value(conf->insert, prev->insert, 1);
+
+    if (conf->volatility_set == NGX_CONF_UNSET) {
+        conf->volatility_set = prev->volatility_set;
+        conf->volatility = prev->volatility;
+    }
 
     if (conf->key == NULL) {
         conf->key = prev->key;
@@ -3098,6 +3115,8 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->recall) {
         conf->lookup.recall = (float) conf->recall / 10000;
     }
+
+    conf->lookup.vol = conf->volatility;
 
     if (ngx_http_simhash_compile(cf, conf) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -3898,6 +3917,57 @@ ngx_http_simhash_probes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     slcf->probes = (ngx_uint_t) n;
     slcf->recall = 0;
+
+    return NGX_CONF_OK;
+}
+
+
+/* simhash_volatility FILE | off: a table from `simhash calibrate` */
+
+static char *
+ngx_http_simhash_volatility(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    char                 err[512];
+    ngx_str_t           *value;
+    sh_volatility_t     *vol;
+    ngx_pool_cleanup_t  *cln;
+
+    if (slcf->volatility_set != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    slcf->volatility_set = 1;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        slcf->volatility = NULL;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &value[1], 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    vol = sh_volatility_load((char *) value[1].data, err, sizeof(err));
+
+    if (vol == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "cannot use \"%V\" as a volatility table: %s",
+                           &value[1], err);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = (ngx_pool_cleanup_pt) sh_volatility_free;
+    cln->data = vol;
+
+    slcf->volatility = vol;
 
     return NGX_CONF_OK;
 }

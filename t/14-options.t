@@ -25,6 +25,12 @@ system("$ENV{SH_CLI} idf build --list $list -o $p/data/pages.idf "
        . ">/dev/null 2>&1") == 0 or BAIL_OUT("simhash idf build failed");
 chmod 0644, "$p/data/pages.idf";
 
+# a volatility table calibrated by the CLI on the fixture pages
+system("$ENV{SH_CLI} calibrate --list $list -o $p/data/pages.vol "
+       . "--edits 200 --queries 20 >/dev/null 2>&1") == 0
+    or BAIL_OUT("simhash calibrate failed");
+chmod 0644, "$p/data/pages.vol";
+
 my $seed = 'a-secret-of-thirty-two-characters';
 
 # [ location, directives, CLI options, page ]
@@ -64,8 +70,17 @@ for my $c (@cases) {
             . "            proxy_pass http://%%ORIGIN%%/;\n"
             . "        }\n";
 }
+$proxy .= <<"EOF";
+        location /vol/ {
+            simhash vol;
+            simhash_volatility $p/data/pages.vol;
+            proxy_pass http://%%ORIGIN%%/;
+        }
+        location = /stats { simhash_stats; }
+EOF
 $t->set(http => "simhash_zone zone=crawl:1m;\n"
-              . "    simhash_zone zone=seeded:256k;",
+              . "    simhash_zone zone=seeded:256k;\n"
+              . "    simhash_zone zone=vol:256k;",
         proxy => $proxy);
 $t->start;
 
@@ -86,6 +101,16 @@ for my $name (qw(words nostem nostop stopfile ignore wweight sweight seed)) {
     isnt($fp{$name}, $fp{default}, "$name changes the fingerprint");
 }
 is($fp{minfeat}, '-', 'min_features over the page size: skipped');
+
+# a calibrated volatility table orders the probes; lookups still find
+is($t->status_of('/vol/sourdough.html'), 'new', 'volatility table: new');
+my $r = $t->get('/vol/sourdough-reprint.html');
+is($r->{headers}{'x-simhash-status'}, 'duplicate',
+   'volatility table: the reprint found');
+is($r->{headers}{'x-simhash'},
+   $t->get('/default/sourdough-reprint.html')->{headers}{'x-simhash'},
+   'volatility table: the fingerprint does not depend on it');
+cmp_ok($t->stats->{zones}{vol}{lookups}, '==', 2, 'volatility table: lookups');
 
 $t->stop;
 $t->check_log;
