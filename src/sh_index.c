@@ -641,13 +641,17 @@ scan_run(const sh_index_t *ix, uint32_t start, uint64_t lo, uint64_t hi,
      * compares without a branch replace a loop whose every exit is a
      * misprediction.  Empty slots hold UINT64_MAX and never count.
      */
-    if (s + 8 <= n) {
-        unsigned skip = 0, i;
+    {
+        /* Only within start's cache line (slots are 64-byte aligned): the
+         * next line was not prefetched and is usually not needed. */
+        uint32_t line = s & ~7u, skip = 0, i;
 
-        for (i = 0; i < 8; i++) {
-            skip += sl[s + i] < lo;
+        if (line + 8 <= n) {
+            for (i = 0; i < 8; i++) {
+                skip += (line + i >= s) & (sl[line + i] < lo);
+            }
+            s += skip;
         }
-        s += skip;
     }
 
     for (; s < n; s++) {
