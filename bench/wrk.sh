@@ -120,11 +120,6 @@ http {
     scgi_temp_path        $PREFIX/tmp/scgi;
     keepalive_requests    100000;
 
-    upstream origin {
-        server 127.0.0.1:$ORIGIN;
-        keepalive 64;
-    }
-
     simhash_zone zone=bench:64m;
 
     server {
@@ -133,20 +128,18 @@ http {
         open_file_cache max=100;
     }
 
+    # both proxies as nginx does it by default: a new upstream connection
+    # per request (a crawler's proxy talks to many origins)
     server {
         listen 127.0.0.1:$PLAIN;
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
-        location / { proxy_pass http://origin; }
+        location / { proxy_pass http://127.0.0.1:$ORIGIN; }
     }
 
     server {
         listen 127.0.0.1:$SIMHASH;
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
         location / {
             simhash bench;
-            proxy_pass http://origin;
+            proxy_pass http://127.0.0.1:$ORIGIN;
         }
         location = /stats { simhash_stats; }
     }
@@ -183,9 +176,23 @@ end
 EOF
 } > "$PREFIX/urls.lua"
 
+# CPU seconds used so far by the nginx workers (origin and both proxies)
+nginx_cpu() {
+    master=$(cat "$PREFIX/logs/nginx.pid")
+    for p in $(pgrep -P "$master"); do cat "/proc/$p/stat"; done | perl -ne '
+        s/^.*\) //; my @f = split; $t += $f[11] + $f[12];
+        END { printf "%.2f\n", $t / '"$(getconf CLK_TCK)"' }'
+}
+
+# wrk, with its own CPU time and the workers' CPU time appended to its output
 run() {
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2"s --latency -s "$PREFIX/urls.lua" \
-        "http://127.0.0.1:$1/" > "$PREFIX/$3.txt" 2>&1
+    before=$(nginx_cpu)
+    perl -e 'system(@ARGV) == 0 or exit 1; my @t = times;
+             printf "wrk cpu: %.2f\n", $t[2] + $t[3]' \
+        wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2"s --latency \
+            -s "$PREFIX/urls.lua" "http://127.0.0.1:$1/" > "$PREFIX/$3.txt" 2>&1
+    after=$(nginx_cpu)
+    echo "nginx cpu: $(perl -e "print $after - $before")" >> "$PREFIX/$3.txt"
 }
 
 # warm up both (page cache, upstream keepalive, the stemmer's cache)
@@ -214,6 +221,8 @@ sub parse {
     ($r{p50}) = $t =~ /^\s+50%\s+(\S+)/m;
     ($r{p99}) = $t =~ /^\s+99%\s+(\S+)/m;
     ($r{requests}) = $t =~ /(\d+) requests in/;
+    ($r{wrk_cpu}) = $t =~ /^wrk cpu: ([\d.]+)/m;
+    ($r{nginx_cpu}) = $t =~ /^nginx cpu: ([\d.]+)/m;
     ($r{non2xx}) = $t =~ /Non-2xx or 3xx responses:\s+(\d+)/;
     $r{non2xx} //= 0;
     my ($c, $rd, $w, $to) =
@@ -237,6 +246,18 @@ printf "%-22s %10.0f %9s %9s %8d\n", 'proxy + simhash', $s->{rps}, $s->{p50},
        $s->{p99}, $s->{non2xx} + $s->{errors};
 printf "ratio (simhash/plain)  %10.2f   target >= 0.50: %s\n", $ratio,
        $ratio >= 0.5 ? 'met' : 'NOT MET';
+# CPU per request: what the run cost, whatever else the machine was doing
+my ($pc, $sc) = map { 1e6 * ($_->{nginx_cpu} + $_->{wrk_cpu}) / $_->{requests} }
+                ($p, $s);
+printf "cpu per request (nginx workers + wrk): plain %.0f us, simhash %.0f us "
+       . "(nginx alone: %.0f / %.0f us)\n", $pc, $sc,
+       1e6 * $p->{nginx_cpu} / $p->{requests},
+       1e6 * $s->{nginx_cpu} / $s->{requests};
+printf "ratio bound on an idle machine (cpu plain / cpu simhash): %.2f\n",
+       $pc / $sc;
+if (open(my $la, '<', '/proc/loadavg')) {
+    printf "load average at the end: %s", scalar <$la>;
+}
 printf "module: %d responses fingerprinted (%d new, %d duplicate, %d skipped), "
        . "%.1f MB, %.2f probes per lookup, %d entries\n",
        $z->{lookups}, $z->{responses}{new}, $z->{responses}{duplicate},
