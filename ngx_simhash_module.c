@@ -14,11 +14,12 @@
  *      already know we cannot fingerprint (unsupported Content-Encoding,
  *      Content-Length over simhash_max_body) is tagged "skipped" and passes.
  *
- *   2. ngx_http_simhash_body_filter: every buffer is fed to the streaming
- *      extractor (sh_doc_feed, inflating gzip/deflate first) and copied into
- *      our own buffers for sending later (the upstream's buffers are released
- *      at once, as the image filter does).  Over simhash_max_body we give up:
- *      header, held bytes and the rest are sent unmodified ("skipped").
+ *   2. ngx_http_simhash_body_filter: every buffer is copied into our own
+ *      buffers for sending later (the upstream's buffers are released at
+ *      once, as the image filter does), and the copy is fed to the streaming
+ *      extractor (sh_doc_feed, inflating gzip/deflate first) in batches as
+ *      it arrives.  Over simhash_max_body we give up: header, held bytes
+ *      and the rest are sent unmodified ("skipped").
  *
  *   3. At the last buffer, ngx_http_simhash_finish computes the fingerprint,
  *      ngx_http_simhash_decide consults and updates the zone under its

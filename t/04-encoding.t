@@ -150,6 +150,21 @@ SKIP: {
     is($bikefp, $t->cli_fingerprint('bicycle.html'), 'chunked: CLI agrees');
 }
 
+# a page of several extraction batches (64 KB), plain, gzip and chunked
+SKIP: {
+    skip 'SH_CLI not set', 4 unless $ENV{SH_CLI};
+    my ($huge) = $t->random_pages(1, 24000, 31);
+    cmp_ok(length $huge, '>', 150_000, 'a page over 150 KB');
+    $t->write_file('html/huge.html', $huge);
+    my $want = $t->cli_fingerprint('huge.html');
+    is($t->get('/huge.html')->{headers}{'x-simhash'}, $want,
+       'large page: the CLI\'s fingerprint');
+    ($status, $h, $body) = $t->raw_get('/gz/huge.html');
+    is($h->{'x-simhash'}, $want, 'large page, gzip: the same');
+    ($status, $h, $body) = $t->raw_get('/chunked/huge.html');
+    is($h->{'x-simhash'}, $want, 'large page, chunked: the same');
+}
+
 $t->stop;
 $t->check_log;
 done_testing;
