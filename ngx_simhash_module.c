@@ -364,6 +364,7 @@ static char *ngx_http_simhash_volatility(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_simhash_stats(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
+static void ngx_http_simhash_check_dir(ngx_conf_t *cf, ngx_str_t *file);
 
 
 static ngx_conf_num_bounds_t  ngx_http_simhash_shingle_bounds = {
@@ -3550,6 +3551,8 @@ ngx_http_simhash_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 return NGX_CONF_ERROR;
             }
 
+            ngx_http_simhash_check_dir(cf, &zone->file);
+
             continue;
         }
 
@@ -3643,6 +3646,44 @@ ngx_http_simhash_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     *zp = zone;
 
     return NGX_CONF_OK;
+}
+
+
+/* The snapshot's directory should exist: warn now rather than at the save. */
+
+static void
+ngx_http_simhash_check_dir(ngx_conf_t *cf, ngx_str_t *file)
+{
+    u_char           *p, *dir;
+    ngx_file_info_t   fi;
+
+    p = file->data + file->len;
+
+    while (p > file->data && *(p - 1) != '/') {
+        p--;
+    }
+
+    if (p <= file->data + 1) {
+        return;
+    }
+
+    dir = ngx_pnalloc(cf->temp_pool, p - file->data + 1);
+    if (dir == NULL) {
+        return;
+    }
+
+    ngx_cpystrn(dir, file->data, p - file->data + 1);
+
+    if (ngx_file_info(dir, &fi) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, ngx_errno,
+                           "the directory \"%s\" of the snapshot file is "
+                           "not usable: the zone will not be saved", dir);
+
+    } else if (!ngx_is_dir(&fi)) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "\"%s\" is not a directory: the zone will not be "
+                           "saved", dir);
+    }
 }
 
 

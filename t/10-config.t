@@ -105,6 +105,14 @@ for my $c (@cases) {
          "$name: message with file:line ($line)") or diag($out);
 }
 
+# a snapshot in a directory that does not exist: a warning, not an error
+$t->set(http => 'simhash_zone zone=crawl:1m file=/nonexistent/dir/c.snap;',
+        proxy => $loc->(''));
+my ($wrc, $wout) = $t->nginx_t;
+is($wrc, 0, 'snapshot directory missing: nginx -t still passes');
+like($wout, qr{\[warn\] .*the directory "/nonexistent/dir/" of the snapshot file is not usable: the zone will not be saved \(2: No such file or directory\) in \Q$conf\E:\d+}m,
+     'snapshot directory missing: warned with file:line') or diag($wout);
+
 # a correct configuration with every directive passes
 $t->write_file('data/stop.txt', "the\nand\nof\n");
 $t->set(http => 'simhash_zone zone=crawl:1m distance=2 '
