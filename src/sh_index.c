@@ -788,32 +788,45 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
         scan_run(ix, start0, lo0, lo0 | low, &c);
 
         sh_vosh_init(&v, lo_rank, t, c.h, heap, SH_VOSH_HEAP_FOR(k, c.h));
-        while (emitted < k && !c.done) {
-            uint64_t los[PROBE_BATCH];
-            uint32_t starts[PROBE_BATCH];
-            unsigned nb = 0;
-            sh_vosh_node_t node;
 
-            while (nb < PROBE_BATCH && emitted < k
-                   && sh_vosh_next(&v, &node))
-            {
-                uint64_t mask = 0;
+        /*
+         * Software pipeline: the next batch of subsets is generated (and
+         * its slots prefetched) before the current batch is scanned, so
+         * every fetch has a whole batch of VOSH work to hide behind.
+         */
+        {
+            uint64_t los[2][PROBE_BATCH];
+            uint32_t starts[2][PROBE_BATCH];
+            unsigned nb[2] = { 0, 0 }, cur = 0;
 
-                for (i = 0; i < node.size; i++) {
-                    mask |= 1ull << bit_of[node.idx[i]];
+            for (;;) {
+                unsigned nxt = cur ^ 1;
+                sh_vosh_node_t node;
+
+                nb[nxt] = 0;
+                while (nb[nxt] < PROBE_BATCH && emitted < k
+                       && sh_vosh_next(&v, &node))
+                {
+                    uint64_t mask = 0;
+                    unsigned q = nb[nxt]++;
+
+                    for (i = 0; i < node.size; i++) {
+                        mask |= 1ull << bit_of[node.idx[i]];
+                    }
+                    los[nxt][q] = (hash ^ mask) & ~low;
+                    starts[nxt][q] = probe_start(ix, los[nxt][q]);
+                    __builtin_prefetch(ix_slots(ix) + starts[nxt][q]);
+                    emitted++;
                 }
-                los[nb] = (hash ^ mask) & ~low;
-                starts[nb] = probe_start(ix, los[nb]);
-                __builtin_prefetch(ix_slots(ix) + starts[nb]);
-                nb++;
-                emitted++;
-            }
-            if (nb == 0) {
-                break;          /* every subset probed */
-            }
-            for (i = 0; i < nb && !c.done; i++) {
-                scan_run(ix, starts[i], los[i], los[i] | low, &c);
-                probes++;
+                for (i = 0; i < nb[cur] && !c.done; i++) {
+                    scan_run(ix, starts[cur][i], los[cur][i],
+                             los[cur][i] | low, &c);
+                    probes++;
+                }
+                if (c.done || nb[nxt] == 0) {
+                    break;
+                }
+                cur = nxt;
             }
         }
     } else if (ix->entries > 0) {

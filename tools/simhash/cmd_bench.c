@@ -122,7 +122,7 @@ usage(FILE *f)
         "  --learn L        online-learner experiment at n = 2^L\n"
         "  --volatility F   volatility table (default: the built-in one)\n"
         "  --t N            PSM header bits (default: about log2 n)\n"
-        "  --reps N         timed passes over the queries, fastest kept (3)"
+        "  --reps N         timed passes over the queries, fastest kept (5)"
         "\n"
         "  --json           one JSON object per method and n\n"
         "  --dat PREFIX     gnuplot data: PREFIX-qps.dat, "
@@ -1051,7 +1051,7 @@ cmd_bench(int argc, char **argv)
     b.queries = 100000;
     b.edits = 4000;
     b.brute_max = 20;
-    b.reps = 3;
+    b.reps = 5;
     b.m_psm = b.m_bphs[0] = b.m_bphs[1] = b.m_bphs[2] = b.m_brute = 1;
     b.seed = 0x6a09e667f3bcc909ull;
 
