@@ -160,6 +160,9 @@ typedef struct {
     u_char                      *user;
     size_t                       user_len;
     ngx_atomic_uint_t            generation;
+    ngx_uint_t                   docs;
+    ngx_msec_t                   copy_ms;   /* under the lock */
+    ngx_msec_t                   write_ms;
     ngx_int_t                    rc;
     char                         err[512];
 } ngx_http_simhash_save_t;
@@ -324,6 +327,7 @@ static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
+static ngx_msec_t ngx_http_simhash_msec(void);
 static ngx_int_t ngx_http_simhash_init_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
 
@@ -2130,10 +2134,13 @@ ngx_http_simhash_load(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     uint32_t                 ref, len;
     u_char                  *p, *end;
     sh_index_t              *ix;
+    ngx_msec_t               start;
     ngx_file_info_t          fi;
     sh_index_stats_t         st;
     const void              *user;
     ngx_http_simhash_copy_t  cp;
+
+    start = ngx_http_simhash_msec();
 
     if (ngx_file_info(zone->file.data, &fi) == NGX_FILE_ERROR) {
         if (ngx_errno == NGX_ENOENT) {
@@ -2209,8 +2216,9 @@ ngx_http_simhash_load(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     zone->sh->restored = cp.copied;
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                  "simhash zone \"%V\": %ui documents restored from \"%V\"",
-                  &zone->name, cp.copied, &zone->file);
+                  "simhash zone \"%V\": %ui documents restored from \"%V\" "
+                  "in %M ms", &zone->name, cp.copied, &zone->file,
+                  ngx_http_simhash_msec() - start);
 
     ngx_free(cp.keys);
     free(region);
@@ -2225,6 +2233,19 @@ corrupt:
 
     ngx_free(cp.keys);
     free(region);
+}
+
+
+/* A monotonic clock in milliseconds, for the durations in the log. */
+
+static ngx_msec_t
+ngx_http_simhash_msec(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (ngx_msec_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 
@@ -2254,6 +2275,7 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
+    sv->copy_ms = ngx_http_simhash_msec();
     sv->generation = sh->generation;
     sv->region_size = sh->region_size;
     sv->region = ngx_alloc(sh->region_size, log);
@@ -2282,7 +2304,10 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
         p = ngx_cpymem(p, &ref, 4);
         p = ngx_cpymem(p, &len, 4);
         p = ngx_cpymem(p, doc->data, len);
+        sv->docs++;
     }
+
+    sv->copy_ms = ngx_http_simhash_msec() - sv->copy_ms;
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
@@ -2299,6 +2324,8 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
 
     sh_index_t  *ix;
 
+    sv->write_ms = ngx_http_simhash_msec();
+
     ix = sh_index_attach(sv->region, sv->region_size, sv->err,
                          sizeof(sv->err));
 
@@ -2311,6 +2338,7 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
         return;
     }
 
+    sv->write_ms = ngx_http_simhash_msec() - sv->write_ms;
     sv->rc = NGX_OK;
 }
 
@@ -2348,8 +2376,11 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     sh->saved_generation = sv->generation;
     (void) ngx_atomic_fetch_add(&sh->saves, 1);
 
-    ngx_log_error(NGX_LOG_INFO, log, 0, "simhash zone \"%V\" saved to \"%V\"",
-                  &zone->name, &zone->file);
+    ngx_log_error(NGX_LOG_INFO, log, 0,
+                  "simhash zone \"%V\" saved to \"%V\": %ui documents, "
+                  "%M ms copying under the lock, %M ms writing",
+                  &zone->name, &zone->file, sv->docs, sv->copy_ms,
+                  sv->write_ms);
 
     return NGX_OK;
 }
