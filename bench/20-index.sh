@@ -16,6 +16,8 @@ echo "command: $cmd"
 $cmd > "$out/index.json"
 
 echo
+awk -f "$(dirname "$0")/index-table.awk" "$out/index.json"
+echo
 printf '%-16s %6s %12s %8s %10s\n' method n queries/s recall B/entry
 awk -F'\t' '!/^#/ { printf "%-16s   2^%-2s %12s %8s %10s\n", $2, $1, $3, $4, $5 }' \
     "$out/index-qps.dat"
