@@ -54,6 +54,8 @@
 
 #define NGX_HTTP_SIMHASH_HOLD_CHUNK (32 * 1024)
 #define NGX_HTTP_SIMHASH_FEED_BATCH (64 * 1024)
+#define NGX_HTTP_SIMHASH_SAVE_CHUNK 16384   /* refs per hold of the lock */
+#define NGX_HTTP_SIMHASH_KEYS_MAGIC "ngxshk2"   /* + NUL: 8 bytes */
 #define NGX_HTTP_SIMHASH_ZBUF_SIZE  (16 * 1024)
 #define NGX_HTTP_SIMHASH_KEY_MAX    65535
 
@@ -161,7 +163,8 @@ typedef struct {
     size_t                       user_len;
     ngx_atomic_uint_t            generation;
     ngx_uint_t                   docs;
-    ngx_msec_t                   copy_ms;   /* under the lock */
+    ngx_uint_t                   dropped;   /* keys that did not fit */
+    ngx_msec_t                   copy_ms;   /* the longest hold */
     ngx_msec_t                   write_ms;
     ngx_int_t                    rc;
     char                         err[512];
@@ -1991,6 +1994,7 @@ ngx_http_simhash_reset(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 typedef struct {
     ngx_http_simhash_zone_t     *zone;
     ngx_str_t                   *keys;      /* by ref of the source */
+    uint64_t                    *hashes;    /* by ref; NULL: no check */
     uint32_t                     nkeys;
     ngx_uint_t                   copied;
     ngx_uint_t                   missing;
@@ -2005,7 +2009,9 @@ ngx_http_simhash_copy_visit(void *arg, uint32_t ref, uint64_t hash)
     ngx_str_t                  *key;
     ngx_http_simhash_shctx_t   *sh;
 
-    if (ref >= cp->nkeys || cp->keys[ref].len == 0) {
+    if (ref >= cp->nkeys || cp->keys[ref].len == 0
+        || (cp->hashes && cp->hashes[ref] != hash))
+    {
         cp->missing++;
         return 0;
     }
@@ -2079,6 +2085,7 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     osh = ozone->sh;
 
     cp.zone = zone;
+    cp.hashes = NULL;
     cp.nkeys = osh->capacity;
     cp.copied = 0;
     cp.missing = 0;
@@ -2118,11 +2125,14 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
 /*
  * Persistence.  The snapshot file (sh_snapshot.h) holds the index region and,
- * as its user section, the keys: records of
- *     uint32 ref, uint32 length, length bytes of key
+ * as its user section, the keys: the 8 bytes NGX_HTTP_SIMHASH_KEYS_MAGIC,
+ * then records of
+ *     uint32 ref, uint32 length, uint64 fingerprint, length bytes of key
  * in host byte order (the snapshot header refuses a foreign byte order).
  * Loading re-inserts every document, oldest first, into the zone: a snapshot
- * fits a zone of any size (a smaller zone keeps the newest documents).
+ * fits a zone of any size (a smaller zone keeps the newest documents).  A
+ * key whose fingerprint is not the one the index has for its ref is left
+ * out (see ngx_http_simhash_save_copy()).
  */
 
 static void
@@ -2132,6 +2142,7 @@ ngx_http_simhash_load(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     void                    *region;
     size_t                   region_size, user_len;
     uint32_t                 ref, len;
+    uint64_t                 hash;
     u_char                  *p, *end;
     sh_index_t              *ix;
     ngx_msec_t               start;
@@ -2181,22 +2192,32 @@ ngx_http_simhash_load(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     cp.missing = 0;
 
     cp.keys = ngx_calloc(st.capacity * sizeof(ngx_str_t) + 1, log);
-    if (cp.keys == NULL) {
-        free(region);
-        return;
+    cp.hashes = ngx_calloc(st.capacity * sizeof(uint64_t) + 1, log);
+
+    if (cp.keys == NULL || cp.hashes == NULL) {
+        goto failed;
     }
 
     p = (u_char *) user;
     end = p + user_len;
 
+    if (user_len < 8
+        || ngx_memcmp(p, NGX_HTTP_SIMHASH_KEYS_MAGIC, 8) != 0)
+    {
+        goto corrupt;
+    }
+
+    p += 8;
+
     while (p < end) {
-        if ((size_t) (end - p) < 8) {
+        if ((size_t) (end - p) < 16) {
             goto corrupt;
         }
 
         ngx_memcpy(&ref, p, 4);
         ngx_memcpy(&len, p + 4, 4);
-        p += 8;
+        ngx_memcpy(&hash, p + 8, 8);
+        p += 16;
 
         if (len == 0 || len > NGX_HTTP_SIMHASH_KEY_MAX
             || (size_t) (end - p) < len || ref >= st.capacity)
@@ -2206,6 +2227,7 @@ ngx_http_simhash_load(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
         cp.keys[ref].data = p;
         cp.keys[ref].len = len;
+        cp.hashes[ref] = hash;
         p += len;
     }
 
@@ -2220,9 +2242,7 @@ ngx_http_simhash_load(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
                   "in %M ms", &zone->name, cp.copied, &zone->file,
                   ngx_http_simhash_msec() - start);
 
-    ngx_free(cp.keys);
-    free(region);
-    return;
+    goto failed;
 
 corrupt:
 
@@ -2231,7 +2251,16 @@ corrupt:
                   "malformed key records; starting empty",
                   &zone->name, &zone->file);
 
-    ngx_free(cp.keys);
+failed:
+
+    if (cp.keys) {
+        ngx_free(cp.keys);
+    }
+
+    if (cp.hashes) {
+        ngx_free(cp.hashes);
+    }
+
     free(region);
 }
 
@@ -2264,8 +2293,11 @@ ngx_http_simhash_msec(void)
 static ngx_int_t
 ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 {
-    u_char                    *p;
-    uint32_t                   ref, len;
+    u_char                    *p, *last;
+    size_t                     size;
+    uint32_t                   ref, end, len;
+    uint64_t                   hash;
+    ngx_msec_t                 t;
     ngx_http_simhash_doc_t    *doc;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
@@ -2273,43 +2305,82 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     zone = sv->zone;
     sh = zone->sh;
 
-    ngx_shmtx_lock(&zone->shpool->mutex);
+    /* the keys may grow while we copy: room for 1/8 more, the rest waits */
 
-    sv->copy_ms = ngx_http_simhash_msec();
-    sv->generation = sh->generation;
+    size = 8 + sh->key_bytes + sh->key_bytes / 8
+           + 16 * (size_t) sh->capacity;
+
     sv->region_size = sh->region_size;
     sv->region = ngx_alloc(sh->region_size, log);
-    sv->user = ngx_alloc(sh->key_bytes + 8 * (size_t) sh->capacity + 1, log);
+    sv->user = ngx_alloc(size, log);
 
     if (sv->region == NULL || sv->user == NULL) {
-        ngx_shmtx_unlock(&zone->shpool->mutex);
         ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
                     sizeof(sv->err));
         sv->rc = NGX_ERROR;
         return NGX_ERROR;
     }
 
+    /* fault the pages in now, not while holding the lock */
+
+    ngx_memzero(sv->region, sh->region_size);
+    ngx_memzero(sv->user, size);
+
+    /* the index: one memcpy under the lock */
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    t = ngx_http_simhash_msec();
+    sv->generation = sh->generation;
     ngx_memcpy(sv->region, sh->index, sh->region_size);
-
-    p = sv->user;
-
-    for (ref = 0; ref < sh->capacity; ref++) {
-        doc = sh->docs[ref];
-
-        if (doc == NULL) {
-            continue;
-        }
-
-        len = doc->len;
-        p = ngx_cpymem(p, &ref, 4);
-        p = ngx_cpymem(p, &len, 4);
-        p = ngx_cpymem(p, doc->data, len);
-        sv->docs++;
-    }
-
-    sv->copy_ms = ngx_http_simhash_msec() - sv->copy_ms;
+    sv->copy_ms = ngx_http_simhash_msec() - t;
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    /*
+     * The keys, NGX_HTTP_SIMHASH_SAVE_CHUNK refs per hold of the lock, each
+     * with the fingerprint its document has now.  Documents may change
+     * between the holds: the load takes a key only when its fingerprint is
+     * the one the copied index has for that ref, so a key never lands on
+     * another document (a document changed meanwhile is left out).
+     */
+
+    p = ngx_cpymem(sv->user, NGX_HTTP_SIMHASH_KEYS_MAGIC, 8);
+    last = sv->user + size;
+
+    for (ref = 0; ref < sh->capacity; ref = end) {
+        end = ngx_min(ref + NGX_HTTP_SIMHASH_SAVE_CHUNK, sh->capacity);
+
+        ngx_shmtx_lock(&zone->shpool->mutex);
+
+        t = ngx_http_simhash_msec();
+
+        for ( /* void */ ; ref < end; ref++) {
+            doc = sh->docs[ref];
+
+            if (doc == NULL || sh_index_get(sh->index, ref, &hash) != 0) {
+                continue;
+            }
+
+            if ((size_t) (last - p) < 16 + (size_t) doc->len) {
+                sv->dropped++;
+                continue;
+            }
+
+            len = doc->len;
+            p = ngx_cpymem(p, &ref, 4);
+            p = ngx_cpymem(p, &len, 4);
+            p = ngx_cpymem(p, &hash, 8);
+            p = ngx_cpymem(p, doc->data, len);
+            sv->docs++;
+        }
+
+        t = ngx_http_simhash_msec() - t;
+
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+
+        sv->copy_ms = ngx_max(sv->copy_ms, t);
+    }
 
     sv->user_len = p - sv->user;
 
@@ -2378,7 +2449,7 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 
     ngx_log_error(NGX_LOG_INFO, log, 0,
                   "simhash zone \"%V\" saved to \"%V\": %ui documents, "
-                  "%M ms copying under the lock, %M ms writing",
+                  "the lock held %M ms at most, %M ms writing",
                   &zone->name, &zone->file, sv->docs, sv->copy_ms,
                   sv->write_ms);
 
