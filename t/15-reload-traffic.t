@@ -1,0 +1,81 @@
+#!/usr/bin/perl
+# Reloads while requests are in flight (same size, then a resized zone, then
+# back): every response is whole and tagged, the index survives, no alert.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use HTTP::Tiny;
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(sleep time);
+use SimhashTest;
+
+my $proxy = <<'EOF';
+        simhash crawl;
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /stats { simhash_stats; }
+EOF
+my $zone = 'simhash_zone zone=crawl:1m file=%%PREFIX%%/data/c.snap save=1s;';
+my $t = SimhashTest->new(workers => 2, http => $zone, proxy => $proxy);
+
+my @pages = $t->random_pages(20, 300, 77);
+$t->write_file("html/gen/$_.html", $pages[$_ - 1]) for 1 .. 20;
+$t->start;
+is($t->status_of("/gen/$_.html"), 'new', "page $_ new") for 1 .. 3;
+
+# three clients fetch copies of the pages until told to stop
+my $out = $t->prefix . '/tmp/traffic';
+mkdir $out;
+my @kids;
+for my $c (1 .. 3) {
+    my $pid = fork // die;
+    if ($pid == 0) {
+        my $ua = HTTP::Tiny->new(timeout => 20);
+        open(my $fh, '>', "$out/$c") or die;
+        my $n = 0;
+        until (-e "$out/stop") {
+            my $i = 1 + $n++ % 20;
+            my $r = $ua->get($t->url("/gen/$i.html?c=$c&n=$n"));
+            my $ok = $r->{status} == 200
+                     && $r->{content} eq $pages[$i - 1]
+                     && ($r->{headers}{'x-simhash-status'} // '')
+                        =~ /^(new|duplicate)$/;
+            print $fh $ok ? "ok\n" : "bad $r->{status} "
+                  . ($r->{headers}{'x-simhash-status'} // '-') . "\n";
+        }
+        close $fh;
+        POSIX::_exit(0);
+    }
+    push @kids, $pid;
+}
+
+sleep 0.5;
+$t->reload;
+sleep 0.5;
+$t->set(http => $zone =~ s/crawl:1m/crawl:2m/r)->reload;
+sleep 0.5;
+$t->set(http => $zone)->reload;
+sleep 0.5;
+open(my $stop, '>', "$out/stop") or die;
+close $stop;
+waitpid($_, 0) for @kids;
+
+my ($ok, @bad) = (0);
+for my $c (1 .. 3) {
+    open(my $fh, '<', "$out/$c") or die;
+    while (<$fh>) { /^ok/ ? $ok++ : push @bad, $_ }
+}
+cmp_ok($ok, '>', 100, "$ok responses during the reloads");
+is(scalar @bad, 0, 'every one whole and tagged') or diag(@bad[0 .. 4]);
+
+# the first pages are still known after three reloads (one resize each way)
+is($t->status_of('/gen/1.html'), 'unchanged', 'the index survived');
+is($t->stats->{zones}{crawl}{size}, 1024 * 1024, 'back to 1m');
+my @taken = $t->error_log =~ /resized: \d+ documents taken over/g;
+is(scalar @taken, 2, 'two resizes, documents taken over each time');
+
+$t->stop;
+$t->check_log;
+done_testing;
