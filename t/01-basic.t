@@ -10,7 +10,9 @@ use Test::More;
 use SimhashTest;
 
 my $t = SimhashTest->new(
-    http  => 'simhash_zone zone=crawl:1m;',
+    # distance 4: a margin over the fixture's near-duplicate (2 bits with
+    # today's extraction defaults), which the tests compute with the CLI
+    http  => 'simhash_zone zone=crawl:1m distance=4;',
     proxy => <<'EOF',
         simhash crawl;
         simhash_probes 4096;
@@ -77,7 +79,7 @@ SKIP: {
     skip 'SH_CLI not set', 4 unless $cli;
     my $d = SimhashTest::distance($t->cli_fingerprint('sourdough.html'),
                                   $t->cli_fingerprint('sourdough-reprint.html'));
-    ok($d > 0 && $d <= 3, "fixture: the reprint is at distance $d (1..3)");
+    ok($d > 0 && $d <= 4, "fixture: the reprint is at distance $d (1..4)");
 
     $r = $t->get('/sourdough-reprint.html');
     is($r->{headers}{'x-simhash-status'}, 'duplicate', 'reprint: duplicate');
