@@ -32,7 +32,10 @@ my @kids;
 for my $c (1 .. 3) {
     my $pid = fork // die;
     if ($pid == 0) {
-        my $ua = HTTP::Tiny->new(timeout => 20);
+        # a connection per request: an idle keep-alive connection to an old
+        # worker may be reset by its graceful shutdown just as the client
+        # reuses it (nginx's behaviour, which clients meet with a retry)
+        my $ua = HTTP::Tiny->new(timeout => 20, keep_alive => 0);
         open(my $fh, '>', "$out/$c") or die;
         my $n = 0;
         until (-e "$out/stop") {
@@ -42,8 +45,9 @@ for my $c (1 .. 3) {
                      && $r->{content} eq $pages[$i - 1]
                      && ($r->{headers}{'x-simhash-status'} // '')
                         =~ /^(new|duplicate)$/;
-            print $fh $ok ? "ok\n" : "bad $r->{status} "
-                  . ($r->{headers}{'x-simhash-status'} // '-') . "\n";
+            my $why = $r->{status} == 599 ? $r->{content} =~ s/\s+/ /gr
+                      : $r->{headers}{'x-simhash-status'} // '-';
+            print $fh $ok ? "ok\n" : "bad $r->{status} $why\n";
         }
         close $fh;
         POSIX::_exit(0);
