@@ -5,10 +5,12 @@
 # Columns of the data file: h, P(0.9), R(0.9), P(0.8), R(0.8), pairs, E[J].
 if (!exists("datafile")) datafile = 'docs/quality-h.dat'
 if (!exists("outfile")) outfile = 'docs/quality-h.png'
+if (!exists("label")) label = ''
 
 set terminal pngcairo size 800,500 noenhanced font ",11"
 set output outfile
-set title "simhash: precision and recall vs Hamming distance h"
+set title sprintf("simhash, configuration %s: precision and recall vs h", \
+                 label)
 set xlabel "Hamming distance h (a pair matches when H <= h)"
 set ylabel "precision / recall"
 set xrange [0:8]
