@@ -3381,12 +3381,16 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
     }
 
     if (conf->stopwords.data) {
+        opts.stopwords_off = 0;
+
         if (conf->stopwords.len == 3
             && ngx_strcmp(conf->stopwords.data, "off") == 0)
         {
             opts.stopwords_off = 1;
 
-        } else {
+        } else if (conf->stopwords.len != 7
+                   || ngx_strcmp(conf->stopwords.data, "english") != 0)
+        {
             opts.stopwords_file = (char *) conf->stopwords.data;
         }
     }
@@ -3975,7 +3979,7 @@ ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* simhash_stopwords FILE | off, simhash_idf FILE: readable now */
+/* simhash_stopwords FILE | english | off, simhash_idf FILE: readable now */
 
 static char *
 ngx_http_simhash_file_opt(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -3992,7 +3996,8 @@ ngx_http_simhash_file_opt(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     if (cmd->offset == offsetof(ngx_http_simhash_loc_conf_t, stopwords)
-        && ngx_strcmp(value[1].data, "off") == 0)
+        && (ngx_strcmp(value[1].data, "off") == 0
+            || ngx_strcmp(value[1].data, "english") == 0))
     {
         *field = value[1];
         ngx_http_simhash_where(cf,

@@ -30,6 +30,7 @@ sh_options_init(sh_options_t *o)
     memset(o, 0, sizeof(*o));
     o->shingle = SH_DEFAULT_SHINGLE;
     o->stem = SH_DEFAULT_STEM;
+    o->stopwords_off = SH_DEFAULT_STOPWORDS_OFF;
     o->min_features = SH_DEFAULT_MIN_FEATURES;
     o->max_features = SH_DEFAULT_MAX_FEATURES;
     o->weight[SH_FEAT_WORD] = SH_DEFAULT_WEIGHT_WORD;

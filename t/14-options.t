@@ -40,12 +40,12 @@ my @cases = (
     [ 'shingle5',  'simhash_shingle 5;', '--shingle 5', 'sourdough.html' ],
     [ 'nostem',    'simhash_stem off;', '--stem none', 'sourdough.html' ],
     [ 'french',    'simhash_stem french;', '--stem french', 'cafe-utf8.html' ],
-    [ 'nostop',    'simhash_stopwords off;', '--stopwords none',
+    [ 'english',   'simhash_stopwords english;', '--stopwords english',
       'sourdough.html' ],
     [ 'stopfile',  "simhash_stopwords $p/data/stop.txt;",
       "--stopwords $p/data/stop.txt", 'sourdough.html' ],
-    [ 'ignore',    'simhash_ignore "(?i)margit olsen"; simhash_ignore "\d+";',
-      "--ignore '(?i)margit olsen' --ignore '\\d+'", 'sourdough.html' ],
+    [ 'ignore',    'simhash_ignore "(?i)margit olsen"; simhash_ignore "\\b[a-f]\\w*";',
+      "--ignore '(?i)margit olsen' --ignore '\\b[a-f]\\w*'", 'sourdough.html' ],
     [ 'idf',       "simhash_idf $p/data/pages.idf;", "--idf $p/data/pages.idf",
       'bicycle.html' ],
     [ 'wweight',   'simhash_word_weight 2.5;', '--word-weight 2.5',
@@ -97,7 +97,7 @@ for my $c (@cases) {
 }
 
 # and the options do change something
-for my $name (qw(words nostem nostop stopfile ignore wweight sweight seed)) {
+for my $name (qw(words nostem english stopfile ignore wweight sweight seed)) {
     isnt($fp{$name}, $fp{default}, "$name changes the fingerprint");
 }
 is($fp{minfeat}, '-', 'min_features over the page size: skipped');

@@ -85,7 +85,8 @@ cli_extract_usage(FILE *f)
 "  --shingle N          words per shingle feature, 1 = words only "
 "(default %u)\n"
 "  --stem LANG|none     Snowball stemmer language (default %s)\n"
-"  --stopwords FILE|none  stop-word list, one per line (default: English)\n"
+"  --stopwords FILE|english|none  drop stop words: from FILE (one per line)\n"
+"                       or the built-in English list (default: none)\n"
 "  --ignore REGEX       PCRE2 pattern removed from each text block before\n"
 "                       tokenising (repeatable, up to %d)\n"
 "  --min-features N     fewer distinct features: too short (default %u)\n"
@@ -130,9 +131,11 @@ cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i)
         }
     } else if (strcmp(a, "--stopwords") == 0) {
         TAKES_VALUE();
+        x->opts.stopwords_off = 0;
+        x->opts.stopwords_file = NULL;
         if (strcmp(v, "none") == 0 || strcmp(v, "off") == 0) {
             x->opts.stopwords_off = 1;
-        } else {
+        } else if (strcmp(v, "english") != 0) {
             x->opts.stopwords_file = v;
         }
     } else if (strcmp(a, "--ignore") == 0) {
