@@ -28,7 +28,6 @@ struct sh_features_s {
     int       failed;
 
     unsigned  w;
-    unsigned  pos;
     uint64_t  seen;
     uint64_t  window[SH_SHINGLE_MAX];
 };
@@ -82,7 +81,6 @@ sh_features_reset(sh_features_t *f)
     f->count = 0;
     f->truncated = 0;
     f->failed = 0;
-    f->pos = 0;
     f->seen = 0;
 }
 
@@ -163,16 +161,19 @@ void
 sh_features_term(sh_features_t *f, uint64_t term)
 {
     uint64_t h;
-    unsigned i;
+    unsigned i, w = f->w;
 
     add(f, term, SH_FEAT_WORD);
-    if (f->w < 2) {
+    if (w < 2) {
         return;
     }
 
-    f->window[f->pos] = term;
-    f->pos = (f->pos + 1) % f->w;
-    if (++f->seen < f->w) {
+    /* The window, oldest term first: shift it by one (w is at most 8). */
+    for (i = 1; i < w; i++) {
+        f->window[i - 1] = f->window[i];
+    }
+    f->window[w - 1] = term;
+    if (++f->seen < w) {
         return;
     }
     /*
@@ -181,8 +182,8 @@ sh_features_term(sh_features_t *f, uint64_t term)
      * makes a good shingle hash, much cheaper than hashing the bytes again.
      */
     h = SHINGLE_SEED;
-    for (i = 0; i < f->w; i++) {
-        h = (h ^ f->window[(f->pos + i) % f->w]) * 0x9e3779b97f4a7c15ULL;
+    for (i = 0; i < w; i++) {
+        h = (h ^ f->window[i]) * 0x9e3779b97f4a7c15ULL;
         h = (h << 31) | (h >> 33);
     }
     add(f, mix64(h), SH_FEAT_SHINGLE);
