@@ -107,7 +107,7 @@ test_memory_budget(void **state)
     new_index(&f, 1u << 16, 0);
     sh_index_stats(f.ix, &st);
     assert_int_equal(st.capacity, 1u << 16);
-    assert_int_equal(st.t, 16);
+    assert_int_equal(st.t, 15);       /* log2 capacity - 1 */
     /* Fingerprint structure <= 1.25 x 8 bytes per document. */
     assert_true(st.fingerprint_bytes <= (size_t) st.capacity * 10);
     assert_true(st.document_bytes > 0);
@@ -534,7 +534,7 @@ test_learner_counts(void **state)
         seen += c.seen[b];
         flipped += c.flipped[b];
     }
-    assert_int_equal(seen, 100 * (64 - 10));     /* t = 10 for 1024 */
+    assert_int_equal(seen, 100 * (64 - 9));      /* t = 9 for 1024 */
     assert_int_equal(flipped, 200);
     assert_int_equal(c.seen[(unsigned) (0.3f / SH_LEARN_WIDTH)], seen);
     sh_index_learn_reset(f.ix);

@@ -46,11 +46,16 @@
 enum { Q_TWIN = 0, Q_EDIT = 1, Q_FRESH = 1 + IX_EDIT_NTYPES, Q_NKINDS };
 
 
+/*
+ * A query carries its weights inline: the queries are read in order, as a
+ * crawler's pages arrive with weights just computed, so the weights are
+ * not a cache miss that BPHS (which ignores them) would not pay.
+ */
 typedef struct {
     uint64_t     hash;
-    const float *w;
     uint32_t     kind;
     uint32_t     base;          /* the real query it is a copy of */
+    float        w[64];
 } bq_t;
 
 typedef struct {
@@ -355,7 +360,7 @@ build_workload(bench_t *b, sh_config_t *cfg)
         if (tw >= 0) {
             is_query[i] = 1;
             b->rq[b->nrq].hash = b->corp.fp[i].hash;
-            b->rq[b->nrq].w = b->corp.fp[i].w;
+            memcpy(b->rq[b->nrq].w, b->corp.fp[i].w, sizeof(b->rq[0].w));
             b->rq[b->nrq].kind = Q_TWIN;
             b->nrq++;
             ntwin++;
@@ -371,7 +376,7 @@ build_workload(bench_t *b, sh_config_t *cfg)
     }
     for (i = 0; i < b->edit_set.n; i++) {
         b->rq[b->nrq].hash = b->edit_set.fp[i].hash;
-        b->rq[b->nrq].w = b->edit_set.fp[i].w;
+        memcpy(b->rq[b->nrq].w, b->edit_set.fp[i].w, sizeof(b->rq[0].w));
         b->rq[b->nrq].kind = Q_EDIT + (uint32_t) atoi(ix_fpset_path(
                                                       &b->edit_set, i));
         b->nrq++;
@@ -379,7 +384,8 @@ build_workload(bench_t *b, sh_config_t *cfg)
     for (i = 0; i < b->fresh_set.n && nfresh < 2000; i++) {
         if (b->fresh_set.fp[i].status == SH_STATUS_OK) {
             b->rq[b->nrq].hash = b->fresh_set.fp[i].hash;
-            b->rq[b->nrq].w = b->fresh_set.fp[i].w;
+            memcpy(b->rq[b->nrq].w, b->fresh_set.fp[i].w,
+                   sizeof(b->rq[0].w));
             b->rq[b->nrq].kind = Q_FRESH;
             b->nrq++;
             nfresh++;
