@@ -65,8 +65,10 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(LIB)
 	$(CC) $(CFLAGS_ALL) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) \
 	    $(LDLIBS_ALL) -lcmocka
 
-$(EVAL): $(EVAL_SRCS) $(LIB)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(EVAL_SRCS) $(LIB) $(LDLIBS_ALL)
+# The evaluation parses extraction options with the CLI's own parser.
+$(EVAL): $(EVAL_SRCS) tools/simhash/cli.c $(LIB)
+	$(CC) $(CFLAGS_ALL) -Itools/simhash $(LDFLAGS) -o $@ $(EVAL_SRCS) \
+	    tools/simhash/cli.c $(LIB) $(LDLIBS_ALL)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

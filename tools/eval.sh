@@ -24,7 +24,7 @@ BUILD=${1:-build}
 OUT=$BUILD/eval
 CACHE=$OUT/cache
 EVAL=$BUILD/sh-eval
-CHOSEN=${EVAL_CHOSEN:-recommended}
+CHOSEN=${EVAL_CHOSEN:-default}
 THREADS=${EVAL_THREADS:-$(nproc 2>/dev/null || echo 2)}
 SEEDS=${EVAL_SEEDS:-4}
 DOCS=${EVAL_DOCS:-docs}
@@ -98,25 +98,22 @@ if [ -n "${EVAL_CONFIGS:-}" ]; then
 else
     cat >"$OUT/configs.txt" <<EOF
 default:
-recommended: --shingle 3 --word-weight 1.25 --shingle-weight 1 --stopwords none
-w1: --shingle 1 --word-weight 1
-w2: --shingle 2 --word-weight 1 --shingle-weight 1
-w3: --shingle 3 --word-weight 1 --shingle-weight 1
-w4: --shingle 4 --word-weight 1 --shingle-weight 1
-w5: --shingle 5 --word-weight 1 --shingle-weight 1
-w3-shingles-only: --shingle 3 --word-weight 0 --shingle-weight 1
-w3-words-x1.5: --shingle 3 --word-weight 1.5 --shingle-weight 1
-w3-words-x2: --shingle 3 --word-weight 2 --shingle-weight 1
-w3-words-x4: --shingle 3 --word-weight 4 --shingle-weight 1
-w3-nostem: --shingle 3 --word-weight 1 --shingle-weight 1 --stem none
-w2-nostop: --shingle 2 --word-weight 1 --shingle-weight 1 --stopwords none
-w3-nostop: --shingle 3 --word-weight 1 --shingle-weight 1 --stopwords none
-w3-nostop-words-x1.5: --shingle 3 --word-weight 1.5 --shingle-weight 1 --stopwords none
-w3-nostop-words-x2: --shingle 3 --word-weight 2 --shingle-weight 1 --stopwords none
+w1: --shingle 1
+w2: --shingle 2
+w4: --shingle 4
+w5: --shingle 5
+shingles-only: --word-weight 0
+words-x1: --word-weight 1
+words-x1.5: --word-weight 1.5
+words-x2: --word-weight 2
+nostem: --stem none
+english-stop: --stopwords english
+english-stop-words-x1: --stopwords english --word-weight 1
+w2-english-stop: --shingle 2 --stopwords english --word-weight 1
+min-features-16: --min-features 16
 w1-idf: --shingle 1 --word-weight 1 --idf-corpus $IDF
-w3-idf: --shingle 3 --word-weight 1 --shingle-weight 1 --idf-corpus $IDF
-w3-idf-s2: --shingle 3 --word-weight 1 --shingle-weight 2 --idf-corpus $IDF
-w3-nostop-idf-s2: --shingle 3 --word-weight 1 --shingle-weight 2 --stopwords none --idf-corpus $IDF
+idf: --word-weight 1 --idf-corpus $IDF
+idf-s2: --word-weight 1 --shingle-weight 2 --idf-corpus $IDF
 EOF
 fi
 

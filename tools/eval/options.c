@@ -3,20 +3,11 @@
  *
  *     "NAME: --shingle 2 --word-weight 0 ..."
  *
- * The options are those of `simhash fingerprint` (cli_extract_arg in
- * tools/simhash/cli.c), with the same names and values, so that a line of
+ * The options are those of `simhash fingerprint`, parsed by the same code
+ * (cli_extract_arg in tools/simhash/cli.c), so that a line of
  * docs/QUALITY.md can be pasted onto the command line; anything not given
- * keeps the library default (sh_options_init):
- *     --shingle N            words per shingle, 1 = words only
- *     --stem LANG|none       Snowball language
- *     --stopwords FILE|none  stop-word list (none: keep every word)
- *     --idf FILE             IDF table from `simhash idf build`
- *     --word-weight F        constant weight of word features
- *     --shingle-weight F     constant weight of shingle features
- *     --min-features N   --max-features N
- *     --ignore PCRE          (repeatable; no spaces inside)
- *     --seed S               hash key (sh-eval --seeds varies it instead)
- * and one of sh-eval's own:
+ * keeps the library default (sh_options_init).  --ignore patterns cannot
+ * contain spaces here.  One option is sh-eval's own:
  *     --idf-corpus LIST      build the IDF table from the pages in LIST
  *                            with this configuration's options and key
  *
@@ -31,90 +22,19 @@
 
 #include <xxhash.h>
 
+#include "cli.h"
 #include "eval.h"
-
-static unsigned
-parse_uint(const char *key, const char *v, unsigned lo, unsigned hi)
-{
-    char *end;
-    unsigned long n;
-
-    errno = 0;
-    n = strtoul(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
-        ev_die("%s=%s: expected an integer in [%u, %u]", key, v, lo, hi);
-    }
-    return (unsigned) n;
-}
-
-static float
-parse_weight(const char *key, const char *v)
-{
-    char *end;
-    double d;
-
-    errno = 0;
-    d = strtod(v, &end);
-    if (errno != 0 || end == v || *end != '\0' || !(d >= 0.0 && d <= 1e6)) {
-        ev_die("%s=%s: expected a non-negative number", key, v);
-    }
-    return (float) d;
-}
-
-static void
-set_option(ev_config_t *c, const char *key, char *v)
-{
-    sh_options_t *o = &c->opts;
-
-    if (v == NULL) {
-        ev_die("config %s: %s needs a value", c->name, key);
-    }
-    if (strcmp(key, "--shingle") == 0) {
-        o->shingle = parse_uint(key, v, 1, SH_SHINGLE_MAX);
-    } else if (strcmp(key, "--stem") == 0) {
-        if (strcmp(v, "none") == 0 || strcmp(v, "off") == 0) {
-            o->stem = NULL;
-        } else if (!sh_stem_lang_valid(v)) {
-            ev_die("config %s: unknown Snowball language %s", c->name, v);
-        } else {
-            o->stem = v;
-        }
-    } else if (strcmp(key, "--stopwords") == 0) {
-        o->stopwords_off = strcmp(v, "none") == 0 || strcmp(v, "off") == 0;
-        o->stopwords_file = o->stopwords_off ? NULL : v;
-    } else if (strcmp(key, "--idf") == 0) {
-        o->idf_file = strcmp(v, "none") == 0 ? NULL : v;
-    } else if (strcmp(key, "--word-weight") == 0) {
-        o->weight[SH_FEAT_WORD] = parse_weight(key, v);
-    } else if (strcmp(key, "--shingle-weight") == 0) {
-        o->weight[SH_FEAT_SHINGLE] = parse_weight(key, v);
-    } else if (strcmp(key, "--min-features") == 0) {
-        o->min_features = parse_uint(key, v, 0, 1u << 24);
-    } else if (strcmp(key, "--max-features") == 0) {
-        o->max_features = parse_uint(key, v, 1, 1u << 24);
-    } else if (strcmp(key, "--idf-corpus") == 0) {
-        c->idf_corpus = v;
-        o->idf_file = NULL;
-    } else if (strcmp(key, "--seed") == 0) {
-        o->seed = v;
-        o->seed_len = strlen(v);
-    } else if (strcmp(key, "--ignore") == 0) {
-        if (sh_options_add_ignore(o, v) != 0) {
-            ev_die("config %s: too many ignore patterns", c->name);
-        }
-    } else {
-        ev_die("config %s: unknown option '%s'", c->name, key);
-    }
-}
 
 void
 ev_config_parse(ev_config_t *c, const char *text)
 {
     /* The option strings point into `buf`, which lives as long as the
      * configuration does. */
-    char *buf = ev_xstrdup(text);
-    char *colon = strchr(buf, ':');
-    char *tok, *save = NULL;
+    char          *buf = ev_xstrdup(text);
+    char          *colon = strchr(buf, ':');
+    char          *tok, *save = NULL, *argv[128];
+    int            argc = 0, i, r;
+    cli_extract_t  x;
 
     memset(c, 0, sizeof(*c));
     sh_options_init(&c->opts);
@@ -126,11 +46,34 @@ ev_config_parse(ev_config_t *c, const char *text)
     c->name = buf;
     c->spec = ev_xstrdup(colon + 1 + strspn(colon + 1, " \t"));
 
+    /* Split into words, then let the simhash CLI's own parser take the
+     * extraction options: one definition of what each option means. */
     for (tok = strtok_r(colon + 1, " \t", &save); tok != NULL;
          tok = strtok_r(NULL, " \t", &save))
     {
-        set_option(c, tok, strtok_r(NULL, " \t", &save));
+        if (argc == sizeof(argv) / sizeof(argv[0])) {
+            ev_die("config %s: too many words", c->name);
+        }
+        argv[argc++] = tok;
     }
+    cli_extract_init(&x);
+    x.opts = c->opts;
+    for (i = 0; i < argc; i++) {
+        r = cli_extract_arg(&x, argc, argv, &i);
+        if (r < 0) {
+            ev_die("config %s: bad option value", c->name);
+        }
+        if (r > 0) {
+            continue;
+        }
+        if (strcmp(argv[i], "--idf-corpus") == 0 && i + 1 < argc) {
+            c->idf_corpus = argv[++i];
+            x.opts.idf_file = NULL;
+        } else {
+            ev_die("config %s: unknown option '%s'", c->name, argv[i]);
+        }
+    }
+    c->opts = x.opts;
 }
 
 /*
