@@ -256,9 +256,9 @@ cli_free_list(char **paths, size_t n)
     free(paths);
 }
 
-int
-cli_fingerprint_file(sh_config_t *cfg, const char *path,
-                     const char *charset, sh_result_t *res)
+sh_doc_t *
+cli_read_page(sh_config_t *cfg, const char *path, const char *charset,
+              sh_token_fn hook, void *arg, sh_result_t *res)
 {
     static char  buf[65536];
     FILE        *f;
@@ -269,7 +269,7 @@ cli_fingerprint_file(sh_config_t *cfg, const char *path,
     f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL) {
         cli_error("cannot open \"%s\": %s", path, strerror(errno));
-        return -1;
+        return NULL;
     }
     doc = sh_doc_new(cfg, charset);
     if (doc == NULL) {
@@ -277,7 +277,10 @@ cli_fingerprint_file(sh_config_t *cfg, const char *path,
         if (f != stdin) {
             fclose(f);
         }
-        return -1;
+        return NULL;
+    }
+    if (hook != NULL) {
+        sh_doc_set_token_hook(doc, hook, arg);
     }
     while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
         if (sh_doc_feed(doc, buf, n) != 0) {
@@ -292,9 +295,25 @@ cli_fingerprint_file(sh_config_t *cfg, const char *path,
         cli_error("out of memory fingerprinting \"%s\"", path);
         rc = -1;
     }
-    sh_doc_free(doc);
     if (f != stdin) {
         fclose(f);
     }
-    return rc;
+    if (rc != 0) {
+        sh_doc_free(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+int
+cli_fingerprint_file(sh_config_t *cfg, const char *path,
+                     const char *charset, sh_result_t *res)
+{
+    sh_doc_t *doc = cli_read_page(cfg, path, charset, NULL, NULL, res);
+
+    if (doc == NULL) {
+        return -1;
+    }
+    sh_doc_free(doc);
+    return 0;
 }

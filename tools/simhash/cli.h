@@ -51,7 +51,17 @@ int cli_parse_uint(const char *opt, const char *s, unsigned long min,
 int  cli_read_list(const char *path, char ***paths, size_t *n);
 void cli_free_list(char **paths, size_t n);
 
-/* Fingerprint one file, streaming it through the extractor in 64 KB reads. */
+/*
+ * Stream one file ("-" = stdin) through a new document in 64 KB reads and
+ * finish it; `hook` (may be NULL) sees every token.  Returns the finished
+ * document, whose features the caller may read and must free, or NULL after
+ * printing the error.
+ */
+sh_doc_t *cli_read_page(sh_config_t *cfg, const char *path,
+                        const char *charset, sh_token_fn hook, void *arg,
+                        sh_result_t *res);
+
+/* The same, keeping only the result. */
 int cli_fingerprint_file(sh_config_t *cfg, const char *path,
                          const char *charset, sh_result_t *res);
 

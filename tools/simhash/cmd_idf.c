@@ -59,9 +59,8 @@ cmd_idf(int argc, char **argv)
     sh_result_t        res;
     words_t            w = { NULL, 0, 0, 0 };
     const char        *list = NULL, *out = NULL;
-    char             **paths, err[512], buf[65536];
-    size_t             npaths, i, n, used = 0;
-    FILE              *f;
+    char             **paths, err[512];
+    size_t             npaths, i, used = 0;
     int                a, r, rc = 0;
 
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
@@ -117,25 +116,11 @@ cmd_idf(int argc, char **argv)
     }
 
     for (i = 0; rc == 0 && i < npaths; i++) {
-        f = fopen(paths[i], "rb");
-        if (f == NULL) {
-            cli_error("cannot open \"%s\" (skipped)", paths[i]);
-            continue;
-        }
-        doc = sh_doc_new(cfg, x.charset);
+        doc = cli_read_page(cfg, paths[i], x.charset, NULL, NULL, &res);
         if (doc == NULL) {
-            fclose(f);
-            cli_error("out of memory");
-            rc = 1;
-            break;
+            continue;           /* said why; a corpus may have bad pages */
         }
-        while ((n = fread(buf, 1, sizeof(buf), f)) > 0
-               && sh_doc_feed(doc, buf, n) == 0)
-        {
-            /* void */
-        }
-        fclose(f);
-        if (sh_doc_finish(doc, &res) == 0 && res.status == SH_STATUS_OK) {
+        if (res.status == SH_STATUS_OK) {
             w.n = 0;
             sh_doc_foreach_feature(doc, collect, &w);
             if (w.oom || sh_idf_builder_add(b, w.words, w.n) != 0) {

@@ -33,9 +33,6 @@ cmd_text(int argc, char **argv)
     sh_doc_t      *doc;
     sh_result_t    res;
     const char    *file = NULL;
-    FILE          *f;
-    char           buf[65536];
-    size_t         n;
     int            a, r, rc = 0;
 
     cli_extract_init(&x);
@@ -66,33 +63,14 @@ cmd_text(int argc, char **argv)
     if (cfg == NULL) {
         return 2;
     }
-    f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
-    if (f == NULL) {
-        cli_error("cannot open \"%s\"", file);
-        sh_config_free(cfg);
-        return 1;
-    }
-    doc = sh_doc_new(cfg, x.charset);
+    doc = cli_read_page(cfg, file, x.charset, print_token, NULL, &res);
     if (doc == NULL) {
-        cli_error("out of memory");
         rc = 1;
     } else {
-        sh_doc_set_token_hook(doc, print_token, NULL);
-        while ((n = fread(buf, 1, sizeof(buf), f)) > 0 && rc == 0) {
-            rc = sh_doc_feed(doc, buf, n) != 0;
-        }
-        if (rc == 0 && sh_doc_finish(doc, &res) != 0) {
-            rc = 1;
-        }
-        if (rc == 0) {
-            fprintf(stderr, "simhash: %s, charset %s, %u features\n",
-                    sh_status_name(res.status), sh_doc_charset(doc),
-                    res.nfeatures);
-        }
+        fprintf(stderr, "simhash: %s, charset %s, %u features\n",
+                sh_status_name(res.status), sh_doc_charset(doc),
+                res.nfeatures);
         sh_doc_free(doc);
-    }
-    if (f != stdin) {
-        fclose(f);
     }
     sh_config_free(cfg);
     return rc;
