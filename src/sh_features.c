@@ -165,8 +165,11 @@ sh_features_term(sh_features_t *f, uint64_t term)
     uint64_t h;
     unsigned i, w = f->w;
 
-    add(f, term, SH_FEAT_WORD);
+    /* Start fetching the word's slot while the shingle is hashed. */
+    __builtin_prefetch(&f->slot[(term ? term : 1) & f->mask], 1);
+
     if (w < 2) {
+        add(f, term, SH_FEAT_WORD);
         return;
     }
 
@@ -176,6 +179,7 @@ sh_features_term(sh_features_t *f, uint64_t term)
     }
     f->window[w - 1] = term;
     if (++f->seen < w) {
+        add(f, term, SH_FEAT_WORD);
         return;
     }
     /*
@@ -188,7 +192,10 @@ sh_features_term(sh_features_t *f, uint64_t term)
         h = (h ^ f->window[i]) * 0x9e3779b97f4a7c15ULL;
         h = (h << 31) | (h >> 33);
     }
-    add(f, mix64(h), SH_FEAT_SHINGLE);
+    h = mix64(h);
+    __builtin_prefetch(&f->slot[(h ? h : 1) & f->mask], 1);
+    add(f, term, SH_FEAT_WORD);
+    add(f, h, SH_FEAT_SHINGLE);
 }
 
 size_t
