@@ -44,7 +44,7 @@ set grid
 plot for [m in "PSM_F PSM_A BPHS4_F BPHS4_A BPHS10_F BPHS10_A BPHS20_F BPHS20_A"] \
      "$out/qps-".m.".dat" using 1:2 with linespoints title m
 set output "docs/index-recall.png"
-set title "PSM relative recall at a fixed number of probes k (t = log2 n)"
+set title "PSM relative recall at a fixed number of probes k (t = log2 n - 1)"
 set ylabel "relative recall"
 unset logscale y
 set yrange [0.5:1]
