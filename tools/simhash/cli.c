@@ -183,6 +183,20 @@ cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i)
     return 1;
 }
 
+cli_arg_t
+cli_common_arg(cli_extract_t *x, int argc, char **argv, int *i,
+               void (*usage)(FILE *))
+{
+    int r;
+
+    if (cli_is_help(argv[*i])) {
+        usage(stdout);
+        return CLI_ARG_HELP;
+    }
+    r = cli_extract_arg(x, argc, argv, i);
+    return r < 0 ? CLI_ARG_BAD : r > 0 ? CLI_ARG_TAKEN : CLI_ARG_OWN;
+}
+
 sh_config_t *
 cli_extract_config(const cli_extract_t *x)
 {

@@ -35,6 +35,21 @@ typedef struct {
 } cli_extract_t;
 
 void cli_extract_init(cli_extract_t *x);
+
+/*
+ * One step of a subcommand's argument loop, the part every subcommand
+ * shares: --help (usage printed), an extraction option (consumed), a bad
+ * value (error printed), or an argument that is the caller's own.
+ */
+typedef enum {
+    CLI_ARG_OWN = 0,
+    CLI_ARG_TAKEN,
+    CLI_ARG_HELP,
+    CLI_ARG_BAD
+} cli_arg_t;
+
+cli_arg_t cli_common_arg(cli_extract_t *x, int argc, char **argv, int *i,
+                         void (*usage)(FILE *));
 int  cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i);
 void cli_extract_usage(FILE *f);
 /* Compile the options; prints the error and returns NULL on failure. */

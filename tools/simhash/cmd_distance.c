@@ -24,20 +24,19 @@ cmd_distance(int argc, char **argv)
     sh_config_t   *cfg;
     sh_result_t    res[2];
     const char    *file[2];
-    int            nfile = 0, a, r, i, rc = 0;
+    int            nfile = 0, a, i, rc = 0;
 
     cli_extract_init(&x);
     for (a = 1; a < argc; a++) {
-        if (cli_is_help(argv[a])) {
-            usage(stdout);
+        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
+        case CLI_ARG_HELP:
             return 0;
-        }
-        r = cli_extract_arg(&x, argc, argv, &a);
-        if (r < 0) {
+        case CLI_ARG_BAD:
             return 2;
-        }
-        if (r > 0) {
+        case CLI_ARG_TAKEN:
             continue;
+        case CLI_ARG_OWN:
+            break;
         }
         if (argv[a][0] == '-' && argv[a][1] != '\0') {
             cli_error("distance: unknown option %s (see --help)", argv[a]);

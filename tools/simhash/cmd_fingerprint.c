@@ -36,20 +36,19 @@ cmd_fingerprint(int argc, char **argv)
     const char    *list = NULL;
     char         **paths = NULL;
     size_t         npaths = 0, i;
-    int            weights = 0, rc = 0, r, j, a;
+    int            weights = 0, rc = 0, j, a;
 
     cli_extract_init(&x);
     for (a = 1; a < argc; a++) {
-        if (cli_is_help(argv[a])) {
-            usage(stdout);
+        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
+        case CLI_ARG_HELP:
             return 0;
-        }
-        r = cli_extract_arg(&x, argc, argv, &a);
-        if (r < 0) {
+        case CLI_ARG_BAD:
             return 2;
-        }
-        if (r > 0) {
+        case CLI_ARG_TAKEN:
             continue;
+        case CLI_ARG_OWN:
+            break;
         }
         if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
             list = argv[++a];

@@ -61,7 +61,7 @@ cmd_idf(int argc, char **argv)
     const char        *list = NULL, *out = NULL;
     char             **paths, err[512];
     size_t             npaths, i, used = 0;
-    int                a, r, rc = 0;
+    int                a, rc = 0;
 
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         if (argc >= 2 && cli_is_help(argv[1])) {
@@ -73,16 +73,15 @@ cmd_idf(int argc, char **argv)
     }
     cli_extract_init(&x);
     for (a = 2; a < argc; a++) {
-        if (cli_is_help(argv[a])) {
-            usage(stdout);
+        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
+        case CLI_ARG_HELP:
             return 0;
-        }
-        r = cli_extract_arg(&x, argc, argv, &a);
-        if (r < 0) {
+        case CLI_ARG_BAD:
             return 2;
-        }
-        if (r > 0) {
+        case CLI_ARG_TAKEN:
             continue;
+        case CLI_ARG_OWN:
+            break;
         }
         if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
             list = argv[++a];

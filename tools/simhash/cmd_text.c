@@ -33,20 +33,19 @@ cmd_text(int argc, char **argv)
     sh_doc_t      *doc;
     sh_result_t    res;
     const char    *file = NULL;
-    int            a, r, rc = 0;
+    int            a, rc = 0;
 
     cli_extract_init(&x);
     for (a = 1; a < argc; a++) {
-        if (cli_is_help(argv[a])) {
-            usage(stdout);
+        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
+        case CLI_ARG_HELP:
             return 0;
-        }
-        r = cli_extract_arg(&x, argc, argv, &a);
-        if (r < 0) {
+        case CLI_ARG_BAD:
             return 2;
-        }
-        if (r > 0) {
+        case CLI_ARG_TAKEN:
             continue;
+        case CLI_ARG_OWN:
+            break;
         }
         if ((argv[a][0] == '-' && argv[a][1] != '\0') || file != NULL) {
             cli_error("text: takes options and one file (see --help)");
