@@ -21,6 +21,7 @@
 #include "sh_idf.h"
 #include "sh_simhash.h"
 #include "sh_stopwords.h"
+#include "sh_text.h"
 
 #define DIGEST_SEED     0x6469676573743031ULL   /* "digest01" */
 
@@ -60,6 +61,8 @@ sh_stem_lang_valid(const char *lang)
     return 0;
 }
 
+/* Every table the library builds at run time, built before any thread or
+ * worker process exists. */
 void
 sh_library_init(void)
 {
@@ -67,6 +70,8 @@ sh_library_init(void)
 
     xmlInitParser();
     sh_acc_init(&acc);          /* builds the sign table once */
+    sh_text_init();
+    sh_features_init();
 }
 
 /* Keep a private copy of an option string. */

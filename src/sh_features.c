@@ -232,8 +232,8 @@ typedef struct {
 
 static uint64_t spread[256];
 
-static void
-spread_init(void)
+void
+sh_features_init(void)
 {
     int b, k;
 
@@ -296,7 +296,7 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
     bitcount_t    once[SH_FEAT_NTYPES];
 
     if (spread[1] == 0) {
-        spread_init();
+        sh_features_init();     /* sh_library_init was not called */
     }
     /*
      * Most features occur once, and without IDF all of a type's

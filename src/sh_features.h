@@ -25,6 +25,9 @@
 
 typedef struct sh_features_s sh_features_t;
 
+/* Build the weighing tables; sh_library_init calls it once. */
+void sh_features_init(void);
+
 sh_features_t *sh_features_new(unsigned shingle, unsigned max_features);
 void sh_features_free(sh_features_t *f);
 

@@ -50,8 +50,8 @@ struct sh_text_s {
 /* ASCII: 0 = separator, else the lower-case byte. */
 static unsigned char ascii_word[128];
 
-static void
-ascii_init(void)
+void
+sh_text_init(void)
 {
     int c;
 
@@ -532,7 +532,7 @@ sh_text_new(sh_config_t *cfg, sh_term_fn fn, void *arg)
         return NULL;
     }
     if (ascii_word['a'] == 0) {
-        ascii_init();
+        sh_text_init();     /* sh_library_init was not called */
     }
     t->cfg = cfg;
     t->fn = fn;

@@ -38,6 +38,9 @@ typedef struct sh_config_s sh_config_t;
 typedef void (*sh_term_fn)(void *arg, uint64_t term);
 typedef void (*sh_raw_token_fn)(void *arg, const char *tok, size_t len);
 
+/* Build the tokeniser's tables; sh_library_init calls it once. */
+void sh_text_init(void);
+
 /* Per-document state (buffers); the shared parts live in the config. */
 sh_text_t *sh_text_new(sh_config_t *cfg, sh_term_fn fn, void *arg);
 void sh_text_set_token_hook(sh_text_t *t, sh_raw_token_fn fn, void *arg);
