@@ -224,13 +224,15 @@ cmd_calibrate(int argc, char **argv)
     ix_fpset_init(&es);
     memset(&br, 0, sizeof(br));
     for (a = 1; a < argc; a++) {
-        int r = cli_extract_arg(&x, argc, argv, &a);
-
-        if (r < 0) {
+        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
+        case CLI_ARG_HELP:
+            return 0;
+        case CLI_ARG_BAD:
             return 2;
-        }
-        if (r > 0) {
+        case CLI_ARG_TAKEN:
             continue;
+        case CLI_ARG_OWN:
+            break;
         }
         if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
             list = argv[++a];
@@ -258,9 +260,6 @@ cmd_calibrate(int argc, char **argv)
                                &nqueries)) {
                 return 2;
             }
-        } else if (cli_is_help(argv[a])) {
-            usage(stdout);
-            return 0;
         } else {
             cli_error("calibrate: unknown option '%s'", argv[a]);
             return 2;

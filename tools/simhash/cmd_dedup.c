@@ -301,13 +301,15 @@ cmd_dedup(int argc, char **argv)
     ix_fpset_init(&fs);
     memset(&b, 0, sizeof(b));
     for (a = 1; a < argc; a++) {
-        int r = cli_extract_arg(&x, argc, argv, &a);
-
-        if (r < 0) {
+        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
+        case CLI_ARG_HELP:
+            return 0;
+        case CLI_ARG_BAD:
             return 2;
-        }
-        if (r > 0) {
+        case CLI_ARG_TAKEN:
             continue;
+        case CLI_ARG_OWN:
+            break;
         }
         if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
             list = argv[++a];
@@ -353,9 +355,6 @@ cmd_dedup(int argc, char **argv)
             clusters = 1;
         } else if (strcmp(argv[a], "--quiet") == 0) {
             quiet = 1;
-        } else if (cli_is_help(argv[a])) {
-            usage(stdout);
-            return 0;
         } else {
             cli_error("dedup: unknown option '%s'", argv[a]);
             return 2;

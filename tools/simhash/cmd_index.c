@@ -103,13 +103,15 @@ index_build(int argc, char **argv)
     cli_extract_init(&x);
     ix_fpset_init(&fs);
     for (a = 1; a < argc; a++) {
-        int r = cli_extract_arg(&x, argc, argv, &a);
-
-        if (r < 0) {
+        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
+        case CLI_ARG_HELP:
+            return 0;
+        case CLI_ARG_BAD:
             return 2;
-        }
-        if (r > 0) {
+        case CLI_ARG_TAKEN:
             continue;
+        case CLI_ARG_OWN:
+            break;
         }
         if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
             list = argv[++a];
@@ -124,9 +126,6 @@ index_build(int argc, char **argv)
             if (cli_parse_uint("--t", argv[++a], 1, 40, &t) != 0) {
                 return 2;
             }
-        } else if (cli_is_help(argv[a])) {
-            usage(stdout);
-            return 0;
         } else {
             cli_error("index build: unknown option '%s'", argv[a]);
             return 2;
