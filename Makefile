@@ -4,7 +4,8 @@
 #   make test    install what is missing, build, run every test
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
-# eval, bench, clean.  SANITIZE=1 builds everything with ASan+UBSan.
+# eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, clean.
+# SANITIZE=1 builds everything with ASan+UBSan.
 
 BUILD    ?= build
 CC       ?= cc
@@ -39,7 +40,10 @@ BENCH_SRCS:= $(wildcard bench/*.c)
 BENCH_BINS:= $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 
-.PHONY: all deps lib cli module unit itest test check run eval bench clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps lib cli module unit itest test check run eval bench fuzz \
+        stress deb clean
 
 all: lib cli module
 
@@ -106,6 +110,22 @@ bench: deps
 	@tools/deps.sh eval
 	@$(MAKE) --no-print-directory all $(BENCH_BINS)
 	@bench/run.sh $(BUILD)
+
+# libFuzzer targets, built by clang with ASan+UBSan in $(BUILD)/fuzz.
+fuzz: deps
+	@tools/deps.sh fuzz
+	@tools/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+
+# Load and faults through a real nginx with 4 workers.
+stress: deps
+	@tools/deps.sh stress
+	@$(MAKE) --no-print-directory all
+	@tools/stress.sh $(BUILD)
+
+# The Debian package libnginx-mod-http-simhash (module + tool + man pages).
+deb: deps
+	@tools/deps.sh deb
+	@tools/deb.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

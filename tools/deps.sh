@@ -2,18 +2,27 @@
 # Install the Debian packages a make target needs, only those missing.
 #   tools/deps.sh            build and test dependencies
 #   tools/deps.sh eval       plus the HTML corpora used by `make eval`/`make bench`
+#   tools/deps.sh fuzz       plus clang and libFuzzer (`make fuzz`)
+#   tools/deps.sh stress     plus wrk (`make stress`)
+#   tools/deps.sh deb        plus the Debian packaging tools (`make deb`)
 # One list, one place: the README points here.
 set -eu
 
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev"
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk"
+FUZZ_PKGS="clang libclang-rt-14-dev"
+STRESS_PKGS="wrk valgrind"
+DEB_PKGS="debhelper dpkg-dev fakeroot"
 
 want="$BUILD_PKGS"
 case "${1:-}" in
     eval) want="$BUILD_PKGS $EVAL_PKGS" ;;
+    fuzz) want="$BUILD_PKGS $FUZZ_PKGS" ;;
+    stress) want="$BUILD_PKGS $STRESS_PKGS" ;;
+    deb) want="$BUILD_PKGS $DEB_PKGS" ;;
     "") ;;
-    *) echo "usage: $0 [eval]" >&2; exit 2 ;;
+    *) echo "usage: $0 [eval|fuzz|stress|deb]" >&2; exit 2 ;;
 esac
 
 missing=""
