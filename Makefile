@@ -5,13 +5,20 @@
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
 # eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, clean.
-# SANITIZE=1 builds everything with ASan+UBSan.
+# SANITIZE=1 builds everything with ASan+UBSan; VALGRIND=1 runs each nginx
+# of the integration tests as one process under valgrind.
 
-BUILD    ?= build
 CC       ?= cc
 PKGS     := libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib
 OPT      ?= -O2
 SANITIZE ?= 0
+VALGRIND ?= 0
+# Sanitized objects live apart: make does not track compiler flags.
+ifeq ($(SANITIZE),1)
+BUILD    ?= build-asan
+else
+BUILD    ?= build
+endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -90,7 +97,7 @@ unit: $(UNIT_BINS)
 
 itest: $(MODULE) $(CLI)
 	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
-	    SANITIZE=$(SANITIZE) prove -r t/
+	    SANITIZE=$(SANITIZE) SH_VALGRIND=$(VALGRIND) prove -r t/
 
 # check = everything already installed; test = deps first.
 check: all unit itest

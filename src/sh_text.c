@@ -349,6 +349,10 @@ work_reserve(sh_text_t *t, int i, size_t need)
     if (nb == NULL) {
         return -1;
     }
+    /* PCRE2's JIT scans with aligned 16-byte loads that may pass the
+     * subject's end (within the allocation); defined slack keeps valgrind
+     * and MSan from reporting those reads. */
+    memset(nb + t->work_cap[i], 0, need - t->work_cap[i]);
     t->work[i] = nb;
     t->work_cap[i] = need;
     return 0;
@@ -398,6 +402,7 @@ block_reserve(sh_text_t *t, size_t need)
     if (nb == NULL) {
         return -1;
     }
+    memset(nb + t->cap, 0, cap - t->cap);  /* see work_reserve */
     t->buf = nb;
     t->cap = cap;
     return 0;

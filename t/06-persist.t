@@ -37,19 +37,24 @@ like($t->error_log, qr/no snapshot "\Q$snap\E" yet, starting empty/,
 is($t->status_of('/sourdough.html'), 'new', 'sourdough: new');
 is($t->status_of('/bicycle.html'), 'new', 'bicycle: new');
 
-# reload, same zone: the index stays
-$t->reload;
-is($t->status_of('/sourdough.html?r=1'), 'duplicate',
-   'after reload: duplicate of the page seen before');
-is($crawl->()->{entries}, 2, 'after reload: 2 entries');
+SKIP: {
+    skip $SimhashTest::NO_RELOAD, 5 if $SimhashTest::NO_RELOAD;
 
-# reload with another size: the documents are taken over
-$t->set(http => $zone =~ s/crawl:1m/crawl:2m/r)->reload;
-like($t->error_log, qr/simhash zone "crawl" resized: 2 documents taken over/,
-     'resize on reload: logged');
-is($crawl->()->{size}, 2 * 1024 * 1024, 'resize on reload: new size');
-is($t->status_of('/bicycle.html?r=2'), 'duplicate',
-   'resize on reload: the index survived');
+    # reload, same zone: the index stays
+    $t->reload;
+    is($t->status_of('/sourdough.html?r=1'), 'duplicate',
+       'after reload: duplicate of the page seen before');
+    is($crawl->()->{entries}, 2, 'after reload: 2 entries');
+
+    # reload with another size: the documents are taken over
+    $t->set(http => $zone =~ s/crawl:1m/crawl:2m/r)->reload;
+    like($t->error_log,
+         qr/simhash zone "crawl" resized: 2 documents taken over/,
+         'resize on reload: logged');
+    is($crawl->()->{size}, 2 * 1024 * 1024, 'resize on reload: new size');
+    is($t->status_of('/bicycle.html?r=2'), 'duplicate',
+       'resize on reload: the index survived');
+}
 
 # a worker saves within about a second of a change
 my $end = time + 5;
@@ -101,14 +106,19 @@ is($crawl->()->{entries}, 0, 'foreign seed: empty');
 is($t->status_of('/council.html'), 'new', 'foreign seed: serving');
 my $seeded = $t->get('/bicycle.html')->{headers}{'x-simhash'};
 
-# the seed changes on reload: the zone is emptied (fingerprints differ)
-$t->set(proxy => $proxy)->reload;
-like($t->error_log, qr/simhash zone "crawl": simhash_seed changed, the index starts empty/,
-     'seed change on reload: logged');
-my $r = $t->get('/bicycle.html');
-is($r->{headers}{'x-simhash-status'}, 'new',
-   'seed change on reload: the index starts empty');
-isnt($r->{headers}{'x-simhash'}, $seeded, 'the seed keys the fingerprint');
+SKIP: {
+    skip $SimhashTest::NO_RELOAD, 3 if $SimhashTest::NO_RELOAD;
+
+    # the seed changes on reload: the zone is emptied (fingerprints differ)
+    $t->set(proxy => $proxy)->reload;
+    like($t->error_log, qr/simhash zone "crawl": simhash_seed changed, the index starts empty/,
+         'seed change on reload: logged');
+    my $r = $t->get('/bicycle.html');
+    is($r->{headers}{'x-simhash-status'}, 'new',
+       'seed change on reload: the index starts empty');
+    isnt($r->{headers}{'x-simhash'}, $seeded,
+         'the seed keys the fingerprint');
+}
 
 $t->stop;
 $t->check_log;

@@ -12,6 +12,8 @@ use HTTP::Tiny;
 use Time::HiRes qw(sleep time);
 use SimhashTest;
 
+SimhashTest::needs_master();
+
 my $t = SimhashTest->new(
     workers => 4,
     http    => 'simhash_zone zone=crawl:2m;',

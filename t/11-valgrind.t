@@ -47,19 +47,7 @@ $t->set(proxy => <<"EOF");
         location /raw/ { proxy_pass http://127.0.0.1:$raw/; }
         location = /stats { simhash_stats; }
 EOF
-# nginx itself leaks its environment copy in ngx_set_environment
-my $supp = $t->write_file('data/nginx.supp', <<'EOF');
-{
-   nginx-set-environment
-   Memcheck:Leak
-   match-leak-kinds: definite
-   ...
-   fun:ngx_set_environment
-}
-EOF
-$t->start_valgrind('--leak-check=full', '--show-leak-kinds=definite',
-                   '--errors-for-leak-kinds=definite', '--num-callers=30',
-                   "--suppressions=$supp");
+$t->start_valgrind($t->valgrind_options);
 
 is($t->status_of('/sourdough.html'), 'new', 'new');
 is($t->status_of('/sourdough.html?2'), 'duplicate', 'duplicate');

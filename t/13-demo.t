@@ -16,6 +16,8 @@ use SimhashTest;
 my $module = SimhashTest::module_path();
 plan(skip_all => 'the demo runs the stock nginx without the sanitizer runtime')
     if $SimhashTest::PRELOAD;
+plan(skip_all => "the demo runs its own nginx, not under valgrind")
+    if $SimhashTest::VALGRIND;
 my $build = dirname(dirname($module));
 my $prefix = tempdir('simhash-demo-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 chmod 0755, $prefix;

@@ -12,6 +12,8 @@ use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
 use SimhashTest;
 
+SimhashTest::needs_master();
+
 my $proxy = <<'EOF';
         simhash crawl;
         location / { proxy_pass http://%%ORIGIN%%; }

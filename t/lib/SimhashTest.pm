@@ -28,6 +28,15 @@ package SimhashTest;
 # Environment: SH_MODULE (absolute path of the .so, required), SH_CLI (the
 # simhash tool, for reference fingerprints), SH_NGINX (default nginx),
 # SH_KEEP=1 keeps the prefix for inspection.
+#
+# Two checking modes fail a test file (non-zero exit, with the report as a
+# diagnostic) after its own tests have run:
+#   SANITIZE=1    the module was built with ASan+UBSan: any sanitizer report
+#                 in an error log (nginx sends its stderr there) fails.
+#   SH_VALGRIND=1 every nginx runs as one process (master_process off) under
+#                 valgrind; any invalid access, or a definite leak outside
+#                 nginx's own known one, fails.  Tests that need a master
+#                 and workers call needs_master() and are skipped.
 
 use strict;
 use warnings;
@@ -55,17 +64,32 @@ our $PRELOAD = '';
 if (($ENV{SANITIZE} // '') eq '1') {
     my $asan = `gcc -print-file-name=libasan.so`;
     chomp $asan;
-    my $log = ($ENV{TMPDIR} || '/tmp') . '/simhash-asan';
-    $PRELOAD = "env LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0:log_path=$log "
+    $PRELOAD = "env LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0 "
              . 'UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 '
         if -e $asan;
 }
+our $VALGRIND = ($ENV{SH_VALGRIND} // '') eq '1';
 
 sub nginx_cmd { return "$PRELOAD$NGINX" }
 
 our $FIXTURES = abs_path(dirname(__FILE__) . '/../fixtures/site');
 
 my @live;   # objects whose nginx must be stopped at exit
+my @all;    # every object, for the sanitizer and valgrind checks at exit
+
+# A test that needs a master process and several workers (signals to
+# workers, worker counts, reloads under traffic) cannot run as one process
+# under valgrind.
+sub needs_master {
+    plan(skip_all => 'needs a master and workers (SH_VALGRIND runs one '
+                   . 'process)') if $VALGRIND;
+}
+
+# Why reloads are skipped, or '': nginx 1.22 with master_process off
+# re-reads its configuration without setting up the new cycle's connections
+# and thread pools ("worker_connections are not enough", then a crash in
+# ngx_thread_task_post), so a reload is only tested with a master.
+our $NO_RELOAD = $VALGRIND ? 'reload needs a master process' : '';
 
 sub module_path {
     my $m = $ENV{SH_MODULE};
@@ -121,8 +145,9 @@ sub new {
 
     $self->{origin_port} = free_port();
     $self->{port} = free_port();
-    $self->{ua} = HTTP::Tiny->new(timeout => 20, max_redirect => 0,
-                                  keep_alive => 0);
+    $self->{ua} = HTTP::Tiny->new(timeout => $VALGRIND ? 120 : 20,
+                                  max_redirect => 0, keep_alive => 0);
+    push @all, $self;
 
     return $self;
 }
@@ -296,6 +321,12 @@ sub _wait_port {
 
 sub start {
     my ($self) = @_;
+    if ($VALGRIND) {
+        $self->start_valgrind($self->valgrind_options);
+        push @live, $self;
+        $self->{running} = 1;
+        return $self;
+    }
     $self->write_config;
     unlink "$self->{prefix}/logs/nginx.pid";
     my $out = `${\ nginx_cmd()} -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
@@ -321,6 +352,7 @@ sub start_valgrind {
     if ($pid == 0) {
         open(STDIN, '<', '/dev/null');
         open(STDOUT, '>', '/dev/null');
+        open(STDERR, '>', "$self->{prefix}/logs/stderr.log");
         exec('valgrind', "--log-file=$log", @vg, $NGINX, '-p',
              "$self->{prefix}/", '-c', "$self->{prefix}/conf/nginx.conf",
              '-g', 'daemon off; master_process off;')
@@ -348,6 +380,40 @@ sub stop_valgrind {
     return $self->read_file('logs/valgrind.log') // '';
 }
 
+# The options of the suite-wide valgrind mode: every error counts, and a
+# definite leak too, except nginx's own copy of its environment.
+sub valgrind_options {
+    my ($self) = @_;
+    my $supp = $self->write_file('logs/nginx.supp', <<'EOF');
+{
+   nginx-set-environment
+   Memcheck:Leak
+   match-leak-kinds: definite
+   ...
+   fun:ngx_set_environment
+}
+EOF
+    return ('--leak-check=full', '--show-leak-kinds=definite',
+            '--errors-for-leak-kinds=definite', '--num-callers=30',
+            "--suppressions=$supp");
+}
+
+# What the checking modes found in this object's logs, or ''.
+sub postmortem {
+    my ($self) = @_;
+    my $found = '';
+    my $log = $self->error_log;
+    if ($log =~ /AddressSanitizer|LeakSanitizer|runtime error:/) {
+        $found .= "sanitizer report in $self->{prefix}/logs/error.log:\n"
+                . $log;
+    }
+    my $vg = $self->read_file('logs/valgrind.log') // '';
+    if ($VALGRIND && $vg ne '' && $vg !~ /ERROR SUMMARY: 0 errors/) {
+        $found .= "valgrind report $self->{prefix}/logs/valgrind.log:\n$vg";
+    }
+    return $found;
+}
+
 sub _count {
     my ($self, $re) = @_;
     my @m = $self->error_log =~ /$re/g;
@@ -369,6 +435,7 @@ sub wait_log {
 sub reload {
     my ($self) = @_;
     $self->write_config;
+    croak $NO_RELOAD if $NO_RELOAD;
     my $re = qr/start worker process/;
     my $before = $self->_count($re);
     my $fail = $self->_count(qr/\[emerg\]/);
@@ -389,6 +456,12 @@ sub reload {
 sub stop {
     my ($self, $how) = @_;
     return unless $self->{running};
+    if ($self->{vg_pid}) {
+        $self->{running} = 0;
+        @live = grep { $_ != $self } @live;
+        $self->stop_valgrind;
+        return $self;
+    }
     my $pid = $self->pid;
     $self->{running} = 0;
     return unless $pid;
@@ -422,8 +495,17 @@ sub DESTROY {
     waitpid($_, 0) for @{ $self->{children} || [] };
 }
 
+# Stop what still runs; then, in a checking mode, a report in any log fails
+# the file: this END runs before Test::Builder's, which exits with our $?.
 END {
+    my $status = $?;
     $_->stop for @live;
+    my $found = join '', map { $_->postmortem } @all;
+    if ($found ne '') {
+        diag($found);
+        $status ||= 1;
+    }
+    $? = $status;
 }
 
 # The error log holds no [alert], [crit] or [emerg]; `also` adds patterns.
