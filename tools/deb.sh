@@ -17,8 +17,9 @@
 #
 # Then lintian, when installed (tools/deps.sh deb installs it): its errors
 # fail the build; warnings are printed.  Then tools/deb-test.sh, which
-# installs the packages into a clean Debian 12 chroot and checks them;
-# DEB_TEST=0 skips it (it needs root).
+# installs the packages into a clean Debian 12 chroot and checks them
+# (root only: a non-root build stops before it, saying so); DEB_TEST=0
+# skips it.
 set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,6 +86,11 @@ for f in "$OUT"/*.deb "$OUT"/*.ddeb; do
     [ -e "$f" ] && echo "    $f"
 done
 
-if [ "${DEB_TEST:-1}" != 0 ]; then
+if [ "${DEB_TEST:-1}" = 0 ]; then
+    echo "deb: DEB_TEST=0: the install test is not run"
+elif [ "$(id -u)" -ne 0 ]; then
+    # the packages are built (fakeroot); only the test needs root
+    echo "deb: the install test needs root: sudo tools/deb-test.sh $BUILD" >&2
+else
     "$TOP/tools/deb-test.sh" "$BUILD"
 fi

@@ -13,7 +13,7 @@ libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev"
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 STRESS_PKGS="wrk valgrind"
-DEB_PKGS="debhelper dpkg-dev fakeroot"
+DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
 
 want="$BUILD_PKGS"
 case "${1:-}" in

@@ -1,0 +1,294 @@
+#!/bin/bash
+# Install the built packages into a clean Debian 12 and check them:
+#   tools/deb-test.sh [BUILD]          (as root; tools/deb.sh runs it)
+#
+# "Clean Debian 12 with nginx" is a debootstrap'ed bookworm (minbase) with
+# Debian's nginx installed, cached in BUILD/deb/chroot-base (about 45 s to
+# make, once).  Each run copies it to BUILD/deb/chroot-test and, inside:
+#
+#   1. apt-get install ./libnginx-mod-http-simhash_*.deb, then the tool's
+#      package: the command the issue names, dependencies from the mirror;
+#   2. checks what the package set up (modules-enabled link, snapshot
+#      directory, man pages), nginx -t with the stock nginx.conf and then
+#      with every example of conf-examples/ in conf.d/, starts nginx and
+#      sends pages through reverse-proxy-tag.conf to a local origin (new,
+#      duplicate, unchanged; X-Simhash equal to `simhash fingerprint`),
+#      reads the statistics;
+#   3. runs the integration suite t/ against the installed module and tool;
+#   4. removes and purges the module package.
+#
+# Steps 2-4 run in a network namespace of their own (only a loopback), so
+# the chroot's nginx can listen on 80 and 3128 without touching the host's
+# ports and sends nothing outside; step 1 needs the mirror.  Mounts (/proc)
+# live in a private mount namespace and vanish with it.
+#
+# Prints one "ok"/"not ok" line per check and "N passed, M failed" at the
+# end; exits non-zero if any check failed.  Log: BUILD/deb/deb-test.log.
+# DEB_TEST_MIRROR overrides the Debian mirror (default: the host's).
+set -eu
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-build}
+case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
+OUT="$BUILD/deb"
+BASE="$OUT/chroot-base"
+ROOT="$OUT/chroot-test"
+LOG="$OUT/deb-test.log"
+SUITE=bookworm
+
+die() { echo "deb-test: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot, unshare)"
+for c in debootstrap unshare chroot ip; do
+    command -v "$c" >/dev/null 2>&1 \
+        || die "$c missing (tools/deps.sh deb installs debootstrap)"
+done
+
+module_deb=$(ls "$OUT"/libnginx-mod-http-simhash_*.deb 2>/dev/null | head -n1)
+tools_deb=$(ls "$OUT"/simhash-tools_*.deb 2>/dev/null | head -n1)
+[ -n "$module_deb" ] && [ -n "$tools_deb" ] \
+    || die "no packages in $OUT: run make deb (or tools/deb.sh) first"
+
+# The mirror the host's apt uses for a suite (one-line or deb822 sources),
+# so that the chroot reaches the same place as the host does.
+mirror_for() {
+    local suite=$1 f
+    {
+        [ -f /etc/apt/sources.list ] && awk -v s="$suite" \
+            '$1 == "deb" && $2 !~ /^\[/ && $3 == s { print $2 }' \
+            /etc/apt/sources.list
+        for f in /etc/apt/sources.list.d/*.sources; do
+            [ -f "$f" ] || continue
+            awk -v s="$suite" 'BEGIN { RS = "" } {
+                uri = ""; deb = 0; hit = 0
+                n = split($0, l, "\n")
+                for (i = 1; i <= n; i++) {
+                    m = split(l[i], w, /[ \t]+/)
+                    if (w[1] == "URIs:") uri = w[2]
+                    if (w[1] == "Types:")
+                        for (j = 2; j <= m; j++) if (w[j] == "deb") deb = 1
+                    if (w[1] == "Suites:")
+                        for (j = 2; j <= m; j++) if (w[j] == s) hit = 1
+                }
+                if (deb && hit && uri != "") print uri
+            }' "$f"
+        done
+    } 2>/dev/null | head -n1
+}
+MIRROR=${DEB_TEST_MIRROR:-$(mirror_for "$SUITE")}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+SECURITY=$(mirror_for "$SUITE-security")
+SECURITY=${SECURITY:-http://deb.debian.org/debian-security}
+
+# Run a command in the chroot: private mount and pid namespaces with their
+# own /proc.  `in_chroot_offline` adds a network namespace with only lo.
+in_chroot() {
+    unshare --mount --pid --fork --mount-proc="$ROOT/proc" \
+        chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
+}
+in_chroot_offline() {
+    unshare --net --mount --pid --fork --mount-proc="$ROOT/proc" \
+        /bin/sh -c 'ip link set lo up && exec "$@"' sh \
+        chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+: > "$LOG"
+
+# ---- the cached base: bookworm minbase + nginx ----
+if [ ! -f "$BASE/.ready" ]; then
+    echo "deb-test: making the Debian 12 chroot $BASE from $MIRROR" \
+         "(once, about a minute)"
+    rm -rf "$BASE" "$BASE.new"
+    debootstrap --variant=minbase "$SUITE" "$BASE.new" "$MIRROR" \
+        >> "$LOG" 2>&1 || die "debootstrap failed, see $LOG"
+    # Services must not start inside the chroot: nginx's postinst would
+    # start it on the host's network.
+    printf '#!/bin/sh\nexit 101\n' > "$BASE.new/usr/sbin/policy-rc.d"
+    chmod 755 "$BASE.new/usr/sbin/policy-rc.d"
+    # what an installed Debian 12 has: updates and security too
+    cat > "$BASE.new/etc/apt/sources.list" <<EOF
+deb $MIRROR $SUITE main
+deb $MIRROR $SUITE-updates main
+deb $SECURITY $SUITE-security main
+EOF
+    ROOT="$BASE.new" in_chroot sh -c \
+        'apt-get update -qq && apt-get install -y -qq --no-install-recommends nginx' \
+        >> "$LOG" 2>&1 || die "installing nginx in the chroot failed, see $LOG"
+    touch "$BASE.new/.ready"
+    mv "$BASE.new" "$BASE"
+fi
+
+# ---- a fresh copy for this run ----
+rm -rf "$ROOT"
+cp -a --reflink=auto "$BASE" "$ROOT"
+mkdir -p "$ROOT/root/debs" "$ROOT/opt/src/tests"
+cp "$module_deb" "$tools_deb" "$ROOT/root/debs/"
+# What the checks and t/ read: the suite and its fixtures (outside /root,
+# which nginx's workers cannot enter), a test page; t/12-examples.t reads
+# ../conf-examples, here the examples the package installed.  They come
+# from the tree the packages were built from (BUILD/deb/src, written by
+# tools/deb.sh), so that tests and package are of one version even while
+# the working tree moves on.
+SRC="$OUT/src"
+[ -d "$SRC/t" ] || SRC="$TOP"
+cp -a "$SRC/t" "$ROOT/opt/src/"
+cp -a "$SRC/tests/fixtures" "$ROOT/opt/src/tests/"
+ln -s /usr/share/doc/libnginx-mod-http-simhash/examples \
+    "$ROOT/opt/src/conf-examples"
+cp "$SRC/t/fixtures/site/sourdough.html" "$ROOT/root/page.html"
+
+cat > "$ROOT/root/check.sh" <<'CHECK'
+#!/bin/bash
+# Runs inside the chroot; $1 is the step.  One "ok"/"not ok" line a check.
+# No set -e: a failed check is reported and the next ones still run.
+set -u
+ok()     { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; }
+check()  { local d=$1; shift; if "$@" >/tmp/check.out 2>&1; then ok "$d";
+           else not_ok "$d"; sed 's/^/#   /' /tmp/check.out; fi; }
+
+# GET through a port with bash's /dev/tcp: no curl in a minimal system.
+get() {     # port host path
+    local r
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+    printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$3" "$2" >&3
+    r=$(timeout 10 cat <&3 | tr -d '\r')
+    exec 3<&-
+    printf '%s\n' "$r"
+}
+header() {  # response name
+    printf '%s\n' "$1" | sed -n '/^$/q; s/^'"$2"': //Ip' | head -n1
+}
+no_warning() {  # nginx -t without [warn], [emerg], [alert]
+    local out
+    out=$(nginx -t 2>&1); local rc=$?
+    echo "$out"
+    [ $rc -eq 0 ] && ! printf '%s' "$out" | grep -q '\[\(warn\|emerg\|alert\)\]'
+}
+
+case "$1" in
+install)
+    cd /root/debs || exit 1
+    apt-get update -qq >/dev/null 2>&1
+    check "apt-get install ./libnginx-mod-http-simhash_*.deb" \
+        apt-get install -y -q ./libnginx-mod-http-simhash_*.deb
+    check "apt-get install ./simhash-tools_*.deb" \
+        apt-get install -y -q ./simhash-tools_*.deb
+    # for t/ (Test::More, HTTP::Tiny, JSON::PP); not needed by the package
+    check "apt-get install perl (for t/)" \
+        apt-get install -y -q --no-install-recommends perl
+    ;;
+
+checks)
+    link=/etc/nginx/modules-enabled/50-mod-http-simhash.conf
+    check "modules-enabled link to modules-available/mod-http-simhash.conf" \
+        test "$(readlink $link)" = \
+             /usr/share/nginx/modules-available/mod-http-simhash.conf
+    check "the link loads the module" \
+        grep -qx 'load_module modules/ngx_http_simhash_module.so;' $link
+    check "/var/lib/nginx/simhash exists, www-data, 0750" \
+        test "$(stat -c '%U %a' /var/lib/nginx/simhash)" = "www-data 750"
+    check "man pages simhash(1) and ngx_http_simhash_module(5)" \
+        test -f /usr/share/man/man1/simhash.1.gz \
+          -a -f /usr/share/man/man5/ngx_http_simhash_module.5.gz
+    check "simhash --help" simhash --help
+    check "nginx -t: stock nginx.conf with the module, no warning" no_warning
+
+    ex=/usr/share/doc/libnginx-mod-http-simhash/examples
+    for f in "$ex"/*.conf; do
+        case "${f##*/}" in mod-*) continue ;; esac   # load_module snippet
+        cp "$f" "/etc/nginx/conf.d/simhash-${f##*/}"
+    done
+    check "nginx -t: every example in conf.d, no warning" no_warning
+
+    # reverse-proxy-tag.conf proxies www.example.org to 127.0.0.1:8080
+    mkdir -p /srv/site
+    cp /root/page.html /srv/site/a.html
+    cp /root/page.html /srv/site/copy.html
+    chmod -R a+rX /srv/site
+    cat > /etc/nginx/conf.d/zz-origin.conf <<'EOF'
+server { listen 127.0.0.1:8080; root /srv/site; }
+EOF
+    check "nginx starts" nginx
+    for _ in $(seq 50); do
+        (exec 3<>/dev/tcp/127.0.0.1/80) 2>/dev/null && break
+        sleep 0.1
+    done
+
+    want=$(simhash fingerprint /srv/site/a.html | cut -f1)
+    r=$(get 80 www.example.org /a.html)
+    check "a page: new" test "$(header "$r" X-Simhash-Status)" = new
+    check "X-Simhash = simhash fingerprint ($want)" \
+        test "$(header "$r" X-Simhash)" = "$want"
+    r=$(get 80 www.example.org /copy.html)
+    check "its copy: duplicate of http://www.example.org/a.html, 0" \
+        test "$(header "$r" X-Simhash-Status) $(header "$r" X-Simhash-Duplicate-Of) $(header "$r" X-Simhash-Distance)" \
+           = "duplicate http://www.example.org/a.html 0"
+    r=$(get 80 www.example.org /a.html?utm_source=x)
+    check "a re-fetch (query string not in the key): unchanged" \
+        test "$(header "$r" X-Simhash-Status)" = unchanged
+    r=$(get 9145 localhost /simhash)
+    check "statistics (JSON): zone site, 1 entry" \
+        grep -q '"site":{[^}]*"entries":1,' <<<"$r"
+    r=$(get 9145 localhost '/simhash?format=prometheus')
+    check "statistics (Prometheus)" \
+        grep -q '^simhash_entries{zone="site"} 1$' <<<"$r"
+    check "nginx stops" nginx -s quit
+    for _ in $(seq 50); do [ -e /run/nginx.pid ] || break; sleep 0.1; done
+    check "error.log has no [alert], [crit], [emerg]" \
+        sh -c '! grep -E "\[(alert|crit|emerg)\]" /var/log/nginx/error.log'
+    rm -f /etc/nginx/conf.d/simhash-*.conf /etc/nginx/conf.d/zz-origin.conf
+    ;;
+
+prove)
+    # The suite against the installed files.  t/13-demo.t is left out: it
+    # runs demo/run.sh, a tool of the source tree (not packaged) that looks
+    # for the module in a build directory.
+    cd /opt/src || exit 1
+    tests=()
+    for t in t/*.t; do [ "$t" = t/13-demo.t ] || tests+=("$t"); done
+    SH_MODULE=/usr/lib/nginx/modules/ngx_http_simhash_module.so \
+    SH_CLI=/usr/bin/simhash prove "${tests[@]}" > /tmp/prove.out 2>&1
+    rc=$?
+    sed 's/^/#   /' /tmp/prove.out
+    # the failures again, for the summary on the terminal
+    grep -E '^(t/.*(Wstat|Dubious)|  Failed tests:)' /tmp/prove.out \
+        | sed 's/^/#   prove: /'
+    if [ $rc -eq 0 ]; then ok "prove t/ (without 13-demo.t) on the installed module"
+    else not_ok "prove t/ (without 13-demo.t) on the installed module"; fi
+    ;;
+
+remove)
+    check "apt-get remove libnginx-mod-http-simhash" \
+        apt-get remove -y -q libnginx-mod-http-simhash
+    check "the module is disabled (no modules-enabled link)" \
+        test ! -e /etc/nginx/modules-enabled/50-mod-http-simhash.conf
+    check "nginx -t after removal" nginx -t
+    check "simhash-tools works without the module" simhash --help
+    check "apt-get purge libnginx-mod-http-simhash" \
+        apt-get purge -y -q libnginx-mod-http-simhash
+    check "purge removes /var/lib/nginx/simhash and the link" \
+        test ! -e /var/lib/nginx/simhash \
+          -a ! -L /etc/nginx/modules-enabled/50-mod-http-simhash.conf.removed
+    ;;
+esac
+CHECK
+
+echo "deb-test: $(basename "$module_deb"), $(basename "$tools_deb")" \
+     "in a Debian 12 chroot ($ROOT)"
+{
+    in_chroot bash /root/check.sh install
+    in_chroot_offline bash /root/check.sh checks
+    in_chroot_offline bash /root/check.sh prove
+    in_chroot_offline bash /root/check.sh remove
+} 2>&1 | tee -a "$LOG" | awk '
+    /^ok /     { print; detail = 0; next }
+    /^not ok / { print; detail = 1; next }
+    /^#   (Files=|Result:|prove: )/ || (detail && /^#/) { print }'
+
+pass=$(grep -c '^ok ' "$LOG" || true)
+fail=$(grep -c '^not ok ' "$LOG" || true)
+echo "deb-test: $pass passed, $fail failed (log: $LOG)"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
