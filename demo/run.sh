@@ -4,6 +4,9 @@
 #
 #   demo/run.sh BUILD_DIR
 #
+# DEMO_MODULE overrides the module (default BUILD_DIR/nginx/...so), e.g. the
+# one Debian's package installed; DEMO_PREFIX the working directory.
+#
 # One nginx, two parts (configuration written to BUILD_DIR/demo/conf):
 #   origin  127.0.0.1:<free port>, four made-up sites from demo/site/ chosen
 #           by Host: gazette.example, kitchen.example, shop.example,
@@ -18,7 +21,7 @@ set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
-MODULE="$BUILD/nginx/ngx_http_simhash_module.so"
+MODULE=${DEMO_MODULE:-$BUILD/nginx/ngx_http_simhash_module.so}
 PREFIX=${DEMO_PREFIX:-$BUILD/demo}
 SITE="$TOP/demo/site"
 NGINX=${NGINX:-nginx}

@@ -23,6 +23,7 @@ my $prefix = tempdir('simhash-demo-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 chmod 0755, $prefix;
 
 local $ENV{DEMO_PREFIX} = "$prefix/demo";
+local $ENV{DEMO_MODULE} = $module;
 my $pid = open(my $out, '-|', "$FindBin::Bin/../demo/run.sh", $build)
     // die "demo/run.sh: $!";
 
