@@ -379,11 +379,11 @@ static ngx_conf_num_bounds_t  ngx_http_simhash_shingle_bounds = {
 };
 
 static ngx_conf_num_bounds_t  ngx_http_simhash_min_features_bounds = {
-    ngx_conf_check_num_bounds, 0, 1000000
+    ngx_conf_check_num_bounds, 0, SH_MIN_FEATURES_LIMIT
 };
 
 static ngx_conf_num_bounds_t  ngx_http_simhash_max_features_bounds = {
-    ngx_conf_check_num_bounds, 16, 16777216
+    ngx_conf_check_num_bounds, SH_MAX_FEATURES_FLOOR, SH_MAX_FEATURES_LIMIT
 };
 
 

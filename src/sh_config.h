@@ -49,6 +49,12 @@ typedef struct {
 #define SH_DEFAULT_STOPWORDS_OFF 1
 #define SH_DEFAULT_MIN_FEATURES  32
 #define SH_DEFAULT_MAX_FEATURES  32768
+
+/* The accepted ranges, the same for the module's directives and the tool's
+ * options: a table of fewer than 16 features says nothing about a page. */
+#define SH_MIN_FEATURES_LIMIT    16777216
+#define SH_MAX_FEATURES_FLOOR    16
+#define SH_MAX_FEATURES_LIMIT    16777216
 #define SH_DEFAULT_WEIGHT_WORD    1.25f
 #define SH_DEFAULT_WEIGHT_SHINGLE 1.0f
 

@@ -145,13 +145,15 @@ cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i)
             return -1;
         }
     } else if (strcmp(a, "--min-features") == 0) {
-        if (cli_parse_uint(a, v, 0, 1u << 24, &n) != 0) {
+        if (cli_parse_uint(a, v, 0, SH_MIN_FEATURES_LIMIT, &n) != 0) {
             return -1;
         }
         x->opts.min_features = (unsigned) n;
         (*i)++;
     } else if (strcmp(a, "--max-features") == 0) {
-        if (cli_parse_uint(a, v, 1, 1u << 24, &n) != 0) {
+        if (cli_parse_uint(a, v, SH_MAX_FEATURES_FLOOR,
+                           SH_MAX_FEATURES_LIMIT, &n) != 0)
+        {
             return -1;
         }
         x->opts.max_features = (unsigned) n;
