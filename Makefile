@@ -24,7 +24,8 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow \
-              -Wno-unused-parameter -fPIC -Isrc $(PKG_CFLAGS) $(CFLAGS)
+              -Wno-unused-parameter -fPIC -Isrc $(PKG_CFLAGS) $(CPPFLAGS) \
+              $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lstemmer -lm $(LDLIBS)
 
 ifeq ($(SANITIZE),1)
@@ -129,7 +130,8 @@ stress: deps
 	@$(MAKE) --no-print-directory all
 	@tools/stress.sh $(BUILD)
 
-# The Debian package libnginx-mod-http-simhash (module + tool + man pages).
+# The Debian packages libnginx-mod-http-simhash (the module) and
+# simhash-tools (the tool), with man pages, tested in a Debian 12 chroot.
 deb: deps
 	@tools/deps.sh deb
 	@tools/deb.sh $(BUILD)
