@@ -148,4 +148,55 @@ is $rc, 0, 'text succeeds';
 like $out, qr/^山\n/m, 'Shift_JIS decoded from <meta>, one token per kanji';
 like $err, qr/charset CP932/, '... and the charset is reported';
 
+# index check and dump: a sound snapshot, then damaged copies of it.
+# --capacity 3: the index rounds it up to what its region holds (4), and
+# every stored page keeps its path (the path table once had 3 slots).
+($rc, $out, $err) = sh($cli, 'index', 'build', '--list', "$tmp/corpus",
+                       '--capacity', '3', '-o', "$tmp/ix.snap");
+is $rc, 0, 'index build --capacity 3 (4 pages)';
+($rc, $out, $err) = sh($cli, 'index', 'check', "$tmp/ix.snap");
+is $rc, 0, 'index check of a sound snapshot exits 0';
+my ($entries) = $out =~ /^entries\t(\d+)$/m;
+like $out, qr/^capacity\t\d+\nentries\t\d+\n/, '... prints capacity and entries';
+like $out, qr/^documents\t$entries$/m, '... every entry has its path';
+like $out, qr/^check\tOK\n\z/m, '... and ends with OK';
+
+($rc, $out) = sh($cli, 'index', 'dump', "$tmp/ix.snap");
+is $rc, 0, 'index dump exits 0';
+@lines = split /\n/, $out;
+is scalar @lines, $entries, 'one line per stored document';
+is scalar(grep { /^[0-9a-f]{16}\t\d+\t\Q$fx\E\/[\w.-]+\.html$/ } @lines),
+    $entries, 'each: hex, ref, path';
+my ($fp_u) = split /\t/, `$cli fingerprint $fx/unrelated.html`;
+like $lines[2], qr/^\Q$fp_u\E\t\d+\t\Q$fx\E\/unrelated\.html$/,
+    'oldest first: the third page of the list, with its fingerprint';
+
+my $snap = do { local $/; open my $f, '<:raw', "$tmp/ix.snap" or die; <$f> };
+sub write_raw {
+    my ($path, $bytes) = @_;
+    open my $f, '>:raw', $path or die "$path: $!";
+    print $f $bytes;
+    close $f;
+}
+my $bad = $snap;
+substr($bad, length($bad) / 2, 8) = 'CORRUPT!';
+write_raw("$tmp/corrupt.snap", $bad);
+($rc, $out, $err) = sh($cli, 'index', 'check', "$tmp/corrupt.snap");
+is $rc, 1, 'index check of a corrupt snapshot exits 1';
+like $out, qr/^check\tFAILED: .*checksum mismatch\)\n\z/,
+    '... with one line saying why';
+($rc, $out, $err) = sh($cli, 'index', 'dump', "$tmp/corrupt.snap");
+is $rc, 1, 'index dump refuses it too';
+like $err, qr/^simhash: .*checksum mismatch\)\n\z/, '... in one line';
+
+write_raw("$tmp/short.snap", substr($snap, 0, 200));
+($rc, $out) = sh($cli, 'index', 'check', "$tmp/short.snap");
+is $rc, 1, 'index check of a truncated snapshot exits 1';
+like $out, qr/^check\tFAILED: .*truncated/, '... saying so';
+
+($rc, $out) = sh($cli, 'index', 'check', "$tmp/nonexistent.snap");
+is $rc, 1, 'index check of a missing file exits 1';
+($rc, $out, $err) = sh($cli, 'index', 'check');
+is $rc, 2, 'index check without a file is a usage error';
+
 done_testing;

@@ -1,10 +1,17 @@
 /*
- * cmd_index.c -- `simhash index build|query|stats`: a PSM index of pages
- * kept in a snapshot file, the page paths as its documents.
+ * cmd_index.c -- `simhash index build|query|stats|check|dump`: a PSM index
+ * of pages kept in a snapshot file, the page paths as its documents.
  *
  * The snapshot's user section maps refs to paths:
  *   "SHPATHS1" | uint32 count | uint32 offset[count] | NUL-terminated paths
  * (offset UINT32_MAX = no path), validated fully on load.
+ *
+ * `check` and `dump` also read the snapshots the nginx module writes, whose
+ * user section holds the keys (URLs): "ngxshk2\0", then records of
+ *   uint32 ref | uint32 length | uint64 fingerprint | length bytes of key
+ * in host byte order (ngx_simhash_module.c, docs/module.md).  A key counts
+ * only when its fingerprint is the one the index has for its ref, the rule
+ * the module applies when it loads the file.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +22,8 @@
 #include "sh_snapshot.h"
 
 #define PATHS_MAGIC "SHPATHS1"
+#define KEYS_MAGIC  "ngxshk2"      /* + its NUL: 8 bytes */
+#define KEY_MAX     65535          /* the module's longest key */
 
 static void
 usage(FILE *f)
@@ -22,7 +31,9 @@ usage(FILE *f)
     fprintf(f,
         "usage: simhash index build [options] --list PATHS -o FILE\n"
         "       simhash index query [options] FILE PAGE...\n"
-        "       simhash index stats FILE\n\n"
+        "       simhash index stats FILE\n"
+        "       simhash index check FILE\n"
+        "       simhash index dump FILE\n\n"
         "build: fingerprint the pages and store them in a PSM index snapshot"
         "\n  --capacity N     documents the index holds (default: the pages;"
         "\n                   when full, the oldest are evicted)\n"
@@ -34,7 +45,14 @@ usage(FILE *f)
         "  --k N            VOSH probes after the page itself (default:\n"
         "                   from --recall)\n"
         "  --recall R       target relative recall for k (default 0.95)\n"
-        "  --volatility F   volatility table from `simhash calibrate`\n\n");
+        "  --volatility F   volatility table from `simhash calibrate`\n"
+        "check: load a snapshot (this tool's or the nginx module's), verify\n"
+        "       its checksum, the index's structure and the document table;\n"
+        "       print format, capacity, entries, documents with a path or\n"
+        "       key, and \"check\\tOK\" (exit 0) or \"check\\tFAILED: why\"\n"
+        "       (exit 1)\n"
+        "dump:  print <hex>\\t<ref>\\t<path or key> per stored document,\n"
+        "       oldest first (\"-\" when it has none)\n\n");
     cli_extract_usage(f);
 }
 
@@ -158,6 +176,17 @@ index_build(int argc, char **argv)
     if (ix == NULL) {
         cli_error("%s", err);
         goto done;
+    }
+    /*
+     * The index rounds the capacity up to what its region holds (--capacity
+     * 3 gives 4), and hands out refs below its own capacity: the path table
+     * must have that many (it had --capacity's: a write past its end).
+     */
+    {
+        sh_index_stats_t st;
+
+        sh_index_stats(ix, &st);
+        capacity = st.capacity;
     }
     refpath = malloc(capacity * sizeof(uint32_t));
     if (refpath == NULL) {
@@ -427,6 +456,280 @@ index_stats(int argc, char **argv)
     return 0;
 }
 
+/* ---- check and dump: the tool's snapshots and the module's ---- */
+
+/*
+ * The documents of a loaded snapshot, one string per ref (doc[ref] NULL:
+ * none), from either kind of user section.  A path or key whose ref is not
+ * stored, or whose recorded fingerprint is not the index's, is stale: a
+ * load leaves it out.
+ */
+typedef struct {
+    const char  *format;
+    const char **doc;       /* [capacity] */
+    uint32_t    *len;       /* [capacity]; UINT32_MAX: a stale record */
+    uint32_t     capacity;
+    size_t       records;   /* paths or key records in the file */
+    size_t       stale;
+} docs_t;
+
+static void
+docs_free(docs_t *dt)
+{
+    free(dt->doc);
+    free(dt->len);
+}
+
+/* The module's key records; -1 and the first problem in err. */
+static int
+docs_from_keys(docs_t *dt, const sh_index_t *ix, const char *u, size_t ulen,
+               char *err, size_t errlen)
+{
+    const char *p = u + 8, *end = u + ulen;
+    uint32_t    ref, klen;
+    uint64_t    hash, have;
+
+    dt->format = "nginx module (keys)";
+    while (p < end) {
+        if ((size_t) (end - p) < 16) {
+            snprintf(err, errlen, "key record %zu is truncated", dt->records);
+            return -1;
+        }
+        memcpy(&ref, p, 4);
+        memcpy(&klen, p + 4, 4);
+        memcpy(&hash, p + 8, 8);
+        p += 16;
+        if (klen == 0 || klen > KEY_MAX || (size_t) (end - p) < klen) {
+            snprintf(err, errlen, "key record %zu has a bad length %u",
+                     dt->records, klen);
+            return -1;
+        }
+        if (ref >= dt->capacity) {
+            snprintf(err, errlen, "key record %zu: ref %u is out of range",
+                     dt->records, ref);
+            return -1;
+        }
+        if (dt->len[ref] != 0) {
+            snprintf(err, errlen, "key record %zu: ref %u has two keys",
+                     dt->records, ref);
+            return -1;
+        }
+        dt->records++;
+        if (sh_index_get(ix, ref, &have) == 0 && have == hash) {
+            dt->doc[ref] = p;
+            dt->len[ref] = klen;
+        } else {
+            dt->len[ref] = UINT32_MAX;
+            dt->stale++;
+        }
+        p += klen;
+    }
+    return 0;
+}
+
+/* The tool's path table. */
+static int
+docs_from_paths(docs_t *dt, const sh_index_t *ix, const char *u, size_t ulen,
+                char *err, size_t errlen)
+{
+    paths_t  p;
+    uint32_t ref;
+    uint64_t have;
+
+    dt->format = "simhash index build (paths)";
+    if (paths_parse(&p, u, ulen) != 0) {
+        snprintf(err, errlen, "the path table is malformed");
+        return -1;
+    }
+    for (ref = 0; ref < p.count; ref++) {
+        if (p.off[ref] == UINT32_MAX) {
+            continue;
+        }
+        dt->records++;
+        if (ref < dt->capacity && sh_index_get(ix, ref, &have) == 0) {
+            dt->doc[ref] = p.str + p.off[ref];
+            dt->len[ref] = (uint32_t) strlen(dt->doc[ref]);
+        } else {
+            dt->stale++;
+        }
+    }
+    return 0;
+}
+
+static int
+docs_load(docs_t *dt, const sh_index_t *ix, const void *user, size_t ulen,
+          char *err, size_t errlen)
+{
+    sh_index_stats_t st;
+
+    sh_index_stats(ix, &st);
+    memset(dt, 0, sizeof(*dt));
+    dt->capacity = st.capacity;
+    dt->doc = calloc(st.capacity, sizeof(*dt->doc));
+    dt->len = calloc(st.capacity, sizeof(*dt->len));
+    if (dt->doc == NULL || dt->len == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (ulen >= 8 && memcmp(user, KEYS_MAGIC, 8) == 0) {
+        return docs_from_keys(dt, ix, user, ulen, err, errlen);
+    }
+    if (ulen >= 8 && memcmp(user, PATHS_MAGIC, 8) == 0) {
+        return docs_from_paths(dt, ix, user, ulen, err, errlen);
+    }
+    dt->format = ulen ? "unknown document table" : "index only";
+    return 0;
+}
+
+typedef struct {
+    const docs_t *dt;
+    size_t        with_doc;
+} count_arg_t;
+
+static int
+count_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    count_arg_t *c = arg;
+
+    c->with_doc += c->dt->doc[ref] != NULL;
+    return 0;
+}
+
+/* Load without the seed check; -1 with the reason in err. */
+static sh_index_t *
+load_any(const char *file, void **mem, const void **user, size_t *ulen,
+         char *err, size_t errlen)
+{
+    size_t      rsize;
+    sh_index_t *ix;
+
+    *mem = NULL;
+    if (sh_snapshot_load(file, 0, mem, &rsize, user, ulen, err, errlen)
+        != 0) {
+        return NULL;
+    }
+    ix = sh_index_attach(*mem, rsize, err, errlen);
+    if (ix == NULL) {
+        free(*mem);
+        *mem = NULL;
+    }
+    return ix;
+}
+
+static int
+index_check(int argc, char **argv)
+{
+    sh_index_stats_t st;
+    count_arg_t      c;
+    docs_t           dt;
+    const void      *user;
+    size_t           ulen;
+    void            *mem;
+    sh_index_t      *ix;
+    char             err[512];
+    int              rc = 1;
+
+    if (argc != 2 || cli_is_help(argv[1])) {
+        usage(argc == 2 ? stdout : stderr);
+        return argc == 2 ? 0 : 2;
+    }
+    memset(&dt, 0, sizeof(dt));
+
+    /* the load verifies the checksum and runs sh_index_check() */
+    ix = load_any(argv[1], &mem, &user, &ulen, err, sizeof(err));
+    if (ix == NULL) {
+        printf("check\tFAILED: %s\n", err);
+        return 1;
+    }
+    sh_index_stats(ix, &st);
+    printf("capacity\t%u\nentries\t%u\nseed_digest\t%016llx\n",
+           st.capacity, st.entries,
+           (unsigned long long) sh_index_seed_digest(ix));
+    if (sh_index_check(ix, err, sizeof(err)) != 0) {
+        printf("check\tFAILED: inconsistent index: %s\n", err);
+        goto done;
+    }
+    if (docs_load(&dt, ix, user, ulen, err, sizeof(err)) != 0) {
+        printf("format\t%s\ncheck\tFAILED: %s\n",
+               dt.format ? dt.format : "?", err);
+        goto done;
+    }
+    c.dt = &dt;
+    c.with_doc = 0;
+    sh_index_foreach(ix, count_visit, &c);
+    printf("format\t%s\ndocuments\t%zu\nstale\t%zu\ncheck\tOK\n",
+           dt.format, c.with_doc, dt.stale);
+    rc = 0;
+
+done:
+    docs_free(&dt);
+    free(mem);
+    return rc;
+}
+
+/* A path or key on one line: control bytes and '\' as \xHH. */
+static void
+print_doc(const char *s, uint32_t len)
+{
+    uint32_t i;
+
+    for (i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char) s[i];
+
+        if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+            printf("\\x%02x", ch);
+        } else {
+            putchar(ch);
+        }
+    }
+}
+
+static int
+dump_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    const docs_t *dt = arg;
+
+    printf("%016llx\t%u\t", (unsigned long long) hash, ref);
+    if (dt->doc[ref] != NULL) {
+        print_doc(dt->doc[ref], dt->len[ref]);
+    } else {
+        putchar('-');
+    }
+    putchar('\n');
+    return 0;
+}
+
+static int
+index_dump(int argc, char **argv)
+{
+    docs_t      dt;
+    const void *user;
+    size_t      ulen;
+    void       *mem;
+    sh_index_t *ix;
+    char        err[512];
+    int         rc = 1;
+
+    if (argc != 2 || cli_is_help(argv[1])) {
+        usage(argc == 2 ? stdout : stderr);
+        return argc == 2 ? 0 : 2;
+    }
+    ix = load_any(argv[1], &mem, &user, &ulen, err, sizeof(err));
+    if (ix == NULL) {
+        cli_error("%s", err);
+        return 1;
+    }
+    if (docs_load(&dt, ix, user, ulen, err, sizeof(err)) != 0) {
+        cli_error("%s: %s", argv[1], err);
+    } else {
+        sh_index_foreach(ix, dump_visit, &dt);
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    }
+    docs_free(&dt);
+    free(mem);
+    return rc;
+}
+
 int
 cmd_index(int argc, char **argv)
 {
@@ -443,6 +746,13 @@ cmd_index(int argc, char **argv)
     if (strcmp(argv[1], "stats") == 0) {
         return index_stats(argc - 1, argv + 1);
     }
-    cli_error("index: unknown action '%s' (build, query or stats)", argv[1]);
+    if (strcmp(argv[1], "check") == 0) {
+        return index_check(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "dump") == 0) {
+        return index_dump(argc - 1, argv + 1);
+    }
+    cli_error("index: unknown action '%s' (build, query, stats, check or "
+              "dump)", argv[1]);
     return 2;
 }
