@@ -131,6 +131,15 @@ typedef struct {
     ngx_atomic_t                 saves;
     ngx_atomic_t                 save_errors;
     ngx_atomic_t                 restored;          /* docs at start */
+
+    /*
+     * pid of the worker changing the index, the tree or the document array
+     * (under the mutex), 0 otherwise: found set by the next holder of the
+     * mutex, it means that worker died in the middle (the master unlocks
+     * the mutex of a dead worker, but cannot finish its change); see
+     * ngx_http_simhash_repair().
+     */
+    ngx_atomic_t                 writer;
 } ngx_http_simhash_shctx_t;
 
 
@@ -311,6 +320,8 @@ static void ngx_http_simhash_forget(ngx_http_simhash_zone_t *zone,
 static void ngx_http_simhash_forget_doc(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_doc_t *doc);
 static ngx_int_t ngx_http_simhash_evict_oldest(ngx_http_simhash_zone_t *zone);
+static void ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
 static void ngx_http_simhash_rbtree_insert_value(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static uint32_t ngx_http_simhash_capacity(size_t zone_size);
@@ -1246,6 +1257,10 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
+    if (sh->writer) {
+        ngx_http_simhash_repair(zone, r->connection->log);
+    }
+
     doc = ngx_http_simhash_lookup_key(sh, &key, kh);
 
     if (doc && sh_index_get(sh->index, doc->ref, &old) != 0) {
@@ -1253,6 +1268,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "simhash: \"%V\" has no entry in zone \"%V\"",
                       &key, &zone->name);
+        sh->writer = ngx_pid;
         ngx_http_simhash_forget_doc(zone, doc);
         doc = NULL;
     }
@@ -1268,6 +1284,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
             ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
 
             if (slcf->insert) {
+                sh->writer = ngx_pid;
                 (void) sh_index_touch(sh->index, doc->ref);
                 (void) ngx_atomic_fetch_add(&sh->generation, 1);
             }
@@ -1276,6 +1293,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
             ctx->status = NGX_HTTP_SIMHASH_CHANGED;
 
             if (slcf->insert) {
+                sh->writer = ngx_pid;
                 (void) sh_index_update(sh->index, doc->ref, res->hash);
                 (void) ngx_atomic_fetch_add(&sh->generation, 1);
             }
@@ -1298,6 +1316,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         ctx->duplicate_of.data = ngx_pnalloc(r->pool, doc->len);
         if (ctx->duplicate_of.data == NULL) {
+            sh->writer = 0;
             ngx_shmtx_unlock(&zone->shpool->mutex);
             return NGX_ERROR;
         }
@@ -1311,6 +1330,8 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->status = NGX_HTTP_SIMHASH_NEW;
 
     if (slcf->insert) {
+        sh->writer = ngx_pid;
+
         if (ngx_http_simhash_store(zone, &key, res->hash) == SH_NOREF) {
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                           "simhash: no room for \"%V\" in zone \"%V\"",
@@ -1320,6 +1341,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
 done:
 
+    sh->writer = 0;
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
     (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
@@ -1785,6 +1807,162 @@ ngx_http_simhash_evict_oldest(ngx_http_simhash_zone_t *zone)
 
 
 /*
+ * A worker died while it was changing the zone (sh->writer is its pid; the
+ * master released the mutex it held).  Its change may be half done: the
+ * index's age list, table and counters may disagree (a SIGKILL between the
+ * two steps of an insert left the zone refusing every new page with "no
+ * room" until the restart, and every snapshot saved since refused at the
+ * start: "inconsistent index"), and the key tree may be mid-rebalance.
+ * Rebuild both from what the module owns: every document of the ref array
+ * with the fingerprint the index has for its ref, oldest first as far as
+ * the age list still says, into a freshly formatted index and tree (the
+ * nodes are reused, nothing is allocated in the zone).  Called with the
+ * mutex held.  The node of a document the dead worker was storing is lost
+ * (one slab chunk); the lookups and probes counters restart from zero.
+ */
+
+typedef struct {
+    ngx_http_simhash_shctx_t    *sh;
+    ngx_http_simhash_doc_t     **doc;       /* taken out of sh->docs */
+    uint64_t                    *hash;
+    ngx_uint_t                   n;
+} ngx_http_simhash_repair_t;
+
+
+static void
+ngx_http_simhash_repair_take(ngx_http_simhash_repair_t *rp, uint32_t ref,
+    uint64_t hash)
+{
+    if (ref < rp->sh->capacity && rp->sh->docs[ref]
+        && rp->n < rp->sh->capacity)
+    {
+        rp->doc[rp->n] = rp->sh->docs[ref];
+        rp->hash[rp->n++] = hash;
+        rp->sh->docs[ref] = NULL;
+    }
+}
+
+
+static int
+ngx_http_simhash_repair_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    ngx_http_simhash_repair_take(arg, ref, hash);
+    return 0;
+}
+
+
+static void
+ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    char                        err[256], why[256];
+    uint32_t                    ref, evicted;
+    uint64_t                    hash;
+    ngx_uint_t                  i, kept, lost;
+    ngx_pid_t                   pid;
+    sh_index_stats_t            st;
+    ngx_http_simhash_doc_t     *doc;
+    ngx_http_simhash_shctx_t   *sh;
+    ngx_http_simhash_repair_t   rp;
+
+    sh = zone->sh;
+    pid = (ngx_pid_t) sh->writer;
+
+    rp.sh = sh;
+    rp.n = 0;
+    rp.doc = ngx_alloc(sh->capacity * sizeof(ngx_http_simhash_doc_t *), log);
+    rp.hash = ngx_alloc(sh->capacity * sizeof(uint64_t), log);
+
+    if (rp.doc == NULL || rp.hash == NULL) {
+        /* sh->writer stays: the next holder of the mutex tries again */
+        goto done;
+    }
+
+    if (sh_index_check(sh->index, why, sizeof(why)) == 0) {
+        ngx_cpystrn((u_char *) why, (u_char *) "consistent", sizeof(why));
+    }
+
+    /* oldest first as the age list says (bounded, whatever its state) */
+
+    sh_index_foreach(sh->index, ngx_http_simhash_repair_visit, &rp);
+
+    /* then the documents it missed; those without a fingerprint go */
+
+    lost = 0;
+
+    for (ref = 0; ref < sh->capacity; ref++) {
+        if (sh->docs[ref] == NULL) {
+            continue;
+        }
+
+        if (sh_index_get(sh->index, ref, &hash) == 0) {
+            ngx_http_simhash_repair_take(&rp, ref, hash);
+
+        } else {
+            ngx_slab_free_locked(zone->shpool, sh->docs[ref]);
+            sh->docs[ref] = NULL;
+            lost++;
+        }
+    }
+
+    sh_index_stats(sh->index, &st);
+
+    if (sh_index_init(sh->index, sh->region_size, 0, sh->seed_digest,
+                      err, sizeof(err))
+        == NULL)
+    {
+        /* cannot happen: the region was formatted with these before */
+        ngx_log_error(NGX_LOG_ALERT, log, 0, "simhash zone \"%V\": %s",
+                      &zone->name, err);
+        sh->writer = 0;
+        goto done;
+    }
+
+    (void) ngx_atomic_fetch_add(&sh->key_evictions, st.evictions);
+
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel,
+                    ngx_http_simhash_rbtree_insert_value);
+    sh->key_bytes = 0;
+    kept = 0;
+
+    for (i = 0; i < rp.n; i++) {
+        doc = rp.doc[i];
+        ref = sh_index_insert(sh->index, rp.hash[i], &evicted);
+
+        if (ref == SH_NOREF || ref >= sh->capacity) {
+            /* cannot happen: at most capacity documents */
+            ngx_slab_free_locked(zone->shpool, doc);
+            lost++;
+            continue;
+        }
+
+        doc->ref = ref;
+        sh->docs[ref] = doc;
+        ngx_rbtree_insert(&sh->rbtree, &doc->node);
+        sh->key_bytes += doc->len;
+        kept++;
+    }
+
+    sh->writer = 0;
+    (void) ngx_atomic_fetch_add(&sh->generation, 1);
+
+    ngx_log_error(NGX_LOG_ERR, log, 0,
+                  "simhash zone \"%V\": worker process %P died while "
+                  "changing it; rebuilt with %ui documents, %ui lost "
+                  "(the index was: %s)", &zone->name, pid, kept, lost, why);
+
+done:
+
+    if (rp.doc) {
+        ngx_free(rp.doc);
+    }
+
+    if (rp.hash) {
+        ngx_free(rp.hash);
+    }
+}
+
+
+/*
  * Capacity for a zone of `size` bytes: the largest n whose index region,
  * pointer array and node budget fit in what the slab pool leaves us.
  */
@@ -1960,6 +2138,11 @@ ngx_http_simhash_reset(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
+    if (sh->writer) {
+        /* the tree must be whole for the forgets below */
+        ngx_http_simhash_repair(zone, log);
+    }
+
     for (ref = 0; ref < sh->capacity; ref++) {
         if (sh->docs[ref]) {
             ngx_http_simhash_forget(zone, ref);
@@ -2099,6 +2282,10 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     ngx_shmtx_lock(&ozone->shpool->mutex);
     ngx_shmtx_lock(&zone->shpool->mutex);
+
+    if (osh->writer) {
+        ngx_http_simhash_repair(ozone, log);
+    }
 
     for (ref = 0; ref < osh->capacity; ref++) {
         if (osh->docs[ref]) {
@@ -2329,6 +2516,10 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     /* the index: one memcpy under the lock */
 
     ngx_shmtx_lock(&zone->shpool->mutex);
+
+    if (sh->writer) {
+        ngx_http_simhash_repair(zone, log);
+    }
 
     t = ngx_http_simhash_msec();
     sv->generation = sh->generation;
