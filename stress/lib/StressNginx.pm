@@ -1,0 +1,253 @@
+package StressNginx;
+
+# One nginx instance of `make stress`: its prefix, configuration, processes
+# and error log.  Core Perl only.
+#
+#   my $ng = StressNginx->new(name => 'proxy', dir => $dir, conf => $text);
+#   $ng->start;  $ng->workers;  $ng->reload;  $ng->kill_master;  $ng->stop;
+#
+# Every process this object sees (master and workers) is remembered, so that
+# cleanup() ends exactly those, by pid, and only while /proc still shows
+# them as nginx (a pid is never signalled after it was reused).
+
+use strict;
+use warnings;
+
+use File::Path qw(make_path remove_tree);
+use HTTP::Tiny;
+use IO::Socket::INET;
+use JSON::PP;
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(sleep time);
+
+our $NGINX = -x '/usr/sbin/nginx' ? '/usr/sbin/nginx' : 'nginx';
+
+my @instances;
+
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, Proto => 'tcp',
+                                  ReuseAddr => 1)
+        or die "cannot bind a free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+sub write_file {
+    my ($path, $content) = @_;
+    open(my $fh, '>:raw', "$path.new") or die "$path: $!";
+    print $fh $content;
+    close $fh or die "$path: $!";
+    rename("$path.new", $path) or die "$path: $!";
+    return $path;
+}
+
+sub read_file {
+    my ($path) = @_;
+    open(my $fh, '<:raw', $path) or return undef;
+    local $/;
+    my $c = <$fh>;
+    close $fh;
+    return $c;
+}
+
+sub new {
+    my ($class, %args) = @_;
+    my $self = bless { %args, seen => {} }, $class;
+    my $d = $self->{dir};
+    remove_tree($d);
+    make_path(map { "$d/$_" } qw(conf logs tmp data));
+    # workers run as nobody when we are root: the snapshot directory must
+    # be writable by them
+    chmod 0755, $d, map { "$d/$_" } qw(conf logs tmp);
+    chmod 0777, "$d/data";
+    $self->{ua} = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
+    push @instances, $self;
+    return $self;
+}
+
+sub dir { $_[0]{dir} }
+sub conf_file { "$_[0]{dir}/conf/nginx.conf" }
+sub log_file { "$_[0]{dir}/logs/error.log" }
+sub error_log { read_file($_[0]->log_file) // '' }
+sub log_size { -s $_[0]->log_file || 0 }
+
+# The error log from byte `from` on.
+sub log_since {
+    my ($self, $from) = @_;
+    my $log = $self->error_log;
+    return length($log) > $from ? substr($log, $from) : '';
+}
+
+sub set_conf { my ($self, $conf) = @_; $self->{conf} = $conf; $self }
+
+sub pid {
+    my ($self) = @_;
+    my $pid = read_file("$self->{dir}/logs/nginx.pid") // '';
+    return $pid =~ /^(\d+)/ ? $1 : undef;
+}
+
+sub cmdline {
+    my ($pid) = @_;
+    my $c = read_file("/proc/$pid/cmdline") // '';
+    $c =~ s/\0+$//;
+    $c =~ s/\0/ /g;
+    return $c;
+}
+
+sub ppid_of {
+    my ($pid) = @_;
+    my $stat = read_file("/proc/$pid/stat") // '';
+    return $stat =~ /^\d+ \(.*\) \S (\d+)/ ? $1 : 0;
+}
+
+# Alive and not a zombie.
+sub alive {
+    my ($pid) = @_;
+    my $stat = read_file("/proc/$pid/stat") // return 0;
+    return $stat !~ /^\d+ \(.*\) Z/;
+}
+
+# Children of the master: [pid, title] for every nginx process of ours.
+sub children {
+    my ($self, $master) = @_;
+    $master //= $self->pid or return ();
+    my @kids;
+    opendir(my $dh, '/proc') or die "/proc: $!";
+    for my $pid (grep { /^\d+$/ } readdir $dh) {
+        next unless ppid_of($pid) == $master;
+        my $title = cmdline($pid);
+        next unless $title =~ /^nginx: /;
+        $self->{seen}{$pid} = 1;
+        push @kids, [$pid, $title];
+    }
+    closedir $dh;
+    return @kids;
+}
+
+# Workers of the current generation (not those shutting down).
+sub workers {
+    my ($self) = @_;
+    return sort { $a <=> $b }
+           map { $_->[0] }
+           grep { $_->[1] =~ /worker process$/ } $self->children;
+}
+
+sub nworkers { my @w = $_[0]->workers; return scalar @w }
+
+sub wait_port {
+    my ($self, $port, $timeout) = @_;
+    my $end = time + ($timeout || 15);
+    while (time < $end) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $port, Proto => 'tcp');
+        if ($s) { close $s; return 1 }
+        sleep 0.05;
+    }
+    return 0;
+}
+
+sub wait_workers {
+    my ($self, $n, $timeout) = @_;
+    my $end = time + ($timeout || 15);
+    while (time < $end) {
+        return 1 if $self->nworkers >= $n;
+        sleep 0.05;
+    }
+    return 0;
+}
+
+# Start the daemon; dies with the error log when it does not come up.
+sub start {
+    my ($self) = @_;
+    write_file($self->conf_file, $self->{conf});
+    unlink "$self->{dir}/logs/nginx.pid";
+    my $cmd = "$NGINX -p $self->{dir}/ -c " . $self->conf_file . ' 2>&1';
+    local %ENV = (%ENV, %{ $self->{env} || {} });
+    my $out = `$cmd`;
+    die "$self->{name}: nginx failed to start: $out\n" . $self->error_log
+        if $? != 0;
+    my $end = time + 15;
+    sleep 0.02 while !$self->pid && time < $end;
+    my $pid = $self->pid or die "$self->{name}: no pid file\n";
+    $self->{seen}{$pid} = 1;
+    $self->wait_port($self->{port})
+        or die "$self->{name}: port $self->{port} not answering\n";
+    $self->wait_workers($self->{workers} || 1);
+    return $self;
+}
+
+# nginx -s reload; returns once the new generation of workers runs.
+sub reload {
+    my ($self) = @_;
+    write_file($self->conf_file, $self->{conf});
+    my %old = map { $_ => 1 } $self->workers;
+    kill 'HUP', $self->pid or die "$self->{name}: no master to reload\n";
+    my $end = time + 15;
+    while (time < $end) {
+        my @new = grep { !$old{$_} } $self->workers;
+        return scalar @new if @new >= ($self->{workers} || 1);
+        sleep 0.05;
+    }
+    return 0;
+}
+
+sub kill_master {
+    my ($self) = @_;
+    my $pid = $self->pid or return;
+    kill 'KILL', $pid;
+    my $end = time + 5;
+    sleep 0.02 while alive($pid) && time < $end;
+    return $pid;
+}
+
+# Stop the master (TERM: fast shutdown, which saves the zone) and wait.
+sub stop {
+    my ($self, $timeout) = @_;
+    my $pid = $self->pid or return 1;
+    return 1 unless alive($pid) && cmdline($pid) =~ /^nginx: master/;
+    kill 'TERM', $pid;
+    my $end = time + ($timeout || 30);
+    sleep 0.05 while alive($pid) && time < $end;
+    return !alive($pid);
+}
+
+# Every process of ours still running, by pid, then forget them.
+sub cleanup {
+    my ($self) = @_;
+    $self->stop(10);
+    for my $pid (keys %{ $self->{seen} }) {
+        kill 'KILL', $pid if alive($pid) && cmdline($pid) =~ /^nginx: /;
+    }
+}
+
+sub cleanup_all { $_->cleanup for @instances }
+
+# HTTP GET on this instance; HTTP::Tiny's response.
+sub get {
+    my ($self, $path, %opt) = @_;
+    my $port = $opt{port} || $self->{port};
+    return $self->{ua}->get("http://127.0.0.1:$port$path",
+                            { headers => $opt{headers} || {} });
+}
+
+sub stats {
+    my ($self) = @_;
+    my $r = $self->get('/simhash-stats');
+    return undef unless $r->{success};
+    my $z = eval { decode_json($r->{content}) } or return undef;
+    return $z->{zones}{crawl};
+}
+
+# VmRSS and Pss of a process, in KB ([] when it is gone).
+sub memory {
+    my ($pid) = @_;
+    my $status = read_file("/proc/$pid/status") // return ();
+    my ($rss) = $status =~ /^VmRSS:\s+(\d+)/m;
+    my $roll = read_file("/proc/$pid/smaps_rollup") // '';
+    my ($pss) = $roll =~ /^Pss:\s+(\d+)/m;
+    return ($rss // 0, $pss // 0);
+}
+
+1;
