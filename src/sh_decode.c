@@ -639,7 +639,10 @@ sh_decode_finish(sh_decode_t *d)
         run(d, d->head + skip, d->head_len - skip, 0);
     }
     if (d->binary != 1) {
-        run(d, NULL, 0, 1);
+        /* An empty chunk, but not a NULL pointer: the decoders compute
+         * p + offset on it, which is undefined for NULL even with a zero
+         * offset (UBSan, found by fuzz/fuzz_doc.c). */
+        run(d, (const unsigned char *) "", 0, 1);
         if (d->pending_len > 0) {
             /* An incomplete sequence at the very end. */
             d->pending_len = 0;
