@@ -1,0 +1,206 @@
+/*
+ * fuzz_snapshot.c -- sh_snapshot_load on any file, and the index it
+ * accepts put to work.
+ *
+ * Input: a flags byte, then the file.
+ *   bit 0  recompute the checksums (the header's and the trailing one)
+ *          before loading, so that mutations reach the checks behind them
+ *   bit 1  make the sizes consistent first: region_size from the header's
+ *          capacity, user_len from the file's length
+ *   bit 2  expect the file's own hash-key digest (else expect none, 0)
+ *   bit 3  expect another digest: the load must fail
+ *
+ * sh_snapshot.h promises that a bad file is refused with a message, never
+ * a crash and never a silently wrong index.  So: a refusal must come with
+ * a message and leave nothing allocated; an accepted file must be
+ * exactly what it claims (region size and user section where the header
+ * says), pass sh_index_check, and stay sound under use: lookups in every
+ * mode, inserts (with eviction), updates, touches and removals, each
+ * followed by sh_index_check, and a visit of every document.
+ */
+#include <xxhash.h>
+
+#include "fuzz_util.h"
+
+#include "sh_index.h"
+#include "sh_snapshot.h"
+#include "sh_volatility.h"
+
+/* The file header (sh_snapshot.c's layout: checked against the bytes a
+ * real save writes by the seed corpus and the unit test's seeds). */
+#define FSNAP_HDR           128
+#define FSNAP_OFF_CAPACITY  20
+#define FSNAP_OFF_REGION    32
+#define FSNAP_OFF_USER      40
+#define FSNAP_OFF_DIGEST    48
+#define FSNAP_OFF_HXXH      120
+
+static void
+fsnap_init(void)
+{
+    (void) sh_volatility_default();
+}
+
+static uint64_t
+fsnap_get64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static void
+fsnap_put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+
+/* Use an accepted index: nothing may go wrong now. */
+static void
+fsnap_exercise(void *region, size_t size, const uint8_t *ops, size_t nops)
+{
+    sh_index_t       *ix;
+    sh_index_stats_t  st;
+    sh_lookup_opts_t  o;
+    sh_match_t        out[16];
+    char              err[256];
+    uint64_t          h, seed = 1;
+    uint32_t          ref, ev, probe;
+    size_t            i, n;
+    unsigned          k;
+
+    ix = sh_index_attach(region, size, err, sizeof(err));
+    FUZZ_CHECK(ix != NULL);
+    FUZZ_CHECK(sh_index_check(ix, err, sizeof(err)) == 0);
+    sh_index_stats(ix, &st);
+
+    /* Every stored document is found by its own fingerprint, at 0. */
+    sh_lookup_opts_init(&o);
+    for (ref = 0; ref < st.capacity && ref < 4096; ref++) {
+        if (sh_index_get(ix, ref, &h) != 0) {
+            continue;
+        }
+        o.h = 0;
+        o.mode = SH_MATCH_CLOSEST;
+        n = sh_index_lookup(ix, h, NULL, &o, out, 16, NULL);
+        FUZZ_CHECK(n == 1 && out[0].distance == 0 && out[0].hash == h);
+    }
+
+    /* A short workload, steered by the input's first bytes. */
+    for (k = 0; k < 64; k++) {
+        uint8_t  op = nops > 0 ? ops[k % nops] : (uint8_t) k;
+        uint64_t r = fuzz_rng(&seed);
+
+        probe = (uint32_t) (r % (st.capacity + 1));
+        switch (op % 6) {
+        case 0:
+            o.h = (unsigned) (r >> 32) % (SH_H_MAX + 1);
+            o.mode = (sh_match_mode_t) ((r >> 40) % 3);
+            o.probes = (unsigned) (r >> 48) % 64;
+            n = sh_index_lookup(ix, r, NULL, &o, out, 16, NULL);
+            for (i = 0; i < n && i < 16; i++) {
+                FUZZ_CHECK(sh_index_get(ix, out[i].ref, &h) == 0);
+                FUZZ_CHECK(h == out[i].hash);
+                FUZZ_CHECK(out[i].distance <= o.h);
+            }
+            break;
+        case 1:
+        case 2:
+            ref = sh_index_insert(ix, r, &ev);
+            FUZZ_CHECK(ref != SH_NOREF);
+            FUZZ_CHECK(sh_index_get(ix, ref, &h) == 0 && h == r);
+            break;
+        case 3:
+            (void) sh_index_update(ix, probe, r);
+            break;
+        case 4:
+            (void) sh_index_touch(ix, probe);
+            break;
+        default:
+            (void) sh_index_remove(ix, probe);
+            break;
+        }
+        if (sh_index_check(ix, err, sizeof(err)) != 0) {
+            fprintf(stderr, "fuzz_snapshot: after op %u: %s\n", op % 6, err);
+            FUZZ_CHECK(!"sh_index_check after an operation");
+        }
+    }
+}
+
+static int
+fsnap_one(const uint8_t *data, size_t size)
+{
+    fuzz_in_t   in = { data, size };
+    unsigned    flags = fuzz_u8(&in);
+    uint8_t    *file;
+    size_t      len = in.n, region_size = 0, user_len = 0;
+    uint64_t    digest = 0, expect = 0, cap;
+    void       *region = NULL;
+    const void *user = NULL;
+    char        path[64], err[256];
+    int         fd, rc;
+
+    file = malloc(len + 1);
+    FUZZ_CHECK(file != NULL);
+    if (len > 0) {
+        memcpy(file, in.p, len);
+    }
+    if (len >= FSNAP_HDR + 8) {
+        if (flags & 2) {
+            uint32_t c32;
+
+            memcpy(&c32, file + FSNAP_OFF_CAPACITY, sizeof(c32));
+            cap = sh_index_region_size(c32);
+            fsnap_put64(file + FSNAP_OFF_REGION, cap);
+            if (cap <= len - FSNAP_HDR - 8) {
+                fsnap_put64(file + FSNAP_OFF_USER,
+                            len - FSNAP_HDR - 8 - cap);
+            }
+        }
+        if (flags & 1) {
+            fsnap_put64(file + FSNAP_OFF_HXXH,
+                        XXH3_64bits(file, FSNAP_OFF_HXXH));
+            fsnap_put64(file + len - 8, XXH3_64bits(file, len - 8));
+        }
+        digest = fsnap_get64(file + FSNAP_OFF_DIGEST);
+    }
+    if (flags & 4) {
+        expect = digest;
+    }
+    if (flags & 8) {
+        expect = digest + 1;
+    }
+
+    fd = fuzz_memfile(file, len, path, sizeof(path));
+    err[0] = '\0';
+    rc = sh_snapshot_load(path, expect, &region, &region_size, &user,
+                          &user_len, err, sizeof(err));
+    close(fd);
+
+    if (rc != 0) {
+        /* Refused: with a reason, and nothing handed out. */
+        FUZZ_CHECK(rc == -1);
+        FUZZ_CHECK(err[0] != '\0');
+        FUZZ_CHECK(region == NULL);
+        free(file);
+        return 0;
+    }
+    FUZZ_CHECK(!(flags & 8) || expect == 0);
+    FUZZ_CHECK(region != NULL);
+    /* Exactly the file: header, region, user section, checksum. */
+    FUZZ_CHECK(len == FSNAP_HDR + region_size + user_len + 8);
+    FUZZ_CHECK(memcmp(region, file + FSNAP_HDR, region_size) == 0);
+    FUZZ_CHECK((const char *) user == (const char *) region + region_size);
+    FUZZ_CHECK(user_len == 0
+               || memcmp(user, file + FSNAP_HDR + region_size, user_len)
+                  == 0);
+    FUZZ_CHECK(expect == 0 || sh_index_seed_digest(region) == expect);
+    fsnap_exercise(region, region_size, file + FSNAP_HDR,
+                   len > FSNAP_HDR + 64 ? 64 : 0);
+    free(region);
+    free(file);
+    return 0;
+}
+
+FUZZ_ENTRY(fsnap_init, fsnap_one)

@@ -1,0 +1,160 @@
+#!/bin/sh
+# tools/fuzz.sh BUILD SECONDS -- build the libFuzzer targets and run each
+# for SECONDS seconds (`make fuzz FUZZ_SECONDS=N`).
+#
+#   BUILD/fuzz/fuzz_NAME        one binary per fuzz/fuzz_NAME.c, built by
+#                               clang with -fsanitize=fuzzer,address,undefined
+#   BUILD/fuzz/corpus/NAME      its corpus: seeds generated from the test
+#                               fixtures by fuzz/fuzz_seeds.c, plus whatever
+#                               the runs found (kept between runs)
+#   BUILD/fuzz/crashes/NAME     what made it fail (crash-, leak-, timeout-,
+#                               oom-): minimise it, keep it under
+#                               fuzz/regressions/NAME, fix the bug
+#   BUILD/fuzz/logs/NAME.log    libFuzzer's output
+#
+# The targets run one after another, each in one process (no -jobs: the
+# machine is shared).  A summary table ends the run; the exit status is 1
+# if any target failed.  FUZZ_TARGETS="doc index" runs only those.
+set -eu
+
+BUILD=${1:-build}
+SECS=${2:-60}
+OUT=$BUILD/fuzz
+CC=${FUZZ_CC:-clang}
+TARGETS=${FUZZ_TARGETS:-doc snapshot idf volatility index}
+PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib"
+
+case $SECS in
+    ''|*[!0-9]*) echo "fuzz.sh: seconds must be a number, not '$SECS'" >&2
+                 exit 2 ;;
+esac
+if ! command -v "$CC" >/dev/null 2>&1; then
+    echo "fuzz.sh: $CC not found (tools/deps.sh fuzz installs it)" >&2
+    exit 2
+fi
+
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $SAN
+        -Wall -Wextra -Wshadow -Wno-unused-parameter
+        -Isrc $(pkg-config --cflags $PKGS)"
+LIBS="$(pkg-config --libs $PKGS) -lstemmer -lm"
+
+mkdir -p "$OUT/obj" "$OUT/logs"
+
+# ---- Build: the library with coverage instrumentation, then each target.
+
+# Is $1 older than any of the rest (or missing)?  (sh has no locals: the
+# names are the function's own.)
+stale() {
+    stale_target=$1
+    shift
+    [ -e "$stale_target" ] || return 0
+    for stale_dep in "$@"; do
+        [ "$stale_dep" -nt "$stale_target" ] && return 0
+    done
+    return 1
+}
+
+objs=""
+for c in src/*.c; do
+    o=$OUT/obj/$(basename "$c" .c).o
+    if stale "$o" "$c" src/*.h; then
+        echo "CC $c"
+        # shellcheck disable=SC2086
+        $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$c" -o "$o"
+    fi
+    objs="$objs $o"
+done
+lib=$OUT/libsimhash-fuzz.a
+# shellcheck disable=SC2086
+if stale "$lib" $objs; then
+    rm -f "$lib"
+    # shellcheck disable=SC2086
+    ar rcs "$lib" $objs
+fi
+
+for t in $TARGETS; do
+    bin=$OUT/fuzz_$t
+    if stale "$bin" "fuzz/fuzz_$t.c" fuzz/fuzz_util.h "$lib"; then
+        echo "LD $bin"
+        # shellcheck disable=SC2086
+        $CC $CFLAGS -fsanitize=fuzzer "fuzz/fuzz_$t.c" "$lib" $LIBS -o "$bin"
+    fi
+done
+
+# ---- Seeds: from the fixtures, by the library itself.
+seeds=$OUT/fuzz_seeds
+# shellcheck disable=SC2086
+if stale "$seeds" fuzz/*.c fuzz/*.h "$lib"; then
+    echo "LD $seeds"
+    # shellcheck disable=SC2086
+    $CC $CFLAGS -fsanitize=fuzzer-no-link fuzz/fuzz_seeds.c "$lib" $LIBS \
+        -o "$seeds"
+fi
+mkdir -p "$OUT/corpus"
+"$seeds" "$OUT/corpus" tests/fixtures t/fixtures/site
+
+# ---- Run.
+
+# Per target: the longest input worth trying, and a dictionary.
+max_len() {
+    case $1 in
+        doc|snapshot|volatility) echo 65536 ;;
+        idf) echo 16384 ;;
+        index) echo 2048 ;;
+    esac
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+failed=0
+summary=$OUT/summary.txt
+printf '%-11s %10s %8s %8s %8s %7s  %s\n' target execs exec/s cov ft crashes \
+    status > "$summary"
+for t in $TARGETS; do
+    corpus=$OUT/corpus/$t
+    crashes=$OUT/crashes/$t
+    log=$OUT/logs/$t.log
+    mkdir -p "$corpus" "$crashes"
+    dirs=$corpus
+    for d in fuzz/seeds/$t fuzz/regressions/$t; do
+        [ -d "$d" ] && dirs="$dirs $d"
+    done
+    dict=""
+    [ -f "fuzz/$t.dict" ] && dict="-dict=fuzz/$t.dict"
+    before=$(ls "$crashes" | wc -l)
+
+    echo "== fuzz_$t for ${SECS}s (log: $log)"
+    status=ok
+    # shellcheck disable=SC2086
+    "$OUT/fuzz_$t" -max_total_time="$SECS" -max_len="$(max_len "$t")" \
+        -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$crashes/" $dict $dirs > "$log" 2>&1 \
+        || status=FAILED
+
+    after=$(ls "$crashes" | wc -l)
+    found=$((after - before))
+    [ "$found" -gt 0 ] && status=FAILED
+    [ "$status" = FAILED ] && failed=1
+
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    if [ -z "$execs" ]; then
+        # Stopped by a failure: the last status line has the count.
+        execs=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log" | tail -1)
+    fi
+    cov=$(sed -n 's/.* cov: \([0-9]*\) .*/\1/p' "$log" | tail -1)
+    ft=$(sed -n 's/.* ft: \([0-9]*\) .*/\1/p' "$log" | tail -1)
+    printf '%-11s %10s %8s %8s %8s %7s  %s\n' "$t" "${execs:-?}" \
+        "${rate:-?}" "${cov:-?}" "${ft:-?}" "$found" "$status" >> "$summary"
+    if [ "$status" = FAILED ]; then
+        grep -E 'ERROR|check failed|runtime error|SUMMARY' "$log" | head -5
+        ls "$crashes" | tail -"$((found > 0 ? found : 1))" | sed "s|^|    $crashes/|"
+    fi
+done
+
+echo
+echo "fuzz: ${SECS}s per target, $CC $(${CC} --version | sed -n 's/.*version \([^ ]*\).*/\1/p;q')"
+cat "$summary"
+exit $failed
