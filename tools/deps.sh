@@ -8,11 +8,14 @@
 # One list, one place: the README points here.
 set -eu
 
+# valgrind and gdb: the integration tests use both (t/11-valgrind.t,
+# `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb).
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
-libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev"
+libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
+valgrind gdb"
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk"
 FUZZ_PKGS="clang libclang-rt-14-dev"
-STRESS_PKGS="wrk valgrind"
+STRESS_PKGS="wrk"
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
 
 want="$BUILD_PKGS"
