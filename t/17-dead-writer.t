@@ -20,8 +20,7 @@ use SimhashTest;
 
 plan(skip_all => 'gdb not installed')
     unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
-plan(skip_all => 'needs a master and workers')
-    if ($ENV{SH_VALGRIND} // '') eq '1';
+SimhashTest::needs_master();
 plan(skip_all => 'module built with sanitizers') if $ENV{SANITIZE};
 
 my $t = SimhashTest->new(
