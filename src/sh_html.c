@@ -239,19 +239,39 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
     return h;
 }
 
-/* Where to end a piece p[0..n): before its last '<' when that is within
- * HOLD_LOOKAHEAD bytes of the end with no '>' after it, else at n. */
+/*
+ * Where to end a piece p[0..n): before its last '<' when that is within
+ * HOLD_LOOKAHEAD bytes of the end with no '>' after it; else before an
+ * incomplete UTF-8 sequence at the end (the decoder's output is valid
+ * UTF-8, but its pieces may cut a sequence); else at n.  A sequence cut at
+ * the end of the parser's bytes is invalid UTF-8 to libxml2 (2.9.14) when
+ * it reads that far, and it then decodes the rest of the page as
+ * ISO-8859-1 ("é" becomes "Ã©"; found by fuzz/fuzz_doc.c).
+ */
 static size_t
 hold_cut(const char *p, size_t n)
 {
-    size_t from = n > HOLD_LOOKAHEAD ? n - HOLD_LOOKAHEAD : 0, i;
+    size_t        from = n > HOLD_LOOKAHEAD ? n - HOLD_LOOKAHEAD : 0, i;
+    unsigned char c;
 
     for (i = n; i > from; i--) {
         if (p[i - 1] == '>') {
-            return n;
+            break;
         }
         if (p[i - 1] == '<') {
             return i - 1;
+        }
+    }
+    /* The last sequence's lead byte, at most three bytes back. */
+    for (i = n; i > 0 && n - i < 4; i--) {
+        c = (unsigned char) p[i - 1];
+        if ((c & 0xC0) != 0x80) {
+            if (c >= 0xC0 && n - (i - 1) < (c >= 0xF0 ? 4u : c >= 0xE0 ? 3u
+                                                                      : 2u))
+            {
+                return i - 1;
+            }
+            break;
         }
     }
     return n;
@@ -307,7 +327,7 @@ sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
         }
         cut = hold_cut(p, n);
         parse_piece(h, p, cut);
-        /* The rest is shorter than HOLD_LOOKAHEAD. */
+        /* The rest is at most HOLD_LOOKAHEAD bytes. */
         memmove(h->hold, p + cut, n - cut);
         h->nhold = n - cut;
     }
