@@ -137,4 +137,4 @@ deb: deps
 	@tools/deb.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan
