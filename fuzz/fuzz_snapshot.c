@@ -14,9 +14,10 @@
  * a crash and never a silently wrong index.  So: a refusal must come with
  * a message and leave nothing allocated; an accepted file must be
  * exactly what it claims (region size and user section where the header
- * says), pass sh_index_check, and stay sound under use: lookups in every
- * mode, inserts (with eviction), updates, touches and removals, each
- * followed by sh_index_check, and a visit of every document.
+ * says), pass sh_index_check, answer exact lookups exactly (every stored
+ * document within h, as a scan of them finds), and stay sound under use:
+ * lookups in every mode, inserts (with eviction), updates, touches and
+ * removals, each followed by sh_index_check.
  */
 #include <xxhash.h>
 
@@ -56,6 +57,72 @@ fsnap_put64(uint8_t *p, uint64_t v)
     memcpy(p, &v, sizeof(v));
 }
 
+typedef struct {
+    uint32_t *ref;
+    uint64_t *hash;
+    uint32_t  n, cap;
+} fsnap_docs_t;
+
+static int
+fsnap_collect(void *arg, uint32_t ref, uint64_t hash)
+{
+    fsnap_docs_t *d = arg;
+
+    FUZZ_CHECK(d->n < d->cap);
+    d->ref[d->n] = ref;
+    d->hash[d->n] = hash;
+    d->n++;
+    return 0;
+}
+
+/*
+ * Never a silently wrong index: lookups that probe every header subset
+ * within h (t <= 12, h <= 3: at most 4095 subsets) must find exactly the
+ * stored documents within h, as a scan of them does.
+ */
+static void
+fsnap_exact(sh_index_t *ix, uint64_t seed)
+{
+    sh_index_stats_t st;
+    sh_lookup_opts_t o;
+    fsnap_docs_t     d;
+    sh_match_t       out[64];
+    uint64_t         q, h;
+    uint32_t         i, k, want;
+    size_t           n;
+
+    sh_index_stats(ix, &st);
+    if (st.t > 12 || st.entries == 0) {
+        return;
+    }
+    d.cap = st.entries;
+    d.n = 0;
+    d.ref = calloc(d.cap, sizeof(uint32_t));
+    d.hash = calloc(d.cap, sizeof(uint64_t));
+    FUZZ_CHECK(d.ref != NULL && d.hash != NULL);
+    sh_index_foreach(ix, fsnap_collect, &d);
+    FUZZ_CHECK(d.n == st.entries);
+    for (i = 0; i < d.n; i++) {
+        FUZZ_CHECK(sh_index_get(ix, d.ref[i], &h) == 0 && h == d.hash[i]);
+    }
+    sh_lookup_opts_init(&o);
+    o.mode = SH_MATCH_ALL;
+    o.probes = SH_PROBES_MAX;
+    for (k = 0; k < 8; k++) {
+        uint64_t r = fuzz_rng(&seed);
+
+        q = d.hash[r % d.n] ^ (1ull << (r >> 58)) ^ (1ull << (r >> 52 & 63));
+        o.h = (unsigned) (r >> 40) % 4;
+        for (want = 0, i = 0; i < d.n; i++) {
+            want += (unsigned) __builtin_popcountll(d.hash[i] ^ q) <= o.h;
+        }
+        n = sh_index_lookup(ix, q, NULL, &o, out, 64, NULL);
+        FUZZ_CHECK(n == want);
+    }
+    free(d.ref);
+    free(d.hash);
+}
+
 /* Use an accepted index: nothing may go wrong now. */
 static void
 fsnap_exercise(void *region, size_t size, const uint8_t *ops, size_t nops)
@@ -74,6 +141,7 @@ fsnap_exercise(void *region, size_t size, const uint8_t *ops, size_t nops)
     FUZZ_CHECK(ix != NULL);
     FUZZ_CHECK(sh_index_check(ix, err, sizeof(err)) == 0);
     sh_index_stats(ix, &st);
+    fsnap_exact(ix, nops);
 
     /* Every stored document is found by its own fingerprint, at 0. */
     sh_lookup_opts_init(&o);

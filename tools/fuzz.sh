@@ -105,6 +105,11 @@ max_len() {
     esac
 }
 
+# What libFuzzer writes for a failure (slow-unit- files are not one).
+count_failures() {
+    ls "$1" | grep -cE '^(crash|leak|timeout|oom)-' || true
+}
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
@@ -123,7 +128,7 @@ for t in $TARGETS; do
     done
     dict=""
     [ -f "fuzz/$t.dict" ] && dict="-dict=fuzz/$t.dict"
-    before=$(ls "$crashes" | wc -l)
+    before=$(count_failures "$crashes")
 
     echo "== fuzz_$t for ${SECS}s (log: $log)"
     status=ok
@@ -133,7 +138,7 @@ for t in $TARGETS; do
         -artifact_prefix="$crashes/" $dict $dirs > "$log" 2>&1 \
         || status=FAILED
 
-    after=$(ls "$crashes" | wc -l)
+    after=$(count_failures "$crashes")
     found=$((after - before))
     [ "$found" -gt 0 ] && status=FAILED
     [ "$status" = FAILED ] && failed=1
@@ -150,7 +155,8 @@ for t in $TARGETS; do
         "${rate:-?}" "${cov:-?}" "${ft:-?}" "$found" "$status" >> "$summary"
     if [ "$status" = FAILED ]; then
         grep -E 'ERROR|check failed|runtime error|SUMMARY' "$log" | head -5
-        ls "$crashes" | tail -"$((found > 0 ? found : 1))" | sed "s|^|    $crashes/|"
+        ls -t "$crashes" | grep -E '^(crash|leak|timeout|oom)-' \
+            | head -"$((found > 0 ? found : 1))" | sed "s|^|    $crashes/|"
     fi
 done
 
