@@ -372,10 +372,25 @@ sub start_valgrind {
     return $self;
 }
 
+# With master_process off, a TERM that arrives while nginx is busy sets its
+# flag, and the process may then block in epoll_wait with no timer to wake
+# it (the master avoids this with sigsuspend; valgrind's slow signal
+# delivery makes the race likely): TERM again until it exits.
 sub stop_valgrind {
     my ($self) = @_;
     my $pid = delete $self->{vg_pid} or return;
-    kill 'TERM', $pid;
+    my $end = time + 120;
+    while (time < $end) {
+        kill 'TERM', $pid;
+        my $t = time + 2;
+        while (time < $t) {
+            if (waitpid($pid, WNOHANG) == $pid) {
+                return $self->read_file('logs/valgrind.log') // '';
+            }
+            sleep 0.05;
+        }
+    }
+    kill 'KILL', $pid;
     waitpid($pid, 0);
     return $self->read_file('logs/valgrind.log') // '';
 }
