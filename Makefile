@@ -77,6 +77,9 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(LIB)
 	$(CC) $(CFLAGS_ALL) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) \
 	    $(LDLIBS_ALL) -lcmocka
 
+# The fuzz regression test includes the fuzz harnesses themselves.
+$(BUILD)/tests/test_fuzz_regressions: $(wildcard fuzz/*.c fuzz/*.h)
+
 # The evaluation parses extraction options with the CLI's own parser.
 $(EVAL): $(EVAL_SRCS) tools/simhash/cli.c $(LIB)
 	$(CC) $(CFLAGS_ALL) -Itools/simhash $(LDFLAGS) -o $@ $(EVAL_SRCS) \
