@@ -251,12 +251,29 @@ append(sh_decode_t *d, const char *s, size_t len)
     }
 }
 
+/* One byte of valid UTF-8 for the binary check (see observe). */
+static inline void
+observe_byte(sh_decode_t *d, unsigned char c)
+{
+    if ((c & 0xC0) == 0x80) {
+        return;                 /* continues a sequence */
+    }
+    d->chars++;
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') {
+        d->bad++;
+        if (c == 0) {
+            d->nul = 1;
+        }
+    }
+}
+
 /* Count the first SH_PRESCAN characters of valid UTF-8 for the binary
  * check; `bad` is 1 when these bytes stand for one undecodable byte. */
 static void
 observe(sh_decode_t *d, const unsigned char *s, size_t len, int bad)
 {
-    size_t i;
+    size_t   i = 0, end;
+    uint64_t w, ctl, cont;
 
     if (d->binary != -1) {
         return;
@@ -265,19 +282,28 @@ observe(sh_decode_t *d, const unsigned char *s, size_t len, int bad)
         d->chars++;
         d->bad++;
     } else {
-        for (i = 0; i < len && d->chars < SH_PRESCAN; i++) {
-            if ((s[i] & 0xC0) == 0x80) {
+        /*
+         * Eight bytes at a time while they cannot pass SH_PRESCAN.  A word
+         * with no byte below 0x20 (ctl: bits 7, 6 and 5 all clear; the
+         * shifts bring bits 6 and 5 of a byte to its own bit 7) only adds
+         * the bytes that do not continue a sequence (cont: 10xxxxxx);
+         * other words, one in a line or so, go byte by byte.
+         */
+        while (i + 8 <= len && d->chars + 8 <= SH_PRESCAN) {
+            memcpy(&w, s + i, 8);
+            ctl = ~(w | w << 1 | w << 2) & 0x8080808080808080ULL;
+            if (ctl == 0) {
+                cont = w & ~(w << 1) & 0x8080808080808080ULL;
+                d->chars += 8 - (size_t) __builtin_popcountll(cont);
+                i += 8;
                 continue;
             }
-            d->chars++;
-            if (s[i] < 0x20 && s[i] != '\t' && s[i] != '\n' && s[i] != '\r'
-                && s[i] != '\f')
-            {
-                d->bad++;
-                if (s[i] == 0) {
-                    d->nul = 1;
-                }
+            for (end = i + 8; i < end; i++) {
+                observe_byte(d, s[i]);
             }
+        }
+        for (; i < len && d->chars < SH_PRESCAN; i++) {
+            observe_byte(d, s[i]);
         }
     }
     if (d->chars >= SH_PRESCAN) {

@@ -69,7 +69,7 @@ sh_features_free(sh_features_t *f)
     }
 }
 
-/* Double the table, keeping the first-seen order. */
+/* Empty the table for the next page, keeping its memory (warm, sized). */
 void
 sh_features_reset(sh_features_t *f)
 {
@@ -84,6 +84,7 @@ sh_features_reset(sh_features_t *f)
     f->seen = 0;
 }
 
+/* Double the table, keeping the first-seen order. */
 static int
 grow(sh_features_t *f)
 {

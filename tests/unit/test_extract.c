@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "sh_decode.h"
 #include "sh_doc.h"
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -540,6 +541,73 @@ test_binary_garbage(void **state)
     sh_config_free(c);
 }
 
+/*
+ * The binary rule (sh_decode.h: more than a quarter of the first
+ * SH_PRESCAN characters are control characters other than tab, newline,
+ * carriage return and form feed) against a character-by-character model,
+ * on pages mixing every kind of character near the threshold, fed whole
+ * and in odd pieces (the prescan reads eight bytes at a time).
+ */
+static void
+test_binary_rule_matches_model(void **state)
+{
+    static const char *const kinds[] = {
+        "a", "Z", " ", "\n", "\t", "\r", "\f", "<", "\x01", "\x1b",
+        "\x1f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"
+    };
+    static const size_t sizes[] = { 1, 7, 3, 64, 5 };
+    sh_config_t *c = config_with(NULL);
+    char        *buf = malloc(8192);
+    uint32_t     x = 777;
+    unsigned     page, seen_binary = 0, seen_text = 0;
+
+    for (page = 0; page < 400; page++) {
+        size_t   len = 0, chars = 0, bad = 0, want_chars;
+        unsigned ctl_share = 20 + page % 40;     /* percent */
+        int      binary;
+
+        /* First a run without control characters, multi-byte ones
+         * common, then the mix: where the prescan's 1,024 characters end
+         * decides how many control characters it sees. */
+        size_t   calm = (size_t) (page * 7919u) % 900;
+
+        want_chars = page % 5 == 0 ? 300 + page : 2000;
+        while (chars < want_chars) {
+            const char *k;
+
+            x = x * 1103515245u + 12345u;
+            if (chars < calm) {
+                k = kinds[(x >> 16) % 2 ? 11 + (x >> 4) % 3 : (x >> 20) % 7];
+            } else if ((x >> 16) % 100 < ctl_share) {
+                k = kinds[8 + (x >> 8) % 3];
+            } else {
+                k = kinds[(x >> 20) % 8 == 7 ? 11 + (x >> 4) % 3
+                                             : (x >> 20) % 7];
+            }
+            if (chars < SH_PRESCAN && (unsigned char) k[0] < 0x20
+                && k[0] != '\t' && k[0] != '\n' && k[0] != '\r'
+                && k[0] != '\f')
+            {
+                bad++;
+            }
+            memcpy(buf + len, k, strlen(k));
+            len += strlen(k);
+            chars++;
+        }
+        binary = bad * 4 > (chars < SH_PRESCAN ? chars : SH_PRESCAN);
+        seen_binary += binary;
+        seen_text += !binary;
+        assert_int_equal(fp(c, NULL, buf, len).status == SH_STATUS_BINARY,
+                         binary);
+        assert_int_equal(fp_chunks(c, NULL, buf, len, sizes, 5).status
+                         == SH_STATUS_BINARY, binary);
+    }
+    /* The pages fell on both sides of the threshold. */
+    assert_true(seen_binary > 50 && seen_text > 50);
+    free(buf);
+    sh_config_free(c);
+}
+
 static void
 test_invalid_utf8_does_not_stop_the_parse(void **state)
 {
@@ -831,6 +899,7 @@ main(void)
         cmocka_unit_test(test_charset_resolution_like_browsers),
         cmocka_unit_test(test_empty_and_short_pages_have_no_fingerprint),
         cmocka_unit_test(test_binary_garbage),
+        cmocka_unit_test(test_binary_rule_matches_model),
         cmocka_unit_test(test_invalid_utf8_does_not_stop_the_parse),
         cmocka_unit_test(test_fifty_megabytes),
         cmocka_unit_test(test_unterminated_comment),
