@@ -8,9 +8,12 @@
  *   parse-only   libxml2's HTML push parser over the same bytes with an empty
  *                SAX handler (the floor: no extractor can beat the parser);
  *   fingerprint  the whole library, sh_doc_new/feed/finish, same chunks.
- * Prints MB/s for each and their ratio (best round of each).  One thread:
- * one core; times are the thread's CPU time, so that other processes on
- * the machine disturb the ratio as little as possible.
+ * Prints MB/s for each and their ratio (best round of each), and the
+ * median over the rounds of each round's own ratio (its two halves ran
+ * back to back): on a shared host one side's best round can be luckier
+ * than the other's, and the median tells.  One thread: one core; times
+ * are the thread's CPU time, so that other processes on the machine
+ * disturb the ratio as little as possible.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,14 @@ now(void)
 static void
 quiet(void *ctx, xmlErrorPtr err)
 {
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+
+    return (x > y) - (x < y);
 }
 
 static void
@@ -127,7 +138,8 @@ main(int argc, char **argv)
     page_t       *pages;
     size_t        npages, total, i, chunk = 16384;
     int           rounds = 5, r, a;
-    double        t0, parse_best = 1e30, fp_best = 1e30, dt;
+    double        t0, parse_best = 1e30, fp_best = 1e30, dt, parse_dt;
+    double       *ratio;
     uint64_t      sink = 0;
     char          err[256];
 
@@ -155,13 +167,18 @@ main(int argc, char **argv)
         return 1;
     }
 
+    ratio = malloc((size_t) rounds * sizeof(double));
+    if (ratio == NULL) {
+        fprintf(stderr, "bench_extract: out of memory\n");
+        return 1;
+    }
     for (r = 0; r < rounds; r++) {
         t0 = now();
         for (i = 0; i < npages; i++) {
             parse_only(&pages[i], chunk);
         }
-        dt = now() - t0;
-        parse_best = dt < parse_best ? dt : parse_best;
+        parse_dt = now() - t0;
+        parse_best = parse_dt < parse_best ? parse_dt : parse_best;
 
         t0 = now();
         for (i = 0; i < npages; i++) {
@@ -169,7 +186,9 @@ main(int argc, char **argv)
         }
         dt = now() - t0;
         fp_best = dt < fp_best ? dt : fp_best;
+        ratio[r] = parse_dt / dt;
     }
+    qsort(ratio, (size_t) rounds, sizeof(double), cmp_double);
 
     printf("pages %zu, %.1f MB, chunk %zu, best of %d rounds\n", npages,
            total / 1e6, chunk, rounds);
@@ -177,6 +196,11 @@ main(int argc, char **argv)
     printf("fingerprint  %7.1f MB/s\n", total / 1e6 / fp_best);
     printf("ratio        %7.3f  (fingerprint / parse-only; target >= 0.85)"
            "\n", parse_best / fp_best);
+    printf("round ratios %7.3f  median (%.3f to %.3f)\n",
+           rounds % 2 ? ratio[rounds / 2]
+                      : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2,
+           ratio[0], ratio[rounds - 1]);
+    free(ratio);
     fprintf(stderr, "(checksum %016llx)\n", (unsigned long long) sink);
     sh_config_free(cfg);
     return 0;
