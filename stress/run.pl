@@ -258,6 +258,18 @@ sub status_text {
     return join ', ', map { "$_: $h->{$_}" } sort keys %$h;
 }
 
+# The rows every load phase reports: volume, statuses, no 5xx or 4xx.
+sub load_rows {
+    my ($phase, $r) = @_;
+    row($phase, 'requests (req/s)',
+        sprintf('%d (%.0f/s)', $r->{requests}, $r->{rps}),
+        $r->{requests} > 0);
+    row($phase, 'HTTP statuses', status_text($r->{status}));
+    row($phase, 'X-Simhash-Status', status_text($r->{simhash}));
+    row($phase, '5xx responses', $r->{s5xx}, $r->{s5xx} == 0);
+    row($phase, '4xx responses', $r->{s4xx}, $r->{s4xx} == 0);
+}
+
 # ---- the error log ------------------------------------------------------
 
 # Signals, respawns and other alarms in a piece of the log.  `killed`: the
@@ -484,12 +496,7 @@ sub phase_a {
     my $f = log_faults($ng->log_since($from), {});
     my $s = $ng->stats;
 
-    row('A', 'requests (req/s)', sprintf('%d (%.0f/s)', $r->{requests},
-                                         $r->{rps}), $r->{requests} > 0);
-    row('A', 'HTTP statuses', status_text($r->{status}));
-    row('A', 'X-Simhash-Status', status_text($r->{simhash}));
-    row('A', '5xx responses', $r->{s5xx}, $r->{s5xx} == 0);
-    row('A', '4xx responses', $r->{s4xx}, $r->{s4xx} == 0);
+    load_rows('A', $r);
     row('A', 'socket errors (connect/read/write/timeout)',
         "$r->{connect}/$r->{read}/$r->{write}/$r->{timeout}",
         $r->{socket_errors} == 0);
@@ -553,12 +560,7 @@ sub phase_b {
     my $f = log_faults($ng->log_since($from), \%killed);
     my $s = $ng->stats;
 
-    row('B', 'requests (req/s)', sprintf('%d (%.0f/s)', $r->{requests},
-                                         $r->{rps}), $r->{requests} > 0);
-    row('B', 'HTTP statuses', status_text($r->{status}));
-    row('B', 'X-Simhash-Status', status_text($r->{simhash}));
-    row('B', '5xx responses', $r->{s5xx}, $r->{s5xx} == 0);
-    row('B', '4xx responses', $r->{s4xx}, $r->{s4xx} == 0);
+    load_rows('B', $r);
     row('B', 'socket errors (connect/read/write/timeout)',
         "$r->{connect}/$r->{read}/$r->{write}/$r->{timeout}");
     row('B', 'workers killed (kill -9) / logged signal 9',
