@@ -708,3 +708,9 @@ sh_decode_is_binary(const sh_decode_t *d)
 {
     return d->binary == 1;
 }
+
+int
+sh_decode_is_decided(const sh_decode_t *d)
+{
+    return d->binary != -1;
+}

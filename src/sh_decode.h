@@ -47,6 +47,9 @@ const char *sh_decode_charset(const sh_decode_t *d);
  */
 int sh_decode_is_binary(const sh_decode_t *d);
 
+/* The binary check has decided (either way). */
+int sh_decode_is_decided(const sh_decode_t *d);
+
 /*
  * Resolve a charset label to the name iconv knows, or NULL if unknown.
  * `in_page` applies the rule that a UTF-16 label inside the page means UTF-8.
