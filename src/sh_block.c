@@ -25,6 +25,10 @@ static const char *const chrome_words[] = {
 /* With a MAIN block on the page, everything outside MAIN keeps 1/8. */
 #define OUTSIDE_FACTOR  0.125f
 
+/* Up to a quarter of link text costs a block nothing. */
+#define LINK_FREE_NUM   1
+#define LINK_FREE_DEN   4
+
 /*
  * A block shorter than SHORT_BYTES non-space bytes keeps SHORT_WEIGHT
  * sixteenths ("Share", "Next", "12 May", "Sign up").
@@ -189,8 +193,10 @@ sh_block_mark(const char *name, const char **attrs)
             }
             break;
         case 'h':
+            /* A link to elsewhere; "#..." stays on the page: a heading's
+             * permalink, a footnote, not navigation. */
             if (name[0] == 'a' && name[1] == '\0'
-                && strcmp(a, "href") == 0)
+                && strcmp(a, "href") == 0 && v[0] != '#')
             {
                 link = SH_MARK_LINK;
             }
@@ -236,8 +242,17 @@ sh_block_weight(unsigned mode, unsigned zone, uint32_t bytes, uint32_t link)
     if (mode != SH_CONTENT_AUTO || bytes == 0) {
         return w;
     }
-    /* Link density: keep the share of the text that is not link text. */
-    w = (w * (bytes - link) + bytes / 2) / bytes;
+    /*
+     * Link density: prose with a few links is content; past LINK_FREE of
+     * link text the block keeps the share of its text that is not link
+     * text, stretched to reach 0 for links only (a menu).
+     */
+    if ((uint64_t) link * LINK_FREE_DEN > (uint64_t) bytes * LINK_FREE_NUM) {
+        uint64_t keep = (uint64_t) (bytes - link) * LINK_FREE_DEN,
+                 span = (uint64_t) bytes * (LINK_FREE_DEN - LINK_FREE_NUM);
+
+        w = (unsigned) ((w * keep + span / 2) / span);
+    }
     if (bytes < SHORT_BYTES) {
         w = (w * SHORT_WEIGHT + SH_BLOCK_FULL / 2) / SH_BLOCK_FULL;
     }

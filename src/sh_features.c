@@ -351,11 +351,14 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
      * sh_acc_add, in first-seen order, so that float rounding depends on
      * the page alone.
      *
-     * A feature's weight is type_weight x (1 + ln tf) x idf, scaled by the
-     * mean weight of the blocks it occurred in, MAIN blocks counting 1 and
-     * the others `outside` (1 unless the page marks its main content).
-     * With every block at full weight the scale is exactly 1 and the
-     * weights are those of whole-page text, to the last bit.
+     * A feature's weight is type_weight x g(m) x idf, where m is its
+     * occurrences counted by their blocks' weights, those outside MAIN
+     * further by `outside` (1 unless the page marks its main content), and
+     * g(m) = 1 + ln m above 1, m below: sublinear TF on weighted counts,
+     * so that an occurrence in a block of weight 0 adds nothing at all
+     * (a word of the article that is also in the menu weighs what it
+     * would without the menu).  With every block at full weight m = tf,
+     * and the weights are those of whole-page text, to the last bit.
      */
     memset(used, 0, sizeof(used));
     for (i = 0; i < f->count; i++) {
@@ -374,9 +377,9 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
             bitcount_add(&once[b], s->key);
             continue;
         }
-        w = type_weight[s->type] * (1.0f + logf((float) s->tf));
-        m = (float) s->mass[1] + outside * (float) s->mass[0];
-        w *= m / ((float) SH_BLOCK_FULL * (float) s->tf);
+        m = ((float) s->mass[1] + outside * (float) s->mass[0])
+            / (float) SH_BLOCK_FULL;
+        w = type_weight[s->type] * (m > 1.0f ? 1.0f + logf(m) : m);
         if (idf != NULL && s->type == SH_FEAT_WORD) {
             w *= sh_idf_get(idf, s->key);
         }

@@ -11,13 +11,14 @@
  * bounded (a 24-byte slot, at most 4/3 x max_features slots rounded up to
  * a power of two, and 4 bytes of first-seen order for each).
  *
- * Weights: w = type_weight[type] x (1 + ln tf) x idf x b, where idf
- * applies to words only (sh_idf.h) and is 1 without a table, and b is the
- * mean weight of the blocks the feature occurred in (sh_block.h): each
- * term comes with its block's class, a weight in sixteenths and whether
- * the block is in the page's main content; a shingle takes the lowest
- * weight of its terms' blocks, and is in the main content when all of them
- * are.  With every block at full weight, b is exactly 1.
+ * Weights: w = type_weight[type] x g(m) x idf, where idf applies to words
+ * only (sh_idf.h) and is 1 without a table, m is the feature's occurrences
+ * each counted by the weight of its block (sh_block.h), and g(m) = 1 + ln m
+ * for m > 1, m below: sublinear TF on weighted counts.  Each term comes
+ * with its block's class: a weight in sixteenths, and whether the block is
+ * in the page's main content; a shingle takes the lowest weight of its
+ * terms' blocks, and is in the main content when all of them are.  With
+ * every block at full weight, m is the plain term frequency tf.
  */
 #ifndef SH_FEATURES_H
 #define SH_FEATURES_H

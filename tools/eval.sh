@@ -70,6 +70,70 @@ for spec in python:python3.11-doc postgresql:postgresql-doc-15; do
         || die "$pkg has no HTML pages (tools/deps.sh eval)"
 done
 
+# --- 1b. the template corpus -----------------------------------------------
+# The same documents under two templates: the Rust standard library's API
+# documentation and the Rust books as rust-doc ships them (Rust 1.63,
+# rustdoc's and mdbook's templates of 2022) and as rust-web-doc does (Rust
+# 1.85, their templates of 2025: other sidebars, headers, menus; mdbook's
+# table of contents moved out of the page).  rust-web-doc conflicts with
+# rust-doc, so it is not installed: its package is fetched and the trees
+# used are unpacked under $OUT (apt-get download, dpkg-deb).  Pairs are
+# the relative paths present in both; the truth is main-content text,
+# selected per generator by XPath (tools/eval/template.c): rustdoc's
+# section#main-content, mdbook's div#content.
+WEB=$OUT/rust-web-doc
+WEB_TREES="std book reference nomicon rust-by-example"
+if [ ! -f "$WEB/.unpacked" ]; then
+    mkdir -p "$OUT/debs"
+    (cd "$OUT/debs" && rm -f rust-web-doc_*.deb \
+        && { apt-get download rust-web-doc 2>/dev/null \
+             || { apt-get update -qq && apt-get download rust-web-doc; }; }) \
+        || die "cannot fetch rust-web-doc"
+    deb=$(ls "$OUT"/debs/rust-web-doc_*.deb)
+    rm -rf "$WEB"
+    mkdir -p "$WEB"
+    set -f
+    pats=
+    for t in $WEB_TREES; do
+        pats="$pats ./usr/share/doc/rust-web-doc/html/$t/*"
+    done
+    # shellcheck disable=SC2086
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$WEB" --wildcards $pats
+    set +f
+    dpkg-deb -f "$deb" Version >"$WEB/.unpacked"
+fi
+WEBR=$WEB/usr/share/doc/rust-web-doc/html
+[ -d "$WEBR/std" ] || die "rust-web-doc unpacked without std/"
+
+pages_of() {    # ROOT TREE: its HTML pages, relative, sorted
+    (cd "$1/$2" && find . -name '*.html' -type f | sed 's|^\./||' \
+        | grep -v -E '(^|/)(print|toc|404)\.html$' | LC_ALL=C sort)
+}
+XP_RUSTDOC="//section[@id='main-content']"
+XP_MDBOOK="//div[@id='content']"
+: >"$OUT/template.tsv"
+: >"$OUT/site.tsv"
+for t in $WEB_TREES; do
+    if [ "$t" = std ]; then g=rustdoc xp=$XP_RUSTDOC; else g=mdbook xp=$XP_MDBOOK; fi
+    pages_of "$RUST" "$t" >"$OUT/old.lst"
+    pages_of "$WEBR" "$t" >"$OUT/new.lst"
+    LC_ALL=C comm -12 "$OUT/old.lst" "$OUT/new.lst" \
+        | awk -v g="$g" -v x="$xp" -v a="$RUST/$t" -v b="$WEBR/$t" \
+              '{ printf "%s\t%s\t%s/%s\t%s/%s\n", g, x, a, $0, b, $0 }' \
+        >>"$OUT/template.tsv"
+    # Different documents under one template: every page of rust-doc's
+    # std, and of rust-web-doc's books.
+    if [ "$t" = std ]; then
+        awk -v x="$xp" -v a="$RUST/$t" \
+            '{ printf "rustdoc-1.63\t%s\t%s/%s\n", x, a, $0 }' \
+            "$OUT/old.lst" >>"$OUT/site.tsv"
+    else
+        awk -v x="$xp" -v b="$WEBR/$t" \
+            '{ printf "mdbook-1.85\t%s\t%s/%s\n", x, b, $0 }' \
+            "$OUT/new.lst" >>"$OUT/site.tsv"
+    fi
+done
+
 # --- 2. IDF corpus ---------------------------------------------------------
 # IDF must not be learnt from the pages it is measured on: a crawler learns
 # it from its own past crawl, not from the pair it is comparing.  The rust
@@ -98,6 +162,8 @@ if [ -n "${EVAL_CONFIGS:-}" ]; then
 else
     cat >"$OUT/configs.txt" <<EOF
 default:
+content-off: --content off
+content-structure: --content structure
 w1: --shingle 1
 w2: --shingle 2
 w4: --shingle 4
@@ -131,6 +197,7 @@ ident=$(cksum <"$BUILD/libsimhash.a" | cut -d' ' -f1,2)
 start=$(date +%s)
 "$EVAL" --identity "lib $ident" \
     --aligned "$OUT/aligned.tsv" --prose "$OUT/prose.tsv" \
+    --template "$OUT/template.tsv" --site "$OUT/site.tsv" \
     --out "$OUT" --cache "$CACHE" --threads "$THREADS" --seeds "$SEEDS" "$@"
 echo "eval: sh-eval took $(( $(date +%s) - start )) s" >&2
 
