@@ -435,8 +435,9 @@ fmt_share(char *buf, size_t n, const count_t *c, unsigned h)
 }
 
 /* template-NAME.tsv: every same-document pair (main J >= TH_SAME) and
- * every site pair within h = 3, with the distance under each key: where
- * to start when a figure moves. */
+ * every site pair of different documents (main J < TH_APART) within h = 3
+ * under some key, with the distance under each key: where to start when a
+ * figure moves. */
 static void
 write_pairs(const ev_run_t *run, const ev_config_t *c)
 {
@@ -460,7 +461,8 @@ write_pairs(const ev_run_t *run, const ev_config_t *c)
         for (s = 0; s < run->nseeds; s++) {
             near |= dist(c, s, t->page[p->a], t->page[p->b]) <= 3;
         }
-        if (p->kind == TP_TEMPLATE ? p->jaccard < TH_SAME : !near) {
+        if (p->kind == TP_TEMPLATE ? p->jaccard < TH_SAME
+                                   : !near || p->jaccard >= TH_APART) {
             continue;
         }
         fprintf(f, "%s\t%.3f\t%s\t%s\t", t->groups[p->group], p->jaccard,
@@ -531,7 +533,8 @@ ev_template_report(const ev_run_t *run)
     }
     for (g = 0; g < t->ngroups; g++) {
         if (t->group_kind[g] == TP_SITE) {
-            fprintf(f, " %s: J<%.1f within h=3 |", t->groups[g], TH_APART);
+            fprintf(f, " %s: J<%.1f within h=3 / 5 / 8; lowest J within "
+                    "h=3 |", t->groups[g], TH_APART);
         }
     }
     fprintf(f, " rust-doc aligned: J>=0.9 within h=3 | prose within h=3 "
@@ -544,9 +547,14 @@ ev_template_report(const ev_run_t *run)
     for (k = 0; k < run->nconfigs; k++) {
         const ev_config_t *c = &run->configs[k];
         count_t            grp[EV_GROUPS_MAX], al, pr;
+        double             minj[EV_GROUPS_MAX];
+        unsigned           dd;
         char               a[32], b[32], d[32];
 
         memset(grp, 0, sizeof(grp));
+        for (g = 0; g < EV_GROUPS_MAX; g++) {
+            minj[g] = 2.0;
+        }
         memset(&al, 0, sizeof(al));
         memset(&pr, 0, sizeof(pr));
         for (s = 0; s < run->nseeds; s++) {
@@ -556,9 +564,14 @@ ev_template_report(const ev_run_t *run)
                                          ? p->jaccard >= TH_SAME
                                          : p->jaccard < TH_APART;
 
+                dd = dist(c, s, t->page[p->a], t->page[p->b]);
                 if (counted) {
-                    count_add(&grp[p->group],
-                              dist(c, s, t->page[p->a], t->page[p->b]));
+                    count_add(&grp[p->group], dd);
+                }
+                if (p->kind == TP_SITE && dd <= 3
+                    && p->jaccard < minj[p->group])
+                {
+                    minj[p->group] = p->jaccard;
                 }
             }
             for (i = 0; i < run->npairs; i++) {
@@ -584,8 +597,15 @@ ev_template_report(const ev_run_t *run)
         for (g = 0; g < t->ngroups; g++) {
             if (t->group_kind[g] == TP_SITE) {
                 fmt_share(a, sizeof(a), &grp[g], 3);
-                fprintf(f, " %s (%llu) |", a,
-                        (unsigned long long) grp[g].within[3]);
+                fmt_share(b, sizeof(b), &grp[g], 5);
+                fmt_share(d, sizeof(d), &grp[g], 8);
+                fprintf(f, " %s (%llu) / %s / %s; ", a,
+                        (unsigned long long) grp[g].within[3], b, d);
+                if (minj[g] > 1.5) {
+                    fprintf(f, "none |");
+                } else {
+                    fprintf(f, "%.3f |", minj[g]);
+                }
             }
         }
         fmt_share(a, sizeof(a), &al, 3);
