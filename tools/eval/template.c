@@ -596,11 +596,11 @@ ev_template_report(const ev_run_t *run)
         }
         for (g = 0; g < t->ngroups; g++) {
             if (t->group_kind[g] == TP_SITE) {
-                fmt_share(a, sizeof(a), &grp[g], 3);
-                fmt_share(b, sizeof(b), &grp[g], 5);
-                fmt_share(d, sizeof(d), &grp[g], 8);
-                fprintf(f, " %s (%llu) / %s / %s; ", a,
-                        (unsigned long long) grp[g].within[3], b, d);
+                fprintf(f, " %llu / %llu / %llu of %llu; ",
+                        (unsigned long long) grp[g].within[3],
+                        (unsigned long long) grp[g].within[5],
+                        (unsigned long long) grp[g].within[8],
+                        (unsigned long long) grp[g].n);
                 if (minj[g] > 1.5) {
                     fprintf(f, "none |");
                 } else {
