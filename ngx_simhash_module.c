@@ -48,6 +48,10 @@
 #define NGX_HTTP_SIMHASH_FEED_BATCH (64 * 1024)
 #define NGX_HTTP_SIMHASH_ZBUF_SIZE  (16 * 1024)
 
+/* X-Simhash-Duplicate-Of is sent only up to this length (the escaped key;
+ * common clients and proxies take 8k header lines at most) */
+#define NGX_HTTP_SIMHASH_HEADER_MAX 4096
+
 
 #define NGX_HTTP_SIMHASH_TAG        0
 #define NGX_HTTP_SIMHASH_DROP       1
@@ -108,6 +112,7 @@ typedef struct {
 static ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static void ngx_http_simhash_strip_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_encoding(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
 static ngx_int_t ngx_http_simhash_feed(ngx_http_request_t *r,
@@ -128,6 +133,8 @@ static ngx_int_t ngx_http_simhash_finish(ngx_http_request_t *r,
 static ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     sh_result_t *res);
+static ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key,
+    size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     ngx_http_simhash_doc_t *doc, sh_result_t *res);
@@ -418,11 +425,19 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
 
     if (slcf->zone == NULL
-        || r != r->main
+        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    /* only this module says X-Simhash-*: the crawler trusts these */
+
+    ngx_http_simhash_strip_headers(r);
+
+    if (r != r->main
         || r->headers_out.status != NGX_HTTP_OK
         || (r->method & NGX_HTTP_HEAD)
         || r->header_only
-        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL
         || ngx_http_test_content_type(r, &slcf->types) == NULL)
     {
         return ngx_http_next_header_filter(r);
@@ -511,6 +526,48 @@ pass:
     }
 
     return ngx_http_next_header_filter(r);
+}
+
+
+/*
+ * Remove every X-Simhash-* header the upstream (or anything before this
+ * filter) put in the response: a crawler acts on these headers, so only
+ * this module may set them, whatever an origin sends.
+ */
+
+static void
+ngx_http_simhash_strip_headers(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash != 0
+            && h[i].key.len >= sizeof("X-Simhash") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "X-Simhash",
+                               sizeof("X-Simhash") - 1) == 0)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "simhash: upstream header \"%V\" removed",
+                           &h[i].key);
+            h[i].hash = 0;
+        }
+    }
 }
 
 
@@ -1012,6 +1069,54 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
 
 /*
+ * A stored key as it may go into a header, a variable or a log line: the
+ * bytes of the key with every control byte, space, DEL and byte >= 0x80
+ * percent-encoded (%0D, %20, %7F, %C3...), so that whatever a request
+ * put in the key (a decoded $uri may hold CR LF) cannot end the header
+ * line or inject another one.  Other bytes, '%' included, are kept: a key
+ * made from $request_uri is a URL already and comes out unchanged.
+ */
+
+static ngx_int_t
+ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
+    ngx_str_t *out)
+{
+    u_char       *p;
+    size_t        i, n;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        n += (key[i] <= 0x20 || key[i] >= 0x7f) ? 3 : 1;
+    }
+
+    out->data = ngx_pnalloc(pool, n);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < len; i++) {
+        if (key[i] <= 0x20 || key[i] >= 0x7f) {
+            *p++ = '%';
+            *p++ = hex[key[i] >> 4];
+            *p++ = hex[key[i] & 0xf];
+
+        } else {
+            *p++ = key[i];
+        }
+    }
+
+    out->len = n;
+
+    return NGX_OK;
+}
+
+
+/*
  * The index, under the zone's lock (module/ngx_http_simhash_zone.c):
  *   the key is stored   -> unchanged (within distance) or changed (its
  *                          fingerprint is replaced); never a duplicate of
@@ -1087,6 +1192,7 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     sh_result_t *res)
 {
     uint64_t                   old;
+    ngx_str_t                  key;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -1095,9 +1201,14 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     if (sh_index_get(sh->index, doc->ref, &old) != 0) {
         /* cannot happen: a node lives exactly as long as its entry */
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "simhash: \"%*s\" has no entry in zone \"%V\"",
-                      (size_t) doc->len, doc->data, &zone->name);
+        if (ngx_http_simhash_escape(r->pool, doc->data, doc->len, &key)
+            == NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "simhash: \"%V\" has no entry in zone \"%V\"",
+                          &key, &zone->name);
+        }
+
         ngx_http_simhash_zone_write(zone);
         ngx_http_simhash_zone_forget(zone, doc);
         return NGX_DECLINED;
@@ -1141,6 +1252,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res)
 {
     size_t                     n;
+    ngx_str_t                  safe;
     sh_match_t                 match;
     sh_lookup_stats_t          st;
     ngx_http_simhash_doc_t    *doc;
@@ -1162,15 +1274,8 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         /* copied while locked: the document may be evicted right after */
 
-        ctx->duplicate_of.data = ngx_pnalloc(r->pool, doc->len);
-        if (ctx->duplicate_of.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(ctx->duplicate_of.data, doc->data, doc->len);
-        ctx->duplicate_of.len = doc->len;
-
-        return NGX_OK;
+        return ngx_http_simhash_escape(r->pool, doc->data, doc->len,
+                                       &ctx->duplicate_of);
     }
 
     ctx->status = NGX_HTTP_SIMHASH_NEW;
@@ -1178,10 +1283,13 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
 
-        if (ngx_http_simhash_zone_store(zone, key, res->hash) == SH_NOREF) {
+        if (ngx_http_simhash_zone_store(zone, key, res->hash) == SH_NOREF
+            && ngx_http_simhash_escape(r->pool, key->data, key->len, &safe)
+               == NGX_OK)
+        {
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                           "simhash: no room for \"%V\" in zone \"%V\"",
-                          key, &zone->name);
+                          &safe, &zone->name);
         }
     }
 
@@ -1317,7 +1425,13 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (ctx->duplicate_of.len) {
+    if (ctx->duplicate_of.len > NGX_HTTP_SIMHASH_HEADER_MAX) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: the key of the duplicate is %uz bytes, "
+                      "over %d: no X-Simhash-Duplicate-Of header",
+                      ctx->duplicate_of.len, NGX_HTTP_SIMHASH_HEADER_MAX);
+
+    } else if (ctx->duplicate_of.len) {
         if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_dup,
                                         ctx->duplicate_of.data,
                                         ctx->duplicate_of.len)

@@ -77,6 +77,7 @@ typedef struct {
     uint64_t                     seed_digest;
     ngx_http_simhash_doc_t     **docs;      /* [capacity], by ref */
     size_t                       key_bytes; /* sum of stored key lengths */
+    size_t                       key_max;   /* longest key ever stored */
 
     /* counters: relaxed atomic increments, read without the lock */
     ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
@@ -92,6 +93,9 @@ typedef struct {
     ngx_atomic_t                 saves;
     ngx_atomic_t                 save_errors;
     ngx_atomic_t                 restored;          /* docs at start */
+    ngx_atomic_t                 save_off;  /* 1: a damaged snapshot could
+                                               not be moved aside, so it
+                                               is never overwritten */
 
     /*
      * pid of the worker changing the index, the tree or the document array
@@ -225,7 +229,7 @@ void ngx_http_simhash_zone_copy(ngx_http_simhash_copy_t *cp,
 
 /* persistence: ngx_http_simhash_snapshot.c */
 
-void ngx_http_simhash_snapshot_check_dir(ngx_conf_t *cf, ngx_str_t *file);
+ngx_int_t ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file);
 void ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 ngx_int_t ngx_http_simhash_snapshot_init_worker(

@@ -240,6 +240,7 @@ ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_rbtree_insert(&sh->rbtree, &doc->node);
     sh->docs[ref] = doc;
     sh->key_bytes += key->len;
+    sh->key_max = ngx_max(sh->key_max, key->len);
 
     (void) ngx_atomic_fetch_add(&sh->generation, 1);
 
@@ -942,7 +943,9 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
             return NGX_CONF_ERROR;
         }
 
-        ngx_http_simhash_snapshot_check_dir(cf, &zone->file);
+        if (ngx_http_simhash_snapshot_check(cf, &zone->file) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
 
         return NGX_CONF_OK;
     }
