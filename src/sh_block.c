@@ -157,6 +157,8 @@ name_mark(const char *n)
         return strcmp(n, "main") == 0 ? SH_MARK_MAIN : SH_MARK_NONE;
     case 'n':
         return strcmp(n, "nav") == 0 ? SH_MARK_CHROME : SH_MARK_NONE;
+    case 't':
+        return strcmp(n, "title") == 0 ? SH_MARK_CHROME : SH_MARK_NONE;
     default:
         return SH_MARK_NONE;
     }
@@ -193,10 +195,8 @@ sh_block_mark(const char *name, const char **attrs)
             }
             break;
         case 'h':
-            /* A link to elsewhere; "#..." stays on the page: a heading's
-             * permalink, a footnote, not navigation. */
             if (name[0] == 'a' && name[1] == '\0'
-                && strcmp(a, "href") == 0 && v[0] != '#')
+                && strcmp(a, "href") == 0)
             {
                 link = SH_MARK_LINK;
             }

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define SH_CONFIG_INTERNAL
 #include "sh_block.h"
 #include "sh_config.h"
@@ -51,6 +54,9 @@ struct sh_doc_s {
 
     sh_block_fn    block_hook;
     void          *block_arg;
+    sh_block_filter_fn block_filter;
+    void          *filter_arg;
+    uint64_t       block_hash;  /* of the terms the weight was decided on */
 };
 
 /* The block's weight is known: pass the held terms on with it. */
@@ -60,8 +66,18 @@ decide(sh_doc_t *d)
     unsigned zone = sh_html_zone(d->html);
     size_t   i;
 
-    d->cls = sh_block_weight(d->content, zone, d->bytes, d->link)
-             | (zone == SH_ZONE_MAIN ? SH_CLASS_MAIN : 0);
+    unsigned weight = sh_block_weight(d->content, zone, d->bytes, d->link);
+
+    if (d->block_hook != NULL || d->block_filter != NULL) {
+        d->block_hash = XXH3_64bits(d->held, d->nheld * sizeof(*d->held));
+        if (d->block_filter != NULL) {
+            unsigned f = d->block_filter(d->filter_arg, d->block_hash);
+
+            weight = weight * (f < SH_BLOCK_FULL ? f : SH_BLOCK_FULL)
+                     / SH_BLOCK_FULL;
+        }
+    }
+    d->cls = weight | (zone == SH_ZONE_MAIN ? SH_CLASS_MAIN : 0);
     d->decided = 1;
     for (i = 0; i < d->nheld; i++) {
         sh_features_term(d->features, d->held[i], d->cls);
@@ -162,6 +178,7 @@ on_block_end(void *arg)
         b.weight = d->cls & SH_CLASS_WEIGHT;
         b.bytes = d->bytes;
         b.link = d->link;
+        b.hash = d->block_hash;
         d->block_hook(d->block_arg, &b);
     }
     d->bytes = 0;
@@ -322,6 +339,13 @@ sh_doc_set_block_hook(sh_doc_t *d, sh_block_fn fn, void *arg)
 {
     d->block_hook = fn;
     d->block_arg = arg;
+}
+
+void
+sh_doc_set_block_filter(sh_doc_t *d, sh_block_filter_fn fn, void *arg)
+{
+    d->block_filter = fn;
+    d->filter_arg = arg;
 }
 
 int

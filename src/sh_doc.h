@@ -87,10 +87,21 @@ typedef struct {
     unsigned weight;
     uint32_t bytes;
     uint32_t link;
+    uint64_t hash;      /* of the block's terms up to the decision */
 } sh_block_info_t;
 
 typedef void (*sh_block_fn)(void *arg, const sh_block_info_t *block);
 void sh_doc_set_block_hook(sh_doc_t *doc, sh_block_fn fn, void *arg);
+
+/*
+ * A further factor on each block's weight, in sixteenths, from the hash of
+ * the block's terms (as the block hook reports it): what a learned
+ * template would use.  The evaluation simulates learned templates with it
+ * (tools/eval/sketch.c); nothing else sets one.
+ */
+typedef unsigned (*sh_block_filter_fn)(void *arg, uint64_t block_hash);
+void sh_doc_set_block_filter(sh_doc_t *doc, sh_block_filter_fn fn,
+                             void *arg);
 
 /* After sh_doc_finish: did the page mark its main content (the blocks
  * outside it then weigh sh_block_outside())? */

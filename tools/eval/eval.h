@@ -154,5 +154,7 @@ void ev_report(ev_run_t *run);
 void ev_template_read(ev_run_t *run, const char *path, int site);
 void ev_template_truth(ev_run_t *run);
 void ev_template_report(const ev_run_t *run);
+/* sketch.c: learned per-host templates, simulated on the site groups. */
+void ev_sketch_report(const ev_run_t *run);
 
 #endif

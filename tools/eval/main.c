@@ -10,6 +10,8 @@
  *   --template lines "GROUP<TAB>XPATH<TAB>PAGE_A<TAB>PAGE_B", --site lines
  *              "GROUP<TAB>XPATH<TAB>PAGE": measured against main-content
  *              truth (template.c)
+ *   --sketch   also simulate learned per-host templates on the --site
+ *              groups (sketch.c)
  *   --config   an extraction configuration (see options.c); the first one
  *              also defines the visible text of the ground truth (its
  *              ignore patterns matter, nothing else of it does)
@@ -48,7 +50,7 @@ usage(FILE *f)
     fprintf(f,
 "usage: sh-eval --aligned FILE --prose FILE --out DIR [--cache DIR]\n"
 "               [--threads N] [--seeds N] [--identity STRING]\n"
-"               [--template FILE] [--site FILE]\n"
+"               [--template FILE] [--site FILE] [--sketch]\n"
 "               --config 'NAME: --option value ...' ...\n"
 "config options (as in simhash fingerprint): --shingle N --stem LANG|none\n"
 "  --stopwords FILE|none --idf FILE --word-weight F --shingle-weight F\n"
@@ -242,7 +244,7 @@ main(int argc, char **argv)
     size_t nal = 0, npr = 0, i;
     uint64_t tkey;
     double t0;
-    int k;
+    int k, sketch = 0;
 
     memset(&run, 0, sizeof(run));
     run.threads = 2;
@@ -254,6 +256,10 @@ main(int argc, char **argv)
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
+        }
+        if (strcmp(a, "--sketch") == 0) {
+            sketch = 1;
+            continue;
         }
         if (k + 1 >= argc) {
             usage(stderr);
@@ -371,6 +377,9 @@ main(int argc, char **argv)
     write_summary(&run);
     ev_report(&run);
     ev_template_report(&run);
+    if (sketch) {
+        ev_sketch_report(&run);
+    }
     free(al);
     free(pr);
     return 0;

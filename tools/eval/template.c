@@ -41,36 +41,7 @@
 
 #include "eval.h"
 #include "sh_block.h"
-
-enum { TP_TEMPLATE = 0, TP_SITE = 1 };
-
-typedef struct {
-    uint32_t a, b;          /* main-text pages (indices into mp) */
-    uint16_t kind;          /* TP_TEMPLATE or TP_SITE */
-    uint16_t group;
-    float    jaccard;       /* of the main-content text */
-} tpair_t;
-
-struct ev_template_s {
-    /* One entry per page taking part: its main-content truth. */
-    ev_page_t   *mp;
-    uint32_t    *page;      /* the run's page index of each */
-    const char **xpath;
-    size_t       nmp, cap;
-
-    tpair_t     *pairs;
-    size_t       npairs, cap_pairs;
-    size_t       listed[2], dropped[2];
-
-    char        *groups[EV_GROUPS_MAX];
-    uint16_t     group_kind[EV_GROUPS_MAX];
-    unsigned     ngroups;
-
-    /* The listed site pages, by group, until the pairs are made. */
-    uint32_t    *site;
-    uint16_t    *site_group;
-    size_t       nsite, cap_site;
-};
+#include "template.h"
 
 static unsigned
 tgroup(ev_template_t *t, const char *name, uint16_t kind)
@@ -394,8 +365,6 @@ ev_template_truth(ev_run_t *run)
 
 /* ---- Report. ------------------------------------------------------------ */
 
-#define TH_SAME     0.9     /* same document: main-content J at least */
-#define TH_APART    0.5     /* different documents: main-content J below */
 
 static unsigned
 dist(const ev_config_t *c, unsigned seed, uint32_t a, uint32_t b)
