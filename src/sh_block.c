@@ -13,11 +13,21 @@
  * headers, "section-header"), not "related" or "comments" (content on
  * some sites), not "ad" (too short to split on safely).
  */
-static const char *const chrome_words[] = {
-    "nav", "navbar", "navigation", "menu", "sidebar", "footer",
-    "breadcrumb", "breadcrumbs", "cookie", "cookies", "share", "social",
-    NULL
+static const struct {
+    const char *word;
+    size_t      len;
+} chrome_words[] = {
+    { "nav", 3 }, { "navbar", 6 }, { "navigation", 10 }, { "menu", 4 },
+    { "sidebar", 7 }, { "footer", 6 }, { "breadcrumb", 10 },
+    { "breadcrumbs", 11 }, { "cookie", 6 }, { "cookies", 7 },
+    { "share", 5 }, { "social", 6 },
 };
+
+/* The first letters of those words: most words of a class attribute are
+ * rejected on their first letter (the lookup runs on every class). */
+#define CHROME_FIRST    ((1u << ('b' - 'a')) | (1u << ('c' - 'a')) \
+                         | (1u << ('f' - 'a')) | (1u << ('m' - 'a')) \
+                         | (1u << ('n' - 'a')) | (1u << ('s' - 'a')))
 
 /* Zone factors, in sixteenths: chrome keeps 1/8 of its weight. */
 #define CHROME_WEIGHT   2
@@ -36,30 +46,45 @@ static const char *const chrome_words[] = {
 #define SHORT_BYTES     16
 #define SHORT_WEIGHT    8
 
-static int
-is_alnum(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-           || (c >= '0' && c <= '9') || c >= 0x80;
-}
+/* Letters, digits and every non-ASCII byte: what class words are made
+ * of; anything else separates them ("site-footer", "nav_main"). */
+static const unsigned char word_byte[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
+    ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+    ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+    ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+    ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+    ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+    [0x80 ... 0xFF] = 1
+};
 
 /* Does the word s[0..n) name chrome?  ASCII case-insensitive. */
 static int
 chrome_word(const char *s, size_t n)
 {
-    const char *const *w;
-    size_t             i;
+    unsigned c = (unsigned char) s[0] | 0x20;
+    size_t   w, i;
 
-    if (n < 3 || n > 11) {
+    if (n < 3 || n > 11 || c < 'a' || c > 'z'
+        || !(CHROME_FIRST >> (c - 'a') & 1))
+    {
         return 0;
     }
-    for (w = chrome_words; *w != NULL; w++) {
-        if (strlen(*w) != n) {
+    for (w = 0; w < sizeof(chrome_words) / sizeof(chrome_words[0]); w++) {
+        if (chrome_words[w].len != n) {
             continue;
         }
         for (i = 0; i < n; i++) {
-            unsigned char c = (unsigned char) s[i];
-            if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != (unsigned char) (*w)[i]) {
+            c = (unsigned char) s[i];
+            if ((c >= 'A' && c <= 'Z' ? c + 32 : c)
+                != (unsigned char) chrome_words[w].word[i])
+            {
                 break;
             }
         }
@@ -77,14 +102,14 @@ names_chrome(const char *v)
     const char *p = v, *start;
 
     for (;;) {
-        while (*p != '\0' && !is_alnum((unsigned char) *p)) {
+        while (*p != '\0' && !word_byte[(unsigned char) *p]) {
             p++;
         }
         if (*p == '\0') {
             return 0;
         }
         start = p;
-        while (is_alnum((unsigned char) *p)) {
+        while (word_byte[(unsigned char) *p]) {
             p++;
         }
         if (chrome_word(start, (size_t) (p - start))) {
@@ -137,21 +162,29 @@ role_mark(const char *v)
     }
 }
 
-static unsigned
-name_mark(const char *n)
+unsigned
+sh_block_name_mark(const char *n)
 {
     switch (n[0]) {
     case 'a':
+        if (n[1] == '\0') {
+            return SH_NAME_ANCHOR;
+        }
         if (strcmp(n, "article") == 0) {
             return SH_MARK_ARTICLE;
         }
         return strcmp(n, "aside") == 0 ? SH_MARK_CHROME : SH_MARK_NONE;
+    case 'b':
+        return strcmp(n, "body") == 0 ? SH_NAME_LAYOUT : SH_MARK_NONE;
     case 'f':
         if (strcmp(n, "form") == 0) {
             return SH_MARK_CHROME;
         }
         return strcmp(n, "footer") == 0 ? SH_MARK_SCOPED : SH_MARK_NONE;
     case 'h':
+        if (strcmp(n, "html") == 0) {
+            return SH_NAME_LAYOUT;
+        }
         return strcmp(n, "header") == 0 ? SH_MARK_SCOPED : SH_MARK_NONE;
     case 'm':
         return strcmp(n, "main") == 0 ? SH_MARK_MAIN : SH_MARK_NONE;
@@ -165,13 +198,13 @@ name_mark(const char *n)
 }
 
 unsigned
-sh_block_mark(const char *name, const char **attrs)
+sh_block_mark(unsigned name_mark, const char **attrs)
 {
-    unsigned    mark = name_mark(name), role = SH_MARK_NONE, link = 0;
-    int         named = 0, layout;
+    unsigned    mark = name_mark & SH_MARK_MASK, role = SH_MARK_NONE;
+    unsigned    link = 0;
+    int         named = 0, layout = (name_mark & SH_NAME_LAYOUT) != 0;
     const char *a, *v;
 
-    layout = strcmp(name, "html") == 0 || strcmp(name, "body") == 0;
     for (; attrs != NULL && attrs[0] != NULL; attrs += 2) {
         a = attrs[0];
         v = attrs[1];
@@ -180,7 +213,7 @@ sh_block_mark(const char *name, const char **attrs)
         }
         switch (a[0]) {
         case 'r':
-            if (strcmp(a, "role") == 0 && role == SH_MARK_NONE) {
+            if (role == SH_MARK_NONE && strcmp(a, "role") == 0) {
                 role = role_mark(v);
             }
             break;
@@ -190,14 +223,12 @@ sh_block_mark(const char *name, const char **attrs)
             }
             break;
         case 'i':
-            if (!layout && !named && strcmp(a, "id") == 0) {
+            if (!layout && !named && a[1] == 'd' && a[2] == '\0') {
                 named = names_chrome(v);
             }
             break;
         case 'h':
-            if (name[0] == 'a' && name[1] == '\0'
-                && strcmp(a, "href") == 0)
-            {
+            if ((name_mark & SH_NAME_ANCHOR) && strcmp(a, "href") == 0) {
                 link = SH_MARK_LINK;
             }
             break;

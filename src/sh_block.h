@@ -69,16 +69,22 @@ enum {
     SH_MARK_CHROME,             /* CHROME */
     SH_MARK_SCOPED              /* <header>, <footer>: CHROME unless in MAIN */
 };
+#define SH_MARK_MASK    0x07
 #define SH_MARK_LINK    0x10    /* or'ed in: <a href>, its text is link text */
+#define SH_NAME_LAYOUT  0x20    /* <html>, <body>: class and id ignored */
+#define SH_NAME_ANCHOR  0x40    /* <a>: with href, a link */
 
 #define SH_BLOCK_FULL     16    /* the weight 1, in sixteenths */
 #define SH_BLOCK_SAMPLE   4096  /* bytes of a block its text rules read */
 
 /*
- * The element `name` (lower case, as libxml2 gives it) with attributes
- * `attrs` (name, value, name, value, ..., NULL; may be NULL): which mark?
+ * What the element `name` (lower case, as libxml2 gives it) marks by its
+ * name alone: SH_MARK_*, or'ed with SH_NAME_* (sh_html caches it, names
+ * being interned); then with its attributes `attrs` (name, value, ...,
+ * NULL; may be NULL): SH_MARK_*, or'ed with SH_MARK_LINK.
  */
-unsigned sh_block_mark(const char *name, const char **attrs);
+unsigned sh_block_name_mark(const char *name);
+unsigned sh_block_mark(unsigned name_mark, const char **attrs);
 
 /* The zone inside an element with mark `mark`, within zone `outer`. */
 unsigned sh_block_zone(unsigned outer, unsigned mark);

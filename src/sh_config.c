@@ -301,6 +301,7 @@ sh_config_free(sh_config_t *c)
     }
     free(c->stem_cache);
     sh_features_free(c->spare);
+    free(c->spare_held);
     free(c);
 }
 

@@ -141,6 +141,8 @@ struct sh_config_s {
     sh_stem_entry_t   *stem_cache;      /* mutable: see sh_doc.h, threads */
     struct sh_features_s *spare;        /* the last document's feature
                                            table, reused by the next */
+    uint64_t          *spare_held;      /* and its block term buffer
+                                           (sh_doc.c, content weighting) */
 };
 
 #endif /* SH_CONFIG_INTERNAL */

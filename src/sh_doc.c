@@ -49,8 +49,8 @@ struct sh_doc_s {
     uint32_t       link;        /* ... of them inside links */
     int            decided;
     unsigned       cls;         /* the block's term class, once decided */
-    uint64_t      *held;
-    size_t         nheld, cap_held;
+    uint64_t      *held;        /* HELD_MAX terms, allocated when needed */
+    size_t         nheld;
 
     sh_block_fn    block_hook;
     void          *block_arg;
@@ -89,7 +89,6 @@ static void
 on_term(void *arg, uint64_t term)
 {
     sh_doc_t *d = arg;
-    uint64_t *nh;
 
     d->ntokens++;
     if (d->content == SH_CONTENT_OFF) {
@@ -97,20 +96,23 @@ on_term(void *arg, uint64_t term)
         return;
     }
     if (!d->decided) {
-        if (d->nheld == d->cap_held) {
-            if (d->cap_held == HELD_MAX) {
-                decide(d);      /* cannot happen: see HELD_MAX */
-                sh_features_term(d->features, term, d->cls);
-                return;
+        if (d->held == NULL) {
+            /* The previous page's, or a new one, whole: growing it, or
+             * a large malloc per page, costs more than the rest. */
+            d->held = d->cfg->spare_held;
+            d->cfg->spare_held = NULL;
+            if (d->held == NULL) {
+                d->held = malloc(HELD_MAX * sizeof(*d->held));
             }
-            d->cap_held = d->cap_held ? d->cap_held * 4 : 64;
-            d->cap_held = d->cap_held < HELD_MAX ? d->cap_held : HELD_MAX;
-            nh = realloc(d->held, d->cap_held * sizeof(*nh));
-            if (nh == NULL) {
+            if (d->held == NULL) {
                 d->failed = 1;
                 return;
             }
-            d->held = nh;
+        }
+        if (d->nheld == HELD_MAX) {
+            decide(d);          /* cannot happen: see HELD_MAX */
+            sh_features_term(d->features, term, d->cls);
+            return;
         }
         d->held[d->nheld++] = term;
         return;
@@ -128,10 +130,22 @@ sample(sh_doc_t *d, const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *) text;
     uint32_t             n = 0;
-    size_t               i;
+    uint64_t             x;
+    size_t               i = 0;
 
     if (len <= SH_BLOCK_SAMPLE - d->bytes) {
-        for (i = 0; i < len; i++) {
+        /*
+         * Eight bytes at a time: a byte is above ' ' when its top bit is
+         * set or adding 0x5F to its low seven bits sets it (no carry
+         * crosses bytes); the flags are summed by a multiply.
+         */
+        for (; i + 8 <= len; i += 8) {
+            memcpy(&x, p + i, 8);
+            x = (((x & 0x7F7F7F7F7F7F7F7FULL) + 0x5F5F5F5F5F5F5F5FULL) | x)
+                >> 7 & 0x0101010101010101ULL;
+            n += (uint32_t) ((x * 0x0101010101010101ULL) >> 56);
+        }
+        for (; i < len; i++) {
             n += p[i] > ' ';
         }
     } else {
@@ -318,7 +332,11 @@ sh_doc_free(sh_doc_t *d)
     sh_decode_free(d->decode);
     sh_html_free(d->html);
     sh_text_free(d->text);
-    free(d->held);
+    if (d->held != NULL && d->cfg->spare_held == NULL) {
+        d->cfg->spare_held = d->held;
+    } else {
+        free(d->held);
+    }
     if (d->features != NULL && d->cfg->spare == NULL) {
         sh_features_reset(d->features);
         d->cfg->spare = d->features;

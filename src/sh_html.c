@@ -61,6 +61,7 @@ struct sh_html_s {
      * is always the same pointer: remember each pointer's class. */
     const xmlChar    *name_ptr[64];
     unsigned char     name_class[64];
+    unsigned char     name_mark[64];    /* sh_block_name_mark */
 
     /* The held-back tail of the input (see sh_html_feed), and room to
      * join it with the start of the next piece. */
@@ -150,16 +151,24 @@ classify(const char *n)
     }
 }
 
-static int
-element_class(sh_html_t *h, const xmlChar *name)
+static unsigned
+element_slot(sh_html_t *h, const xmlChar *name)
 {
     unsigned i = (unsigned) (((uintptr_t) name >> 3) & 63);
 
     if (h->name_ptr[i] != name) {
         h->name_ptr[i] = name;
         h->name_class[i] = (unsigned char) classify((const char *) name);
+        h->name_mark[i] = (unsigned char)
+                          sh_block_name_mark((const char *) name);
     }
-    return h->name_class[i];
+    return i;
+}
+
+static int
+element_class(sh_html_t *h, const xmlChar *name)
+{
+    return h->name_class[element_slot(h, name)];
 }
 
 static void
@@ -204,7 +213,12 @@ content_start(sh_html_t *h, const xmlChar *name, const xmlChar **attrs,
     mark_t  *top;
 
     h->depth++;
-    mark = sh_block_mark((const char *) name, (const char **) attrs);
+    mark = h->name_mark[element_slot(h, name)];
+    if (attrs != NULL) {
+        mark = sh_block_mark(mark, (const char **) attrs);
+    } else {
+        mark &= SH_MARK_MASK;       /* <a> without href: no link */
+    }
     if (mark == SH_MARK_NONE || h->nmarks == MARKS_MAX) {
         return;
     }
