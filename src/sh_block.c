@@ -190,8 +190,6 @@ sh_block_name_mark(const char *n)
         return strcmp(n, "main") == 0 ? SH_MARK_MAIN : SH_MARK_NONE;
     case 'n':
         return strcmp(n, "nav") == 0 ? SH_MARK_CHROME : SH_MARK_NONE;
-    case 't':
-        return strcmp(n, "title") == 0 ? SH_MARK_CHROME : SH_MARK_NONE;
     default:
         return SH_MARK_NONE;
     }

@@ -165,8 +165,8 @@ test_zones_from_structure(void **state)
         "<div class=\"navigation2\">not a chrome word</div>"
         "<nav role=\"main\">role wins words</nav>"
         "<footer>page footer words</footer></body></html>", b));
-    /* The title: a headline and the site's name, as the template says. */
-    assert_block(b, "page title site name", SH_ZONE_CHROME, 2);
+    /* The title is a block of its own, in no zone. */
+    assert_block(b, "page title site name", SH_ZONE_NONE, 16);
     assert_block(b, "site banner words", SH_ZONE_CHROME, 2);
     assert_block(b, "menu words here", SH_ZONE_CHROME, 2);
     assert_block(b, "search box words", SH_ZONE_CHROME, 2);
@@ -335,9 +335,9 @@ test_outside_main_counts_little(void **state)
 }
 
 /*
- * No markup hints, no title, no links, no short block: every block weighs
- * 1, and the fingerprint and weights are those of content weighting off,
- * to the last bit, in every mode.
+ * No markup hints, no links, no short block: every block weighs 1, and
+ * the fingerprint and weights are those of content weighting off, to the
+ * last bit, in every mode.
  */
 static void
 test_plain_pages_fingerprint_as_before(void **state)
@@ -345,8 +345,8 @@ test_plain_pages_fingerprint_as_before(void **state)
     sh_config_t *m[3] = { config_mode(SH_CONTENT_OFF),
                           config_mode(SH_CONTENT_STRUCTURE),
                           config_mode(SH_CONTENT_AUTO) };
-    char        *p = page("<html><head><meta charset=utf-8></head>"
-                          "<body><div>",
+    char        *p = page("<html><head><title>Mountain valleys and "
+                          "rivers</title></head><body><div>",
                           "<table><tr><td>one table cell of words</td>"
                           "<td>another cell of more words</td></tr>"
                           "</table><ul><li>a list item long enough</li>"
