@@ -465,10 +465,9 @@ ev_template_report(const ev_run_t *run)
         ev_die("%s: %s", path, strerror(errno));
     }
 
-    fprintf(f, "| pairs | listed | left out (main content under %d "
-            "shingles) | measured | main J>=%.1f | main J<%.1f |\n",
-            EV_MIN_SHINGLES, TH_SAME, TH_APART);
-    fprintf(f, "|---|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "| pairs | measured | main J>=%.1f | main J<%.1f |\n",
+            TH_SAME, TH_APART);
+    fprintf(f, "|---|---:|---:|---:|\n");
     for (g = 0; g < t->ngroups; g++) {
         uint64_t n = 0, hi = 0, lo = 0;
 
@@ -479,21 +478,23 @@ ev_template_report(const ev_run_t *run)
                 lo += t->pairs[i].jaccard < TH_APART;
             }
         }
-        fprintf(f, "| %s %s | %s | %s | %llu | %llu | %llu |\n",
+        fprintf(f, "| %s %s | %llu | %llu | %llu |\n",
                 t->group_kind[g] == TP_SITE ? "one template:"
                                             : "two templates:",
-                t->groups[g], "", "", (unsigned long long) n,
+                t->groups[g], (unsigned long long) n,
                 (unsigned long long) hi, (unsigned long long) lo);
     }
     fprintf(f, "\nTemplate pairs listed %zu, left out %zu; site pages "
-            "listed %zu, left out %zu.\n\n", t->listed[TP_TEMPLATE],
+            "listed %zu, left out %zu (main content under %d distinct "
+            "shingles).\n\n", t->listed[TP_TEMPLATE],
             t->dropped[TP_TEMPLATE], t->listed[TP_SITE],
-            t->dropped[TP_SITE]);
+            t->dropped[TP_SITE], EV_MIN_SHINGLES);
 
     /* One row per configuration: the template groups' recall at h = 3, 5
      * and 8, the site groups' false matches at h = 3, and the whole-page
      * figures of the other populations for comparison. */
-    fprintf(f, "| config | options |");
+    fprintf(f, "| config | options | two templates, all: J>=%.1f within "
+            "h=3 / 5 / 8 |", TH_SAME);
     for (g = 0; g < t->ngroups; g++) {
         if (t->group_kind[g] == TP_TEMPLATE) {
             fprintf(f, " %s: J>=%.1f within h=3 / 5 / 8 |", t->groups[g],
@@ -507,7 +508,7 @@ ev_template_report(const ev_run_t *run)
         }
     }
     fprintf(f, " rust-doc aligned: J>=0.9 within h=3 | prose within h=3 "
-            "|\n|---|---|");
+            "|\n|---|---|---:|");
     for (g = 0; g < t->ngroups; g++) {
         fprintf(f, "---:|");
     }
@@ -515,9 +516,9 @@ ev_template_report(const ev_run_t *run)
 
     for (k = 0; k < run->nconfigs; k++) {
         const ev_config_t *c = &run->configs[k];
-        count_t            grp[EV_GROUPS_MAX], al, pr;
+        count_t            grp[EV_GROUPS_MAX], al, pr, both;
         double             minj[EV_GROUPS_MAX];
-        unsigned           dd;
+        unsigned           dd, h;
         char               a[32], b[32], d[32];
 
         memset(grp, 0, sizeof(grp));
@@ -555,6 +556,19 @@ ev_template_report(const ev_run_t *run)
         }
         fprintf(f, "| %s | %s |", c->name, c->spec[0] ? c->spec
                                                       : "(defaults)");
+        memset(&both, 0, sizeof(both));
+        for (g = 0; g < t->ngroups; g++) {
+            if (t->group_kind[g] == TP_TEMPLATE) {
+                both.n += grp[g].n;
+                for (h = 0; h <= EV_HMAX; h++) {
+                    both.within[h] += grp[g].within[h];
+                }
+            }
+        }
+        fmt_share(a, sizeof(a), &both, 3);
+        fmt_share(b, sizeof(b), &both, 5);
+        fmt_share(d, sizeof(d), &both, 8);
+        fprintf(f, " %s / %s / %s |", a, b, d);
         for (g = 0; g < t->ngroups; g++) {
             if (t->group_kind[g] == TP_TEMPLATE) {
                 fmt_share(a, sizeof(a), &grp[g], 3);
