@@ -47,7 +47,7 @@ http {
     scgi_temp_path $p/tmp/scgi;
 $inc}
 EOF
-    my $out = `${\ SimhashTest::nginx_cmd()} -t -p $p/ -c $p/conf/nginx.conf 2>&1`;
+    my $out = `${\ SimhashTest::nginx_cmd()} -t @{[ $t->nginx_args ]} 2>&1`;
     return ($? >> 8, $out);
 };
 
