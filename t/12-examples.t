@@ -52,7 +52,8 @@ http {
     scgi_temp_path $p/tmp/scgi;
 $inc}
 EOF
-    my $out = `${\ SimhashTest::nginx_cmd()} -t @{[ $t->nginx_args ]} 2>&1`;
+    my @args = $t->nginx_args('stderr');
+    my $out = `${\ SimhashTest::nginx_cmd()} -t @args 2>&1`;
     return ($? >> 8, $out);
 };
 

@@ -111,14 +111,15 @@ our $VALGRIND = ($ENV{SH_VALGRIND} // '') eq '1';
 sub nginx_cmd { return "$PRELOAD$NGINX" }
 
 # The options that put an nginx in this object's prefix.  -e: the error
-# log nginx opens before it reads the configuration (by default
+# log nginx uses until it has read the configuration (by default
 # /var/log/nginx/error.log, which only root may open: an [alert] for
-# anyone else).
+# anyone else); logs/error.log, or `stderr` for nginx -t, whose messages
+# are its output and must not land in the log check_log() reads.
 sub nginx_args {
-    my ($self) = @_;
+    my ($self, $early_log) = @_;
     my $p = $self->{prefix};
     return ('-p', "$p/", '-c', "$p/conf/nginx.conf",
-            '-e', "$p/logs/error.log");
+            '-e', $early_log // "$p/logs/error.log");
 }
 
 our $FIXTURES = abs_path(dirname(__FILE__) . '/../fixtures/site');
@@ -333,7 +334,8 @@ sub write_config {
 sub nginx_t {
     my ($self) = @_;
     $self->write_config;
-    my $out = `${\ nginx_cmd()} -t @{[ $self->nginx_args ]} 2>&1`;
+    my @args = $self->nginx_args('stderr');
+    my $out = `${\ nginx_cmd()} -t @args 2>&1`;
     return ($? >> 8, $out);
 }
 
@@ -381,7 +383,8 @@ sub start {
     }
     $self->write_config;
     unlink "$self->{prefix}/logs/nginx.pid";
-    my $out = `${\ nginx_cmd()} @{[ $self->nginx_args ]} 2>&1`;
+    my @args = $self->nginx_args;
+    my $out = `${\ nginx_cmd()} @args 2>&1`;
     if ($? != 0) {
         croak "nginx failed to start: $out\n" . $self->error_log;
     }
