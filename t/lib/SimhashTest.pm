@@ -619,6 +619,9 @@ sub status_of {
 }
 
 # Raw HTTP/1.0 exchange: returns (status, headers hashref, body bytes).
+# `path` may be an absolute URI (what a forward proxy receives); a Host
+# header given replaces the default 127.0.0.1, and Host => undef sends
+# none.
 sub raw_get {
     my ($self, $path, %headers) = @_;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
@@ -626,7 +629,9 @@ sub raw_get {
                                   Proto => 'tcp', Timeout => 20)
         or die "connect: $!";
     delete $headers{_port};
-    my $req = "GET $path HTTP/1.0\r\nHost: 127.0.0.1\r\n";
+    my $host = exists $headers{Host} ? delete $headers{Host} : '127.0.0.1';
+    my $req = "GET $path HTTP/1.0\r\n";
+    $req .= "Host: $host\r\n" if defined $host;
     $req .= "$_: $headers{$_}\r\n" for sort keys %headers;
     print $s "$req\r\n";
     local $/;
