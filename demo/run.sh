@@ -122,7 +122,7 @@ http {
     simhash_zone zone=demo:16m distance=5;
 
     log_format crawl '\$time_local \$simhash_status \$simhash '
-                     '\$simhash_distance "\$scheme://\$http_host\$request_uri" '
+                     '\$simhash_distance "\$scheme://\$simhash_host\$request_uri" '
                      '"\$simhash_duplicate_of"';
 
     server {
@@ -132,8 +132,9 @@ http {
         proxy_http_version 1.1;
         proxy_set_header Host \$http_host;
 
+        # the default key, \$scheme://\$simhash_host\$request_uri: the URL
+        # of the absolute-URI request, with its port unless it is 80
         simhash demo;
-        simhash_key \$scheme://\$http_host\$request_uri;
 
         # a real forward proxy would use a resolver and
         # proxy_pass \$scheme://\$http_host\$request_uri; the demo sites
