@@ -76,6 +76,8 @@ typedef struct {
     uint32_t                     capacity;
     uint64_t                     seed_digest;
     ngx_http_simhash_doc_t     **docs;      /* [capacity], by ref */
+    uint64_t                    *digests;   /* [capacity], by ref: of the
+                                               raw body; 0 = unknown */
     size_t                       key_bytes; /* sum of stored key lengths */
     size_t                       key_max;   /* longest key ever stored */
 
@@ -83,6 +85,7 @@ typedef struct {
     ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
     ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
     ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
+    ngx_atomic_t                 identical; /* re-fetches not parsed */
     ngx_atomic_t                 key_evictions;
 
     /* persistence */
@@ -204,7 +207,7 @@ void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
 ngx_http_simhash_doc_t *ngx_http_simhash_zone_key(
     ngx_http_simhash_zone_t *zone, ngx_str_t *key);
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *key, uint64_t fingerprint);
+    ngx_str_t *key, uint64_t fingerprint, uint64_t digest);
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_doc_t *doc);
 
@@ -218,6 +221,7 @@ typedef struct {
     ngx_http_simhash_zone_t     *zone;
     ngx_str_t                   *keys;      /* by ref of the source */
     uint64_t                    *hashes;    /* by ref; NULL: no check */
+    uint64_t                    *digests;   /* by ref; NULL: unknown */
     uint32_t                     nkeys;
     ngx_uint_t                   copied;
     ngx_uint_t                   missing;

@@ -242,7 +242,7 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
         if (ngx_http_simhash_zone_key(zone, &key) == NULL) {
             ngx_http_simhash_zone_write(zone);
 
-            if (ngx_http_simhash_zone_store(zone, &key, rec.hash)
+            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest)
                 != SH_NOREF)
             {
                 (*copied)++;
@@ -568,6 +568,7 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
             }
 
             rec.hash = hash;
+            rec.digest = sh->digests[rec.ref];
             rec.len = doc->len;
             rec.data = doc->data;
 

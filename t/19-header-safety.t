@@ -18,10 +18,9 @@ use SimhashTest;
 
 my $t = SimhashTest->new(
     http   => 'simhash_zone zone=crawl:8m file=%%PREFIX%%/data/crawl.snap;',
-    origin => <<'EOF',
-        location ~ ^/(k|d|r|e|x|long)/ {
-            try_files /gen/$arg_p.html =404;
-        }
+    origin => join('', map { "        location /$_/ { try_files "
+                             . "/gen/\$arg_p.html =404; }\n" }
+                       qw(k d r e x)) . <<'EOF',
 
         location /spoof/ {
             alias %%PREFIX%%/html/;
