@@ -12,7 +12,7 @@ set -eu
 
 # valgrind and gdb: the integration tests use both (t/11-valgrind.t,
 # `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb);
-# wget: t/20-key-port.t crawls through the proxy with wget -r.
+# wget: t/21-key-port.t crawls through the proxy with wget -r.
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
 valgrind gdb wget"
