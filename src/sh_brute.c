@@ -89,6 +89,39 @@ sh_brute_match(const sh_brute_t *b, const sh_matcher_t *m,
     return found;
 }
 
+/* 32 KB of fingerprints: L1-resident while the queries stream past. */
+#define JOIN_BLOCK  4096
+
+SH_POPCNT_CLONES void
+sh_brute_join(const sh_brute_t *b, const sh_matcher_t *q, size_t nq,
+              sh_brute_join_fn fn, void *arg)
+{
+    size_t lo, i, j;
+
+    for (lo = 0; lo < b->n; lo += JOIN_BLOCK) {
+        size_t hi = lo + JOIN_BLOCK < b->n ? lo + JOIN_BLOCK : b->n;
+
+        for (i = 0; i < nq; i++) {
+            uint64_t x = q[i].hash;
+            unsigned cap = q[i].h;
+
+            for (j = lo; j < hi; j++) {
+                sh_match_t m;
+
+                if ((unsigned) __builtin_popcountll(b->hash[j] ^ x) > cap
+                    || !sh_matcher_test(&q[i], b->hash[j], &m.distance,
+                                        &m.score))
+                {
+                    continue;
+                }
+                m.ref = b->ref[j];
+                m.hash = b->hash[j];
+                fn(arg, i, &m);
+            }
+        }
+    }
+}
+
 size_t
 sh_brute_lookup(const sh_brute_t *b, uint64_t hash, unsigned h,
                 sh_match_mode_t mode, sh_match_t *out, size_t max)

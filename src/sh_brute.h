@@ -30,6 +30,18 @@ int  sh_brute_add(sh_brute_t *b, uint64_t hash, uint32_t ref);
 size_t sh_brute_match(const sh_brute_t *b, const sh_matcher_t *m,
                       sh_match_mode_t mode, sh_match_t *out, size_t max);
 
+/*
+ * Every match of every query: calls fn(arg, query index, match) for each
+ * pair the rule accepts, queries in any order per stored block.  The same
+ * comparisons as sh_brute_match for each query, in blocks of stored
+ * fingerprints that stay in the cache while all queries pass over them:
+ * compute-bound instead of one memory sweep per query.
+ */
+typedef void (*sh_brute_join_fn)(void *arg, size_t query,
+                                 const sh_match_t *m);
+void sh_brute_join(const sh_brute_t *b, const sh_matcher_t *q, size_t nq,
+                   sh_brute_join_fn fn, void *arg);
+
 /* The same under the hamming rule with radius h. */
 size_t sh_brute_lookup(const sh_brute_t *b, uint64_t hash, unsigned h,
                        sh_match_mode_t mode, sh_match_t *out, size_t max);
