@@ -111,6 +111,31 @@ ok(eval { decode_json($r->{content}) }, 'valid JSON');
 
 $r = $t->{ua}->request('POST', $t->url('/stats'));
 is($r->{status}, 405, 'POST: 405');
+is($r->{headers}{allow}, 'GET, HEAD', '405 names the methods in Allow');
+
+# counters of the moment: not cacheable, never a conditional 304
+$r = $t->get('/stats', 'If-None-Match' => '*');
+is($r->{status}, 200, 'If-None-Match: * still gets the counters');
+ok(eval { decode_json($r->{content}) }, '... with a body');
+like($r->{headers}{'cache-control'} // '', qr/no-store/,
+     'Cache-Control: no-store');
+$r = $t->get('/stats', 'If-Modified-Since' => 'Thu, 01 Jan 2099 00:00:00 GMT');
+is($r->{status}, 200, 'If-Modified-Since: still 200');
+
+# the buffer is sized from the metric table: many zones, long names
+my $many = join "\n    ", map { "simhash_zone zone=z${_}_" . ('n' x 60)
+                                   . ":256k file=%%PREFIX%%/data/$_.snap;" }
+                          1 .. 12;
+my $t2 = SimhashTest->new(http => $many,
+                          proxy => 'location = /stats { simhash_stats; }');
+$t2->start;
+my $all = $t2->stats->{zones};
+is(scalar keys %$all, 12, 'twelve zones with long names: valid JSON');
+my $p2 = $t2->get('/stats?format=prometheus')->{content};
+my @z = $p2 =~ /^simhash_snapshot_restored\{zone="(z\d+_n+)"\} 0$/mg;
+is(scalar @z, 12, 'and in Prometheus, every zone to the last metric');
+$t2->stop;
+$t2->check_log;
 
 $t->stop;
 $t->check_log;

@@ -7,11 +7,9 @@
  * (offset UINT32_MAX = no path), validated fully on load.
  *
  * `check` and `dump` also read the snapshots the nginx module writes, whose
- * user section holds the keys (URLs): "ngxshk2\0", then records of
- *   uint32 ref | uint32 length | uint64 fingerprint | length bytes of key
- * in host byte order (ngx_simhash_module.c, docs/module.md).  A key counts
- * only when its fingerprint is the one the index has for its ref, the rule
- * the module applies when it loads the file.
+ * user section holds the keys (URLs) as key records (sh_keyrec.h).  A key
+ * counts only when its fingerprint is the one the index has for its ref,
+ * the rule the module applies when it loads the file.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +17,10 @@
 
 #include "cli.h"
 #include "ix_fpset.h"
+#include "sh_keyrec.h"
 #include "sh_snapshot.h"
 
 #define PATHS_MAGIC "SHPATHS1"
-#define KEYS_MAGIC  "ngxshk2"      /* + its NUL: 8 bytes */
-#define KEY_MAX     65535          /* the module's longest key */
 
 static void
 usage(FILE *f)
@@ -480,51 +477,39 @@ docs_free(docs_t *dt)
     free(dt->len);
 }
 
-/* The module's key records; -1 and the first problem in err. */
+/* The module's key records (sh_keyrec.h); -1 and the first problem in err. */
 static int
-docs_from_keys(docs_t *dt, const sh_index_t *ix, const char *u, size_t ulen,
+docs_from_keys(docs_t *dt, const sh_index_t *ix, const void *u, size_t ulen,
                char *err, size_t errlen)
 {
-    const char *p = u + 8, *end = u + ulen;
-    uint32_t    ref, klen;
-    uint64_t    hash, have;
+    sh_keyrec_reader_t rd;
+    sh_keyrec_t        rec;
+    uint64_t           have;
+    int                rc;
 
     dt->format = "nginx module (keys)";
-    while (p < end) {
-        if ((size_t) (end - p) < 16) {
-            snprintf(err, errlen, "key record %zu is truncated", dt->records);
-            return -1;
-        }
-        memcpy(&ref, p, 4);
-        memcpy(&klen, p + 4, 4);
-        memcpy(&hash, p + 8, 8);
-        p += 16;
-        if (klen == 0 || klen > KEY_MAX || (size_t) (end - p) < klen) {
-            snprintf(err, errlen, "key record %zu has a bad length %u",
-                     dt->records, klen);
-            return -1;
-        }
-        if (ref >= dt->capacity) {
+    (void) sh_keyrec_open(&rd, u, ulen);
+    while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
+        if (rec.ref >= dt->capacity) {
             snprintf(err, errlen, "key record %zu: ref %u is out of range",
-                     dt->records, ref);
+                     dt->records, rec.ref);
             return -1;
         }
-        if (dt->len[ref] != 0) {
+        if (dt->len[rec.ref] != 0) {
             snprintf(err, errlen, "key record %zu: ref %u has two keys",
-                     dt->records, ref);
+                     dt->records, rec.ref);
             return -1;
         }
         dt->records++;
-        if (sh_index_get(ix, ref, &have) == 0 && have == hash) {
-            dt->doc[ref] = p;
-            dt->len[ref] = klen;
+        if (sh_index_get(ix, rec.ref, &have) == 0 && have == rec.hash) {
+            dt->doc[rec.ref] = (const char *) rec.key;
+            dt->len[rec.ref] = rec.len;
         } else {
-            dt->len[ref] = UINT32_MAX;
+            dt->len[rec.ref] = UINT32_MAX;
             dt->stale++;
         }
-        p += klen;
     }
-    return 0;
+    return rc;
 }
 
 /* The tool's path table. */
@@ -571,7 +556,7 @@ docs_load(docs_t *dt, const sh_index_t *ix, const void *user, size_t ulen,
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (ulen >= 8 && memcmp(user, KEYS_MAGIC, 8) == 0) {
+    if (sh_keyrec_is(user, ulen)) {
         return docs_from_keys(dt, ix, user, ulen, err, errlen);
     }
     if (ulen >= 8 && memcmp(user, PATHS_MAGIC, 8) == 0) {
