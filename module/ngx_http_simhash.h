@@ -110,7 +110,9 @@ typedef struct {
     ngx_shm_zone_t              *shm_zone;
     ngx_http_simhash_shctx_t    *sh;
     ngx_slab_pool_t             *shpool;
-    ngx_uint_t                   distance;
+    sh_rule_t                    rule;      /* match= */
+    ngx_uint_t                   distance;  /* the radius, or the cap on H */
+    uint32_t                     threshold; /* threshold=, score units */
     ngx_str_t                    file;      /* full path, "" = none */
     ngx_msec_t                   save;      /* 0 = only at shutdown */
     uint64_t                     seed_digest;

@@ -6,6 +6,10 @@
  * zone: a snapshot fits a zone of any size (a smaller zone keeps the newest
  * documents).  A key whose fingerprint is not the one the index has for its
  * ref is left out (see ngx_http_simhash_save_copy()).
+ *
+ * The header records the zone's match rule (match=, distance=, threshold=).
+ * The rule is applied at lookup, so a snapshot taken under another rule
+ * loads all the same; the load says so in the log.
  */
 
 
@@ -49,6 +53,58 @@ static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
+static void ngx_http_simhash_zone_match(ngx_http_simhash_zone_t *zone,
+    sh_match_opts_t *mo);
+static void ngx_http_simhash_load_rule(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
+
+
+/* The zone's rule as sh_match.h has it (its settings only: no table). */
+
+static void
+ngx_http_simhash_zone_match(ngx_http_simhash_zone_t *zone,
+    sh_match_opts_t *mo)
+{
+    sh_match_opts_init(mo);
+    mo->rule = zone->rule;
+    mo->h = zone->distance;
+    mo->threshold = zone->threshold;
+}
+
+
+/* After a load: the rule the snapshot was taken under, if not this one. */
+
+static void
+ngx_http_simhash_load_rule(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    int              recorded;
+    char             err[512];
+    sh_match_opts_t  was, now;
+
+    if (sh_snapshot_rule((char *) zone->file.data, &recorded, &was, err,
+                         sizeof(err))
+        != 0 || !recorded)
+    {
+        return;
+    }
+
+    ngx_http_simhash_zone_match(zone, &now);
+
+    if (was.rule == now.rule && was.h == now.h
+        && (now.rule == SH_RULE_HAMMING || was.threshold == now.threshold))
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": snapshot \"%V\" was taken under "
+                  "match=%s distance=%ui threshold=%.4f, lookups now apply "
+                  "match=%s distance=%ui threshold=%.4f",
+                  &zone->name, &zone->file, sh_rule_name(was.rule),
+                  (ngx_uint_t) was.h, sh_score_nats(was.threshold),
+                  sh_rule_name(now.rule), (ngx_uint_t) now.h,
+                  sh_score_nats(now.threshold));
+}
 
 
 /* The snapshot's directory should exist: warn now rather than at the save. */
@@ -136,6 +192,8 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     }
 
     zone->sh->restored = copied;
+
+    ngx_http_simhash_load_rule(zone, log);
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "simhash zone \"%V\": %ui documents restored from \"%V\" "
@@ -352,16 +410,19 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
 {
     ngx_http_simhash_save_t  *sv = data;
 
-    sh_index_t  *ix;
+    sh_index_t       *ix;
+    sh_match_opts_t   mo;
 
     sv->write_ms = ngx_http_simhash_msec();
+
+    ngx_http_simhash_zone_match(sv->zone, &mo);
 
     ix = sh_index_attach(sv->region, sv->region_size, sv->err,
                          sizeof(sv->err));
 
     if (ix == NULL
-        || sh_snapshot_save((char *) sv->zone->file.data, ix, sv->user,
-                            sv->user_len, sv->err, sizeof(sv->err))
+        || sh_snapshot_save_rule((char *) sv->zone->file.data, ix, sv->user,
+                                 sv->user_len, &mo, sv->err, sizeof(sv->err))
            != 0)
     {
         sv->rc = NGX_ERROR;

@@ -6,8 +6,9 @@
  *
  *   0    header (128 bytes)  magic "SHSNAP\0\1", endian marker, format
  *                            version, header size, index parameters,
- *                            region and user sizes, hash-key digest, and an
- *                            XXH3 of the header itself
+ *                            region and user sizes, hash-key digest, the
+ *                            match rule it was taken under, and an XXH3 of
+ *                            the header itself
  *   128  the region, byte for byte (it holds offsets, never pointers)
  *   ...  the user section
  *   end  XXH3-64 of everything before it
@@ -48,7 +49,13 @@ typedef struct {
     uint64_t region_size;
     uint64_t user_len;
     uint64_t seed_digest;
-    uint8_t  reserved[SNAP_HDR - 64];
+    /* Added in place of reserved bytes, which older files wrote as zeros:
+     * match_recorded = 0 reads as "not recorded". */
+    uint32_t match_recorded;
+    uint32_t match_rule;        /* sh_rule_t */
+    uint32_t match_h;
+    uint32_t match_threshold;   /* score units */
+    uint8_t  reserved[SNAP_HDR - 80];
     uint64_t header_xxh;        /* of the bytes before it */
 } snap_header_t;
 
@@ -141,6 +148,15 @@ int
 sh_snapshot_save(const char *path, const sh_index_t *ix, const void *user,
                  size_t user_len, char *err, size_t errlen)
 {
+    return sh_snapshot_save_rule(path, ix, user, user_len, NULL, err,
+                                 errlen);
+}
+
+int
+sh_snapshot_save_rule(const char *path, const sh_index_t *ix,
+                      const void *user, size_t user_len,
+                      const sh_match_opts_t *match, char *err, size_t errlen)
+{
     char             tmp[4096];
     snap_header_t    hd;
     sh_index_stats_t s;
@@ -166,6 +182,12 @@ sh_snapshot_save(const char *path, const sh_index_t *ix, const void *user,
     hd.region_size = s.region_bytes;
     hd.user_len = user_len;
     hd.seed_digest = sh_index_seed_digest(ix);
+    if (match != NULL) {
+        hd.match_recorded = 1;
+        hd.match_rule = (uint32_t) match->rule;
+        hd.match_h = match->h;
+        hd.match_threshold = match->threshold;
+    }
     hd.header_xxh = XXH3_64bits(&hd, offsetof(snap_header_t, header_xxh));
 
     st = XXH3_createState();
@@ -231,6 +253,75 @@ bswap32(uint32_t x)
     return __builtin_bswap32(x);
 }
 
+/* Read and check the header: magic, byte order, version, checksum. */
+static int
+read_header(int fd, const char *path, snap_header_t *hd, char *err,
+            size_t errlen)
+{
+    int rc = read_all(fd, hd, sizeof(*hd));
+
+    if (rc != 0) {
+        snprintf(err, errlen, rc > 0 ? "%s: not a snapshot (file too short)"
+                                     : "%s: read error", path);
+        return -1;
+    }
+    if (memcmp(hd->magic, SNAP_MAGIC, sizeof(hd->magic)) != 0) {
+        snprintf(err, errlen, "%s: not a simhash index snapshot", path);
+        return -1;
+    }
+    if (hd->endian != SNAP_ENDIAN) {
+        snprintf(err, errlen, bswap32(hd->endian) == SNAP_ENDIAN
+                 ? "%s: snapshot written on a machine of the other byte "
+                   "order" : "%s: corrupt snapshot header", path);
+        return -1;
+    }
+    if (hd->version != SNAP_VERSION) {
+        snprintf(err, errlen, "%s: snapshot format version %u, this build "
+                 "reads version %u", path, hd->version, SNAP_VERSION);
+        return -1;
+    }
+    if (hd->header_size != SNAP_HDR
+        || hd->header_xxh != XXH3_64bits(hd, offsetof(snap_header_t,
+                                                      header_xxh)))
+    {
+        snprintf(err, errlen, "%s: corrupt snapshot header (checksum)",
+                 path);
+        return -1;
+    }
+    return 0;
+}
+
+int
+sh_snapshot_rule(const char *path, int *recorded, sh_match_opts_t *match,
+                 char *err, size_t errlen)
+{
+    snap_header_t hd;
+    int           fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    *recorded = 0;
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (read_header(fd, path, &hd, err, errlen) != 0) {
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    sh_match_opts_init(match);
+    if (hd.match_recorded == 1
+        && (hd.match_rule == SH_RULE_HAMMING
+            || hd.match_rule == SH_RULE_WEIGHTED)
+        && hd.match_h <= SH_MATCH_HMAX)
+    {
+        *recorded = 1;
+        match->rule = (sh_rule_t) hd.match_rule;
+        match->h = hd.match_h;
+        match->threshold = hd.match_threshold;
+    }
+    return 0;
+}
+
 int
 sh_snapshot_load(const char *path, uint64_t expect_seed_digest,
                  void **region, size_t *region_size, const void **user,
@@ -257,33 +348,7 @@ sh_snapshot_load(const char *path, uint64_t expect_seed_digest,
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         goto fail;
     }
-    rc = read_all(fd, &hd, sizeof(hd));
-    if (rc != 0) {
-        snprintf(err, errlen, rc > 0 ? "%s: not a snapshot (file too short)"
-                                     : "%s: read error", path);
-        goto fail;
-    }
-    if (memcmp(hd.magic, SNAP_MAGIC, sizeof(hd.magic)) != 0) {
-        snprintf(err, errlen, "%s: not a simhash index snapshot", path);
-        goto fail;
-    }
-    if (hd.endian != SNAP_ENDIAN) {
-        snprintf(err, errlen, bswap32(hd.endian) == SNAP_ENDIAN
-                 ? "%s: snapshot written on a machine of the other byte "
-                   "order" : "%s: corrupt snapshot header", path);
-        goto fail;
-    }
-    if (hd.version != SNAP_VERSION) {
-        snprintf(err, errlen, "%s: snapshot format version %u, this build "
-                 "reads version %u", path, hd.version, SNAP_VERSION);
-        goto fail;
-    }
-    if (hd.header_size != SNAP_HDR
-        || hd.header_xxh != XXH3_64bits(&hd, offsetof(snap_header_t,
-                                                      header_xxh)))
-    {
-        snprintf(err, errlen, "%s: corrupt snapshot header (checksum)",
-                 path);
+    if (read_header(fd, path, &hd, err, errlen) != 0) {
         goto fail;
     }
     if (expect_seed_digest != 0 && hd.seed_digest != expect_seed_digest) {
