@@ -267,7 +267,7 @@ fi
     echo
     sed 's/^/    /' "$MAN/summary.txt" | grep -v '^    config '
     echo
-    cat "$MAN/population.md"
+    sed 's/| std ~ man2html /| mandoc ~ man2html /' "$MAN/population.md"
     echo
     cat "$MAN/match-$MATCH.md"
 } >"$OUT/generated-match.md"
