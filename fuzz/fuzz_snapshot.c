@@ -244,6 +244,21 @@ fsnap_one(const uint8_t *data, size_t size)
     err[0] = '\0';
     rc = sh_snapshot_load(path, expect, &region, &region_size, &user,
                           &user_len, err, sizeof(err));
+    {
+        /* The match rule of the header: read whenever the file loads,
+         * and only a valid rule is ever reported. */
+        int             recorded;
+        sh_match_opts_t mo;
+        char            e2[512];
+        int             r2 = sh_snapshot_rule(path, &recorded, &mo, e2,
+                                              sizeof(e2));
+
+        FUZZ_CHECK(rc != 0 || r2 == 0);
+        FUZZ_CHECK(r2 == 0 || (!recorded && e2[0] != '\0'));
+        FUZZ_CHECK(!recorded || ((mo.rule == SH_RULE_HAMMING
+                                  || mo.rule == SH_RULE_WEIGHTED)
+                                 && mo.h <= SH_MATCH_HMAX));
+    }
     close(fd);
 
     if (rc != 0) {

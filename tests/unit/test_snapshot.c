@@ -176,6 +176,64 @@ test_round_trip(void **state)
     free(mem);
 }
 
+/*
+ * The match rule in the header: recorded by sh_snapshot_save_rule, read
+ * back by sh_snapshot_rule; a file saved without one (or by a build before
+ * the field existed: the bytes were reserved zeros) says "not recorded";
+ * either way the snapshot loads.
+ */
+static void
+test_rule_recorded(void **state)
+{
+    void       *mem, *region;
+    uint64_t    h[100];
+    sh_index_t *ix = make_index(&mem, 128, 100, h);
+    const void *u;
+    size_t      rs, ul;
+    char        err[256];
+    int         recorded = -1;
+    sh_match_opts_t in, out;
+
+    sh_match_opts_init(&in);
+    assert_int_equal(sh_match_opts_weighted(&in, 9.5, 11), 0);
+    assert_int_equal(sh_snapshot_save_rule(path, ix, "k", 1, &in, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(sh_snapshot_rule(path, &recorded, &out, err,
+                                      sizeof(err)), 0);
+    assert_int_equal(recorded, 1);
+    assert_int_equal(out.rule, SH_RULE_WEIGHTED);
+    assert_int_equal(out.h, 11);
+    assert_int_equal(out.threshold, sh_score_from_nats(9.5));
+    assert_int_equal(sh_snapshot_load(path, 0, &region, &rs, &u, &ul, err,
+                                      sizeof(err)), 0);
+    free(region);
+
+    sh_match_opts_init(&in);
+    in.h = 2;
+    assert_int_equal(sh_snapshot_save_rule(path, ix, NULL, 0, &in, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(sh_snapshot_rule(path, &recorded, &out, err,
+                                      sizeof(err)), 0);
+    assert_int_equal(recorded, 1);
+    assert_int_equal(out.rule, SH_RULE_HAMMING);
+    assert_int_equal(out.h, 2);
+
+    assert_int_equal(sh_snapshot_save(path, ix, NULL, 0, err, sizeof(err)),
+                     0);
+    assert_int_equal(sh_snapshot_rule(path, &recorded, &out, err,
+                                      sizeof(err)), 0);
+    assert_int_equal(recorded, 0);
+
+    /* not a snapshot: an error, nothing recorded */
+    write_file("not a snapshot at all", 21);
+    recorded = -1;
+    assert_int_equal(sh_snapshot_rule(path, &recorded, &out, err,
+                                      sizeof(err)), -1);
+    assert_int_equal(recorded, 0);
+    assert_true(strlen(err) > 0);
+    free(mem);
+}
+
 static void
 test_truncated_and_corrupt(void **state)
 {
@@ -345,6 +403,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rule_recorded, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_truncated_and_corrupt, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_foreign_and_versions, setup,
