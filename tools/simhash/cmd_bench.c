@@ -79,6 +79,9 @@ typedef struct {
     sh_match_opts_t wm;         /* the weighted rule's settings */
     unsigned    truth_queries;  /* weighted: queries with a brute truth */
     int         weighted;       /* the rule of the pass under way */
+    /* PSM rows: buckets probed and entries compared per query, counted
+     * (not timed), so they compare runs on a busy machine; < 0: none */
+    double      pq_probes, pq_scanned;
     float       recall;
     unsigned    k_force;
     unsigned    queries;
@@ -567,6 +570,10 @@ report(bench_t *b, const char *method, size_t n, double qps, double recall,
                " \"doc_bytes_per_entry\": %.2f, \"k\": %u, \"t\": %u, "
                "\"build_s\": %.2f, \"queries\": %zu", method, rule, n, qps,
                recall, bpe, dbpe, k, t, build_s, nq);
+        if (b->pq_probes >= 0) {
+            printf(", \"probes_per_query\": %.2f, \"scanned_per_query\": "
+                   "%.2f", b->pq_probes, b->pq_scanned);
+        }
         if (b->weighted) {
             printf(", \"threshold\": %.4f, \"cap\": %u}\n",
                    sh_score_nats(b->wm.threshold), b->wm.h);
@@ -982,9 +989,10 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
     /* Timed runs: at the k reaching the target, then at the table's k. */
     for (fk = 0; fk < 2; fk++) {
         for (mode = 0; mode < 2; mode++) {
-            double el = 0, t1, rec, pred;
+            double el = 0, t1, rec, pred, np = 0, ns = 0;
             char   name[32];
             unsigned rep;
+            sh_lookup_stats_t ls;
 
             sh_lookup_opts_init(&o);
             o.mode = mode ? SH_MATCH_ALL : SH_MATCH_FIRST;
@@ -1000,7 +1008,9 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
                 for (i = 0; i < r->nq; i++) {
                     cnt[i] = (uint32_t) sh_index_lookup(ix, r->q[i].hash,
                                                         r->q[i].w, &o, m,
-                                                        MAXMATCH, NULL);
+                                                        MAXMATCH, &ls);
+                    np += ls.probes;
+                    ns += ls.scanned;
                 }
                 e = now() - t1;
                 el = rep == 0 || e < el ? e : el;
@@ -1013,10 +1023,13 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
             }
             snprintf(name, sizeof(name), "PSM_%c%s", mode ? 'A' : 'F',
                      fk ? "(k-table)" : "");
+            b->pq_probes = np / ((double) b->reps * (double) r->nq);
+            b->pq_scanned = ns / ((double) b->reps * (double) r->nq);
             report(b, name, r->n, r->nq / el, rec,
                    (double) st.fingerprint_bytes / r->n,
                    (double) st.document_bytes / r->n, o.probes, st.t,
                    build, r->nq);
+            b->pq_probes = b->pq_scanned = -1;
         }
     }
     if (b->learn_log2n == log2n && !b->weighted) {
@@ -1239,6 +1252,7 @@ cmd_bench(int argc, char **argv)
     sh_match_opts_init(&b.wm);
     sh_match_opts_rule(&b.wm, SH_RULE_WEIGHTED);
     b.truth_queries = 20000;
+    b.pq_probes = b.pq_scanned = -1;
     b.recall = 0.95f;
     b.queries = 100000;
     b.edits = 4000;
