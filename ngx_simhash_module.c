@@ -40,13 +40,19 @@
 
 #include <zlib.h>
 
+#define XXH_STATIC_LINKING_ONLY     /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
 #include "ngx_http_simhash.h"
 #include "sh_doc.h"
 
 
 #define NGX_HTTP_SIMHASH_HOLD_CHUNK (32 * 1024)
-#define NGX_HTTP_SIMHASH_FEED_BATCH (64 * 1024)
 #define NGX_HTTP_SIMHASH_ZBUF_SIZE  (16 * 1024)
+
+/* X-Simhash-Duplicate-Of is sent only up to this length (the escaped key;
+ * common clients and proxies take 8k header lines at most) */
+#define NGX_HTTP_SIMHASH_HEADER_MAX 4096
 
 
 #define NGX_HTTP_SIMHASH_TAG        0
@@ -79,11 +85,9 @@ typedef struct {
     size_t                       held_bytes;
     size_t                       fed;       /* decoded bytes fed */
 
-    /* the first held byte not yet fed to the extractor */
-    ngx_chain_t                 *feed_cl;
-    u_char                      *feed_pos;
-    size_t                       unfed;
     u_char                      *charset;
+    ngx_str_t                    key;       /* simhash_key, at the end */
+    uint64_t                     digest;    /* of the body as received */
 
     /* Content-Encoding: gzip / deflate */
     z_stream                     zstream;
@@ -109,6 +113,7 @@ typedef struct {
 static ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static void ngx_http_simhash_strip_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_encoding(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
 static ngx_int_t ngx_http_simhash_feed(ngx_http_request_t *r,
@@ -126,9 +131,15 @@ static ngx_int_t ngx_http_simhash_feed_held(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_finish(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
+static ngx_int_t ngx_http_simhash_identical(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+static ngx_int_t ngx_http_simhash_key(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     sh_result_t *res);
+static ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key,
+    size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     ngx_http_simhash_doc_t *doc, sh_result_t *res);
@@ -139,7 +150,6 @@ static ngx_int_t ngx_http_simhash_send(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
 static ngx_int_t ngx_http_simhash_set_headers(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
-static u_char *ngx_http_simhash_score(u_char *p, uint32_t score);
 static ngx_int_t ngx_http_simhash_add_header(ngx_http_request_t *r,
     ngx_str_t *key, u_char *value, size_t len);
 static void ngx_http_simhash_skip(ngx_http_request_t *r,
@@ -421,11 +431,19 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
 
     if (slcf->zone == NULL
-        || r != r->main
+        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    /* only this module says X-Simhash-*: the crawler trusts these */
+
+    ngx_http_simhash_strip_headers(r);
+
+    if (r != r->main
         || r->headers_out.status != NGX_HTTP_OK
         || (r->method & NGX_HTTP_HEAD)
         || r->header_only
-        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL
         || ngx_http_test_content_type(r, &slcf->types) == NULL)
     {
         return ngx_http_next_header_filter(r);
@@ -518,6 +536,48 @@ pass:
 
 
 /*
+ * Remove every X-Simhash-* header the upstream (or anything before this
+ * filter) put in the response: a crawler acts on these headers, so only
+ * this module may set them, whatever an origin sends.
+ */
+
+static void
+ngx_http_simhash_strip_headers(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash != 0
+            && h[i].key.len >= sizeof("X-Simhash") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "X-Simhash",
+                               sizeof("X-Simhash") - 1) == 0)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "simhash: upstream header \"%V\" removed",
+                           &h[i].key);
+            h[i].hash = 0;
+        }
+    }
+}
+
+
+/*
  * Content-Encoding: none or identity -> NGX_OK; gzip, x-gzip, deflate ->
  * NGX_OK with ctx->zlib set (we inflate a copy for the extractor; the
  * client still receives the original bytes); anything else -> NGX_DECLINED.
@@ -587,7 +647,6 @@ static ngx_int_t
 ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
     size_t                        size;
-    ngx_int_t                     rc;
     ngx_buf_t                    *b;
     ngx_chain_t                  *cl;
     ngx_http_simhash_ctx_t       *ctx;
@@ -635,24 +694,6 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             if (b->in_file) {
                 b->file_pos = b->file_last;
             }
-
-            ctx->unfed += size;
-        }
-
-        if (ctx->unfed >= NGX_HTTP_SIMHASH_FEED_BATCH
-            || (b->last_buf && ctx->unfed))
-        {
-            rc = ngx_http_simhash_feed_held(r, ctx, slcf);
-
-            if (rc == NGX_DECLINED) {
-                /* skipped, with ctx->reason */
-                return ngx_http_simhash_give_up(r, ctx, ctx->reason,
-                                                cl->next, b->last_buf);
-            }
-
-            if (rc != NGX_OK) {
-                return NGX_ERROR;
-            }
         }
 
         if (b->last_buf) {
@@ -665,60 +706,41 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
- * Feed the held bytes not fed yet.  The body is parsed once, from our copy,
- * in batches of NGX_HTTP_SIMHASH_FEED_BATCH as it arrives and at its end: a
- * worker with many responses arriving at once then parses most pages in one
- * go instead of interleaving them piece by piece, which keeps the parser's
- * and the feature table's memory warm (about 20% less CPU per page with 16
- * responses in flight per worker).  The extractor is created at the first
- * batch, for the same reason.
+ * The whole held body to the extractor, in one go at its end: a worker with
+ * many responses arriving at once then parses each page at once instead of
+ * interleaving them piece by piece, which keeps the parser's and the
+ * feature table's memory warm (about 20% less CPU per page with 16
+ * responses in flight per worker, measured when pages were fed in 64 KB
+ * batches as they arrived), and an identical re-fetch is known before any
+ * parsing (ngx_http_simhash_identical()).
  */
 
 static ngx_int_t
 ngx_http_simhash_feed_held(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
-    u_char       *p;
     size_t        n;
     ngx_int_t     rc;
     ngx_chain_t  *cl;
 
+    ctx->doc = sh_doc_new(ctx->cfg, (char *) ctx->charset);
     if (ctx->doc == NULL) {
-        ctx->doc = sh_doc_new(ctx->cfg, (char *) ctx->charset);
-        if (ctx->doc == NULL) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "simhash: sh_doc_new() failed");
-            ctx->reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
-            return NGX_DECLINED;
-        }
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "simhash: sh_doc_new() failed");
+        ctx->reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
+        return NGX_DECLINED;
     }
 
-    cl = ctx->feed_cl ? ctx->feed_cl : ctx->held;
-    p = ctx->feed_pos ? ctx->feed_pos : cl->buf->pos;
-
-    for ( ;; ) {
-        n = cl->buf->last - p;
+    for (cl = ctx->held; cl; cl = cl->next) {
+        n = cl->buf->last - cl->buf->pos;
 
         if (n) {
-            rc = ngx_http_simhash_feed(r, ctx, slcf, p, n);
+            rc = ngx_http_simhash_feed(r, ctx, slcf, cl->buf->pos, n);
             if (rc != NGX_OK) {
                 return rc;
             }
-
-            p += n;
-            ctx->unfed -= n;
         }
-
-        if (cl->next == NULL) {
-            break;
-        }
-
-        cl = cl->next;
-        p = cl->buf->pos;
     }
-
-    ctx->feed_cl = cl;
-    ctx->feed_pos = p;
 
     return NGX_OK;
 }
@@ -958,10 +980,32 @@ ngx_http_simhash_give_up(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 static ngx_int_t
 ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
+    ngx_int_t                     rc;
     sh_result_t                   res;
     ngx_http_simhash_loc_conf_t  *slcf;
 
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    rc = ngx_http_simhash_identical(r, ctx, slcf);
+
+    if (rc == NGX_OK) {
+        return ngx_http_simhash_send(r, ctx);
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_simhash_feed_held(r, ctx, slcf);
+
+    if (rc == NGX_DECLINED) {
+        /* skipped, with ctx->reason */
+        return ngx_http_simhash_give_up(r, ctx, ctx->reason, NULL, 1);
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (ctx->zlib && !ctx->zend) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -971,15 +1015,6 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     }
 
     ngx_memzero(&res, sizeof(sh_result_t));
-
-    if (ctx->doc == NULL) {
-        /* an empty body */
-        ctx->doc = sh_doc_new(ctx->cfg, (char *) ctx->charset);
-        if (ctx->doc == NULL) {
-            ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
-            return ngx_http_simhash_send(r, ctx);
-        }
-    }
 
     if (sh_doc_finish(ctx->doc, &res) != 0) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -1015,6 +1050,152 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
 
 /*
+ * An identical re-fetch: the key is stored and the body is byte for byte
+ * the one its fingerprint was taken from (a 64-bit digest of the body as
+ * received, before inflating).  Then the answer is "unchanged" at distance
+ * 0 with the stored fingerprint, and nothing is parsed: most of a recrawl
+ * is pages that did not change.  NGX_OK: answered; NGX_DECLINED: parse it.
+ */
+
+static ngx_int_t
+ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    uint64_t                   hash;
+    ngx_int_t                  rc;
+    XXH3_state_t               st;
+    ngx_chain_t               *cl;
+    ngx_http_simhash_doc_t    *doc;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    rc = ngx_http_simhash_key(r, ctx, slcf);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    (void) XXH3_64bits_reset(&st);
+
+    for (cl = ctx->held; cl; cl = cl->next) {
+        (void) XXH3_64bits_update(&st, cl->buf->pos,
+                                  cl->buf->last - cl->buf->pos);
+    }
+
+    /* 0 means "unknown" in the zone and in snapshots */
+    ctx->digest = XXH3_64bits_digest(&st);
+    ctx->digest += (ctx->digest == 0);
+
+    zone = slcf->zone;
+    sh = zone->sh;
+
+    ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    doc = ngx_http_simhash_zone_key(zone, &ctx->key);
+
+    if (doc == NULL
+        || sh->digests[doc->ref] != ctx->digest
+        || sh_index_get(sh->index, doc->ref, &hash) != 0)
+    {
+        ngx_http_simhash_zone_unlock(zone);
+        return NGX_DECLINED;
+    }
+
+    if (slcf->insert) {
+        ngx_http_simhash_zone_write(zone);
+        (void) sh_index_touch(sh->index, doc->ref);
+        (void) ngx_atomic_fetch_add(&sh->generation, 1);
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
+    ctx->hash = hash;
+    ctx->has_hash = 1;
+    ctx->distance = 0;
+    ctx->score = 0;
+    ctx->has_distance = 1;
+
+    (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
+    (void) ngx_atomic_fetch_add(&sh->identical, 1);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "simhash: %016uxL unchanged, identical body", hash);
+
+    return NGX_OK;
+}
+
+
+/*
+ * simhash_key for this response, once: NGX_OK; NGX_DECLINED when it cannot
+ * be stored (empty, or over SH_KEY_MAX: the page is then skipped).
+ */
+
+static ngx_int_t
+ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    if (ngx_http_complex_value(r, slcf->key, &ctx->key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->key.len == 0 || ctx->key.len > SH_KEY_MAX) {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+
+/*
+ * A stored key as it may go into a header, a variable or a log line: the
+ * bytes of the key with every control byte, space, DEL and byte >= 0x80
+ * percent-encoded (%0D, %20, %7F, %C3...), so that whatever a request
+ * put in the key (a decoded $uri may hold CR LF) cannot end the header
+ * line or inject another one.  Other bytes, '%' included, are kept: a key
+ * made from $request_uri is a URL already and comes out unchanged.
+ */
+
+static ngx_int_t
+ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
+    ngx_str_t *out)
+{
+    u_char       *p;
+    size_t        i, n;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        n += (key[i] <= 0x20 || key[i] >= 0x7f) ? 3 : 1;
+    }
+
+    out->data = ngx_pnalloc(pool, n);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < len; i++) {
+        if (key[i] <= 0x20 || key[i] >= 0x7f) {
+            *p++ = '%';
+            *p++ = hex[key[i] >> 4];
+            *p++ = hex[key[i] & 0xf];
+
+        } else {
+            *p++ = key[i];
+        }
+    }
+
+    out->len = n;
+
+    return NGX_OK;
+}
+
+
+/*
  * The index, under the zone's lock (module/ngx_http_simhash_zone.c):
  *   the key is stored   -> unchanged (the zone's match rule accepts the
  *                          stored fingerprint) or changed (it is
@@ -1031,7 +1212,6 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res)
 {
     ngx_int_t                 rc;
-    ngx_str_t                 key;
     ngx_http_simhash_doc_t   *doc;
     ngx_http_simhash_zone_t  *zone;
 
@@ -1040,26 +1220,22 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->hash = res->hash;
     ctx->has_hash = 1;
 
-    if (ngx_http_complex_value(r, slcf->key, &key) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (key.len == 0 || key.len > SH_KEY_MAX) {
+    if (ctx->key.len == 0 || ctx->key.len > SH_KEY_MAX) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "simhash: key of %uz bytes not stored", key.len);
+                      "simhash: key of %uz bytes not stored", ctx->key.len);
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
         return NGX_OK;
     }
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
-    doc = ngx_http_simhash_zone_key(zone, &key);
+    doc = ngx_http_simhash_zone_key(zone, &ctx->key);
 
     rc = doc ? ngx_http_simhash_refetch(r, ctx, slcf, doc, res)
              : NGX_DECLINED;
 
     if (rc == NGX_DECLINED) {
-        rc = ngx_http_simhash_match(r, ctx, slcf, &key, res);
+        rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res);
     }
 
     ngx_http_simhash_zone_unlock(zone);
@@ -1093,6 +1269,7 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     int                        same;
     unsigned                   h;
     uint64_t                   old;
+    ngx_str_t                  key;
     sh_match_opts_t            mo;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
@@ -1102,9 +1279,14 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     if (sh_index_get(sh->index, doc->ref, &old) != 0) {
         /* cannot happen: a node lives exactly as long as its entry */
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "simhash: \"%*s\" has no entry in zone \"%V\"",
-                      (size_t) doc->len, doc->data, &zone->name);
+        if (ngx_http_simhash_escape(r->pool, doc->data, doc->len, &key)
+            == NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "simhash: \"%V\" has no entry in zone \"%V\"",
+                          &key, &zone->name);
+        }
+
         ngx_http_simhash_zone_write(zone);
         ngx_http_simhash_zone_forget(zone, doc);
         return NGX_DECLINED;
@@ -1118,25 +1300,31 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->distance = h;
     ctx->has_distance = 1;
 
-    if (same) {
-        ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
+    ctx->status = same ? NGX_HTTP_SIMHASH_UNCHANGED
+                       : NGX_HTTP_SIMHASH_CHANGED;
 
-        if (slcf->insert) {
-            ngx_http_simhash_zone_write(zone);
-            (void) sh_index_touch(sh->index, doc->ref);
-            (void) ngx_atomic_fetch_add(&sh->generation, 1);
-        }
-
+    if (!slcf->insert) {
         return NGX_OK;
     }
 
-    ctx->status = NGX_HTTP_SIMHASH_CHANGED;
+    /*
+     * unchanged: the document is made the newest, and keeps its
+     * fingerprint (small edits do not drift it away from its cluster);
+     * changed: the fingerprint is replaced.  Either way the digest is the
+     * new body's, so that the next identical fetch needs no parse.
+     */
 
-    if (slcf->insert) {
-        ngx_http_simhash_zone_write(zone);
+    ngx_http_simhash_zone_write(zone);
+
+    if (ctx->status == NGX_HTTP_SIMHASH_UNCHANGED) {
+        (void) sh_index_touch(sh->index, doc->ref);
+
+    } else {
         (void) sh_index_update(sh->index, doc->ref, res->hash);
-        (void) ngx_atomic_fetch_add(&sh->generation, 1);
     }
+
+    sh->digests[doc->ref] = ctx->digest;
+    (void) ngx_atomic_fetch_add(&sh->generation, 1);
 
     return NGX_OK;
 }
@@ -1153,6 +1341,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res)
 {
     size_t                     n;
+    ngx_str_t                  safe;
     sh_match_t                 match;
     sh_lookup_stats_t          st;
     ngx_http_simhash_doc_t    *doc;
@@ -1175,15 +1364,8 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         /* copied while locked: the document may be evicted right after */
 
-        ctx->duplicate_of.data = ngx_pnalloc(r->pool, doc->len);
-        if (ctx->duplicate_of.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(ctx->duplicate_of.data, doc->data, doc->len);
-        ctx->duplicate_of.len = doc->len;
-
-        return NGX_OK;
+        return ngx_http_simhash_escape(r->pool, doc->data, doc->len,
+                                       &ctx->duplicate_of);
     }
 
     ctx->status = NGX_HTTP_SIMHASH_NEW;
@@ -1191,10 +1373,14 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
 
-        if (ngx_http_simhash_zone_store(zone, key, res->hash) == SH_NOREF) {
+        if (ngx_http_simhash_zone_store(zone, key, res->hash, ctx->digest)
+            == SH_NOREF
+            && ngx_http_simhash_escape(r->pool, key->data, key->len, &safe)
+               == NGX_OK)
+        {
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                           "simhash: no room for \"%V\" in zone \"%V\"",
-                          key, &zone->name);
+                          &safe, &zone->name);
         }
     }
 
@@ -1330,7 +1516,13 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (ctx->duplicate_of.len) {
+    if (ctx->duplicate_of.len > NGX_HTTP_SIMHASH_HEADER_MAX) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: the key of the duplicate is %uz bytes, "
+                      "over %d: no X-Simhash-Duplicate-Of header",
+                      ctx->duplicate_of.len, NGX_HTTP_SIMHASH_HEADER_MAX);
+
+    } else if (ctx->duplicate_of.len) {
         if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_dup,
                                         ctx->duplicate_of.data,
                                         ctx->duplicate_of.len)
@@ -1369,7 +1561,7 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
  * k/16 has at most four decimals.  At most 15 bytes.
  */
 
-static u_char *
+u_char *
 ngx_http_simhash_score(u_char *p, uint32_t score)
 {
     return ngx_sprintf(p, "%uD.%04uD", score / SH_SCORE_UNIT,

@@ -76,12 +76,16 @@ typedef struct {
     uint32_t                     capacity;
     uint64_t                     seed_digest;
     ngx_http_simhash_doc_t     **docs;      /* [capacity], by ref */
+    uint64_t                    *digests;   /* [capacity], by ref: of the
+                                               raw body; 0 = unknown */
     size_t                       key_bytes; /* sum of stored key lengths */
+    size_t                       key_max;   /* longest key ever stored */
 
     /* counters: relaxed atomic increments, read without the lock */
     ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
     ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
     ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
+    ngx_atomic_t                 identical; /* re-fetches not parsed */
     ngx_atomic_t                 key_evictions;
 
     /* persistence */
@@ -92,6 +96,9 @@ typedef struct {
     ngx_atomic_t                 saves;
     ngx_atomic_t                 save_errors;
     ngx_atomic_t                 restored;          /* docs at start */
+    ngx_atomic_t                 save_off;  /* 1: a damaged snapshot could
+                                               not be moved aside, so it
+                                               is never overwritten */
 
     /*
      * pid of the worker changing the index, the tree or the document array
@@ -202,7 +209,7 @@ void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
 ngx_http_simhash_doc_t *ngx_http_simhash_zone_key(
     ngx_http_simhash_zone_t *zone, ngx_str_t *key);
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *key, uint64_t fingerprint);
+    ngx_str_t *key, uint64_t fingerprint, uint64_t digest);
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_doc_t *doc);
 
@@ -216,6 +223,7 @@ typedef struct {
     ngx_http_simhash_zone_t     *zone;
     ngx_str_t                   *keys;      /* by ref of the source */
     uint64_t                    *hashes;    /* by ref; NULL: no check */
+    uint64_t                    *digests;   /* by ref; NULL: unknown */
     uint32_t                     nkeys;
     ngx_uint_t                   copied;
     ngx_uint_t                   missing;
@@ -227,7 +235,7 @@ void ngx_http_simhash_zone_copy(ngx_http_simhash_copy_t *cp,
 
 /* persistence: ngx_http_simhash_snapshot.c */
 
-void ngx_http_simhash_snapshot_check_dir(ngx_conf_t *cf, ngx_str_t *file);
+ngx_int_t ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file);
 void ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 ngx_int_t ngx_http_simhash_snapshot_init_worker(
@@ -242,6 +250,10 @@ char *ngx_http_simhash_stats_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_simhash_stats_resolve(ngx_conf_t *cf,
     ngx_http_simhash_loc_conf_t *slcf);
+
+
+/* a score (sh_match.h) in nats, exactly, four decimals: at most 15 bytes */
+u_char *ngx_http_simhash_score(u_char *p, uint32_t score);
 
 
 /* "file:line" of the directive being parsed, for later messages */
