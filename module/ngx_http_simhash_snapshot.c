@@ -5,9 +5,9 @@
  * first (sh_keyrec.h): its key, its fingerprint, and the zone's settings in
  * a META record (its match rule: match=, distance=, threshold=; the rule is
  * applied at lookup, so a snapshot taken under another rule loads all the
- * same, and the log says the rule changed).  Loading stores every document again, in that order: a
- * snapshot fits a zone of any size (a smaller zone keeps the newest
- * documents).
+ * same, and the log says the rule changed).  Loading stores every document
+ * again, in that order: a snapshot fits a zone of any size (a smaller zone
+ * keeps the newest documents).
  *
  * A damaged file never costs more than its damage, and is never lost: the
  * records are checksummed in blocks, so a flipped byte costs one block of
