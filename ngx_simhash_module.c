@@ -162,6 +162,9 @@ static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_simhash_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_simhash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_uint_t ngx_http_simhash_port(u_char *p, u_char *last);
 
 static void *ngx_http_simhash_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_simhash_create_loc_conf(ngx_conf_t *cf);
@@ -1639,7 +1642,8 @@ ngx_http_simhash_cleanup(void *data)
 
 /*
  * $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance,
- * $simhash_score
+ * $simhash_score: what the module found; $simhash_host: part of the
+ * default key
  */
 
 enum {
@@ -1667,6 +1671,9 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 
     { ngx_string("simhash_score"), NULL, ngx_http_simhash_variable,
       NGX_HTTP_SIMHASH_VAR_SCORE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_host"), NULL, ngx_http_simhash_host_variable,
+      0, 0, 0 },
 
       ngx_http_null_variable
 };
@@ -1767,6 +1774,143 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
 }
 
 
+/*
+ * $simhash_host: $host, followed by ":PORT" when the request names a port
+ * other than its scheme's default -- the authority of the URL the client
+ * asked for, so that the default key tells http://h:8080/a from
+ * http://h:8081/a (two origins on one host).  The port comes from where
+ * $host comes from: the request line of an absolute-URI request (what a
+ * forward proxy receives), else the Host header (a reverse proxy).
+ *
+ * Not $http_host: the Host header as the client wrote it (any case, with
+ * or without a default port; a forward proxy's client may even name
+ * another host there), nor $server_port, the port this proxy listens on.
+ * The host part is nginx's validated, lowercased $host and the port part
+ * digits only, so the value is as safe in a response header as $host.
+ */
+
+static ngx_int_t
+ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                    *p, *last;
+    size_t                     len;
+    ngx_str_t                  host;
+    ngx_uint_t                 port, default_port;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    /* $host */
+
+    if (r->headers_in.server.len) {
+        host = r->headers_in.server;
+
+    } else {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        host = cscf->server_name;
+    }
+
+    port = 0;
+    default_port = 80;
+
+#if (NGX_HTTP_SSL)
+    if (r->connection->ssl) {
+        default_port = 443;
+    }
+#endif
+
+    if (r->host_start && r->host_end) {
+
+        /*
+         * "GET http://host:port/path": the parser allows only digits
+         * between the ':' after host_end and the '/', '?' or ' ' that ends
+         * them.  (r->port_end is not used: nginx 1.22 leaves it behind
+         * when it moves the request line to a large header buffer.)
+         */
+
+        if (r->schema_start && r->schema_end) {
+            len = r->schema_end - r->schema_start;
+
+            if (len == 5
+                && ngx_strncasecmp(r->schema_start, (u_char *) "https", 5)
+                   == 0)
+            {
+                default_port = 443;
+
+            } else if (len != 4
+                       || ngx_strncasecmp(r->schema_start,
+                                          (u_char *) "http", 4) != 0)
+            {
+                default_port = 0;
+            }
+        }
+
+        if (*r->host_end == ':') {
+            for (last = r->host_end + 1; *last >= '0' && *last <= '9'; last++)
+            {
+                /* void */
+            }
+
+            port = ngx_http_simhash_port(r->host_end + 1, last);
+        }
+
+    } else if (r->headers_in.server.len && r->headers_in.host) {
+
+        /* "Host: host:port", "[::1]:port": digits after the last ':' */
+
+        last = r->headers_in.host->value.data
+               + r->headers_in.host->value.len;
+
+        for (p = last; p > r->headers_in.host->value.data; p--) {
+            if (p[-1] < '0' || p[-1] > '9') {
+                break;
+            }
+        }
+
+        if (p > r->headers_in.host->value.data && p[-1] == ':') {
+            port = ngx_http_simhash_port(p, last);
+        }
+    }
+
+    if (port == 0 || port == default_port) {
+        v->len = host.len;
+        v->data = host.data;
+
+    } else {
+        p = ngx_pnalloc(r->pool, host.len + sizeof(":65535") - 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "%V:%ui", &host, port) - p;
+        v->data = p;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* The port of the digits [p, last), or 0 when there is none or it is out
+ * of range. */
+
+static ngx_uint_t
+ngx_http_simhash_port(u_char *p, u_char *last)
+{
+    ngx_int_t  port;
+
+    if (last - p > 5) {
+        return 0;
+    }
+
+    port = ngx_atoi(p, last - p);
+
+    return (port < 1 || port > 65535) ? 0 : (ngx_uint_t) port;
+}
+
+
 /* Configuration. */
 
 static void *
@@ -1848,7 +1992,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_simhash_main_conf_t      *smcf;
     ngx_http_compile_complex_value_t   ccv;
 
-    static ngx_str_t  default_key = ngx_string("$scheme://$host$request_uri");
+    /* $simhash_host: $host with a port that is not the scheme's default */
+    static ngx_str_t  default_key =
+                          ngx_string("$scheme://$simhash_host$request_uri");
 
     if (conf->enable == NGX_CONF_UNSET) {
         conf->enable = prev->enable;
