@@ -3,11 +3,12 @@
  * (batch mode), with the PSM index or the batch table method, or both to
  * compare them.
  *
- * PSM: the pages stream through one index: each page is looked up (mode
- * ALL, its own weights) among the pages before it, then inserted, so each
- * pair is considered once, from its later page.  BPHS: the batch form of
- * Manku's table method (sh_bphs_batch.h), exact.  Each method's time is
- * the thread's CPU time, its memory the peak RSS while it ran.
+ * PSM: the batch form of the PSM index (sh_psm_batch.h): one sorted copy,
+ * every page probes its own bucket and k more in VOSH order for its
+ * weights, and a pair counts when either page's probes find it.  BPHS: the
+ * batch form of Manku's table method (sh_bphs_batch.h), exact.  Each
+ * method's time is the thread's CPU time, its memory the peak RSS while it
+ * ran.
  * --background N adds N random fingerprints (with weights borrowed from
  * real pages) to reach a given scale without N pages on disk.
  */
@@ -23,6 +24,7 @@
 #include "sh_bphs.h"
 #include "sh_bphs_batch.h"
 #include "sh_index.h"
+#include "sh_psm_batch.h"
 
 static void
 usage(FILE *f)
@@ -103,61 +105,33 @@ typedef struct {
 } batch_t;
 
 static int
-run_psm(const batch_t *b, unsigned h, unsigned k, float recall,
-        pairs_t *out, double *secs)
+collect_pair(void *arg, uint32_t a, uint32_t b, unsigned d)
 {
-    size_t      size = sh_index_region_size((uint32_t) b->n);
-    void       *mem = NULL;
-    sh_index_t *ix;
-    sh_lookup_opts_t o;
-    sh_match_t *m = malloc(65536 * sizeof(sh_match_t));
-    char        err[256];
-    size_t      i, j;
-    double      t0 = now();
+    return pairs_add(arg, a, b, d) != 0;
+}
 
-    if (m == NULL || posix_memalign(&mem, 64, size) != 0) {
-        free(m);
-        cli_error("out of memory");
-        return -1;
-    }
-    ix = sh_index_init(mem, size, 0, 0, err, sizeof(err));
-    if (ix == NULL) {
-        cli_error("%s", err);
-        free(mem);
-        free(m);
-        return -1;
-    }
+static int
+run_psm(const batch_t *b, unsigned h, unsigned k, float recall,
+        pairs_t *out, sh_psm_batch_stats_t *st, double *secs)
+{
+    sh_lookup_opts_t o;
+    char   err[256];
+    int    rc;
+    double t0 = now();
+
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
     o.h = h;
     o.probes = k;
     o.recall = recall;
-    for (i = 0; i < b->n; i++) {
-        size_t n = sh_index_lookup(ix, b->hash[i], b->w[i], &o, m, 65536,
-                                   NULL);
-
-        for (j = 0; j < n && j < 65536; j++) {
-            /* refs are page indices: nothing is ever evicted */
-            if (pairs_add(out, m[j].ref, (uint32_t) i, m[j].distance) != 0) {
-                cli_error("out of memory");
-                free(mem);
-                free(m);
-                return -1;
-            }
-        }
-        sh_index_insert(ix, b->hash[i], NULL);
-        ix_progress("dedup psm", i + 1, b->n);
-    }
+    rc = sh_psm_batch(b->hash, b->w, b->n, &o, 0, collect_pair, out, st,
+                      err, sizeof(err));
     *secs = now() - t0;
-    free(mem);
-    free(m);
+    if (rc != 0) {
+        cli_error("%s", rc < 0 ? err : "out of memory");
+        return -1;
+    }
     return 0;
-}
-
-static int
-collect_pair(void *arg, uint32_t a, uint32_t b, unsigned d)
-{
-    return pairs_add(arg, a, b, d) != 0;
 }
 
 static int
@@ -274,6 +248,7 @@ cmd_dedup(int argc, char **argv)
     uint64_t      rng = 0x9e3779b97f4a7c15ull;
     double        tp = 0, tb = 0;
     size_t        rp = 0, rb = 0, r0p = 0, r0b = 0;
+    sh_psm_batch_stats_t pst;
 
     cli_extract_init(&x);
     ix_fpset_init(&fs);
@@ -393,8 +368,8 @@ cmd_dedup(int argc, char **argv)
         }
         if (strcmp(method, "bphs") != 0) {
             r0p = ix_rss_reset();
-            if (run_psm(&b, (unsigned) h, (unsigned) k, recall, &pp, &tp)
-                != 0) {
+            if (run_psm(&b, (unsigned) h, (unsigned) k, recall, &pp, &pst,
+                        &tp) != 0) {
                 free(page);
                 goto done;
             }
@@ -448,10 +423,11 @@ cmd_dedup(int argc, char **argv)
     }
 
     if (strcmp(method, "bphs") != 0) {
-        fprintf(stderr, "dedup: psm_a n=%zu pairs=%zu time=%.3fs "
-                "pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB (+%.1f)\n", b.n, pp.n,
-                tp, b.n / (tp > 0 ? tp : 1e-9), pp.n / (tp > 0 ? tp : 1e-9),
-                rp / 1048576.0, (rp - (r0p < rp ? r0p : rp)) / 1048576.0);
+        fprintf(stderr, "dedup: psm_a n=%zu t=%u k=%u pairs=%zu time=%.3fs "
+                "pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB (+%.1f)\n", b.n,
+                pst.t, pst.k, pp.n, tp, b.n / (tp > 0 ? tp : 1e-9),
+                pp.n / (tp > 0 ? tp : 1e-9), rp / 1048576.0,
+                (rp - (r0p < rp ? r0p : rp)) / 1048576.0);
     }
     if (strcmp(method, "psm") != 0) {
         fprintf(stderr, "dedup: bphs%lu n=%zu pairs=%zu time=%.3fs "
