@@ -264,8 +264,8 @@ seeds_snapshot(unsigned cap, unsigned t, unsigned state, const char *user)
         }
     }
     fuzz_tmp_path("seed.snap", path, sizeof(path));
-    if (sh_snapshot_save(path, ix, user, strlen(user), err, sizeof(err))
-        != 0)
+    if (sh_snapshot_save(path, ix, "seed", user, strlen(user), err,
+                         sizeof(err)) != 0)
     {
         fprintf(stderr, "fuzz_seeds: %s\n", err);
         exit(1);

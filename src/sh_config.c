@@ -90,14 +90,48 @@ own(sh_config_t *c, unsigned *n, const char *s)
     return d;
 }
 
+/*
+ * An ignore pattern, compiled the one way the library uses it (UTF-8 with
+ * Unicode classes; invalid UTF-8 in a subject never matches instead of
+ * failing).  NULL and "<reason> at offset N" in err when it is invalid.
+ */
+static pcre2_code *
+ignore_compile(const char *pattern, char *err, size_t errlen)
+{
+    int          ecode;
+    PCRE2_SIZE   eoff;
+    PCRE2_UCHAR  msg[256];
+    pcre2_code  *re;
+
+    re = pcre2_compile((PCRE2_SPTR) pattern, PCRE2_ZERO_TERMINATED,
+                       PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
+                       &ecode, &eoff, NULL);
+    if (re == NULL) {
+        pcre2_get_error_message(ecode, msg, sizeof(msg));
+        snprintf(err, errlen, "%s at offset %zu", (char *) msg,
+                 (size_t) eoff);
+    }
+    return re;
+}
+
+int
+sh_ignore_check(const char *pattern, char *err, size_t errlen)
+{
+    pcre2_code *re = ignore_compile(pattern, err, errlen);
+
+    if (re == NULL) {
+        return -1;
+    }
+    pcre2_code_free(re);
+    return 0;
+}
+
 sh_config_t *
 sh_config_new(const sh_options_t *o, char *err, size_t errlen)
 {
     sh_config_t *c;
     unsigned     i, ns = 0;
-    int          ecode;
-    PCRE2_SIZE   eoff;
-    PCRE2_UCHAR  msg[256];
+    char         msg[256];
 
     if (o->shingle < 1 || o->shingle > SH_SHINGLE_MAX) {
         snprintf(err, errlen, "shingle size %u is not between 1 and %u",
@@ -186,16 +220,10 @@ sh_config_new(const sh_options_t *o, char *err, size_t errlen)
     }
 
     for (i = 0; i < o->nignore; i++) {
-        c->re[i] = pcre2_compile((PCRE2_SPTR) o->ignore[i],
-                                 PCRE2_ZERO_TERMINATED,
-                                 PCRE2_UTF | PCRE2_UCP
-                                 | PCRE2_MATCH_INVALID_UTF,
-                                 &ecode, &eoff, NULL);
+        c->re[i] = ignore_compile(o->ignore[i], msg, sizeof(msg));
         if (c->re[i] == NULL) {
-            pcre2_get_error_message(ecode, msg, sizeof(msg));
-            snprintf(err, errlen, "ignore pattern %u \"%s\": %s at offset "
-                     "%zu", i + 1, o->ignore[i], (char *) msg,
-                     (size_t) eoff);
+            snprintf(err, errlen, "ignore pattern %u \"%s\": %s", i + 1,
+                     o->ignore[i], (char *) msg);
             goto fail;
         }
         c->nre++;

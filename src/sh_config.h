@@ -63,6 +63,13 @@ void sh_options_init(sh_options_t *opts);
 /* Add an ignore pattern; -1 when there are already SH_IGNORE_MAX. */
 int sh_options_add_ignore(sh_options_t *opts, const char *pattern);
 
+/*
+ * Is `pattern` an ignore pattern sh_config_new will accept?  0, or -1 and
+ * "<reason> at offset N" in err.  For early errors (nginx -t): the very
+ * compile the configuration does.
+ */
+int sh_ignore_check(const char *pattern, char *err, size_t errlen);
+
 typedef struct sh_config_s sh_config_t;
 
 /*

@@ -56,10 +56,9 @@ for my $p (qw(sourdough.html bicycle.html council.html tiny.html)) {
 }
 $t->get('/sourdough.html?x=1');     # duplicate
 $t->get('/sourdough.html?x=2');     # duplicate
-$t->get('/bicycle.html');           # unchanged
+$t->get('/bicycle.html');           # unchanged: the same bytes, not parsed
 $t->get('/notes.txt');              # not HTML: not counted
-$bytes += 2 * length($t->fixture('sourdough.html'))
-        + length($t->fixture('bicycle.html'));
+$bytes += 2 * length($t->fixture('sourdough.html'));
 
 $c = $t->stats->{zones}{crawl};
 is($c->{entries}, 3, 'entries: 3');
@@ -67,6 +66,7 @@ is_deeply($c->{responses},
           { new => 3, duplicate => 2, unchanged => 1, changed => 0,
             skipped => 1 }, 'responses by status');
 is($c->{skipped}{too_short}, 1, 'skipped by reason: too_short');
+is($c->{identical}, 1, 'identical re-fetches: 1');
 is($c->{lookups}, 5, 'lookups: the 5 pages of unknown keys');
 cmp_ok($c->{probes}, '>=', $c->{lookups}, 'probes >= lookups');
 is($c->{mean_probes}, sprintf('%.3f', $c->{probes} / $c->{lookups}) + 0,
@@ -111,6 +111,31 @@ ok(eval { decode_json($r->{content}) }, 'valid JSON');
 
 $r = $t->{ua}->request('POST', $t->url('/stats'));
 is($r->{status}, 405, 'POST: 405');
+is($r->{headers}{allow}, 'GET, HEAD', '405 names the methods in Allow');
+
+# counters of the moment: not cacheable, never a conditional 304
+$r = $t->get('/stats', 'If-None-Match' => '*');
+is($r->{status}, 200, 'If-None-Match: * still gets the counters');
+ok(eval { decode_json($r->{content}) }, '... with a body');
+like($r->{headers}{'cache-control'} // '', qr/no-store/,
+     'Cache-Control: no-store');
+$r = $t->get('/stats', 'If-Modified-Since' => 'Thu, 01 Jan 2099 00:00:00 GMT');
+is($r->{status}, 200, 'If-Modified-Since: still 200');
+
+# the buffer is sized from the metric table: many zones, long names
+my $many = join "\n    ", map { "simhash_zone zone=z${_}_" . ('n' x 60)
+                                   . ":256k file=%%PREFIX%%/data/$_.snap;" }
+                          1 .. 12;
+my $t2 = SimhashTest->new(http => $many,
+                          proxy => 'location = /stats { simhash_stats; }');
+$t2->start;
+my $all = $t2->stats->{zones};
+is(scalar keys %$all, 12, 'twelve zones with long names: valid JSON');
+my $p2 = $t2->get('/stats?format=prometheus')->{content};
+my @z = $p2 =~ /^simhash_snapshot_restored\{zone="(z\d+_n+)"\} 0$/mg;
+is(scalar @z, 12, 'and in Prometheus, every zone to the last metric');
+$t2->stop;
+$t2->check_log;
 
 $t->stop;
 $t->check_log;

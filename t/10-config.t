@@ -92,6 +92,13 @@ my @cases = (
       'simhash_volatility' ],
     [ 'bad max_body', $zone, $loc->('simhash_max_body lots;'),
       qr/"simhash_max_body" directive invalid value/, 'simhash_max_body' ],
+    [ 'unknown zone in simhash_stats', $zone,
+      $loc->('location = /s { simhash_stats nosuch; }'),
+      qr/unknown simhash zone "nosuch"/, 'simhash_stats nosuch' ],
+    [ 'zone name with a quote', 'simhash_zone \'zone=a"b:1m\';', '',
+      qr/invalid zone name "zone=a"b:1m": letters, digits/, 'zone=a' ],
+    [ 'zone name with a slash', 'simhash_zone zone=a/b:1m;', '',
+      qr/invalid zone name "zone=a\/b:1m"/, 'zone=a/b' ],
 );
 
 for my $c (@cases) {

@@ -1,0 +1,846 @@
+
+/*
+ * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
+ * index region and, as its user section, one record per document, oldest
+ * first (sh_keyrec.h): its key, its fingerprint, and the zone's settings in
+ * a META record.  Loading stores every document again, in that order: a
+ * snapshot fits a zone of any size (a smaller zone keeps the newest
+ * documents).
+ *
+ * A damaged file never costs more than its damage, and is never lost: the
+ * records are checksummed in blocks, so a flipped byte costs one block of
+ * documents (about a thousand) and the rest is restored; a file that cannot
+ * be used at all starts the zone empty.  Either way the damaged file is
+ * renamed aside (PATH.damaged-TIME), so that the next save cannot overwrite
+ * it, and the log says where it went.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+#include "sh_snapshot.h"
+
+
+#define NGX_HTTP_SIMHASH_SAVE_CHUNK 16384   /* records per hold of the lock */
+
+
+/* a snapshot being saved: see ngx_http_simhash_save_copy() */
+typedef struct {
+    ngx_http_simhash_zone_t     *zone;
+    u_char                      *region;
+    size_t                       region_size;
+    u_char                      *user;
+    size_t                       user_len;
+    ngx_atomic_uint_t            generation;
+    ngx_uint_t                   docs;
+    ngx_uint_t                   dropped;   /* keys that did not fit */
+    ngx_msec_t                   copy_ms;   /* the longest hold */
+    ngx_msec_t                   write_ms;
+    ngx_int_t                    rc;
+    char                         err[512];
+} ngx_http_simhash_save_t;
+
+
+/* the documents of a saved region, oldest first: see save_copy() */
+typedef struct {
+    uint32_t                     ref;
+    uint64_t                     hash;
+} ngx_http_simhash_aged_t;
+
+
+typedef struct {
+    ngx_http_simhash_aged_t     *doc;
+    ngx_uint_t                   n;
+    ngx_uint_t                   max;
+} ngx_http_simhash_ages_t;
+
+
+static ngx_int_t ngx_http_simhash_load_records(
+    ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
+    const void *user, size_t user_len, ngx_uint_t *copied, char *err,
+    size_t errlen, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone,
+    void *region, size_t region_size, const void *user, size_t user_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
+static void ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone,
+    char *why, ngx_log_t *log);
+static ngx_msec_t ngx_http_simhash_msec(void);
+static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv,
+    ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
+    ngx_http_simhash_ages_t *ages, ngx_log_t *log);
+static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
+    ngx_log_t *log);
+static void ngx_http_simhash_save_handler(ngx_event_t *ev);
+
+
+/*
+ * file=PATH, at configuration time: a FIFO or a device there would block or
+ * be destroyed, so nginx -t refuses it; a missing directory is a warning
+ * (the zone then works without saves).
+ */
+
+ngx_int_t
+ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
+{
+    char              err[512];
+    u_char           *p, *dir;
+    ngx_file_info_t   fi;
+
+    if (sh_snapshot_check_path((char *) file->data, err, sizeof(err)) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid snapshot file: %s",
+                           err);
+        return NGX_ERROR;
+    }
+
+    p = file->data + file->len;
+
+    while (p > file->data && *(p - 1) != '/') {
+        p--;
+    }
+
+    if (p <= file->data + 1) {
+        return NGX_OK;
+    }
+
+    dir = ngx_pnalloc(cf->temp_pool, p - file->data + 1);
+    if (dir == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_cpystrn(dir, file->data, p - file->data + 1);
+
+    if (ngx_file_info(dir, &fi) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, ngx_errno,
+                           "the directory \"%s\" of the snapshot file is "
+                           "not usable: the zone will not be saved", dir);
+
+    } else if (!ngx_is_dir(&fi)) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "\"%s\" is not a directory: the zone will not be "
+                           "saved", dir);
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log)
+{
+    char                 err[512];
+    void                *region;
+    size_t               region_size, user_len;
+    ngx_int_t            rc;
+    ngx_uint_t           copied;
+    ngx_msec_t           start;
+    ngx_file_info_t      fi;
+    const void          *user;
+    sh_snapshot_info_t   info;
+
+    start = ngx_http_simhash_msec();
+
+    if (ngx_file_info(zone->file.data, &fi) == NGX_FILE_ERROR
+        && ngx_errno == NGX_ENOENT)
+    {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "simhash zone \"%V\": no snapshot \"%V\" yet, "
+                      "starting empty", &zone->name, &zone->file);
+        return;
+    }
+
+    region = NULL;
+    copied = 0;
+
+    if (sh_snapshot_load((char *) zone->file.data, zone->seed_digest,
+                         &region, &region_size, &user, &user_len, &info,
+                         err, sizeof(err))
+        != 0)
+    {
+        rc = NGX_ERROR;
+
+    } else if (ngx_strcmp(info.kind, SH_KEYREC_KIND_V2) == 0) {
+        rc = ngx_http_simhash_load_v1(zone, region, region_size, user,
+                                      user_len, &copied, err, sizeof(err),
+                                      log);
+    } else {
+        rc = ngx_http_simhash_load_records(zone, &info, user, user_len,
+                                           &copied, err, sizeof(err), log);
+    }
+
+    free(region);
+
+    if (rc == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": snapshot \"%V\" refused: %s; "
+                      "starting empty", &zone->name, &zone->file, err);
+        ngx_http_simhash_keep_aside(zone, "refused", log);
+        return;
+    }
+
+    zone->sh->restored = copied;
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": %ui documents restored from \"%V\" "
+                  "in %M ms", &zone->name, copied, &zone->file,
+                  ngx_http_simhash_msec() - start);
+
+    if (rc == NGX_DECLINED) {
+        /* partly damaged: what was intact is restored, err says the rest */
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": snapshot \"%V\" is damaged: %s",
+                      &zone->name, &zone->file, err);
+        ngx_http_simhash_keep_aside(zone, "damaged", log);
+    }
+}
+
+
+/*
+ * The records, in their order (oldest first), into the zone.  NGX_OK;
+ * NGX_DECLINED when blocks were damaged (what they held is lost, err says
+ * how much); NGX_ERROR when nothing can be used.
+ */
+
+static ngx_int_t
+ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
+    sh_snapshot_info_t *info, const void *user, size_t user_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
+{
+    int                  rc;
+    ngx_str_t            key;
+    ngx_uint_t           records;
+    sh_keyrec_t          rec;
+    sh_keyrec_reader_t   rd;
+
+    if (sh_keyrec_open(&rd, info->kind, user, user_len) != 0) {
+        ngx_snprintf((u_char *) err, errlen, "not a snapshot of this module "
+                     "(its documents are \"%s\")%Z", info->kind);
+        return NGX_ERROR;
+    }
+
+    records = 0;
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
+
+        if (rec.type != SH_KEYREC_DOC) {
+            continue;
+        }
+
+        records++;
+        key.data = (u_char *) rec.data;
+        key.len = rec.len;
+
+        if (ngx_http_simhash_zone_key(zone, &key) == NULL) {
+            ngx_http_simhash_zone_write(zone);
+
+            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest)
+                != SH_NOREF)
+            {
+                (*copied)++;
+            }
+        }
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (rc != 0) {
+        /* the checksums passed: the writer wrote this; keep what came */
+        return *copied ? NGX_DECLINED : NGX_ERROR;
+    }
+
+    if (info->damaged) {
+        ngx_snprintf((u_char *) err, errlen,
+                     "%uz of %uz blocks of documents failed their "
+                     "checksum (what they held is lost), %ui documents "
+                     "read from the others%Z",
+                     info->damaged, info->blocks, records);
+        return NGX_DECLINED;
+    }
+
+    if (!info->region_ok) {
+        /* the records alone rebuild the zone: nothing is lost */
+        ngx_snprintf((u_char *) err, errlen,
+                     "%s; the %ui documents were restored from their "
+                     "records%Z", info->region_err, records);
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A format 1 snapshot: its records are in ref order, so the documents are
+ * taken in the age order of its index, each with the key recorded for its
+ * ref when the fingerprints agree (the rule that file was written for).
+ */
+
+static ngx_int_t
+ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone, void *region,
+    size_t region_size, const void *user, size_t user_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
+{
+    int                      rc;
+    sh_index_t              *ix;
+    sh_keyrec_t              rec;
+    sh_index_stats_t         st;
+    sh_keyrec_reader_t       rd;
+    ngx_http_simhash_copy_t  cp;
+
+    ix = sh_index_attach(region, region_size, err, errlen);
+    if (ix == NULL) {
+        return NGX_ERROR;
+    }
+
+    sh_index_stats(ix, &st);
+
+    ngx_memzero(&cp, sizeof(ngx_http_simhash_copy_t));
+    cp.zone = zone;
+    cp.nkeys = st.capacity;
+
+    (void) sh_keyrec_open(&rd, SH_KEYREC_KIND_V2, user, user_len);
+
+    cp.keys = ngx_calloc(st.capacity * sizeof(ngx_str_t) + 1, log);
+    cp.hashes = ngx_calloc(st.capacity * sizeof(uint64_t) + 1, log);
+
+    if (cp.keys == NULL || cp.hashes == NULL) {
+        ngx_cpystrn((u_char *) err, (u_char *) "out of memory", errlen);
+        rc = -1;
+        goto done;
+    }
+
+    while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
+        if (rec.ref >= st.capacity) {
+            ngx_snprintf((u_char *) err, errlen,
+                         "key record %uz: ref %uD is out of range%Z",
+                         rd.n, rec.ref);
+            rc = -1;
+            goto done;
+        }
+
+        cp.keys[rec.ref].data = (u_char *) rec.data;
+        cp.keys[rec.ref].len = rec.len;
+        cp.hashes[rec.ref] = rec.hash;
+    }
+
+    if (rc == 0) {
+        ngx_http_simhash_zone_lock(zone, log);
+        ngx_http_simhash_zone_write(zone);
+        ngx_http_simhash_zone_copy(&cp, ix);
+        ngx_http_simhash_zone_unlock(zone);
+        *copied = cp.copied;
+    }
+
+done:
+
+    if (cp.keys) {
+        ngx_free(cp.keys);
+    }
+
+    if (cp.hashes) {
+        ngx_free(cp.hashes);
+    }
+
+    return rc == 0 ? NGX_OK : NGX_ERROR;
+}
+
+
+/*
+ * A snapshot that was refused or damaged is renamed aside (PATH.refused-TIME
+ * or PATH.damaged-TIME), never overwritten: if it cannot be moved, this zone
+ * is not saved at all until the operator deals with it.
+ */
+
+static void
+ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone, char *why,
+    ngx_log_t *log)
+{
+    u_char  *aside;
+
+    aside = ngx_alloc(zone->file.len + 2 + ngx_strlen(why) + NGX_TIME_T_LEN
+                      + 1, log);
+    if (aside == NULL) {
+        zone->sh->save_off = 1;
+        return;
+    }
+
+    ngx_sprintf(aside, "%V.%s-%T%Z", &zone->file, why, ngx_time());
+
+    if (ngx_rename_file(zone->file.data, aside) == NGX_FILE_ERROR) {
+        zone->sh->save_off = 1;
+
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "simhash zone \"%V\": cannot move the %s snapshot "
+                      "\"%V\" aside to \"%s\"; the zone will not be saved, "
+                      "so that it is not overwritten",
+                      &zone->name, why, &zone->file, aside);
+
+    } else {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": the %s snapshot is kept as "
+                      "\"%s\"", &zone->name, why, aside);
+    }
+
+    ngx_free(aside);
+}
+
+
+/* A monotonic clock in milliseconds, for the durations in the log. */
+
+static ngx_msec_t
+ngx_http_simhash_msec(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (ngx_msec_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+/*
+ * Save, in three steps:
+ *   copy    under the lock: the region (a memcpy), with the generation it
+ *           corresponds to; then, in the region's age order, each
+ *           document's key, a chunk of documents per hold of the lock;
+ *   write   without any lock or nginx call (so that it can run in a thread
+ *           of nginx's thread pool): sh_snapshot_save writes PATH.tmp,
+ *           fsyncs it, renames it over PATH;
+ *   finish  in the event loop: counters, log, free.
+ * A worker saves at most one zone at a time, and only the worker holding
+ * sh->save_lock saves; the master saves at exit, when no worker is left.
+ */
+
+static int
+ngx_http_simhash_age_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    ngx_http_simhash_ages_t  *ages = arg;
+
+    if (ages->n < ages->max) {
+        ages->doc[ages->n].ref = ref;
+        ages->doc[ages->n].hash = hash;
+        ages->n++;
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
+{
+    size_t                     size;
+    ngx_int_t                  rc;
+    ngx_msec_t                 t;
+    sh_index_t                *ix;
+    ngx_http_simhash_ages_t    ages;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    zone = sv->zone;
+    sh = zone->sh;
+
+    /* the keys may grow while we copy: room for 1/8 more, the rest waits */
+
+    size = sh_keyrec_room(sh->capacity + 1,
+                          sh->key_bytes + sh->key_bytes / 8 + 256,
+                          ngx_max(sh->key_max, 256));
+
+    sv->region_size = sh->region_size;
+    sv->region = ngx_alloc(sh->region_size, log);
+    sv->user = ngx_alloc(size, log);
+    ages.doc = ngx_alloc(sh->capacity * sizeof(ngx_http_simhash_aged_t),
+                         log);
+
+    if (sv->region == NULL || sv->user == NULL || ages.doc == NULL) {
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
+                    sizeof(sv->err));
+        sv->rc = NGX_ERROR;
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    /* fault the pages in now, not while holding the lock */
+
+    ngx_memzero(sv->region, sh->region_size);
+    ngx_memzero(sv->user, size);
+    sv->user_len = size;
+
+    /* the index: one memcpy under the lock */
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    t = ngx_http_simhash_msec();
+    sv->generation = sh->generation;
+    ngx_memcpy(sv->region, sh->index, sh->region_size);
+    sv->copy_ms = ngx_http_simhash_msec() - t;
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    /* its documents, oldest first, read from the copy without the lock */
+
+    ix = sh_index_attach(sv->region, sv->region_size, sv->err,
+                         sizeof(sv->err));
+    if (ix == NULL) {
+        sv->rc = NGX_ERROR;
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    ages.n = 0;
+    ages.max = sh->capacity;
+    sh_index_foreach(ix, ngx_http_simhash_age_visit, &ages);
+
+    rc = ngx_http_simhash_save_keys(sv, &ages, log);
+
+done:
+
+    if (ages.doc) {
+        ngx_free(ages.doc);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The records, in the copy's age order, NGX_HTTP_SIMHASH_SAVE_CHUNK
+ * documents per hold of the lock, each with its key.  Documents may change
+ * between the holds: a document is written only while the zone still has
+ * the fingerprint the copy has for its ref, so a key never lands on another
+ * document (one changed meanwhile is left out, and saved next time).
+ */
+
+static ngx_int_t
+ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
+    ngx_http_simhash_ages_t *ages, ngx_log_t *log)
+{
+    u_char                     meta[64];
+    uint64_t                   hash;
+    ngx_uint_t                 i, end;
+    ngx_msec_t                 t;
+    sh_keyrec_t                rec;
+    sh_keyrec_writer_t         w;
+    ngx_http_simhash_doc_t    *doc;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    zone = sv->zone;
+    sh = zone->sh;
+
+    sh_keyrec_writer_init(&w, sv->user, sv->user_len);
+
+    /* the settings the documents were matched under */
+
+    ngx_memzero(&rec, sizeof(sh_keyrec_t));
+    rec.type = SH_KEYREC_META;
+    rec.data = meta;
+    rec.len = ngx_sprintf(meta, "distance=%ui\n", zone->distance) - meta;
+    (void) sh_keyrec_put(&w, &rec);
+
+    rec.type = SH_KEYREC_DOC;
+
+    for (i = 0; i < ages->n; i = end) {
+        end = ngx_min(i + NGX_HTTP_SIMHASH_SAVE_CHUNK, ages->n);
+
+        ngx_http_simhash_zone_lock(zone, log);
+
+        t = ngx_http_simhash_msec();
+
+        for ( /* void */ ; i < end; i++) {
+            rec.ref = ages->doc[i].ref;
+            doc = rec.ref < sh->capacity ? sh->docs[rec.ref] : NULL;
+
+            if (doc == NULL
+                || sh_index_get(sh->index, rec.ref, &hash) != 0
+                || hash != ages->doc[i].hash)
+            {
+                continue;
+            }
+
+            rec.hash = hash;
+            rec.digest = sh->digests[rec.ref];
+            rec.len = doc->len;
+            rec.data = doc->data;
+
+            if (sh_keyrec_put(&w, &rec) != 0) {
+                sv->dropped++;
+                continue;
+            }
+
+            sv->docs++;
+        }
+
+        t = ngx_http_simhash_msec() - t;
+
+        ngx_http_simhash_zone_unlock(zone);
+
+        sv->copy_ms = ngx_max(sv->copy_ms, t);
+    }
+
+    sv->user_len = sh_keyrec_written(&w);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_simhash_save_write(void *data, ngx_log_t *log)
+{
+    ngx_http_simhash_save_t  *sv = data;
+
+    sh_index_t  *ix;
+
+    sv->write_ms = ngx_http_simhash_msec();
+
+    ix = sh_index_attach(sv->region, sv->region_size, sv->err,
+                         sizeof(sv->err));
+
+    if (ix == NULL
+        || sh_snapshot_save((char *) sv->zone->file.data, ix,
+                            SH_KEYREC_KIND, sv->user, sv->user_len,
+                            sv->err, sizeof(sv->err))
+           != 0)
+    {
+        sv->rc = NGX_ERROR;
+        return;
+    }
+
+    sv->write_ms = ngx_http_simhash_msec() - sv->write_ms;
+    sv->rc = NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
+{
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    zone = sv->zone;
+    sh = zone->sh;
+
+    if (sv->region) {
+        ngx_free(sv->region);
+        sv->region = NULL;
+    }
+
+    if (sv->user) {
+        ngx_free(sv->user);
+        sv->user = NULL;
+    }
+
+    sh->last_save = ngx_time();
+
+    if (sv->rc != NGX_OK) {
+        (void) ngx_atomic_fetch_add(&sh->save_errors, 1);
+
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": saving \"%V\" failed: %s",
+                      &zone->name, &zone->file, sv->err);
+        return NGX_ERROR;
+    }
+
+    sh->saved_generation = sv->generation;
+    (void) ngx_atomic_fetch_add(&sh->saves, 1);
+
+    ngx_log_error(NGX_LOG_INFO, log, 0,
+                  "simhash zone \"%V\" saved to \"%V\": %ui documents, "
+                  "the lock held %M ms at most, %M ms writing",
+                  &zone->name, &zone->file, sv->docs, sv->copy_ms,
+                  sv->write_ms);
+
+    if (sv->dropped) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "simhash zone \"%V\": %ui documents stored meanwhile "
+                      "did not fit the save and wait for the next one",
+                      &zone->name, sv->dropped);
+    }
+
+    return NGX_OK;
+}
+
+
+/* The whole save in the calling process (the master at exit). */
+
+static ngx_int_t
+ngx_http_simhash_save(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    ngx_http_simhash_save_t  sv;
+
+    ngx_memzero(&sv, sizeof(ngx_http_simhash_save_t));
+    sv.zone = zone;
+
+    if (ngx_http_simhash_save_copy(&sv, log) == NGX_OK) {
+        ngx_http_simhash_save_write(&sv, log);
+    }
+
+    return ngx_http_simhash_save_finish(&sv, log);
+}
+
+
+#if (NGX_THREADS)
+
+static void
+ngx_http_simhash_save_done(ngx_event_t *ev)
+{
+    ngx_thread_task_t        *task = ev->data;
+    ngx_http_simhash_save_t  *sv = task->ctx;
+
+    (void) ngx_http_simhash_save_finish(sv, ev->log);
+    (void) ngx_atomic_cmp_set(&sv->zone->sh->save_lock, ngx_pid, 0);
+}
+
+#endif
+
+
+/*
+ * Every worker arms a timer; when it fires and a save is due (changes since
+ * the last save, the interval elapsed), the worker that wins save_lock
+ * saves: the copy in the event loop, the write in nginx's thread pool when
+ * nginx has threads (a full 256m zone is about 150 MB to write and fsync),
+ * else in the event loop too.  A lock left by a worker that died is taken
+ * over.
+ */
+
+static ngx_uint_t
+ngx_http_simhash_save_due(ngx_http_simhash_zone_t *zone)
+{
+    ngx_http_simhash_shctx_t  *sh = zone->sh;
+
+    return !sh->save_off
+           && sh->generation != sh->saved_generation
+           && (ngx_msec_t) (ngx_time() - sh->last_save) * 1000 >= zone->save;
+}
+
+
+static void
+ngx_http_simhash_save_handler(ngx_event_t *ev)
+{
+    ngx_pid_t                  holder;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+#if (NGX_THREADS)
+    ngx_thread_task_t         *task;
+    ngx_http_simhash_save_t   *sv;
+#endif
+
+    zone = ev->data;
+    sh = zone->sh;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    ngx_add_timer(ev, ngx_min(zone->save, 10000));
+
+    if (!ngx_http_simhash_save_due(zone)) {
+        return;
+    }
+
+    holder = (ngx_pid_t) sh->save_lock;
+
+    if (holder && holder != ngx_pid && kill(holder, 0) == -1
+        && ngx_errno == NGX_ESRCH)
+    {
+        (void) ngx_atomic_cmp_set(&sh->save_lock, holder, 0);
+    }
+
+    if (!ngx_atomic_cmp_set(&sh->save_lock, 0, ngx_pid)) {
+        return;
+    }
+
+    if (!ngx_http_simhash_save_due(zone)) {
+        (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
+        return;
+    }
+
+#if (NGX_THREADS)
+
+    task = zone->save_task;
+
+    if (zone->thread_pool && task) {
+        sv = task->ctx;
+        ngx_memzero(sv, sizeof(ngx_http_simhash_save_t));
+        sv->zone = zone;
+
+        if (ngx_http_simhash_save_copy(sv, ev->log) == NGX_OK) {
+            task->handler = ngx_http_simhash_save_write;
+            task->event.handler = ngx_http_simhash_save_done;
+            task->event.data = task;
+            task->event.log = ev->log;
+
+            if (ngx_thread_task_post(zone->thread_pool, task) == NGX_OK) {
+                return;     /* ngx_http_simhash_save_done() releases */
+            }
+
+            ngx_http_simhash_save_write(sv, ev->log);
+        }
+
+        (void) ngx_http_simhash_save_finish(sv, ev->log);
+        (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
+        return;
+    }
+
+#endif
+
+    (void) ngx_http_simhash_save(zone, ev->log);
+    (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
+}
+
+
+/* Every worker arms the save timer of each zone with a file. */
+
+ngx_int_t
+ngx_http_simhash_snapshot_init_worker(ngx_http_simhash_zone_t *zone,
+    ngx_cycle_t *cycle)
+{
+    if (zone->file.len == 0 || zone->save == 0 || zone->sh == NULL) {
+        return NGX_OK;
+    }
+
+    zone->save_event.handler = ngx_http_simhash_save_handler;
+    zone->save_event.data = zone;
+    zone->save_event.log = cycle->log;
+    zone->save_event.cancelable = 1;
+
+#if (NGX_THREADS)
+    if (zone->thread_pool) {
+        zone->save_task = ngx_thread_task_alloc(cycle->pool,
+                                             sizeof(ngx_http_simhash_save_t));
+        if (zone->save_task == NULL) {
+            return NGX_ERROR;
+        }
+    }
+#endif
+
+    ngx_add_timer(&zone->save_event, ngx_min(zone->save, 10000));
+
+    return NGX_OK;
+}
+
+
+/* The master saves last, when every worker has exited. */
+
+void
+ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    if (zone->file.len == 0 || zone->sh == NULL) {
+        return;
+    }
+
+    if (zone->sh->generation != zone->sh->saved_generation
+        && !zone->sh->save_off)
+    {
+        (void) ngx_http_simhash_save(zone, log);
+    }
+}

@@ -1,0 +1,615 @@
+
+/*
+ * simhash_stats: the counters of every zone (or of one), as JSON or in the
+ * Prometheus text format.
+ *
+ * Both formats are written from one table of metrics
+ * (ngx_http_simhash_metrics): a metric is a value of the zone's snapshot
+ * below (or a vector of values labelled by status or skip reason), with its
+ * JSON key, its Prometheus name, type and help.  The response buffer is
+ * sized from the same table before anything is written, the way the
+ * stub_status module sizes its own: every name's length plus the longest a
+ * number can print.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+
+
+/* the values of one zone, read at one moment */
+enum {
+    NGX_HTTP_SIMHASH_V_SIZE = 0,
+    NGX_HTTP_SIMHASH_V_CAPACITY,
+    NGX_HTTP_SIMHASH_V_ENTRIES,
+    NGX_HTTP_SIMHASH_V_DISTANCE,
+    NGX_HTTP_SIMHASH_V_EVICTIONS,
+    NGX_HTTP_SIMHASH_V_LOOKUPS,
+    NGX_HTTP_SIMHASH_V_PROBES,
+    NGX_HTTP_SIMHASH_V_BYTES,
+    NGX_HTTP_SIMHASH_V_IDENTICAL,
+    NGX_HTTP_SIMHASH_V_RESPONSES,
+    NGX_HTTP_SIMHASH_V_SKIPPED = NGX_HTTP_SIMHASH_V_RESPONSES
+                                 + NGX_HTTP_SIMHASH_NSTATUS,
+    NGX_HTTP_SIMHASH_V_SAVES = NGX_HTTP_SIMHASH_V_SKIPPED
+                               + NGX_HTTP_SIMHASH_NSKIP,
+    NGX_HTTP_SIMHASH_V_SAVE_ERRORS,
+    NGX_HTTP_SIMHASH_V_LAST_SAVE,
+    NGX_HTTP_SIMHASH_V_RESTORED,
+    NGX_HTTP_SIMHASH_NV
+};
+
+
+typedef struct {
+    ngx_http_simhash_zone_t     *zone;
+    uint64_t                     v[NGX_HTTP_SIMHASH_NV];
+} ngx_http_simhash_snap_t;
+
+
+/* how a metric's value is shown */
+#define NGX_HTTP_SIMHASH_M_VALUE     0   /* v[value] */
+#define NGX_HTTP_SIMHASH_M_MEAN      1   /* probes per lookup (JSON only) */
+#define NGX_HTTP_SIMHASH_M_STATUS    2   /* v[value + status], by status */
+#define NGX_HTTP_SIMHASH_M_SKIP      3   /* v[value + reason], by reason */
+
+typedef struct {
+    ngx_str_t                    json;      /* key; "" = not in JSON */
+    ngx_str_t                    prom;      /* after "simhash_"; "" = none */
+    ngx_str_t                    type;
+    ngx_str_t                    help;
+    ngx_uint_t                   value;
+    ngx_uint_t                   kind;
+    ngx_uint_t                   snapshot;  /* JSON: in "snapshot", only for
+                                               zones with a file */
+} ngx_http_simhash_metric_t;
+
+
+static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
+
+    { ngx_string("size"), ngx_string("size_bytes"), ngx_string("gauge"),
+      ngx_string("Size of the shared memory zone."),
+      NGX_HTTP_SIMHASH_V_SIZE, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("capacity"), ngx_string("capacity"), ngx_string("gauge"),
+      ngx_string("Documents the zone can hold."),
+      NGX_HTTP_SIMHASH_V_CAPACITY, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("entries"), ngx_string("entries"), ngx_string("gauge"),
+      ngx_string("Documents stored in the zone."),
+      NGX_HTTP_SIMHASH_V_ENTRIES, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("distance"), ngx_string("distance"), ngx_string("gauge"),
+      ngx_string("Largest Hamming distance of a near-duplicate."),
+      NGX_HTTP_SIMHASH_V_DISTANCE, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("evictions"), ngx_string("evictions_total"),
+      ngx_string("counter"), ngx_string("Documents evicted to make room."),
+      NGX_HTTP_SIMHASH_V_EVICTIONS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("lookups"), ngx_string("lookups_total"),
+      ngx_string("counter"),
+      ngx_string("Near-duplicate lookups in the index."),
+      NGX_HTTP_SIMHASH_V_LOOKUPS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("probes"), ngx_string("probes_total"),
+      ngx_string("counter"), ngx_string("Buckets probed by the lookups."),
+      NGX_HTTP_SIMHASH_V_PROBES, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("mean_probes"), ngx_null_string, ngx_null_string,
+      ngx_null_string,
+      NGX_HTTP_SIMHASH_V_PROBES, NGX_HTTP_SIMHASH_M_MEAN, 0 },
+
+    { ngx_string("fingerprinted_bytes"),
+      ngx_string("fingerprinted_bytes_total"), ngx_string("counter"),
+      ngx_string("Body bytes fed to the extractor."),
+      NGX_HTTP_SIMHASH_V_BYTES, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("identical"), ngx_string("identical_total"),
+      ngx_string("counter"),
+      ngx_string("Re-fetches of identical bytes answered without parsing."),
+      NGX_HTTP_SIMHASH_V_IDENTICAL, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("responses"), ngx_string("responses_total"),
+      ngx_string("counter"), ngx_string("Fingerprinted responses by status."),
+      NGX_HTTP_SIMHASH_V_RESPONSES, NGX_HTTP_SIMHASH_M_STATUS, 0 },
+
+    { ngx_string("skipped"), ngx_string("skipped_total"),
+      ngx_string("counter"), ngx_string("Skipped responses by reason."),
+      NGX_HTTP_SIMHASH_V_SKIPPED, NGX_HTTP_SIMHASH_M_SKIP, 0 },
+
+    { ngx_string("saves"), ngx_string("snapshot_saves_total"),
+      ngx_string("counter"), ngx_string("Snapshots written."),
+      NGX_HTTP_SIMHASH_V_SAVES, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
+    { ngx_string("errors"), ngx_string("snapshot_errors_total"),
+      ngx_string("counter"),
+      ngx_string("Snapshots that could not be written."),
+      NGX_HTTP_SIMHASH_V_SAVE_ERRORS, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
+    { ngx_string("last_save"), ngx_string("snapshot_last_save_seconds"),
+      ngx_string("gauge"),
+      ngx_string("Time of the last save attempt, in seconds since 1970."),
+      NGX_HTTP_SIMHASH_V_LAST_SAVE, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
+    { ngx_string("restored"), ngx_string("snapshot_restored"),
+      ngx_string("gauge"),
+      ngx_string("Documents restored from the snapshot at start."),
+      NGX_HTTP_SIMHASH_V_RESTORED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
+    { ngx_null_string, ngx_null_string, ngx_null_string, ngx_null_string,
+      0, 0, 0 }
+};
+
+
+static ngx_int_t ngx_http_simhash_stats_handler(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_simhash_stats_read(ngx_http_request_t *r,
+    ngx_http_simhash_snap_t *s);
+static ngx_uint_t ngx_http_simhash_stats_prometheus(ngx_http_request_t *r);
+static void ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m,
+    ngx_str_t **names, ngx_uint_t *n, char **label);
+static size_t ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s,
+    ngx_uint_t n, ngx_uint_t prom);
+static u_char *ngx_http_simhash_stats_json(u_char *p,
+    ngx_http_simhash_snap_t *s, ngx_uint_t n);
+static u_char *ngx_http_simhash_stats_prom(u_char *p,
+    ngx_http_simhash_snap_t *s, ngx_uint_t n);
+
+
+static ngx_str_t  ngx_http_simhash_allow = ngx_string("GET, HEAD");
+
+
+/* simhash_stats [ZONE] */
+
+char *
+ngx_http_simhash_stats_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    ngx_str_t                 *value;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (slcf->stats) {
+        return "is duplicate";
+    }
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_simhash_stats_handler;
+
+    slcf->stats = 1;
+    ngx_http_simhash_where(cf, &slcf->stats_where);
+
+    if (cf->args->nelts > 1) {
+        value = cf->args->elts;
+        slcf->stats_zone_name = value[1];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* At merge time, when every zone of http{} is known: the zone named. */
+
+ngx_int_t
+ngx_http_simhash_stats_resolve(ngx_conf_t *cf,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    if (!slcf->stats || slcf->stats_zone_name.len == 0) {
+        return NGX_OK;
+    }
+
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
+
+    slcf->stats_zone = ngx_http_simhash_zone_find(smcf,
+                                                  &slcf->stats_zone_name);
+
+    if (slcf->stats_zone == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "unknown simhash zone \"%V\" in %V",
+                      &slcf->stats_zone_name, &slcf->stats_where);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_simhash_stats_handler(ngx_http_request_t *r)
+{
+    size_t                         size;
+    ngx_int_t                      rc;
+    ngx_buf_t                     *b;
+    ngx_uint_t                     n, prom;
+    ngx_chain_t                    out;
+    ngx_table_elt_t               *h;
+    ngx_http_simhash_snap_t       *s;
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Allow");
+        h->value = ngx_http_simhash_allow;
+        h->lowcase_key = NULL;
+#if (nginx_version >= 1023000)
+        h->next = NULL;
+#endif
+
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
+
+    s = ngx_pcalloc(r->pool,
+                    (smcf->zones.nelts + 1) * sizeof(ngx_http_simhash_snap_t));
+    if (s == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    n = ngx_http_simhash_stats_read(r, s);
+    prom = ngx_http_simhash_stats_prometheus(r);
+    size = ngx_http_simhash_stats_size(s, n, prom);
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (prom) {
+        ngx_str_set(&r->headers_out.content_type,
+                    "text/plain; version=0.0.4; charset=utf-8");
+        b->last = ngx_http_simhash_stats_prom(b->last, s, n);
+
+    } else {
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+        b->last = ngx_http_simhash_stats_json(b->last, s, n);
+    }
+
+    /* counters of this moment: never cached, never "not modified" */
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Cache-Control");
+    ngx_str_set(&h->value, "no-store");
+    h->lowcase_key = NULL;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    r->disable_not_modified = 1;
+    r->allow_ranges = 0;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* The values of every zone asked for, into s[]; returns how many zones. */
+
+static ngx_uint_t
+ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
+{
+    uint64_t                      *v;
+    ngx_uint_t                     i, j, n;
+    sh_index_stats_t               ix;
+    ngx_http_simhash_zone_t      **zones, *zone;
+    ngx_http_simhash_shctx_t      *sh;
+    ngx_http_simhash_loc_conf_t   *slcf;
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    zones = smcf->zones.elts;
+    n = 0;
+
+    for (i = 0; i < smcf->zones.nelts; i++) {
+        zone = zones[i];
+        sh = zone->sh;
+
+        if (sh == NULL || (slcf->stats_zone && slcf->stats_zone != zone)) {
+            continue;
+        }
+
+        ngx_http_simhash_zone_lock(zone, r->connection->log);
+        sh_index_stats(sh->index, &ix);
+        ngx_http_simhash_zone_unlock(zone);
+
+        s[n].zone = zone;
+        v = s[n].v;
+
+        v[NGX_HTTP_SIMHASH_V_SIZE] = zone->shm_zone->shm.size;
+        v[NGX_HTTP_SIMHASH_V_CAPACITY] = ix.capacity;
+        v[NGX_HTTP_SIMHASH_V_ENTRIES] = ix.entries;
+        v[NGX_HTTP_SIMHASH_V_DISTANCE] = zone->distance;
+        v[NGX_HTTP_SIMHASH_V_EVICTIONS] = ix.evictions + sh->key_evictions;
+        v[NGX_HTTP_SIMHASH_V_LOOKUPS] = ix.lookups;
+        v[NGX_HTTP_SIMHASH_V_PROBES] = ix.probes;
+        v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
+        v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
+
+        for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
+            v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];
+        }
+
+        for (j = 0; j < NGX_HTTP_SIMHASH_NSKIP; j++) {
+            v[NGX_HTTP_SIMHASH_V_SKIPPED + j] = sh->skipped[j];
+        }
+
+        v[NGX_HTTP_SIMHASH_V_SAVES] = sh->saves;
+        v[NGX_HTTP_SIMHASH_V_SAVE_ERRORS] = sh->save_errors;
+        v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->last_save;
+        v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
+
+        n++;
+    }
+
+    return n;
+}
+
+
+/* ?format=prometheus, or an Accept header naming text/plain or openmetrics */
+
+static ngx_uint_t
+ngx_http_simhash_stats_prometheus(ngx_http_request_t *r)
+{
+    u_char           *p, *last;
+    ngx_str_t         value;
+    ngx_table_elt_t  *accept;
+
+    if (ngx_http_arg(r, (u_char *) "format", 6, &value) == NGX_OK) {
+        return value.len == 10
+               && ngx_strncmp(value.data, "prometheus", 10) == 0;
+    }
+
+    accept = r->headers_in.accept;
+
+    if (accept == NULL) {
+        return 0;
+    }
+
+    p = accept->value.data;
+    last = p + accept->value.len;
+
+    if (ngx_strlcasestrn(p, last, (u_char *) "openmetrics", 11 - 1) != NULL) {
+        return 1;
+    }
+
+    return ngx_strlcasestrn(p, last, (u_char *) "text/plain", 10 - 1) != NULL
+           && ngx_strlcasestrn(p, last, (u_char *) "json", 4 - 1) == NULL;
+}
+
+
+static void
+ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m,
+    ngx_str_t **names, ngx_uint_t *n, char **label)
+{
+    switch (m->kind) {
+
+    case NGX_HTTP_SIMHASH_M_STATUS:
+        *names = ngx_http_simhash_status_names;
+        *n = NGX_HTTP_SIMHASH_NSTATUS;
+        *label = "status";
+        break;
+
+    case NGX_HTTP_SIMHASH_M_SKIP:
+        *names = ngx_http_simhash_skip_names;
+        *n = NGX_HTTP_SIMHASH_NSKIP;
+        *label = "reason";
+        break;
+
+    default:
+        *names = NULL;
+        *n = 1;
+        *label = NULL;
+    }
+}
+
+
+/*
+ * The longest the response can be: per metric its names, and per zone and
+ * label value the zone's name, the label and the longest number.  Zone names
+ * need no escaping: simhash_zone accepts only [A-Za-z0-9_.-].
+ */
+
+static size_t
+ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
+    ngx_uint_t prom)
+{
+    char                       *label;
+    size_t                      size, names_len;
+    ngx_str_t                  *names;
+    ngx_uint_t                  i, j, nl;
+    ngx_http_simhash_metric_t  *m;
+
+    names_len = 0;
+
+    for (i = 0; i < n; i++) {
+        names_len += s[i].zone->name.len;
+    }
+
+    if (!prom) {
+        /* {"zones":{"NAME":{...,"snapshot":{...}},...}}\n */
+        size = sizeof("{\"zones\":{}}\n") + names_len
+               + n * sizeof(",\"\":{,\"snapshot\":{}}");
+
+        for (m = ngx_http_simhash_metrics; m->json.len; m++) {
+            ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+
+            /* ,"KEY":{} and per value ,"LABEL":NUMBER (a mean: %.3f) */
+            size += n * (sizeof(",\"\":{}") + m->json.len);
+
+            for (j = 0; j < nl; j++) {
+                size += n * (sizeof(",\"\":") + (names ? names[j].len : 0)
+                             + NGX_INT64_LEN + sizeof(".000"));
+            }
+        }
+
+        return size;
+    }
+
+    size = 0;
+
+    for (m = ngx_http_simhash_metrics; m->json.len; m++) {
+
+        if (m->prom.len == 0) {
+            continue;
+        }
+
+        ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+
+        /* # HELP simhash_NAME HELP\n# TYPE simhash_NAME TYPE\n */
+        size += 2 * (sizeof("# HELP simhash_ \n") + m->prom.len)
+                + m->help.len + m->type.len;
+
+        /* simhash_NAME{zone="ZONE",LABEL="VALUE"} NUMBER\n */
+        for (j = 0; j < nl; j++) {
+            size += names_len
+                    + n * (sizeof("simhash_{zone=\"\",=\"\"} \n")
+                           + m->prom.len
+                           + (label ? ngx_strlen(label) + names[j].len : 0)
+                           + NGX_INT64_LEN);
+        }
+    }
+
+    return size;
+}
+
+
+static u_char *
+ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
+    ngx_uint_t n)
+{
+    char                       *label;
+    uint64_t                   *v;
+    ngx_str_t                  *names;
+    ngx_uint_t                  i, j, nl, in_snapshot;
+    ngx_http_simhash_metric_t  *m;
+
+    p = ngx_cpymem(p, "{\"zones\":{", 10);
+
+    for (i = 0; i < n; i++) {
+        v = s[i].v;
+        in_snapshot = 0;
+
+        p = ngx_sprintf(p, "%s\"%V\":{", i ? "," : "", &s[i].zone->name);
+
+        for (m = ngx_http_simhash_metrics; m->json.len; m++) {
+
+            if (m->snapshot && s[i].zone->file.len == 0) {
+                continue;
+            }
+
+            if (m->snapshot && !in_snapshot) {
+                p = ngx_cpymem(p, ",\"snapshot\":{", 13);
+                in_snapshot = 1;
+
+            } else if (m != ngx_http_simhash_metrics) {
+                *p++ = ',';
+            }
+
+            p = ngx_sprintf(p, "\"%V\":", &m->json);
+
+            switch (m->kind) {
+
+            case NGX_HTTP_SIMHASH_M_VALUE:
+                p = ngx_sprintf(p, "%uL", v[m->value]);
+                break;
+
+            case NGX_HTTP_SIMHASH_M_MEAN:
+                p = ngx_sprintf(p, "%.3f", v[NGX_HTTP_SIMHASH_V_LOOKUPS]
+                                ? (double) v[NGX_HTTP_SIMHASH_V_PROBES]
+                                  / v[NGX_HTTP_SIMHASH_V_LOOKUPS]
+                                : 0.0);
+                break;
+
+            default:
+                ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+
+                *p++ = '{';
+
+                for (j = 0; j < nl; j++) {
+                    p = ngx_sprintf(p, "%s\"%V\":%uL", j ? "," : "",
+                                    &names[j], v[m->value + j]);
+                }
+
+                *p++ = '}';
+            }
+        }
+
+        p = ngx_cpymem(p, "}}", in_snapshot ? 2 : 1);
+    }
+
+    return ngx_cpymem(p, "}}\n", 3);
+}
+
+
+static u_char *
+ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
+    ngx_uint_t n)
+{
+    char                       *label;
+    ngx_str_t                  *names;
+    ngx_uint_t                  i, j, nl;
+    ngx_http_simhash_metric_t  *m;
+
+    for (m = ngx_http_simhash_metrics; m->json.len; m++) {
+
+        if (m->prom.len == 0) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "# HELP simhash_%V %V\n# TYPE simhash_%V %V\n",
+                        &m->prom, &m->help, &m->prom, &m->type);
+
+        ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+
+        for (i = 0; i < n; i++) {
+            for (j = 0; j < nl; j++) {
+                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\"", &m->prom,
+                                &s[i].zone->name);
+
+                if (label) {
+                    p = ngx_sprintf(p, ",%s=\"%V\"", label, &names[j]);
+                }
+
+                p = ngx_sprintf(p, "} %uL\n", s[i].v[m->value + j]);
+            }
+        }
+    }
+
+    return p;
+}
