@@ -17,7 +17,11 @@
  *     p0(i) ^ m finds page j; j finds i too exactly when m is among j's
  *     masks, and then only the later page reports the pair;
  *   - masks and weights are read in page order: the weights (most of the
- *     input) stream through once.
+ *     input) stream through once;
+ *   - under the weighted rule a candidate within the cap on H is judged
+ *     with the later page's weights, whichever page found it: the verdict
+ *     the index gives when the batch streams through it (the later page
+ *     is the query).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +115,17 @@ page_masks(const sh_volatility_t *vol, const float *w, unsigned t,
     }
 }
 
+/* The weighted rule's verdict on pages a < b (see above). */
+static int
+weighted_match(const sh_match_opts_t *mo, const uint64_t *hash,
+               const float *const *w, uint32_t a, uint32_t b)
+{
+    unsigned d;
+    uint32_t score;
+
+    return sh_match_pair(mo, hash[b], w[b], hash[a], &d, &score);
+}
+
 static int
 has_mask(const uint32_t *m, unsigned k, uint32_t mask)
 {
@@ -153,7 +168,9 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
 {
     const sh_volatility_t *vol = o->vol ? o->vol : sh_volatility_default();
     sh_psm_batch_stats_t st;
-    unsigned  h = o->h > SH_H_MAX ? SH_H_MAX : o->h, k, shift, q;
+    sh_match_opts_t mo;
+    unsigned  h, vh, k, shift, q;
+    int       weighted;
     size_t    nb, i, b;
     ent_t    *ent = NULL, *probe = NULL;
     uint32_t *start = NULL, *pstart = NULL, *masks = NULL;
@@ -161,6 +178,10 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
     int       rc = 0;
 
     memset(&st, 0, sizeof(st));
+    sh_lookup_match_opts(o, &mo);
+    h = mo.h;                       /* the radius, or the cap on H */
+    vh = h > SH_H_MAX ? SH_H_MAX : h;       /* header bits flipped */
+    weighted = mo.rule == SH_RULE_WEIGHTED;
     if (t == 0) {
         t = sh_psm_batch_t_for(n);
     }
@@ -184,7 +205,7 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
     pstart = scratch_alloc((nb + 1) * sizeof(uint32_t));
     masks = scratch_alloc((n * k > 0 ? n * k : 1) * sizeof(uint32_t));
     probe = scratch_alloc((n * k > 0 ? n * k : 1) * sizeof(ent_t));
-    heap = malloc(SH_VOSH_HEAP_FOR(k, h) * sizeof(sh_vosh_node_t));
+    heap = malloc(SH_VOSH_HEAP_FOR(k, vh) * sizeof(sh_vosh_node_t));
     if (ent == NULL || start == NULL || pstart == NULL || masks == NULL
         || probe == NULL || heap == NULL)
     {
@@ -218,7 +239,7 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
             __builtin_prefetch(w[i + AHEAD] + 64 - t);
             __builtin_prefetch(w[i + AHEAD] + 63);
         }
-        page_masks(vol, w[i], t, h, k, heap, masks + i * k);
+        page_masks(vol, w[i], t, vh, k, heap, masks + i * k);
         for (q = 0; q < k && masks[i * k + q] != 0; q++) {
             pstart[(p0 ^ masks[i * k + q]) + 1]++;
         }
@@ -247,7 +268,11 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
                                                              ^ ent[c].x);
 
                 st.compared++;
-                if (d <= h) {
+                if (d <= h
+                    && (!weighted
+                        || weighted_match(&mo, hash, w, (uint32_t) ent[a].i,
+                                          (uint32_t) ent[c].i)))
+                {
                     st.pairs++;
                     if (fn(arg, (uint32_t) ent[a].i, (uint32_t) ent[c].i, d)
                         != 0) {
@@ -270,9 +295,13 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
 
                 st.compared++;
                 if (d > h
-                    || (pj > pi && has_mask(masks + (size_t) pj * k, k, m)))
+                    || (pj > pi && has_mask(masks + (size_t) pj * k, k, m))
+                    || (weighted
+                        && !weighted_match(&mo, hash, w, pj < pi ? pj : pi,
+                                           pj < pi ? pi : pj)))
                 {
-                    continue;       /* too far, or pj will report it */
+                    continue;       /* too far, pj will report it, or the
+                                       rule says no */
                 }
                 st.pairs++;
                 if ((pj < pi ? fn(arg, pj, pi, d) : fn(arg, pi, pj, d))

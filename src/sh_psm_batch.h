@@ -41,10 +41,12 @@ unsigned sh_psm_batch_probes_for(const sh_lookup_opts_t *o, unsigned t);
 unsigned sh_psm_batch_t_for(size_t n);
 
 /*
- * Report the pairs a < b of hash[0..n) within distance o->h that the
- * probes find; w[i] are page i's weights (NULL: all bits alike), o->mode is
- * ignored (every match), o->probes = 0 takes k from o->recall, t = 0 from
- * n.  Returns 0, 1 when fn stopped it, -1 with a message in err.
+ * Report the pairs a < b of hash[0..n) that the probes find and that match
+ * under o's rule (sh_match.h; the weighted rule judges with page b's
+ * weights, as the index does with a batch streamed through it); w[i] are
+ * page i's weights (NULL: all bits alike), o->mode is ignored (every
+ * match), o->probes = 0 takes k from o->recall, t = 0 from n.  Returns 0,
+ * 1 when fn stopped it, -1 with a message in err.
  */
 int sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
                  const sh_lookup_opts_t *o, unsigned t, sh_pair_fn fn,

@@ -95,17 +95,25 @@ for my $t (4, 10, 20) {
          '... summary with time and peak memory';
 }
 
-($rc, $out) = sh($cli, 'dedup', '--list', "$tmp/list");
-is $rc, 0, 'psm (the default): exit 0';
+($rc, $out) = sh($cli, 'dedup', '--match', 'hamming', '--list',
+                 "$tmp/list");
+is $rc, 0, 'psm, hamming rule: exit 0';
 my $psm = pairs($out);
 is scalar(grep { !$exact{$_} } keys %$psm), 0, '... only exact pairs';
 ok scalar(keys %$psm) >= @zero, '... at least the equal pages';
 
-($rc, $out, my $err) = sh($cli, 'dedup', '--method', 'both', '--list',
-                          "$tmp/list", '--background', 3000);
+($rc, $out, my $err) = sh($cli, 'dedup', '--list', "$tmp/list");
+is $rc, 0, 'psm, the default (weighted) rule: exit 0';
+like $err, qr/^dedup: psm_a rule=weighted n=\d+ t=\d+ k=\d+ pairs=/m,
+     '... says so';
+my $w = pairs($out);
+is scalar(grep { !$w->{$_} } @zero), 0, '... finds every equal pair';
+
+($rc, $out, $err) = sh($cli, 'dedup', '--method', 'both', '--list',
+                       "$tmp/list", '--background', 3000);
 is $rc, 0, 'both, with background: exit 0';
-like $err, qr/^dedup: psm_a n=\d+ t=\d+ k=\d+ pairs=\d+ .*maxrss=/m,
-     '... PSM line';
+like $err, qr/^dedup: psm_a rule=hamming n=\d+ t=\d+ k=\d+ pairs=\d+ .*maxrss=/m,
+     '... PSM line, under the hamming rule';
 like $err, qr/^dedup: bphs4 n=\d+ pairs=(\d+) /m, '... exact line';
 my ($bp) = $err =~ /^dedup: bphs4 n=\d+ pairs=(\d+) /m;
 is $bp, scalar(keys %exact), '... the background adds no pair here';

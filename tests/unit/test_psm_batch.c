@@ -148,18 +148,56 @@ brute_pairs(const batch_t *bt, unsigned h, pairs_t *out)
     free(m);
 }
 
+/* The reference under the weighted rule: pairs a < b that page b, with
+ * its weights, accepts (the later page judges, as in the index). */
+static void
+brute_weighted(const batch_t *bt, const sh_match_opts_t *mo, pairs_t *out)
+{
+    size_t   a, b;
+    unsigned d;
+    uint32_t score;
+
+    for (b = 0; b < bt->n; b++) {
+        for (a = 0; a < b; a++) {
+            if (sh_match_pair(mo, bt->x[b], bt->w[b], bt->x[a], &d, &score)) {
+                collect(out, (uint32_t) a, (uint32_t) b, d);
+            }
+        }
+    }
+}
+
+static void
+run_opts(const batch_t *bt, const sh_lookup_opts_t *o, unsigned t,
+         pairs_t *out, sh_psm_batch_stats_t *st)
+{
+    char err[128];
+
+    assert_int_equal(sh_psm_batch(bt->x, bt->w, bt->n, o, t, collect, out,
+                                  st, err, sizeof(err)), 0);
+}
+
 static void
 run_batch(const batch_t *bt, unsigned h, unsigned k, unsigned t,
           pairs_t *out, sh_psm_batch_stats_t *st)
 {
     sh_lookup_opts_t o;
-    char             err[128];
 
     sh_lookup_opts_init(&o);
     o.h = h;
     o.probes = k;
-    assert_int_equal(sh_psm_batch(bt->x, bt->w, bt->n, &o, t, collect, out,
-                                  st, err, sizeof(err)), 0);
+    run_opts(bt, &o, t, out, st);
+}
+
+/* The weighted rule (cap h on H, default threshold). */
+static void
+weighted_opts(sh_lookup_opts_t *o, sh_match_opts_t *mo, unsigned h,
+              unsigned k)
+{
+    sh_lookup_opts_init(o);
+    o->rule = SH_RULE_WEIGHTED;
+    o->h = h;
+    o->probes = k;
+    sh_lookup_match_opts(o, mo);
 }
 
 /* The batch's pairs are among the exact ones, once each, a < b, with
@@ -323,6 +361,81 @@ test_both_sides_find_more(void **state)
     free_batch(&bt);
 }
 
+/*
+ * The weighted rule: judged with the later page's weights, its pairs are
+ * among brute force's under the same rule; all of them when every header
+ * subset within the cap is probed; and at least the index's, streaming.
+ */
+static void
+test_weighted_rule(void **state)
+{
+    enum { N = 2500 };
+    batch_t          bt;
+    sh_lookup_opts_t o;
+    sh_match_opts_t  mo;
+    size_t           size = sh_index_region_size(N), i, j;
+    void            *mem = malloc(size);
+    sh_match_t      *m = malloc(N * sizeof(sh_match_t));
+    char             err[128];
+    sh_psm_batch_stats_t st;
+
+    assert_non_null(mem);
+    assert_non_null(m);
+    make_batch(&bt, N, 9);
+
+    {
+        /* every subset of at most 5 of 6 header bits: exact */
+        pairs_t exact = { 0 }, got = { 0 };
+
+        weighted_opts(&o, &mo, 5, 63);
+        brute_weighted(&bt, &mo, &exact);
+        run_opts(&bt, &o, 6, &got, &st);
+        assert_true(exact.n > 100);
+        assert_int_equal(check_subset(&bt, &got, &exact), exact.n);
+        free(exact.p);
+        free(got.p);
+    }
+    {
+        /* the default cap, a few probes: a subset, and the index's pairs */
+        pairs_t     exact = { 0 }, got = { 0 }, streamed = { 0 };
+        sh_index_t *ix = sh_index_init(mem, size, 10, 0, err, sizeof(err));
+
+        assert_non_null(ix);
+        weighted_opts(&o, &mo, SH_WEIGHTED_H_DEFAULT, 4);
+        brute_weighted(&bt, &mo, &exact);
+        run_opts(&bt, &o, 10, &got, &st);
+        assert_true(check_subset(&bt, &got, &exact) < exact.n);
+        o.mode = SH_MATCH_ALL;
+        for (i = 0; i < N; i++) {
+            size_t nm = sh_index_lookup(ix, bt.x[i], bt.w[i], &o, m, N, NULL),
+                   r;
+
+            for (r = 0; r < nm; r++) {
+                collect(&streamed, m[r].ref, (uint32_t) i, m[r].distance);
+            }
+            assert_int_equal(sh_index_insert(ix, bt.x[i], NULL), i);
+        }
+        qsort(streamed.p, streamed.n, sizeof(pair_t), cmp_pair);
+        for (i = 0, j = 0; i < streamed.n; i++) {
+            while (j < got.n && cmp_pair(&got.p[j], &streamed.p[i]) < 0) {
+                j++;
+            }
+            if (j == got.n || cmp_pair(&got.p[j], &streamed.p[i]) != 0) {
+                fail_msg("the index finds (%u, %u), the batch not",
+                         streamed.p[i].a, streamed.p[i].b);
+            }
+        }
+        print_message("weighted, k=4 t=10: streamed %zu, batch %zu, "
+                      "exact %zu\n", streamed.n, got.n, exact.n);
+        free(exact.p);
+        free(got.p);
+        free(streamed.p);
+    }
+    free(mem);
+    free(m);
+    free_batch(&bt);
+}
+
 /* The partial ranking is the full ranking's first m ranks, ties, NaN and
  * missing weights included. */
 static void
@@ -420,6 +533,7 @@ main(void)
         cmocka_unit_test(test_subset_of_exact),
         cmocka_unit_test(test_every_subset_is_exact),
         cmocka_unit_test(test_both_sides_find_more),
+        cmocka_unit_test(test_weighted_rule),
         cmocka_unit_test(test_rank_top_is_prefix),
         cmocka_unit_test(test_stop_and_bad),
         cmocka_unit_test(test_probes_for_recall),

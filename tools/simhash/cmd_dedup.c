@@ -33,7 +33,6 @@ usage(FILE *f)
         "usage: simhash dedup [options] --list PATHS\n\n"
         "Print every near-duplicate pair: <path>\\t<path>\\t<distance>.\n\n"
         "  --list PATHS       pages to compare ('-' = stdin)\n"
-        "  --h N              Hamming radius, 0..7 (default 3)\n"
         "  --method M         psm | bphs | both (default psm; both prints\n"
         "                     PSM's pairs and compares on stderr)\n"
         "  --tables T         BPHS design: 4, 10 or 20 tables (default 4)\n"
@@ -42,7 +41,11 @@ usage(FILE *f)
         "  --clusters         print clusters (connected pages), one per line"
         "\n  --cache FILE       keep the fingerprints in FILE between runs\n"
         "  --background N     add N random fingerprints (scale tests)\n"
-        "  --quiet            print no pairs, only the summary\n\n");
+        "  --quiet            print no pairs, only the summary\n\n"
+        "BPHS serves the hamming rule only: with --method bphs or both the\n"
+        "rule is hamming unless --match says otherwise (an error).\n\n");
+    cli_match_usage(f);
+    fputc('\n', f);
     cli_extract_usage(f);
 }
 
@@ -111,8 +114,8 @@ collect_pair(void *arg, uint32_t a, uint32_t b, unsigned d)
 }
 
 static int
-run_psm(const batch_t *b, unsigned h, unsigned k, float recall,
-        pairs_t *out, sh_psm_batch_stats_t *st, double *secs)
+run_psm(const batch_t *b, const sh_match_opts_t *mo, unsigned k,
+        float recall, pairs_t *out, sh_psm_batch_stats_t *st, double *secs)
 {
     sh_lookup_opts_t o;
     char   err[256];
@@ -121,7 +124,10 @@ run_psm(const batch_t *b, unsigned h, unsigned k, float recall,
 
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
-    o.h = h;
+    o.rule = mo->rule;
+    o.h = mo->h;
+    o.threshold = mo->threshold;
+    o.vol = mo->vol;
     o.probes = k;
     o.recall = recall;
     rc = sh_psm_batch(b->hash, b->w, b->n, &o, 0, collect_pair, out, st,
@@ -235,8 +241,10 @@ int
 cmd_dedup(int argc, char **argv)
 {
     cli_extract_t x;
+    cli_match_t   mt;
     const char   *list = NULL, *cache = NULL, *method = "psm";
-    unsigned long h = SH_H_DEFAULT, tables = 4, k = 0, background = 0;
+    unsigned long tables = 4, k = 0, background = 0;
+    int           rule_given = 0;
     float         recall = 0.95f;
     int           clusters = 0, quiet = 0, a, rc = 1;
     char        **paths = NULL;
@@ -251,14 +259,23 @@ cmd_dedup(int argc, char **argv)
     sh_psm_batch_stats_t pst;
 
     cli_extract_init(&x);
+    cli_match_init(&mt);
     ix_fpset_init(&fs);
     memset(&b, 0, sizeof(b));
     for (a = 1; a < argc; a++) {
+        rule_given |= strcmp(argv[a], "--match") == 0;
+        switch (cli_match_arg(&mt, argc, argv, &a)) {
+        case 1:
+            continue;
+        case -1:
+            goto usage_error;
+        }
         switch (cli_common_arg(&x, argc, argv, &a, usage)) {
         case CLI_ARG_HELP:
+            cli_match_free(&mt);
             return 0;
         case CLI_ARG_BAD:
-            return 2;
+            goto usage_error;
         case CLI_ARG_TAKEN:
             continue;
         case CLI_ARG_OWN:
@@ -273,11 +290,7 @@ cmd_dedup(int argc, char **argv)
             if (strcmp(method, "psm") != 0 && strcmp(method, "bphs") != 0
                 && strcmp(method, "both") != 0) {
                 cli_error("--method: expected psm, bphs or both");
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--h") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--h", argv[++a], 0, SH_H_MAX, &h) != 0) {
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--tables") == 0 && a + 1 < argc) {
             unsigned G, g;
@@ -285,11 +298,11 @@ cmd_dedup(int argc, char **argv)
             if (cli_parse_uint("--tables", argv[++a], 4, 20, &tables) != 0
                 || sh_bphs_design((unsigned) tables, &G, &g) != 0) {
                 cli_error("--tables: expected 4, 10 or 20");
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
             if (cli_parse_uint("--k", argv[++a], 1, SH_PROBES_MAX, &k) != 0) {
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--recall") == 0 && a + 1 < argc) {
             char *end;
@@ -297,12 +310,12 @@ cmd_dedup(int argc, char **argv)
             recall = strtof(argv[++a], &end);
             if (*end != '\0' || !(recall > 0 && recall <= 1)) {
                 cli_error("--recall: expected a number in (0, 1]");
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--background") == 0 && a + 1 < argc) {
             if (cli_parse_uint("--background", argv[++a], 0, 1ul << 30,
                                &background) != 0) {
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--clusters") == 0) {
             clusters = 1;
@@ -310,16 +323,27 @@ cmd_dedup(int argc, char **argv)
             quiet = 1;
         } else {
             cli_error("dedup: unknown option '%s'", argv[a]);
-            return 2;
+            goto usage_error;
         }
     }
     if (list == NULL) {
         cli_error("dedup needs --list PATHS");
-        return 2;
+        goto usage_error;
     }
-    if (h > 3 && strcmp(method, "psm") != 0) {
+    if (strcmp(method, "psm") != 0) {
+        if (rule_given && mt.rule != SH_RULE_HAMMING) {
+            cli_error("--method %s: BPHS serves the hamming rule only",
+                      method);
+            goto usage_error;
+        }
+        mt.rule = SH_RULE_HAMMING;
+    }
+    if (cli_match_finish(&mt) != 0) {
+        goto usage_error;
+    }
+    if (mt.opts.h > 3 && strcmp(method, "psm") != 0) {
         cli_error("BPHS designs support h <= 3");
-        return 2;
+        goto usage_error;
     }
     if (cli_read_list(list, &paths, &npaths) != 0) {
         return 1;
@@ -368,8 +392,8 @@ cmd_dedup(int argc, char **argv)
         }
         if (strcmp(method, "bphs") != 0) {
             r0p = ix_rss_reset();
-            if (run_psm(&b, (unsigned) h, (unsigned) k, recall, &pp, &pst,
-                        &tp) != 0) {
+            if (run_psm(&b, &mt.opts, (unsigned) k, recall, &pp, &pst, &tp)
+                != 0) {
                 free(page);
                 goto done;
             }
@@ -377,8 +401,7 @@ cmd_dedup(int argc, char **argv)
         }
         if (strcmp(method, "psm") != 0) {
             r0b = ix_rss_reset();
-            if (run_bphs(&b, (unsigned) tables, (unsigned) h, &pb, &tb)
-                != 0) {
+            if (run_bphs(&b, (unsigned) tables, mt.opts.h, &pb, &tb) != 0) {
                 free(page);
                 goto done;
             }
@@ -423,9 +446,10 @@ cmd_dedup(int argc, char **argv)
     }
 
     if (strcmp(method, "bphs") != 0) {
-        fprintf(stderr, "dedup: psm_a n=%zu t=%u k=%u pairs=%zu time=%.3fs "
-                "pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB (+%.1f)\n", b.n,
-                pst.t, pst.k, pp.n, tp, b.n / (tp > 0 ? tp : 1e-9),
+        fprintf(stderr, "dedup: psm_a rule=%s n=%zu t=%u k=%u pairs=%zu "
+                "time=%.3fs pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB "
+                "(+%.1f)\n", sh_rule_name(mt.opts.rule), b.n, pst.t, pst.k,
+                pp.n, tp, b.n / (tp > 0 ? tp : 1e-9),
                 pp.n / (tp > 0 ? tp : 1e-9), rp / 1048576.0,
                 (rp - (r0p < rp ? r0p : rp)) / 1048576.0);
     }
@@ -462,5 +486,10 @@ done:
     ix_fpset_free(&fs);
     sh_config_free(cfg);
     cli_free_list(paths, npaths);
+    cli_match_free(&mt);
     return rc;
+
+usage_error:
+    cli_match_free(&mt);
+    return 2;
 }
