@@ -179,8 +179,8 @@ sh_index_capacity_for(size_t region_bytes)
     return lo;
 }
 
-static unsigned
-default_t(uint32_t capacity)
+unsigned
+sh_index_t_for(size_t capacity)
 {
     unsigned t = 0;
 
@@ -230,7 +230,7 @@ sh_index_init(void *region, size_t size, unsigned t, uint64_t seed_digest,
     ix->endian = IX_ENDIAN;
     ix->header_size = (uint32_t) sizeof(sh_index_t);
     ix->capacity = capacity;
-    ix->t = t ? t : default_t(capacity);
+    ix->t = t ? t : sh_index_t_for(capacity);
     ix->m = m;
     ix->nslots = nslots;
     ix->free_head = SH_NOREF;

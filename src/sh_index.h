@@ -155,6 +155,11 @@ uint64_t sh_index_seed_digest(const sh_index_t *ix);
 
 #define SH_PROBES_MAX   4096    /* cap on k, VOSH subsets per lookup */
 
+/* The header width t an index of `capacity` documents is given by default
+ * (floor(log2 capacity) - 1, see sh_index.c); the batch (sh_psm_batch.h)
+ * uses the same rule. */
+unsigned sh_index_t_for(size_t capacity);
+
 /* Counts of the online volatility learner kept in the region (see
  * sh_learn_observe); sh_volatility_learned() turns them into a table. */
 void sh_index_learn_counts(const sh_index_t *ix, sh_learn_counts_t *c);

@@ -61,12 +61,8 @@ scratch_alloc(size_t size)
 unsigned
 sh_psm_batch_t_for(size_t n)
 {
-    unsigned t = 0;
+    unsigned t = sh_index_t_for(n);
 
-    while (t < 32 && ((size_t) 2 << t) <= n) {
-        t++;
-    }
-    t = t <= 2 ? 1 : t - 1;
     return t > T_MAX ? T_MAX : t;
 }
 
