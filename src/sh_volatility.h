@@ -25,7 +25,7 @@ int sh_volatility_save(const sh_volatility_t *v, const char *path,
                        char *err, size_t errlen);
 void sh_volatility_free(sh_volatility_t *v);
 
-/* ---- Additions for the index, the calibration tool and the learner. ---- */
+/* ---- For the index, the calibration tool and the online learner. ---- */
 
 /*
  * The table is a list of points (c, S(c)) of the survival function of |Y|,
