@@ -74,7 +74,7 @@ $(LIB): $(LIB_OBJS)
 $(CLI): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS_ALL)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(LIB)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) \
 	    $(LDLIBS_ALL) -lcmocka

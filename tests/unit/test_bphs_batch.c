@@ -6,99 +6,13 @@
  * agree on exactly g blocks (one table only), and batches large enough
  * for the two-pass sort.
  */
+#define TEST_RNG_SEED 0x243f6a8885a308d3ull
 #include "test_util.h"
+#include "test_sets.h"
 
 #include "sh_bphs.h"
 #include "sh_bphs_batch.h"
 #include "sh_brute.h"
-
-static uint64_t rng = 0x243f6a8885a308d3ull;
-
-static uint64_t
-rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-static uint64_t
-flip_random(uint64_t x, unsigned nbits)
-{
-    while (nbits > 0) {
-        uint64_t b = 1ull << (rnd() % 64);
-
-        if ((x ^ b) != x) {
-            x ^= b;
-            nbits--;
-        }
-    }
-    return x;
-}
-
-typedef struct {
-    uint32_t a, b, d;
-} pair_t;
-
-typedef struct {
-    pair_t *p;
-    size_t  n, cap;
-    size_t  stop_after;     /* 0 = never stop */
-} pairs_t;
-
-static int
-collect(void *arg, uint32_t a, uint32_t b, unsigned d)
-{
-    pairs_t *ps = arg;
-
-    if (ps->n == ps->cap) {
-        ps->cap = ps->cap ? 2 * ps->cap : 1024;
-        ps->p = realloc(ps->p, ps->cap * sizeof(pair_t));
-        assert_non_null(ps->p);
-    }
-    ps->p[ps->n].a = a;
-    ps->p[ps->n].b = b;
-    ps->p[ps->n].d = d;
-    ps->n++;
-    return ps->stop_after != 0 && ps->n >= ps->stop_after;
-}
-
-static int
-cmp_pair(const void *x, const void *y)
-{
-    const pair_t *p = x, *q = y;
-
-    if (p->a != q->a) {
-        return p->a < q->a ? -1 : 1;
-    }
-    return (p->b > q->b) - (p->b < q->b);
-}
-
-/* The reference: every pair a < b within h, by brute force. */
-static void
-brute_pairs(const uint64_t *x, size_t n, unsigned h, pairs_t *out)
-{
-    sh_brute_t  br;
-    sh_match_t *m = malloc(n * sizeof(sh_match_t));
-    size_t      i, j, nm;
-
-    assert_non_null(m);
-    assert_int_equal(sh_brute_init(&br, n), 0);
-    for (i = 0; i < n; i++) {
-        assert_int_equal(sh_brute_add(&br, x[i], (uint32_t) i), 0);
-    }
-    for (i = 0; i < n; i++) {
-        nm = sh_brute_lookup(&br, x[i], h, SH_MATCH_ALL, m, n);
-        for (j = 0; j < nm; j++) {
-            if (m[j].ref > i) {
-                collect(out, (uint32_t) i, m[j].ref, m[j].distance);
-            }
-        }
-    }
-    sh_brute_free(&br);
-    free(m);
-}
 
 /* The batch agrees with `ref` exactly: same pairs, once each, a < b,
  * right distances. */

@@ -6,7 +6,9 @@
  */
 #include <math.h>
 
+#define TEST_RNG_SEED 0x452821e638d01377ull
 #include "test_util.h"
+#include "test_sets.h"
 
 #include "sh_brute.h"
 #include "sh_index.h"
@@ -14,73 +16,10 @@
 #include "sh_volatility.h"
 #include "sh_vosh.h"
 
-static uint64_t rng = 0x452821e638d01377ull;
-
-static uint64_t
-rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
 static float
 rnd_weight(void)
 {
     return ((float) (rnd() % 20001) - 10000.0f) / 25000.0f;   /* +-0.4 */
-}
-
-static uint64_t
-flip_random(uint64_t x, unsigned nbits)
-{
-    while (nbits > 0) {
-        uint64_t b = 1ull << (rnd() % 64);
-
-        if ((x ^ b) != x) {
-            x ^= b;
-            nbits--;
-        }
-    }
-    return x;
-}
-
-typedef struct {
-    uint32_t a, b, d;
-} pair_t;
-
-typedef struct {
-    pair_t *p;
-    size_t  n, cap;
-    size_t  stop_after;
-} pairs_t;
-
-static int
-collect(void *arg, uint32_t a, uint32_t b, unsigned d)
-{
-    pairs_t *ps = arg;
-
-    if (ps->n == ps->cap) {
-        ps->cap = ps->cap ? 2 * ps->cap : 1024;
-        ps->p = realloc(ps->p, ps->cap * sizeof(pair_t));
-        assert_non_null(ps->p);
-    }
-    ps->p[ps->n].a = a;
-    ps->p[ps->n].b = b;
-    ps->p[ps->n].d = d;
-    ps->n++;
-    return ps->stop_after != 0 && ps->n >= ps->stop_after;
-}
-
-static int
-cmp_pair(const void *x, const void *y)
-{
-    const pair_t *p = x, *q = y;
-
-    if (p->a != q->a) {
-        return p->a < q->a ? -1 : 1;
-    }
-    return (p->b > q->b) - (p->b < q->b);
 }
 
 /* A batch: clusters of near-duplicates (some equal), random pages, each
@@ -122,30 +61,6 @@ free_batch(batch_t *b)
     free(b->x);
     free(b->wbuf);
     free(b->w);
-}
-
-static void
-brute_pairs(const batch_t *bt, unsigned h, pairs_t *out)
-{
-    sh_brute_t  br;
-    sh_match_t *m = malloc(bt->n * sizeof(sh_match_t));
-    size_t      i, j, nm;
-
-    assert_non_null(m);
-    assert_int_equal(sh_brute_init(&br, bt->n), 0);
-    for (i = 0; i < bt->n; i++) {
-        assert_int_equal(sh_brute_add(&br, bt->x[i], (uint32_t) i), 0);
-    }
-    for (i = 0; i < bt->n; i++) {
-        nm = sh_brute_lookup(&br, bt->x[i], h, SH_MATCH_ALL, m, bt->n);
-        for (j = 0; j < nm; j++) {
-            if (m[j].ref > i) {
-                collect(out, (uint32_t) i, m[j].ref, m[j].distance);
-            }
-        }
-    }
-    sh_brute_free(&br);
-    free(m);
 }
 
 /* The reference under the weighted rule: pairs a < b that page b, with
@@ -242,7 +157,7 @@ test_subset_of_exact(void **state)
     for (h = 0; h <= 7; h++) {
         pairs_t exact = { 0 };
 
-        brute_pairs(&bt, h, &exact);
+        brute_pairs(bt.x, bt.n, h, &exact);
         for (ki = 0; ki < 3; ki++) {
             for (ti = 0; ti < 3; ti++) {
                 pairs_t got = { 0 };
@@ -288,7 +203,7 @@ test_every_subset_is_exact(void **state)
             c = c * (T - s + 1) / s;            /* C(T, s) */
             k += c;
         }
-        brute_pairs(&bt, h, &exact);
+        brute_pairs(bt.x, bt.n, h, &exact);
         run_batch(&bt, h, k + 3, T, &got, &st);     /* VOSH runs out */
         assert_int_equal(check_subset(&bt, &got, &exact), exact.n);
         free(exact.p);
@@ -336,7 +251,7 @@ test_both_sides_find_more(void **state)
             }
             assert_int_equal(sh_index_insert(ix, bt.x[i], NULL), i);
         }
-        brute_pairs(&bt, 3, &exact);
+        brute_pairs(bt.x, bt.n, 3, &exact);
         run_batch(&bt, 3, k, T, &got, &st);
         assert_int_equal(st.k, k);
         assert_true(check_subset(&bt, &got, &exact) > streamed.n);
