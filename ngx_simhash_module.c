@@ -103,9 +103,10 @@ typedef struct {
     ngx_http_simhash_status_e    status;
     ngx_http_simhash_skip_e      reason;
     unsigned                     has_hash:1;
-    unsigned                     has_distance:1;
+    unsigned                     has_distance:1;    /* and the score */
     uint64_t                     hash;
     ngx_uint_t                   distance;
+    uint32_t                     score;     /* sh_match.h units */
     ngx_str_t                    duplicate_of;
 } ngx_http_simhash_ctx_t;
 
@@ -162,6 +163,9 @@ static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_simhash_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_simhash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_uint_t ngx_http_simhash_port(u_char *p, u_char *last);
 
 static void *ngx_http_simhash_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_simhash_create_loc_conf(ngx_conf_t *cf);
@@ -427,6 +431,7 @@ static ngx_str_t  ngx_http_simhash_h_status = ngx_string("X-Simhash-Status");
 static ngx_str_t  ngx_http_simhash_h_dup = ngx_string("X-Simhash-Duplicate-Of");
 static ngx_str_t  ngx_http_simhash_h_distance =
     ngx_string("X-Simhash-Distance");
+static ngx_str_t  ngx_http_simhash_h_score = ngx_string("X-Simhash-Score");
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -1128,6 +1133,7 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->hash = hash;
     ctx->has_hash = 1;
     ctx->distance = 0;
+    ctx->score = 0;
     ctx->has_distance = 1;
 
     (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
@@ -1212,10 +1218,11 @@ ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
 
 /*
  * The index, under the zone's lock (module/ngx_http_simhash_zone.c):
- *   the key is stored   -> unchanged (within distance) or changed (its
- *                          fingerprint is replaced); never a duplicate of
- *                          itself;
- *   else a match within -> duplicate of the closest match;
+ *   the key is stored   -> unchanged (the zone's match rule accepts the
+ *                          stored fingerprint) or changed (it is
+ *                          replaced); never a duplicate of itself;
+ *   else a match        -> duplicate of the closest match (the lowest
+ *                          score under the weighted rule);
  *   else                -> new, and inserted (simhash_insert on).
  * Duplicates are not inserted: the index keeps one representative per
  * cluster, the first one seen.
@@ -1280,8 +1287,11 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_http_simhash_doc_t *doc,
     sh_result_t *res)
 {
+    int                        same;
+    unsigned                   h;
     uint64_t                   old;
     ngx_str_t                  key;
+    sh_match_opts_t            mo;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -1303,11 +1313,16 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         return NGX_DECLINED;
     }
 
-    ctx->distance = sh_distance(old, res->hash);
+    /* the rule of a lookup, the new page as the query */
+
+    sh_lookup_match_opts(&slcf->lookup, &mo);
+    same = sh_match_pair(&mo, res->hash, res->weights, old, &h, &ctx->score);
+
+    ctx->distance = h;
     ctx->has_distance = 1;
 
-    ctx->status = (ctx->distance <= zone->distance)
-                  ? NGX_HTTP_SIMHASH_UNCHANGED : NGX_HTTP_SIMHASH_CHANGED;
+    ctx->status = same ? NGX_HTTP_SIMHASH_UNCHANGED
+                       : NGX_HTTP_SIMHASH_CHANGED;
 
     if (!slcf->insert) {
         return NGX_OK;
@@ -1365,6 +1380,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
         ctx->distance = match.distance;
+        ctx->score = match.score;
         ctx->has_distance = 1;
 
         /* copied while locked: the document may be evicted right after */
@@ -1546,9 +1562,31 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         {
             return NGX_ERROR;
         }
+
+        p = ngx_http_simhash_score(buf, ctx->score);
+
+        if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_score, buf,
+                                        p - buf)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A score in nats, exactly: it counts sixteenths (SH_SCORE_UNIT), and
+ * k/16 has at most four decimals.  At most 15 bytes.
+ */
+
+u_char *
+ngx_http_simhash_score(u_char *p, uint32_t score)
+{
+    return ngx_sprintf(p, "%uD.%04uD", score / SH_SCORE_UNIT,
+                       score % SH_SCORE_UNIT * (10000 / SH_SCORE_UNIT));
 }
 
 
@@ -1620,13 +1658,18 @@ ngx_http_simhash_cleanup(void *data)
 
 
 
-/* $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance */
+/*
+ * $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance,
+ * $simhash_score: what the module found; $simhash_host: part of the
+ * default key
+ */
 
 enum {
     NGX_HTTP_SIMHASH_VAR_HASH = 0,
     NGX_HTTP_SIMHASH_VAR_STATUS,
     NGX_HTTP_SIMHASH_VAR_DUP,
-    NGX_HTTP_SIMHASH_VAR_DISTANCE
+    NGX_HTTP_SIMHASH_VAR_DISTANCE,
+    NGX_HTTP_SIMHASH_VAR_SCORE
 };
 
 
@@ -1643,6 +1686,12 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 
     { ngx_string("simhash_distance"), NULL, ngx_http_simhash_variable,
       NGX_HTTP_SIMHASH_VAR_DISTANCE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_score"), NULL, ngx_http_simhash_variable,
+      NGX_HTTP_SIMHASH_VAR_SCORE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_host"), NULL, ngx_http_simhash_host_variable,
+      0, 0, 0 },
 
       ngx_http_null_variable
 };
@@ -1713,18 +1762,24 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         v->data = ctx->duplicate_of.data;
         break;
 
-    default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE */
+    default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE, _SCORE */
         if (!ctx->has_distance) {
             v->not_found = 1;
             return NGX_OK;
         }
 
-        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN + 6);
         if (p == NULL) {
             return NGX_ERROR;
         }
 
-        v->len = ngx_sprintf(p, "%ui", ctx->distance) - p;
+        if (data == NGX_HTTP_SIMHASH_VAR_SCORE) {
+            v->len = ngx_http_simhash_score(p, ctx->score) - p;
+
+        } else {
+            v->len = ngx_sprintf(p, "%ui", ctx->distance) - p;
+        }
+
         v->data = p;
         break;
     }
@@ -1734,6 +1789,143 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
     v->not_found = 0;
 
     return NGX_OK;
+}
+
+
+/*
+ * $simhash_host: $host, followed by ":PORT" when the request names a port
+ * other than its scheme's default -- the authority of the URL the client
+ * asked for, so that the default key tells http://h:8080/a from
+ * http://h:8081/a (two origins on one host).  The port comes from where
+ * $host comes from: the request line of an absolute-URI request (what a
+ * forward proxy receives), else the Host header (a reverse proxy).
+ *
+ * Not $http_host: the Host header as the client wrote it (any case, with
+ * or without a default port; a forward proxy's client may even name
+ * another host there), nor $server_port, the port this proxy listens on.
+ * The host part is nginx's validated, lowercased $host and the port part
+ * digits only, so the value is as safe in a response header as $host.
+ */
+
+static ngx_int_t
+ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                    *p, *last;
+    size_t                     len;
+    ngx_str_t                  host;
+    ngx_uint_t                 port, default_port;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    /* $host */
+
+    if (r->headers_in.server.len) {
+        host = r->headers_in.server;
+
+    } else {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        host = cscf->server_name;
+    }
+
+    port = 0;
+    default_port = 80;
+
+#if (NGX_HTTP_SSL)
+    if (r->connection->ssl) {
+        default_port = 443;
+    }
+#endif
+
+    if (r->host_start && r->host_end) {
+
+        /*
+         * "GET http://host:port/path": the parser allows only digits
+         * between the ':' after host_end and the '/', '?' or ' ' that ends
+         * them.  (r->port_end is not used: nginx 1.22 leaves it behind
+         * when it moves the request line to a large header buffer.)
+         */
+
+        if (r->schema_start && r->schema_end) {
+            len = r->schema_end - r->schema_start;
+
+            if (len == 5
+                && ngx_strncasecmp(r->schema_start, (u_char *) "https", 5)
+                   == 0)
+            {
+                default_port = 443;
+
+            } else if (len != 4
+                       || ngx_strncasecmp(r->schema_start,
+                                          (u_char *) "http", 4) != 0)
+            {
+                default_port = 0;
+            }
+        }
+
+        if (*r->host_end == ':') {
+            for (last = r->host_end + 1; *last >= '0' && *last <= '9'; last++)
+            {
+                /* void */
+            }
+
+            port = ngx_http_simhash_port(r->host_end + 1, last);
+        }
+
+    } else if (r->headers_in.server.len && r->headers_in.host) {
+
+        /* "Host: host:port", "[::1]:port": digits after the last ':' */
+
+        last = r->headers_in.host->value.data
+               + r->headers_in.host->value.len;
+
+        for (p = last; p > r->headers_in.host->value.data; p--) {
+            if (p[-1] < '0' || p[-1] > '9') {
+                break;
+            }
+        }
+
+        if (p > r->headers_in.host->value.data && p[-1] == ':') {
+            port = ngx_http_simhash_port(p, last);
+        }
+    }
+
+    if (port == 0 || port == default_port) {
+        v->len = host.len;
+        v->data = host.data;
+
+    } else {
+        p = ngx_pnalloc(r->pool, host.len + sizeof(":65535") - 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "%V:%ui", &host, port) - p;
+        v->data = p;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* The port of the digits [p, last), or 0 when there is none or it is out
+ * of range. */
+
+static ngx_uint_t
+ngx_http_simhash_port(u_char *p, u_char *last)
+{
+    ngx_int_t  port;
+
+    if (last - p > 5) {
+        return 0;
+    }
+
+    port = ngx_atoi(p, last - p);
+
+    return (port < 1 || port > 65535) ? 0 : (ngx_uint_t) port;
 }
 
 
@@ -1819,7 +2011,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_simhash_main_conf_t      *smcf;
     ngx_http_compile_complex_value_t   ccv;
 
-    static ngx_str_t  default_key = ngx_string("$scheme://$host$request_uri");
+    /* $simhash_host: $host with a port that is not the scheme's default */
+    static ngx_str_t  default_key =
+                          ngx_string("$scheme://$simhash_host$request_uri");
 
     if (conf->enable == NGX_CONF_UNSET) {
         conf->enable = prev->enable;
@@ -1901,7 +2095,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     sh_lookup_opts_init(&conf->lookup);
+    conf->lookup.rule = conf->zone->rule;
     conf->lookup.h = conf->zone->distance;
+    conf->lookup.threshold = conf->zone->threshold;
     conf->lookup.mode = SH_MATCH_CLOSEST;
     conf->lookup.probes = conf->probes;
 

@@ -3,9 +3,11 @@
  * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
  * index region and, as its user section, one record per document, oldest
  * first (sh_keyrec.h): its key, its fingerprint, and the zone's settings in
- * a META record.  Loading stores every document again, in that order: a
- * snapshot fits a zone of any size (a smaller zone keeps the newest
- * documents).
+ * a META record (its match rule: match=, distance=, threshold=; the rule is
+ * applied at lookup, so a snapshot taken under another rule loads all the
+ * same, and the log says the rule changed).  Loading stores every document
+ * again, in that order: a snapshot fits a zone of any size (a smaller zone
+ * keeps the newest documents).
  *
  * A damaged file never costs more than its damage, and is never lost: the
  * records are checksummed in blocks, so a flipped byte costs one block of
@@ -78,6 +80,10 @@ static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
+static void ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log);
+static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
+    ngx_uint_t distance, uint32_t threshold);
 
 
 /*
@@ -231,6 +237,10 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
 
     while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
 
+        if (rec.type == SH_KEYREC_META) {
+            ngx_http_simhash_meta_rule(zone, &rec, log);
+        }
+
         if (rec.type != SH_KEYREC_DOC) {
             continue;
         }
@@ -275,6 +285,111 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A META record's match rule ("match=", "distance=", "threshold=" lines)
+ * against the zone's: the rule is applied at lookup, so a snapshot taken
+ * under another rule is loaded all the same, and the log says the rule
+ * changed.  A record with a distance but no rule comes from before there
+ * were rules: it was "hamming".
+ */
+
+static void
+ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log)
+{
+    u_char      *p, *end, *eol, *eq, was[64], now[64];
+    ngx_int_t    n;
+    ngx_str_t    name, value;
+    sh_rule_t    rule;
+    ngx_uint_t   have_distance;
+    uint32_t     distance, threshold;
+
+    rule = SH_RULE_HAMMING;
+    distance = 0;
+    threshold = 0;
+    have_distance = 0;
+
+    p = (u_char *) rec->data;
+    end = p + rec->len;
+
+    for ( /* void */ ; p < end; p = eol + 1) {
+        eol = ngx_strlchr(p, end, '\n');
+        if (eol == NULL) {
+            eol = end;
+        }
+
+        eq = ngx_strlchr(p, eol, '=');
+        if (eq == NULL) {
+            continue;
+        }
+
+        name.data = p;
+        name.len = eq - p;
+        value.data = eq + 1;
+        value.len = eol - eq - 1;
+
+        if (name.len == 5 && ngx_strncmp(name.data, "match", 5) == 0) {
+            if (sh_rule_parse((char *) value.data, value.len, &rule) != 0) {
+                return;         /* a rule this build does not know */
+            }
+
+        } else if (name.len == 8 && ngx_strncmp(name.data, "distance", 8) == 0)
+        {
+            n = ngx_atoi(value.data, value.len);
+            if (n == NGX_ERROR) {
+                return;
+            }
+            distance = (uint32_t) n;
+            have_distance = 1;
+
+        } else if (name.len == 9
+                   && ngx_strncmp(name.data, "threshold", 9) == 0)
+        {
+            n = ngx_atofp(value.data, value.len, 4);
+            if (n == NGX_ERROR) {
+                return;
+            }
+            threshold = sh_score_from_nats((double) n / 10000);
+        }
+    }
+
+    if (!have_distance
+        || (rule == zone->rule && distance == zone->distance
+            && (rule == SH_RULE_HAMMING || threshold == zone->threshold)))
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": snapshot \"%V\" was taken under "
+                  "%*s, lookups now apply %*s",
+                  &zone->name, &zone->file,
+                  ngx_http_simhash_rule_text(was, rule, distance, threshold)
+                  - was, was,
+                  ngx_http_simhash_rule_text(now, zone->rule, zone->distance,
+                                             zone->threshold)
+                  - now, now);
+}
+
+
+/* "match=R distance=D[ threshold=T]", at most 50 bytes */
+
+static u_char *
+ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule, ngx_uint_t distance,
+    uint32_t threshold)
+{
+    p = ngx_sprintf(p, "match=%s distance=%ui", sh_rule_name(rule),
+                    distance);
+
+    if (rule == SH_RULE_WEIGHTED) {
+        p = ngx_sprintf(p, " threshold=");
+        p = ngx_http_simhash_score(p, threshold);
+    }
+
+    return p;
 }
 
 
@@ -524,7 +639,7 @@ static ngx_int_t
 ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
     ngx_http_simhash_ages_t *ages, ngx_log_t *log)
 {
-    u_char                     meta[64];
+    u_char                     meta[128], *p;
     uint64_t                   hash;
     ngx_uint_t                 i, end;
     ngx_msec_t                 t;
@@ -544,7 +659,16 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
     ngx_memzero(&rec, sizeof(sh_keyrec_t));
     rec.type = SH_KEYREC_META;
     rec.data = meta;
-    rec.len = ngx_sprintf(meta, "distance=%ui\n", zone->distance) - meta;
+    rec.len = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
+                          sh_rule_name(zone->rule)) - meta;
+
+    if (zone->rule == SH_RULE_WEIGHTED) {
+        p = ngx_sprintf(meta + rec.len, "threshold=");
+        p = ngx_http_simhash_score(p, zone->threshold);
+        *p++ = '\n';
+        rec.len = p - meta;
+    }
+
     (void) sh_keyrec_put(&w, &rec);
 
     rec.type = SH_KEYREC_DOC;
