@@ -183,7 +183,7 @@ until perl -MIO::Socket::INET -e 'exit !IO::Socket::INET->new(
     sleep 0.1
 done
 
-echo "== demo crawl through the proxy (zone distance 5)"
+echo "== demo crawl through the proxy (the zone's default match rule)"
 echo
 perl "$TOP/demo/crawl.pl" "$PROXY" "$TOP/demo/urls.txt"
 
