@@ -44,6 +44,7 @@
 #include <xxhash.h>
 
 #include "ngx_http_simhash.h"
+#include "sh_block.h"
 #include "sh_doc.h"
 
 
@@ -186,6 +187,8 @@ static char *ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_file_opt(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -210,6 +213,14 @@ static ngx_conf_num_bounds_t  ngx_http_simhash_min_features_bounds = {
 
 static ngx_conf_num_bounds_t  ngx_http_simhash_max_features_bounds = {
     ngx_conf_check_num_bounds, SH_MAX_FEATURES_FLOOR, SH_MAX_FEATURES_LIMIT
+};
+
+/* sh_block.h: what each block of text weighs */
+static ngx_conf_enum_t  ngx_http_simhash_content_modes[] = {
+    { ngx_string("off"), SH_CONTENT_OFF },
+    { ngx_string("structure"), SH_CONTENT_STRUCTURE },
+    { ngx_string("auto"), SH_CONTENT_AUTO },
+    { ngx_null_string, 0 }
 };
 
 
@@ -312,6 +323,13 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_simhash_loc_conf_t, shingle_weight),
       NULL },
+
+    { ngx_string("simhash_content"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_content,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, content),
+      &ngx_http_simhash_content_modes },
 
     { ngx_string("simhash_stem"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -1978,6 +1996,7 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->max_features = NGX_CONF_UNSET;
     conf->word_weight = NGX_CONF_UNSET;
     conf->shingle_weight = NGX_CONF_UNSET;
+    conf->content = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -2111,6 +2130,8 @@ ngx_http_simhash_merge_options(ngx_http_simhash_loc_conf_t *conf,
                          NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->shingle_weight, prev->shingle_weight,
                          NGX_CONF_UNSET);
+    ngx_conf_merge_uint_value(conf->content, prev->content,
+                              NGX_CONF_UNSET_UINT);
 
     if (conf->stem.data == NULL) {
         conf->stem = prev->stem;
@@ -2269,6 +2290,10 @@ ngx_http_simhash_options(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf,
         opts->weight[SH_FEAT_SHINGLE] = (float) conf->shingle_weight / 1000;
     }
 
+    if (conf->content != NGX_CONF_UNSET_UINT) {
+        opts->content = (unsigned) conf->content;
+    }
+
     if (conf->stem.data) {
         opts->stem = (conf->stem.len == 3
                       && ngx_strcmp(conf->stem.data, "off") == 0)
@@ -2340,7 +2365,8 @@ ngx_http_simhash_signature(ngx_conf_t *cf, sh_options_t *opts,
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(sig->data, "%ui|%ui|%ui|%ui|%uxD|%uxD|%s|%s|%s|",
+    p = ngx_sprintf(sig->data, "%ui|%ui|%ui|%ui|%ui|%uxD|%uxD|%s|%s|%s|",
+                    (ngx_uint_t) opts->content,
                     (ngx_uint_t) opts->shingle,
                     (ngx_uint_t) opts->min_features,
                     (ngx_uint_t) opts->max_features,
@@ -2585,6 +2611,25 @@ ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     char  *rv;
 
     rv = ngx_conf_set_num_slot(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK) {
+        ngx_http_simhash_where(cf, &slcf->opts_where);
+    }
+
+    return rv;
+}
+
+
+/* simhash_content auto | structure | off */
+
+static char *
+ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    char  *rv;
+
+    rv = ngx_conf_set_enum_slot(cf, cmd, conf);
 
     if (rv == NGX_CONF_OK) {
         ngx_http_simhash_where(cf, &slcf->opts_where);

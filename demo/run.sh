@@ -116,10 +116,12 @@ http {
 
     # --- the proxy the crawler talks to ---------------------------------
 
-    # distance 5 instead of the default 3: the printer-friendly version
-    # differs by its page template (see docs/module.md, "Choosing the
+    # the default match rule (weighted, distance at most 10, threshold 12)
+    # and content weighting (simhash_content auto): the printer-friendly
+    # version and the syndicated copies, whose templates differ, are
+    # duplicates of their originals (see docs/module.md, "Choosing the
     # distance")
-    simhash_zone zone=demo:16m distance=5;
+    simhash_zone zone=demo:16m;
 
     log_format crawl '\$time_local \$simhash_status \$simhash '
                      '\$simhash_distance "\$scheme://\$simhash_host\$request_uri" '
@@ -181,7 +183,7 @@ until perl -MIO::Socket::INET -e 'exit !IO::Socket::INET->new(
     sleep 0.1
 done
 
-echo "== demo crawl through the proxy (zone distance 5)"
+echo "== demo crawl through the proxy (the zone's default match rule)"
 echo
 perl "$TOP/demo/crawl.pl" "$PROXY" "$TOP/demo/urls.txt"
 

@@ -75,6 +75,15 @@ like($text, qr{^duplicate\s+0\s+http://gazette\.example/articles/night-trains\.h
      'a copy under another URL: duplicate of the original, distance 0');
 like($text, qr{^new\s+-\s+http://gazette\.example/nature/tide-pools\.html}m,
      'an unrelated page: new');
+# content weighting (simhash_content auto) and the weighted match rule:
+# the same article in another site's template is a duplicate of the
+# original, its printer-friendly version too
+like($text, qr{^duplicate\s+\d+\s+http://aggregator\.example/stories/night-train-revival\.html -> http://gazette\.example/articles/night-trains\.html}m,
+     'a syndicated copy in another template: duplicate of the original');
+like($text, qr{^duplicate\s+\d+\s+http://aggregator\.example/stories/rooftop-bees\.html -> http://gazette\.example/garden/urban-beekeeping\.html}m,
+     'the other syndicated copy: duplicate of its original');
+like($text, qr{^duplicate\s+\d+\s+http://gazette\.example/print/night-trains\.html -> http://gazette\.example/articles/night-trains\.html}m,
+     'the printer-friendly version: duplicate of the article');
 
 my ($port) = $text =~ m{proxy\s+http://127\.0\.0\.1:(\d+)/};
 ok($port, 'the demo says where it serves');
