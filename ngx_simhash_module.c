@@ -40,13 +40,20 @@
 
 #include <zlib.h>
 
+#define XXH_STATIC_LINKING_ONLY     /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
 #include "ngx_http_simhash.h"
+#include "sh_block.h"
 #include "sh_doc.h"
 
 
 #define NGX_HTTP_SIMHASH_HOLD_CHUNK (32 * 1024)
-#define NGX_HTTP_SIMHASH_FEED_BATCH (64 * 1024)
 #define NGX_HTTP_SIMHASH_ZBUF_SIZE  (16 * 1024)
+
+/* X-Simhash-Duplicate-Of is sent only up to this length (the escaped key;
+ * common clients and proxies take 8k header lines at most) */
+#define NGX_HTTP_SIMHASH_HEADER_MAX 4096
 
 
 #define NGX_HTTP_SIMHASH_TAG        0
@@ -79,11 +86,9 @@ typedef struct {
     size_t                       held_bytes;
     size_t                       fed;       /* decoded bytes fed */
 
-    /* the first held byte not yet fed to the extractor */
-    ngx_chain_t                 *feed_cl;
-    u_char                      *feed_pos;
-    size_t                       unfed;
     u_char                      *charset;
+    ngx_str_t                    key;       /* simhash_key, at the end */
+    uint64_t                     digest;    /* of the body as received */
 
     /* Content-Encoding: gzip / deflate */
     z_stream                     zstream;
@@ -98,9 +103,10 @@ typedef struct {
     ngx_http_simhash_status_e    status;
     ngx_http_simhash_skip_e      reason;
     unsigned                     has_hash:1;
-    unsigned                     has_distance:1;
+    unsigned                     has_distance:1;    /* and the score */
     uint64_t                     hash;
     ngx_uint_t                   distance;
+    uint32_t                     score;     /* sh_match.h units */
     ngx_str_t                    duplicate_of;
 } ngx_http_simhash_ctx_t;
 
@@ -108,6 +114,7 @@ typedef struct {
 static ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static void ngx_http_simhash_strip_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_encoding(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
 static ngx_int_t ngx_http_simhash_feed(ngx_http_request_t *r,
@@ -125,9 +132,15 @@ static ngx_int_t ngx_http_simhash_feed_held(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_finish(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
+static ngx_int_t ngx_http_simhash_identical(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+static ngx_int_t ngx_http_simhash_key(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     sh_result_t *res);
+static ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key,
+    size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     ngx_http_simhash_doc_t *doc, sh_result_t *res);
@@ -150,6 +163,9 @@ static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_simhash_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_simhash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_uint_t ngx_http_simhash_port(u_char *p, u_char *last);
 
 static void *ngx_http_simhash_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_simhash_create_loc_conf(ngx_conf_t *cf);
@@ -170,6 +186,8 @@ static char *ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -195,6 +213,14 @@ static ngx_conf_num_bounds_t  ngx_http_simhash_min_features_bounds = {
 
 static ngx_conf_num_bounds_t  ngx_http_simhash_max_features_bounds = {
     ngx_conf_check_num_bounds, SH_MAX_FEATURES_FLOOR, SH_MAX_FEATURES_LIMIT
+};
+
+/* sh_block.h: what each block of text weighs */
+static ngx_conf_enum_t  ngx_http_simhash_content_modes[] = {
+    { ngx_string("off"), SH_CONTENT_OFF },
+    { ngx_string("structure"), SH_CONTENT_STRUCTURE },
+    { ngx_string("auto"), SH_CONTENT_AUTO },
+    { ngx_null_string, 0 }
 };
 
 
@@ -298,6 +324,13 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       offsetof(ngx_http_simhash_loc_conf_t, shingle_weight),
       NULL },
 
+    { ngx_string("simhash_content"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_content,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, content),
+      &ngx_http_simhash_content_modes },
+
     { ngx_string("simhash_stem"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_simhash_stem,
@@ -398,6 +431,7 @@ static ngx_str_t  ngx_http_simhash_h_status = ngx_string("X-Simhash-Status");
 static ngx_str_t  ngx_http_simhash_h_dup = ngx_string("X-Simhash-Duplicate-Of");
 static ngx_str_t  ngx_http_simhash_h_distance =
     ngx_string("X-Simhash-Distance");
+static ngx_str_t  ngx_http_simhash_h_score = ngx_string("X-Simhash-Score");
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -418,11 +452,19 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
 
     if (slcf->zone == NULL
-        || r != r->main
+        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    /* only this module says X-Simhash-*: the crawler trusts these */
+
+    ngx_http_simhash_strip_headers(r);
+
+    if (r != r->main
         || r->headers_out.status != NGX_HTTP_OK
         || (r->method & NGX_HTTP_HEAD)
         || r->header_only
-        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL
         || ngx_http_test_content_type(r, &slcf->types) == NULL)
     {
         return ngx_http_next_header_filter(r);
@@ -515,6 +557,48 @@ pass:
 
 
 /*
+ * Remove every X-Simhash-* header the upstream (or anything before this
+ * filter) put in the response: a crawler acts on these headers, so only
+ * this module may set them, whatever an origin sends.
+ */
+
+static void
+ngx_http_simhash_strip_headers(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash != 0
+            && h[i].key.len >= sizeof("X-Simhash") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "X-Simhash",
+                               sizeof("X-Simhash") - 1) == 0)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "simhash: upstream header \"%V\" removed",
+                           &h[i].key);
+            h[i].hash = 0;
+        }
+    }
+}
+
+
+/*
  * Content-Encoding: none or identity -> NGX_OK; gzip, x-gzip, deflate ->
  * NGX_OK with ctx->zlib set (we inflate a copy for the extractor; the
  * client still receives the original bytes); anything else -> NGX_DECLINED.
@@ -584,7 +668,6 @@ static ngx_int_t
 ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
     size_t                        size;
-    ngx_int_t                     rc;
     ngx_buf_t                    *b;
     ngx_chain_t                  *cl;
     ngx_http_simhash_ctx_t       *ctx;
@@ -632,24 +715,6 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             if (b->in_file) {
                 b->file_pos = b->file_last;
             }
-
-            ctx->unfed += size;
-        }
-
-        if (ctx->unfed >= NGX_HTTP_SIMHASH_FEED_BATCH
-            || (b->last_buf && ctx->unfed))
-        {
-            rc = ngx_http_simhash_feed_held(r, ctx, slcf);
-
-            if (rc == NGX_DECLINED) {
-                /* skipped, with ctx->reason */
-                return ngx_http_simhash_give_up(r, ctx, ctx->reason,
-                                                cl->next, b->last_buf);
-            }
-
-            if (rc != NGX_OK) {
-                return NGX_ERROR;
-            }
         }
 
         if (b->last_buf) {
@@ -662,60 +727,41 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
- * Feed the held bytes not fed yet.  The body is parsed once, from our copy,
- * in batches of NGX_HTTP_SIMHASH_FEED_BATCH as it arrives and at its end: a
- * worker with many responses arriving at once then parses most pages in one
- * go instead of interleaving them piece by piece, which keeps the parser's
- * and the feature table's memory warm (about 20% less CPU per page with 16
- * responses in flight per worker).  The extractor is created at the first
- * batch, for the same reason.
+ * The whole held body to the extractor, in one go at its end: a worker with
+ * many responses arriving at once then parses each page at once instead of
+ * interleaving them piece by piece, which keeps the parser's and the
+ * feature table's memory warm (about 20% less CPU per page with 16
+ * responses in flight per worker, measured when pages were fed in 64 KB
+ * batches as they arrived), and an identical re-fetch is known before any
+ * parsing (ngx_http_simhash_identical()).
  */
 
 static ngx_int_t
 ngx_http_simhash_feed_held(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
-    u_char       *p;
     size_t        n;
     ngx_int_t     rc;
     ngx_chain_t  *cl;
 
+    ctx->doc = sh_doc_new(ctx->cfg, (char *) ctx->charset);
     if (ctx->doc == NULL) {
-        ctx->doc = sh_doc_new(ctx->cfg, (char *) ctx->charset);
-        if (ctx->doc == NULL) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "simhash: sh_doc_new() failed");
-            ctx->reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
-            return NGX_DECLINED;
-        }
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "simhash: sh_doc_new() failed");
+        ctx->reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
+        return NGX_DECLINED;
     }
 
-    cl = ctx->feed_cl ? ctx->feed_cl : ctx->held;
-    p = ctx->feed_pos ? ctx->feed_pos : cl->buf->pos;
-
-    for ( ;; ) {
-        n = cl->buf->last - p;
+    for (cl = ctx->held; cl; cl = cl->next) {
+        n = cl->buf->last - cl->buf->pos;
 
         if (n) {
-            rc = ngx_http_simhash_feed(r, ctx, slcf, p, n);
+            rc = ngx_http_simhash_feed(r, ctx, slcf, cl->buf->pos, n);
             if (rc != NGX_OK) {
                 return rc;
             }
-
-            p += n;
-            ctx->unfed -= n;
         }
-
-        if (cl->next == NULL) {
-            break;
-        }
-
-        cl = cl->next;
-        p = cl->buf->pos;
     }
-
-    ctx->feed_cl = cl;
-    ctx->feed_pos = p;
 
     return NGX_OK;
 }
@@ -955,10 +1001,32 @@ ngx_http_simhash_give_up(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 static ngx_int_t
 ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
+    ngx_int_t                     rc;
     sh_result_t                   res;
     ngx_http_simhash_loc_conf_t  *slcf;
 
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    rc = ngx_http_simhash_identical(r, ctx, slcf);
+
+    if (rc == NGX_OK) {
+        return ngx_http_simhash_send(r, ctx);
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_simhash_feed_held(r, ctx, slcf);
+
+    if (rc == NGX_DECLINED) {
+        /* skipped, with ctx->reason */
+        return ngx_http_simhash_give_up(r, ctx, ctx->reason, NULL, 1);
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (ctx->zlib && !ctx->zend) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -968,15 +1036,6 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     }
 
     ngx_memzero(&res, sizeof(sh_result_t));
-
-    if (ctx->doc == NULL) {
-        /* an empty body */
-        ctx->doc = sh_doc_new(ctx->cfg, (char *) ctx->charset);
-        if (ctx->doc == NULL) {
-            ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
-            return ngx_http_simhash_send(r, ctx);
-        }
-    }
 
     if (sh_doc_finish(ctx->doc, &res) != 0) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -1012,11 +1071,158 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
 
 /*
+ * An identical re-fetch: the key is stored and the body is byte for byte
+ * the one its fingerprint was taken from (a 64-bit digest of the body as
+ * received, before inflating).  Then the answer is "unchanged" at distance
+ * 0 with the stored fingerprint, and nothing is parsed: most of a recrawl
+ * is pages that did not change.  NGX_OK: answered; NGX_DECLINED: parse it.
+ */
+
+static ngx_int_t
+ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    uint64_t                   hash;
+    ngx_int_t                  rc;
+    XXH3_state_t               st;
+    ngx_chain_t               *cl;
+    ngx_http_simhash_doc_t    *doc;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    rc = ngx_http_simhash_key(r, ctx, slcf);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    (void) XXH3_64bits_reset(&st);
+
+    for (cl = ctx->held; cl; cl = cl->next) {
+        (void) XXH3_64bits_update(&st, cl->buf->pos,
+                                  cl->buf->last - cl->buf->pos);
+    }
+
+    /* 0 means "unknown" in the zone and in snapshots */
+    ctx->digest = XXH3_64bits_digest(&st);
+    ctx->digest += (ctx->digest == 0);
+
+    zone = slcf->zone;
+    sh = zone->sh;
+
+    ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    doc = ngx_http_simhash_zone_key(zone, &ctx->key);
+
+    if (doc == NULL
+        || sh->digests[doc->ref] != ctx->digest
+        || sh_index_get(sh->index, doc->ref, &hash) != 0)
+    {
+        ngx_http_simhash_zone_unlock(zone);
+        return NGX_DECLINED;
+    }
+
+    if (slcf->insert) {
+        ngx_http_simhash_zone_write(zone);
+        (void) sh_index_touch(sh->index, doc->ref);
+        (void) ngx_atomic_fetch_add(&sh->generation, 1);
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
+    ctx->hash = hash;
+    ctx->has_hash = 1;
+    ctx->distance = 0;
+    ctx->score = 0;
+    ctx->has_distance = 1;
+
+    (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
+    (void) ngx_atomic_fetch_add(&sh->identical, 1);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "simhash: %016uxL unchanged, identical body", hash);
+
+    return NGX_OK;
+}
+
+
+/*
+ * simhash_key for this response, once: NGX_OK; NGX_DECLINED when it cannot
+ * be stored (empty, or over SH_KEY_MAX: the page is then skipped).
+ */
+
+static ngx_int_t
+ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    if (ngx_http_complex_value(r, slcf->key, &ctx->key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->key.len == 0 || ctx->key.len > SH_KEY_MAX) {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+
+/*
+ * A stored key as it may go into a header, a variable or a log line: the
+ * bytes of the key with every control byte, space, DEL and byte >= 0x80
+ * percent-encoded (%0D, %20, %7F, %C3...), so that whatever a request
+ * put in the key (a decoded $uri may hold CR LF) cannot end the header
+ * line or inject another one.  Other bytes, '%' included, are kept: a key
+ * made from $request_uri is a URL already and comes out unchanged.
+ */
+
+static ngx_int_t
+ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
+    ngx_str_t *out)
+{
+    u_char       *p;
+    size_t        i, n;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        n += (key[i] <= 0x20 || key[i] >= 0x7f) ? 3 : 1;
+    }
+
+    out->data = ngx_pnalloc(pool, n);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < len; i++) {
+        if (key[i] <= 0x20 || key[i] >= 0x7f) {
+            *p++ = '%';
+            *p++ = hex[key[i] >> 4];
+            *p++ = hex[key[i] & 0xf];
+
+        } else {
+            *p++ = key[i];
+        }
+    }
+
+    out->len = n;
+
+    return NGX_OK;
+}
+
+
+/*
  * The index, under the zone's lock (module/ngx_http_simhash_zone.c):
- *   the key is stored   -> unchanged (within distance) or changed (its
- *                          fingerprint is replaced); never a duplicate of
- *                          itself;
- *   else a match within -> duplicate of the closest match;
+ *   the key is stored   -> unchanged (the zone's match rule accepts the
+ *                          stored fingerprint) or changed (it is
+ *                          replaced); never a duplicate of itself;
+ *   else a match        -> duplicate of the closest match (the lowest
+ *                          score under the weighted rule);
  *   else                -> new, and inserted (simhash_insert on).
  * Duplicates are not inserted: the index keeps one representative per
  * cluster, the first one seen.
@@ -1027,7 +1233,6 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res)
 {
     ngx_int_t                 rc;
-    ngx_str_t                 key;
     ngx_http_simhash_doc_t   *doc;
     ngx_http_simhash_zone_t  *zone;
 
@@ -1036,26 +1241,22 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->hash = res->hash;
     ctx->has_hash = 1;
 
-    if (ngx_http_complex_value(r, slcf->key, &key) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (key.len == 0 || key.len > SH_KEY_MAX) {
+    if (ctx->key.len == 0 || ctx->key.len > SH_KEY_MAX) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "simhash: key of %uz bytes not stored", key.len);
+                      "simhash: key of %uz bytes not stored", ctx->key.len);
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
         return NGX_OK;
     }
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
-    doc = ngx_http_simhash_zone_key(zone, &key);
+    doc = ngx_http_simhash_zone_key(zone, &ctx->key);
 
     rc = doc ? ngx_http_simhash_refetch(r, ctx, slcf, doc, res)
              : NGX_DECLINED;
 
     if (rc == NGX_DECLINED) {
-        rc = ngx_http_simhash_match(r, ctx, slcf, &key, res);
+        rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res);
     }
 
     ngx_http_simhash_zone_unlock(zone);
@@ -1086,7 +1287,11 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_http_simhash_doc_t *doc,
     sh_result_t *res)
 {
+    int                        same;
+    unsigned                   h;
     uint64_t                   old;
+    ngx_str_t                  key;
+    sh_match_opts_t            mo;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -1095,36 +1300,52 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     if (sh_index_get(sh->index, doc->ref, &old) != 0) {
         /* cannot happen: a node lives exactly as long as its entry */
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "simhash: \"%*s\" has no entry in zone \"%V\"",
-                      (size_t) doc->len, doc->data, &zone->name);
+        if (ngx_http_simhash_escape(r->pool, doc->data, doc->len, &key)
+            == NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "simhash: \"%V\" has no entry in zone \"%V\"",
+                          &key, &zone->name);
+        }
+
         ngx_http_simhash_zone_write(zone);
         ngx_http_simhash_zone_forget(zone, doc);
         return NGX_DECLINED;
     }
 
-    ctx->distance = sh_distance(old, res->hash);
+    /* the rule of a lookup, the new page as the query */
+
+    sh_lookup_match_opts(&slcf->lookup, &mo);
+    same = sh_match_pair(&mo, res->hash, res->weights, old, &h, &ctx->score);
+
+    ctx->distance = h;
     ctx->has_distance = 1;
 
-    if (ctx->distance <= zone->distance) {
-        ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
+    ctx->status = same ? NGX_HTTP_SIMHASH_UNCHANGED
+                       : NGX_HTTP_SIMHASH_CHANGED;
 
-        if (slcf->insert) {
-            ngx_http_simhash_zone_write(zone);
-            (void) sh_index_touch(sh->index, doc->ref);
-            (void) ngx_atomic_fetch_add(&sh->generation, 1);
-        }
-
+    if (!slcf->insert) {
         return NGX_OK;
     }
 
-    ctx->status = NGX_HTTP_SIMHASH_CHANGED;
+    /*
+     * unchanged: the document is made the newest, and keeps its
+     * fingerprint (small edits do not drift it away from its cluster);
+     * changed: the fingerprint is replaced.  Either way the digest is the
+     * new body's, so that the next identical fetch needs no parse.
+     */
 
-    if (slcf->insert) {
-        ngx_http_simhash_zone_write(zone);
+    ngx_http_simhash_zone_write(zone);
+
+    if (ctx->status == NGX_HTTP_SIMHASH_UNCHANGED) {
+        (void) sh_index_touch(sh->index, doc->ref);
+
+    } else {
         (void) sh_index_update(sh->index, doc->ref, res->hash);
-        (void) ngx_atomic_fetch_add(&sh->generation, 1);
     }
+
+    sh->digests[doc->ref] = ctx->digest;
+    (void) ngx_atomic_fetch_add(&sh->generation, 1);
 
     return NGX_OK;
 }
@@ -1141,6 +1362,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res)
 {
     size_t                     n;
+    ngx_str_t                  safe;
     sh_match_t                 match;
     sh_lookup_stats_t          st;
     ngx_http_simhash_doc_t    *doc;
@@ -1158,19 +1380,13 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
         ctx->distance = match.distance;
+        ctx->score = match.score;
         ctx->has_distance = 1;
 
         /* copied while locked: the document may be evicted right after */
 
-        ctx->duplicate_of.data = ngx_pnalloc(r->pool, doc->len);
-        if (ctx->duplicate_of.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(ctx->duplicate_of.data, doc->data, doc->len);
-        ctx->duplicate_of.len = doc->len;
-
-        return NGX_OK;
+        return ngx_http_simhash_escape(r->pool, doc->data, doc->len,
+                                       &ctx->duplicate_of);
     }
 
     ctx->status = NGX_HTTP_SIMHASH_NEW;
@@ -1178,10 +1394,14 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
 
-        if (ngx_http_simhash_zone_store(zone, key, res->hash) == SH_NOREF) {
+        if (ngx_http_simhash_zone_store(zone, key, res->hash, ctx->digest)
+            == SH_NOREF
+            && ngx_http_simhash_escape(r->pool, key->data, key->len, &safe)
+               == NGX_OK)
+        {
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                           "simhash: no room for \"%V\" in zone \"%V\"",
-                          key, &zone->name);
+                          &safe, &zone->name);
         }
     }
 
@@ -1317,7 +1537,13 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (ctx->duplicate_of.len) {
+    if (ctx->duplicate_of.len > NGX_HTTP_SIMHASH_HEADER_MAX) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: the key of the duplicate is %uz bytes, "
+                      "over %d: no X-Simhash-Duplicate-Of header",
+                      ctx->duplicate_of.len, NGX_HTTP_SIMHASH_HEADER_MAX);
+
+    } else if (ctx->duplicate_of.len) {
         if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_dup,
                                         ctx->duplicate_of.data,
                                         ctx->duplicate_of.len)
@@ -1336,9 +1562,31 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         {
             return NGX_ERROR;
         }
+
+        p = ngx_http_simhash_score(buf, ctx->score);
+
+        if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_score, buf,
+                                        p - buf)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A score in nats, exactly: it counts sixteenths (SH_SCORE_UNIT), and
+ * k/16 has at most four decimals.  At most 15 bytes.
+ */
+
+u_char *
+ngx_http_simhash_score(u_char *p, uint32_t score)
+{
+    return ngx_sprintf(p, "%uD.%04uD", score / SH_SCORE_UNIT,
+                       score % SH_SCORE_UNIT * (10000 / SH_SCORE_UNIT));
 }
 
 
@@ -1410,13 +1658,18 @@ ngx_http_simhash_cleanup(void *data)
 
 
 
-/* $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance */
+/*
+ * $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance,
+ * $simhash_score: what the module found; $simhash_host: part of the
+ * default key
+ */
 
 enum {
     NGX_HTTP_SIMHASH_VAR_HASH = 0,
     NGX_HTTP_SIMHASH_VAR_STATUS,
     NGX_HTTP_SIMHASH_VAR_DUP,
-    NGX_HTTP_SIMHASH_VAR_DISTANCE
+    NGX_HTTP_SIMHASH_VAR_DISTANCE,
+    NGX_HTTP_SIMHASH_VAR_SCORE
 };
 
 
@@ -1433,6 +1686,12 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 
     { ngx_string("simhash_distance"), NULL, ngx_http_simhash_variable,
       NGX_HTTP_SIMHASH_VAR_DISTANCE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_score"), NULL, ngx_http_simhash_variable,
+      NGX_HTTP_SIMHASH_VAR_SCORE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_host"), NULL, ngx_http_simhash_host_variable,
+      0, 0, 0 },
 
       ngx_http_null_variable
 };
@@ -1503,18 +1762,24 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         v->data = ctx->duplicate_of.data;
         break;
 
-    default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE */
+    default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE, _SCORE */
         if (!ctx->has_distance) {
             v->not_found = 1;
             return NGX_OK;
         }
 
-        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN + 6);
         if (p == NULL) {
             return NGX_ERROR;
         }
 
-        v->len = ngx_sprintf(p, "%ui", ctx->distance) - p;
+        if (data == NGX_HTTP_SIMHASH_VAR_SCORE) {
+            v->len = ngx_http_simhash_score(p, ctx->score) - p;
+
+        } else {
+            v->len = ngx_sprintf(p, "%ui", ctx->distance) - p;
+        }
+
         v->data = p;
         break;
     }
@@ -1524,6 +1789,143 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
     v->not_found = 0;
 
     return NGX_OK;
+}
+
+
+/*
+ * $simhash_host: $host, followed by ":PORT" when the request names a port
+ * other than its scheme's default -- the authority of the URL the client
+ * asked for, so that the default key tells http://h:8080/a from
+ * http://h:8081/a (two origins on one host).  The port comes from where
+ * $host comes from: the request line of an absolute-URI request (what a
+ * forward proxy receives), else the Host header (a reverse proxy).
+ *
+ * Not $http_host: the Host header as the client wrote it (any case, with
+ * or without a default port; a forward proxy's client may even name
+ * another host there), nor $server_port, the port this proxy listens on.
+ * The host part is nginx's validated, lowercased $host and the port part
+ * digits only, so the value is as safe in a response header as $host.
+ */
+
+static ngx_int_t
+ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                    *p, *last;
+    size_t                     len;
+    ngx_str_t                  host;
+    ngx_uint_t                 port, default_port;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    /* $host */
+
+    if (r->headers_in.server.len) {
+        host = r->headers_in.server;
+
+    } else {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        host = cscf->server_name;
+    }
+
+    port = 0;
+    default_port = 80;
+
+#if (NGX_HTTP_SSL)
+    if (r->connection->ssl) {
+        default_port = 443;
+    }
+#endif
+
+    if (r->host_start && r->host_end) {
+
+        /*
+         * "GET http://host:port/path": the parser allows only digits
+         * between the ':' after host_end and the '/', '?' or ' ' that ends
+         * them.  (r->port_end is not used: nginx 1.22 leaves it behind
+         * when it moves the request line to a large header buffer.)
+         */
+
+        if (r->schema_start && r->schema_end) {
+            len = r->schema_end - r->schema_start;
+
+            if (len == 5
+                && ngx_strncasecmp(r->schema_start, (u_char *) "https", 5)
+                   == 0)
+            {
+                default_port = 443;
+
+            } else if (len != 4
+                       || ngx_strncasecmp(r->schema_start,
+                                          (u_char *) "http", 4) != 0)
+            {
+                default_port = 0;
+            }
+        }
+
+        if (*r->host_end == ':') {
+            for (last = r->host_end + 1; *last >= '0' && *last <= '9'; last++)
+            {
+                /* void */
+            }
+
+            port = ngx_http_simhash_port(r->host_end + 1, last);
+        }
+
+    } else if (r->headers_in.server.len && r->headers_in.host) {
+
+        /* "Host: host:port", "[::1]:port": digits after the last ':' */
+
+        last = r->headers_in.host->value.data
+               + r->headers_in.host->value.len;
+
+        for (p = last; p > r->headers_in.host->value.data; p--) {
+            if (p[-1] < '0' || p[-1] > '9') {
+                break;
+            }
+        }
+
+        if (p > r->headers_in.host->value.data && p[-1] == ':') {
+            port = ngx_http_simhash_port(p, last);
+        }
+    }
+
+    if (port == 0 || port == default_port) {
+        v->len = host.len;
+        v->data = host.data;
+
+    } else {
+        p = ngx_pnalloc(r->pool, host.len + sizeof(":65535") - 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "%V:%ui", &host, port) - p;
+        v->data = p;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* The port of the digits [p, last), or 0 when there is none or it is out
+ * of range. */
+
+static ngx_uint_t
+ngx_http_simhash_port(u_char *p, u_char *last)
+{
+    ngx_int_t  port;
+
+    if (last - p > 5) {
+        return 0;
+    }
+
+    port = ngx_atoi(p, last - p);
+
+    return (port < 1 || port > 65535) ? 0 : (ngx_uint_t) port;
 }
 
 
@@ -1594,6 +1996,7 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->max_features = NGX_CONF_UNSET;
     conf->word_weight = NGX_CONF_UNSET;
     conf->shingle_weight = NGX_CONF_UNSET;
+    conf->content = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -1608,7 +2011,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_simhash_main_conf_t      *smcf;
     ngx_http_compile_complex_value_t   ccv;
 
-    static ngx_str_t  default_key = ngx_string("$scheme://$host$request_uri");
+    /* $simhash_host: $host with a port that is not the scheme's default */
+    static ngx_str_t  default_key =
+                          ngx_string("$scheme://$simhash_host$request_uri");
 
     if (conf->enable == NGX_CONF_UNSET) {
         conf->enable = prev->enable;
@@ -1690,7 +2095,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     sh_lookup_opts_init(&conf->lookup);
+    conf->lookup.rule = conf->zone->rule;
     conf->lookup.h = conf->zone->distance;
+    conf->lookup.threshold = conf->zone->threshold;
     conf->lookup.mode = SH_MATCH_CLOSEST;
     conf->lookup.probes = conf->probes;
 
@@ -1723,6 +2130,8 @@ ngx_http_simhash_merge_options(ngx_http_simhash_loc_conf_t *conf,
                          NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->shingle_weight, prev->shingle_weight,
                          NGX_CONF_UNSET);
+    ngx_conf_merge_uint_value(conf->content, prev->content,
+                              NGX_CONF_UNSET_UINT);
 
     if (conf->stem.data == NULL) {
         conf->stem = prev->stem;
@@ -1881,6 +2290,10 @@ ngx_http_simhash_options(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf,
         opts->weight[SH_FEAT_SHINGLE] = (float) conf->shingle_weight / 1000;
     }
 
+    if (conf->content != NGX_CONF_UNSET_UINT) {
+        opts->content = (unsigned) conf->content;
+    }
+
     if (conf->stem.data) {
         opts->stem = (conf->stem.len == 3
                       && ngx_strcmp(conf->stem.data, "off") == 0)
@@ -1952,7 +2365,8 @@ ngx_http_simhash_signature(ngx_conf_t *cf, sh_options_t *opts,
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(sig->data, "%ui|%ui|%ui|%ui|%uxD|%uxD|%s|%s|%s|",
+    p = ngx_sprintf(sig->data, "%ui|%ui|%ui|%ui|%ui|%uxD|%uxD|%s|%s|%s|",
+                    (ngx_uint_t) opts->content,
                     (ngx_uint_t) opts->shingle,
                     (ngx_uint_t) opts->min_features,
                     (ngx_uint_t) opts->max_features,
@@ -2197,6 +2611,25 @@ ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     char  *rv;
 
     rv = ngx_conf_set_num_slot(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK) {
+        ngx_http_simhash_where(cf, &slcf->opts_where);
+    }
+
+    return rv;
+}
+
+
+/* simhash_content auto | structure | off */
+
+static char *
+ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    char  *rv;
+
+    rv = ngx_conf_set_enum_slot(cf, cmd, conf);
 
     if (rv == NGX_CONF_OK) {
         ngx_http_simhash_where(cf, &slcf->opts_where);

@@ -511,17 +511,20 @@ fix_snapshot(fix_t *f, fuzz_in_t *in)
     size_t      ulen = fuzz_u8(in) % sizeof(user), i, rsize, got_len;
     void       *region;
     const void *got;
+    sh_snapshot_info_t info;
 
     for (i = 0; i < ulen; i++) {
         user[i] = (uint8_t) fuzz_u8(in);
     }
     fuzz_tmp_path("index.snap", path, sizeof(path));
-    if (sh_snapshot_save(path, f->ix, user, ulen, err, sizeof(err)) != 0) {
+    if (sh_snapshot_save(path, f->ix, "fuzz", user, ulen, err, sizeof(err))
+        != 0)
+    {
         fprintf(stderr, "fuzz_index: save: %s\n", err);
         FUZZ_CHECK(!"sh_snapshot_save");
     }
     if (sh_snapshot_load(path, FIX_SEED, &region, &rsize, &got, &got_len,
-                         err, sizeof(err)) != 0)
+                         &info, err, sizeof(err)) != 0)
     {
         fprintf(stderr, "fuzz_index: load: %s\n", err);
         FUZZ_CHECK(!"sh_snapshot_load");
@@ -530,6 +533,8 @@ fix_snapshot(fix_t *f, fuzz_in_t *in)
     FUZZ_CHECK(rsize == f->size);
     FUZZ_CHECK(memcmp(region, f->mem, rsize) == 0);
     FUZZ_CHECK(got_len == ulen);
+    FUZZ_CHECK(info.region_ok && info.damaged == 0);
+    FUZZ_CHECK(strcmp(info.kind, "fuzz") == 0);
     FUZZ_CHECK(ulen == 0 || memcmp(got, user, ulen) == 0);
     free(f->mem);
     f->mem = region;

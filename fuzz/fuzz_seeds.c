@@ -211,6 +211,12 @@ static const char *const seeds_snippets[] = {
     "<!DOCTYPE html><html><body><p>one two three<!DOCTYPE html>four five"
     "</p></body></html>\nafter the end",
     "<p>word<!-- comment <p> inside -->word<![CDATA[x]]><?pi x?>",
+    "<body class=sidebar><header><a href=/>site</a><nav class=\"main-nav\">"
+    "<a href=/a>one</a> <a href=#b>two</a></nav></header><main><article>"
+    "<header>title</header><p>text <span class=share>share</span> more "
+    "<a href=x>link</a></p><aside role=complementary><article>rel</article>"
+    "</aside></article></main><div role=\"search navigation\">q</div>"
+    "<footer id=site-footer>foot</footer>",
 };
 
 /* ---- snapshot ----------------------------------------------------------- */
@@ -264,8 +270,8 @@ seeds_snapshot(unsigned cap, unsigned t, unsigned state, const char *user)
         }
     }
     fuzz_tmp_path("seed.snap", path, sizeof(path));
-    if (sh_snapshot_save(path, ix, user, strlen(user), err, sizeof(err))
-        != 0)
+    if (sh_snapshot_save(path, ix, "seed", user, strlen(user), err,
+                         sizeof(err)) != 0)
     {
         fprintf(stderr, "fuzz_seeds: %s\n", err);
         exit(1);

@@ -3,21 +3,24 @@
  * accepts put to work.
  *
  * Input: a flags byte, then the file.
- *   bit 0  recompute the checksums (the header's and the trailing one)
- *          before loading, so that mutations reach the checks behind them
+ *   bit 0  recompute the checksums (the header's, and the region's and
+ *          every block's in format 2, the trailing one in format 1) before
+ *          loading, so that mutations reach the checks behind them
  *   bit 1  make the sizes consistent first: region_size from the header's
  *          capacity, user_len from the file's length
  *   bit 2  expect the file's own hash-key digest (else expect none, 0)
  *   bit 3  expect another digest: the load must fail
  *
- * sh_snapshot.h promises that a bad file is refused with a message, never
- * a crash and never a silently wrong index.  So: a refusal must come with
- * a message and leave nothing allocated; an accepted file must be
- * exactly what it claims (region size and user section where the header
- * says), pass sh_index_check, answer exact lookups exactly (every stored
- * document within h, as a scan of them finds), and stay sound under use:
- * lookups in every mode, inserts (with eviction), updates, touches and
- * removals, each followed by sh_index_check.
+ * sh_snapshot.h promises that an unusable file is refused with a message,
+ * damage is contained to the part it hits, never a crash and never a
+ * silently wrong index.  So: a refusal must come with a message and leave
+ * nothing allocated; an accepted file must be exactly what it claims (the
+ * region and each user block either the file's bytes or, reported as
+ * damaged, zeros), and an intact region must pass sh_index_check, answer
+ * exact lookups exactly (every stored document within h, as a scan of
+ * them finds), and stay sound under use: lookups in every mode, inserts
+ * (with eviction), updates, touches and removals, each followed by
+ * sh_index_check.
  */
 #include <xxhash.h>
 
@@ -30,6 +33,7 @@
 /* The file header (sh_snapshot.c's layout: checked against the bytes a
  * real save writes by the seed corpus and the unit test's seeds). */
 #define FSNAP_HDR           128
+#define FSNAP_OFF_VERSION   12
 #define FSNAP_OFF_CAPACITY  20
 #define FSNAP_OFF_REGION    32
 #define FSNAP_OFF_USER      40
@@ -196,6 +200,106 @@ fsnap_exercise(void *region, size_t size, const uint8_t *ops, size_t nops)
     }
 }
 
+/* Format 2 after the header: region | xxh | blocks, each | xxh. */
+static size_t
+fsnap_v2_user(size_t rest)
+{
+    size_t blocks = (rest + SH_SNAP_BLOCK + 8 - 1) / (SH_SNAP_BLOCK + 8);
+
+    return rest - 8 * blocks;
+}
+
+/* The harness's fix-ups: consistent sizes (bit 1), right checksums
+ * (bit 0), for either format. */
+static void
+fsnap_fix(uint8_t *file, size_t len, unsigned flags)
+{
+    uint32_t c32, version;
+    uint64_t cap, ulen, off, n;
+
+    memcpy(&version, file + FSNAP_OFF_VERSION, sizeof(version));
+    if (flags & 2) {
+        memcpy(&c32, file + FSNAP_OFF_CAPACITY, sizeof(c32));
+        cap = sh_index_region_size(c32);
+        fsnap_put64(file + FSNAP_OFF_REGION, cap);
+        if (cap <= len - FSNAP_HDR - 8) {
+            fsnap_put64(file + FSNAP_OFF_USER, version == 1
+                        ? len - FSNAP_HDR - 8 - cap
+                        : fsnap_v2_user(len - FSNAP_HDR - 8 - cap));
+        }
+    }
+    if (!(flags & 1)) {
+        return;
+    }
+    fsnap_put64(file + FSNAP_OFF_HXXH, XXH3_64bits(file, FSNAP_OFF_HXXH));
+    if (version == 1) {
+        fsnap_put64(file + len - 8, XXH3_64bits(file, len - 8));
+        return;
+    }
+    cap = fsnap_get64(file + FSNAP_OFF_REGION);
+    ulen = fsnap_get64(file + FSNAP_OFF_USER);
+    if (cap > len - FSNAP_HDR - 8) {
+        return;
+    }
+    fsnap_put64(file + FSNAP_HDR + cap, XXH3_64bits(file + FSNAP_HDR, cap));
+    off = FSNAP_HDR + cap + 8;
+    while (ulen > 0 && off < len) {
+        n = ulen < SH_SNAP_BLOCK ? ulen : SH_SNAP_BLOCK;
+        if (n + 8 > len - off) {
+            return;
+        }
+        fsnap_put64(file + off + n, XXH3_64bits(file + off, n));
+        off += n + 8;
+        ulen -= n;
+    }
+}
+
+/* An accepted file is exactly what it claims, part by part. */
+static void
+fsnap_accepted(const uint8_t *file, size_t len, void *region,
+               size_t region_size, const void *user, size_t user_len,
+               const sh_snapshot_info_t *info, uint64_t expect)
+{
+    const uint8_t *u = user, *fu;
+    size_t         off, n, damaged = 0, skip;
+    unsigned       i;
+
+    if (info->version == 1) {
+        skip = fsnap_get64(file + FSNAP_OFF_USER) >= SH_SNAP_KIND
+               ? SH_SNAP_KIND : 0;
+        FUZZ_CHECK(len == FSNAP_HDR + region_size + skip + user_len + 8);
+        FUZZ_CHECK(info->region_ok && info->damaged == 0);
+        FUZZ_CHECK(memcmp(region, file + FSNAP_HDR, region_size) == 0);
+        FUZZ_CHECK(user_len == 0
+                   || memcmp(user, file + FSNAP_HDR + region_size + skip,
+                             user_len) == 0);
+    } else {
+        FUZZ_CHECK(info->blocks == (user_len + SH_SNAP_BLOCK - 1)
+                                   / SH_SNAP_BLOCK);
+        FUZZ_CHECK(len == FSNAP_HDR + region_size + 8 + user_len
+                          + 8 * info->blocks);
+        FUZZ_CHECK(info->region_ok
+                   ? memcmp(region, file + FSNAP_HDR, region_size) == 0
+                   : fuzz_all_zero(region, region_size));
+        fu = file + FSNAP_HDR + region_size + 8;
+        for (off = 0, i = 0; off < user_len; off += n, i++) {
+            n = user_len - off < SH_SNAP_BLOCK ? user_len - off
+                                               : SH_SNAP_BLOCK;
+            if (memcmp(u + off, fu + off + 8 * i, n) != 0) {
+                FUZZ_CHECK(fuzz_all_zero(u + off, n));
+                damaged++;
+            }
+        }
+        FUZZ_CHECK(damaged <= info->damaged);
+    }
+    FUZZ_CHECK((const char *) user >= (const char *) region + region_size);
+    if (info->region_ok) {
+        FUZZ_CHECK(expect == 0 || sh_index_seed_digest(region) == expect);
+        fsnap_exercise(region, region_size, file + FSNAP_HDR,
+                       len > FSNAP_HDR + 64 ? 64 : 0);
+    }
+}
+
 static int
 fsnap_one(const uint8_t *data, size_t size)
 {
@@ -203,11 +307,12 @@ fsnap_one(const uint8_t *data, size_t size)
     unsigned    flags = fuzz_u8(&in);
     uint8_t    *file;
     size_t      len = in.n, region_size = 0, user_len = 0;
-    uint64_t    digest = 0, expect = 0, cap;
+    uint64_t    digest = 0, expect = 0;
     void       *region = NULL;
     const void *user = NULL;
     char        path[64], err[256];
     int         fd, rc;
+    sh_snapshot_info_t info;
 
     file = malloc(len + 1);
     FUZZ_CHECK(file != NULL);
@@ -215,22 +320,7 @@ fsnap_one(const uint8_t *data, size_t size)
         memcpy(file, in.p, len);
     }
     if (len >= FSNAP_HDR + 8) {
-        if (flags & 2) {
-            uint32_t c32;
-
-            memcpy(&c32, file + FSNAP_OFF_CAPACITY, sizeof(c32));
-            cap = sh_index_region_size(c32);
-            fsnap_put64(file + FSNAP_OFF_REGION, cap);
-            if (cap <= len - FSNAP_HDR - 8) {
-                fsnap_put64(file + FSNAP_OFF_USER,
-                            len - FSNAP_HDR - 8 - cap);
-            }
-        }
-        if (flags & 1) {
-            fsnap_put64(file + FSNAP_OFF_HXXH,
-                        XXH3_64bits(file, FSNAP_OFF_HXXH));
-            fsnap_put64(file + len - 8, XXH3_64bits(file, len - 8));
-        }
+        fsnap_fix(file, len, flags);
         digest = fsnap_get64(file + FSNAP_OFF_DIGEST);
     }
     if (flags & 4) {
@@ -243,7 +333,7 @@ fsnap_one(const uint8_t *data, size_t size)
     fd = fuzz_memfile(file, len, path, sizeof(path));
     err[0] = '\0';
     rc = sh_snapshot_load(path, expect, &region, &region_size, &user,
-                          &user_len, err, sizeof(err));
+                          &user_len, &info, err, sizeof(err));
     close(fd);
 
     if (rc != 0) {
@@ -256,16 +346,8 @@ fsnap_one(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(!(flags & 8) || expect == 0);
     FUZZ_CHECK(region != NULL);
-    /* Exactly the file: header, region, user section, checksum. */
-    FUZZ_CHECK(len == FSNAP_HDR + region_size + user_len + 8);
-    FUZZ_CHECK(memcmp(region, file + FSNAP_HDR, region_size) == 0);
-    FUZZ_CHECK((const char *) user == (const char *) region + region_size);
-    FUZZ_CHECK(user_len == 0
-               || memcmp(user, file + FSNAP_HDR + region_size, user_len)
-                  == 0);
-    FUZZ_CHECK(expect == 0 || sh_index_seed_digest(region) == expect);
-    fsnap_exercise(region, region_size, file + FSNAP_HDR,
-                   len > FSNAP_HDR + 64 ? 64 : 0);
+    fsnap_accepted(file, len, region, region_size, user, user_len, &info,
+                   expect);
     free(region);
     free(file);
     return 0;

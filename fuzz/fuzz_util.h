@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef FUZZ_FAIL
@@ -116,6 +117,21 @@ fuzz_rng(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* Are all `n` bytes zero? */
+static inline int
+fuzz_all_zero(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    size_t               i;
+
+    for (i = 0; i < n; i++) {
+        if (c[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* ---- Files: the loaders under test take a path. ---- */
 
 /*
@@ -152,16 +168,22 @@ fuzz_tmp_path(const char *name, char *path, size_t pathlen)
     snprintf(path, pathlen, "%s/sh-fuzz-%d-%s", dir, (int) getpid(), name);
 }
 
-/* Read a whole file into malloc'd memory (NULL if unreadable). */
+/* Read a whole regular file into malloc'd memory (NULL if unreadable or
+ * not a regular file: a directory opens, but has no length). */
 static inline uint8_t *
 fuzz_read_file(const char *path, size_t *len)
 {
-    FILE    *f = fopen(path, "rb");
-    uint8_t *buf = NULL;
-    long     n;
+    FILE       *f = fopen(path, "rb");
+    uint8_t    *buf = NULL;
+    long        n;
+    struct stat sb;
 
     *len = 0;
     if (f == NULL) {
+        return NULL;
+    }
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
         return NULL;
     }
     if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0

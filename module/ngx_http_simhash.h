@@ -76,12 +76,16 @@ typedef struct {
     uint32_t                     capacity;
     uint64_t                     seed_digest;
     ngx_http_simhash_doc_t     **docs;      /* [capacity], by ref */
+    uint64_t                    *digests;   /* [capacity], by ref: of the
+                                               raw body; 0 = unknown */
     size_t                       key_bytes; /* sum of stored key lengths */
+    size_t                       key_max;   /* longest key ever stored */
 
     /* counters: relaxed atomic increments, read without the lock */
     ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
     ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
     ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
+    ngx_atomic_t                 identical; /* re-fetches not parsed */
     ngx_atomic_t                 key_evictions;
 
     /* persistence */
@@ -92,6 +96,9 @@ typedef struct {
     ngx_atomic_t                 saves;
     ngx_atomic_t                 save_errors;
     ngx_atomic_t                 restored;          /* docs at start */
+    ngx_atomic_t                 save_off;  /* 1: a damaged snapshot could
+                                               not be moved aside, so it
+                                               is never overwritten */
 
     /*
      * pid of the worker changing the index, the tree or the document array
@@ -110,7 +117,9 @@ typedef struct {
     ngx_shm_zone_t              *shm_zone;
     ngx_http_simhash_shctx_t    *sh;
     ngx_slab_pool_t             *shpool;
-    ngx_uint_t                   distance;
+    sh_rule_t                    rule;      /* match= */
+    ngx_uint_t                   distance;  /* the radius, or the cap on H */
+    uint32_t                     threshold; /* threshold=, score units */
     ngx_str_t                    file;      /* full path, "" = none */
     ngx_msec_t                   save;      /* 0 = only at shutdown */
     uint64_t                     seed_digest;
@@ -158,6 +167,7 @@ typedef struct {
     ngx_int_t                    max_features;
     ngx_int_t                    word_weight;     /* in 1/1000 */
     ngx_int_t                    shingle_weight;  /* in 1/1000 */
+    ngx_uint_t                   content;   /* SH_CONTENT_* */
     ngx_str_t                    idf;
     ngx_str_t                    seed;
     ngx_str_t                    opts_where;
@@ -200,7 +210,7 @@ void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
 ngx_http_simhash_doc_t *ngx_http_simhash_zone_key(
     ngx_http_simhash_zone_t *zone, ngx_str_t *key);
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *key, uint64_t fingerprint);
+    ngx_str_t *key, uint64_t fingerprint, uint64_t digest);
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_doc_t *doc);
 
@@ -214,6 +224,7 @@ typedef struct {
     ngx_http_simhash_zone_t     *zone;
     ngx_str_t                   *keys;      /* by ref of the source */
     uint64_t                    *hashes;    /* by ref; NULL: no check */
+    uint64_t                    *digests;   /* by ref; NULL: unknown */
     uint32_t                     nkeys;
     ngx_uint_t                   copied;
     ngx_uint_t                   missing;
@@ -225,7 +236,7 @@ void ngx_http_simhash_zone_copy(ngx_http_simhash_copy_t *cp,
 
 /* persistence: ngx_http_simhash_snapshot.c */
 
-void ngx_http_simhash_snapshot_check_dir(ngx_conf_t *cf, ngx_str_t *file);
+ngx_int_t ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file);
 void ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 ngx_int_t ngx_http_simhash_snapshot_init_worker(
@@ -240,6 +251,10 @@ char *ngx_http_simhash_stats_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_simhash_stats_resolve(ngx_conf_t *cf,
     ngx_http_simhash_loc_conf_t *slcf);
+
+
+/* a score (sh_match.h) in nats, exactly, four decimals: at most 15 bytes */
+u_char *ngx_http_simhash_score(u_char *p, uint32_t score);
 
 
 /* "file:line" of the directive being parsed, for later messages */

@@ -1,11 +1,20 @@
 
 /*
  * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
- * index region and, as its user section, the documents' keys as key records
- * (sh_keyrec.h).  Loading re-inserts every document, oldest first, into the
- * zone: a snapshot fits a zone of any size (a smaller zone keeps the newest
- * documents).  A key whose fingerprint is not the one the index has for its
- * ref is left out (see ngx_http_simhash_save_copy()).
+ * index region and, as its user section, one record per document, oldest
+ * first (sh_keyrec.h): its key, its fingerprint, and the zone's settings in
+ * a META record (its match rule: match=, distance=, threshold=; the rule is
+ * applied at lookup, so a snapshot taken under another rule loads all the
+ * same, and the log says the rule changed).  Loading stores every document
+ * again, in that order: a snapshot fits a zone of any size (a smaller zone
+ * keeps the newest documents).
+ *
+ * A damaged file never costs more than its damage, and is never lost: the
+ * records are checksummed in blocks, so a flipped byte costs one block of
+ * documents (about a thousand) and the rest is restored; a file that cannot
+ * be used at all starts the zone empty.  Either way the damaged file is
+ * renamed aside (PATH.damaged-TIME), so that the next save cannot overwrite
+ * it, and the log says where it went.
  */
 
 
@@ -17,7 +26,7 @@
 #include "sh_snapshot.h"
 
 
-#define NGX_HTTP_SIMHASH_SAVE_CHUNK 16384   /* refs per hold of the lock */
+#define NGX_HTTP_SIMHASH_SAVE_CHUNK 16384   /* records per hold of the lock */
 
 
 /* a snapshot being saved: see ngx_http_simhash_save_copy() */
@@ -37,27 +46,64 @@ typedef struct {
 } ngx_http_simhash_save_t;
 
 
-static ngx_int_t ngx_http_simhash_load_keys(ngx_http_simhash_zone_t *zone,
-    sh_index_t *ix, const void *user, size_t user_len, ngx_uint_t *copied,
-    char *err, size_t errlen, ngx_log_t *log);
+/* the documents of a saved region, oldest first: see save_copy() */
+typedef struct {
+    uint32_t                     ref;
+    uint64_t                     hash;
+} ngx_http_simhash_aged_t;
+
+
+typedef struct {
+    ngx_http_simhash_aged_t     *doc;
+    ngx_uint_t                   n;
+    ngx_uint_t                   max;
+} ngx_http_simhash_ages_t;
+
+
+static ngx_int_t ngx_http_simhash_load_records(
+    ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
+    const void *user, size_t user_len, ngx_uint_t *copied, char *err,
+    size_t errlen, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone,
+    void *region, size_t region_size, const void *user, size_t user_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
+static void ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone,
+    char *why, ngx_log_t *log);
 static ngx_msec_t ngx_http_simhash_msec(void);
 static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
+    ngx_http_simhash_ages_t *ages, ngx_log_t *log);
 static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
+static void ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log);
+static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
+    ngx_uint_t distance, uint32_t threshold);
 
 
-/* The snapshot's directory should exist: warn now rather than at the save. */
+/*
+ * file=PATH, at configuration time: a FIFO or a device there would block or
+ * be destroyed, so nginx -t refuses it; a missing directory is a warning
+ * (the zone then works without saves).
+ */
 
-void
-ngx_http_simhash_snapshot_check_dir(ngx_conf_t *cf, ngx_str_t *file)
+ngx_int_t
+ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
 {
+    char              err[512];
     u_char           *p, *dir;
     ngx_file_info_t   fi;
+
+    if (sh_snapshot_check_path((char *) file->data, err, sizeof(err)) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid snapshot file: %s",
+                           err);
+        return NGX_ERROR;
+    }
 
     p = file->data + file->len;
 
@@ -66,12 +112,12 @@ ngx_http_simhash_snapshot_check_dir(ngx_conf_t *cf, ngx_str_t *file)
     }
 
     if (p <= file->data + 1) {
-        return;
+        return NGX_OK;
     }
 
     dir = ngx_pnalloc(cf->temp_pool, p - file->data + 1);
     if (dir == NULL) {
-        return;
+        return NGX_ERROR;
     }
 
     ngx_cpystrn(dir, file->data, p - file->data + 1);
@@ -86,6 +132,8 @@ ngx_http_simhash_snapshot_check_dir(ngx_conf_t *cf, ngx_str_t *file)
                            "\"%s\" is not a directory: the zone will not be "
                            "saved", dir);
     }
+
+    return NGX_OK;
 }
 
 
@@ -93,46 +141,54 @@ void
 ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log)
 {
-    char              err[512];
-    void             *region;
-    size_t            region_size, user_len;
-    sh_index_t       *ix;
-    ngx_uint_t        copied;
-    ngx_msec_t        start;
-    ngx_file_info_t   fi;
-    const void       *user;
+    char                 err[512];
+    void                *region;
+    size_t               region_size, user_len;
+    ngx_int_t            rc;
+    ngx_uint_t           copied;
+    ngx_msec_t           start;
+    ngx_file_info_t      fi;
+    const void          *user;
+    sh_snapshot_info_t   info;
 
     start = ngx_http_simhash_msec();
 
-    if (ngx_file_info(zone->file.data, &fi) == NGX_FILE_ERROR) {
-        if (ngx_errno == NGX_ENOENT) {
-            ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                          "simhash zone \"%V\": no snapshot \"%V\" yet, "
-                          "starting empty", &zone->name, &zone->file);
-            return;
-        }
+    if (ngx_file_info(zone->file.data, &fi) == NGX_FILE_ERROR
+        && ngx_errno == NGX_ENOENT)
+    {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "simhash zone \"%V\": no snapshot \"%V\" yet, "
+                      "starting empty", &zone->name, &zone->file);
+        return;
     }
 
     region = NULL;
+    copied = 0;
 
     if (sh_snapshot_load((char *) zone->file.data, zone->seed_digest,
-                         &region, &region_size, &user, &user_len,
+                         &region, &region_size, &user, &user_len, &info,
                          err, sizeof(err))
         != 0)
     {
-        goto refused;
+        rc = NGX_ERROR;
+
+    } else if (ngx_strcmp(info.kind, SH_KEYREC_KIND_V2) == 0) {
+        rc = ngx_http_simhash_load_v1(zone, region, region_size, user,
+                                      user_len, &copied, err, sizeof(err),
+                                      log);
+    } else {
+        rc = ngx_http_simhash_load_records(zone, &info, user, user_len,
+                                           &copied, err, sizeof(err), log);
     }
 
-    ix = sh_index_attach(region, region_size, err, sizeof(err));
-    if (ix == NULL) {
-        goto refused;
-    }
+    free(region);
 
-    if (ngx_http_simhash_load_keys(zone, ix, user, user_len, &copied,
-                                   err, sizeof(err), log)
-        != NGX_OK)
-    {
-        goto refused;
+    if (rc == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": snapshot \"%V\" refused: %s; "
+                      "starting empty", &zone->name, &zone->file, err);
+        ngx_http_simhash_keep_aside(zone, "refused", log);
+        return;
     }
 
     zone->sh->restored = copied;
@@ -142,31 +198,223 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
                   "in %M ms", &zone->name, copied, &zone->file,
                   ngx_http_simhash_msec() - start);
 
-    free(region);
-    return;
-
-refused:
-
-    ngx_log_error(NGX_LOG_ERR, log, 0,
-                  "simhash zone \"%V\": snapshot \"%V\" refused: %s; "
-                  "starting empty", &zone->name, &zone->file, err);
-
-    free(region);
+    if (rc == NGX_DECLINED) {
+        /* partly damaged: what was intact is restored, err says the rest */
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": snapshot \"%V\" is damaged: %s",
+                      &zone->name, &zone->file, err);
+        ngx_http_simhash_keep_aside(zone, "damaged", log);
+    }
 }
 
 
-/* The key records of a loaded snapshot into the zone, oldest first. */
+/*
+ * The records, in their order (oldest first), into the zone.  NGX_OK;
+ * NGX_DECLINED when blocks were damaged (what they held is lost, err says
+ * how much); NGX_ERROR when nothing can be used.
+ */
 
 static ngx_int_t
-ngx_http_simhash_load_keys(ngx_http_simhash_zone_t *zone, sh_index_t *ix,
-    const void *user, size_t user_len, ngx_uint_t *copied, char *err,
-    size_t errlen, ngx_log_t *log)
+ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
+    sh_snapshot_info_t *info, const void *user, size_t user_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
+{
+    int                  rc;
+    ngx_str_t            key;
+    ngx_uint_t           records;
+    sh_keyrec_t          rec;
+    sh_keyrec_reader_t   rd;
+
+    if (sh_keyrec_open(&rd, info->kind, user, user_len) != 0) {
+        ngx_snprintf((u_char *) err, errlen, "not a snapshot of this module "
+                     "(its documents are \"%s\")%Z", info->kind);
+        return NGX_ERROR;
+    }
+
+    records = 0;
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
+
+        if (rec.type == SH_KEYREC_META) {
+            ngx_http_simhash_meta_rule(zone, &rec, log);
+        }
+
+        if (rec.type != SH_KEYREC_DOC) {
+            continue;
+        }
+
+        records++;
+        key.data = (u_char *) rec.data;
+        key.len = rec.len;
+
+        if (ngx_http_simhash_zone_key(zone, &key) == NULL) {
+            ngx_http_simhash_zone_write(zone);
+
+            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest)
+                != SH_NOREF)
+            {
+                (*copied)++;
+            }
+        }
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (rc != 0) {
+        /* the checksums passed: the writer wrote this; keep what came */
+        return *copied ? NGX_DECLINED : NGX_ERROR;
+    }
+
+    if (info->damaged) {
+        ngx_snprintf((u_char *) err, errlen,
+                     "%uz of %uz blocks of documents failed their "
+                     "checksum (what they held is lost), %ui documents "
+                     "read from the others%Z",
+                     info->damaged, info->blocks, records);
+        return NGX_DECLINED;
+    }
+
+    if (!info->region_ok) {
+        /* the records alone rebuild the zone: nothing is lost */
+        ngx_snprintf((u_char *) err, errlen,
+                     "%s; the %ui documents were restored from their "
+                     "records%Z", info->region_err, records);
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A META record's match rule ("match=", "distance=", "threshold=" lines)
+ * against the zone's: the rule is applied at lookup, so a snapshot taken
+ * under another rule is loaded all the same, and the log says the rule
+ * changed.  A record with a distance but no rule comes from before there
+ * were rules: it was "hamming".
+ */
+
+static void
+ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log)
+{
+    u_char      *p, *end, *eol, *eq, was[64], now[64];
+    ngx_int_t    n;
+    ngx_str_t    name, value;
+    sh_rule_t    rule;
+    ngx_uint_t   have_distance;
+    uint32_t     distance, threshold;
+
+    rule = SH_RULE_HAMMING;
+    distance = 0;
+    threshold = 0;
+    have_distance = 0;
+
+    p = (u_char *) rec->data;
+    end = p + rec->len;
+
+    for ( /* void */ ; p < end; p = eol + 1) {
+        eol = ngx_strlchr(p, end, '\n');
+        if (eol == NULL) {
+            eol = end;
+        }
+
+        eq = ngx_strlchr(p, eol, '=');
+        if (eq == NULL) {
+            continue;
+        }
+
+        name.data = p;
+        name.len = eq - p;
+        value.data = eq + 1;
+        value.len = eol - eq - 1;
+
+        if (name.len == 5 && ngx_strncmp(name.data, "match", 5) == 0) {
+            if (sh_rule_parse((char *) value.data, value.len, &rule) != 0) {
+                return;         /* a rule this build does not know */
+            }
+
+        } else if (name.len == 8 && ngx_strncmp(name.data, "distance", 8) == 0)
+        {
+            n = ngx_atoi(value.data, value.len);
+            if (n == NGX_ERROR) {
+                return;
+            }
+            distance = (uint32_t) n;
+            have_distance = 1;
+
+        } else if (name.len == 9
+                   && ngx_strncmp(name.data, "threshold", 9) == 0)
+        {
+            n = ngx_atofp(value.data, value.len, 4);
+            if (n == NGX_ERROR) {
+                return;
+            }
+            threshold = sh_score_from_nats((double) n / 10000);
+        }
+    }
+
+    if (!have_distance
+        || (rule == zone->rule && distance == zone->distance
+            && (rule == SH_RULE_HAMMING || threshold == zone->threshold)))
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": snapshot \"%V\" was taken under "
+                  "%*s, lookups now apply %*s",
+                  &zone->name, &zone->file,
+                  ngx_http_simhash_rule_text(was, rule, distance, threshold)
+                  - was, was,
+                  ngx_http_simhash_rule_text(now, zone->rule, zone->distance,
+                                             zone->threshold)
+                  - now, now);
+}
+
+
+/* "match=R distance=D[ threshold=T]", at most 50 bytes */
+
+static u_char *
+ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule, ngx_uint_t distance,
+    uint32_t threshold)
+{
+    p = ngx_sprintf(p, "match=%s distance=%ui", sh_rule_name(rule),
+                    distance);
+
+    if (rule == SH_RULE_WEIGHTED) {
+        p = ngx_sprintf(p, " threshold=");
+        p = ngx_http_simhash_score(p, threshold);
+    }
+
+    return p;
+}
+
+
+/*
+ * A format 1 snapshot: its records are in ref order, so the documents are
+ * taken in the age order of its index, each with the key recorded for its
+ * ref when the fingerprints agree (the rule that file was written for).
+ */
+
+static ngx_int_t
+ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone, void *region,
+    size_t region_size, const void *user, size_t user_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
 {
     int                      rc;
+    sh_index_t              *ix;
     sh_keyrec_t              rec;
     sh_index_stats_t         st;
     sh_keyrec_reader_t       rd;
     ngx_http_simhash_copy_t  cp;
+
+    ix = sh_index_attach(region, region_size, err, errlen);
+    if (ix == NULL) {
+        return NGX_ERROR;
+    }
 
     sh_index_stats(ix, &st);
 
@@ -174,10 +422,7 @@ ngx_http_simhash_load_keys(ngx_http_simhash_zone_t *zone, sh_index_t *ix,
     cp.zone = zone;
     cp.nkeys = st.capacity;
 
-    if (sh_keyrec_open(&rd, user, user_len) != 0) {
-        ngx_cpystrn((u_char *) err, (u_char *) "no key records", errlen);
-        return NGX_ERROR;
-    }
+    (void) sh_keyrec_open(&rd, SH_KEYREC_KIND_V2, user, user_len);
 
     cp.keys = ngx_calloc(st.capacity * sizeof(ngx_str_t) + 1, log);
     cp.hashes = ngx_calloc(st.capacity * sizeof(uint64_t) + 1, log);
@@ -197,13 +442,14 @@ ngx_http_simhash_load_keys(ngx_http_simhash_zone_t *zone, sh_index_t *ix,
             goto done;
         }
 
-        cp.keys[rec.ref].data = (u_char *) rec.key;
+        cp.keys[rec.ref].data = (u_char *) rec.data;
         cp.keys[rec.ref].len = rec.len;
         cp.hashes[rec.ref] = rec.hash;
     }
 
     if (rc == 0) {
         ngx_http_simhash_zone_lock(zone, log);
+        ngx_http_simhash_zone_write(zone);
         ngx_http_simhash_zone_copy(&cp, ix);
         ngx_http_simhash_zone_unlock(zone);
         *copied = cp.copied;
@@ -223,6 +469,46 @@ done:
 }
 
 
+/*
+ * A snapshot that was refused or damaged is renamed aside (PATH.refused-TIME
+ * or PATH.damaged-TIME), never overwritten: if it cannot be moved, this zone
+ * is not saved at all until the operator deals with it.
+ */
+
+static void
+ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone, char *why,
+    ngx_log_t *log)
+{
+    u_char  *aside;
+
+    aside = ngx_alloc(zone->file.len + 2 + ngx_strlen(why) + NGX_TIME_T_LEN
+                      + 1, log);
+    if (aside == NULL) {
+        zone->sh->save_off = 1;
+        return;
+    }
+
+    ngx_sprintf(aside, "%V.%s-%T%Z", &zone->file, why, ngx_time());
+
+    if (ngx_rename_file(zone->file.data, aside) == NGX_FILE_ERROR) {
+        zone->sh->save_off = 1;
+
+        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
+                      "simhash zone \"%V\": cannot move the %s snapshot "
+                      "\"%V\" aside to \"%s\"; the zone will not be saved, "
+                      "so that it is not overwritten",
+                      &zone->name, why, &zone->file, aside);
+
+    } else {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": the %s snapshot is kept as "
+                      "\"%s\"", &zone->name, why, aside);
+    }
+
+    ngx_free(aside);
+}
+
+
 /* A monotonic clock in milliseconds, for the durations in the log. */
 
 static ngx_msec_t
@@ -238,8 +524,9 @@ ngx_http_simhash_msec(void)
 
 /*
  * Save, in three steps:
- *   copy    under the mutex: the region (a memcpy) and the keys, into the
- *           heap, with the generation they correspond to;
+ *   copy    under the lock: the region (a memcpy), with the generation it
+ *           corresponds to; then, in the region's age order, each
+ *           document's key, a chunk of documents per hold of the lock;
  *   write   without any lock or nginx call (so that it can run in a thread
  *           of nginx's thread pool): sh_snapshot_save writes PATH.tmp,
  *           fsyncs it, renames it over PATH;
@@ -248,15 +535,29 @@ ngx_http_simhash_msec(void)
  * sh->save_lock saves; the master saves at exit, when no worker is left.
  */
 
+static int
+ngx_http_simhash_age_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    ngx_http_simhash_ages_t  *ages = arg;
+
+    if (ages->n < ages->max) {
+        ages->doc[ages->n].ref = ref;
+        ages->doc[ages->n].hash = hash;
+        ages->n++;
+    }
+
+    return 0;
+}
+
+
 static ngx_int_t
 ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 {
-    u_char                    *p, *last;
     size_t                     size;
-    uint32_t                   ref, end;
+    ngx_int_t                  rc;
     ngx_msec_t                 t;
-    sh_keyrec_t                rec;
-    ngx_http_simhash_doc_t    *doc;
+    sh_index_t                *ix;
+    ngx_http_simhash_ages_t    ages;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -265,24 +566,29 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 
     /* the keys may grow while we copy: room for 1/8 more, the rest waits */
 
-    size = SH_KEYREC_MAGIC_LEN + sh->key_bytes + sh->key_bytes / 8
-           + sh_keyrec_size(0) * (size_t) sh->capacity;
+    size = sh_keyrec_room(sh->capacity + 1,
+                          sh->key_bytes + sh->key_bytes / 8 + 256,
+                          ngx_max(sh->key_max, 256));
 
     sv->region_size = sh->region_size;
     sv->region = ngx_alloc(sh->region_size, log);
     sv->user = ngx_alloc(size, log);
+    ages.doc = ngx_alloc(sh->capacity * sizeof(ngx_http_simhash_aged_t),
+                         log);
 
-    if (sv->region == NULL || sv->user == NULL) {
+    if (sv->region == NULL || sv->user == NULL || ages.doc == NULL) {
         ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
                     sizeof(sv->err));
         sv->rc = NGX_ERROR;
-        return NGX_ERROR;
+        rc = NGX_ERROR;
+        goto done;
     }
 
     /* fault the pages in now, not while holding the lock */
 
     ngx_memzero(sv->region, sh->region_size);
     ngx_memzero(sv->user, size);
+    sv->user_len = size;
 
     /* the index: one memcpy under the lock */
 
@@ -295,42 +601,106 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 
     ngx_http_simhash_zone_unlock(zone);
 
-    /*
-     * The keys, NGX_HTTP_SIMHASH_SAVE_CHUNK refs per hold of the lock, each
-     * with the fingerprint its document has now.  Documents may change
-     * between the holds: the load takes a key only when its fingerprint is
-     * the one the copied index has for that ref, so a key never lands on
-     * another document (a document changed meanwhile is left out).
-     */
+    /* its documents, oldest first, read from the copy without the lock */
 
-    p = sh_keyrec_begin(sv->user);
-    last = sv->user + size;
+    ix = sh_index_attach(sv->region, sv->region_size, sv->err,
+                         sizeof(sv->err));
+    if (ix == NULL) {
+        sv->rc = NGX_ERROR;
+        rc = NGX_ERROR;
+        goto done;
+    }
 
-    for (ref = 0; ref < sh->capacity; ref = end) {
-        end = ngx_min(ref + NGX_HTTP_SIMHASH_SAVE_CHUNK, sh->capacity);
+    ages.n = 0;
+    ages.max = sh->capacity;
+    sh_index_foreach(ix, ngx_http_simhash_age_visit, &ages);
+
+    rc = ngx_http_simhash_save_keys(sv, &ages, log);
+
+done:
+
+    if (ages.doc) {
+        ngx_free(ages.doc);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The records, in the copy's age order, NGX_HTTP_SIMHASH_SAVE_CHUNK
+ * documents per hold of the lock, each with its key.  Documents may change
+ * between the holds: a document is written only while the zone still has
+ * the fingerprint the copy has for its ref, so a key never lands on another
+ * document (one changed meanwhile is left out, and saved next time).
+ */
+
+static ngx_int_t
+ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
+    ngx_http_simhash_ages_t *ages, ngx_log_t *log)
+{
+    u_char                     meta[128], *p;
+    uint64_t                   hash;
+    ngx_uint_t                 i, end;
+    ngx_msec_t                 t;
+    sh_keyrec_t                rec;
+    sh_keyrec_writer_t         w;
+    ngx_http_simhash_doc_t    *doc;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    zone = sv->zone;
+    sh = zone->sh;
+
+    sh_keyrec_writer_init(&w, sv->user, sv->user_len);
+
+    /* the settings the documents were matched under */
+
+    ngx_memzero(&rec, sizeof(sh_keyrec_t));
+    rec.type = SH_KEYREC_META;
+    rec.data = meta;
+    rec.len = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
+                          sh_rule_name(zone->rule)) - meta;
+
+    if (zone->rule == SH_RULE_WEIGHTED) {
+        p = ngx_sprintf(meta + rec.len, "threshold=");
+        p = ngx_http_simhash_score(p, zone->threshold);
+        *p++ = '\n';
+        rec.len = p - meta;
+    }
+
+    (void) sh_keyrec_put(&w, &rec);
+
+    rec.type = SH_KEYREC_DOC;
+
+    for (i = 0; i < ages->n; i = end) {
+        end = ngx_min(i + NGX_HTTP_SIMHASH_SAVE_CHUNK, ages->n);
 
         ngx_http_simhash_zone_lock(zone, log);
 
         t = ngx_http_simhash_msec();
 
-        for ( /* void */ ; ref < end; ref++) {
-            doc = sh->docs[ref];
+        for ( /* void */ ; i < end; i++) {
+            rec.ref = ages->doc[i].ref;
+            doc = rec.ref < sh->capacity ? sh->docs[rec.ref] : NULL;
 
             if (doc == NULL
-                || sh_index_get(sh->index, ref, &rec.hash) != 0)
+                || sh_index_get(sh->index, rec.ref, &hash) != 0
+                || hash != ages->doc[i].hash)
             {
                 continue;
             }
 
-            if ((size_t) (last - p) < sh_keyrec_size(doc->len)) {
+            rec.hash = hash;
+            rec.digest = sh->digests[rec.ref];
+            rec.len = doc->len;
+            rec.data = doc->data;
+
+            if (sh_keyrec_put(&w, &rec) != 0) {
                 sv->dropped++;
                 continue;
             }
 
-            rec.ref = ref;
-            rec.len = doc->len;
-            rec.key = doc->data;
-            p = sh_keyrec_put(p, &rec);
             sv->docs++;
         }
 
@@ -341,7 +711,7 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
         sv->copy_ms = ngx_max(sv->copy_ms, t);
     }
 
-    sv->user_len = p - sv->user;
+    sv->user_len = sh_keyrec_written(&w);
 
     return NGX_OK;
 }
@@ -360,8 +730,9 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
                          sizeof(sv->err));
 
     if (ix == NULL
-        || sh_snapshot_save((char *) sv->zone->file.data, ix, sv->user,
-                            sv->user_len, sv->err, sizeof(sv->err))
+        || sh_snapshot_save((char *) sv->zone->file.data, ix,
+                            SH_KEYREC_KIND, sv->user, sv->user_len,
+                            sv->err, sizeof(sv->err))
            != 0)
     {
         sv->rc = NGX_ERROR;
@@ -411,6 +782,13 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
                   "the lock held %M ms at most, %M ms writing",
                   &zone->name, &zone->file, sv->docs, sv->copy_ms,
                   sv->write_ms);
+
+    if (sv->dropped) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "simhash zone \"%V\": %ui documents stored meanwhile "
+                      "did not fit the save and wait for the next one",
+                      &zone->name, sv->dropped);
+    }
 
     return NGX_OK;
 }
@@ -463,7 +841,8 @@ ngx_http_simhash_save_due(ngx_http_simhash_zone_t *zone)
 {
     ngx_http_simhash_shctx_t  *sh = zone->sh;
 
-    return sh->generation != sh->saved_generation
+    return !sh->save_off
+           && sh->generation != sh->saved_generation
            && (ngx_msec_t) (ngx_time() - sh->last_save) * 1000 >= zone->save;
 }
 
@@ -583,7 +962,9 @@ ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
         return;
     }
 
-    if (zone->sh->generation != zone->sh->saved_generation) {
+    if (zone->sh->generation != zone->sh->saved_generation
+        && !zone->sh->save_off)
+    {
         (void) ngx_http_simhash_save(zone, log);
     }
 }

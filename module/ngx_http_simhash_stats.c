@@ -30,6 +30,7 @@ enum {
     NGX_HTTP_SIMHASH_V_LOOKUPS,
     NGX_HTTP_SIMHASH_V_PROBES,
     NGX_HTTP_SIMHASH_V_BYTES,
+    NGX_HTTP_SIMHASH_V_IDENTICAL,
     NGX_HTTP_SIMHASH_V_RESPONSES,
     NGX_HTTP_SIMHASH_V_SKIPPED = NGX_HTTP_SIMHASH_V_RESPONSES
                                  + NGX_HTTP_SIMHASH_NSTATUS,
@@ -81,7 +82,8 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       NGX_HTTP_SIMHASH_V_ENTRIES, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("distance"), ngx_string("distance"), ngx_string("gauge"),
-      ngx_string("Largest Hamming distance of a near-duplicate."),
+      ngx_string("Largest Hamming distance of a near-duplicate (the "
+                 "radius of match=hamming, the cap of match=weighted)."),
       NGX_HTTP_SIMHASH_V_DISTANCE, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("evictions"), ngx_string("evictions_total"),
@@ -105,6 +107,11 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("fingerprinted_bytes_total"), ngx_string("counter"),
       ngx_string("Body bytes fed to the extractor."),
       NGX_HTTP_SIMHASH_V_BYTES, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("identical"), ngx_string("identical_total"),
+      ngx_string("counter"),
+      ngx_string("Re-fetches of identical bytes answered without parsing."),
+      NGX_HTTP_SIMHASH_V_IDENTICAL, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("responses"), ngx_string("responses_total"),
       ngx_string("counter"), ngx_string("Fingerprinted responses by status."),
@@ -353,6 +360,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_LOOKUPS] = ix.lookups;
         v[NGX_HTTP_SIMHASH_V_PROBES] = ix.probes;
         v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
+        v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
             v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];

@@ -33,9 +33,9 @@
 
 /*
  * Zone sizing: the index region gets the capacity such that the region, the
- * ref-indexed pointer array and one document node of KEY_BUDGET bytes per
- * document fit in the zone minus a reserve for the slab pool's own
- * bookkeeping.  A document node is a slab allocation of 48 bytes + the key,
+ * ref-indexed arrays (a node pointer and a body digest per document) and
+ * one document node of KEY_BUDGET bytes per document fit in the zone minus
+ * a reserve for the slab pool's own bookkeeping.  A document node is a slab allocation of 48 bytes + the key,
  * rounded up to a power of two: 128 bytes for keys up to 80 characters, 256
  * up to 208.  Longer keys on average make the slab run out first; then the
  * oldest documents are evicted just the same.
@@ -187,7 +187,7 @@ ngx_http_simhash_rbtree_insert_value(ngx_rbtree_node_t *temp,
 
 uint32_t
 ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
-    uint64_t fingerprint)
+    uint64_t fingerprint, uint64_t digest)
 {
     size_t                     size;
     uint32_t                   ref, evicted;
@@ -239,7 +239,9 @@ ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 
     ngx_rbtree_insert(&sh->rbtree, &doc->node);
     sh->docs[ref] = doc;
+    sh->digests[ref] = digest;
     sh->key_bytes += key->len;
+    sh->key_max = ngx_max(sh->key_max, key->len);
 
     (void) ngx_atomic_fetch_add(&sh->generation, 1);
 
@@ -329,6 +331,7 @@ typedef struct {
     ngx_http_simhash_shctx_t    *sh;
     ngx_http_simhash_doc_t     **doc;       /* taken out of sh->docs */
     uint64_t                    *hash;
+    uint64_t                    *digest;
     ngx_uint_t                   n;
 } ngx_http_simhash_repair_t;
 
@@ -341,6 +344,7 @@ ngx_http_simhash_repair_take(ngx_http_simhash_repair_t *rp, uint32_t ref,
         && rp->n < rp->sh->capacity)
     {
         rp->doc[rp->n] = rp->sh->docs[ref];
+        rp->digest[rp->n] = rp->sh->digests[ref];
         rp->hash[rp->n++] = hash;
         rp->sh->docs[ref] = NULL;
     }
@@ -375,8 +379,9 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     rp.n = 0;
     rp.doc = ngx_alloc(sh->capacity * sizeof(ngx_http_simhash_doc_t *), log);
     rp.hash = ngx_alloc(sh->capacity * sizeof(uint64_t), log);
+    rp.digest = ngx_alloc(sh->capacity * sizeof(uint64_t), log);
 
-    if (rp.doc == NULL || rp.hash == NULL) {
+    if (rp.doc == NULL || rp.hash == NULL || rp.digest == NULL) {
         /* sh->writer stays: the next holder of the mutex tries again */
         goto done;
     }
@@ -425,6 +430,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel,
                     ngx_http_simhash_rbtree_insert_value);
+    ngx_memzero(sh->digests, sh->capacity * sizeof(uint64_t));
     sh->key_bytes = 0;
     kept = 0;
 
@@ -441,6 +447,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
         doc->ref = ref;
         sh->docs[ref] = doc;
+        sh->digests[ref] = rp.digest[i];
         ngx_rbtree_insert(&sh->rbtree, &doc->node);
         sh->key_bytes += doc->len;
         kept++;
@@ -462,6 +469,10 @@ done:
 
     if (rp.hash) {
         ngx_free(rp.hash);
+    }
+
+    if (rp.digest) {
+        ngx_free(rp.digest);
     }
 }
 
@@ -492,7 +503,8 @@ ngx_http_simhash_capacity(size_t zone_size)
         mid = lo + (hi - lo + 1) / 2;
 
         need = sh_index_region_size(mid)
-               + (size_t) mid * (sizeof(void *) + NGX_HTTP_SIMHASH_KEY_BUDGET);
+               + (size_t) mid * (sizeof(void *) + sizeof(uint64_t)
+                                 + NGX_HTTP_SIMHASH_KEY_BUDGET);
 
         if (need <= avail) {
             lo = mid;
@@ -593,7 +605,9 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     sh->docs = ngx_slab_calloc(shpool,
                                sh->capacity * sizeof(ngx_http_simhash_doc_t *));
-    if (sh->docs == NULL) {
+    sh->digests = ngx_slab_calloc(shpool, sh->capacity * sizeof(uint64_t));
+
+    if (sh->docs == NULL || sh->digests == NULL) {
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                       "simhash zone \"%V\" is too small", &zone->name);
         return NGX_ERROR;
@@ -621,9 +635,10 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                   "simhash zone \"%V\": %uz bytes, capacity %uD documents, "
-                  "distance %ui",
+                  "match=%s distance=%ui threshold=%.4f",
                   &zone->name, shm_zone->shm.size, sh->capacity,
-                  zone->distance);
+                  sh_rule_name(zone->rule), zone->distance,
+                  sh_score_nats(zone->threshold));
 
     return NGX_OK;
 }
@@ -694,7 +709,10 @@ ngx_http_simhash_copy_visit(void *arg, uint32_t ref, uint64_t hash)
         return 0;
     }
 
-    if (ngx_http_simhash_zone_store(cp->zone, key, hash) != SH_NOREF) {
+    if (ngx_http_simhash_zone_store(cp->zone, key, hash,
+                                    cp->digests ? cp->digests[ref] : 0)
+        != SH_NOREF)
+    {
         cp->copied++;
     }
 
@@ -764,6 +782,7 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     cp.zone = zone;
     cp.hashes = NULL;
+    cp.digests = osh->digests;
     cp.nkeys = osh->capacity;
     cp.copied = 0;
     cp.missing = 0;
@@ -802,7 +821,8 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
 
 /*
- * simhash_zone zone=NAME:SIZE [distance=N] [file=PATH] [save=TIME]
+ * simhash_zone zone=NAME:SIZE [match=weighted|hamming] [distance=N]
+ *              [threshold=T] [file=PATH] [save=TIME]
  *
  * Each parameter is parsed by ngx_http_simhash_zone_param(); the zone is
  * then registered as a shared memory zone of this module.
@@ -813,6 +833,8 @@ static char *ngx_http_simhash_zone_param(ngx_conf_t *cf,
     ngx_uint_t *save_set);
 static char *ngx_http_simhash_zone_size(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone, ngx_str_t *value, ssize_t *size);
+static char *ngx_http_simhash_zone_rule(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
 
 
 char *
@@ -834,7 +856,9 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    zone->distance = SH_H_DEFAULT;
+    zone->rule = SH_RULE_DEFAULT;
+    zone->distance = NGX_CONF_UNSET_UINT;
+    zone->threshold = NGX_CONF_UNSET;
     zone->save = 300000;
     save_set = 0;
     size = 0;
@@ -851,6 +875,10 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"%V\" must have \"zone=NAME:SIZE\" parameter",
                            &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_simhash_zone_rule(cf, zone) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -917,14 +945,45 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 
         n = ngx_atoi(value->data + 9, value->len - 9);
 
-        if (n == NGX_ERROR || n > SH_H_MAX) {
+        if (n == NGX_ERROR || n > SH_MATCH_HMAX) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid distance \"%V\": must be "
-                               "between 0 and %d", value, SH_H_MAX);
+                               "between 0 and %d", value, SH_MATCH_HMAX);
             return NGX_CONF_ERROR;
         }
 
         zone->distance = (ngx_uint_t) n;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "match=", 6) == 0) {
+
+        if (sh_rule_parse((char *) value->data + 6, value->len - 6,
+                          &zone->rule)
+            != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid \"%V\": must be match=weighted "
+                               "or match=hamming", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "threshold=", 10) == 0) {
+
+        /* nats, up to four decimals: 10^4 units of a nat */
+        n = ngx_atofp(value->data + 10, value->len - 10, 4);
+
+        if (n == NGX_ERROR || n > 1000 * 10000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid threshold \"%V\": must be a number "
+                               "of nats from 0 to 1000", value);
+            return NGX_CONF_ERROR;
+        }
+
+        zone->threshold = sh_score_from_nats((double) n / 10000);
         return NGX_CONF_OK;
     }
 
@@ -942,7 +1001,9 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
             return NGX_CONF_ERROR;
         }
 
-        ngx_http_simhash_snapshot_check_dir(cf, &zone->file);
+        if (ngx_http_simhash_snapshot_check(cf, &zone->file) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
 
         return NGX_CONF_OK;
     }
@@ -973,6 +1034,48 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
                        value);
     return NGX_CONF_ERROR;
+}
+
+
+/*
+ * The match rule (src/sh_match.h): match=hamming takes distance= as its
+ * radius (default 3, at most 7); match=weighted takes it as the cap on H
+ * (default 10, at most 16) and threshold= as T in nats (default 12).
+ */
+
+static char *
+ngx_http_simhash_zone_rule(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone)
+{
+    sh_match_opts_t  mo;
+
+    sh_match_opts_init(&mo);
+    sh_match_opts_rule(&mo, zone->rule);
+
+    if (zone->distance == NGX_CONF_UNSET_UINT) {
+        zone->distance = mo.h;
+    }
+
+    if (zone->rule == SH_RULE_HAMMING) {
+
+        if (zone->distance > SH_H_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid distance=%ui: match=hamming takes "
+                               "0 to %d", zone->distance, SH_H_MAX);
+            return NGX_CONF_ERROR;
+        }
+
+        if (zone->threshold != (uint32_t) NGX_CONF_UNSET) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"threshold\" needs match=weighted");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (zone->threshold == (uint32_t) NGX_CONF_UNSET) {
+        zone->threshold = mo.threshold;
+    }
+
+    return NGX_CONF_OK;
 }
 
 

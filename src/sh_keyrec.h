@@ -2,15 +2,23 @@
  * sh_keyrec.h -- the document records of the nginx module's snapshots.
  *
  * A module snapshot (sh_snapshot.h) holds the index region and, as its user
- * section, each stored document's key (URL):
+ * section of kind SH_KEYREC_KIND, one record per stored document, oldest
+ * first, with everything needed to rebuild the zone without the region:
  *
- *     "ngxshk2\0", then records of
- *         uint32 ref | uint32 length | uint64 fingerprint | length bytes
+ *     uint16 type | uint16 length | uint32 ref | uint64 fingerprint |
+ *     uint64 body digest | length bytes (the key)
  *
- * in host byte order (the snapshot header refuses a foreign byte order).
- * A record counts only when its fingerprint is the one the index has for
- * its ref: the module copies the keys while documents may still change, and
- * that check keeps a key from landing on another document.
+ * in host byte order (the snapshot header refuses a foreign byte order),
+ * plus META records (same head, the bytes are "name=value\n" lines: the
+ * zone's settings at the time of the save).  A record never straddles a
+ * block of SH_SNAP_BLOCK bytes: the rest of a block that cannot hold the
+ * next record is zeros (type 0, padding).  So a block that fails its
+ * checksum, zero-filled by the loader, reads as padding and costs exactly
+ * its own records.
+ *
+ * Format 1 snapshots hold the older records of kind SH_KEYREC_KIND_V2,
+ * in ref order (uint32 ref | uint32 length | uint64 fingerprint | key);
+ * they are read, never written.
  *
  * One encoder and one decoder, for the module that writes and loads the
  * records and for `simhash index check|dump` that reads them.
@@ -21,41 +29,63 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SH_KEYREC_MAGIC     "ngxshk2"   /* + its NUL: 8 bytes */
-#define SH_KEYREC_MAGIC_LEN 8
-#define SH_KEYREC_HEAD      16          /* bytes before a record's key */
-#define SH_KEY_MAX          65535       /* the longest key the module keeps */
+#define SH_KEYREC_KIND      "ngxshk3"
+#define SH_KEYREC_KIND_V2   "ngxshk2"
+#define SH_KEY_MAX          65535   /* the longest key the module keeps */
+
+enum {
+    SH_KEYREC_PAD = 0,
+    SH_KEYREC_DOC = 1,
+    SH_KEYREC_META = 2
+};
 
 typedef struct {
-    uint32_t             ref;
+    unsigned             type;      /* SH_KEYREC_DOC or SH_KEYREC_META */
+    uint32_t             ref;       /* in the saved index; 0 for META */
     uint32_t             len;
-    uint64_t             hash;
-    const unsigned char *key;
+    uint64_t             hash;      /* the fingerprint */
+    uint64_t             digest;    /* of the raw body; 0 = unknown */
+    const unsigned char *data;      /* the key, or the META text */
 } sh_keyrec_t;
 
-/* Bytes a record of a `len`-byte key takes. */
-#define sh_keyrec_size(len)  (SH_KEYREC_HEAD + (size_t) (len))
+/* Bytes a record of `len` data bytes takes. */
+size_t sh_keyrec_size(size_t len);
 
-/* Write the magic at `buf`; returns the end of what was written. */
-unsigned char *sh_keyrec_begin(unsigned char *buf);
-
-/* Write one record at `buf`; returns the end of what was written. */
-unsigned char *sh_keyrec_put(unsigned char *buf, const sh_keyrec_t *rec);
-
-/* Does this user section hold key records? */
-int sh_keyrec_is(const void *user, size_t len);
+/*
+ * A buffer of this many bytes always holds `records` records carrying
+ * `data_bytes` bytes in all, none longer than `longest`, with the padding
+ * at block ends.
+ */
+size_t sh_keyrec_room(size_t records, size_t data_bytes, size_t longest);
 
 typedef struct {
+    unsigned char *start;
+    unsigned char *p;
+    unsigned char *end;
+} sh_keyrec_writer_t;
+
+void sh_keyrec_writer_init(sh_keyrec_writer_t *w, void *buf, size_t size);
+
+/* Append a record; -1 when the buffer has no room for it (or len is over
+ * SH_KEY_MAX). */
+int sh_keyrec_put(sh_keyrec_writer_t *w, const sh_keyrec_t *rec);
+
+size_t sh_keyrec_written(const sh_keyrec_writer_t *w);
+
+typedef struct {
+    const unsigned char *start;
     const unsigned char *p;
     const unsigned char *end;
+    int                  v2;
     size_t               n;         /* records read so far */
 } sh_keyrec_reader_t;
 
-/* Start reading a user section; -1 when it does not hold key records. */
-int sh_keyrec_open(sh_keyrec_reader_t *rd, const void *user, size_t len);
+/* Start reading a user section of `kind`; -1 when it holds no records. */
+int sh_keyrec_open(sh_keyrec_reader_t *rd, const char *kind,
+                   const void *user, size_t len);
 
 /*
- * The next record: 1 (rec filled; rec->key points into the section), 0 at
+ * The next record: 1 (rec filled; rec->data points into the section), 0 at
  * the end, -1 when the records are malformed (the reason in err).  Refs are
  * not checked against a capacity: that is the caller's index.
  */

@@ -1,13 +1,26 @@
 /*
  * sh_snapshot.h -- save an index region to a file and load it back.
  *
- * File: a versioned header (magic, format version, byte order, parameters,
- * hash-key digest, sizes), the region bytes, an opaque user section (the
- * caller's per-document data, e.g. ref -> URL), and an XXH3 checksum over
- * everything.  Written to PATH.tmp, fsynced, renamed over PATH, directory
- * fsynced.  A truncated, corrupt, foreign-endian, wrong-version or
- * wrong-key file is refused with a one-line message; never a crash and never
- * a silently wrong index.
+ * File (format 2): a versioned header with its own checksum (magic, format
+ * version, byte order, parameters, hash-key digest, sizes, and the KIND of
+ * the user section), the region bytes and their XXH3, then the user section
+ * (the caller's per-document data, e.g. ref -> URL) in blocks of
+ * SH_SNAP_BLOCK bytes, each followed by its own XXH3.  Written to PATH.tmp,
+ * fsynced, renamed over PATH, directory fsynced.
+ *
+ * Damage is contained.  A damaged header, a truncated file, trailing bytes,
+ * a foreign byte order, an unknown version or another hash key make the file
+ * unusable: it is refused with a one-line message.  A damaged region or user
+ * block is reported (sh_snapshot_info_t), zero-filled, and the rest is
+ * usable: a caller whose user section can stand on its own (the module's
+ * key records, sh_keyrec.h, never straddle a block) loses only the damaged
+ * blocks' documents.  Never a crash and never a silently wrong index.
+ *
+ * Format 1 files (one checksum over the whole file, the user section's kind
+ * in its own first 8 bytes) still load, all or nothing.
+ *
+ * Only regular files are read: a FIFO or a device at PATH is refused without
+ * blocking (sh_snapshot_check_path tells nginx -t the same).
  */
 #ifndef SH_SNAPSHOT_H
 #define SH_SNAPSHOT_H
@@ -17,19 +30,44 @@
 
 #include "sh_index.h"
 
+#define SH_SNAP_BLOCK   (128 * 1024)    /* user-section bytes per checksum */
+#define SH_SNAP_KIND    8               /* bytes of a user-section kind */
+
+typedef struct {
+    unsigned version;               /* format of the file read */
+    char     kind[SH_SNAP_KIND + 1];    /* the user section's kind, NUL-ended
+                                           ("" when it has none) */
+    int      region_ok;             /* 0: the region is damaged (zeroed) */
+    char     region_err[256];       /* why, when region_ok is 0 */
+    size_t   blocks;                /* user-section blocks */
+    size_t   damaged;               /* of them zero-filled (bad checksum) */
+} sh_snapshot_info_t;
+
+/*
+ * Write `ix` and a user section of `kind` (SH_SNAP_KIND bytes at most, NULL
+ * = none) to `path`.  0, or -1 with the reason in err.
+ */
 int sh_snapshot_save(const char *path, const sh_index_t *ix,
-                     const void *user, size_t user_len,
+                     const char *kind, const void *user, size_t user_len,
                      char *err, size_t errlen);
 
 /*
  * Load PATH into freshly malloc'd memory.  On success *region (free() it)
- * holds a validated index of *region_size bytes and *user / *user_len point
- * inside the same allocation.  `expect_seed_digest` != 0 refuses a snapshot
- * built under another hash key.  Returns 0, or -1 with a message in err.
+ * holds *region_size bytes, valid as an index when info->region_ok, and
+ * *user / *user_len point inside the same allocation (without the kind:
+ * that is info->kind).  `expect_seed_digest` != 0 refuses a snapshot built
+ * under another hash key.  Returns 0 (see `info` for damage), or -1 with a
+ * message in err when the file is unusable.
  */
 int sh_snapshot_load(const char *path, uint64_t expect_seed_digest,
                      void **region, size_t *region_size,
                      const void **user, size_t *user_len,
-                     char *err, size_t errlen);
+                     sh_snapshot_info_t *info, char *err, size_t errlen);
+
+/*
+ * Can `path` be a snapshot?  0 when it does not exist or is a regular file;
+ * -1 and the reason otherwise (a FIFO, a directory, a device...).
+ */
+int sh_snapshot_check_path(const char *path, char *err, size_t errlen);
 
 #endif

@@ -56,10 +56,9 @@ for my $p (qw(sourdough.html bicycle.html council.html tiny.html)) {
 }
 $t->get('/sourdough.html?x=1');     # duplicate
 $t->get('/sourdough.html?x=2');     # duplicate
-$t->get('/bicycle.html');           # unchanged
+$t->get('/bicycle.html');           # unchanged: the same bytes, not parsed
 $t->get('/notes.txt');              # not HTML: not counted
-$bytes += 2 * length($t->fixture('sourdough.html'))
-        + length($t->fixture('bicycle.html'));
+$bytes += 2 * length($t->fixture('sourdough.html'));
 
 $c = $t->stats->{zones}{crawl};
 is($c->{entries}, 3, 'entries: 3');
@@ -67,6 +66,7 @@ is_deeply($c->{responses},
           { new => 3, duplicate => 2, unchanged => 1, changed => 0,
             skipped => 1 }, 'responses by status');
 is($c->{skipped}{too_short}, 1, 'skipped by reason: too_short');
+is($c->{identical}, 1, 'identical re-fetches: 1');
 is($c->{lookups}, 5, 'lookups: the 5 pages of unknown keys');
 cmp_ok($c->{probes}, '>=', $c->{lookups}, 'probes >= lookups');
 is($c->{mean_probes}, sprintf('%.3f', $c->{probes} / $c->{lookups}) + 0,

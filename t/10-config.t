@@ -35,9 +35,25 @@ my @cases = (
       qr/zone "zone=crawl:16k" is too small/, 'zone=crawl:16k' ],
     [ 'no zone parameter', 'simhash_zone distance=3;', '',
       qr/must have "zone=NAME:SIZE" parameter/, 'distance=3;' ],
-    [ 'distance out of range', 'simhash_zone zone=crawl:1m distance=9;',
-      $loc->(''), qr/invalid distance "distance=9": must be between 0 and 7/,
-      'distance=9' ],
+    [ 'distance out of range', 'simhash_zone zone=crawl:1m distance=17;',
+      $loc->(''),
+      qr/invalid distance "distance=17": must be between 0 and 16/,
+      'distance=17' ],
+    [ 'hamming distance out of range',
+      'simhash_zone zone=crawl:1m match=hamming distance=9;', $loc->(''),
+      qr/invalid distance=9: match=hamming takes 0 to 7/, 'distance=9' ],
+    [ 'unknown match rule', 'simhash_zone zone=crawl:1m match=cosine;',
+      $loc->(''),
+      qr/invalid "match=cosine": must be match=weighted or match=hamming/,
+      'match=cosine' ],
+    [ 'threshold under hamming',
+      'simhash_zone zone=crawl:1m match=hamming threshold=5;', $loc->(''),
+      qr/"threshold" needs match=weighted/, 'threshold=5' ],
+    [ 'bad threshold', 'simhash_zone zone=crawl:1m threshold=1e3;',
+      $loc->(''), qr/invalid threshold "threshold=1e3"/, 'threshold=1e3' ],
+    [ 'threshold out of range',
+      'simhash_zone zone=crawl:1m threshold=1000.5;', $loc->(''),
+      qr/invalid threshold "threshold=1000.5"/, 'threshold=1000.5' ],
     [ 'negative distance', 'simhash_zone zone=crawl:1m distance=-1;',
       $loc->(''), qr/invalid distance/, 'distance=-1' ],
     [ 'save without file', 'simhash_zone zone=crawl:1m save=10s;',
@@ -82,6 +98,8 @@ my @cases = (
       'location /b/' ],
     [ 'bad weight', $zone, $loc->('simhash_word_weight -1;'),
       qr/invalid weight "-1": a number from 0 to 1000/, 'simhash_word_weight' ],
+    [ 'bad content mode', $zone, $loc->('simhash_content main;'),
+      qr/invalid value "main"/, 'simhash_content' ],
     [ 'missing volatility table', $zone,
       $loc->('simhash_volatility /nonexistent/table.vol;'),
       qr{cannot use "/nonexistent/table\.vol" as a volatility table: },
@@ -135,6 +153,7 @@ $t->set(http => 'simhash_zone zone=crawl:1m distance=2 '
         simhash_shingle 2;
         simhash_word_weight 2;
         simhash_shingle_weight 0.5;
+        simhash_content structure;
         simhash_stem french;
         simhash_stopwords %%PREFIX%%/data/stop.txt;
         simhash_ignore "\d{4}-\d{2}-\d{2}";

@@ -31,7 +31,7 @@ for my $page (qw(sourdough.html bicycle.html council.html
     my $r = $t->get("/$page");
     is($r->{headers}{'x-simhash-status'},
        $page =~ /reprint/ ? 'duplicate' : 'new', "$page fetched");
-    $fp{"http://127.0.0.1/$page"} = $r->{headers}{'x-simhash'};
+    $fp{$t->url("/$page")} = $r->{headers}{'x-simhash'};
 }
 $t->stop;      # the master saves the zone at exit
 ok(-s $snap, 'snapshot saved at exit');
@@ -46,18 +46,35 @@ like($out, qr/^check\tOK$/m, 'OK');
 my @dump = split /\n/, `$cli index dump $snap`;
 is($? >> 8, 0, 'index dump: exit 0');
 is_deeply([map { (split /\t/)[2] } @dump],
-          [map { "http://127.0.0.1/$_" } qw(sourdough.html bicycle.html
-                                             council.html)],
+          [map { $t->url("/$_") } qw(sourdough.html bicycle.html
+                                      council.html)],
           'the keys, oldest first');
 my @same = grep { my ($h, undef, $k) = split /\t/; $fp{$k} eq $h } @dump;
 is(scalar @same, 3, 'each with the fingerprint its response carried');
 
-# a damaged file: the check fails, and nginx refuses it the same way
-my $bytes = $t->read_file($snap);
+# a damaged block of documents: the check says what is lost, and nginx
+# restores the rest and says the same
+my $good = $t->read_file($snap);
+my $bytes = $good;
 substr($bytes, length($bytes) - 20, 4) = 'XXXX';
 $t->write_file('data/crawl.snap', $bytes);
 $out = `$cli index check $snap`;
-is($? >> 8, 1, 'damaged snapshot: index check exits 1');
+is($? >> 8, 1, 'damaged block: index check exits 1');
+like($out, qr/^damaged_blocks\t1 of 1$/m, '... the damaged block');
+like($out, qr/^lost\t3$/m, '... the documents lost with it');
+like($out, qr/^check\tDAMAGED: 3 documents lost, 0 restorable$/m,
+     '... in one line');
+$t->start;
+like($t->error_log, qr/snapshot "\Q$snap\E" is damaged: 1 of 1 blocks of documents failed their checksum/,
+     'nginx: the same damage');
+$t->stop;
+
+# a damaged header: unusable, for both
+$bytes = $good;
+substr($bytes, 30, 4) = 'XXXX';
+$t->write_file('data/crawl.snap', $bytes);
+$out = `$cli index check $snap`;
+is($? >> 8, 1, 'damaged header: index check exits 1');
 my ($why) = $out =~ /^check\tFAILED: (.*)$/m;
 ok($why, "... saying why ($why)");
 $t->start;

@@ -70,9 +70,27 @@ is $from_w, $hex, 'weight signs are the bits';
 
 # distance
 ($rc, $out) = sh($cli, 'distance', "$fx/article.html", "$fx/article.html");
-is $out, "0\n", 'a page is at distance 0 from itself';
+is $out, "0 0.0000 match\n", 'a page is at distance 0 from itself';
 ($rc, $out) = sh($cli, 'distance', "$fx/article.html", "$fx/unrelated.html");
-ok $out > 10, "unrelated pages are far apart ($out)";
+my ($h, $score, $verdict) = split ' ', $out;
+ok $h > 10, "unrelated pages are far apart ($h)";
+ok $score > 12, "... with a score beyond the default threshold ($score)";
+is $verdict, 'differ', '... and the rule says so';
+($rc, $out) = sh($cli, 'distance', '--match', 'hamming', '--h', 7,
+                 "$fx/article.html", "$fx/unrelated.html");
+is((split ' ', $out)[1], $score, 'the score is the same under either rule');
+($rc, $out) = sh($cli, 'distance', '--match', 'weighted', '--threshold',
+                 $score, '--h', 16, "$fx/article.html",
+                 "$fx/unrelated.html");
+is((split ' ', $out)[2], $h <= 16 ? 'match' : 'differ',
+   'a threshold at the score accepts the pair when the cap allows');
+($rc, $out, $err) = sh($cli, 'distance', '--match', 'cosine',
+                       "$fx/article.html", "$fx/article.html");
+is $rc, 2, 'an unknown rule is a usage error';
+like $err, qr/^simhash: --match: expected hamming or weighted/, '... said so';
+($rc, $out, $err) = sh($cli, 'distance', '--match', 'hamming', '--threshold',
+                       3, "$fx/article.html", "$fx/article.html");
+is $rc, 2, 'a threshold under the hamming rule is a usage error';
 ($rc, $out, $err) = sh($cli, 'distance', "$fx/article.html",
                        "$tmp/short.html");
 is $rc, 1, 'distance to a too-short page fails';
@@ -148,6 +166,22 @@ is $rc, 0, 'text succeeds';
 like $out, qr/^山\n/m, 'Shift_JIS decoded from <meta>, one token per kanji';
 like $err, qr/charset CP932/, '... and the charset is reported';
 
+# text --blocks: each block with its weight and zone (content weighting)
+($rc, $out, $err) = sh($cli, 'text', '--blocks', "$fx/article.html");
+is $rc, 0, 'text --blocks succeeds';
+like $out, qr/^0\.00  chrome  links  90%  home geology contact$/m,
+     '... the menu: chrome, nine tenths links (the "|" between), weight 0';
+like $out, qr/^1\.00  main    links   0%  walk upstream along/m,
+     '... a paragraph of the article: main, weight 1';
+($rc, $out, $err) = sh($cli, 'text', '--blocks', '--content', 'off',
+                       "$fx/article.html");
+is $rc, 2, 'text --blocks --content off: a usage error';
+($rc, $out, $err) = sh($cli, 'fingerprint', '--content', 'main',
+                       "$fx/article.html");
+is $rc, 2, '--content main: a usage error';
+like $err, qr/^simhash: --content: "main" is not auto, structure or off$/m,
+     '... saying which values it takes';
+
 # index check and dump: a sound snapshot, then damaged copies of it.
 # --capacity 3: the index rounds it up to what its region holds (4), and
 # every stored page keeps its path (the path table once had 3 slots).
@@ -157,7 +191,8 @@ is $rc, 0, 'index build --capacity 3 (4 pages)';
 ($rc, $out, $err) = sh($cli, 'index', 'check', "$tmp/ix.snap");
 is $rc, 0, 'index check of a sound snapshot exits 0';
 my ($entries) = $out =~ /^entries\t(\d+)$/m;
-like $out, qr/^capacity\t\d+\nentries\t\d+\n/, '... prints capacity and entries';
+like $out, qr/^version\t2\ncapacity\t\d+\nentries\t\d+\n/,
+    '... prints the format, capacity and entries';
 like $out, qr/^documents\t$entries$/m, '... every entry has its path';
 like $out, qr/^check\tOK\n\z/m, '... and ends with OK';
 
@@ -183,11 +218,11 @@ substr($bad, length($bad) / 2, 8) = 'CORRUPT!';
 write_raw("$tmp/corrupt.snap", $bad);
 ($rc, $out, $err) = sh($cli, 'index', 'check', "$tmp/corrupt.snap");
 is $rc, 1, 'index check of a corrupt snapshot exits 1';
-like $out, qr/^check\tFAILED: .*checksum mismatch\)\n\z/,
+like $out, qr/^check\tFAILED: .*fails? (its|their) checksum\n\z/m,
     '... with one line saying why';
 ($rc, $out, $err) = sh($cli, 'index', 'dump', "$tmp/corrupt.snap");
 is $rc, 1, 'index dump refuses it too';
-like $err, qr/^simhash: .*checksum mismatch\)\n\z/, '... in one line';
+like $err, qr/^simhash: .*fails? (its|their) checksum\n\z/, '... in one line';
 
 write_raw("$tmp/short.snap", substr($snap, 0, 200));
 ($rc, $out) = sh($cli, 'index', 'check', "$tmp/short.snap");

@@ -2,14 +2,15 @@
  * cmd_index.c -- `simhash index build|query|stats|check|dump`: a PSM index
  * of pages kept in a snapshot file, the page paths as its documents.
  *
- * The snapshot's user section maps refs to paths:
- *   "SHPATHS1" | uint32 count | uint32 offset[count] | NUL-terminated paths
- * (offset UINT32_MAX = no path), validated fully on load.
+ * The snapshot's user section, of kind "SHPATHS1", maps refs to paths:
+ *   uint32 count | uint32 offset[count] | NUL-terminated paths
+ * (offset UINT32_MAX = no path), validated fully on load.  Such a file is
+ * used only whole: a damaged part refuses it.
  *
  * `check` and `dump` also read the snapshots the nginx module writes, whose
- * user section holds the keys (URLs) as key records (sh_keyrec.h).  A key
- * counts only when its fingerprint is the one the index has for its ref,
- * the rule the module applies when it loads the file.
+ * user section holds the keys (URLs) as records (sh_keyrec.h), and say what
+ * a damaged one has lost.  A key counts only when its fingerprint is the one
+ * the index has for its ref.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@
 #include "sh_keyrec.h"
 #include "sh_snapshot.h"
 
-#define PATHS_MAGIC "SHPATHS1"
+#define PATHS_KIND  "SHPATHS1"
 
 static void
 usage(FILE *f)
@@ -36,13 +37,12 @@ usage(FILE *f)
         "\n                   when full, the oldest are evicted)\n"
         "  --t N            header bits (default: about log2 capacity)\n"
         "query: print <page>\\t<stored page>\\t<distance> per match, or\n"
-        "       <page>\\t-\\t- when there is none\n"
-        "  --h N            Hamming radius, 0..7 (default 3)\n"
+        "       <page>\\t-\\t- when there is none; the match rule options\n"
+        "       below (--match, --h, --threshold, --volatility)\n"
         "  --mode M         first | all | closest (default all)\n"
         "  --k N            VOSH probes after the page itself (default:\n"
         "                   from --recall)\n"
         "  --recall R       target relative recall for k (default 0.95)\n"
-        "  --volatility F   volatility table from `simhash calibrate`\n"
         "check: load a snapshot (this tool's or the nginx module's), verify\n"
         "       its checksum, the index's structure and the document table;\n"
         "       print format, capacity, entries, documents with a path or\n"
@@ -50,6 +50,8 @@ usage(FILE *f)
         "       (exit 1)\n"
         "dump:  print <hex>\\t<ref>\\t<path or key> per stored document,\n"
         "       oldest first (\"-\" when it has none)\n\n");
+    cli_match_usage(f);
+    fputc('\n', f);
     cli_extract_usage(f);
 }
 
@@ -68,16 +70,16 @@ paths_parse(paths_t *p, const void *user, size_t len)
     const char *u = user;
     uint32_t    i;
 
-    if (len < 12 || memcmp(u, PATHS_MAGIC, 8) != 0) {
+    if (len < 4) {
         return -1;
     }
-    memcpy(&p->count, u + 8, 4);
-    if ((len - 12) / 4 < p->count) {
+    memcpy(&p->count, u, 4);
+    if ((len - 4) / 4 < p->count) {
         return -1;
     }
-    p->off = (const uint32_t *) (u + 12);
-    p->str = u + 12 + (size_t) p->count * 4;
-    p->slen = len - 12 - (size_t) p->count * 4;
+    p->off = (const uint32_t *) (u + 4);
+    p->str = u + 4 + (size_t) p->count * 4;
+    p->slen = len - 4 - (size_t) p->count * 4;
     if (p->slen > 0 && p->str[p->slen - 1] != '\0') {
         return -1;
     }
@@ -211,19 +213,18 @@ index_build(int argc, char **argv)
             slen += strlen(ix_fpset_path(&fs, refpath[i])) + 1;
         }
     }
-    usize = 12 + capacity * 4 + slen;
+    usize = 4 + capacity * 4 + slen;
     user = malloc(usize);
     if (user == NULL) {
         cli_error("out of memory");
         goto done;
     }
-    memcpy(user, PATHS_MAGIC, 8);
     {
-        uint32_t c32 = (uint32_t) capacity, *off = (uint32_t *) (user + 12);
-        char    *s = user + 12 + capacity * 4;
+        uint32_t c32 = (uint32_t) capacity, *off = (uint32_t *) (user + 4);
+        char    *s = user + 4 + capacity * 4;
         size_t   at = 0;
 
-        memcpy(user + 8, &c32, 4);
+        memcpy(user, &c32, 4);
         for (i = 0; i < capacity; i++) {
             if (refpath[i] == UINT32_MAX) {
                 off[i] = UINT32_MAX;
@@ -234,7 +235,9 @@ index_build(int argc, char **argv)
             at += strlen(s + at) + 1;
         }
     }
-    if (sh_snapshot_save(out, ix, user, usize, err, sizeof(err)) != 0) {
+    if (sh_snapshot_save(out, ix, PATHS_KIND, user, usize, err, sizeof(err))
+        != 0)
+    {
         cli_error("%s", err);
         goto done;
     }
@@ -257,14 +260,23 @@ done:
 static sh_index_t *
 load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
 {
-    size_t      rsize, ulen;
-    const void *user;
-    char        err[512];
-    sh_index_t *ix;
+    size_t             rsize, ulen;
+    const void        *user;
+    char               err[512];
+    sh_index_t        *ix;
+    sh_snapshot_info_t info;
 
-    if (sh_snapshot_load(file, digest, mem, &rsize, &user, &ulen, err,
-                         sizeof(err)) != 0) {
+    if (sh_snapshot_load(file, digest, mem, &rsize, &user, &ulen, &info,
+                         err, sizeof(err)) != 0) {
         cli_error("%s", err);
+        return NULL;
+    }
+    if (!info.region_ok || info.damaged) {
+        cli_error("%s: damaged (%s; %zu of %zu blocks): `simhash index "
+                  "check` says more", file,
+                  info.region_ok ? "the region is intact" : info.region_err,
+                  info.damaged, info.blocks);
+        free(*mem);
         return NULL;
     }
     ix = sh_index_attach(*mem, rsize, err, sizeof(err));
@@ -273,7 +285,8 @@ load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
         free(*mem);
         return NULL;
     }
-    if (paths_parse(p, user, ulen) != 0) {
+    if (strcmp(info.kind, PATHS_KIND) != 0 || paths_parse(p, user, ulen) != 0)
+    {
         cli_error("%s: not built by `simhash index build` (no path table)",
                   file);
         free(*mem);
@@ -288,9 +301,9 @@ static int
 index_query(int argc, char **argv)
 {
     cli_extract_t     x;
+    cli_match_t       mt;
     sh_lookup_opts_t  o;
     sh_config_t      *cfg = NULL;
-    sh_volatility_t  *vol = NULL;
     const char       *file = NULL;
     char            **pages;
     size_t            npages = 0, i, j;
@@ -300,9 +313,9 @@ index_query(int argc, char **argv)
     paths_t           p;
     sh_match_t       *m;
     int               a, rc = 1;
-    char              err[512];
 
     cli_extract_init(&x);
+    cli_match_init(&mt);
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
     pages = calloc((size_t) argc, sizeof(char *));
@@ -314,20 +327,18 @@ index_query(int argc, char **argv)
         return 1;
     }
     for (a = 1; a < argc; a++) {
-        int r = cli_extract_arg(&x, argc, argv, &a);
+        int r = cli_match_arg(&mt, argc, argv, &a);
 
+        if (r == 0) {
+            r = cli_extract_arg(&x, argc, argv, &a);
+        }
         if (r < 0) {
             goto done2;
         }
         if (r > 0) {
             continue;
         }
-        if (strcmp(argv[a], "--h") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--h", argv[++a], 0, SH_H_MAX, &v) != 0) {
-                goto done2;
-            }
-            o.h = (unsigned) v;
-        } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
+        if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
             if (cli_parse_uint("--k", argv[++a], 1, SH_PROBES_MAX, &v)
                 != 0) {
                 goto done2;
@@ -354,14 +365,6 @@ index_query(int argc, char **argv)
                 cli_error("--mode: expected first, all or closest");
                 goto done2;
             }
-        } else if (strcmp(argv[a], "--volatility") == 0 && a + 1 < argc) {
-            vol = sh_volatility_load(argv[++a], err, sizeof(err));
-            if (vol == NULL) {
-                cli_error("%s", err);
-                rc = 1;
-                goto done;
-            }
-            o.vol = vol;
         } else if (cli_is_help(argv[a])) {
             usage(stdout);
             rc = 0;
@@ -379,6 +382,13 @@ index_query(int argc, char **argv)
         cli_error("index query needs FILE and at least one PAGE");
         goto done2;
     }
+    if (cli_match_finish(&mt) != 0) {
+        goto done2;
+    }
+    o.rule = mt.opts.rule;
+    o.h = mt.opts.h;
+    o.threshold = mt.opts.threshold;
+    o.vol = mt.opts.vol;
     cfg = cli_extract_config(&x);
     if (cfg == NULL) {
         goto done;
@@ -417,7 +427,7 @@ done:
     free(mem);
     free(pages);
     free(m);
-    sh_volatility_free(vol);
+    cli_match_free(&mt);
     sh_config_free(cfg);
     return rc;
 }
@@ -456,17 +466,23 @@ index_stats(int argc, char **argv)
 /* ---- check and dump: the tool's snapshots and the module's ---- */
 
 /*
- * The documents of a loaded snapshot, one string per ref (doc[ref] NULL:
- * none), from either kind of user section.  A path or key whose ref is not
- * stored, or whose recorded fingerprint is not the index's, is stale: a
- * load leaves it out.
+ * A loaded snapshot as check and dump see it: the index when its region is
+ * intact, and the documents, one string per ref (doc[ref] NULL: none), from
+ * either kind of user section.  A path or key whose ref is not stored, or
+ * whose recorded fingerprint is not the index's, is stale: a load leaves it
+ * out.
  */
 typedef struct {
+    sh_snapshot_info_t info;
+    void        *mem;
+    sh_index_t  *ix;            /* NULL: the region is damaged */
+    const void  *user;
+    size_t       ulen;
     const char  *format;
-    const char **doc;       /* [capacity] */
-    uint32_t    *len;       /* [capacity]; UINT32_MAX: a stale record */
+    const char **doc;           /* [capacity] */
+    uint32_t    *len;           /* [capacity]; UINT32_MAX: a stale record */
     uint32_t     capacity;
-    size_t       records;   /* paths or key records in the file */
+    size_t       records;       /* paths or key records in the file */
     size_t       stale;
 } docs_t;
 
@@ -475,12 +491,12 @@ docs_free(docs_t *dt)
 {
     free(dt->doc);
     free(dt->len);
+    free(dt->mem);
 }
 
-/* The module's key records (sh_keyrec.h); -1 and the first problem in err. */
+/* The module's records (sh_keyrec.h); -1 and the first problem in err. */
 static int
-docs_from_keys(docs_t *dt, const sh_index_t *ix, const void *u, size_t ulen,
-               char *err, size_t errlen)
+docs_from_keys(docs_t *dt, char *err, size_t errlen)
 {
     sh_keyrec_reader_t rd;
     sh_keyrec_t        rec;
@@ -488,8 +504,11 @@ docs_from_keys(docs_t *dt, const sh_index_t *ix, const void *u, size_t ulen,
     int                rc;
 
     dt->format = "nginx module (keys)";
-    (void) sh_keyrec_open(&rd, u, ulen);
+    (void) sh_keyrec_open(&rd, dt->info.kind, dt->user, dt->ulen);
     while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
+        if (rec.type != SH_KEYREC_DOC) {
+            continue;
+        }
         if (rec.ref >= dt->capacity) {
             snprintf(err, errlen, "key record %zu: ref %u is out of range",
                      dt->records, rec.ref);
@@ -501,8 +520,11 @@ docs_from_keys(docs_t *dt, const sh_index_t *ix, const void *u, size_t ulen,
             return -1;
         }
         dt->records++;
-        if (sh_index_get(ix, rec.ref, &have) == 0 && have == rec.hash) {
-            dt->doc[rec.ref] = (const char *) rec.key;
+        if (dt->ix == NULL
+            || (sh_index_get(dt->ix, rec.ref, &have) == 0
+                && have == rec.hash))
+        {
+            dt->doc[rec.ref] = (const char *) rec.data;
             dt->len[rec.ref] = rec.len;
         } else {
             dt->len[rec.ref] = UINT32_MAX;
@@ -514,15 +536,24 @@ docs_from_keys(docs_t *dt, const sh_index_t *ix, const void *u, size_t ulen,
 
 /* The tool's path table. */
 static int
-docs_from_paths(docs_t *dt, const sh_index_t *ix, const char *u, size_t ulen,
-                char *err, size_t errlen)
+docs_from_paths(docs_t *dt, char *err, size_t errlen)
 {
     paths_t  p;
     uint32_t ref;
     uint64_t have;
 
     dt->format = "simhash index build (paths)";
-    if (paths_parse(&p, u, ulen) != 0) {
+    if (dt->ix == NULL) {
+        snprintf(err, errlen, "the index is damaged: %s",
+                 dt->info.region_err);
+        return -1;
+    }
+    if (dt->info.damaged) {
+        snprintf(err, errlen, "%zu of %zu blocks of the path table fail "
+                 "their checksum", dt->info.damaged, dt->info.blocks);
+        return -1;
+    }
+    if (paths_parse(&p, dt->user, dt->ulen) != 0) {
         snprintf(err, errlen, "the path table is malformed");
         return -1;
     }
@@ -531,7 +562,7 @@ docs_from_paths(docs_t *dt, const sh_index_t *ix, const char *u, size_t ulen,
             continue;
         }
         dt->records++;
-        if (ref < dt->capacity && sh_index_get(ix, ref, &have) == 0) {
+        if (ref < dt->capacity && sh_index_get(dt->ix, ref, &have) == 0) {
             dt->doc[ref] = p.str + p.off[ref];
             dt->len[ref] = (uint32_t) strlen(dt->doc[ref]);
         } else {
@@ -541,28 +572,41 @@ docs_from_paths(docs_t *dt, const sh_index_t *ix, const char *u, size_t ulen,
     return 0;
 }
 
+/*
+ * Load without the seed check: 0, or -1 with the reason in err (then
+ * dt->format may say what the file was).  A damaged region leaves dt->ix
+ * NULL; damaged blocks are in dt->info.
+ */
 static int
-docs_load(docs_t *dt, const sh_index_t *ix, const void *user, size_t ulen,
-          char *err, size_t errlen)
+docs_load(docs_t *dt, const char *file, char *err, size_t errlen)
 {
-    sh_index_stats_t st;
+    size_t rsize;
+    char   ierr[256];
 
-    sh_index_stats(ix, &st);
     memset(dt, 0, sizeof(*dt));
-    dt->capacity = st.capacity;
-    dt->doc = calloc(st.capacity, sizeof(*dt->doc));
-    dt->len = calloc(st.capacity, sizeof(*dt->len));
+    if (sh_snapshot_load(file, 0, &dt->mem, &rsize, &dt->user, &dt->ulen,
+                         &dt->info, err, errlen) != 0) {
+        return -1;
+    }
+    if (dt->info.region_ok) {
+        dt->ix = sh_index_attach(dt->mem, rsize, ierr, sizeof(ierr));
+    }
+    dt->capacity = (uint32_t) (rsize ? sh_index_capacity_for(rsize) : 0);
+    dt->doc = calloc(dt->capacity + 1, sizeof(*dt->doc));
+    dt->len = calloc(dt->capacity + 1, sizeof(*dt->len));
     if (dt->doc == NULL || dt->len == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (sh_keyrec_is(user, ulen)) {
-        return docs_from_keys(dt, ix, user, ulen, err, errlen);
+    if (strcmp(dt->info.kind, SH_KEYREC_KIND) == 0
+        || strcmp(dt->info.kind, SH_KEYREC_KIND_V2) == 0)
+    {
+        return docs_from_keys(dt, err, errlen);
     }
-    if (ulen >= 8 && memcmp(user, PATHS_MAGIC, 8) == 0) {
-        return docs_from_paths(dt, ix, user, ulen, err, errlen);
+    if (strcmp(dt->info.kind, PATHS_KIND) == 0) {
+        return docs_from_paths(dt, err, errlen);
     }
-    dt->format = ulen ? "unknown document table" : "index only";
+    dt->format = dt->ulen ? "unknown document table" : "index only";
     return 0;
 }
 
@@ -580,25 +624,27 @@ count_visit(void *arg, uint32_t ref, uint64_t hash)
     return 0;
 }
 
-/* Load without the seed check; -1 with the reason in err. */
-static sh_index_t *
-load_any(const char *file, void **mem, const void **user, size_t *ulen,
-         char *err, size_t errlen)
+/* What a damaged file has lost; 0 when it is intact. */
+static int
+report_damage(const docs_t *dt, size_t with_doc)
 {
-    size_t      rsize;
-    sh_index_t *ix;
+    sh_index_stats_t st;
 
-    *mem = NULL;
-    if (sh_snapshot_load(file, 0, mem, &rsize, user, ulen, err, errlen)
-        != 0) {
-        return NULL;
+    if (dt->info.region_ok && !dt->info.damaged) {
+        return 0;
     }
-    ix = sh_index_attach(*mem, rsize, err, errlen);
-    if (ix == NULL) {
-        free(*mem);
-        *mem = NULL;
+    printf("region\t%s\n", dt->info.region_ok ? "OK" : dt->info.region_err);
+    printf("damaged_blocks\t%zu of %zu\n", dt->info.damaged, dt->info.blocks);
+    if (dt->ix != NULL) {
+        sh_index_stats(dt->ix, &st);
+        printf("lost\t%zu\n", (size_t) st.entries - with_doc);
+        printf("check\tDAMAGED: %zu documents lost, %zu restorable\n",
+               (size_t) st.entries - with_doc, with_doc);
+    } else {
+        printf("check\tDAMAGED: the index region is lost; %zu documents "
+               "restorable from their records\n", dt->records - dt->stale);
     }
-    return ix;
+    return 1;
 }
 
 static int
@@ -607,10 +653,6 @@ index_check(int argc, char **argv)
     sh_index_stats_t st;
     count_arg_t      c;
     docs_t           dt;
-    const void      *user;
-    size_t           ulen;
-    void            *mem;
-    sh_index_t      *ix;
     char             err[512];
     int              rc = 1;
 
@@ -618,37 +660,36 @@ index_check(int argc, char **argv)
         usage(argc == 2 ? stdout : stderr);
         return argc == 2 ? 0 : 2;
     }
-    memset(&dt, 0, sizeof(dt));
 
-    /* the load verifies the checksum and runs sh_index_check() */
-    ix = load_any(argv[1], &mem, &user, &ulen, err, sizeof(err));
-    if (ix == NULL) {
+    /* the load verifies the checksums and runs sh_index_check() */
+    if (docs_load(&dt, argv[1], err, sizeof(err)) != 0) {
+        if (dt.format != NULL) {
+            printf("format\t%s\n", dt.format);
+        }
         printf("check\tFAILED: %s\n", err);
-        return 1;
-    }
-    sh_index_stats(ix, &st);
-    printf("capacity\t%u\nentries\t%u\nseed_digest\t%016llx\n",
-           st.capacity, st.entries,
-           (unsigned long long) sh_index_seed_digest(ix));
-    if (sh_index_check(ix, err, sizeof(err)) != 0) {
-        printf("check\tFAILED: inconsistent index: %s\n", err);
         goto done;
     }
-    if (docs_load(&dt, ix, user, ulen, err, sizeof(err)) != 0) {
-        printf("format\t%s\ncheck\tFAILED: %s\n",
-               dt.format ? dt.format : "?", err);
-        goto done;
-    }
+    printf("version\t%u\n", dt.info.version);
     c.dt = &dt;
     c.with_doc = 0;
-    sh_index_foreach(ix, count_visit, &c);
-    printf("format\t%s\ndocuments\t%zu\nstale\t%zu\ncheck\tOK\n",
-           dt.format, c.with_doc, dt.stale);
-    rc = 0;
+    if (dt.ix != NULL) {
+        sh_index_stats(dt.ix, &st);
+        printf("capacity\t%u\nentries\t%u\nseed_digest\t%016llx\n",
+               st.capacity, st.entries,
+               (unsigned long long) sh_index_seed_digest(dt.ix));
+        sh_index_foreach(dt.ix, count_visit, &c);
+    } else {
+        c.with_doc = dt.records - dt.stale;
+    }
+    printf("format\t%s\ndocuments\t%zu\nstale\t%zu\n", dt.format, c.with_doc,
+           dt.stale);
+    if (report_damage(&dt, c.with_doc) == 0) {
+        printf("check\tOK\n");
+        rc = 0;
+    }
 
 done:
     docs_free(&dt);
-    free(mem);
     return rc;
 }
 
@@ -687,31 +728,37 @@ dump_visit(void *arg, uint32_t ref, uint64_t hash)
 static int
 index_dump(int argc, char **argv)
 {
-    docs_t      dt;
-    const void *user;
-    size_t      ulen;
-    void       *mem;
-    sh_index_t *ix;
-    char        err[512];
-    int         rc = 1;
+    docs_t   dt;
+    char     err[512];
+    uint32_t ref;
+    int      rc = 1;
 
     if (argc != 2 || cli_is_help(argv[1])) {
         usage(argc == 2 ? stdout : stderr);
         return argc == 2 ? 0 : 2;
     }
-    ix = load_any(argv[1], &mem, &user, &ulen, err, sizeof(err));
-    if (ix == NULL) {
-        cli_error("%s", err);
-        return 1;
-    }
-    if (docs_load(&dt, ix, user, ulen, err, sizeof(err)) != 0) {
+    if (docs_load(&dt, argv[1], err, sizeof(err)) != 0) {
         cli_error("%s: %s", argv[1], err);
-    } else {
-        sh_index_foreach(ix, dump_visit, &dt);
-        rc = fflush(stdout) == 0 ? 0 : 1;
+        goto done;
     }
+    if (dt.ix != NULL) {
+        sh_index_foreach(dt.ix, dump_visit, &dt);
+    } else {
+        /* no index: what the records still say, by ref */
+        cli_error("%s: the index region is damaged; listing the records",
+                  argv[1]);
+        for (ref = 0; ref < dt.capacity; ref++) {
+            if (dt.doc[ref] != NULL) {
+                printf("-\t%u\t", ref);
+                print_doc(dt.doc[ref], dt.len[ref]);
+                putchar('\n');
+            }
+        }
+    }
+    rc = fflush(stdout) == 0 ? 0 : 1;
+
+done:
     docs_free(&dt);
-    free(mem);
     return rc;
 }
 

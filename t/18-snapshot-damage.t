@@ -1,0 +1,116 @@
+#!/usr/bin/perl
+# A damaged snapshot costs what is damaged, never the zone: a flipped byte
+# in one block of documents loses that block's documents only, the rest is
+# restored, and the file is kept aside.  A FIFO at the snapshot path fails
+# nginx -t instead of hanging the start.  A format 1 snapshot (written by
+# the previous release) still loads, and is saved again in format 2.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use POSIX qw(mkfifo);
+use SimhashTest;
+
+my $cli = $ENV{SH_CLI};
+my $block = 128 * 1024;     # SH_SNAP_BLOCK
+
+# simhash_content off: the format 1 snapshot below holds fingerprints of
+# the previous release, which weighed the whole page's text.
+my $proxy = <<'EOF';
+        simhash crawl;
+        simhash_content off;
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /stats { simhash_stats; }
+EOF
+my $t = SimhashTest->new(
+    http  => 'simhash_zone zone=crawl:4m file=%%PREFIX%%/data/crawl.snap '
+           . 'save=off;',
+    proxy => $proxy);
+my $snap = $t->prefix . '/data/crawl.snap';
+my $entries = sub { $t->stats->{zones}{crawl}{entries} };
+
+# 400 different pages under long keys (about 1 KB each): about 128
+# documents a block, 4 blocks
+my $n = 400;
+my @pages = $t->random_pages($n, 120, 18);
+$t->write_file("html/gen/$_.html", $pages[$_]) for 0 .. $n - 1;
+my $pad = 'p' x 1000;
+my $url = sub { "/gen/$_[0].html?pad=$pad" };
+
+$t->start;
+my $new = grep { $t->status_of($url->($_)) eq 'new' } 0 .. $n - 1;
+is($new, $n, "$n different pages: all new");
+$t->stop;
+
+my $good = $t->read_file($snap);
+my $region = unpack('Q', substr($good, 32, 8));
+my $blocks_at = 128 + $region + 8;
+cmp_ok(length($good), '>', $blocks_at + 3 * ($block + 8),
+       'the documents span at least 4 blocks');
+
+# flip one byte in the second block
+my $bad = $good;
+substr($bad, $blocks_at + $block + 8 + 5000, 1) ^= "\x20";
+$t->write_file('data/crawl.snap', $bad);
+chmod 0777, $t->prefix . '/data';
+
+$t->start;
+my ($read) = $t->error_log
+    =~ /snapshot "\Q$snap\E" is damaged: 1 of (\d+) blocks of documents failed their checksum \(what they held is lost\), (\d+) documents read/
+    ? ($2) : ();
+ok($read, "one block lost, logged ($read of $n documents read)");
+cmp_ok($read, '>=', $n - 200, '... no more than one block of documents');
+cmp_ok($read, '<=', $n - 50, '... and that block had documents');
+is($entries->(), $read, 'the zone holds every document read');
+is($t->status_of($url->(0)), 'unchanged', 'the oldest (block 0) is known');
+is($t->status_of($url->($n - 1)), 'unchanged', 'the newest is known');
+my @lost = grep { $t->status_of($url->($_)) eq 'new' } 100 .. 300;
+is(scalar @lost, $n - $read, 'the lost ones are exactly one block');
+my ($aside) = $t->error_log
+    =~ /the damaged snapshot is kept as "(\Q$snap\E\.damaged-\d+)"/;
+ok($aside && $t->read_file($aside) eq $bad, 'the damaged file is kept aside');
+$t->stop;
+
+SKIP: {
+    skip 'SH_CLI is not set', 2 unless $cli && -x $cli;
+    my $out = `$cli index check $aside`;
+    like($out, qr/^lost\t@{[ $n - $read ]}$/m,
+         'simhash index check: the same documents lost');
+    like($out, qr/^check\tDAMAGED: /m, '... and DAMAGED');
+}
+
+# a FIFO where the snapshot should be: nginx -t says so, nothing blocks
+my $fifo = $t->prefix . '/data/fifo.snap';
+mkfifo($fifo, 0600) or die "mkfifo: $!";
+$t->set(http => "simhash_zone zone=crawl:4m file=$fifo;");
+my ($rc, $out) = $t->nginx_t;
+isnt($rc, 0, 'a FIFO as the snapshot: nginx -t fails');
+like($out, qr/\[emerg\] .*invalid snapshot file: \Q$fifo\E: not a regular file in \S+:\d+/,
+     '... saying it is not a regular file') or diag($out);
+
+# a format 1 snapshot of the previous release: restored, saved as format 2
+my $old = $t->prefix . '/data/old.snap';
+$t->write_file('data/old.snap', $t->read_file(
+    "$FindBin::Bin/../tests/fixtures/snapshots/module-v1.snap"));
+chmod 0777, $t->prefix . '/data';
+$t->set(http => "simhash_zone zone=crawl:4m file=$old;");
+$t->start;
+like($t->error_log, qr/4 documents restored from "\Q$old\E"/,
+     'format 1: 4 documents restored');
+my $r = $t->get('/sourdough.html?again=1');
+is($r->{headers}{'x-simhash-status'}, 'duplicate', 'format 1: its pages known');
+is($r->{headers}{'x-simhash-duplicate-of'}, 'http://127.0.0.1/sourdough.html',
+   '... under their keys');
+is($t->status_of($url->(0)), 'new', 'a new page: something to save');
+$t->stop;
+SKIP: {
+    skip 'SH_CLI is not set', 2 unless $cli && -x $cli;
+    my $check = `$cli index check $old`;
+    like($check, qr/^version\t2$/m, 'saved again in format 2');
+    like($check, qr/^documents\t5$/m, '... with its 4 documents and the new one');
+}
+
+$t->check_log;
+done_testing;
