@@ -49,6 +49,7 @@
 #define COST_AMP        50      /* '&' and no name */
 #define COST_COMMENT    100
 #define COST_OTHER      150     /* a doctype, a PI */
+#define COST_LOOK_BYTE  1       /* a byte the look-ahead scans again */
 
 /*
  * Per error, and per element of a stack walk, charged from the parser's
@@ -342,6 +343,20 @@ first_entity(const sh_budget_t *b)
 }
 
 /*
+ * "</" or "<?" without a name: the push parser waits for a '>' (its
+ * look-ahead), then reads only those two bytes, and looks for the '>'
+ * again from the next "</": a run of them with no '>' costs it the square
+ * of the run.  Charged when the '>' comes, before the parser sees any of
+ * it (until then sh_html holds it).
+ */
+static inline void
+rescan(sh_budget_t *b)
+{
+    b->rescans++;
+    b->rescan_sum += b->start;
+}
+
+/*
  * One byte, c (`cp`: the code point it completes, if it does), in the
  * current state.  Returns 1 when the byte must be scanned again in the
  * new state (it ended the construct without belonging to it).
@@ -479,6 +494,7 @@ step(scan_t *s, unsigned c, unsigned cp, int complete)
             b->state = S_PI_NAME;
             return 0;
         }
+        rescan(b);
         b->state = S_DATA;
         return c < 0x80;                /* a non-ASCII character is text */
 
@@ -509,6 +525,7 @@ step(scan_t *s, unsigned c, unsigned cp, int complete)
             charge(s, COST_END_TAG);
             return 0;
         }
+        rescan(b);
         b->state = S_DATA;
         return 1;
 
@@ -897,6 +914,12 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
         s.i = i;
         if (b->la != 0) {
             b->la = (unsigned char) look_ahead(b->la, c);
+            if (c == '>' && b->rescans > 0) {
+                charge(&s, COST_LOOK_BYTE
+                           * (b->rescans * (b->pos + i) - b->rescan_sum));
+                b->rescans = 0;
+                b->rescan_sum = 0;
+            }
         }
         while (!s.stop && step(&s, c, cp, complete)) {
             /* the byte ended a construct: scan it again */

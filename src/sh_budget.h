@@ -96,6 +96,8 @@ typedef struct {
     uint64_t      pos;          /* bytes scanned */
     uint64_t      start;        /* where the current construct began */
     uint64_t      run;          /* what the parser may have to hold */
+    uint64_t      rescans;      /* "</", "<?" waiting for a '>' ... */
+    uint64_t      rescan_sum;   /* ... and the sum of their offsets */
 
     /* The budget. */
     uint64_t      chars;        /* characters scanned */
