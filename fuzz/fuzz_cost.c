@@ -13,9 +13,9 @@
  *
  * The page goes through sh_doc under the default options, and the CPU time
  * it took (this thread's) is compared with a reference page measured at
- * start-up: the fixture article's body, repeated to half a megabyte.  A page of
- * 64 KB or more that costs more than FCOST_LIMIT times the reference per
- * byte, three times in a row, fails: libFuzzer keeps it under
+ * start-up: the fixture article's body, repeated to half a megabyte.  A
+ * page of 64 KB or more that costs more than FCOST_LIMIT times the
+ * reference per byte, three times in a row, fails: libFuzzer keeps it under
  * build/fuzz/crashes/cost/.  `-timeout` (tools/fuzz.sh sets it) catches
  * what is slower still.  At exit the harness prints the costliest page it
  * saw per byte, and writes its recipe to $FUZZ_COST_WORST if that is set:

@@ -58,7 +58,7 @@
  * priorities (htmlGetEndPriority), twelve comparisons an element.
  */
 #define COST_ERROR      300
-#define COST_STEP       2
+#define COST_STEP       3
 #define COST_STEP_PRIO  26
 
 #define NAME_MAX_LEN    100     /* libxml2's HTML_PARSER_BUFFER_SIZE */

@@ -56,7 +56,7 @@
 
 #define SH_BUDGET_PER_CHAR          100
 #define SH_BUDGET_FIXED             (256 * 1024)
-#define SH_BUDGET_PARSER_PER_BYTE   32
+#define SH_BUDGET_PARSER_PER_BYTE   16
 #define SH_BUDGET_PARSER_FIXED      (256 * 1024)
 #define SH_BUDGET_NAMES_MAX         16384
 
