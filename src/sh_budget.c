@@ -99,7 +99,8 @@ enum {
     S_DT_TAIL,      /* blanks, then '>' or anything up to it */
     S_DT_REST,      /* up to '>' */
     S_AMP,          /* '&' in text or a value: htmlParseReference */
-    S_AMP_NAME      /* its entity's name */
+    S_AMP_NAME,     /* its entity's name */
+    S_COUNT
 };
 
 /* Which element's text is raw: script or style (b->raw, b->kind). */
@@ -118,18 +119,36 @@ enum { KIND_OTHER = 0, KIND_SCRIPT = 1, KIND_STYLE = 2 };
 #define LA_SQUOTE   4
 #define LA_PLAIN    8
 
-/* Bytes that end a run of text in the fast loops. */
-#define SP_DATA     1       /* '<', '&' */
-#define SP_RAW      2       /* '<' */
+/*
+ * Most bytes change nothing in the state they are met in: runs of them are
+ * skipped in bulk, up to a byte of a class the state stops at (run_stop;
+ * 0: none, one byte at a time).  The look-ahead stops at quotes and '>'.
+ */
+#define C_LT        0x001
+#define C_AMP       0x002
+#define C_GT        0x004
+#define C_DQUOTE    0x008
+#define C_SQUOTE    0x010
+#define C_BLANK     0x020
+#define C_SLASH     0x040
+#define C_DASH      0x080
+#define C_BANG      0x100
+#define C_NOT_NAME  0x200       /* not in an element or attribute name */
+#define C_NOT_BLANK 0x400
 
-static unsigned char special[256];
+static uint16_t cls[256];
+static uint16_t run_stop[S_COUNT];
 
-static void
-init_tables(void)
-{
-    special['<'] = SP_DATA | SP_RAW;
-    special['&'] = SP_DATA;
-}
+/* The same as bytes, where they are few: searched for eight at a time;
+ * [1]: with the look-ahead's ('>' and quotes). */
+static const char *const run_bytes[S_COUNT][2] = {
+    [S_DATA] = { "<&", "<&>\"'" }, [S_RAW] = { "<", "<>\"'" },
+    [S_COMMENT] = { "->!", "->!\"'" }, [S_VALUE_Q] = { "\"'&", "\"'&>" },
+    [S_END_REST] = { ">", ">\"'" }, [S_PI_REST] = { ">", ">\"'" },
+    [S_DT_REST] = { ">", ">\"'" }, [S_DT_LITERAL] = { "\"'", "\"'>" },
+};
+static unsigned char run_len[S_COUNT][2];
+
 
 /* IS_BLANK_CH: what SKIP_BLANKS skips (not form feed). */
 static inline int
@@ -177,10 +196,60 @@ is_name(unsigned cp)
            || cp == '_' || cp == ':' || IS_COMBINING(cp) || IS_EXTENDER(cp);
 }
 
+static void
+init_tables(void)
+{
+    unsigned c;
+
+    for (c = 0; c < 256; c++) {
+        if (c >= 0x80 || !is_html_name(c)) {
+            cls[c] |= C_NOT_NAME;
+        }
+        if (!is_blank(c)) {
+            cls[c] |= C_NOT_BLANK;
+        }
+    }
+    cls['<'] |= C_LT;
+    cls['&'] |= C_AMP;
+    cls['>'] |= C_GT;
+    cls['"'] |= C_DQUOTE;
+    cls['\''] |= C_SQUOTE;
+    cls[' '] |= C_BLANK;
+    cls['\t'] |= C_BLANK;
+    cls['\n'] |= C_BLANK;
+    cls['\r'] |= C_BLANK;
+    cls['/'] |= C_SLASH;
+    cls['-'] |= C_DASH;
+    cls['!'] |= C_BANG;
+
+    run_stop[S_DATA] = C_LT | C_AMP;
+    run_stop[S_RAW] = C_LT;
+    run_stop[S_COMMENT] = C_DASH | C_GT | C_BANG;
+    run_stop[S_VALUE_Q] = C_DQUOTE | C_SQUOTE | C_AMP;
+    run_stop[S_VALUE_U] = C_BLANK | C_GT | C_AMP;
+    run_stop[S_BOGUS] = C_BLANK | C_GT | C_SLASH;
+    run_stop[S_END_REST] = C_GT;
+    run_stop[S_PI_REST] = C_GT;
+    run_stop[S_DT_REST] = C_GT;
+    run_stop[S_DT_LITERAL] = C_DQUOTE | C_SQUOTE;
+    run_stop[S_ATTR_NAME] = C_NOT_NAME;
+    run_stop[S_TAG_NAME] = C_NOT_NAME;
+    run_stop[S_END_NAME] = C_NOT_NAME;
+    run_stop[S_TAG] = C_NOT_BLANK;
+    run_stop[S_ATTR_AFTER] = C_NOT_BLANK;
+    run_stop[S_ATTR_EQ] = C_NOT_BLANK;
+    for (c = 0; c < S_COUNT; c++) {
+        if (run_bytes[c][0] != NULL) {
+            run_len[c][0] = (unsigned char) strlen(run_bytes[c][0]);
+            run_len[c][1] = (unsigned char) strlen(run_bytes[c][1]);
+        }
+    }
+}
+
 void
 sh_budget_init(sh_budget_t *b)
 {
-    if (special['<'] == 0) {
+    if (cls['<'] == 0) {
         init_tables();          /* idempotent: a race is harmless */
     }
     memset(b, 0, sizeof(*b));
@@ -824,13 +893,199 @@ mark_safe(sh_budget_t *b, size_t off)
     b->safe_last = off;
 }
 
+
+/*
+ * Text ran to the end of the piece, from p[i]: does it end in an
+ * incomplete character?  (At most three of its bytes, and the run began
+ * with a whole one.)  The parser may be handed the input up to before it.
+ */
+/*
+ * The first of p[i..n) that is one of the `nt` bytes t[] (n if none), and
+ * the characters before it added to *chars (bytes that do not continue a
+ * UTF-8 sequence).  Eight bytes at a time: a byte equal to t[k] is a zero
+ * byte of w ^ t[k]...; the lowest one found is exact.
+ */
+static inline size_t
+lead_bytes(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL;
+
+    /* 1 in each byte that does not continue a sequence (not 10xxxxxx),
+     * then their sum in the top byte. */
+    w = ((~w | (w << 1)) >> 7) & ones;
+    return (size_t) ((w * ones) >> 56);
+}
+
+static size_t
+find_any(const unsigned char *p, size_t i, size_t n, const unsigned char *t,
+         unsigned nt, uint64_t *chars)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = ones << 7;
+    uint64_t       w, hit, b0, b1, b2, b3, b4;
+    size_t         off, lead = 0;
+    unsigned       k;
+
+#define FIND_HIT(bc)  ((w ^ (bc)) - ones) & ~(w ^ (bc)) & high
+    b0 = ones * t[0];
+    b1 = nt > 1 ? ones * t[1] : b0;
+    b2 = nt > 2 ? ones * t[2] : b0;
+    b3 = nt > 3 ? ones * t[3] : b0;
+    b4 = nt > 4 ? ones * t[4] : b0;
+    while (i + 8 <= n) {
+        memcpy(&w, p + i, 8);
+        hit = (FIND_HIT(b0)) | (FIND_HIT(b1)) | (FIND_HIT(b2))
+              | (FIND_HIT(b3)) | (FIND_HIT(b4));
+        if (hit != 0) {
+            off = (size_t) __builtin_ctzll(hit) >> 3;
+            if (off > 0) {
+                /* the bytes before the hit; the others count as leads
+                 * the sum subtracts again */
+                lead += lead_bytes(w | ~((1ULL << (off * 8)) - 1))
+                        - (8 - off);
+            }
+            *chars += lead;
+            return i + off;
+        }
+        lead += lead_bytes(w);
+        i += 8;
+    }
+#undef FIND_HIT
+    for (; i < n; i++) {
+        for (k = 0; k < nt; k++) {
+            if (p[i] == t[k]) {
+                *chars += lead;
+                return i;
+            }
+        }
+        lead += (p[i] & 0xC0) != 0x80;
+    }
+    *chars += lead;
+    return i;
+}
+
+static void
+tail(sh_budget_t *b, const unsigned char *p, size_t i, size_t n)
+{
+    size_t   j, k;
+    unsigned c, len;
+
+    for (j = n; j > i && n - j < 4; j--) {
+        c = p[j - 1];
+        if ((c & 0xC0) == 0x80) {
+            continue;
+        }
+        if (c >= 0xC0) {
+            len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+            if (n - (j - 1) < len) {
+                b->utf8_need = (unsigned char) (len - (n - (j - 1)));
+                b->cp = c & (0x3F >> (len - 1));
+                for (k = j; k < n; k++) {
+                    b->cp = (b->cp << 6) | (p[k] & 0x3F);
+                }
+                if (j - 1 > i) {
+                    mark_safe(b, j - 1);
+                }
+                return;
+            }
+        }
+        break;
+    }
+    mark_safe(b, n);
+}
+
+/*
+ * A tag from p[i] ('<' in text, no look-ahead pending): when it is <name>
+ * or </name>, or <name and a blank, complete in p[i..n), at once; returns
+ * where the scan goes on (in text, or in S_TAG).  Otherwise returns i,
+ * having changed nothing.
+ */
+static size_t
+element(scan_t *s, const unsigned char *p, size_t i, size_t n)
+{
+    sh_budget_t *b = s->b;
+    size_t       j = i + 1;
+    int          end = 0;
+
+    if (j < n && p[j] == '/') {
+        end = 1;
+        j++;
+    }
+    if (j >= n || !is_letter(p[j])) {
+        return i;
+    }
+    b->name_len = 0;
+    while (j < n && b->name_len < NAME_MAX_LEN
+           && !(cls[p[j]] & C_NOT_NAME))
+    {
+        name_byte(b, p[j++]);
+    }
+    if (j >= n || (p[j] != '>' && (end || !is_blank(p[j])))) {
+        return i;
+    }
+    b->run = s->base + i;               /* the text before can be parsed */
+    b->start = s->base + i;
+    b->chars += j + 1 - i;              /* ASCII */
+    b->kind = (unsigned char) name_kind(b);
+    s->i = i;
+    if (end) {
+        b->state = S_END_REST;
+        charge(s, COST_END_TAG);
+        if (!s->stop) {
+            end_tag_end(s);
+        }
+        return j + 1;
+    }
+    b->state = S_TAG;
+    b->nattrs = 0;
+    charge(s, COST_TAG);
+    if (p[j] == '>') {
+        start_tag_end(b, 0);
+    } else {
+        b->la = LA_OUT;                 /* the attributes follow */
+    }
+    return j + 1;
+}
+
+/*
+ * An attribute from p[i] (a name's first byte, in a tag): all of it when
+ * it is name="value" (or '') with no '&' in the value, complete in
+ * p[i..n): returns where it ends, in state S_TAG.  Otherwise returns i,
+ * having changed nothing: the states take it byte by byte.
+ */
+static size_t
+attribute(scan_t *s, const unsigned char *p, size_t i, size_t n)
+{
+    sh_budget_t  *b = s->b;
+    size_t        j = i + 1, k;
+    uint64_t      chars = 0;
+    unsigned char t[2];
+
+    while (j < n && j - i < NAME_MAX_LEN && !(cls[p[j]] & C_NOT_NAME)) {
+        j++;
+    }
+    if (j + 2 >= n || p[j] != '=' || (p[j + 1] != '"' && p[j + 1] != '\'')) {
+        return i;
+    }
+    t[0] = p[j + 1];
+    t[1] = '&';
+    k = find_any(p, j + 2, n, t, 2, &chars);
+    if (k == n || p[k] != t[0]) {
+        return i;
+    }
+    /* the name and "=" and the quotes: ASCII, one character each */
+    b->chars += chars + (j - i) + 3;
+    charge(s, COST_ATTR + (uint64_t) COST_ATTR_CMP * b->nattrs);
+    b->nattrs++;
+    return k + 1;
+}
+
 size_t
 sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
 {
     const unsigned char *p = (const unsigned char *) data;
     scan_t               s;
-    size_t               i = 0, j, cont;
-    unsigned             c, cp, mask;
+    size_t               i = 0, j, cont, lim;
+    unsigned             c, cp, stop, k;
     int                  complete;
 
     b->safe_first = SH_BUDGET_NONE;
@@ -847,49 +1102,100 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
     }
 
     while (i < n) {
-        /* Text: the bytes that matter to nobody, skipped in bulk. */
-        if (b->la == 0 && b->utf8_need == 0
-            && (b->state == S_DATA || b->state == S_RAW))
-        {
-            mask = b->state == S_DATA ? SP_DATA : SP_RAW;
-            cont = 0;
-            for (j = i; j < n && !(special[p[j]] & mask); j++) {
-                cont += (p[j] & 0xC0) == 0x80;
-            }
-            b->chars += (j - i) - cont;
-            if (j == n) {
-                /* Ends in an incomplete character?  (At most three of
-                 * its bytes, and the run began with a whole one.) */
-                for (j = n; j > i && n - j < 4; j--) {
-                    c = p[j - 1];
-                    if ((c & 0xC0) != 0x80) {
-                        if (c >= 0xC0) {
-                            unsigned len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-
-                            if (n - (j - 1) < len) {
-                                b->utf8_need = (unsigned char)
-                                               (len - (n - (j - 1)));
-                                b->cp = c & (0x3F >> (len - 1));
-                                for (cont = j; cont < n; cont++) {
-                                    b->cp = (b->cp << 6) | (p[cont] & 0x3F);
-                                }
-                            }
-                        }
-                        break;
+        stop = run_stop[b->state];
+        if (stop != 0 && b->utf8_need == 0) {
+            if (b->la == 0 && (b->state == S_DATA || b->state == S_RAW)) {
+                /* Text: the bytes that matter to nobody; the parser may
+                 * be handed the input anywhere in it. */
+                j = find_any(p, i, n, (const unsigned char *)
+                             run_bytes[b->state][0], run_len[b->state][0],
+                             &b->chars);
+                if (j == n) {
+                    tail(b, p, i, n);
+                    i = n;
+                    break;
+                }
+                if (j > i) {
+                    mark_safe(b, j);
+                }
+                i = j;
+            } else {
+                /* In a construct: its contents. */
+                if (b->la != 0) {
+                    stop |= C_GT | C_DQUOTE | C_SQUOTE;
+                }
+                lim = n;
+                if ((b->state == S_ATTR_NAME || b->state == S_TAG_NAME
+                     || b->state == S_END_NAME)
+                    && n - i > (size_t) (NAME_MAX_LEN - b->name_len))
+                {
+                    lim = i + (NAME_MAX_LEN - b->name_len);
+                }
+                k = b->la != 0;
+                if (b->state == S_TAG_NAME || b->state == S_END_NAME) {
+                    /* a name: its first bytes kept, lower-cased */
+                    for (j = i; j < lim && !(cls[p[j]] & stop); j++) {
+                        name_byte(b, p[j]);
                     }
+                    b->chars += j - i;
+                } else if (run_bytes[b->state][k] != NULL) {
+                    j = find_any(p, i, lim, (const unsigned char *)
+                                 run_bytes[b->state][k], run_len[b->state][k],
+                                 &b->chars);
+                } else {
+                    cont = 0;
+                    for (j = i; j < lim && !(cls[p[j]] & stop); j++) {
+                        cont += (p[j] & 0xC0) == 0x80;
+                    }
+                    b->chars += (j - i) - cont;
                 }
-                if (b->utf8_need == 0) {
-                    mark_safe(b, n);
-                } else if (j - 1 > i) {
-                    mark_safe(b, j - 1);
+                if (b->state == S_ATTR_NAME) {
+                    b->name_len = (unsigned char) (b->name_len + (j - i));
                 }
-                i = n;
+                if (j > i) {
+                    b->utf8_need = 0;
+                }
+                i = j;
+                if (i == n) {
+                    break;
+                }
+            }
+        }
+
+        /*
+         * The commonest construct, name="value" in a tag, at once (the
+         * byte-by-byte states below would take five steps): when the
+         * look-ahead is in no quote, the value's quotes take it in and
+         * out of one, and nothing else in the value matters to it.
+         */
+        if (b->state == S_DATA && p[i] == '<' && b->la == 0) {
+            j = element(&s, p, i, n);
+            if (s.stop) {
                 break;
             }
             if (j > i) {
-                mark_safe(b, j);
+                i = j;
+                if (safe(b)) {
+                    mark_safe(b, i);
+                }
+                if (b->sync) {
+                    break;
+                }
+                continue;
             }
-            i = j;
+        }
+        if (b->state == S_TAG && (b->la & ~LA_OUT) == 0
+            && is_html_name_start(p[i]))
+        {
+            s.i = i;
+            j = attribute(&s, p, i, n);
+            if (s.stop) {
+                break;
+            }
+            if (j > i) {
+                i = j;
+                continue;
+            }
         }
 
         /* One byte at a time: decode it, count it, then the state. */
@@ -912,7 +1218,7 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
             }
         }
         s.i = i;
-        if (b->la != 0) {
+        if (b->la != 0 && (cls[c] & (C_GT | C_DQUOTE | C_SQUOTE))) {
             b->la = (unsigned char) look_ahead(b->la, c);
             if (c == '>' && b->rescans > 0) {
                 charge(&s, COST_LOOK_BYTE

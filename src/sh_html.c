@@ -181,12 +181,20 @@ static int
 over_budget(sh_html_t *h, int error, sh_budget_walk_t walk)
 {
     xmlParserInputPtr in = h->ctxt->input;
-    uint64_t          pos = h->fed - (uint64_t) (in->end - in->cur);
+    uint64_t          pos;
+    size_t            names = (size_t) xmlDictSize(h->ctxt->dict);
 
-    if (!h->stopped
-        && sh_budget_parser(&h->budget, pos, error, walk,
-                            (size_t) h->ctxt->nameNr,
-                            (size_t) xmlDictSize(h->ctxt->dict)) != 0)
+    if (h->stopped) {
+        return 1;
+    }
+    if (!error && walk == SH_BUDGET_WALK_NONE
+        && names <= SH_BUDGET_NAMES_MAX)
+    {
+        return 0;                   /* the common case: nothing to charge */
+    }
+    pos = h->fed - (uint64_t) (in->end - in->cur);
+    if (sh_budget_parser(&h->budget, pos, error, walk,
+                         (size_t) h->ctxt->nameNr, names) != 0)
     {
         h->stopped = 1;
         xmlStopParser(h->ctxt);
@@ -199,7 +207,8 @@ on_characters(void *ctx, const xmlChar *ch, int n)
 {
     sh_html_t *h = ctx;
 
-    if (h->stopped) {
+    /* (Entity names in text go to the dictionary too.) */
+    if (over_budget(h, 0, SH_BUDGET_WALK_NONE)) {
         return;
     }
 
