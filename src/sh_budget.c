@@ -1154,6 +1154,9 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
                 }
                 if (j > i) {
                     b->utf8_need = 0;
+                    if (b->state == S_COMMENT) {
+                        b->sub = 0;     /* no dash run goes through */
+                    }
                 }
                 i = j;
                 if (i == n) {

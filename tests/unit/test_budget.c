@@ -320,6 +320,8 @@ test_look_ahead_disagreements_are_steady(void **state)
     assert_tokens_any_cut(c, "<p>one<!-->two<p>three-->four", "onefour");
     assert_tokens_any_cut(c, "<p>one<!--->two-->three", "onethree");
     assert_tokens_any_cut(c, "<p>one<!-- two --!>three", "onethree");
+    assert_tokens_any_cut(c, "<p>one<!-->-y->>two", "one");
+    assert_tokens_any_cut(c, "<p>one<!-- a - b -- c ->-->two", "onetwo");
     /* a doctype literal holding '>' */
     assert_tokens_any_cut(c, "<!DOCTYPE html PUBLIC \"a>b\" 'c>d'>one",
                           "one");
