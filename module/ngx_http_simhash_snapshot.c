@@ -2,8 +2,10 @@
 /*
  * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
  * index region and, as its user section, one record per document, oldest
- * first (sh_keyrec.h): its key, its fingerprint, and the zone's settings in
- * a META record.  Loading stores every document again, in that order: a
+ * first (sh_keyrec.h): its key, its fingerprint (and, in a replicated zone,
+ * the second of its version), and the zone's settings in a META record
+ * (in a replicated zone also the stream and the id of the last entry
+ * applied, from which replication goes on after a restart).  Loading stores every document again, in that order: a
  * snapshot fits a zone of any size (a smaller zone keeps the newest
  * documents).
  *
@@ -35,6 +37,7 @@ typedef struct {
     u_char                      *user;
     size_t                       user_len;
     ngx_atomic_uint_t            generation;
+    sh_stream_id_t               repl_id;   /* at the copy of the region */
     ngx_uint_t                   docs;
     ngx_uint_t                   dropped;   /* keys that did not fit */
     ngx_msec_t                   copy_ms;   /* the longest hold */
@@ -62,6 +65,8 @@ static ngx_int_t ngx_http_simhash_load_records(
     ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
     const void *user, size_t user_len, ngx_uint_t *copied, char *err,
     size_t errlen, ngx_log_t *log);
+static void ngx_http_simhash_load_meta(ngx_http_simhash_zone_t *zone,
+    sh_keyrec_t *rec, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone,
     void *region, size_t region_size, const void *user, size_t user_len,
     ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
@@ -231,7 +236,8 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
 
     while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
 
-        if (rec.type != SH_KEYREC_DOC) {
+        if (rec.type == SH_KEYREC_META) {
+            ngx_http_simhash_load_meta(zone, &rec, log);
             continue;
         }
 
@@ -242,7 +248,8 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
         if (ngx_http_simhash_zone_key(zone, &key) == NULL) {
             ngx_http_simhash_zone_write(zone);
 
-            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest)
+            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest,
+                                            rec.time)
                 != SH_NOREF)
             {
                 (*copied)++;
@@ -275,6 +282,58 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The settings of a META record ("name=value\n" lines) that loading uses:
+ * where a replicated zone was in its stream.  Under the lock.
+ */
+
+static void
+ngx_http_simhash_load_meta(ngx_http_simhash_zone_t *zone, sh_keyrec_t *rec,
+    ngx_log_t *log)
+{
+    u_char     *p, *last, *eol, *eq;
+    ngx_str_t   name, value, stream, id;
+
+    ngx_str_null(&stream);
+    ngx_str_null(&id);
+
+    p = (u_char *) rec->data;
+    last = p + rec->len;
+
+    for ( /* void */ ; p < last; p = eol + 1) {
+        eol = ngx_strlchr(p, last, '\n');
+        if (eol == NULL) {
+            eol = last;
+        }
+
+        eq = ngx_strlchr(p, eol, '=');
+        if (eq == NULL) {
+            continue;
+        }
+
+        name.data = p;
+        name.len = eq - p;
+        value.data = eq + 1;
+        value.len = eol - eq - 1;
+
+        if (name.len == 16
+            && ngx_strncmp(name.data, "replicate_stream", 16) == 0)
+        {
+            stream = value;
+
+        } else if (name.len == 12
+                   && ngx_strncmp(name.data, "replicate_id", 12) == 0)
+        {
+            id = value;
+        }
+    }
+
+    if (stream.data && id.data) {
+        ngx_http_simhash_replicate_restore(zone, &stream, &id, log);
+    }
 }
 
 
@@ -481,6 +540,7 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 
     t = ngx_http_simhash_msec();
     sv->generation = sh->generation;
+    sv->repl_id = sh->repl_id;
     ngx_memcpy(sv->region, sh->index, sh->region_size);
     sv->copy_ms = ngx_http_simhash_msec() - t;
 
@@ -524,7 +584,7 @@ static ngx_int_t
 ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
     ngx_http_simhash_ages_t *ages, ngx_log_t *log)
 {
-    u_char                     meta[64];
+    u_char                    *meta, *p;
     uint64_t                   hash;
     ngx_uint_t                 i, end;
     ngx_msec_t                 t;
@@ -539,13 +599,37 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
 
     sh_keyrec_writer_init(&w, sv->user, sv->user_len);
 
-    /* the settings the documents were matched under */
+    /*
+     * the settings the documents were matched under and, when replicated,
+     * the stream and the last entry applied before the copy of the region:
+     * a restart from this file replays what came after
+     */
+
+    meta = ngx_alloc(64 + (zone->replicate ? zone->replicate->stream.len
+                                             + SH_STREAM_ID_LEN : 0), log);
+    if (meta == NULL) {
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
+                    sizeof(sv->err));
+        sv->rc = NGX_ERROR;
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(meta, "distance=%ui\n", zone->distance);
+
+    if (zone->replicate) {
+        p = ngx_sprintf(p, "replicate_stream=%V\nreplicate_id=",
+                        &zone->replicate->stream);
+        p += sh_stream_id_format((char *) p, &sv->repl_id);
+        *p++ = '\n';
+    }
 
     ngx_memzero(&rec, sizeof(sh_keyrec_t));
     rec.type = SH_KEYREC_META;
     rec.data = meta;
-    rec.len = ngx_sprintf(meta, "distance=%ui\n", zone->distance) - meta;
+    rec.len = p - meta;
     (void) sh_keyrec_put(&w, &rec);
+
+    ngx_free(meta);
 
     rec.type = SH_KEYREC_DOC;
 
@@ -569,6 +653,7 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
 
             rec.hash = hash;
             rec.digest = sh->digests[rec.ref];
+            rec.time = zone->replicate ? sh->times[rec.ref] : 0;
             rec.len = doc->len;
             rec.data = doc->data;
 

@@ -131,7 +131,7 @@ sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
                       size_t errlen)
 {
     unsigned  f;
-    uint64_t  v;
+    uint64_t  v = 0;
     int       rc;
 
     for (f = 0; f < SH_STREAM_NFIELDS; f++) {
