@@ -10,9 +10,10 @@ set -eu
 
 # valgrind and gdb: the integration tests use both (t/11-valgrind.t,
 # `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb).
+# libhiredis-dev: the module's replication; redis-server: its tests.
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
-valgrind gdb"
+valgrind gdb libhiredis-dev redis-server"
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 STRESS_PKGS="wrk"
