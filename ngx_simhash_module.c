@@ -102,9 +102,10 @@ typedef struct {
     ngx_http_simhash_status_e    status;
     ngx_http_simhash_skip_e      reason;
     unsigned                     has_hash:1;
-    unsigned                     has_distance:1;
+    unsigned                     has_distance:1;    /* and the score */
     uint64_t                     hash;
     ngx_uint_t                   distance;
+    uint32_t                     score;     /* sh_match.h units */
     ngx_str_t                    duplicate_of;
 } ngx_http_simhash_ctx_t;
 
@@ -417,6 +418,7 @@ static ngx_str_t  ngx_http_simhash_h_status = ngx_string("X-Simhash-Status");
 static ngx_str_t  ngx_http_simhash_h_dup = ngx_string("X-Simhash-Duplicate-Of");
 static ngx_str_t  ngx_http_simhash_h_distance =
     ngx_string("X-Simhash-Distance");
+static ngx_str_t  ngx_http_simhash_h_score = ngx_string("X-Simhash-Score");
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -1118,6 +1120,7 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->hash = hash;
     ctx->has_hash = 1;
     ctx->distance = 0;
+    ctx->score = 0;
     ctx->has_distance = 1;
 
     (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
@@ -1202,10 +1205,11 @@ ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
 
 /*
  * The index, under the zone's lock (module/ngx_http_simhash_zone.c):
- *   the key is stored   -> unchanged (within distance) or changed (its
- *                          fingerprint is replaced); never a duplicate of
- *                          itself;
- *   else a match within -> duplicate of the closest match;
+ *   the key is stored   -> unchanged (the zone's match rule accepts the
+ *                          stored fingerprint) or changed (it is
+ *                          replaced); never a duplicate of itself;
+ *   else a match        -> duplicate of the closest match (the lowest
+ *                          score under the weighted rule);
  *   else                -> new, and inserted (simhash_insert on).
  * Duplicates are not inserted: the index keeps one representative per
  * cluster, the first one seen.
@@ -1270,8 +1274,11 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_http_simhash_doc_t *doc,
     sh_result_t *res)
 {
+    int                        same;
+    unsigned                   h;
     uint64_t                   old;
     ngx_str_t                  key;
+    sh_match_opts_t            mo;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -1293,11 +1300,16 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         return NGX_DECLINED;
     }
 
-    ctx->distance = sh_distance(old, res->hash);
+    /* the rule of a lookup, the new page as the query */
+
+    sh_lookup_match_opts(&slcf->lookup, &mo);
+    same = sh_match_pair(&mo, res->hash, res->weights, old, &h, &ctx->score);
+
+    ctx->distance = h;
     ctx->has_distance = 1;
 
-    ctx->status = (ctx->distance <= zone->distance)
-                  ? NGX_HTTP_SIMHASH_UNCHANGED : NGX_HTTP_SIMHASH_CHANGED;
+    ctx->status = same ? NGX_HTTP_SIMHASH_UNCHANGED
+                       : NGX_HTTP_SIMHASH_CHANGED;
 
     if (!slcf->insert) {
         return NGX_OK;
@@ -1362,6 +1374,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
         ctx->distance = match.distance;
+        ctx->score = match.score;
         ctx->has_distance = 1;
 
         /* copied while locked: the document may be evicted right after */
@@ -1548,9 +1561,31 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         {
             return NGX_ERROR;
         }
+
+        p = ngx_http_simhash_score(buf, ctx->score);
+
+        if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_score, buf,
+                                        p - buf)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A score in nats, exactly: it counts sixteenths (SH_SCORE_UNIT), and
+ * k/16 has at most four decimals.  At most 15 bytes.
+ */
+
+u_char *
+ngx_http_simhash_score(u_char *p, uint32_t score)
+{
+    return ngx_sprintf(p, "%uD.%04uD", score / SH_SCORE_UNIT,
+                       score % SH_SCORE_UNIT * (10000 / SH_SCORE_UNIT));
 }
 
 
@@ -1622,13 +1657,17 @@ ngx_http_simhash_cleanup(void *data)
 
 
 
-/* $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance */
+/*
+ * $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance,
+ * $simhash_score
+ */
 
 enum {
     NGX_HTTP_SIMHASH_VAR_HASH = 0,
     NGX_HTTP_SIMHASH_VAR_STATUS,
     NGX_HTTP_SIMHASH_VAR_DUP,
-    NGX_HTTP_SIMHASH_VAR_DISTANCE
+    NGX_HTTP_SIMHASH_VAR_DISTANCE,
+    NGX_HTTP_SIMHASH_VAR_SCORE
 };
 
 
@@ -1645,6 +1684,9 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 
     { ngx_string("simhash_distance"), NULL, ngx_http_simhash_variable,
       NGX_HTTP_SIMHASH_VAR_DISTANCE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_score"), NULL, ngx_http_simhash_variable,
+      NGX_HTTP_SIMHASH_VAR_SCORE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -1715,18 +1757,24 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         v->data = ctx->duplicate_of.data;
         break;
 
-    default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE */
+    default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE, _SCORE */
         if (!ctx->has_distance) {
             v->not_found = 1;
             return NGX_OK;
         }
 
-        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN + 6);
         if (p == NULL) {
             return NGX_ERROR;
         }
 
-        v->len = ngx_sprintf(p, "%ui", ctx->distance) - p;
+        if (data == NGX_HTTP_SIMHASH_VAR_SCORE) {
+            v->len = ngx_http_simhash_score(p, ctx->score) - p;
+
+        } else {
+            v->len = ngx_sprintf(p, "%ui", ctx->distance) - p;
+        }
+
         v->data = p;
         break;
     }
@@ -1905,7 +1953,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     sh_lookup_opts_init(&conf->lookup);
+    conf->lookup.rule = conf->zone->rule;
     conf->lookup.h = conf->zone->distance;
+    conf->lookup.threshold = conf->zone->threshold;
     conf->lookup.mode = SH_MATCH_CLOSEST;
     conf->lookup.probes = conf->probes;
 

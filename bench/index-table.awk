@@ -11,6 +11,7 @@ function field(line, key,    re, s) {
 /"method"/ {
     m = field($0, "method"); n = field($0, "n")
     if (m == "learner") next
+    if (field($0, "rule") == "weighted") next      # bench/25-weighted.sh
     if (!(n in seen)) { seen[n] = 1; order[++nn] = n }
     qps[m, n] = field($0, "qps"); rec[m, n] = field($0, "recall")
     kk[m, n] = field($0, "k"); bpe[m] = field($0, "bytes_per_entry")

@@ -140,7 +140,9 @@ typedef struct {
     ngx_shm_zone_t              *shm_zone;
     ngx_http_simhash_shctx_t    *sh;
     ngx_slab_pool_t             *shpool;
-    ngx_uint_t                   distance;
+    sh_rule_t                    rule;      /* match= */
+    ngx_uint_t                   distance;  /* the radius, or the cap on H */
+    uint32_t                     threshold; /* threshold=, score units */
     ngx_str_t                    file;      /* full path, "" = none */
     ngx_msec_t                   save;      /* 0 = only at shutdown */
     uint64_t                     seed_digest;
@@ -361,6 +363,10 @@ char *ngx_http_simhash_stats_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_simhash_stats_resolve(ngx_conf_t *cf,
     ngx_http_simhash_loc_conf_t *slcf);
+
+
+/* a score (sh_match.h) in nats, exactly, four decimals: at most 15 bytes */
+u_char *ngx_http_simhash_score(u_char *p, uint32_t score);
 
 
 /* "file:line" of the directive being parsed, for later messages */

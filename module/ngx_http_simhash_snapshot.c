@@ -2,12 +2,15 @@
 /*
  * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
  * index region and, as its user section, one record per document, oldest
- * first (sh_keyrec.h): its key, its fingerprint (and, in a replicated zone,
+ * first (sh_keyrec.h): its key, its fingerprint (in a replicated zone also
  * the second of its version), and the zone's settings in a META record
- * (in a replicated zone also the stream and the id of the last entry
- * applied, from which replication goes on after a restart).  Loading stores every document again, in that order: a
- * snapshot fits a zone of any size (a smaller zone keeps the newest
- * documents).
+ * (its match rule: match=, distance=, threshold=; the rule is applied at
+ * lookup, so a snapshot taken under another rule loads all the same, and
+ * the log says the rule changed; in a replicated zone also the stream and
+ * the id of the last entry applied: replicate_stream=, replicate_id=,
+ * from which replication goes on after a restart).  Loading stores every
+ * document again, in that order: a snapshot fits a zone of any size (a
+ * smaller zone keeps the newest documents).
  *
  * A damaged file never costs more than its damage, and is never lost: the
  * records are checksummed in blocks, so a flipped byte costs one block of
@@ -65,8 +68,6 @@ static ngx_int_t ngx_http_simhash_load_records(
     ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
     const void *user, size_t user_len, ngx_uint_t *copied, char *err,
     size_t errlen, ngx_log_t *log);
-static void ngx_http_simhash_load_meta(ngx_http_simhash_zone_t *zone,
-    sh_keyrec_t *rec, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone,
     void *region, size_t region_size, const void *user, size_t user_len,
     ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
@@ -83,6 +84,14 @@ static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_simhash_meta_line(u_char **pos, u_char *end,
+    ngx_str_t *name, ngx_str_t *value);
+static void ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log);
+static void ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log);
+static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
+    ngx_uint_t distance, uint32_t threshold);
 
 
 /*
@@ -237,7 +246,8 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
     while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
 
         if (rec.type == SH_KEYREC_META) {
-            ngx_http_simhash_load_meta(zone, &rec, log);
+            ngx_http_simhash_meta_rule(zone, &rec, log);
+            ngx_http_simhash_meta_replicate(zone, &rec, log);
             continue;
         }
 
@@ -285,28 +295,18 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
 }
 
 
-/*
- * The settings of a META record ("name=value\n" lines) that loading uses:
- * where a replicated zone was in its stream.  Under the lock.
- */
+/* The next "name=value" line of a META record; NGX_DONE at its end. */
 
-static void
-ngx_http_simhash_load_meta(ngx_http_simhash_zone_t *zone, sh_keyrec_t *rec,
-    ngx_log_t *log)
+static ngx_int_t
+ngx_http_simhash_meta_line(u_char **pos, u_char *end, ngx_str_t *name,
+    ngx_str_t *value)
 {
-    u_char     *p, *last, *eol, *eq;
-    ngx_str_t   name, value, stream, id;
+    u_char  *p, *eol, *eq;
 
-    ngx_str_null(&stream);
-    ngx_str_null(&id);
-
-    p = (u_char *) rec->data;
-    last = p + rec->len;
-
-    for ( /* void */ ; p < last; p = eol + 1) {
-        eol = ngx_strlchr(p, last, '\n');
+    for (p = *pos; p < end; p = eol + 1) {
+        eol = ngx_strlchr(p, end, '\n');
         if (eol == NULL) {
-            eol = last;
+            eol = end;
         }
 
         eq = ngx_strlchr(p, eol, '=');
@@ -314,10 +314,39 @@ ngx_http_simhash_load_meta(ngx_http_simhash_zone_t *zone, sh_keyrec_t *rec,
             continue;
         }
 
-        name.data = p;
-        name.len = eq - p;
-        value.data = eq + 1;
-        value.len = eol - eq - 1;
+        name->data = p;
+        name->len = eq - p;
+        value->data = eq + 1;
+        value->len = eol - eq - 1;
+
+        *pos = eol + 1;
+        return NGX_OK;
+    }
+
+    *pos = end;
+    return NGX_DONE;
+}
+
+
+/*
+ * Where a replicated zone was in its stream ("replicate_stream=",
+ * "replicate_id=" lines).  Under the lock.
+ */
+
+static void
+ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log)
+{
+    u_char     *p, *end;
+    ngx_str_t   name, value, stream, id;
+
+    ngx_str_null(&stream);
+    ngx_str_null(&id);
+
+    p = (u_char *) rec->data;
+    end = p + rec->len;
+
+    while (ngx_http_simhash_meta_line(&p, end, &name, &value) == NGX_OK) {
 
         if (name.len == 16
             && ngx_strncmp(name.data, "replicate_stream", 16) == 0)
@@ -334,6 +363,97 @@ ngx_http_simhash_load_meta(ngx_http_simhash_zone_t *zone, sh_keyrec_t *rec,
     if (stream.data && id.data) {
         ngx_http_simhash_replicate_restore(zone, &stream, &id, log);
     }
+}
+
+
+/*
+ * A META record's match rule ("match=", "distance=", "threshold=" lines)
+ * against the zone's: the rule is applied at lookup, so a snapshot taken
+ * under another rule is loaded all the same, and the log says the rule
+ * changed.  A record with a distance but no rule comes from before there
+ * were rules: it was "hamming".
+ */
+
+static void
+ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log)
+{
+    u_char      *p, *end, was[64], now[64];
+    ngx_int_t    n;
+    ngx_str_t    name, value;
+    sh_rule_t    rule;
+    ngx_uint_t   have_distance;
+    uint32_t     distance, threshold;
+
+    rule = SH_RULE_HAMMING;
+    distance = 0;
+    threshold = 0;
+    have_distance = 0;
+
+    p = (u_char *) rec->data;
+    end = p + rec->len;
+
+    while (ngx_http_simhash_meta_line(&p, end, &name, &value) == NGX_OK) {
+
+        if (name.len == 5 && ngx_strncmp(name.data, "match", 5) == 0) {
+            if (sh_rule_parse((char *) value.data, value.len, &rule) != 0) {
+                return;         /* a rule this build does not know */
+            }
+
+        } else if (name.len == 8 && ngx_strncmp(name.data, "distance", 8) == 0)
+        {
+            n = ngx_atoi(value.data, value.len);
+            if (n == NGX_ERROR) {
+                return;
+            }
+            distance = (uint32_t) n;
+            have_distance = 1;
+
+        } else if (name.len == 9
+                   && ngx_strncmp(name.data, "threshold", 9) == 0)
+        {
+            n = ngx_atofp(value.data, value.len, 4);
+            if (n == NGX_ERROR) {
+                return;
+            }
+            threshold = sh_score_from_nats((double) n / 10000);
+        }
+    }
+
+    if (!have_distance
+        || (rule == zone->rule && distance == zone->distance
+            && (rule == SH_RULE_HAMMING || threshold == zone->threshold)))
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": snapshot \"%V\" was taken under "
+                  "%*s, lookups now apply %*s",
+                  &zone->name, &zone->file,
+                  ngx_http_simhash_rule_text(was, rule, distance, threshold)
+                  - was, was,
+                  ngx_http_simhash_rule_text(now, zone->rule, zone->distance,
+                                             zone->threshold)
+                  - now, now);
+}
+
+
+/* "match=R distance=D[ threshold=T]", at most 50 bytes */
+
+static u_char *
+ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule, ngx_uint_t distance,
+    uint32_t threshold)
+{
+    p = ngx_sprintf(p, "match=%s distance=%ui", sh_rule_name(rule),
+                    distance);
+
+    if (rule == SH_RULE_WEIGHTED) {
+        p = ngx_sprintf(p, " threshold=");
+        p = ngx_http_simhash_score(p, threshold);
+    }
+
+    return p;
 }
 
 
@@ -605,8 +725,9 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
      * a restart from this file replays what came after
      */
 
-    meta = ngx_alloc(64 + (zone->replicate ? zone->replicate->stream.len
-                                             + SH_STREAM_ID_LEN : 0), log);
+    meta = ngx_alloc(128 + (zone->replicate ? zone->replicate->stream.len
+                                              + SH_STREAM_ID_LEN + 64 : 0),
+                     log);
     if (meta == NULL) {
         ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
                     sizeof(sv->err));
@@ -614,7 +735,14 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(meta, "distance=%ui\n", zone->distance);
+    p = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
+                    sh_rule_name(zone->rule));
+
+    if (zone->rule == SH_RULE_WEIGHTED) {
+        p = ngx_sprintf(p, "threshold=");
+        p = ngx_http_simhash_score(p, zone->threshold);
+        *p++ = '\n';
+    }
 
     if (zone->replicate) {
         p = ngx_sprintf(p, "replicate_stream=%V\nreplicate_id=",

@@ -131,7 +131,8 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       NGX_HTTP_SIMHASH_V_ENTRIES, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("distance"), ngx_string("distance"), ngx_string("gauge"),
-      ngx_string("Largest Hamming distance of a near-duplicate."),
+      ngx_string("Largest Hamming distance of a near-duplicate (the "
+                 "radius of match=hamming, the cap of match=weighted)."),
       NGX_HTTP_SIMHASH_V_DISTANCE, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("evictions"), ngx_string("evictions_total"),

@@ -37,10 +37,11 @@
  * Zone sizing: the index region gets the capacity such that the region, the
  * ref-indexed arrays (a node pointer, a body digest and a version second
  * per document) and one document node of KEY_BUDGET bytes per document fit
- * in the zone minus a reserve for the slab pool's own bookkeeping.  A document node is a slab allocation of 48 bytes + the key,
- * rounded up to a power of two: 128 bytes for keys up to 80 characters, 256
- * up to 208.  Longer keys on average make the slab run out first; then the
- * oldest documents are evicted just the same.
+ * in the zone minus a reserve for the slab pool's own bookkeeping.  A
+ * document node is a slab allocation of 48 bytes + the key, rounded up to a
+ * power of two: 128 bytes for keys up to 80 characters, 256 up to 208.
+ * Longer keys on average make the slab run out first; then the oldest
+ * documents are evicted just the same.
  */
 #define NGX_HTTP_SIMHASH_KEY_BUDGET 192
 #define NGX_HTTP_SIMHASH_MIN_DOCS   16
@@ -676,9 +677,10 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                   "simhash zone \"%V\": %uz bytes, capacity %uD documents, "
-                  "distance %ui",
+                  "match=%s distance=%ui threshold=%.4f",
                   &zone->name, shm_zone->shm.size, sh->capacity,
-                  zone->distance);
+                  sh_rule_name(zone->rule), zone->distance,
+                  sh_score_nats(zone->threshold));
 
     return NGX_OK;
 }
@@ -869,7 +871,8 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
 
 /*
- * simhash_zone zone=NAME:SIZE [distance=N] [file=PATH] [save=TIME]
+ * simhash_zone zone=NAME:SIZE [match=weighted|hamming] [distance=N]
+ *              [threshold=T] [file=PATH] [save=TIME]
  *
  * Each parameter is parsed by ngx_http_simhash_zone_param(); the zone is
  * then registered as a shared memory zone of this module.
@@ -880,6 +883,8 @@ static char *ngx_http_simhash_zone_param(ngx_conf_t *cf,
     ngx_uint_t *save_set);
 static char *ngx_http_simhash_zone_size(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone, ngx_str_t *value, ssize_t *size);
+static char *ngx_http_simhash_zone_rule(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
 
 
 char *
@@ -901,7 +906,9 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    zone->distance = SH_H_DEFAULT;
+    zone->rule = SH_RULE_DEFAULT;
+    zone->distance = NGX_CONF_UNSET_UINT;
+    zone->threshold = NGX_CONF_UNSET;
     zone->save = 300000;
     save_set = 0;
     size = 0;
@@ -918,6 +925,10 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"%V\" must have \"zone=NAME:SIZE\" parameter",
                            &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_simhash_zone_rule(cf, zone) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -984,14 +995,45 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 
         n = ngx_atoi(value->data + 9, value->len - 9);
 
-        if (n == NGX_ERROR || n > SH_H_MAX) {
+        if (n == NGX_ERROR || n > SH_MATCH_HMAX) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid distance \"%V\": must be "
-                               "between 0 and %d", value, SH_H_MAX);
+                               "between 0 and %d", value, SH_MATCH_HMAX);
             return NGX_CONF_ERROR;
         }
 
         zone->distance = (ngx_uint_t) n;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "match=", 6) == 0) {
+
+        if (sh_rule_parse((char *) value->data + 6, value->len - 6,
+                          &zone->rule)
+            != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid \"%V\": must be match=weighted "
+                               "or match=hamming", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "threshold=", 10) == 0) {
+
+        /* nats, up to four decimals: 10^4 units of a nat */
+        n = ngx_atofp(value->data + 10, value->len - 10, 4);
+
+        if (n == NGX_ERROR || n > 1000 * 10000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid threshold \"%V\": must be a number "
+                               "of nats from 0 to 1000", value);
+            return NGX_CONF_ERROR;
+        }
+
+        zone->threshold = sh_score_from_nats((double) n / 10000);
         return NGX_CONF_OK;
     }
 
@@ -1042,6 +1084,48 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
                        value);
     return NGX_CONF_ERROR;
+}
+
+
+/*
+ * The match rule (src/sh_match.h): match=hamming takes distance= as its
+ * radius (default 3, at most 7); match=weighted takes it as the cap on H
+ * (default 10, at most 16) and threshold= as T in nats (default 12).
+ */
+
+static char *
+ngx_http_simhash_zone_rule(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone)
+{
+    sh_match_opts_t  mo;
+
+    sh_match_opts_init(&mo);
+    sh_match_opts_rule(&mo, zone->rule);
+
+    if (zone->distance == NGX_CONF_UNSET_UINT) {
+        zone->distance = mo.h;
+    }
+
+    if (zone->rule == SH_RULE_HAMMING) {
+
+        if (zone->distance > SH_H_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid distance=%ui: match=hamming takes "
+                               "0 to %d", zone->distance, SH_H_MAX);
+            return NGX_CONF_ERROR;
+        }
+
+        if (zone->threshold != (uint32_t) NGX_CONF_UNSET) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"threshold\" needs match=weighted");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (zone->threshold == (uint32_t) NGX_CONF_UNSET) {
+        zone->threshold = mo.threshold;
+    }
+
+    return NGX_CONF_OK;
 }
 
 

@@ -381,6 +381,7 @@ sh_bphs_lookup(const sh_bphs_t *b, uint64_t hash, unsigned h,
                     out[found].ref = tb->refs[i];
                     out[found].distance = d;
                     out[found].hash = unpermute(tb, b->G, tb->keys[i]);
+                    out[found].score = UINT32_MAX;      /* no weights */
                 }
                 found++;
             } else if (found == 0 || d < best) {
@@ -388,6 +389,7 @@ sh_bphs_lookup(const sh_bphs_t *b, uint64_t hash, unsigned h,
                     out[0].ref = tb->refs[i];
                     out[0].distance = d;
                     out[0].hash = unpermute(tb, b->G, tb->keys[i]);
+                    out[0].score = UINT32_MAX;
                 }
                 best = d;
                 found = 1;

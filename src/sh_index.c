@@ -586,11 +586,25 @@ sh_lookup_opts_init(sh_lookup_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
     o->h = SH_H_DEFAULT;
+    o->rule = SH_RULE_HAMMING;
+    o->threshold = sh_score_from_nats(SH_WEIGHTED_T_DEFAULT);
     o->mode = SH_MATCH_FIRST;
     o->probes = 0;
     o->recall = 0.95f;
     o->vol = NULL;
     o->learn = 0;
+}
+
+void
+sh_lookup_match_opts(const sh_lookup_opts_t *o, sh_match_opts_t *m)
+{
+    sh_match_opts_init(m);
+    m->rule = o->rule;
+    m->h = o->rule == SH_RULE_WEIGHTED
+           ? (o->h > SH_MATCH_HMAX ? SH_MATCH_HMAX : o->h)
+           : (o->h > SH_H_MAX ? SH_H_MAX : o->h);
+    m->threshold = o->threshold;
+    m->vol = o->vol;
 }
 
 unsigned
@@ -616,15 +630,33 @@ sh_index_probes_for(const sh_index_t *ix, const sh_lookup_opts_t *opts)
 
 typedef struct {
     uint64_t    x;
-    unsigned    h;
+    unsigned    h;              /* the cap on H: candidates within it go
+                                   to the rule */
     sh_match_mode_t mode;
     sh_match_t *out;
     size_t      max;
     size_t      found;
-    unsigned    best;
+    uint64_t    best;           /* CLOSEST: (score or H) << 8 | H */
     uint32_t    scanned;
     int         done;
+    int         weighted;
+    /* The rule's query, prepared on the first candidate within the cap:
+     * most lookups never meet one, and the costs are 64 table reads. */
+    int         ready;
+    const sh_match_opts_t *mo;
+    const float *w;
+    sh_matcher_t m;
 } lookup_ctx_t;
+
+static inline void
+found_put(lookup_ctx_t *c, size_t i, const sh_index_t *ix, uint32_t s,
+          uint64_t v, unsigned d, uint32_t score)
+{
+    c->out[i].ref = ix_refs(ix)[s];
+    c->out[i].distance = d;
+    c->out[i].hash = v;
+    c->out[i].score = score;
+}
 
 /*
  * Scan the run of fingerprints in [lo, hi] from slot `start`; the caller
@@ -661,8 +693,9 @@ scan_run(const sh_index_t *ix, uint32_t start, uint64_t lo, uint64_t hi,
     }
 
     for (; s < n; s++) {
-        uint64_t v = sl[s];
+        uint64_t v = sl[s], key;
         unsigned d;
+        uint32_t score;
 
         if (v == EMPTY) {
             /* Empty, unless a real all-ones fingerprint: only the top
@@ -683,32 +716,34 @@ scan_run(const sh_index_t *ix, uint32_t start, uint64_t lo, uint64_t hi,
         if (d > c->h) {
             continue;
         }
+        if (!c->ready) {
+            sh_matcher_init(&c->m, c->mo, c->x, c->w);
+            c->ready = 1;
+        }
+        if (!sh_matcher_test(&c->m, v, &d, &score)) {
+            continue;
+        }
         switch (c->mode) {
         case SH_MATCH_FIRST:
             if (c->max > 0) {
-                c->out[0].ref = ix_refs(ix)[s];
-                c->out[0].distance = d;
-                c->out[0].hash = v;
+                found_put(c, 0, ix, s, v, d, score);
             }
             c->found = 1;
             c->done = 1;
             return;
         case SH_MATCH_ALL:
             if (c->found < c->max) {
-                c->out[c->found].ref = ix_refs(ix)[s];
-                c->out[c->found].distance = d;
-                c->out[c->found].hash = v;
+                found_put(c, c->found, ix, s, v, d, score);
             }
             c->found++;
             break;
         case SH_MATCH_CLOSEST:
-            if (c->found == 0 || d < c->best) {
+            key = (c->weighted ? (uint64_t) score : d) << 8 | d;
+            if (c->found == 0 || key < c->best) {
                 if (c->max > 0) {
-                    c->out[0].ref = ix_refs(ix)[s];
-                    c->out[0].distance = d;
-                    c->out[0].hash = v;
+                    found_put(c, 0, ix, s, v, d, score);
                 }
-                c->best = d;
+                c->best = key;
                 c->found = 1;
                 if (d == 0) {
                     c->done = 1;
@@ -761,11 +796,19 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
     unsigned     t = ix->t, shift = 64 - ix->t;
     uint64_t     low = (1ull << shift) - 1;
     uint32_t     probes = 1;
+    sh_match_opts_t mo;
     lookup_ctx_t c;
-    unsigned     k, i;
+    unsigned     k, i, vh;
 
+    sh_lookup_match_opts(opts, &mo);
     c.x = hash;
-    c.h = opts->h > SH_H_MAX ? SH_H_MAX : opts->h;
+    c.h = mo.h;
+    c.weighted = mo.rule == SH_RULE_WEIGHTED;
+    c.ready = 0;
+    c.mo = &mo;
+    c.w = weights;
+    /* Header subsets probed: at most h bits, and at most SH_H_MAX. */
+    vh = mo.h > SH_H_MAX ? SH_H_MAX : mo.h;
     c.mode = opts->mode;
     c.out = out;
     c.max = max;
@@ -778,7 +821,7 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
      * prefetched and the header bits ranked while the miss is in flight:
      * the ranking is wasted only when x's bucket already answers. */
     k = ix->entries > 0 ? sh_index_probes_for(ix, opts) : 0;
-    if (k > 0 && c.h > 0) {
+    if (k > 0 && vh > 0) {
         float          lo_rank[T_MAX];
         uint8_t        bit_of[T_MAX];
         uint64_t       lo0 = hash & ~low;
@@ -793,7 +836,7 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
         sh_vosh_rank_header(vol, weights, t, lo_rank, bit_of);
         scan_run(ix, start0, lo0, lo0 | low, &c);
 
-        sh_vosh_init(&v, lo_rank, t, c.h, heap, SH_VOSH_HEAP_FOR(k, c.h));
+        sh_vosh_init(&v, lo_rank, t, vh, heap, SH_VOSH_HEAP_FOR(k, vh));
 
         /*
          * Software pipeline: the next batch of subsets is generated (and

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sh_match.h"
 #include "sh_volatility.h"
 
 #define SH_NOREF        UINT32_MAX
@@ -42,17 +43,25 @@ typedef struct sh_index_s sh_index_t;   /* the region, seen as an index */
 typedef enum {
     SH_MATCH_FIRST = 0,     /* PSM_F: stop at the first match */
     SH_MATCH_ALL,           /* PSM_A: every match within h */
-    SH_MATCH_CLOSEST        /* the match with the smallest distance */
+    SH_MATCH_CLOSEST        /* the best match: the smallest distance (hamming
+                               rule) or score (weighted rule) */
 } sh_match_mode_t;
 
 typedef struct {
     uint32_t ref;
     uint32_t distance;
     uint64_t hash;
+    uint32_t score;         /* under the query's weights (sh_match.h);
+                               UINT32_MAX from BPHS, which has none */
 } sh_match_t;
 
 typedef struct {
-    unsigned  h;            /* Hamming radius, 0..SH_H_MAX */
+    unsigned  h;            /* hamming rule: the radius, 0..SH_H_MAX;
+                               weighted: the cap on H, 0..SH_MATCH_HMAX
+                               (header subsets of at most SH_H_MAX bits
+                               are probed) */
+    sh_rule_t rule;         /* what a match is (sh_match.h) */
+    uint32_t  threshold;    /* weighted rule: T in score units */
     sh_match_mode_t mode;
     unsigned  probes;       /* k: VOSH subsets probed after x itself;
                                0 = derive from `recall` */
@@ -79,7 +88,11 @@ typedef struct {
     size_t   region_bytes;
 } sh_index_stats_t;
 
-void sh_lookup_opts_init(sh_lookup_opts_t *o);   /* h=3, FIRST, recall .95 */
+/* h=3, hamming, FIRST, recall .95 */
+void sh_lookup_opts_init(sh_lookup_opts_t *o);
+
+/* The match settings of `o` (rule, h, threshold, volatility table). */
+void sh_lookup_match_opts(const sh_lookup_opts_t *o, sh_match_opts_t *m);
 
 /* Region size needed for `capacity` documents, and the inverse. */
 size_t   sh_index_region_size(uint32_t capacity);
@@ -118,10 +131,10 @@ int sh_index_remove(sh_index_t *ix, uint32_t ref);
 int sh_index_get(const sh_index_t *ix, uint32_t ref, uint64_t *hash);
 
 /*
- * Documents within distance opts->h of `hash`, whose per-bit weights are
- * `weights` (sh_result_t.weights; NULL = treat all bits as equally volatile).
- * Writes at most `max` matches (mode ALL keeps counting past max) and returns
- * the number found.
+ * Documents that match `hash` under the rule of `opts` (sh_match.h), whose
+ * per-bit weights are `weights` (sh_result_t.weights; NULL = treat all bits
+ * as equally volatile).  Writes at most `max` matches (mode ALL keeps
+ * counting past max) and returns the number found.
  */
 size_t sh_index_lookup(const sh_index_t *ix, uint64_t hash,
                        const float *weights, const sh_lookup_opts_t *opts,

@@ -15,9 +15,9 @@
  * then uint32 time (seconds since 1970), then the key; the reader returns
  * it as a DOC with rec.time set, so that readers of documents need not
  * know the difference.  Zones that are not replicated write plain DOC
- * records, which readers older than DOC_TIMED still take.  A record never straddles a
- * block of SH_SNAP_BLOCK bytes: the rest of a block that cannot hold the
- * next record is zeros (type 0, padding).  So a block that fails its
+ * records, which readers older than DOC_TIMED still take.  A record never
+ * straddles a block of SH_SNAP_BLOCK bytes: the rest of a block that cannot
+ * hold the next record is zeros (type 0, padding).  So a block that fails its
  * checksum, zero-filled by the loader, reads as padding and costs exactly
  * its own records.
  *

@@ -70,9 +70,27 @@ is $from_w, $hex, 'weight signs are the bits';
 
 # distance
 ($rc, $out) = sh($cli, 'distance', "$fx/article.html", "$fx/article.html");
-is $out, "0\n", 'a page is at distance 0 from itself';
+is $out, "0 0.0000 match\n", 'a page is at distance 0 from itself';
 ($rc, $out) = sh($cli, 'distance', "$fx/article.html", "$fx/unrelated.html");
-ok $out > 10, "unrelated pages are far apart ($out)";
+my ($h, $score, $verdict) = split ' ', $out;
+ok $h > 10, "unrelated pages are far apart ($h)";
+ok $score > 12, "... with a score beyond the default threshold ($score)";
+is $verdict, 'differ', '... and the rule says so';
+($rc, $out) = sh($cli, 'distance', '--match', 'hamming', '--h', 7,
+                 "$fx/article.html", "$fx/unrelated.html");
+is((split ' ', $out)[1], $score, 'the score is the same under either rule');
+($rc, $out) = sh($cli, 'distance', '--match', 'weighted', '--threshold',
+                 $score, '--h', 16, "$fx/article.html",
+                 "$fx/unrelated.html");
+is((split ' ', $out)[2], $h <= 16 ? 'match' : 'differ',
+   'a threshold at the score accepts the pair when the cap allows');
+($rc, $out, $err) = sh($cli, 'distance', '--match', 'cosine',
+                       "$fx/article.html", "$fx/article.html");
+is $rc, 2, 'an unknown rule is a usage error';
+like $err, qr/^simhash: --match: expected hamming or weighted/, '... said so';
+($rc, $out, $err) = sh($cli, 'distance', '--match', 'hamming', '--threshold',
+                       3, "$fx/article.html", "$fx/article.html");
+is $rc, 2, 'a threshold under the hamming rule is a usage error';
 ($rc, $out, $err) = sh($cli, 'distance', "$fx/article.html",
                        "$tmp/short.html");
 is $rc, 1, 'distance to a too-short page fails';

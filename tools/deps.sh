@@ -14,7 +14,10 @@ set -eu
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
 valgrind gdb libhiredis-dev redis-server"
-EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk"
+# manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
+# (the Linux manual pages rendered to HTML by two independent renderers).
+EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk
+manpages-dev mandoc man2html-base"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 STRESS_PKGS="wrk"
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"

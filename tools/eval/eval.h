@@ -45,6 +45,7 @@ typedef struct {
     uint64_t   hash;
     uint32_t   status;          /* sh_status_t */
     uint32_t   nfeatures;
+    float      w[SH_BITS];      /* W[j], for the weighted rule (match.c) */
 } ev_fp_t;
 
 typedef struct {
@@ -98,6 +99,7 @@ typedef struct {
     unsigned      nseeds;
     const char   *cache_dir;    /* NULL: no cache */
     const char   *out_dir;
+    const char   *match_config; /* --match: compare the rules under it */
     uint64_t      identity;     /* of this binary, for cache keys */
     /* Pairs listed but left out: a page below EV_MIN_SHINGLES. */
     size_t        aligned_listed, aligned_dropped;
@@ -139,5 +141,8 @@ void   ev_pairs_jaccard(ev_run_t *run);
 
 /* report.c */
 void ev_report(ev_run_t *run);
+
+/* match.c: the hamming and weighted match rules side by side */
+void ev_match_report(ev_run_t *run, const ev_config_t *c);
 
 #endif

@@ -14,6 +14,8 @@
  *              counts (default 1: the public key only)
  *   --identity what cached results are keyed by (default: this binary's
  *              size and time; eval.sh passes a digest of the library)
+ *   --match    the configuration the match rules are compared under
+ *              (match.c; default: the first one)
  *
  * tools/eval.sh builds the lists from the installed Debian packages and
  * turns the output directory into docs/QUALITY.md and docs/quality-h.png.
@@ -45,6 +47,7 @@ usage(FILE *f)
     fprintf(f,
 "usage: sh-eval --aligned FILE --prose FILE --out DIR [--cache DIR]\n"
 "               [--threads N] [--seeds N] [--identity STRING]\n"
+"               [--match CONFIG_NAME]\n"
 "               --config 'NAME: --option value ...' ...\n"
 "config options (as in simhash fingerprint): --shingle N --stem LANG|none\n"
 "  --stopwords FILE|none --idf FILE --word-weight F --shingle-weight F\n"
@@ -275,6 +278,8 @@ main(int argc, char **argv)
             const char *v = argv[++k];
 
             run.identity = XXH3_64bits(v, strlen(v));
+        } else if (strcmp(a, "--match") == 0) {
+            run.match_config = argv[++k];
         } else if (strcmp(a, "--seeds") == 0) {
             run.nseeds = (unsigned) atoi(argv[++k]);
             if (run.nseeds < 1 || run.nseeds > EV_SEEDS_MAX) {
@@ -355,6 +360,18 @@ main(int argc, char **argv)
     }
     write_summary(&run);
     ev_report(&run);
+    for (i = 0; i < run.nconfigs; i++) {
+        if (run.match_config == NULL
+            || strcmp(run.match_config, run.configs[i].name) == 0)
+        {
+            ev_match_report(&run, &run.configs[i]);
+            break;
+        }
+    }
+    if (i == run.nconfigs) {
+        ev_die("--match %s: no configuration of that name",
+               run.match_config);
+    }
     free(al);
     free(pr);
     return 0;

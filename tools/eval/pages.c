@@ -169,6 +169,7 @@ one_page(job_t *job, sh_config_t *cfg, size_t i, char *buf, truth_t *t)
         job->fp[i].status = (uint32_t) res.status;
         job->fp[i].hash = res.status == SH_STATUS_OK ? res.hash : 0;
         job->fp[i].nfeatures = res.nfeatures;
+        memcpy(job->fp[i].w, res.weights, sizeof(job->fp[i].w));
     }
     return 0;
 }
@@ -363,7 +364,7 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
     fp = c->fp[seed] = ev_xcalloc(run->npages, sizeof(*fp));
     f = cache_open(run, "fp", key, path, sizeof(path));
     if (f != NULL) {
-        int ok = hdr_ok(f, run, "SHEVFP02")
+        int ok = hdr_ok(f, run, "SHEVFP03")
                  && fread(fp, sizeof(*fp), run->npages, f) == run->npages
                  && fread(&secs, sizeof(secs), 1, f) == 1;
 
@@ -381,7 +382,7 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
 
     f = cache_create(run, "fp", key, path, sizeof(path));
     if (f != NULL) {
-        hdr_write(f, run, "SHEVFP02");
+        hdr_write(f, run, "SHEVFP03");
         fwrite(fp, sizeof(*fp), run->npages, f);
         fwrite(&secs, sizeof(secs), 1, f);
         cache_commit(f, path);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "sh_doc.h"
+#include "sh_match.h"
 
 typedef struct {
     const char *name;
@@ -79,6 +80,27 @@ sh_doc_t *cli_read_page(sh_config_t *cfg, const char *path,
 /* The same, keeping only the result. */
 int cli_fingerprint_file(sh_config_t *cfg, const char *path,
                          const char *charset, sh_result_t *res);
+
+/*
+ * The match rule options (sh_match.h) of the subcommands that decide
+ * near-duplicates: --match hamming|weighted, --h N (the radius, or the cap
+ * on H), --threshold T (nats), --volatility FILE.  cli_match_arg() returns
+ * as cli_extract_arg(); cli_match_finish() applies the rule's defaults and
+ * checks the ranges (printing the error, -1).
+ */
+typedef struct {
+    sh_match_opts_t  opts;      /* the result, after cli_match_finish */
+    sh_rule_t        rule;
+    long             h;         /* -1: the rule's default */
+    double           t;         /* < 0: the default threshold */
+    sh_volatility_t *vol;       /* --volatility, owned */
+} cli_match_t;
+
+void cli_match_init(cli_match_t *m);
+int  cli_match_arg(cli_match_t *m, int argc, char **argv, int *i);
+int  cli_match_finish(cli_match_t *m);
+void cli_match_free(cli_match_t *m);
+void cli_match_usage(FILE *f);
 
 /* The help flag test every subcommand uses. */
 int cli_is_help(const char *arg);

@@ -22,6 +22,14 @@
  * PSM's k is chosen per n as the smallest k reaching the target recall
  * (from the VOSH rank of every true match, the same order the lookups
  * use); the runs with k from the built-in k(t) table are reported too.
+ *
+ * Rules (sh_match.h).  Under the hamming rule the truth is BPHS, as above.
+ * Under the weighted rule no block design is exact, so the truth is brute
+ * force (sh_brute_join: every query against every stored fingerprint),
+ * computed for the first --truth-queries queries, which are then the
+ * weighted rule's queries; `--match both` measures the two rules on the
+ * same stored set and the same queries in one run.  The JSON rows name
+ * their rule.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -66,7 +74,14 @@ typedef struct {
     const char *cache;
     unsigned    log2n[16];
     unsigned    nn;
-    unsigned    h;
+    unsigned    h;              /* hamming radius */
+    int         rules;          /* bit 0: hamming, bit 1: weighted */
+    sh_match_opts_t wm;         /* the weighted rule's settings */
+    unsigned    truth_queries;  /* weighted: queries with a brute truth */
+    int         weighted;       /* the rule of the pass under way */
+    /* PSM rows: buckets probed and entries compared per query, counted
+     * (not timed), so they compare runs on a busy machine; < 0: none */
+    double      pq_probes, pq_scanned;
     float       recall;
     unsigned    k_force;
     unsigned    queries;
@@ -118,7 +133,13 @@ usage(FILE *f)
         "  --cache FILE     keep fingerprints in FILE (and FILE.edits)\n"
         "  --n LIST         log2 of the stored counts (default 20,22,24)\n"
         "  --methods LIST   psm,bphs4,bphs10,bphs20,brute (default all)\n"
-        "  --h N            Hamming radius (default 3)\n"
+        "  --match RULE     hamming, weighted or both (default hamming)\n"
+        "  --h N            hamming radius, 1..3 (default 3)\n"
+        "  --threshold T    weighted: T in nats (default %g)\n"
+        "  --cap N          weighted: the cap on H, 1..%d (default %d)\n"
+        "  --truth-queries N  weighted: queries compared by brute force\n"
+        "                   with every stored fingerprint (20000; with\n"
+        "                   --match both, the queries of both rules)\n"
         "  --recall R       target relative recall for PSM's k (0.95)\n"
         "  --k N            fixed k instead of the target recall\n"
         "  --queries N      queries per method, by relocation (100000)\n"
@@ -131,7 +152,8 @@ usage(FILE *f)
         "\n"
         "  --json           one JSON object per method and n\n"
         "  --dat PREFIX     gnuplot data: PREFIX-qps.dat, "
-        "PREFIX-recall.dat\n\n");
+        "PREFIX-recall.dat\n\n", SH_WEIGHTED_T_DEFAULT, SH_MATCH_HMAX,
+        SH_WEIGHTED_H_DEFAULT);
     cli_extract_usage(f);
 }
 
@@ -396,8 +418,8 @@ build_workload(bench_t *b, sh_config_t *cfg)
     }
     free(is_query);
 
-    /* The stored real fingerprints within h of some query: relocated with
-     * the queries. */
+    /* The stored real fingerprints that match some query under a rule
+     * measured: relocated with the queries. */
     near_mark = calloc(b->nreal, 1);
     m = malloc(MAXMATCH * sizeof(sh_match_t));
     if (near_mark == NULL || m == NULL || sh_brute_init(&br, b->nreal)) {
@@ -408,11 +430,23 @@ build_workload(bench_t *b, sh_config_t *cfg)
         sh_brute_add(&br, b->real[i], (uint32_t) i);
     }
     for (i = 0; i < b->nrq; i++) {
-        size_t n = sh_brute_lookup(&br, b->rq[i].hash, b->h, SH_MATCH_ALL, m,
-                                   MAXMATCH), j;
+        size_t n = 0, j;
 
-        for (j = 0; j < n && j < MAXMATCH; j++) {
-            near_mark[m[j].ref] = 1;
+        if (b->rules & 1) {
+            n = sh_brute_lookup(&br, b->rq[i].hash, b->h, SH_MATCH_ALL, m,
+                                MAXMATCH);
+            for (j = 0; j < n && j < MAXMATCH; j++) {
+                near_mark[m[j].ref] = 1;
+            }
+        }
+        if (b->rules & 2) {
+            sh_matcher_t q;
+
+            sh_matcher_init(&q, &b->wm, b->rq[i].hash, b->rq[i].w);
+            n = sh_brute_match(&br, &q, SH_MATCH_ALL, m, MAXMATCH);
+            for (j = 0; j < n && j < MAXMATCH; j++) {
+                near_mark[m[j].ref] = 1;
+            }
         }
     }
     b->near = malloc((b->nreal + 1) * sizeof(uint64_t));
@@ -528,21 +562,34 @@ report(bench_t *b, const char *method, size_t n, double qps, double recall,
        double bpe, double dbpe, unsigned k, unsigned t, double build_s,
        size_t nq)
 {
+    const char *rule = b->weighted ? "weighted" : "hamming";
+
     if (b->json) {
-        printf("{\"method\": \"%s\", \"n\": %zu, \"qps\": %.0f, "
-               "\"recall\": %.4f, \"bytes_per_entry\": %.2f, "
-               "\"doc_bytes_per_entry\": %.2f, \"k\": %u, \"t\": %u, "
-               "\"build_s\": %.2f, \"queries\": %zu}\n", method, n, qps,
+        printf("{\"method\": \"%s\", \"rule\": \"%s\", \"n\": %zu, "
+               "\"qps\": %.0f, \"recall\": %.4f, \"bytes_per_entry\": %.2f,"
+               " \"doc_bytes_per_entry\": %.2f, \"k\": %u, \"t\": %u, "
+               "\"build_s\": %.2f, \"queries\": %zu", method, rule, n, qps,
                recall, bpe, dbpe, k, t, build_s, nq);
+        if (b->pq_probes >= 0) {
+            printf(", \"probes_per_query\": %.2f, \"scanned_per_query\": "
+                   "%.2f", b->pq_probes, b->pq_scanned);
+        }
+        if (b->weighted) {
+            printf(", \"threshold\": %.4f, \"cap\": %u}\n",
+                   sh_score_nats(b->wm.threshold), b->wm.h);
+        } else {
+            printf(", \"h\": %u}\n", b->h);
+        }
     } else {
-        printf("%-16s 2^%-3u %12.0f %8.4f %8.2f %8.2f %5u %3u %8.2f\n",
-               method, (unsigned) __builtin_ctzll(n), qps, recall, bpe,
+        printf("%-16s %-8s 2^%-3u %12.0f %8.4f %8.2f %8.2f %5u %3u %8.2f\n",
+               method, rule, (unsigned) __builtin_ctzll(n), qps, recall, bpe,
                dbpe, k, t, build_s);
     }
     fflush(stdout);
     if (b->dat_qps != NULL) {
-        fprintf(b->dat_qps, "%u\t%s\t%.0f\t%.4f\t%.2f\n",
-                (unsigned) __builtin_ctzll(n), method, qps, recall, bpe);
+        fprintf(b->dat_qps, "%u\t%s%s\t%.0f\t%.4f\t%.2f\n",
+                (unsigned) __builtin_ctzll(n), method,
+                b->weighted ? ":weighted" : "", qps, recall, bpe);
         fflush(b->dat_qps);
     }
 }
@@ -683,6 +730,30 @@ run_bphs(bench_t *b, run_t *r, unsigned tables, int truth)
 
 /* ---- PSM ---- */
 
+/* Header subsets the index probes under the current rule (sh_index.c). */
+static unsigned
+rule_vosh_h(const bench_t *b)
+{
+    unsigned h = b->weighted ? b->wm.h : b->h;
+
+    return h > SH_H_MAX ? SH_H_MAX : h;
+}
+
+/* The lookup options of the current rule. */
+static void
+rule_lookup_opts(const bench_t *b, sh_lookup_opts_t *o)
+{
+    if (b->weighted) {
+        o->rule = SH_RULE_WEIGHTED;
+        o->h = b->wm.h;
+        o->threshold = b->wm.threshold;
+    } else {
+        o->rule = SH_RULE_HAMMING;
+        o->h = b->h;
+    }
+    o->vol = b->vol;
+}
+
 /*
  * VOSH rank (probe number, 0 = x's own bucket) of every true match of
  * every query, under `vol`; RANK_NONE beyond SH_PROBES_MAX.
@@ -712,7 +783,7 @@ compute_ranks(const bench_t *b, const run_t *r, unsigned t,
             continue;
         }
         sh_vosh_rank_header(vol, r->q[i].w, t, lor, bit_of);
-        sh_vosh_init(&v, lor, t, b->h, heap,
+        sh_vosh_init(&v, lor, t, rule_vosh_h(b), heap,
                      SH_VOSH_HEAP_FOR(SH_PROBES_MAX, SH_H_MAX));
         for (k = 1; k <= SH_PROBES_MAX && left > 0
                     && sh_vosh_next(&v, &node); k++) {
@@ -807,10 +878,9 @@ learn_experiment(bench_t *b, const run_t *r, sh_index_t *ix, unsigned t,
     sh_index_learn_reset(ix);
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
-    o.h = b->h;
+    rule_lookup_opts(b, &o);
     o.probes = k_train;
     o.learn = 1;
-    o.vol = b->vol;
     for (i = 0; i < r->nq; i++) {
         if (train[r->q[i].base]) {
             sh_index_lookup(ix, r->q[i].hash, r->q[i].w, &o, m, MAXMATCH,
@@ -899,12 +969,11 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
                               : k_for(r, rank, b->recall, (int) mode);
         sh_lookup_opts_init(&o);
         o.mode = mode ? SH_MATCH_ALL : SH_MATCH_FIRST;
-        o.h = b->h;
+        rule_lookup_opts(b, &o);
         o.recall = b->recall;
-        o.vol = b->vol;
         kt[mode] = sh_index_probes_for(ix, &o);
     }
-    if (b->dat_recall != NULL) {
+    if (b->dat_recall != NULL && !b->weighted) {
         unsigned fixed[4] = { 5, 10, 20, 50 };
 
         fprintf(b->dat_recall, "%u\t%u", log2n, st.t);
@@ -920,15 +989,15 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
     /* Timed runs: at the k reaching the target, then at the table's k. */
     for (fk = 0; fk < 2; fk++) {
         for (mode = 0; mode < 2; mode++) {
-            double el = 0, t1, rec, pred;
+            double el = 0, t1, rec, pred, np = 0, ns = 0;
             char   name[32];
             unsigned rep;
+            sh_lookup_stats_t ls;
 
             sh_lookup_opts_init(&o);
             o.mode = mode ? SH_MATCH_ALL : SH_MATCH_FIRST;
-            o.h = b->h;
+            rule_lookup_opts(b, &o);
             o.probes = fk == 0 ? kk[mode] : kt[mode];
-            o.vol = b->vol;
             if (o.probes == 0) {
                 o.probes = 1;
             }
@@ -939,7 +1008,9 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
                 for (i = 0; i < r->nq; i++) {
                     cnt[i] = (uint32_t) sh_index_lookup(ix, r->q[i].hash,
                                                         r->q[i].w, &o, m,
-                                                        MAXMATCH, NULL);
+                                                        MAXMATCH, &ls);
+                    np += ls.probes;
+                    ns += ls.scanned;
                 }
                 e = now() - t1;
                 el = rep == 0 || e < el ? e : el;
@@ -952,13 +1023,16 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
             }
             snprintf(name, sizeof(name), "PSM_%c%s", mode ? 'A' : 'F',
                      fk ? "(k-table)" : "");
+            b->pq_probes = np / ((double) b->reps * (double) r->nq);
+            b->pq_scanned = ns / ((double) b->reps * (double) r->nq);
             report(b, name, r->n, r->nq / el, rec,
                    (double) st.fingerprint_bytes / r->n,
                    (double) st.document_bytes / r->n, o.probes, st.t,
                    build, r->nq);
+            b->pq_probes = b->pq_scanned = -1;
         }
     }
-    if (b->learn_log2n == log2n) {
+    if (b->learn_log2n == log2n && !b->weighted) {
         /* Train at the larger k (PSM_F's): more confirmed pairs. */
         learn_experiment(b, r, ix, st.t, rank,
                          kk[0] > kk[1] ? kk[0] : kk[1]);
@@ -990,24 +1064,145 @@ run_brute(bench_t *b, run_t *r)
         size_t   agree = 0;
 
         for (i = 0; i < nq; i++) {
-            size_t n = sh_brute_lookup(&br, r->q[i].hash, b->h,
-                                       mode ? SH_MATCH_ALL : SH_MATCH_FIRST,
-                                       m, MAXMATCH);
+            sh_match_mode_t md = mode ? SH_MATCH_ALL : SH_MATCH_FIRST;
+            size_t n;
 
-            /* Brute force checks BPHS, the truth, on the way. */
+            if (b->weighted) {
+                sh_matcher_t q;
+
+                sh_matcher_init(&q, &b->wm, r->q[i].hash, r->q[i].w);
+                n = sh_brute_match(&br, &q, md, m, MAXMATCH);
+            } else {
+                n = sh_brute_lookup(&br, r->q[i].hash, b->h, md, m,
+                                    MAXMATCH);
+            }
+
+            /* Brute force checks the truth (BPHS, or the join) on the
+             * way. */
             agree += mode ? n == r->toff[i + 1] - r->toff[i]
                           : (n > 0) == (r->toff[i + 1] > r->toff[i]);
         }
         el = now() - t1;
         if (agree != nq) {
-            fprintf(stderr, "bench: warning: brute force and BPHS disagree "
-                    "on %zu queries\n", nq - agree);
+            fprintf(stderr, "bench: warning: brute force and the truth "
+                    "disagree on %zu queries\n", nq - agree);
         }
         report(b, mode ? "BRUTE_A" : "BRUTE_F", r->n, nq / el, 1.0, 8, 4, 0,
                0, 0, nq);
     }
     sh_brute_free(&br);
     free(m);
+    return 0;
+}
+
+/* ---- The weighted rule's truth: brute force ---- */
+
+typedef struct {
+    uint32_t q, ref;
+} qref_t;
+
+typedef struct {
+    qref_t *p;
+    size_t  n, cap;
+    int     oom;
+} qrefs_t;
+
+static void
+join_hit(void *arg, size_t query, const sh_match_t *m)
+{
+    qrefs_t *v = arg;
+
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? 2 * v->cap : 65536;
+        void  *np = realloc(v->p, nc * sizeof(qref_t));
+
+        if (np == NULL) {
+            v->oom = 1;
+            return;
+        }
+        v->p = np;
+        v->cap = nc;
+    }
+    v->p[v->n].q = (uint32_t) query;
+    v->p[v->n].ref = m->ref;
+    v->n++;
+}
+
+static int
+cmp_qref(const void *a, const void *b)
+{
+    const qref_t *x = a, *y = b;
+
+    if (x->q != y->q) {
+        return x->q < y->q ? -1 : 1;
+    }
+    return (x->ref > y->ref) - (x->ref < y->ref);
+}
+
+/*
+ * Keep the first --truth-queries queries and find every match of each
+ * under the weighted rule by comparing it with every stored fingerprint;
+ * the truth arrays of `r` are rebuilt for them.
+ */
+static int
+weighted_truth(bench_t *b, run_t *r)
+{
+    sh_brute_t    br;
+    sh_matcher_t *q;
+    qrefs_t       v = { 0 };
+    size_t        i, j;
+    double        t0 = now();
+
+    if (r->nq > b->truth_queries) {
+        r->nq = b->truth_queries;
+    }
+    q = malloc((r->nq + 1) * sizeof(sh_matcher_t));
+    if (q == NULL || sh_brute_init(&br, r->n) != 0) {
+        free(q);
+        cli_error("bench: out of memory for the brute-force truth");
+        return -1;
+    }
+    for (i = 0; i < r->n; i++) {
+        sh_brute_add(&br, r->st[i], (uint32_t) i);
+    }
+    for (i = 0; i < r->nq; i++) {
+        sh_matcher_init(&q[i], &b->wm, r->q[i].hash, r->q[i].w);
+    }
+    sh_brute_join(&br, q, r->nq, join_hit, &v);
+    sh_brute_free(&br);
+    free(q);
+    if (v.oom) {
+        free(v.p);
+        cli_error("bench: out of memory for the brute-force truth");
+        return -1;
+    }
+    if (v.n > 0) {
+        qsort(v.p, v.n, sizeof(qref_t), cmp_qref);
+    }
+    free(r->toff);
+    free(r->tref);
+    r->toff = malloc((r->nq + 1) * sizeof(uint32_t));
+    r->tref = malloc((v.n + 1) * sizeof(uint32_t));
+    if (r->toff == NULL || r->tref == NULL) {
+        free(v.p);
+        cli_error("out of memory");
+        return -1;
+    }
+    r->npairs = v.n;
+    r->nqmatch = 0;
+    for (i = 0, j = 0; i < r->nq; i++) {
+        r->toff[i] = (uint32_t) j;
+        r->nqmatch += j < v.n && v.p[j].q == i;
+        while (j < v.n && v.p[j].q == i) {
+            r->tref[j] = v.p[j].ref;
+            j++;
+        }
+    }
+    r->toff[r->nq] = (uint32_t) j;
+    free(v.p);
+    fprintf(stderr, "bench: weighted truth (brute force, %zu queries x %zu "
+            "stored) in %.0f s: %zu pairs, %zu queries with a match\n",
+            r->nq, r->n, now() - t0, r->npairs, r->nqmatch);
     return 0;
 }
 
@@ -1053,6 +1248,11 @@ cmd_bench(int argc, char **argv)
     b.log2n[2] = 24;
     b.nn = 3;
     b.h = SH_H_DEFAULT;
+    b.rules = 1;
+    sh_match_opts_init(&b.wm);
+    sh_match_opts_rule(&b.wm, SH_RULE_WEIGHTED);
+    b.truth_queries = 20000;
+    b.pq_probes = b.pq_scanned = -1;
     b.recall = 0.95f;
     b.queries = 100000;
     b.edits = 4000;
@@ -1118,6 +1318,33 @@ cmd_bench(int argc, char **argv)
                 cli_error("--recall: expected a number in (0, 1]");
                 return 2;
             }
+        } else if (strcmp(o, "--match") == 0) {
+            b.rules = strcmp(val, "hamming") == 0 ? 1
+                      : strcmp(val, "weighted") == 0 ? 2
+                      : strcmp(val, "both") == 0 ? 3 : 0;
+            if (b.rules == 0) {
+                cli_error("--match: expected hamming, weighted or both");
+                return 2;
+            }
+        } else if (strcmp(o, "--threshold") == 0) {
+            char  *end;
+            double t = strtod(val, &end);
+
+            if (end == val || *end != '\0' || !(t >= 0 && t <= 1000)) {
+                cli_error("--threshold: expected nats from 0 to 1000");
+                return 2;
+            }
+            b.wm.threshold = sh_score_from_nats(t);
+        } else if (strcmp(o, "--cap") == 0) {
+            if (cli_parse_uint(o, val, 1, SH_MATCH_HMAX, &v) != 0) {
+                return 2;
+            }
+            b.wm.h = (unsigned) v;
+        } else if (strcmp(o, "--truth-queries") == 0) {
+            if (cli_parse_uint(o, val, 1, 10000000, &v) != 0) {
+                return 2;
+            }
+            b.truth_queries = (unsigned) v;
         } else if (strcmp(o, "--h") == 0) {
             if (cli_parse_uint(o, val, 1, 3, &v) != 0) {
                 return 2;
@@ -1167,6 +1394,7 @@ cmd_bench(int argc, char **argv)
         b.corpus[b.ncorpus++] = "/usr/share/doc/rust-doc/html";
     }
     b.vol = vol != NULL ? vol : sh_volatility_default();
+    b.wm.vol = b.vol;
     cfg = cli_extract_config(&x);
     if (cfg == NULL) {
         return 1;
@@ -1190,9 +1418,9 @@ cmd_bench(int argc, char **argv)
         goto done;
     }
     if (!b.json) {
-        printf("%-16s %-5s %12s %8s %8s %8s %5s %3s %8s\n", "method", "n",
-               "queries/s", "recall", "B/entry", "docB/e", "k", "t",
-               "build_s");
+        printf("%-16s %-8s %-5s %12s %8s %8s %8s %5s %3s %8s\n", "method",
+               "rule", "n", "queries/s", "recall", "B/entry", "docB/e", "k",
+               "t", "build_s");
     }
     for (i = 0; i < b.nn; i++) {
         run_t    r;
@@ -1203,26 +1431,45 @@ cmd_bench(int argc, char **argv)
         }
         fprintf(stderr, "bench: n = 2^%u: %zu queries (%zu real x %zu)\n",
                 b.log2n[i], r.nq, b.nrq, r.nq / (b.nrq ? b.nrq : 1));
-        /* BPHS with 10 tables first: it is the truth for the others. */
-        if (run_bphs(&b, &r, 10, 1) != 0) {
-            free_run(&r);
-            goto done;
+        if (b.rules == 3 && r.nq > b.truth_queries) {
+            r.nq = b.truth_queries;     /* both rules, the same queries */
         }
-        fprintf(stderr, "bench: %zu true pairs, %zu queries with a match\n",
-                r.npairs, r.nqmatch);
-        for (j = 0; j < 3; j++) {
-            if (b.m_bphs[j] && tb[j] != 10
-                && run_bphs(&b, &r, tb[j], 0) != 0) {
+        if (b.rules & 1) {
+            b.weighted = 0;
+            /* BPHS with 10 tables first: it is the truth for the others. */
+            if (run_bphs(&b, &r, 10, 1) != 0) {
                 free_run(&r);
                 goto done;
             }
+            fprintf(stderr, "bench: %zu true pairs, %zu queries with a "
+                    "match\n", r.npairs, r.nqmatch);
+            for (j = 0; j < 3; j++) {
+                if (b.m_bphs[j] && tb[j] != 10
+                    && run_bphs(&b, &r, tb[j], 0) != 0) {
+                    free_run(&r);
+                    goto done;
+                }
+            }
+            if (b.m_psm && run_psm(&b, &r, b.log2n[i]) != 0) {
+                free_run(&r);
+                goto done;
+            }
+            if (b.m_brute && b.log2n[i] <= b.brute_max) {
+                run_brute(&b, &r);
+            }
         }
-        if (b.m_psm && run_psm(&b, &r, b.log2n[i]) != 0) {
-            free_run(&r);
-            goto done;
-        }
-        if (b.m_brute && b.log2n[i] <= b.brute_max) {
-            run_brute(&b, &r);
+        if (b.rules & 2) {
+            /* After the hamming pass: the truth keeps fewer queries. */
+            b.weighted = 1;
+            if (weighted_truth(&b, &r) != 0
+                || (b.m_psm && run_psm(&b, &r, b.log2n[i]) != 0))
+            {
+                free_run(&r);
+                goto done;
+            }
+            if (b.m_brute && b.log2n[i] <= b.brute_max) {
+                run_brute(&b, &r);
+            }
         }
         free_run(&r);
     }

@@ -29,7 +29,6 @@ usage(FILE *f)
         "usage: simhash dedup [options] --list PATHS\n\n"
         "Print every near-duplicate pair: <path>\\t<path>\\t<distance>.\n\n"
         "  --list PATHS       pages to compare ('-' = stdin)\n"
-        "  --h N              Hamming radius, 0..7 (default 3)\n"
         "  --method M         psm | bphs | both (default psm; both prints\n"
         "                     PSM's pairs and compares on stderr)\n"
         "  --tables T         BPHS design: 4, 10 or 20 tables (default 10)\n"
@@ -38,7 +37,11 @@ usage(FILE *f)
         "  --clusters         print clusters (connected pages), one per line"
         "\n  --cache FILE       keep the fingerprints in FILE between runs\n"
         "  --background N     add N random fingerprints (scale tests)\n"
-        "  --quiet            print no pairs, only the summary\n\n");
+        "  --quiet            print no pairs, only the summary\n\n"
+        "BPHS serves the hamming rule only: with --method bphs or both the\n"
+        "rule is hamming unless --match says otherwise (an error).\n\n");
+    cli_match_usage(f);
+    fputc('\n', f);
     cli_extract_usage(f);
 }
 
@@ -101,8 +104,8 @@ typedef struct {
 } batch_t;
 
 static int
-run_psm(const batch_t *b, unsigned h, unsigned k, float recall,
-        pairs_t *out, double *secs)
+run_psm(const batch_t *b, const sh_match_opts_t *mo, unsigned k,
+        float recall, pairs_t *out, double *secs)
 {
     size_t      size = sh_index_region_size((uint32_t) b->n);
     void       *mem = NULL;
@@ -127,7 +130,10 @@ run_psm(const batch_t *b, unsigned h, unsigned k, float recall,
     }
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
-    o.h = h;
+    o.rule = mo->rule;
+    o.h = mo->h;
+    o.threshold = mo->threshold;
+    o.vol = mo->vol;
     o.probes = k;
     o.recall = recall;
     for (i = 0; i < b->n; i++) {
@@ -284,8 +290,10 @@ int
 cmd_dedup(int argc, char **argv)
 {
     cli_extract_t x;
+    cli_match_t   mt;
     const char   *list = NULL, *cache = NULL, *method = "psm";
-    unsigned long h = SH_H_DEFAULT, tables = 10, k = 0, background = 0;
+    unsigned long tables = 10, k = 0, background = 0;
+    int           rule_given = 0;
     float         recall = 0.95f;
     int           clusters = 0, quiet = 0, a, rc = 1;
     char        **paths = NULL;
@@ -298,14 +306,23 @@ cmd_dedup(int argc, char **argv)
     double        tp = 0, tb = 0, tbb = 0;
 
     cli_extract_init(&x);
+    cli_match_init(&mt);
     ix_fpset_init(&fs);
     memset(&b, 0, sizeof(b));
     for (a = 1; a < argc; a++) {
+        rule_given |= strcmp(argv[a], "--match") == 0;
+        switch (cli_match_arg(&mt, argc, argv, &a)) {
+        case 1:
+            continue;
+        case -1:
+            goto usage_error;
+        }
         switch (cli_common_arg(&x, argc, argv, &a, usage)) {
         case CLI_ARG_HELP:
+            cli_match_free(&mt);
             return 0;
         case CLI_ARG_BAD:
-            return 2;
+            goto usage_error;
         case CLI_ARG_TAKEN:
             continue;
         case CLI_ARG_OWN:
@@ -320,11 +337,7 @@ cmd_dedup(int argc, char **argv)
             if (strcmp(method, "psm") != 0 && strcmp(method, "bphs") != 0
                 && strcmp(method, "both") != 0) {
                 cli_error("--method: expected psm, bphs or both");
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--h") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--h", argv[++a], 0, SH_H_MAX, &h) != 0) {
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--tables") == 0 && a + 1 < argc) {
             unsigned G, g;
@@ -332,11 +345,11 @@ cmd_dedup(int argc, char **argv)
             if (cli_parse_uint("--tables", argv[++a], 4, 20, &tables) != 0
                 || sh_bphs_design((unsigned) tables, &G, &g) != 0) {
                 cli_error("--tables: expected 4, 10 or 20");
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
             if (cli_parse_uint("--k", argv[++a], 1, SH_PROBES_MAX, &k) != 0) {
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--recall") == 0 && a + 1 < argc) {
             char *end;
@@ -344,12 +357,12 @@ cmd_dedup(int argc, char **argv)
             recall = strtof(argv[++a], &end);
             if (*end != '\0' || !(recall > 0 && recall <= 1)) {
                 cli_error("--recall: expected a number in (0, 1]");
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--background") == 0 && a + 1 < argc) {
             if (cli_parse_uint("--background", argv[++a], 0, 1ul << 30,
                                &background) != 0) {
-                return 2;
+                goto usage_error;
             }
         } else if (strcmp(argv[a], "--clusters") == 0) {
             clusters = 1;
@@ -357,16 +370,27 @@ cmd_dedup(int argc, char **argv)
             quiet = 1;
         } else {
             cli_error("dedup: unknown option '%s'", argv[a]);
-            return 2;
+            goto usage_error;
         }
     }
     if (list == NULL) {
         cli_error("dedup needs --list PATHS");
-        return 2;
+        goto usage_error;
     }
-    if (h > 3 && strcmp(method, "psm") != 0) {
+    if (strcmp(method, "psm") != 0) {
+        if (rule_given && mt.rule != SH_RULE_HAMMING) {
+            cli_error("--method %s: BPHS serves the hamming rule only",
+                      method);
+            goto usage_error;
+        }
+        mt.rule = SH_RULE_HAMMING;
+    }
+    if (cli_match_finish(&mt) != 0) {
+        goto usage_error;
+    }
+    if (mt.opts.h > 3 && strcmp(method, "psm") != 0) {
         cli_error("BPHS designs support h <= 3");
-        return 2;
+        goto usage_error;
     }
     if (cli_read_list(list, &paths, &npaths) != 0) {
         return 1;
@@ -414,13 +438,13 @@ cmd_dedup(int argc, char **argv)
             }
         }
         if (strcmp(method, "bphs") != 0
-            && run_psm(&b, (unsigned) h, (unsigned) k, recall, &pp, &tp)
+            && run_psm(&b, &mt.opts, (unsigned) k, recall, &pp, &tp)
                != 0) {
             free(page);
             goto done;
         }
         if (strcmp(method, "psm") != 0
-            && run_bphs(&b, (unsigned) tables, (unsigned) h, &pb, &tbb, &tb)
+            && run_bphs(&b, (unsigned) tables, mt.opts.h, &pb, &tbb, &tb)
                != 0) {
             free(page);
             goto done;
@@ -464,8 +488,9 @@ cmd_dedup(int argc, char **argv)
     }
 
     if (strcmp(method, "bphs") != 0) {
-        fprintf(stderr, "dedup: psm_a n=%zu pairs=%zu time=%.2fs "
-                "pages/s=%.0f pairs/s=%.0f\n", b.n, pp.n, tp,
+        fprintf(stderr, "dedup: psm_a rule=%s n=%zu pairs=%zu time=%.2fs "
+                "pages/s=%.0f pairs/s=%.0f\n", sh_rule_name(mt.rule), b.n,
+                pp.n, tp,
                 b.n / (tp > 0 ? tp : 1e-9), pp.n / (tp > 0 ? tp : 1e-9));
     }
     if (strcmp(method, "psm") != 0) {
@@ -500,5 +525,10 @@ done:
     ix_fpset_free(&fs);
     sh_config_free(cfg);
     cli_free_list(paths, npaths);
+    cli_match_free(&mt);
     return rc;
+
+usage_error:
+    cli_match_free(&mt);
+    return 2;
 }

@@ -1,6 +1,7 @@
 /*
  * simhash distance [options] FILE_A FILE_B -- the Hamming distance between
- * the two pages' fingerprints.
+ * the two pages' fingerprints, the weighted score (sh_match.h) with FILE_B
+ * as the query, and the rule's verdict.
  */
 #include <string.h>
 
@@ -12,8 +13,13 @@ usage(FILE *f)
     fprintf(f,
 "usage: simhash distance [options] FILE_A FILE_B\n"
 "\n"
-"Print the Hamming distance (0-64) between the simhashes of two pages.\n"
+"Print the Hamming distance H (0-64) between the simhashes of two pages,\n"
+"the score (nats) of their difference under FILE_B's weights -- FILE_B is\n"
+"the query, as a newly fetched page is to the module -- and whether the\n"
+"match rule accepts the pair: \"H SCORE match|differ\".\n"
 "Fails when either page is too short to have a fingerprint.\n\n");
+    cli_match_usage(f);
+    fputc('\n', f);
     cli_extract_usage(f);
 }
 
@@ -21,17 +27,28 @@ int
 cmd_distance(int argc, char **argv)
 {
     cli_extract_t  x;
+    cli_match_t    mt;
     sh_config_t   *cfg;
     sh_result_t    res[2];
     const char    *file[2];
     int            nfile = 0, a, i, rc = 0;
 
     cli_extract_init(&x);
+    cli_match_init(&mt);
     for (a = 1; a < argc; a++) {
+        switch (cli_match_arg(&mt, argc, argv, &a)) {
+        case 1:
+            continue;
+        case -1:
+            cli_match_free(&mt);
+            return 2;
+        }
         switch (cli_common_arg(&x, argc, argv, &a, usage)) {
         case CLI_ARG_HELP:
+            cli_match_free(&mt);
             return 0;
         case CLI_ARG_BAD:
+            cli_match_free(&mt);
             return 2;
         case CLI_ARG_TAKEN:
             continue;
@@ -40,21 +57,27 @@ cmd_distance(int argc, char **argv)
         }
         if (argv[a][0] == '-' && argv[a][1] != '\0') {
             cli_error("distance: unknown option %s (see --help)", argv[a]);
+            cli_match_free(&mt);
             return 2;
         }
         if (nfile == 2) {
             cli_error("distance: takes exactly two files");
+            cli_match_free(&mt);
             return 2;
         }
         file[nfile++] = argv[a];
     }
-    if (nfile != 2) {
-        cli_error("distance: takes exactly two files");
+    if (nfile != 2 || cli_match_finish(&mt) != 0) {
+        if (nfile != 2) {
+            cli_error("distance: takes exactly two files");
+        }
+        cli_match_free(&mt);
         return 2;
     }
 
     cfg = cli_extract_config(&x);
     if (cfg == NULL) {
+        cli_match_free(&mt);
         return 2;
     }
     for (i = 0; i < 2 && rc == 0; i++) {
@@ -67,8 +90,16 @@ cmd_distance(int argc, char **argv)
         }
     }
     if (rc == 0) {
-        printf("%u\n", sh_distance(res[0].hash, res[1].hash));
+        unsigned h;
+        uint32_t score;
+        int      ok;
+
+        ok = sh_match_pair(&mt.opts, res[1].hash, res[1].weights,
+                           res[0].hash, &h, &score);
+        printf("%u %.4f %s\n", h, sh_score_nats(score),
+               ok ? "match" : "differ");
     }
     sh_config_free(cfg);
+    cli_match_free(&mt);
     return rc;
 }

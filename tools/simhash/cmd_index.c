@@ -37,13 +37,12 @@ usage(FILE *f)
         "\n                   when full, the oldest are evicted)\n"
         "  --t N            header bits (default: about log2 capacity)\n"
         "query: print <page>\\t<stored page>\\t<distance> per match, or\n"
-        "       <page>\\t-\\t- when there is none\n"
-        "  --h N            Hamming radius, 0..7 (default 3)\n"
+        "       <page>\\t-\\t- when there is none; the match rule options\n"
+        "       below (--match, --h, --threshold, --volatility)\n"
         "  --mode M         first | all | closest (default all)\n"
         "  --k N            VOSH probes after the page itself (default:\n"
         "                   from --recall)\n"
         "  --recall R       target relative recall for k (default 0.95)\n"
-        "  --volatility F   volatility table from `simhash calibrate`\n"
         "check: load a snapshot (this tool's or the nginx module's), verify\n"
         "       its checksum, the index's structure and the document table;\n"
         "       print format, capacity, entries, documents with a path or\n"
@@ -51,6 +50,8 @@ usage(FILE *f)
         "       (exit 1)\n"
         "dump:  print <hex>\\t<ref>\\t<path or key> per stored document,\n"
         "       oldest first (\"-\" when it has none)\n\n");
+    cli_match_usage(f);
+    fputc('\n', f);
     cli_extract_usage(f);
 }
 
@@ -300,9 +301,9 @@ static int
 index_query(int argc, char **argv)
 {
     cli_extract_t     x;
+    cli_match_t       mt;
     sh_lookup_opts_t  o;
     sh_config_t      *cfg = NULL;
-    sh_volatility_t  *vol = NULL;
     const char       *file = NULL;
     char            **pages;
     size_t            npages = 0, i, j;
@@ -312,9 +313,9 @@ index_query(int argc, char **argv)
     paths_t           p;
     sh_match_t       *m;
     int               a, rc = 1;
-    char              err[512];
 
     cli_extract_init(&x);
+    cli_match_init(&mt);
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
     pages = calloc((size_t) argc, sizeof(char *));
@@ -326,20 +327,18 @@ index_query(int argc, char **argv)
         return 1;
     }
     for (a = 1; a < argc; a++) {
-        int r = cli_extract_arg(&x, argc, argv, &a);
+        int r = cli_match_arg(&mt, argc, argv, &a);
 
+        if (r == 0) {
+            r = cli_extract_arg(&x, argc, argv, &a);
+        }
         if (r < 0) {
             goto done2;
         }
         if (r > 0) {
             continue;
         }
-        if (strcmp(argv[a], "--h") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--h", argv[++a], 0, SH_H_MAX, &v) != 0) {
-                goto done2;
-            }
-            o.h = (unsigned) v;
-        } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
+        if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
             if (cli_parse_uint("--k", argv[++a], 1, SH_PROBES_MAX, &v)
                 != 0) {
                 goto done2;
@@ -366,14 +365,6 @@ index_query(int argc, char **argv)
                 cli_error("--mode: expected first, all or closest");
                 goto done2;
             }
-        } else if (strcmp(argv[a], "--volatility") == 0 && a + 1 < argc) {
-            vol = sh_volatility_load(argv[++a], err, sizeof(err));
-            if (vol == NULL) {
-                cli_error("%s", err);
-                rc = 1;
-                goto done;
-            }
-            o.vol = vol;
         } else if (cli_is_help(argv[a])) {
             usage(stdout);
             rc = 0;
@@ -391,6 +382,13 @@ index_query(int argc, char **argv)
         cli_error("index query needs FILE and at least one PAGE");
         goto done2;
     }
+    if (cli_match_finish(&mt) != 0) {
+        goto done2;
+    }
+    o.rule = mt.opts.rule;
+    o.h = mt.opts.h;
+    o.threshold = mt.opts.threshold;
+    o.vol = mt.opts.vol;
     cfg = cli_extract_config(&x);
     if (cfg == NULL) {
         goto done;
@@ -429,7 +427,7 @@ done:
     free(mem);
     free(pages);
     free(m);
-    sh_volatility_free(vol);
+    cli_match_free(&mt);
     sh_config_free(cfg);
     return rc;
 }
