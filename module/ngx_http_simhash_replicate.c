@@ -112,6 +112,10 @@ static char *ngx_http_simhash_replicate_param(ngx_conf_t *cf,
     ngx_http_simhash_replicate_t *rp, ngx_str_t *value);
 static ngx_int_t ngx_http_simhash_outbox_init(ngx_shm_zone_t *shm_zone,
     void *data);
+static void ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
+    ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
+    ngx_http_simhash_outrec_t *r, u_char *key);
 static void ngx_http_simhash_pub_ready(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_pub_down(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_flush_handler(ngx_event_t *ev);
@@ -692,70 +696,191 @@ ngx_http_simhash_outbox_init(ngx_shm_zone_t *shm_zone, void *data)
     shpool->data = ob;
     rp->outbox = ob;
 
+    if (!ngx_test_config) {
+        ngx_http_simhash_outbox_migrate(rp, shm_zone->shm.log);
+    }
+
     return NGX_OK;
 }
 
 
 /*
+ * A reload that resized the outbox: what the old one holds and Redis has
+ * not acknowledged is taken over, oldest first, as far as it fits.  The
+ * old workers may still be writing to it: its zone's lock is held.
+ */
+
+static void
+ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
+    ngx_log_t *log)
+{
+    size_t                          off;
+    uint64_t                        pos;
+    ngx_uint_t                      i, copied, lost, level;
+    ngx_shm_zone_t                 *oshm;
+    ngx_list_part_t                *part;
+    ngx_http_simhash_outrec_t      *rec;
+    ngx_http_simhash_outbox_t      *oob;
+    ngx_http_simhash_replicate_t   *ort;
+
+    if (ngx_is_init_cycle(ngx_cycle)) {
+        return;
+    }
+
+    ort = NULL;
+    part = &((ngx_cycle_t *) ngx_cycle)->shared_memory.part;
+    oshm = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+            part = part->next;
+            oshm = part->elts;
+            i = 0;
+        }
+
+        if (oshm[i].tag == &ngx_http_simhash_module
+            && oshm[i].shm.name.len == rp->shm_zone->shm.name.len
+            && ngx_strncmp(oshm[i].shm.name.data, rp->shm_zone->shm.name.data,
+                           rp->shm_zone->shm.name.len) == 0
+            && oshm[i].shm.addr != rp->shm_zone->shm.addr
+            && oshm[i].data)
+        {
+            ort = oshm[i].data;
+            break;
+        }
+    }
+
+    if (ort == NULL || ort->outbox == NULL || ort->zone == NULL
+        || ort->zone->sh == NULL)
+    {
+        return;
+    }
+
+    oob = ort->outbox;
+    copied = 0;
+    lost = 0;
+
+    ngx_http_simhash_zone_lock(ort->zone, log);
+
+    for (pos = oob->head; pos < oob->tail; /* void */ ) {
+        off = (size_t) (pos % oob->size);
+        rec = (ngx_http_simhash_outrec_t *) (oob->ring + off);
+
+        if (rec->len == NGX_HTTP_SIMHASH_WRAP) {
+            pos += oob->size - off;
+            continue;
+        }
+
+        if (ngx_http_simhash_ring_put(rp->outbox, rec,
+                                      (u_char *) rec
+                                      + sizeof(ngx_http_simhash_outrec_t))
+            == NGX_OK)
+        {
+            copied++;
+
+        } else {
+            lost++;
+        }
+
+        pos += sizeof(ngx_http_simhash_outrec_t) + ngx_align(rec->len, 8);
+    }
+
+    ngx_http_simhash_zone_unlock(ort->zone);
+
+    rp->outbox->dropped += lost;
+
+    level = lost ? NGX_LOG_WARN : NGX_LOG_NOTICE;
+
+    ngx_log_error(level, log, 0,
+                  "simhash zone \"%V\": the outbox was resized: %ui "
+                  "documents not yet published taken over, %ui did not fit",
+                  &rp->zone_name, copied, lost);
+}
+
+
+/*
  * A record of this node's new version into the outbox, under the zone's
- * lock (ngx_http_simhash_zone_changed()).  The tail moves last: a worker
- * killed in the middle leaves a record that was never there.
+ * lock (ngx_http_simhash_zone_changed()).
  */
 
 void
 ngx_http_simhash_outbox_push(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     uint32_t ref, uint64_t time, ngx_log_t *log)
 {
-    size_t                          need, off, pad;
-    uint64_t                        hash;
-    ngx_http_simhash_outrec_t      *rec;
-    ngx_http_simhash_outbox_t      *ob;
-    ngx_http_simhash_shctx_t       *sh;
+    ngx_http_simhash_outrec_t   r;
+    ngx_http_simhash_outbox_t  *ob;
+    ngx_http_simhash_shctx_t   *sh;
 
     sh = zone->sh;
     ob = zone->replicate->outbox;
 
-    if (ob == NULL || sh_index_get(sh->index, ref, &hash) != 0) {
+    if (ob == NULL || sh_index_get(sh->index, ref, &r.hash) != 0) {
         return;
     }
 
-    need = sizeof(ngx_http_simhash_outrec_t) + ngx_align(key->len, 8);
+    r.len = (uint32_t) key->len;
+    r.reserved = 0;
+    r.digest = sh->digests[ref];
+    r.time = time;
+
+    if (ngx_http_simhash_ring_put(ob, &r, key->data) == NGX_OK) {
+        return;
+    }
+
+    (void) ngx_atomic_fetch_add(&ob->dropped, 1);
+
+    if (ob->overflow++ == 0) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "simhash zone \"%V\": the outbox is full (is Redis "
+                      "down or slow?): new documents are not published "
+                      "until it has room", &zone->name);
+    }
+}
+
+
+/*
+ * A record at the tail; NGX_DECLINED when it does not fit.  The tail moves
+ * last: a worker killed in the middle leaves a record that was never there.
+ * A record never wraps: when it does not fit before the end of the ring,
+ * the rest is marked unused and it goes at the start.
+ */
+
+static ngx_int_t
+ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
+    ngx_http_simhash_outrec_t *r, u_char *key)
+{
+    size_t                      need, off, pad;
+    ngx_http_simhash_outrec_t  *rec;
+
+    need = sizeof(ngx_http_simhash_outrec_t) + ngx_align(r->len, 8);
     off = (size_t) (ob->tail % ob->size);
     pad = (ob->size - off < need) ? ob->size - off : 0;
 
     if (ob->tail - ob->head + pad + need > ob->size) {
-        (void) ngx_atomic_fetch_add(&ob->dropped, 1);
-
-        if (ob->overflow++ == 0) {
-            ngx_log_error(NGX_LOG_WARN, log, 0,
-                          "simhash zone \"%V\": the outbox is full (is Redis "
-                          "down or slow?): new documents are not published "
-                          "until it has room", &zone->name);
-        }
-
-        return;
+        return NGX_DECLINED;
     }
 
     if (pad) {
-        /* a record never wraps: the rest of the ring is skipped */
         rec = (ngx_http_simhash_outrec_t *) (ob->ring + off);
         rec->len = NGX_HTTP_SIMHASH_WRAP;
         off = 0;
     }
 
     rec = (ngx_http_simhash_outrec_t *) (ob->ring + off);
-    rec->len = (uint32_t) key->len;
-    rec->reserved = 0;
-    rec->hash = hash;
-    rec->digest = sh->digests[ref];
-    rec->time = time;
-    ngx_memcpy((u_char *) rec + sizeof(ngx_http_simhash_outrec_t), key->data,
-               key->len);
+    *rec = *r;
+    ngx_memcpy((u_char *) rec + sizeof(ngx_http_simhash_outrec_t), key,
+               r->len);
 
     ngx_memory_barrier();
 
     ob->tail += pad + need;
     ob->records++;
+
+    return NGX_OK;
 }
 
 

@@ -148,11 +148,24 @@ cmp_ok($s->{last_lag_ms}, '<', 30000, 'lag in ms');
 
 # a newer version of a key held replaces its fingerprint; an older one not
 my $far = sprintf('%016x', hex($fp) ^ 0xffff);
-xadd(key => 'site/sourdough.html', fp => $far,
-     time => int(time * 1000) + 5000);
+my $newer = int(time * 1000) + 5000;
+xadd(key => 'site/sourdough.html', fp => $far, time => $newer);
 wait_repl(sub { $_[0]{applied} == 2 }, 'a newer version applied');
-is($t->status_of('/sourdough.html'), 'changed',
+$r = $t->get('/sourdough.html');
+is($r->{headers}{'x-simhash-status'}, 'changed',
    'the page against the newer fingerprint: changed');
+wait_repl(sub { $_[0]{published} == 2 }, 'the change is published');
+my $last = $redis->cmd('XREVRANGE', $stream, '+', '-', 'COUNT', '1')->[0];
+%f = @{ $last->[1] };
+is_deeply([@f{qw(node key fp)}], ['a', 'site/sourdough.html', $fp],
+          'the change: our fingerprint again');
+cmp_ok(int($f{time} / 1000), '>', int($newer / 1000),
+       '... dated after the version it replaces, though that one is '
+       . 'in the future');
+my $len = $redis->cmd('XLEN', $stream);
+is($t->status_of('/sourdough.html'), 'unchanged', 'an unchanged re-fetch');
+sleep 0.1;
+is($redis->cmd('XLEN', $stream), $len, '... is not published');
 xadd(key => 'site/sourdough.html', fp => $far, time => 1000);
 wait_repl(sub { $_[0]{outdated} == 1 }, 'an older version: outdated');
 is($t->status_of('/sourdough.html'), 'unchanged',
@@ -185,7 +198,7 @@ my @bad = grep { !/^(# (HELP|TYPE) \w+ .+|\w+\{[^}]*\} \d+(\.\d+)?)$/ }
 ok(!@bad, 'prometheus: every line well-formed') or diag(explain \@bad);
 
 # the snapshot keeps the last id applied: a restart goes on from there
-my $last = $redis->cmd('XREVRANGE', $stream, '+', '-', 'COUNT', '1')->[0][0];
+$last = $redis->cmd('XREVRANGE', $stream, '+', '-', 'COUNT', '1')->[0][0];
 $t->stop;
 $t->start;
 like($t->error_log, qr/the snapshot has the stream "$stream" up to \Q$last\E: replication goes on from there/,

@@ -87,6 +87,62 @@ for my $case (['wrong', $redis->url('nope'), qr/AUTH refused: WRONGPASS/],
     $t->stop;
 }
 
+# --- the outbox overflows while Redis is away ----------------------------------
+
+# 4 KB keys: a 256k outbox holds about 64 records
+my $later = RedisTest->new;
+my $pad = 'k' x 4000;
+my $o = SimhashTest->new(
+    http  => "simhash_zone zone=crawl:4m;\n"
+           . "    simhash_replicate crawl ${\ $later->url} node=o outbox=256k;",
+    proxy => <<"EOF");
+        simhash crawl;
+        simhash_key "site/$pad\$request_uri";
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /stats { simhash_stats; }
+EOF
+my @pages = $o->random_pages(80, 60, 3232);
+$o->write_file("html/gen/$_.html", $pages[$_ - 1]) for 1 .. 80;
+$o->start;
+my @tags = map { $o->status_of("/gen/$_.html") } 1 .. 80;
+is(scalar(grep { $_ eq 'new' } @tags), 80, 'Redis away: 80 new pages served');
+my $s = repl($o);
+cmp_ok($s->{outbox_dropped}, '>', 0,
+       "the outbox overflowed: $s->{outbox_dropped} dropped");
+is($s->{outbox} + $s->{outbox_dropped}, 80, '... the rest waits in it');
+my @full = $o->error_log =~ /(the outbox is full)/g;
+is(scalar @full, 1, 'logged once');
+$later->start;
+ok(wait_until(sub { repl($o)->{published} == $s->{outbox} }, 20),
+   'Redis back: what the outbox held is published');
+ok(wait_until(sub { $o->error_log =~ /the outbox has room again; $s->{outbox_dropped} documents stored while it was full were not published/ }),
+   'the end of the overflow is logged, with the count');
+is($later->cmd('XLEN', 'simhash:crawl'), $s->{outbox}, 'the stream has them');
+$o->stop;
+$o->check_log;
+
+# --- a reload that resizes the outbox keeps what it holds ----------------------
+
+SKIP: {
+    skip($SimhashTest::NO_RELOAD, 6) if $SimhashTest::NO_RELOAD;
+    my $away = RedisTest->new;
+    my $conf = "simhash_zone zone=crawl:1m;\n"
+             . "    simhash_replicate crawl ${\ $away->url} node=r";
+    my $t = node($away->url, 'r');
+    $t->set(http => "$conf;");
+    $t->start;
+    is($t->status_of("/$_"), 'new', "Redis away: $_")
+        for qw(sourdough.html bicycle.html council.html);
+    $t->set(http => "$conf outbox=512k;");
+    $t->reload;
+    like($t->error_log, qr/the outbox was resized: 3 documents not yet published taken over, 0 did not fit/,
+         'reload with another outbox=: its records taken over');
+    $away->start;
+    ok(wait_until(sub { repl($t)->{published} == 3 }), 'and published');
+    $t->stop;
+    $t->check_log;
+}
+
 # --- Redis restarts without its data ------------------------------------------
 
 my $volatile = RedisTest->new(appendonly => 0);
