@@ -74,6 +74,8 @@ struct ngx_http_simhash_redis_s {
     ngx_uint_t                      pending;       /* replies awaited */
     ngx_uint_t                      connects;
     ngx_uint_t                      attempts;      /* since the last ready */
+    u_char                         *out;           /* the last command */
+    size_t                          out_size;
     u_char                          error[128];    /* the last logged */
     ngx_uint_t                      error_cmd;     /* it was a command's:
                                                       over at its success */

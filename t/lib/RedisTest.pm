@@ -14,7 +14,8 @@ package RedisTest;
 #   $redis->stop;
 #
 # RedisTest::available() says whether redis-server is installed; tests skip
-# without it (tools/deps.sh installs it for `make test`).
+# without it (tools/deps.sh installs it for `make test`).  No Test::More
+# here: `make bench` (bench/replicate.pl) uses it too.
 
 use strict;
 use warnings;
@@ -24,8 +25,6 @@ use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
-
-use SimhashTest;
 
 our $SERVER = $ENV{SH_REDIS_SERVER} || 'redis-server';
 
@@ -40,8 +39,27 @@ sub new {
     my $self = bless { password => undef, appendonly => 1, %args }, $class;
     $self->{dir} = tempdir('simhash-redis-XXXXXX', TMPDIR => 1,
                            CLEANUP => !$ENV{SH_KEEP});
-    $self->{port} = SimhashTest::free_port();
+    $self->{port} = free_port();
     return $self;
+}
+
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, Proto => 'tcp',
+                                  ReuseAddr => 1)
+        or die "cannot bind a free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# CPU seconds Redis has used (INFO cpu), for what a benchmark costs it.
+sub cpu {
+    my ($self) = @_;
+    my $info = $self->cmd('INFO', 'cpu');
+    my ($sys) = $info =~ /used_cpu_sys:([\d.]+)/;
+    my ($user) = $info =~ /used_cpu_user:([\d.]+)/;
+    return ($sys // 0) + ($user // 0);
 }
 
 sub port { $_[0]{port} }
