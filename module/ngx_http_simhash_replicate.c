@@ -94,7 +94,6 @@ struct ngx_http_simhash_link_s {
     size_t                         count_len;
     uint32_t                       seed;    /* sh_stream_seed of the zone */
 
-    ngx_uint_t                     catching_up;  /* the last XREAD full */
     ngx_uint_t                     refused;      /* since the last line */
     time_t                         refused_logged;
 };
@@ -1398,6 +1397,21 @@ ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
                       first->element[0]->str,
                       (int64_t) (fid.ms - id.ms) / 1000);
 
+    } else if ((first == NULL || first->type == REDIS_REPLY_NIL)
+               && last
+               && ngx_http_simhash_reply_id(last, &lid) == NGX_OK
+               && sh_stream_id_cmp(&lid, &id) > 0)
+    {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->gaps, 1);
+
+        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                      "simhash zone \"%V\": the stream \"%V\" was trimmed "
+                      "past %s, the last entry applied here: it is empty, "
+                      "its last entry was %*s; what was published in "
+                      "between is missing here (a larger maxlen keeps "
+                      "more)", &zone->name, &lk->rp->stream, have,
+                      (size_t) last->len, last->str);
+
     } else if (last
                && ngx_http_simhash_reply_id(last, &lid) == NGX_OK
                && sh_stream_id_cmp(&lid, &id) < 0)
@@ -1477,7 +1491,6 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
     }
 
     if (reply->type == REDIS_REPLY_NIL) {
-        lk->catching_up = 0;
         ngx_http_simhash_xread(lk);
         return;
     }
@@ -1514,12 +1527,10 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
     }
 
     if (entries->elements >= NGX_HTTP_SIMHASH_READ_COUNT) {
-        lk->catching_up = 1;
         ngx_http_simhash_xinfo(lk);
         return;
     }
 
-    lk->catching_up = 0;
     ngx_http_simhash_xread(lk);
 }
 

@@ -210,6 +210,19 @@ is($s->{outdated} + $s->{skipped_own} + $s->{refused}, 0,
    'and nothing before it was read again');
 is($t->stats->{zones}{crawl}{entries}, 4, 'every document restored');
 
+# away while the stream is trimmed to nothing: a gap, even before anything
+# new is published
+$t->stop;
+xadd(key => "site/while-away-$_.html", fp => sprintf('%016x', hex($bfp) ^ $_))
+    for 1 .. 2;
+$redis->cmd('XTRIM', $stream, 'MAXLEN', '0');
+$t->start;
+$s = wait_repl(sub { $_[0]{gaps} == 1 }, 'a gap');
+like($t->error_log, qr/\[warn\].*the stream "$stream" was trimmed past \d+-\d+, the last entry applied here: it is empty, its last entry was \d+-\d+/,
+     'logged: the stream is empty, and had more');
+xadd(key => 'site/after-gap.html', fp => sprintf('%016x', hex($bfp) ^ 0xf0f0));
+wait_repl(sub { $_[0]{applied} == 1 }, 'what comes next is applied');
+
 $t->stop;
 $t->check_log;
 done_testing;
