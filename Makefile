@@ -1,7 +1,9 @@
 # ngx_simhash -- near-duplicate detection for a crawler's nginx proxy tier.
 #
-#   make run     install what is missing, build, run the demo
-#   make test    install what is missing, build, run every test
+#   make run     check the packages, build, run the demo
+#   make test    check the packages, build, run every test
+# (tools/deps.sh: as root it installs what is missing; as anyone else it
+# says in one line what to install)
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
 # eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, clean.
@@ -72,7 +74,7 @@ $(LIB): $(LIB_OBJS)
 $(CLI): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS_ALL)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/test_util.h $(LIB)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) \
 	    $(LDLIBS_ALL) -lcmocka

@@ -44,6 +44,7 @@
 #include <xxhash.h>
 
 #include "ngx_http_simhash.h"
+#include "sh_block.h"
 #include "sh_doc.h"
 
 
@@ -163,6 +164,9 @@ static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_simhash_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_simhash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_uint_t ngx_http_simhash_port(u_char *p, u_char *last);
 
 static void *ngx_http_simhash_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_simhash_create_loc_conf(ngx_conf_t *cf);
@@ -183,6 +187,8 @@ static char *ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -208,6 +214,14 @@ static ngx_conf_num_bounds_t  ngx_http_simhash_min_features_bounds = {
 
 static ngx_conf_num_bounds_t  ngx_http_simhash_max_features_bounds = {
     ngx_conf_check_num_bounds, SH_MAX_FEATURES_FLOOR, SH_MAX_FEATURES_LIMIT
+};
+
+/* sh_block.h: what each block of text weighs */
+static ngx_conf_enum_t  ngx_http_simhash_content_modes[] = {
+    { ngx_string("off"), SH_CONTENT_OFF },
+    { ngx_string("structure"), SH_CONTENT_STRUCTURE },
+    { ngx_string("auto"), SH_CONTENT_AUTO },
+    { ngx_null_string, 0 }
 };
 
 
@@ -317,6 +331,13 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_simhash_loc_conf_t, shingle_weight),
       NULL },
+
+    { ngx_string("simhash_content"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_content,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, content),
+      &ngx_http_simhash_content_modes },
 
     { ngx_string("simhash_stem"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -1659,7 +1680,8 @@ ngx_http_simhash_cleanup(void *data)
 
 /*
  * $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance,
- * $simhash_score
+ * $simhash_score: what the module found; $simhash_host: part of the
+ * default key
  */
 
 enum {
@@ -1687,6 +1709,9 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 
     { ngx_string("simhash_score"), NULL, ngx_http_simhash_variable,
       NGX_HTTP_SIMHASH_VAR_SCORE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_host"), NULL, ngx_http_simhash_host_variable,
+      0, 0, 0 },
 
       ngx_http_null_variable
 };
@@ -1787,6 +1812,143 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
 }
 
 
+/*
+ * $simhash_host: $host, followed by ":PORT" when the request names a port
+ * other than its scheme's default -- the authority of the URL the client
+ * asked for, so that the default key tells http://h:8080/a from
+ * http://h:8081/a (two origins on one host).  The port comes from where
+ * $host comes from: the request line of an absolute-URI request (what a
+ * forward proxy receives), else the Host header (a reverse proxy).
+ *
+ * Not $http_host: the Host header as the client wrote it (any case, with
+ * or without a default port; a forward proxy's client may even name
+ * another host there), nor $server_port, the port this proxy listens on.
+ * The host part is nginx's validated, lowercased $host and the port part
+ * digits only, so the value is as safe in a response header as $host.
+ */
+
+static ngx_int_t
+ngx_http_simhash_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                    *p, *last;
+    size_t                     len;
+    ngx_str_t                  host;
+    ngx_uint_t                 port, default_port;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    /* $host */
+
+    if (r->headers_in.server.len) {
+        host = r->headers_in.server;
+
+    } else {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        host = cscf->server_name;
+    }
+
+    port = 0;
+    default_port = 80;
+
+#if (NGX_HTTP_SSL)
+    if (r->connection->ssl) {
+        default_port = 443;
+    }
+#endif
+
+    if (r->host_start && r->host_end) {
+
+        /*
+         * "GET http://host:port/path": the parser allows only digits
+         * between the ':' after host_end and the '/', '?' or ' ' that ends
+         * them.  (r->port_end is not used: nginx 1.22 leaves it behind
+         * when it moves the request line to a large header buffer.)
+         */
+
+        if (r->schema_start && r->schema_end) {
+            len = r->schema_end - r->schema_start;
+
+            if (len == 5
+                && ngx_strncasecmp(r->schema_start, (u_char *) "https", 5)
+                   == 0)
+            {
+                default_port = 443;
+
+            } else if (len != 4
+                       || ngx_strncasecmp(r->schema_start,
+                                          (u_char *) "http", 4) != 0)
+            {
+                default_port = 0;
+            }
+        }
+
+        if (*r->host_end == ':') {
+            for (last = r->host_end + 1; *last >= '0' && *last <= '9'; last++)
+            {
+                /* void */
+            }
+
+            port = ngx_http_simhash_port(r->host_end + 1, last);
+        }
+
+    } else if (r->headers_in.server.len && r->headers_in.host) {
+
+        /* "Host: host:port", "[::1]:port": digits after the last ':' */
+
+        last = r->headers_in.host->value.data
+               + r->headers_in.host->value.len;
+
+        for (p = last; p > r->headers_in.host->value.data; p--) {
+            if (p[-1] < '0' || p[-1] > '9') {
+                break;
+            }
+        }
+
+        if (p > r->headers_in.host->value.data && p[-1] == ':') {
+            port = ngx_http_simhash_port(p, last);
+        }
+    }
+
+    if (port == 0 || port == default_port) {
+        v->len = host.len;
+        v->data = host.data;
+
+    } else {
+        p = ngx_pnalloc(r->pool, host.len + sizeof(":65535") - 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "%V:%ui", &host, port) - p;
+        v->data = p;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* The port of the digits [p, last), or 0 when there is none or it is out
+ * of range. */
+
+static ngx_uint_t
+ngx_http_simhash_port(u_char *p, u_char *last)
+{
+    ngx_int_t  port;
+
+    if (last - p > 5) {
+        return 0;
+    }
+
+    port = ngx_atoi(p, last - p);
+
+    return (port < 1 || port > 65535) ? 0 : (ngx_uint_t) port;
+}
+
+
 /* Configuration. */
 
 static void *
@@ -1857,6 +2019,7 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->max_features = NGX_CONF_UNSET;
     conf->word_weight = NGX_CONF_UNSET;
     conf->shingle_weight = NGX_CONF_UNSET;
+    conf->content = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -1871,7 +2034,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_simhash_main_conf_t      *smcf;
     ngx_http_compile_complex_value_t   ccv;
 
-    static ngx_str_t  default_key = ngx_string("$scheme://$host$request_uri");
+    /* $simhash_host: $host with a port that is not the scheme's default */
+    static ngx_str_t  default_key =
+                          ngx_string("$scheme://$simhash_host$request_uri");
 
     if (conf->enable == NGX_CONF_UNSET) {
         conf->enable = prev->enable;
@@ -1988,6 +2153,8 @@ ngx_http_simhash_merge_options(ngx_http_simhash_loc_conf_t *conf,
                          NGX_CONF_UNSET);
     ngx_conf_merge_value(conf->shingle_weight, prev->shingle_weight,
                          NGX_CONF_UNSET);
+    ngx_conf_merge_uint_value(conf->content, prev->content,
+                              NGX_CONF_UNSET_UINT);
 
     if (conf->stem.data == NULL) {
         conf->stem = prev->stem;
@@ -2146,6 +2313,10 @@ ngx_http_simhash_options(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf,
         opts->weight[SH_FEAT_SHINGLE] = (float) conf->shingle_weight / 1000;
     }
 
+    if (conf->content != NGX_CONF_UNSET_UINT) {
+        opts->content = (unsigned) conf->content;
+    }
+
     if (conf->stem.data) {
         opts->stem = (conf->stem.len == 3
                       && ngx_strcmp(conf->stem.data, "off") == 0)
@@ -2217,7 +2388,8 @@ ngx_http_simhash_signature(ngx_conf_t *cf, sh_options_t *opts,
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(sig->data, "%ui|%ui|%ui|%ui|%uxD|%uxD|%s|%s|%s|",
+    p = ngx_sprintf(sig->data, "%ui|%ui|%ui|%ui|%ui|%uxD|%uxD|%s|%s|%s|",
+                    (ngx_uint_t) opts->content,
                     (ngx_uint_t) opts->shingle,
                     (ngx_uint_t) opts->min_features,
                     (ngx_uint_t) opts->max_features,
@@ -2504,6 +2676,25 @@ ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     char  *rv;
 
     rv = ngx_conf_set_num_slot(cf, cmd, conf);
+
+    if (rv == NGX_CONF_OK) {
+        ngx_http_simhash_where(cf, &slcf->opts_where);
+    }
+
+    return rv;
+}
+
+
+/* simhash_content auto | structure | off */
+
+static char *
+ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    char  *rv;
+
+    rv = ngx_conf_set_enum_slot(cf, cmd, conf);
 
     if (rv == NGX_CONF_OK) {
         ngx_http_simhash_where(cf, &slcf->opts_where);

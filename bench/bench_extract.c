@@ -7,7 +7,10 @@
  * round so that both see the same machine state:
  *   parse-only   libxml2's HTML push parser over the same bytes with an empty
  *                SAX handler (the floor: no extractor can beat the parser);
- *   fingerprint  the whole library, sh_doc_new/feed/finish, same chunks.
+ *   fingerprint  the whole library, sh_doc_new/feed/finish, same chunks;
+ *   content off  the same with content weighting off (sh_block.h): what
+ *                the weighting costs, as the median over the rounds of
+ *                each round's own ratio.
  * Prints MB/s for each and their ratio (best round of each), and the
  * median over the rounds of each round's own ratio (its two halves ran
  * back to back): on a shared host one side's best round can be luckier
@@ -22,6 +25,7 @@
 
 #include <libxml/HTMLparser.h>
 
+#include "sh_block.h"
 #include "sh_doc.h"
 
 typedef struct {
@@ -134,12 +138,12 @@ int
 main(int argc, char **argv)
 {
     sh_options_t  opts;
-    sh_config_t  *cfg;
+    sh_config_t  *cfg, *cfg_off;
     page_t       *pages;
     size_t        npages, total, i, chunk = 16384;
     int           rounds = 5, r, a;
     double        t0, parse_best = 1e30, fp_best = 1e30, dt, parse_dt;
-    double       *ratio;
+    double       *ratio, *cost, off_best = 1e30, off_dt;
     uint64_t      sink = 0;
     char          err[256];
 
@@ -162,13 +166,16 @@ main(int argc, char **argv)
     }
     sh_options_init(&opts);
     cfg = sh_config_new(&opts, err, sizeof(err));
-    if (cfg == NULL) {
+    opts.content = SH_CONTENT_OFF;
+    cfg_off = sh_config_new(&opts, err, sizeof(err));
+    if (cfg == NULL || cfg_off == NULL) {
         fprintf(stderr, "bench_extract: %s\n", err);
         return 1;
     }
 
     ratio = malloc((size_t) rounds * sizeof(double));
-    if (ratio == NULL) {
+    cost = malloc((size_t) rounds * sizeof(double));
+    if (ratio == NULL || cost == NULL) {
         fprintf(stderr, "bench_extract: out of memory\n");
         return 1;
     }
@@ -187,8 +194,17 @@ main(int argc, char **argv)
         dt = now() - t0;
         fp_best = dt < fp_best ? dt : fp_best;
         ratio[r] = parse_dt / dt;
+
+        t0 = now();
+        for (i = 0; i < npages; i++) {
+            sink ^= fingerprint(cfg_off, &pages[i], chunk);
+        }
+        off_dt = now() - t0;
+        off_best = off_dt < off_best ? off_dt : off_best;
+        cost[r] = dt / off_dt - 1.0;
     }
     qsort(ratio, (size_t) rounds, sizeof(double), cmp_double);
+    qsort(cost, (size_t) rounds, sizeof(double), cmp_double);
 
     printf("pages %zu, %.1f MB, chunk %zu, best of %d rounds\n", npages,
            total / 1e6, chunk, rounds);
@@ -200,8 +216,16 @@ main(int argc, char **argv)
            rounds % 2 ? ratio[rounds / 2]
                       : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2,
            ratio[0], ratio[rounds - 1]);
+    printf("content off  %7.1f MB/s  (simhash_content off)\n",
+           total / 1e6 / off_best);
+    printf("content cost %6.1f%%  median of the rounds' own (%.1f%% to "
+           "%.1f%%; target <= 5%%)\n", 100.0 * (rounds % 2 ? cost[rounds / 2]
+           : (cost[rounds / 2 - 1] + cost[rounds / 2]) / 2), 100.0 * cost[0],
+           100.0 * cost[rounds - 1]);
     free(ratio);
+    free(cost);
     fprintf(stderr, "(checksum %016llx)\n", (unsigned long long) sink);
     sh_config_free(cfg);
+    sh_config_free(cfg_off);
     return 0;
 }

@@ -23,7 +23,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
 MODULE="$BUILD/nginx/ngx_http_simhash_module.so"
-PREFIX="$BUILD/bench/wrk"
+OUT="$BUILD/bench/wrk"
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
@@ -34,7 +34,14 @@ command -v "$NGINX" >/dev/null 2>&1 || NGINX=/usr/sbin/nginx
 command -v wrk >/dev/null 2>&1 || { echo "wrk: not installed (apt-get install wrk)"; exit 0; }
 [ -f "$MODULE" ] || { echo "wrk: $MODULE missing: run make module" >&2; exit 1; }
 
-rm -rf "$PREFIX"
+# nginx's prefix, with the pages it serves, is not in the build directory:
+# run as root, nginx's workers are nobody, and a checkout under ~root or
+# `mktemp -d` (0700) is closed to them (tools/nginx-tmpdir.sh).  wrk's
+# results go to OUT, in the build directory.
+rm -rf "$OUT"
+mkdir -p "$OUT"
+PREFIX=$(mktemp -d "$("$TOP/tools/nginx-tmpdir.sh")/simhash-wrk.XXXXXX")
+trap 'rm -rf "$PREFIX"' EXIT
 mkdir -p "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp" "$PREFIX/html/p"
 chmod 755 "$PREFIX" "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp" \
           "$PREFIX/html" "$PREFIX/html/p"
@@ -146,8 +153,17 @@ http {
 }
 EOF
 
-"$NGINX" -p "$PREFIX/" -c "$PREFIX/conf/nginx.conf"
-trap '"$NGINX" -p "$PREFIX/" -c "$PREFIX/conf/nginx.conf" -s stop 2>/dev/null || true' EXIT
+# -e: the log nginx opens before reading the configuration (default
+# /var/log/nginx/error.log, which only root may open)
+nginx_prefix() {
+    "$NGINX" -p "$PREFIX/" -c "$PREFIX/conf/nginx.conf" \
+             -e "$PREFIX/logs/error.log" "$@"
+}
+# on exit: nginx stopped, its error log kept in OUT, the prefix removed
+trap 'nginx_prefix -s stop 2>/dev/null || true; sleep 0.2
+      cp "$PREFIX/logs/error.log" "$OUT/" 2>/dev/null || true
+      rm -rf "$PREFIX"' EXIT
+nginx_prefix
 sleep 0.3
 
 # --- wrk: every request a random page under a unique URL -------------------
@@ -190,9 +206,9 @@ run() {
     perl -e 'system(@ARGV) == 0 or exit 1; my @t = times;
              printf "wrk cpu: %.2f\n", $t[2] + $t[3]' \
         wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2"s --latency \
-            -s "$PREFIX/urls.lua" "http://127.0.0.1:$1/" > "$PREFIX/$3.txt" 2>&1
+            -s "$PREFIX/urls.lua" "http://127.0.0.1:$1/" > "$OUT/$3.txt" 2>&1
     after=$(nginx_cpu)
-    echo "nginx cpu: $(perl -e "print $after - $before")" >> "$PREFIX/$3.txt"
+    echo "nginx cpu: $(perl -e "print $after - $before")" >> "$OUT/$3.txt"
 }
 
 # warm up both (page cache, upstream keepalive, the stemmer's cache)
@@ -204,7 +220,7 @@ run "$SIMHASH" "$DURATION" simhash
 curl_stats=$(perl -MHTTP::Tiny -e \
     'print HTTP::Tiny->new->get("http://127.0.0.1:'"$SIMHASH"'/stats")->{content}')
 
-perl - "$PREFIX/plain.txt" "$PREFIX/simhash.txt" "$curl_stats" \
+perl - "$OUT/plain.txt" "$OUT/simhash.txt" "$curl_stats" \
      "$DURATION" "$CONNECTIONS" "$THREADS" "$WORKERS" <<'EOF'
 use strict;
 use warnings;

@@ -5,9 +5,9 @@
 #   demo/run.sh BUILD_DIR
 #
 # DEMO_MODULE overrides the module (default BUILD_DIR/nginx/...so), e.g. the
-# one Debian's package installed; DEMO_PREFIX the working directory.
+# one Debian's package installed.
 #
-# One nginx, two parts (configuration written to BUILD_DIR/demo/conf):
+# One nginx, two parts, in a fresh prefix under /tmp (see below):
 #   origin  127.0.0.1:<free port>, four made-up sites from demo/site/ chosen
 #           by Host: gazette.example, kitchen.example, shop.example,
 #           docs.example, aggregator.example (originals, near-duplicates
@@ -15,15 +15,14 @@
 #   proxy   127.0.0.1:<free port>, a forward proxy for the crawler, as in
 #           conf-examples/forward-proxy.conf, with the module in tag mode;
 #           every Host goes to the origin above.
-# demo/crawl.pl then fetches demo/urls.txt through the proxy.
+# demo/crawl.pl then fetches demo/urls.txt through the proxy.  The prefix
+# (configuration, logs) stays after Ctrl-C; the script says where.
 set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
 MODULE=${DEMO_MODULE:-$BUILD/nginx/ngx_http_simhash_module.so}
-PREFIX=${DEMO_PREFIX:-$BUILD/demo}
-SITE="$TOP/demo/site"
 NGINX=${NGINX:-nginx}
 command -v "$NGINX" >/dev/null 2>&1 || NGINX=/usr/sbin/nginx
 
@@ -37,9 +36,16 @@ ORIGIN=$(free_port)
 PROXY=$(free_port)
 while [ "$PROXY" = "$ORIGIN" ]; do PROXY=$(free_port); done
 
-rm -rf "$PREFIX"
+# The prefix is not in the checkout, and the sites are served from a copy
+# in it: run as root, nginx's workers are nobody, and a clone under ~root
+# or `mktemp -d` (0700) is closed to them (tools/nginx-tmpdir.sh says
+# more).  The master, still root, loads the module from wherever it is.
+# Modes are set explicitly: the copy must be readable whatever the umask.
+PREFIX=$(mktemp -d "$("$TOP/tools/nginx-tmpdir.sh")/simhash-demo.XXXXXX")
+SITE="$PREFIX/html"
 mkdir -p "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp"
-chmod 755 "$PREFIX" "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp"
+cp -R "$TOP/demo/site" "$SITE"
+chmod -R u=rwX,go=rX "$PREFIX"
 
 cat > "$PREFIX/conf/nginx.conf" <<EOF
 load_module $MODULE;
@@ -110,13 +116,15 @@ http {
 
     # --- the proxy the crawler talks to ---------------------------------
 
-    # distance 5 instead of the default 3: the printer-friendly version
-    # differs by its page template (see docs/module.md, "Choosing the
+    # the default match rule (weighted, distance at most 10, threshold 12)
+    # and content weighting (simhash_content auto): the printer-friendly
+    # version and the syndicated copies, whose templates differ, are
+    # duplicates of their originals (see docs/module.md, "Choosing the
     # distance")
-    simhash_zone zone=demo:16m distance=5;
+    simhash_zone zone=demo:16m;
 
     log_format crawl '\$time_local \$simhash_status \$simhash '
-                     '\$simhash_distance "\$scheme://\$http_host\$request_uri" '
+                     '\$simhash_distance "\$scheme://\$simhash_host\$request_uri" '
                      '"\$simhash_duplicate_of"';
 
     server {
@@ -126,8 +134,9 @@ http {
         proxy_http_version 1.1;
         proxy_set_header Host \$http_host;
 
+        # the default key, \$scheme://\$simhash_host\$request_uri: the URL
+        # of the absolute-URI request, with its port unless it is 80
         simhash demo;
-        simhash_key \$scheme://\$http_host\$request_uri;
 
         # a real forward proxy would use a resolver and
         # proxy_pass \$scheme://\$http_host\$request_uri; the demo sites
@@ -143,9 +152,12 @@ http {
 }
 EOF
 
-"$NGINX" -t -q -p "$PREFIX/" -c "$PREFIX/conf/nginx.conf"
+# -e: the log nginx opens before reading the configuration (default
+# /var/log/nginx/error.log, which only root may open)
+set -- -p "$PREFIX/" -c "$PREFIX/conf/nginx.conf" -e "$PREFIX/logs/error.log"
+"$NGINX" -t -q "$@"
 
-"$NGINX" -p "$PREFIX/" -c "$PREFIX/conf/nginx.conf" -g 'daemon off;' &
+"$NGINX" "$@" -g 'daemon off;' &
 NGINX_PID=$!
 
 stop() {
@@ -153,7 +165,7 @@ stop() {
     kill -QUIT "$NGINX_PID" 2>/dev/null || true
     wait "$NGINX_PID" 2>/dev/null || true
     echo
-    echo "demo: nginx stopped; logs in $PREFIX/logs"
+    echo "demo: nginx stopped; configuration and logs in $PREFIX"
     exit 0
 }
 trap stop INT TERM
@@ -171,7 +183,7 @@ until perl -MIO::Socket::INET -e 'exit !IO::Socket::INET->new(
     sleep 0.1
 done
 
-echo "== demo crawl through the proxy (zone distance 5)"
+echo "== demo crawl through the proxy (the zone's default match rule)"
 echo
 perl "$TOP/demo/crawl.pl" "$PROXY" "$TOP/demo/urls.txt"
 

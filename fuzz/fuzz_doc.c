@@ -4,7 +4,8 @@
  *
  * Input: four bytes of choices, then the body.
  *   byte 0   the configuration (fdoc_cfg below: stemmers, stop words,
- *            ignore patterns, shingle sizes, feature caps, IDF, keyed hash)
+ *            ignore patterns, shingle sizes, feature caps, IDF, keyed hash,
+ *            content weighting modes)
  *   byte 1   the caller's charset label (fdoc_labels), or one read from
  *            the input (length byte, then the label)
  *   byte 2   how to cut the body: one split, 1-byte chunks, random sizes
@@ -21,8 +22,9 @@
  *   - the tokeniser alone (sh_text) on that UTF-8, a line a block, cut
  *     anywhere: the same terms;
  *   - the whole document (sh_doc): the same tokens (each token's bytes
- *     folded into a digest), features, fingerprint and weights, bit for
- *     bit -- except where libxml2's push parser itself depends on the
+ *     folded into a digest), blocks with the same zones and weights
+ *     (content weighting, sh_block.h), features, fingerprint and weights,
+ *     bit for bit -- except where libxml2's push parser itself depends on the
  *     chunking (fdoc_libxml2_unsteady below).
  * Each result must also make sense on its own: nbytes the body length,
  * features within the caps, the bits following the weights' signs,
@@ -37,13 +39,14 @@
 
 #include "fuzz_util.h"
 
+#include "sh_block.h"
 #include "sh_config.h"
 #include "sh_decode.h"
 #include "sh_doc.h"
 #include "sh_idf.h"
 #include "sh_text.h"
 
-#define FDOC_NCFG   8
+#define FDOC_NCFG   10
 
 static sh_config_t *fdoc_cfg[FDOC_NCFG];
 
@@ -236,6 +239,21 @@ fdoc_init(void)
     o.stem = "porter";
     sh_options_add_ignore(&o, "(?s).+");
     fdoc_cfg[7] = fdoc_config(&o);
+
+    /* 8: content weighting from markup only, with ignore patterns (the
+     * block buffer) and stop words; 0 has the default, auto. */
+    sh_options_init(&o);
+    o.content = SH_CONTENT_STRUCTURE;
+    o.stopwords_off = 0;
+    o.min_features = 1;
+    sh_options_add_ignore(&o, "\\d+");
+    fdoc_cfg[8] = fdoc_config(&o);
+
+    /* 9: no content weighting: whole-page text, every block weighs 1. */
+    sh_options_init(&o);
+    o.content = SH_CONTENT_OFF;
+    o.shingle = 2;
+    fdoc_cfg[9] = fdoc_config(&o);
 }
 
 /* ---- Tokens. ---- */
@@ -307,9 +325,28 @@ fdoc_on_token(void *arg, const char *tok, size_t len)
 typedef struct {
     sh_result_t   res;
     fdoc_tokens_t tokens;
+    fdoc_tokens_t blocks;       /* each block's zone, weight and sample */
     uint32_t      visited;      /* features sh_doc_foreach_feature saw */
     char          charset[64];
 } fdoc_out_t;
+
+/* Content weighting: every block's class is in range, and (compared
+ * between whole and chunked runs) the same whatever the chunking. */
+static void
+fdoc_on_block(void *arg, const sh_block_info_t *b)
+{
+    fdoc_tokens_t *t = arg;
+
+    FUZZ_CHECK(b->zone < SH_ZONE_N);
+    FUZZ_CHECK(b->weight <= SH_BLOCK_FULL);
+    FUZZ_CHECK(b->bytes > 0 && b->bytes <= SH_BLOCK_SAMPLE);
+    FUZZ_CHECK(b->link <= b->bytes);
+    t->digest = (t->digest ^ ((uint64_t) b->zone << 48
+                              ^ (uint64_t) b->weight << 40
+                              ^ (uint64_t) b->bytes << 16 ^ b->link))
+                * 0x100000001b3ull;
+    t->count++;
+}
 
 static void
 fdoc_count_feature(void *arg, uint64_t feature, unsigned type, uint32_t tf)
@@ -356,6 +393,7 @@ fdoc_run(sh_config_t *cfg, const char *label, const uint8_t *body,
     FUZZ_CHECK(d != NULL);
     memset(out, 0, sizeof(*out));
     sh_doc_set_token_hook(d, fdoc_on_token, &out->tokens);
+    sh_doc_set_block_hook(d, fdoc_on_block, &out->blocks);
     if (!chunked) {
         FUZZ_CHECK(sh_doc_feed(d, body, len) == 0);
     } else {
@@ -661,6 +699,8 @@ fdoc_one(const uint8_t *data, size_t size)
     FUZZ_CHECK(whole.res.status == part.res.status);
     FUZZ_CHECK(whole.tokens.count == part.tokens.count);
     FUZZ_CHECK(whole.tokens.digest == part.tokens.digest);
+    FUZZ_CHECK(whole.blocks.count == part.blocks.count);
+    FUZZ_CHECK(whole.blocks.digest == part.blocks.digest);
     FUZZ_CHECK(whole.res.ntokens == part.res.ntokens);
     FUZZ_CHECK(whole.res.nfeatures == part.res.nfeatures);
     FUZZ_CHECK(whole.res.truncated == part.res.truncated);

@@ -211,6 +211,12 @@ static const char *const seeds_snippets[] = {
     "<!DOCTYPE html><html><body><p>one two three<!DOCTYPE html>four five"
     "</p></body></html>\nafter the end",
     "<p>word<!-- comment <p> inside -->word<![CDATA[x]]><?pi x?>",
+    "<body class=sidebar><header><a href=/>site</a><nav class=\"main-nav\">"
+    "<a href=/a>one</a> <a href=#b>two</a></nav></header><main><article>"
+    "<header>title</header><p>text <span class=share>share</span> more "
+    "<a href=x>link</a></p><aside role=complementary><article>rel</article>"
+    "</aside></article></main><div role=\"search navigation\">q</div>"
+    "<footer id=site-footer>foot</footer>",
 };
 
 /* ---- snapshot ----------------------------------------------------------- */

@@ -194,6 +194,7 @@ typedef struct {
     ngx_int_t                    max_features;
     ngx_int_t                    word_weight;     /* in 1/1000 */
     ngx_int_t                    shingle_weight;  /* in 1/1000 */
+    ngx_uint_t                   content;   /* SH_CONTENT_* */
     ngx_str_t                    idf;
     ngx_str_t                    seed;
     ngx_str_t                    opts_where;

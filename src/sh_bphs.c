@@ -54,6 +54,20 @@ sh_bphs_design(unsigned tables, unsigned *G, unsigned *g)
     }
 }
 
+void
+sh_bphs_blocks(unsigned G, unsigned *width, unsigned *shift)
+{
+    unsigned i, top = 64;
+
+    /* As even as possible, the wider ones on top (11,11,11,11,10,10 for
+     * G = 6, as in Manku's example). */
+    for (i = 0; i < G; i++) {
+        width[i] = 64 / G + (i < 64 % G ? 1 : 0);
+        top -= width[i];
+        shift[i] = top;
+    }
+}
+
 static uint64_t
 binom(unsigned n, unsigned k)
 {
@@ -118,7 +132,7 @@ sh_bphs_new(unsigned G, unsigned g, size_t capacity, char *err,
 {
     sh_bphs_t *b;
     unsigned   width[SH_BPHS_GMAX], shift[SH_BPHS_GMAX];
-    unsigned   i, sub, top, ti;
+    unsigned   i, sub, ti;
 
     if (G < 2 || G > SH_BPHS_GMAX || g < 1 || g >= G) {
         snprintf(err, errlen, "BPHS needs 1 <= g < G <= %d", SH_BPHS_GMAX);
@@ -142,14 +156,7 @@ sh_bphs_new(unsigned G, unsigned g, size_t capacity, char *err,
         return NULL;
     }
 
-    /* Blocks as even as possible, the wider ones on top (11,11,11,11,10,10
-     * for G = 6, as in Manku's example). */
-    top = 64;
-    for (i = 0; i < G; i++) {
-        width[i] = 64 / G + (i < 64 % G ? 1 : 0);
-        top -= width[i];
-        shift[i] = top;
-    }
+    sh_bphs_blocks(G, width, shift);
 
     /* One table per g-subset of the blocks, in increasing bitmask order of
      * the subsets.  first_table[mask] is the first table whose header

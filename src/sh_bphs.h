@@ -28,6 +28,13 @@ typedef struct sh_bphs_s sh_bphs_t;
 /* G and g of the design with `tables` tables (4, 10 or 20); -1 if none. */
 int sh_bphs_design(unsigned tables, unsigned *G, unsigned *g);
 
+/*
+ * The G blocks of the 64 bits, shared with the batch form
+ * (sh_bphs_batch.h): block i is `width[i]` bits at `shift[i]`, block 0 on
+ * top; as even as possible, the wider ones on top.
+ */
+void sh_bphs_blocks(unsigned G, unsigned *width, unsigned *shift);
+
 /* Room for `capacity` fingerprints; 1 <= g < G <= SH_BPHS_GMAX. */
 sh_bphs_t *sh_bphs_new(unsigned G, unsigned g, size_t capacity,
                        char *err, size_t errlen);

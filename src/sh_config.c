@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #define SH_CONFIG_INTERNAL
+#include "sh_block.h"
 #include "sh_config.h"
 #include "sh_features.h"
 #include "sh_idf.h"
@@ -36,6 +37,7 @@ sh_options_init(sh_options_t *o)
     o->max_features = SH_DEFAULT_MAX_FEATURES;
     o->weight[SH_FEAT_WORD] = SH_DEFAULT_WEIGHT_WORD;
     o->weight[SH_FEAT_SHINGLE] = SH_DEFAULT_WEIGHT_SHINGLE;
+    o->content = SH_DEFAULT_CONTENT;
 }
 
 int
@@ -46,6 +48,28 @@ sh_options_add_ignore(sh_options_t *o, const char *pattern)
     }
     o->ignore[o->nignore++] = pattern;
     return 0;
+}
+
+static const char *const content_names[] = { "off", "structure", "auto" };
+
+int
+sh_content_parse(const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < sizeof(content_names) / sizeof(content_names[0]); i++) {
+        if (strcmp(name, content_names[i]) == 0) {
+            return (int) i;
+        }
+    }
+    return -1;
+}
+
+const char *
+sh_content_name(unsigned mode)
+{
+    return mode < sizeof(content_names) / sizeof(content_names[0])
+           ? content_names[mode] : "unknown";
 }
 
 int
@@ -154,6 +178,11 @@ sh_config_new(const sh_options_t *o, char *err, size_t errlen)
                      (double) o->weight[i]);
             return NULL;
         }
+    }
+    if (o->content > SH_CONTENT_AUTO) {
+        snprintf(err, errlen, "content mode %u is not off, structure or "
+                 "auto", o->content);
+        return NULL;
     }
     if (o->nignore > SH_IGNORE_MAX) {
         snprintf(err, errlen, "more than %d ignore patterns", SH_IGNORE_MAX);
@@ -272,6 +301,7 @@ sh_config_free(sh_config_t *c)
     }
     free(c->stem_cache);
     sh_features_free(c->spare);
+    free(c->spare_held);
     free(c);
 }
 

@@ -35,6 +35,7 @@ typedef struct {
     const void  *seed;               /* secret keying the feature hash */
     size_t       seed_len;           /* 0 = the public default key */
     float        weight[SH_FEAT_NTYPES];  /* constant weight per type */
+    unsigned     content;            /* SH_CONTENT_* (sh_block.h) */
 } sh_options_t;
 
 /*
@@ -57,6 +58,9 @@ typedef struct {
 #define SH_MAX_FEATURES_LIMIT    16777216
 #define SH_DEFAULT_WEIGHT_WORD    1.25f
 #define SH_DEFAULT_WEIGHT_SHINGLE 1.0f
+/* Content weighting (sh_block.h): see docs/QUALITY.md, "Content
+ * weighting", for the measurement behind the default. */
+#define SH_DEFAULT_CONTENT        2     /* SH_CONTENT_AUTO */
 
 void sh_options_init(sh_options_t *opts);
 
@@ -86,6 +90,10 @@ uint64_t sh_config_seed_digest(const sh_config_t *cfg);
 
 /* The effective options (strings owned by the config). */
 const sh_options_t *sh_config_options(const sh_config_t *cfg);
+
+/* "off", "structure", "auto" <-> SH_CONTENT_*; -1 for another name. */
+int         sh_content_parse(const char *name);
+const char *sh_content_name(unsigned mode);
 
 /* Is `lang` a Snowball language libstemmer knows?  (For early errors.) */
 int sh_stem_lang_valid(const char *lang);
@@ -133,6 +141,8 @@ struct sh_config_s {
     sh_stem_entry_t   *stem_cache;      /* mutable: see sh_doc.h, threads */
     struct sh_features_s *spare;        /* the last document's feature
                                            table, reused by the next */
+    uint64_t          *spare_held;      /* and its block term buffer
+                                           (sh_doc.c, content weighting) */
 };
 
 #endif /* SH_CONFIG_INTERNAL */

@@ -9,13 +9,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define SH_CONFIG_INTERNAL
+#include "sh_block.h"
 #include "sh_config.h"
 #include "sh_decode.h"
 #include "sh_doc.h"
 #include "sh_features.h"
 #include "sh_html.h"
 #include "sh_text.h"
+
+/*
+ * Content weighting (sh_block.h): a block's weight is known once its zone
+ * and its first SH_BLOCK_SAMPLE non-space bytes are, so its terms wait in
+ * `held` until then; a block's terms are at most its non-space bytes, so
+ * at most SH_BLOCK_SAMPLE terms wait.  Later terms of a long block go
+ * straight on with the weight decided.
+ */
+#define HELD_MAX    (SH_BLOCK_SAMPLE + 16)
 
 struct sh_doc_s {
     sh_config_t   *cfg;
@@ -29,7 +42,48 @@ struct sh_doc_s {
     int            stopped;     /* binary, or the parser's limit: ignore */
     int            failed;      /* out of memory somewhere */
     int            finished;
+
+    /* The current block, when content weighting is on. */
+    unsigned       content;     /* SH_CONTENT_* */
+    uint32_t       bytes;       /* non-space bytes, up to SH_BLOCK_SAMPLE */
+    uint32_t       link;        /* ... of them inside links */
+    int            decided;
+    unsigned       cls;         /* the block's term class, once decided */
+    uint64_t      *held;        /* HELD_MAX terms, allocated when needed */
+    size_t         nheld;
+
+    sh_block_fn    block_hook;
+    void          *block_arg;
+    sh_block_filter_fn block_filter;
+    void          *filter_arg;
+    uint64_t       block_hash;  /* of the terms the weight was decided on */
 };
+
+/* The block's weight is known: pass the held terms on with it. */
+static void
+decide(sh_doc_t *d)
+{
+    unsigned zone = sh_html_zone(d->html);
+    size_t   i;
+
+    unsigned weight = sh_block_weight(d->content, zone, d->bytes, d->link);
+
+    if (d->block_hook != NULL || d->block_filter != NULL) {
+        d->block_hash = XXH3_64bits(d->held, d->nheld * sizeof(*d->held));
+        if (d->block_filter != NULL) {
+            unsigned f = d->block_filter(d->filter_arg, d->block_hash);
+
+            weight = weight * (f < SH_BLOCK_FULL ? f : SH_BLOCK_FULL)
+                     / SH_BLOCK_FULL;
+        }
+    }
+    d->cls = weight | (zone == SH_ZONE_MAIN ? SH_CLASS_MAIN : 0);
+    d->decided = 1;
+    for (i = 0; i < d->nheld; i++) {
+        sh_features_term(d->features, d->held[i], d->cls);
+    }
+    d->nheld = 0;
+}
 
 static void
 on_term(void *arg, uint64_t term)
@@ -37,7 +91,75 @@ on_term(void *arg, uint64_t term)
     sh_doc_t *d = arg;
 
     d->ntokens++;
-    sh_features_term(d->features, term);
+    if (d->content == SH_CONTENT_OFF) {
+        sh_features_term(d->features, term, SH_CLASS_FULL);
+        return;
+    }
+    if (!d->decided) {
+        if (d->held == NULL) {
+            /* The previous page's, or a new one, whole: growing it, or
+             * a large malloc per page, costs more than the rest. */
+            d->held = d->cfg->spare_held;
+            d->cfg->spare_held = NULL;
+            if (d->held == NULL) {
+                d->held = malloc(HELD_MAX * sizeof(*d->held));
+            }
+            if (d->held == NULL) {
+                d->failed = 1;
+                return;
+            }
+        }
+        if (d->nheld == HELD_MAX) {
+            decide(d);          /* cannot happen: see HELD_MAX */
+            sh_features_term(d->features, term, d->cls);
+            return;
+        }
+        d->held[d->nheld++] = term;
+        return;
+    }
+    sh_features_term(d->features, term, d->cls);
+}
+
+/*
+ * Count the non-space bytes of the block's text, and those inside links,
+ * up to SH_BLOCK_SAMPLE: the weight is decided there, on the same bytes
+ * whatever the chunking.
+ */
+static void
+sample(sh_doc_t *d, const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *) text;
+    uint32_t             n = 0;
+    uint64_t             x;
+    size_t               i = 0;
+
+    if (len <= SH_BLOCK_SAMPLE - d->bytes) {
+        /*
+         * Eight bytes at a time: a byte is above ' ' when its top bit is
+         * set or adding 0x5F to its low seven bits sets it (no carry
+         * crosses bytes); the flags are summed by a multiply.
+         */
+        for (; i + 8 <= len; i += 8) {
+            memcpy(&x, p + i, 8);
+            x = (((x & 0x7F7F7F7F7F7F7F7FULL) + 0x5F5F5F5F5F5F5F5FULL) | x)
+                >> 7 & 0x0101010101010101ULL;
+            n += (uint32_t) ((x * 0x0101010101010101ULL) >> 56);
+        }
+        for (; i < len; i++) {
+            n += p[i] > ' ';
+        }
+    } else {
+        for (i = 0; i < len && d->bytes + n < SH_BLOCK_SAMPLE; i++) {
+            n += p[i] > ' ';
+        }
+    }
+    d->bytes += n;
+    if (sh_html_in_link(d->html)) {
+        d->link += n;
+    }
+    if (d->bytes == SH_BLOCK_SAMPLE) {
+        decide(d);
+    }
 }
 
 static int
@@ -45,15 +167,38 @@ on_text(void *arg, const char *text, size_t len)
 {
     sh_doc_t *d = arg;
 
+    if (d->content != SH_CONTENT_OFF && !d->decided) {
+        sample(d, text, len);
+    }
     return sh_text_feed(d->text, text, len);
 }
 
 static int
 on_block_end(void *arg)
 {
-    sh_doc_t *d = arg;
+    sh_doc_t      *d = arg;
+    sh_block_info_t b;
+    int            rc;
 
-    return sh_text_end_block(d->text);
+    rc = sh_text_end_block(d->text);    /* the block's last term */
+    if (d->content == SH_CONTENT_OFF) {
+        return rc;
+    }
+    if (!d->decided) {
+        decide(d);
+    }
+    if (d->block_hook != NULL && d->bytes > 0) {
+        b.zone = sh_html_zone(d->html);
+        b.weight = d->cls & SH_CLASS_WEIGHT;
+        b.bytes = d->bytes;
+        b.link = d->link;
+        b.hash = d->block_hash;
+        d->block_hook(d->block_arg, &b);
+    }
+    d->bytes = 0;
+    d->link = 0;
+    d->decided = 0;
+    return d->failed ? -1 : rc;
 }
 
 static int
@@ -85,6 +230,10 @@ sh_doc_new(sh_config_t *cfg, const char *charset)
     d->decode = sh_decode_new(charset, on_utf8, d);
     d->html = sh_html_new(on_text, on_block_end, d);
     d->text = sh_text_new(cfg, on_term, d);
+    d->content = cfg->opts.content;
+    if (d->html != NULL && d->content != SH_CONTENT_OFF) {
+        sh_html_track_content(d->html);
+    }
     /* The previous document's table, if any: its memory is warm. */
     if (cfg->spare != NULL) {
         d->features = cfg->spare;
@@ -141,6 +290,9 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
         return -1;
     }
 
+    if (d->content != SH_CONTENT_OFF && d->nheld > 0) {
+        decide(d);      /* the parser stopped inside a block */
+    }
     res->nbytes = d->nbytes;
     res->ntokens = d->ntokens;
     res->nfeatures = (uint32_t) sh_features_count(d->features);
@@ -158,7 +310,10 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
     }
 
     sh_acc_init(&acc);
-    sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf, &acc);
+    sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
+                      d->content != SH_CONTENT_OFF
+                      && sh_html_has_main(d->html) ? sh_block_outside()
+                                                   : 1.0f, &acc);
     if (acc.norm2 <= 0.0) {
         res->status = SH_STATUS_TOO_SHORT;  /* every weight was zero */
         return 0;
@@ -177,6 +332,11 @@ sh_doc_free(sh_doc_t *d)
     sh_decode_free(d->decode);
     sh_html_free(d->html);
     sh_text_free(d->text);
+    if (d->held != NULL && d->cfg->spare_held == NULL) {
+        d->cfg->spare_held = d->held;
+    } else {
+        free(d->held);
+    }
     if (d->features != NULL && d->cfg->spare == NULL) {
         sh_features_reset(d->features);
         d->cfg->spare = d->features;
@@ -190,6 +350,26 @@ void
 sh_doc_set_token_hook(sh_doc_t *d, sh_token_fn fn, void *arg)
 {
     sh_text_set_token_hook(d->text, fn, arg);
+}
+
+void
+sh_doc_set_block_hook(sh_doc_t *d, sh_block_fn fn, void *arg)
+{
+    d->block_hook = fn;
+    d->block_arg = arg;
+}
+
+void
+sh_doc_set_block_filter(sh_doc_t *d, sh_block_filter_fn fn, void *arg)
+{
+    d->block_filter = fn;
+    d->filter_arg = arg;
+}
+
+int
+sh_doc_has_main(const sh_doc_t *d)
+{
+    return d->content != SH_CONTENT_OFF && sh_html_has_main(d->html);
 }
 
 void

@@ -2,11 +2,13 @@
  * sh_doc.h -- the path of one page through the library.
  *
  *     bytes --> sh_decode  (charset sniffing, conversion to clean UTF-8)
- *           --> sh_html    (libxml2 HTML push parser, SAX only: visible text)
+ *           --> sh_html    (libxml2 HTML push parser, SAX only: visible text,
+ *                           blocks, and where each block sits)
+ *           --> sh_block   (each block's weight, from markup and text)
  *           --> sh_text    (ignore patterns, lower-casing, tokens, stop words,
  *                           Snowball stemming)
  *           --> sh_features(words and word shingles, bounded feature table,
- *                           sublinear TF x IDF weights)
+ *                           sublinear TF x IDF x block weights)
  *           --> sh_simhash (64 signed sums W[j], L2-normalised, bit j = W[j]>=0)
  *
  * Usage:
@@ -72,6 +74,38 @@ void sh_doc_set_token_hook(sh_doc_t *doc, sh_token_fn fn, void *arg);
 typedef void (*sh_feature_fn)(void *arg, uint64_t feature, unsigned type,
                               uint32_t tf);
 void sh_doc_foreach_feature(const sh_doc_t *doc, sh_feature_fn fn, void *arg);
+
+/*
+ * With content weighting on (sh_block.h): called at the end of every block
+ * that had text, after the token hook saw its tokens, with the block's
+ * zone (SH_ZONE_*), weight in sixteenths (before the page-wide factor on
+ * what lies outside the main content), and the non-space bytes it was
+ * decided on (at most SH_BLOCK_SAMPLE) and those inside links.
+ */
+typedef struct {
+    unsigned zone;
+    unsigned weight;
+    uint32_t bytes;
+    uint32_t link;
+    uint64_t hash;      /* of the block's terms up to the decision */
+} sh_block_info_t;
+
+typedef void (*sh_block_fn)(void *arg, const sh_block_info_t *block);
+void sh_doc_set_block_hook(sh_doc_t *doc, sh_block_fn fn, void *arg);
+
+/*
+ * A further factor on each block's weight, in sixteenths, from the hash of
+ * the block's terms (as the block hook reports it): what a learned
+ * template would use.  The evaluation simulates learned templates with it
+ * (tools/eval/sketch.c); nothing else sets one.
+ */
+typedef unsigned (*sh_block_filter_fn)(void *arg, uint64_t block_hash);
+void sh_doc_set_block_filter(sh_doc_t *doc, sh_block_filter_fn fn,
+                             void *arg);
+
+/* After sh_doc_finish: did the page mark its main content (the blocks
+ * outside it then weigh sh_block_outside())? */
+int sh_doc_has_main(const sh_doc_t *doc);
 
 /* The charset the document was decoded with (valid after the first bytes). */
 const char *sh_doc_charset(const sh_doc_t *doc);

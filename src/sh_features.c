@@ -5,16 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sh_block.h"
 #include "sh_config.h"
 #include "sh_features.h"
 
 #define SHINGLE_SEED    0x5348494e474c4531ULL   /* "SHINGLE1" */
 #define INITIAL_SLOTS   1024
 
+/*
+ * Each feature's occurrences are summed twice over: tf counts them, and
+ * mass[] adds up their block weights (in sixteenths, sh_block.h), those
+ * of MAIN blocks apart from the others, since how much the others count
+ * is known only at the end of the page.
+ */
 typedef struct {
     uint64_t key;           /* 0 = empty; a feature hashing to 0 is 1 */
     uint32_t tf;
     uint32_t type;
+    uint32_t mass[2];       /* [0] outside MAIN, [1] in MAIN; saturating */
 } slot_t;
 
 struct sh_features_s {
@@ -30,6 +38,7 @@ struct sh_features_s {
     unsigned  w;
     uint64_t  seen;
     uint64_t  window[SH_SHINGLE_MAX];
+    unsigned char wclass[SH_SHINGLE_MAX];  /* each window term's class */
 };
 
 sh_features_t *
@@ -116,7 +125,16 @@ grow(sh_features_t *f)
 /* Called twice per word, so inlined: a call's register spills cost as much
  * as the probe. */
 static inline __attribute__((always_inline)) void
-add(sh_features_t *f, uint64_t key, unsigned type)
+mass_add(slot_t *s, unsigned cls)
+{
+    uint32_t *m = &s->mass[(cls & SH_CLASS_MAIN) != 0];
+    uint32_t  w = cls & SH_CLASS_WEIGHT;
+
+    *m = *m + w >= *m ? *m + w : UINT32_MAX;
+}
+
+static inline __attribute__((always_inline)) void
+add(sh_features_t *f, uint64_t key, unsigned type, unsigned cls)
 {
     size_t i;
 
@@ -124,6 +142,7 @@ add(sh_features_t *f, uint64_t key, unsigned type)
     for (i = key & f->mask; f->slot[i].key != 0; i = (i + 1) & f->mask) {
         if (f->slot[i].key == key) {
             f->slot[i].tf++;
+            mass_add(&f->slot[i], cls);
             return;
         }
     }
@@ -145,6 +164,9 @@ add(sh_features_t *f, uint64_t key, unsigned type)
     f->slot[i].key = key;
     f->slot[i].tf = 1;
     f->slot[i].type = type;
+    f->slot[i].mass[0] = 0;
+    f->slot[i].mass[1] = 0;
+    mass_add(&f->slot[i], cls);
     f->order[f->count++] = (uint32_t) i;
 }
 
@@ -161,42 +183,55 @@ mix64(uint64_t x)
 }
 
 void
-sh_features_term(sh_features_t *f, uint64_t term)
+sh_features_term(sh_features_t *f, uint64_t term, unsigned cls)
 {
     uint64_t h;
-    unsigned i, w = f->w;
+    unsigned i, w = f->w, c, sc, level, main;
 
     /* Start fetching the word's slot while the shingle is hashed. */
     __builtin_prefetch(&f->slot[(term ? term : 1) & f->mask], 1);
 
     if (w < 2) {
-        add(f, term, SH_FEAT_WORD);
+        add(f, term, SH_FEAT_WORD, cls);
         return;
     }
 
     /* The window, oldest term first: shift it by one (w is at most 8). */
     for (i = 1; i < w; i++) {
         f->window[i - 1] = f->window[i];
+        f->wclass[i - 1] = f->wclass[i];
     }
     f->window[w - 1] = term;
+    f->wclass[w - 1] = (unsigned char) cls;
     if (++f->seen < w) {
-        add(f, term, SH_FEAT_WORD);
+        add(f, term, SH_FEAT_WORD, cls);
         return;
     }
     /*
      * The terms are already keyed, uniformly distributed hashes, so an
      * order-sensitive multiply-rotate combination with a final avalanche
      * makes a good shingle hash, much cheaper than hashing the bytes again.
+     *
+     * A shingle that crosses blocks weighs what its lightest block does,
+     * and is in MAIN only if all its terms are: the shingles that join a
+     * menu to the text are the template's as much as the menu's own.
      */
     h = SHINGLE_SEED;
+    level = SH_CLASS_WEIGHT;
+    main = SH_CLASS_MAIN;
     for (i = 0; i < w; i++) {
         h = (h ^ f->window[i]) * 0x9e3779b97f4a7c15ULL;
         h = (h << 31) | (h >> 33);
+        c = f->wclass[i];
+        level = (c & SH_CLASS_WEIGHT) < level ? (c & SH_CLASS_WEIGHT)
+                                              : level;
+        main &= c;
     }
+    sc = level | main;
     h = mix64(h);
     __builtin_prefetch(&f->slot[(h ? h : 1) & f->mask], 1);
-    add(f, term, SH_FEAT_WORD);
-    add(f, h, SH_FEAT_SHINGLE);
+    add(f, term, SH_FEAT_WORD, cls);
+    add(f, h, SH_FEAT_SHINGLE, sc);
 }
 
 size_t
@@ -287,32 +322,64 @@ bitcount_flush(bitcount_t *c, float w, sh_acc_t *acc)
     acc->norm2 += (double) w * w * c->n;
 }
 
+/*
+ * Features occurring once go through bit counting by (type, zone, block
+ * weight): SH_FEAT_NTYPES x 2 x (SH_BLOCK_FULL + 1) buckets, each made
+ * ready when first used.
+ */
+#define NLEVELS   (SH_BLOCK_FULL + 1)
+#define NBUCKETS  (SH_FEAT_NTYPES * 2 * NLEVELS)
+
 void
 sh_features_weigh(const sh_features_t *f, const float *type_weight,
-                  const sh_idf_t *idf, sh_acc_t *acc)
+                  const sh_idf_t *idf, float outside, sh_acc_t *acc)
 {
     const slot_t *s;
     size_t        i;
-    float         w;
-    bitcount_t    once[SH_FEAT_NTYPES];
+    unsigned      b, main, level;
+    float         w, m;
+    uint64_t      used[(NBUCKETS + 63) / 64];
+    bitcount_t    once[NBUCKETS];
 
     if (spread[1] == 0) {
         sh_features_init();     /* sh_library_init was not called */
     }
     /*
      * Most features occur once, and without IDF all of a type's
-     * once-features weigh the same: count their bits rather than add 64
-     * floats for each.  The rest go through sh_acc_add, in first-seen
-     * order, so that float rounding depends on the page alone.
+     * once-features from blocks of one weight weigh the same: count their
+     * bits rather than add 64 floats for each.  The rest go through
+     * sh_acc_add, in first-seen order, so that float rounding depends on
+     * the page alone.
+     *
+     * A feature's weight is type_weight x g(m) x idf, where m is its
+     * occurrences counted by their blocks' weights, those outside MAIN
+     * further by `outside` (1 unless the page marks its main content), and
+     * g(m) = 1 + ln m above 1, m below: sublinear TF on weighted counts,
+     * so that an occurrence in a block of weight 0 adds nothing at all
+     * (a word of the article that is also in the menu weighs what it
+     * would without the menu).  With every block at full weight m = tf,
+     * and the weights are those of whole-page text, to the last bit.
      */
-    memset(once, 0, sizeof(once));
+    memset(used, 0, sizeof(used));
     for (i = 0; i < f->count; i++) {
         s = &f->slot[f->order[i]];
         if (s->tf == 1 && (idf == NULL || s->type != SH_FEAT_WORD)) {
-            bitcount_add(&once[s->type], s->key);
+            main = s->mass[1] != 0;
+            level = main ? s->mass[1] : s->mass[0];
+            if (level == 0) {
+                continue;
+            }
+            b = (s->type * 2 + main) * NLEVELS + level;
+            if (!(used[b / 64] >> (b % 64) & 1)) {
+                used[b / 64] |= (uint64_t) 1 << (b % 64);
+                memset(&once[b], 0, sizeof(once[b]));
+            }
+            bitcount_add(&once[b], s->key);
             continue;
         }
-        w = type_weight[s->type] * (1.0f + logf((float) s->tf));
+        m = ((float) s->mass[1] + outside * (float) s->mass[0])
+            / (float) SH_BLOCK_FULL;
+        w = type_weight[s->type] * (m > 1.0f ? 1.0f + logf(m) : m);
         if (idf != NULL && s->type == SH_FEAT_WORD) {
             w *= sh_idf_get(idf, s->key);
         }
@@ -320,9 +387,19 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
             sh_acc_add(acc, s->key, w);
         }
     }
-    for (i = 0; i < SH_FEAT_NTYPES; i++) {
-        if (type_weight[i] > 0.0f && once[i].n > 0) {
-            bitcount_flush(&once[i], type_weight[i], acc);
+    for (b = 0; b < NBUCKETS; b++) {
+        if (!(used[b / 64] >> (b % 64) & 1)) {
+            continue;
+        }
+        i = b / (2 * NLEVELS);
+        main = b / NLEVELS % 2;
+        level = b % NLEVELS;
+        w = type_weight[i] * ((float) level / (float) SH_BLOCK_FULL);
+        if (!main) {
+            w *= outside;
+        }
+        if (w > 0.0f) {
+            bitcount_flush(&once[b], w, acc);
         }
     }
 }

@@ -8,11 +8,17 @@
  * the cap a feature not yet in the table is ignored (and the document is
  * marked truncated) while those already in it keep counting, so a huge page
  * is fingerprinted on the features of its beginning and memory stays
- * bounded (20 bytes a slot, at most 4/3 x max_features slots, rounded up
- * to a power of two).
+ * bounded (a 24-byte slot, at most 4/3 x max_features slots rounded up to
+ * a power of two, and 4 bytes of first-seen order for each).
  *
- * Weights: w = type_weight[type] x (1 + ln tf) x idf, where idf applies to
- * words only (sh_idf.h) and is 1 without a table.
+ * Weights: w = type_weight[type] x g(m) x idf, where idf applies to words
+ * only (sh_idf.h) and is 1 without a table, m is the feature's occurrences
+ * each counted by the weight of its block (sh_block.h), and g(m) = 1 + ln m
+ * for m > 1, m below: sublinear TF on weighted counts.  Each term comes
+ * with its block's class: a weight in sixteenths, and whether the block is
+ * in the page's main content; a shingle takes the lowest weight of its
+ * terms' blocks, and is in the main content when all of them are.  With
+ * every block at full weight, m is the plain term frequency tf.
  */
 #ifndef SH_FEATURES_H
 #define SH_FEATURES_H
@@ -35,16 +41,23 @@ void sh_features_free(sh_features_t *f);
  * free + new, in time proportional to the features it held. */
 void sh_features_reset(sh_features_t *f);
 
-/* Add one term (a keyed word hash from sh_text). */
-void sh_features_term(sh_features_t *f, uint64_t term);
+/* A term's class: its block's weight (0..SH_BLOCK_FULL), and whether the
+ * block is in the main content. */
+#define SH_CLASS_WEIGHT 0x1F
+#define SH_CLASS_MAIN   0x20
+#define SH_CLASS_FULL   16      /* = SH_BLOCK_FULL: weight 1, not in MAIN */
+
+/* Add one term (a keyed word hash from sh_text) of class `cls`. */
+void sh_features_term(sh_features_t *f, uint64_t term, unsigned cls);
 
 size_t sh_features_count(const sh_features_t *f);
 int    sh_features_truncated(const sh_features_t *f);
 int    sh_features_failed(const sh_features_t *f);   /* out of memory */
 
-/* Accumulate every feature's weight into the simhash sums. */
+/* Accumulate every feature's weight into the simhash sums; the blocks
+ * outside the main content count `outside` (1: as much as the rest). */
 void sh_features_weigh(const sh_features_t *f, const float *type_weight,
-                       const sh_idf_t *idf, sh_acc_t *acc);
+                       const sh_idf_t *idf, float outside, sh_acc_t *acc);
 
 typedef void (*sh_features_visit_fn)(void *arg, uint64_t feature,
                                      unsigned type, uint32_t tf);

@@ -13,6 +13,7 @@
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
 
+#include "sh_block.h"
 #include "sh_html.h"
 
 enum { EL_INLINE = 0, EL_BLOCK, EL_SKIP };
@@ -29,6 +30,23 @@ enum { EL_INLINE = 0, EL_BLOCK, EL_SKIP };
 #define HOLD_LOOKAHEAD  16
 #define HOLD_STAGE      256     /* > 2 x HOLD_LOOKAHEAD: amortises joins */
 
+/*
+ * Content tracking (sh_html_track_content): the open elements that mark
+ * a zone or a link (sh_block.h), innermost last, each with the depth of
+ * the element in the document and the zone and link state inside it.
+ * libxml2 reports the end of every element it started, innermost first
+ * (implied ends included), so the element depth alone tells which entry
+ * an end closes.  Markers nested deeper than MARKS_MAX are not tracked:
+ * their text keeps the zone around them.
+ */
+#define MARKS_MAX       64
+
+typedef struct {
+    uint32_t      depth;
+    unsigned char zone;
+    unsigned char links;        /* open <a href> elements, saturating */
+} mark_t;
+
 struct sh_html_s {
     htmlParserCtxtPtr ctxt;
     sh_html_text_fn   text;
@@ -43,11 +61,19 @@ struct sh_html_s {
      * is always the same pointer: remember each pointer's class. */
     const xmlChar    *name_ptr[64];
     unsigned char     name_class[64];
+    unsigned char     name_mark[64];    /* sh_block_name_mark */
 
     /* The held-back tail of the input (see sh_html_feed), and room to
      * join it with the start of the next piece. */
     size_t            nhold;
     char              hold[HOLD_STAGE];
+
+    /* Content tracking, when on. */
+    int               content;
+    uint32_t          depth;        /* open elements */
+    unsigned          nmarks;
+    unsigned          has_main;     /* a MAIN zone was opened */
+    mark_t            marks[MARKS_MAX];
 };
 
 static int
@@ -125,16 +151,24 @@ classify(const char *n)
     }
 }
 
-static int
-element_class(sh_html_t *h, const xmlChar *name)
+static unsigned
+element_slot(sh_html_t *h, const xmlChar *name)
 {
     unsigned i = (unsigned) (((uintptr_t) name >> 3) & 63);
 
     if (h->name_ptr[i] != name) {
         h->name_ptr[i] = name;
         h->name_class[i] = (unsigned char) classify((const char *) name);
+        h->name_mark[i] = (unsigned char)
+                          sh_block_name_mark((const char *) name);
     }
-    return h->name_class[i];
+    return i;
+}
+
+static int
+element_class(sh_html_t *h, const xmlChar *name)
+{
+    return h->name_class[element_slot(h, name)];
 }
 
 static void
@@ -167,18 +201,79 @@ on_characters(void *ctx, const xmlChar *ch, int n)
     }
 }
 
+/*
+ * An element opens: does it mark a zone or a link?  A zone marker ends the
+ * block, so that every block lies in one zone.
+ */
+static void
+content_start(sh_html_t *h, const xmlChar *name, const xmlChar **attrs,
+              int cls)
+{
+    unsigned mark, zone, links;
+    mark_t  *top;
+
+    h->depth++;
+    mark = h->name_mark[element_slot(h, name)];
+    if (attrs != NULL) {
+        mark = sh_block_mark(mark, (const char **) attrs);
+    } else {
+        mark &= SH_MARK_MASK;       /* <a> without href: no link */
+    }
+    if (mark == SH_MARK_NONE || h->nmarks == MARKS_MAX) {
+        return;
+    }
+    top = h->nmarks > 0 ? &h->marks[h->nmarks - 1] : NULL;
+    zone = top != NULL ? top->zone : SH_ZONE_NONE;
+    links = top != NULL ? top->links : 0;
+    if (mark & SH_MARK_LINK) {
+        links += links < 255;
+    }
+    zone = sh_block_zone(zone, mark & ~SH_MARK_LINK);
+    if (top != NULL && zone == top->zone && links == top->links) {
+        return;                     /* changes nothing: not tracked */
+    }
+    if (zone != (top != NULL ? top->zone : SH_ZONE_NONE) && cls != EL_BLOCK) {
+        end_block(h);
+    }
+    h->has_main |= zone == SH_ZONE_MAIN;
+    h->marks[h->nmarks].depth = h->depth;
+    h->marks[h->nmarks].zone = (unsigned char) zone;
+    h->marks[h->nmarks].links = (unsigned char) links;
+    h->nmarks++;
+}
+
+static void
+content_end(sh_html_t *h, int cls)
+{
+    unsigned zone;
+
+    if (h->nmarks > 0 && h->marks[h->nmarks - 1].depth == h->depth) {
+        zone = h->nmarks > 1 ? h->marks[h->nmarks - 2].zone : SH_ZONE_NONE;
+        if (cls != EL_BLOCK && zone != h->marks[h->nmarks - 1].zone) {
+            end_block(h);           /* in the zone that ends */
+        }
+        h->nmarks--;
+    }
+    if (h->depth > 0) {
+        h->depth--;
+    }
+}
+
 static void
 on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
 {
     sh_html_t *h = ctx;
+    int        cls = element_class(h, name);
 
-    switch (element_class(h, name)) {
-    case EL_SKIP:
-        h->skip++;
-        break;
-    case EL_BLOCK:
+    /* The block ends before any zone change. */
+    if (cls == EL_BLOCK) {
         end_block(h);
-        break;
+    }
+    if (h->content) {
+        content_start(h, name, attrs, cls);
+    }
+    if (cls == EL_SKIP) {
+        h->skip++;
     }
 }
 
@@ -186,16 +281,16 @@ static void
 on_end(void *ctx, const xmlChar *name)
 {
     sh_html_t *h = ctx;
+    int        cls = element_class(h, name);
 
-    switch (element_class(h, name)) {
-    case EL_SKIP:
-        if (h->skip > 0) {
-            h->skip--;
-        }
-        break;
-    case EL_BLOCK:
+    if (cls == EL_BLOCK) {
         end_block(h);
-        break;
+    }
+    if (h->content) {
+        content_end(h, cls);
+    }
+    if (cls == EL_SKIP && h->skip > 0) {
+        h->skip--;
     }
 }
 
@@ -349,6 +444,30 @@ sh_html_finish(sh_html_t *h)
     }
     end_block(h);
     return h->failed ? -1 : 0;
+}
+
+void
+sh_html_track_content(sh_html_t *h)
+{
+    h->content = 1;
+}
+
+unsigned
+sh_html_zone(const sh_html_t *h)
+{
+    return h->nmarks > 0 ? h->marks[h->nmarks - 1].zone : SH_ZONE_NONE;
+}
+
+int
+sh_html_in_link(const sh_html_t *h)
+{
+    return h->nmarks > 0 && h->marks[h->nmarks - 1].links > 0;
+}
+
+int
+sh_html_has_main(const sh_html_t *h)
+{
+    return (int) h->has_main;
 }
 
 void

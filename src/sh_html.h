@@ -7,7 +7,8 @@
  * passed on as it comes (in pieces that depend on the parser's input
  * chunks, so the consumer must not care where they are cut), and the end of
  * every BLOCK is signalled: at each block-level element boundary (p, div,
- * li, td, h1, br, title, ...).  Inline elements (b, a, span, ...) do not
+ * li, td, h1, br, title, ...), and with content tracking on (below) at
+ * each element that changes the zone.  Inline elements (b, a, span, ...) do not
  * separate text: "foo<b>bar</b>" is one word.  Blocks are the unit the
  * ignore patterns apply to (sh_text.h).
  *
@@ -39,6 +40,19 @@ sh_html_t *sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end,
  */
 int  sh_html_feed(sh_html_t *h, const char *utf8, size_t len);
 int  sh_html_finish(sh_html_t *h);
+
+/*
+ * Content tracking (sh_block.h), off unless asked for before the first
+ * byte: elements that mark a zone (<main>, <nav>, role, class and id
+ * words) or a link (<a href>) are followed, and a zone marker also ends a
+ * block.  The text and block callbacks may then ask where the text they
+ * are given sits: its zone (SH_ZONE_*), whether it is link text, and
+ * whether the page has had a MAIN zone so far.
+ */
+void     sh_html_track_content(sh_html_t *h);
+unsigned sh_html_zone(const sh_html_t *h);
+int      sh_html_in_link(const sh_html_t *h);
+int      sh_html_has_main(const sh_html_t *h);
 void sh_html_free(sh_html_t *h);
 
 #endif

@@ -179,8 +179,8 @@ sh_index_capacity_for(size_t region_bytes)
     return lo;
 }
 
-static unsigned
-default_t(uint32_t capacity)
+unsigned
+sh_index_t_for(size_t capacity)
 {
     unsigned t = 0;
 
@@ -230,7 +230,7 @@ sh_index_init(void *region, size_t size, unsigned t, uint64_t seed_digest,
     ix->endian = IX_ENDIAN;
     ix->header_size = (uint32_t) sizeof(sh_index_t);
     ix->capacity = capacity;
-    ix->t = t ? t : default_t(capacity);
+    ix->t = t ? t : sh_index_t_for(capacity);
     ix->m = m;
     ix->nslots = nslots;
     ix->free_head = SH_NOREF;
@@ -786,11 +786,10 @@ learn_pair(sh_index_t *ix, uint64_t x, uint64_t y, const float *w)
 }
 
 SH_POPCNT_CLONES size_t
-sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
+sh_index_lookup(sh_index_t *ix, uint64_t hash, const float *weights,
                 const sh_lookup_opts_t *opts, sh_match_t *out, size_t max,
                 sh_lookup_stats_t *st)
 {
-    sh_index_t  *wix = (sh_index_t *) ix;   /* counters only */
     const sh_volatility_t *vol = opts->vol ? opts->vol
                                            : sh_volatility_default();
     unsigned     t = ix->t, shift = 64 - ix->t;
@@ -892,13 +891,13 @@ sh_index_lookup(const sh_index_t *ix, uint64_t hash, const float *weights,
         }
         for (i = 0; i < nrep; i++) {
             if (out[i].distance > 0) {
-                learn_pair(wix, hash, out[i].hash, weights);
+                learn_pair(ix, hash, out[i].hash, weights);
             }
         }
     }
 
-    __atomic_fetch_add(&wix->lookups, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&wix->probes, probes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&ix->lookups, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&ix->probes, probes, __ATOMIC_RELAXED);
     if (st != NULL) {
         st->probes = probes;
         st->scanned = c.scanned;

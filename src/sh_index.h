@@ -71,6 +71,8 @@ typedef struct {
                                online learner (sh_index_learn_counts) */
 } sh_lookup_opts_t;
 
+#define SH_PROBES_MAX   4096    /* cap on k, VOSH subsets per lookup */
+
 typedef struct {
     uint32_t probes;        /* buckets probed, x itself included */
     uint32_t scanned;       /* entries compared */
@@ -97,6 +99,11 @@ void sh_lookup_match_opts(const sh_lookup_opts_t *o, sh_match_opts_t *m);
 /* Region size needed for `capacity` documents, and the inverse. */
 size_t   sh_index_region_size(uint32_t capacity);
 uint32_t sh_index_capacity_for(size_t region_bytes);
+
+/* The header width t an index of `capacity` documents is given by default
+ * (floor(log2 capacity) - 1, see sh_index.c); the batch (sh_psm_batch.h)
+ * uses the same rule. */
+unsigned sh_index_t_for(size_t capacity);
 
 /*
  * Format `region` as an empty index.  `t` = 0 chooses t from the capacity
@@ -134,9 +141,11 @@ int sh_index_get(const sh_index_t *ix, uint32_t ref, uint64_t *hash);
  * Documents that match `hash` under the rule of `opts` (sh_match.h), whose
  * per-bit weights are `weights` (sh_result_t.weights; NULL = treat all bits
  * as equally volatile).  Writes at most `max` matches (mode ALL keeps
- * counting past max) and returns the number found.
+ * counting past max) and returns the number found.  A lookup changes only
+ * the region's statistics and learner counts (relaxed atomic increments:
+ * see the concurrency contract above), hence the non-const index.
  */
-size_t sh_index_lookup(const sh_index_t *ix, uint64_t hash,
+size_t sh_index_lookup(sh_index_t *ix, uint64_t hash,
                        const float *weights, const sh_lookup_opts_t *opts,
                        sh_match_t *out, size_t max, sh_lookup_stats_t *st);
 
@@ -151,17 +160,13 @@ int sh_index_check(const sh_index_t *ix, char *err, size_t errlen);
 
 uint64_t sh_index_seed_digest(const sh_index_t *ix);
 
-/* ---- Additions. ---- */
-
-#define SH_PROBES_MAX   4096    /* cap on k, VOSH subsets per lookup */
+/* The probes a lookup with `opts` will make after x itself (k). */
+unsigned sh_index_probes_for(const sh_index_t *ix,
+                             const sh_lookup_opts_t *opts);
 
 /* Counts of the online volatility learner kept in the region (see
  * sh_learn_observe); sh_volatility_learned() turns them into a table. */
 void sh_index_learn_counts(const sh_index_t *ix, sh_learn_counts_t *c);
 void sh_index_learn_reset(sh_index_t *ix);
-
-/* The probes a lookup with `opts` will make after x itself (k). */
-unsigned sh_index_probes_for(const sh_index_t *ix,
-                             const sh_lookup_opts_t *opts);
 
 #endif

@@ -115,6 +115,51 @@ sh_volatility_logodds(const sh_volatility_t *v, float w)
     return v->lut_lo[i];
 }
 
+/*
+ * Distinct integer sort keys of the top t bits (cell << 8 | rank): a larger
+ * cell is a heavier bit, a smaller log-odds; equal cells keep bit order.
+ */
+static void
+header_keys(const float *w, unsigned t, int32_t *key)
+{
+    unsigned r;
+
+    if (w == NULL) {
+        for (r = 0; r < t; r++) {
+            key[r] = (int32_t) r;
+        }
+        return;
+    }
+#ifdef __SSE2__
+    {
+        /* Four ranks at a time, rounded up: key[] has room and w[] has
+         * bits below the header. */
+        const __m128  sign = _mm_set1_ps(-0.0f);
+        const __m128  scale = _mm_set1_ps(LUT_SCALE);
+        const __m128  last = _mm_set1_ps((float) (LUT_N - 1));
+        __m128i       rank = _mm_setr_epi32(0, 1, 2, 3);
+
+        for (r = 0; r < t; r += 4) {
+            __m128 a = _mm_loadu_ps(w + 60 - r);    /* ranks r+3 .. r */
+
+            a = _mm_shuffle_ps(a, a, _MM_SHUFFLE(0, 1, 2, 3));
+            a = _mm_min_ps(_mm_mul_ps(_mm_andnot_ps(sign, a), scale), last);
+            _mm_storeu_si128((__m128i *) (key + r),
+                             _mm_or_si128(_mm_slli_epi32(_mm_cvttps_epi32(a),
+                                                         8), rank));
+            rank = _mm_add_epi32(rank, _mm_set1_epi32(4));
+        }
+    }
+#else
+    for (r = 0; r < t; r++) {
+        float a = fabsf(w[63 - r]) * LUT_SCALE;
+
+        a = a < (float) (LUT_N - 1) ? a : (float) (LUT_N - 1);
+        key[r] = (int32_t) a << 8 | (int32_t) r;
+    }
+#endif
+}
+
 void
 sh_volatility_rank_header(const sh_volatility_t *v, const float *w,
                           unsigned t, float *lo, uint8_t *bit_of)
@@ -123,21 +168,11 @@ sh_volatility_rank_header(const sh_volatility_t *v, const float *w,
     unsigned r, i;
 
     /*
-     * Distinct integer keys (cell << 8 | rank): a larger cell is a heavier
-     * bit, a smaller log-odds.  Each key's place is the number of smaller
-     * keys: t^2 compares without a branch, which the compiler vectorises
-     * and which beats a sort whose every comparison is a coin toss.
+     * Each key's place is the number of smaller keys: t^2 compares without
+     * a branch, which the compiler vectorises and which beats a sort whose
+     * every comparison is a coin toss.
      */
-    for (r = 0; r < t; r++) {
-        int32_t cell = 0;
-
-        if (w != NULL) {
-            float a = fabsf(w[63 - r]) * LUT_SCALE;
-
-            cell = a < (float) (LUT_N - 1) ? (int32_t) a : LUT_N - 1;
-        }
-        key[r] = cell << 8 | (int32_t) r;
-    }
+    header_keys(w, t, key);
     for (r = t; r < ((t + 3) & ~3u); r++) {
         key[r] = INT32_MAX;                 /* padding: never smaller */
     }
@@ -165,6 +200,53 @@ sh_volatility_rank_header(const sh_volatility_t *v, const float *w,
     for (r = 0; r < t; r++) {
         lo[r] = v->lut_lo[sorted[r] >> 8];
         bit_of[r] = (uint8_t) (63 - (sorted[r] & 0xff));
+    }
+}
+
+void
+sh_volatility_rank_top(const sh_volatility_t *v, const float *w, unsigned t,
+                       unsigned m, float *lo, uint8_t *bit_of)
+{
+    int32_t  key[68], prev = INT32_MIN;
+    unsigned r, i;
+
+    /* m passes, each taking the smallest key above the last one (keys are
+     * distinct): m t compares without a branch, where the full ranking
+     * costs t t. */
+    if (m >= t / 2) {
+        sh_volatility_rank_header(v, w, t, lo, bit_of);
+        return;
+    }
+    header_keys(w, t, key);
+    for (r = t; r < ((t + 3) & ~3u); r++) {
+        key[r] = INT32_MAX;                 /* padding: never taken */
+    }
+    for (i = 0; i < m; i++) {
+        int32_t best = INT32_MAX;
+#ifdef __SSE2__
+        __m128i vp = _mm_set1_epi32(prev), vb = _mm_set1_epi32(INT32_MAX);
+        int32_t lane[4];
+
+        for (r = 0; r < t; r += 4) {
+            __m128i k = _mm_loadu_si128((const __m128i *) (key + r));
+            __m128i take = _mm_and_si128(_mm_cmpgt_epi32(k, vp),
+                                         _mm_cmplt_epi32(k, vb));
+
+            vb = _mm_or_si128(_mm_and_si128(take, k),
+                              _mm_andnot_si128(take, vb));
+        }
+        _mm_storeu_si128((__m128i *) lane, vb);
+        for (r = 0; r < 4; r++) {
+            best = lane[r] < best ? lane[r] : best;
+        }
+#else
+        for (r = 0; r < t; r++) {
+            best = key[r] > prev && key[r] < best ? key[r] : best;
+        }
+#endif
+        lo[i] = v->lut_lo[best >> 8];
+        bit_of[i] = (uint8_t) (63 - (best & 0xff));
+        prev = best;
     }
 }
 

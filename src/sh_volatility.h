@@ -25,7 +25,7 @@ int sh_volatility_save(const sh_volatility_t *v, const char *path,
                        char *err, size_t errlen);
 void sh_volatility_free(sh_volatility_t *v);
 
-/* ---- Additions for the index, the calibration tool and the learner. ---- */
+/* ---- For the index, the calibration tool and the online learner. ---- */
 
 /*
  * The table is a list of points (c, S(c)) of the survival function of |Y|,
@@ -57,6 +57,16 @@ extern const float sh_volatility_recall_levels[SH_VOL_NRECALL];
  */
 void sh_volatility_rank_header(const sh_volatility_t *v, const float *w,
                                unsigned t, float *lo, uint8_t *bit_of);
+
+/*
+ * The first m ranks of that order only (m <= t), for a caller that needs no
+ * more: VOSH's first k subsets use only the k most volatile bits, since
+ * every log-odds is negative (p < 1/2) and a subset scores below each of its
+ * elements alone.
+ */
+void sh_volatility_rank_top(const sh_volatility_t *v, const float *w,
+                            unsigned t, unsigned m, float *lo,
+                            uint8_t *bit_of);
 
 /* Log-odds log(p / (1 - p)) of a bit with weight w: the VOSH score unit. */
 float sh_volatility_logodds(const sh_volatility_t *v, float w);

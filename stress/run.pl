@@ -3,7 +3,8 @@
 #
 #   perl stress/run.pl BUILD        (tools/stress.sh runs it)
 #
-# Two nginx instances under BUILD/stress/run/: an origin serving the corpus
+# Two nginx instances in a fresh directory under /tmp (RUN, see below): an
+# origin serving the corpus
 # of stress/gen-corpus.pl, and the proxy with the module (worker_processes
 # 4, a 1m zone of about 4,300 documents with file= and save=2s, drop mode on
 # /drop/, tag mode elsewhere; a second server block on another port is the
@@ -39,7 +40,8 @@ use warnings;
 
 use Cwd qw(abs_path);
 use File::Copy qw(copy);
-use File::Path qw(make_path);
+use File::Path qw(make_path remove_tree);
+use File::Temp qw(tempdir);
 use FindBin;
 use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
@@ -50,8 +52,18 @@ use StressNginx;
 my $TOP = abs_path("$FindBin::Bin/..");
 my $BUILD = abs_path(shift // "$TOP/build");
 my $BASE = "$BUILD/stress";
-my $RUN = "$BASE/run";
-my $CORPUS = "$BASE/corpus";
+my $CORPUS = "$BASE/corpus";    # generated once, kept between runs
+
+# Every nginx prefix, and the copy of the corpus the origin serves, live in
+# RUN, not in BUILD: run as root, nginx's workers are nobody, and a checkout
+# under ~root or `mktemp -d` (0700) is closed to them (see
+# tools/nginx-tmpdir.sh).  What we write there must be readable by them
+# whatever the caller's umask.  RUN is removed after a run that passed.
+umask 022;
+chomp(my $TMP = `$TOP/tools/nginx-tmpdir.sh`);
+my $RUN = tempdir('simhash-stress-XXXXXX', DIR => $TMP);
+chmod 0755, $RUN;
+my $SERVED = "$RUN/corpus";
 
 my $DUR_A = $ENV{STRESS_A} // 60;
 my $DUR_B = $ENV{STRESS_B} // 60;
@@ -115,7 +127,9 @@ sub ensure_corpus {
         system('perl', "$TOP/stress/gen-corpus.pl", $CORPUS) == 0
             or die "stress: corpus generation failed\n";
     }
-    chmod 0755, $BASE, $BUILD;
+    system('cp', '-R', $CORPUS, $SERVED) == 0
+        && system('chmod', '-R', 'u=rwX,go=rX', $SERVED) == 0
+        or die "stress: copying the corpus to $SERVED failed\n";
 }
 
 sub temp_paths {
@@ -126,7 +140,7 @@ sub temp_paths {
 
 sub origin_conf {
     my ($d, $port) = @_;
-    return <<"EOF";
+    return StressNginx::user_directive() . <<"EOF";
 worker_processes 2;
 worker_rlimit_nofile 16384;
 pid $d/logs/nginx.pid;
@@ -142,8 +156,8 @@ ${\ temp_paths($d)}
     gzip_proxied any;
     server {
         listen 127.0.0.1:$port backlog=4096;
-        root $CORPUS/html;
-        location /gz/ { alias $CORPUS/html/; gzip on; gzip_min_length 1; }
+        root $SERVED/html;
+        location /gz/ { alias $SERVED/html/; gzip on; gzip_min_length 1; }
         location /gzs/ { gzip_static on; }
         location /bigz/ { gzip_static on; }
         location /badgz/ { gzip_static on; }
@@ -168,7 +182,7 @@ sub proxy_conf {
             proxy_pass http://origin/;
         }
 EOF
-    return <<"EOF";
+    return StressNginx::user_directive() . <<"EOF";
 load_module $RUN/bin/ngx_http_simhash_module.so;
 worker_processes $workers;
 worker_rlimit_nofile 16384;
@@ -750,8 +764,7 @@ EOF
              '--leak-check=full', '--show-leak-kinds=definite',
              '--errors-for-leak-kinds=definite', '--num-callers=30',
              "--suppressions=$d/conf/nginx.supp", $StressNginx::NGINX,
-             '-p', "$d/", '-c', $vg->conf_file,
-             '-g', 'daemon off; master_process off;')
+             $vg->nginx_args, '-g', 'daemon off; master_process off;')
             or POSIX::_exit(127);
     }
     $children{$pid} = 'valgrind';
@@ -817,7 +830,7 @@ END {
 
 sub main {
     my $t0 = time;
-    make_path($RUN);
+    say("nginx prefixes and the served corpus in $RUN");
     copy_binaries();
     ensure_corpus();
 
@@ -844,7 +857,13 @@ sub main {
     phase_e(\%ports) if $PHASES =~ /E/;
     $origin->stop;
     row('-', 'total time', sprintf('%.0f s', time - $t0));
-    return summary() ? 1 : 0;
+    my $failed = summary();
+    if ($failed) {
+        say("logs kept in $RUN");
+    } else {
+        remove_tree($RUN);
+    }
+    return $failed ? 1 : 0;
 }
 
 exit main();

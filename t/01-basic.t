@@ -62,7 +62,7 @@ SKIP: {
 $r = $t->get('/copy/sourdough.html');
 is($r->{headers}{'x-simhash-status'}, 'duplicate', 'copy: duplicate');
 is($r->{headers}{'x-simhash-duplicate-of'},
-   'http://127.0.0.1/sourdough.html', 'copy: Duplicate-Of is the first key');
+   $t->url('/sourdough.html'), 'copy: Duplicate-Of is the first key');
 is($r->{headers}{'x-simhash-distance'}, '0', 'copy: distance 0');
 is($r->{headers}{'x-simhash'}, $fp, 'copy: same fingerprint');
 is($r->{content}, $t->fixture('sourdough.html'), 'copy: body unchanged');
@@ -84,7 +84,7 @@ SKIP: {
     $r = $t->get('/sourdough-reprint.html');
     is($r->{headers}{'x-simhash-status'}, 'duplicate', 'reprint: duplicate');
     is($r->{headers}{'x-simhash-duplicate-of'},
-       'http://127.0.0.1/sourdough.html', 'reprint: Duplicate-Of');
+       $t->url('/sourdough.html'), 'reprint: Duplicate-Of');
     is($r->{headers}{'x-simhash-distance'}, $d,
        'reprint: distance as the CLI computes it');
 }
@@ -97,7 +97,7 @@ for my $page (qw(bicycle.html council.html cafe-utf8.html)) {
 # the variables, through add_header (evaluated after our filter)
 $r = $t->get('/copy/bicycle.html');
 is($r->{headers}{'x-vars'},
-   "duplicate|$r->{headers}{'x-simhash'}|0|http://127.0.0.1/bicycle.html",
+   "duplicate|$r->{headers}{'x-simhash'}|0|${\ $t->url('/bicycle.html')}",
    'variables: $simhash_status|$simhash|$simhash_distance|'
    . '$simhash_duplicate_of');
 
@@ -125,7 +125,8 @@ ok(!exists $r->{headers}{'x-simhash-status'}, 'simhash off: no headers');
 # the access log has the variables
 $t->stop('quit');
 my $log = $t->read_file('logs/access.log');
-like($log, qr{^\d+ /copy/sourdough\.html 200 duplicate $fp 0 http://127\.0\.0\.1/sourdough\.html$}m,
+my $port = $t->port;
+like($log, qr{^\d+ /copy/sourdough\.html 200 duplicate $fp 0 http://127\.0\.0\.1:$port/sourdough\.html$}m,
      'log_format with the variables');
 like($log, qr{^\d+ /notes\.txt 200 - - - -$}m, 'variables are empty when unset');
 

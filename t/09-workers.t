@@ -84,7 +84,7 @@ for my $i (1 .. $pages) {
     my @new = grep { $_->[2] eq 'new' } @r;
     next unless @new == 1;
     $one_new++;
-    my $first = "http://127.0.0.1/gen/$i.html?copy=$new[0][0]";
+    my $first = $t->url("/gen/$i.html?copy=$new[0][0]");
     $dups_ok++ if (grep { $_->[2] eq 'duplicate' && $_->[3] eq $first } @r)
                   == $copies - 1;
 }

@@ -98,6 +98,8 @@ my @cases = (
       'location /b/' ],
     [ 'bad weight', $zone, $loc->('simhash_word_weight -1;'),
       qr/invalid weight "-1": a number from 0 to 1000/, 'simhash_word_weight' ],
+    [ 'bad content mode', $zone, $loc->('simhash_content main;'),
+      qr/invalid value "main"/, 'simhash_content' ],
     [ 'missing volatility table', $zone,
       $loc->('simhash_volatility /nonexistent/table.vol;'),
       qr{cannot use "/nonexistent/table\.vol" as a volatility table: },
@@ -151,6 +153,7 @@ $t->set(http => 'simhash_zone zone=crawl:1m distance=2 '
         simhash_shingle 2;
         simhash_word_weight 2;
         simhash_shingle_weight 0.5;
+        simhash_content structure;
         simhash_stem french;
         simhash_stopwords %%PREFIX%%/data/stop.txt;
         simhash_ignore "\d{4}-\d{2}-\d{2}";

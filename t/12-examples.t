@@ -1,6 +1,8 @@
 #!/usr/bin/perl
 # Every file of conf-examples/ passes nginx -t, alone and all together
-# (paths under /var are moved into the test prefix).
+# (paths under /var are moved into the test prefix, and each listening
+# port to a free loopback port: nginx -t binds them, and only root may bind
+# port 80, which may be taken anyway).
 
 use strict;
 use warnings;
@@ -23,10 +25,13 @@ like($t->read_file("$dir/mod-http-simhash.conf"),
      qr{^load_module modules/ngx_http_simhash_module\.so;$}m,
      'mod-http-simhash.conf loads the module');
 
+my %port;    # the example's port => a free one
 for my $e (@examples) {
     my $c = $t->read_file("$dir/$e");
     $c =~ s{/var/log/nginx/}{$p/logs/}g;
     $c =~ s{/var/lib/nginx/simhash/}{$p/data/}g;
+    $c =~ s{^(\s*listen\s+)(?:[\d.]+:)?(\d+)\b}
+           {$1 . '127.0.0.1:' . ($port{$2} //= SimhashTest::free_port())}mge;
     $t->write_file("conf/$e", $c);
 }
 
@@ -47,7 +52,8 @@ http {
     scgi_temp_path $p/tmp/scgi;
 $inc}
 EOF
-    my $out = `${\ SimhashTest::nginx_cmd()} -t -p $p/ -c $p/conf/nginx.conf 2>&1`;
+    my @args = $t->nginx_args('stderr');
+    my $out = `${\ SimhashTest::nginx_cmd()} -t @args 2>&1`;
     return ($? >> 8, $out);
 };
 

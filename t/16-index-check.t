@@ -31,7 +31,7 @@ for my $page (qw(sourdough.html bicycle.html council.html
     my $r = $t->get("/$page");
     is($r->{headers}{'x-simhash-status'},
        $page =~ /reprint/ ? 'duplicate' : 'new', "$page fetched");
-    $fp{"http://127.0.0.1/$page"} = $r->{headers}{'x-simhash'};
+    $fp{$t->url("/$page")} = $r->{headers}{'x-simhash'};
 }
 $t->stop;      # the master saves the zone at exit
 ok(-s $snap, 'snapshot saved at exit');
@@ -46,8 +46,8 @@ like($out, qr/^check\tOK$/m, 'OK');
 my @dump = split /\n/, `$cli index dump $snap`;
 is($? >> 8, 0, 'index dump: exit 0');
 is_deeply([map { (split /\t/)[2] } @dump],
-          [map { "http://127.0.0.1/$_" } qw(sourdough.html bicycle.html
-                                             council.html)],
+          [map { $t->url("/$_") } qw(sourdough.html bicycle.html
+                                      council.html)],
           'the keys, oldest first');
 my @same = grep { my ($h, undef, $k) = split /\t/; $fp{$k} eq $h } @dump;
 is(scalar @same, 3, 'each with the fingerprint its response carried');

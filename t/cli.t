@@ -166,6 +166,22 @@ is $rc, 0, 'text succeeds';
 like $out, qr/^山\n/m, 'Shift_JIS decoded from <meta>, one token per kanji';
 like $err, qr/charset CP932/, '... and the charset is reported';
 
+# text --blocks: each block with its weight and zone (content weighting)
+($rc, $out, $err) = sh($cli, 'text', '--blocks', "$fx/article.html");
+is $rc, 0, 'text --blocks succeeds';
+like $out, qr/^0\.00  chrome  links  90%  home geology contact$/m,
+     '... the menu: chrome, nine tenths links (the "|" between), weight 0';
+like $out, qr/^1\.00  main    links   0%  walk upstream along/m,
+     '... a paragraph of the article: main, weight 1';
+($rc, $out, $err) = sh($cli, 'text', '--blocks', '--content', 'off',
+                       "$fx/article.html");
+is $rc, 2, 'text --blocks --content off: a usage error';
+($rc, $out, $err) = sh($cli, 'fingerprint', '--content', 'main',
+                       "$fx/article.html");
+is $rc, 2, '--content main: a usage error';
+like $err, qr/^simhash: --content: "main" is not auto, structure or off$/m,
+     '... saying which values it takes';
+
 # index check and dump: a sound snapshot, then damaged copies of it.
 # --capacity 3: the index rounds it up to what its region holds (4), and
 # every stored page keeps its path (the path table once had 3 slots).

@@ -5,15 +5,18 @@
 #   tools/deps.sh fuzz       plus clang and libFuzzer (`make fuzz`)
 #   tools/deps.sh stress     plus wrk (`make stress`)
 #   tools/deps.sh deb        plus the Debian packaging tools (`make deb`)
-# One list, one place: the README points here.
+# One list, one place: the README points here.  Run by root, it installs
+# what is missing; run by anyone else, it names in one line what to
+# install and fails (everything installed: it passes, root or not).
 set -eu
 
 # valgrind and gdb: the integration tests use both (t/11-valgrind.t,
-# `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb).
+# `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb);
+# wget: t/21-key-port.t crawls through the proxy with wget -r;
 # libhiredis-dev: the module's replication; redis-server: its tests.
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
-valgrind gdb libhiredis-dev redis-server"
+valgrind gdb wget libhiredis-dev redis-server"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
 # (the Linux manual pages rendered to HTML by two independent renderers).
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk
@@ -32,6 +35,13 @@ case "${1:-}" in
     *) echo "usage: $0 [eval|fuzz|stress|deb]" >&2; exit 2 ;;
 esac
 
+# dpkg-query answers for any user; only the installation needs root.
+command -v dpkg-query >/dev/null 2>&1 || {
+    echo "deps: no dpkg-query (not Debian?): install the equivalents of" \
+         $want "then use make all and make check, which skip this" >&2
+    exit 1
+}
+
 missing=""
 for p in $want; do
     s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -43,13 +53,16 @@ done
 
 [ -z "$missing" ] && exit 0
 
-echo "deps: installing$missing" >&2
+# Not root: one line that says what to do, rather than a sudo password
+# prompt in the middle of make, or apt-get failing on its lock files.
 if [ "$(id -u)" -ne 0 ]; then
-    SUDO=sudo
-else
-    SUDO=
+    echo "deps: missing$missing; as root, run:" \
+         "apt-get install --no-install-recommends$missing" >&2
+    exit 1
 fi
+
+echo "deps: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+apt-get update -qq
 # shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing
+apt-get install -y -qq --no-install-recommends $missing

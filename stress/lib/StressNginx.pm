@@ -22,6 +22,22 @@ use Time::HiRes qw(sleep time);
 
 our $NGINX = -x '/usr/sbin/nginx' ? '/usr/sbin/nginx' : 'nginx';
 
+# Started by root, nginx runs its workers as an unprivileged user, and they
+# open what they serve and write the snapshots themselves: run.pl puts the
+# prefixes and the origin's corpus where that user can reach them (see
+# tools/nginx-tmpdir.sh), and data/ belongs to it.  The user is named in
+# the configuration (user_directive) rather than left to nginx's
+# compiled-in default (nobody), so that the two agree.  Run by anyone
+# else, every nginx process runs as that user: nothing to arrange.
+our @WORKER;    # (user, group, uid, gid), or () when not root
+if ($> == 0) {
+    my ($name, undef, $uid, $gid) = getpwnam('nobody')
+        or die "no user nobody for nginx's workers\n";
+    @WORKER = ($name, scalar(getgrgid($gid)) // $gid, $uid, $gid);
+}
+
+sub user_directive { @WORKER ? "user $WORKER[0] $WORKER[1];\n" : '' }
+
 my @instances;
 
 sub free_port {
@@ -58,10 +74,9 @@ sub new {
     my $d = $self->{dir};
     remove_tree($d);
     make_path(map { "$d/$_" } qw(conf logs tmp data));
-    # workers run as nobody when we are root: the snapshot directory must
-    # be writable by them
-    chmod 0755, $d, map { "$d/$_" } qw(conf logs tmp);
-    chmod 0777, "$d/data";
+    # the workers write only the snapshots, in data/
+    chmod 0755, $d, map { "$d/$_" } qw(conf logs tmp data);
+    chown $WORKER[2], $WORKER[3], "$d/data" if @WORKER;
     $self->{ua} = HTTP::Tiny->new(timeout => 30, keep_alive => 1);
     push @instances, $self;
     return $self;
@@ -158,12 +173,21 @@ sub wait_workers {
     return 0;
 }
 
+# The options that put nginx in this instance's prefix.  -e: the log nginx
+# opens before reading the configuration (by default
+# /var/log/nginx/error.log, which only root may open).
+sub nginx_args {
+    my ($self) = @_;
+    return ('-p', "$self->{dir}/", '-c', $self->conf_file,
+            '-e', $self->log_file);
+}
+
 # Start the daemon; dies with the error log when it does not come up.
 sub start {
     my ($self) = @_;
     write_file($self->conf_file, $self->{conf});
     unlink "$self->{dir}/logs/nginx.pid";
-    my $cmd = "$NGINX -p $self->{dir}/ -c " . $self->conf_file . ' 2>&1';
+    my $cmd = join(' ', $NGINX, $self->nginx_args) . ' 2>&1';
     local %ENV = (%ENV, %{ $self->{env} || {} });
     my $out = `$cmd`;
     die "$self->{name}: nginx failed to start: $out\n" . $self->error_log

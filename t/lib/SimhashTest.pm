@@ -26,8 +26,20 @@ package SimhashTest;
 #   $t->check_log;
 #
 # Environment: SH_MODULE (absolute path of the .so, required), SH_CLI (the
-# simhash tool, for reference fingerprints), SH_NGINX (default nginx),
-# SH_KEEP=1 keeps the prefix for inspection.
+# simhash tool, for reference fingerprints), SH_NGINX (default: nginx from
+# PATH, else /usr/sbin/nginx, which a user's PATH often lacks), SH_KEEP=1
+# keeps the prefix for inspection.
+#
+# Where nginx runs: the prefix is made under tools/nginx-tmpdir.sh's
+# directory (/tmp, or $TMPDIR when everyone can reach it), never in the
+# checkout.  Started by root, nginx's workers run as nobody and open the
+# pages they serve, the temporary files and the snapshots themselves; a
+# checkout under ~root or under `mktemp -d` (0700) is out of their reach.
+# So every file the workers read is a copy in the prefix, readable by all,
+# and data/ (the snapshots) belongs to the worker user, named in the
+# configuration.  The master, still root, reads the configuration and the
+# module wherever they are.  Run by another user, nginx's processes all
+# run as that user, and there is nothing to arrange.
 #
 # Two checking modes fail a test file (non-zero exit, with the report as a
 # diagnostic) after its own tests have run:
@@ -54,7 +66,33 @@ use POSIX qw(:sys_wait_h);
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-our $NGINX = $ENV{SH_NGINX} || 'nginx';
+our $NGINX = $ENV{SH_NGINX}
+          || ((grep { -x "$_/nginx" } split /:/, $ENV{PATH} // '')
+              ? 'nginx' : '/usr/sbin/nginx');
+
+my $TOP = abs_path(dirname(__FILE__) . '/../..');
+
+# Files this process makes in a prefix (the tests write pages, snapshots,
+# IDF tables) are read by the workers: a umask of 077 would hide them.
+umask 022;
+
+# As root: the workers' user and group, written into the configuration and
+# given data/.  nobody/nogroup is what nginx uses when `user` is not set;
+# naming it keeps the two in step.
+our @WORKER;    # (user, group, uid, gid), or () when not root
+if ($> == 0) {
+    my ($name, undef, $uid, $gid) = getpwnam('nobody')
+        or die "no user nobody for nginx's workers\n";
+    @WORKER = ($name, scalar(getgrgid($gid)) // $gid, $uid, $gid);
+}
+
+# The directory for prefixes (see tools/nginx-tmpdir.sh).
+sub nginx_tmpdir {
+    my $d = `$TOP/tools/nginx-tmpdir.sh`;
+    chomp $d;
+    die "tools/nginx-tmpdir.sh failed\n" if $? || $d eq '';
+    return $d;
+}
 
 # A module built with SANITIZE=1 (ASan + UBSan) needs the sanitizer runtime
 # in the stock nginx: nginx_cmd() preloads it (for nginx only: other tools
@@ -71,6 +109,18 @@ if (($ENV{SANITIZE} // '') eq '1') {
 our $VALGRIND = ($ENV{SH_VALGRIND} // '') eq '1';
 
 sub nginx_cmd { return "$PRELOAD$NGINX" }
+
+# The options that put an nginx in this object's prefix.  -e: the error
+# log nginx uses until it has read the configuration (by default
+# /var/log/nginx/error.log, which only root may open: an [alert] for
+# anyone else); logs/error.log, or `stderr` for nginx -t, whose messages
+# are its output and must not land in the log check_log() reads.
+sub nginx_args {
+    my ($self, $early_log) = @_;
+    my $p = $self->{prefix};
+    return ('-p', "$p/", '-c', "$p/conf/nginx.conf",
+            '-e', $early_log // "$p/logs/error.log");
+}
 
 our $FIXTURES = abs_path(dirname(__FILE__) . '/../fixtures/site');
 
@@ -122,7 +172,7 @@ sub new {
     }, $class;
 
     $self->{module} = module_path();
-    $self->{prefix} = tempdir('simhash-t-XXXXXX', TMPDIR => 1,
+    $self->{prefix} = tempdir('simhash-t-XXXXXX', DIR => nginx_tmpdir(),
                               CLEANUP => !$ENV{SH_KEEP});
     diag("prefix $self->{prefix}") if $ENV{SH_KEEP};
 
@@ -130,11 +180,12 @@ sub new {
         make_path("$self->{prefix}/$d");
     }
 
-    # workers run as nobody when we are root: everything readable, and the
-    # snapshot directory writable
+    # tempdir() made the prefix 0700; the workers must get through it.
+    # They write only in data/ (snapshots); nginx makes tmp/'s
+    # subdirectories itself and gives them to the worker user.
     chmod 0755, $self->{prefix}, map { "$self->{prefix}/$_" }
-                                 qw(conf logs html tmp);
-    chmod 0777, "$self->{prefix}/data";
+                                 qw(conf logs html data tmp);
+    chown $WORKER[2], $WORKER[3], "$self->{prefix}/data" if @WORKER;
 
     opendir(my $dh, $FIXTURES) or die "$FIXTURES: $!";
     for my $f (grep { !/^\./ } readdir $dh) {
@@ -205,9 +256,11 @@ sub config_text {
     my ($self) = @_;
     my $p = $self->{prefix};
 
+    my $user = @WORKER ? "user $WORKER[0] $WORKER[1];" : '';
     my $conf = <<"EOF";
 load_module $self->{module};
 
+$user
 worker_processes $self->{workers};
 pid $p/logs/nginx.pid;
 error_log $p/logs/error.log info;
@@ -281,7 +334,8 @@ sub write_config {
 sub nginx_t {
     my ($self) = @_;
     $self->write_config;
-    my $out = `${\ nginx_cmd()} -t -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
+    my @args = $self->nginx_args('stderr');
+    my $out = `${\ nginx_cmd()} -t @args 2>&1`;
     return ($? >> 8, $out);
 }
 
@@ -329,7 +383,8 @@ sub start {
     }
     $self->write_config;
     unlink "$self->{prefix}/logs/nginx.pid";
-    my $out = `${\ nginx_cmd()} -p $self->{prefix}/ -c $self->{prefix}/conf/nginx.conf 2>&1`;
+    my @args = $self->nginx_args;
+    my $out = `${\ nginx_cmd()} @args 2>&1`;
     if ($? != 0) {
         croak "nginx failed to start: $out\n" . $self->error_log;
     }
@@ -353,9 +408,8 @@ sub start_valgrind {
         open(STDIN, '<', '/dev/null');
         open(STDOUT, '>', '/dev/null');
         open(STDERR, '>', "$self->{prefix}/logs/stderr.log");
-        exec('valgrind', "--log-file=$log", @vg, $NGINX, '-p',
-             "$self->{prefix}/", '-c', "$self->{prefix}/conf/nginx.conf",
-             '-g', 'daemon off; master_process off;')
+        exec('valgrind', "--log-file=$log", @vg, $NGINX,
+             $self->nginx_args, '-g', 'daemon off; master_process off;')
             or POSIX::_exit(127);
     }
     $self->{vg_pid} = $pid;
@@ -565,6 +619,9 @@ sub status_of {
 }
 
 # Raw HTTP/1.0 exchange: returns (status, headers hashref, body bytes).
+# `path` may be an absolute URI (what a forward proxy receives); a Host
+# header given replaces the default 127.0.0.1, and Host => undef sends
+# none.
 sub raw_get {
     my ($self, $path, %headers) = @_;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
@@ -572,7 +629,9 @@ sub raw_get {
                                   Proto => 'tcp', Timeout => 20)
         or die "connect: $!";
     delete $headers{_port};
-    my $req = "GET $path HTTP/1.0\r\nHost: 127.0.0.1\r\n";
+    my $host = exists $headers{Host} ? delete $headers{Host} : '127.0.0.1';
+    my $req = "GET $path HTTP/1.0\r\n";
+    $req .= "Host: $host\r\n" if defined $host;
     $req .= "$_: $headers{$_}\r\n" for sort keys %headers;
     print $s "$req\r\n";
     local $/;

@@ -2,38 +2,15 @@
  * test_index.c -- the PSM index against brute force on small sets, every
  * lookup mode, eviction, remove, update, relocation, degenerate inputs.
  */
+#define TEST_RNG_SEED 0x243f6a8885a308d3ull
 #include "test_util.h"
+#include "test_sets.h"
 
 #include <math.h>
 
 #include "sh_brute.h"
 #include "sh_index.h"
 #include "sh_simhash.h"
-
-static uint64_t rng = 0x243f6a8885a308d3ull;
-
-static uint64_t
-rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-static uint64_t
-flip_random(uint64_t x, unsigned nbits)
-{
-    while (nbits > 0) {
-        uint64_t b = 1ull << (rnd() % 64);
-
-        if ((x ^ b) != x) {
-            x ^= b;
-            nbits--;
-        }
-    }
-    return x;
-}
 
 typedef struct {
     void       *mem;
@@ -112,14 +89,6 @@ test_memory_budget(void **state)
     assert_true(st.fingerprint_bytes <= (size_t) st.capacity * 10);
     assert_true(st.document_bytes > 0);
     free(f.mem);
-}
-
-static int
-cmp_ref(const void *a, const void *b)
-{
-    const sh_match_t *x = a, *y = b;
-
-    return (x->ref > y->ref) - (x->ref < y->ref);
 }
 
 /*

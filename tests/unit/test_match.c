@@ -3,7 +3,9 @@
  * exact count of accepted difference patterns against enumeration, and the
  * weighted rule in the index and brute force against the one-shot rule.
  */
+#define TEST_RNG_SEED 0x9e3779b97f4a7c15ull
 #include "test_util.h"
+#include "test_sets.h"
 
 #include <math.h>
 
@@ -11,17 +13,6 @@
 #include "sh_index.h"
 #include "sh_match.h"
 #include "sh_simhash.h"
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 /* Weights spread like a real page's: most bits light, a few heavy. */
 static void
@@ -200,14 +191,6 @@ test_random_accept(void **state)
     o.h = 10;
     sh_matcher_init(&m, &o, 0, NULL);
     assert_true(pw_hi <= sh_matcher_random_accept(&m));
-}
-
-static int
-cmp_ref(const void *a, const void *b)
-{
-    const sh_match_t *x = a, *y = b;
-
-    return (x->ref > y->ref) - (x->ref < y->ref);
 }
 
 typedef struct {

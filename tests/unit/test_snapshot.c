@@ -6,6 +6,7 @@
  * part only, and the module's records lose exactly the damaged block's;
  * format 1 files still load.
  */
+#define TEST_RNG_SEED 0xa4093822299f31d0ull
 #include "test_util.h"
 
 #include <sys/stat.h>
@@ -17,17 +18,6 @@
 #include "sh_snapshot.h"
 
 static char path[256];
-
-static uint64_t rng = 0xa4093822299f31d0ull;
-
-static uint64_t
-rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static int
 setup(void **state)

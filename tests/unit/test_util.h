@@ -15,6 +15,41 @@
 
 #include <cmocka.h>
 
+/*
+ * A reproducible pseudo-random sequence (xorshift64).  A test file that wants
+ * its own sequence defines TEST_RNG_SEED before including this header, so
+ * that its data never changes with another file's.
+ */
+#ifndef TEST_RNG_SEED
+#define TEST_RNG_SEED 0x9e3779b97f4a7c15ull
+#endif
+
+static inline uint64_t
+rnd(void)
+{
+    static uint64_t rng = TEST_RNG_SEED;
+
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* x with `nbits` distinct random bits flipped. */
+static inline uint64_t
+flip_random(uint64_t x, unsigned nbits)
+{
+    while (nbits > 0) {
+        uint64_t b = 1ull << (rnd() % 64);
+
+        if ((x ^ b) != x) {
+            x ^= b;
+            nbits--;
+        }
+    }
+    return x;
+}
+
 /* Read tests/fixtures/NAME (directory from $SH_FIXTURES) into a malloc'd
  * buffer; fails the test if it cannot. */
 static inline char *

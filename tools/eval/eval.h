@@ -81,6 +81,8 @@ typedef struct {
 
 #define EV_GROUPS_MAX 16
 
+typedef struct ev_template_s ev_template_t;     /* template.c */
+
 typedef struct {
     ev_page_t    *pages;
     size_t        npages, cap_pages;
@@ -104,6 +106,7 @@ typedef struct {
     /* Pairs listed but left out: a page below EV_MIN_SHINGLES. */
     size_t        aligned_listed, aligned_dropped;
     size_t        prose_listed, prose_dropped;   /* pages */
+    ev_template_t *tmpl;        /* --template, --site: NULL without */
 } ev_run_t;
 
 /* util.c */
@@ -129,6 +132,10 @@ uint64_t ev_config_key(const ev_config_t *c, uint64_t salt);
  * `seed`, or (truth) collect the ground-truth shingle sets instead. */
 void ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed);
 void ev_truth(ev_run_t *run, ev_config_t *c);
+/* The ground-truth shingle set of an HTML text, into pg (shingles,
+ * nshingles, ntokens); cfg is used as the truth uses it. */
+void ev_truth_of(sh_config_t *cfg, const char *html, size_t len,
+                 ev_page_t *pg);
 int  ev_truth_load(ev_run_t *run, uint64_t key);
 void ev_truth_save(const ev_run_t *run, uint64_t key);
 /* Build (or find in the cache) the IDF table of c->idf_corpus under the
@@ -138,10 +145,19 @@ void ev_idf_prepare(ev_run_t *run, ev_config_t *c);
 /* truth.c */
 double ev_jaccard(const ev_page_t *a, const ev_page_t *b);
 void   ev_pairs_jaccard(ev_run_t *run);
+uint32_t *ev_intersections(const ev_page_t *all, const uint32_t *pages,
+                           size_t m);
 
 /* report.c */
 void ev_report(ev_run_t *run);
 
+/* template.c: the same documents under two templates, and documents of
+ * one site under one template, against main-content truth. */
+void ev_template_read(ev_run_t *run, const char *path, int site);
+void ev_template_truth(ev_run_t *run);
+void ev_template_report(const ev_run_t *run);
+/* sketch.c: learned per-host templates, simulated on the site groups. */
+void ev_sketch_report(const ev_run_t *run);
 /* match.c: the hamming and weighted match rules side by side */
 void ev_match_report(ev_run_t *run, const ev_config_t *c);
 

@@ -7,6 +7,11 @@
  *   --aligned  lines "GROUP<TAB>PAGE_A<TAB>PAGE_B": the same document under
  *              two URLs (std/x.html and core/x.html; GROUP "core")
  *   --prose    lines "GROUP<TAB>PAGE": every pair of these pages is measured
+ *   --template lines "GROUP<TAB>XPATH<TAB>PAGE_A<TAB>PAGE_B", --site lines
+ *              "GROUP<TAB>XPATH<TAB>PAGE": measured against main-content
+ *              truth (template.c)
+ *   --sketch   also simulate learned per-host templates on the --site
+ *              groups (sketch.c)
  *   --config   an extraction configuration (see options.c); the first one
  *              also defines the visible text of the ground truth (its
  *              ignore patterns matter, nothing else of it does)
@@ -47,6 +52,7 @@ usage(FILE *f)
     fprintf(f,
 "usage: sh-eval --aligned FILE --prose FILE --out DIR [--cache DIR]\n"
 "               [--threads N] [--seeds N] [--identity STRING]\n"
+"               [--template FILE] [--site FILE] [--sketch]\n"
 "               [--match CONFIG_NAME]\n"
 "               --config 'NAME: --option value ...' ...\n"
 "config options (as in simhash fingerprint): --shingle N --stem LANG|none\n"
@@ -235,13 +241,13 @@ int
 main(int argc, char **argv)
 {
     ev_run_t run;
-    const char *aligned = NULL, *prose = NULL;
+    const char *aligned = NULL, *prose = NULL, *tmpl = NULL, *site = NULL;
     listed_pair_t *al = NULL;
     listed_page_t *pr = NULL;
     size_t nal = 0, npr = 0, i;
     uint64_t tkey;
     double t0;
-    int k;
+    int k, sketch = 0;
 
     memset(&run, 0, sizeof(run));
     run.threads = 2;
@@ -254,6 +260,10 @@ main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        if (strcmp(a, "--sketch") == 0) {
+            sketch = 1;
+            continue;
+        }
         if (k + 1 >= argc) {
             usage(stderr);
             return 2;
@@ -262,6 +272,10 @@ main(int argc, char **argv)
             aligned = argv[++k];
         } else if (strcmp(a, "--prose") == 0) {
             prose = argv[++k];
+        } else if (strcmp(a, "--template") == 0) {
+            tmpl = argv[++k];
+        } else if (strcmp(a, "--site") == 0) {
+            site = argv[++k];
         } else if (strcmp(a, "--out") == 0) {
             run.out_dir = argv[++k];
         } else if (strcmp(a, "--cache") == 0) {
@@ -332,6 +346,12 @@ main(int argc, char **argv)
     }
     read_aligned(&run, aligned, &al, &nal);
     read_prose(&run, prose, &pr, &npr);
+    if (tmpl != NULL) {
+        ev_template_read(&run, tmpl, 0);
+    }
+    if (site != NULL) {
+        ev_template_read(&run, site, 1);
+    }
     fprintf(stderr, "sh-eval: %zu pages, %zu aligned pairs, %zu prose "
             "pages, %zu configurations, %u threads\n", run.npages, nal,
             npr, run.nconfigs, run.threads);
@@ -346,6 +366,7 @@ main(int argc, char **argv)
     ev_pairs_jaccard(&run);
     fprintf(stderr, "sh-eval: ground truth: %zu pairs in %.1f s\n",
             run.npairs, ev_now() - t0);
+    ev_template_truth(&run);
 
     for (i = 0; i < run.nconfigs; i++) {
         ev_config_t *c = &run.configs[i];
@@ -371,6 +392,10 @@ main(int argc, char **argv)
     if (i == run.nconfigs) {
         ev_die("--match %s: no configuration of that name",
                run.match_config);
+    }
+    ev_template_report(&run);
+    if (sketch) {
+        ev_sketch_report(&run);
     }
     free(al);
     free(pr);

@@ -173,6 +173,7 @@ ev_config_key(const ev_config_t *c, uint64_t salt)
      * options above and the key. */
     put_file(st, c->idf_corpus ? c->idf_corpus : o->idf_file);
     put(st, o->weight, sizeof(o->weight));
+    put(st, &o->content, sizeof(o->content));
     put(st, &o->seed_len, sizeof(o->seed_len));
     if (o->seed_len) {
         put(st, o->seed, o->seed_len);

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "eval.h"
+#include "sh_block.h"
 
 #define EV_CHUNK (64 * 1024)
 
@@ -179,14 +180,20 @@ worker(void *arg)
 {
     job_t *job = arg;
     char err[256];
+    sh_options_t opts;
     sh_config_t *cfg;
     char *buf;
     truth_t t, *tp = NULL;
     size_t i;
 
     /* A configuration is single-threaded (stemmer state, stem cache), so
-     * every worker compiles its own. */
-    cfg = sh_config_new(&job->c->opts, err, sizeof(err));
+     * every worker compiles its own.  The truth's text is the whole page,
+     * its blocks those of the HTML alone: no content weighting. */
+    opts = job->c->opts;
+    if (job->truth) {
+        opts.content = SH_CONTENT_OFF;
+    }
+    cfg = sh_config_new(&opts, err, sizeof(err));
     if (cfg == NULL) {
         job_fail(job, "config %s: %s", job->c->name, err);
         return NULL;
@@ -438,4 +445,24 @@ ev_truth_save(const ev_run_t *run, uint64_t key)
         fwrite(pg->shingles, sizeof(uint64_t), pg->nshingles, f);
     }
     cache_commit(f, path);
+}
+
+void
+ev_truth_of(sh_config_t *cfg, const char *html, size_t len, ev_page_t *pg)
+{
+    sh_doc_t *doc = sh_doc_new(cfg, "utf-8");
+    sh_result_t res;
+    truth_t t;
+
+    if (doc == NULL) {
+        ev_die("out of memory");
+    }
+    memset(&t, 0, sizeof(t));
+    sh_doc_set_token_hook(doc, truth_token, &t);
+    if (sh_doc_feed(doc, html, len) != 0 || sh_doc_finish(doc, &res) != 0) {
+        ev_die("extraction failed");
+    }
+    sh_doc_free(doc);
+    truth_finish(&t, pg);
+    free(t.v);
 }

@@ -47,11 +47,11 @@ cmp_posting(const void *pa, const void *pb)
 }
 
 /*
- * Intersections of every pair among `pages` (global indices, m of them):
- * returns an m x m matrix, upper triangle filled.
+ * Intersections of every pair among `pages` (indices into `all`, m of
+ * them): returns an m x m matrix, upper triangle filled.
  */
-static uint32_t *
-all_intersections(const ev_run_t *run, const uint32_t *pages, size_t m)
+uint32_t *
+ev_intersections(const ev_page_t *all, const uint32_t *pages, size_t m)
 {
     uint32_t *inter = ev_xcalloc(m * m, sizeof(*inter));
     posting_t *post;
@@ -59,11 +59,11 @@ all_intersections(const ev_run_t *run, const uint32_t *pages, size_t m)
     uint64_t work = 0;
 
     for (i = 0; i < m; i++) {
-        n += run->pages[pages[i]].nshingles;
+        n += all[pages[i]].nshingles;
     }
     post = ev_xmalloc(n * sizeof(*post));
     for (i = 0, k = 0; i < m; i++) {
-        const ev_page_t *pg = &run->pages[pages[i]];
+        const ev_page_t *pg = &all[pages[i]];
 
         for (j = 0; j < pg->nshingles; j++) {
             post[k].shingle = pg->shingles[j];
@@ -119,7 +119,7 @@ ev_pairs_jaccard(ev_run_t *run)
         }
     }
     if (m > 0 && m <= 40000 && nprose * 8 >= m * m / 2) {
-        inter = all_intersections(run, pages, m);
+        inter = ev_intersections(run->pages, pages, m);
     }
 
     for (i = 0; i < run->npairs; i++) {

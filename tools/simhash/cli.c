@@ -95,11 +95,15 @@ cli_extract_usage(FILE *f)
 "  --seed SECRET        key for the feature hash (simhash_seed)\n"
 "  --word-weight W      weight of word features (default %g)\n"
 "  --shingle-weight W   weight of shingle features (default %g)\n"
+"  --content MODE       weigh each text block by where it sits: auto\n"
+"                       (markup and text statistics), structure (markup\n"
+"                       only) or off (the whole page's text; default %s)\n"
 "  --charset LABEL      charset as if from the Content-Type header\n",
             SH_DEFAULT_SHINGLE, SH_DEFAULT_STEM, SH_IGNORE_MAX,
             SH_DEFAULT_MIN_FEATURES, SH_DEFAULT_MAX_FEATURES,
             (double) SH_DEFAULT_WEIGHT_WORD,
-            (double) SH_DEFAULT_WEIGHT_SHINGLE);
+            (double) SH_DEFAULT_WEIGHT_SHINGLE,
+            sh_content_name(SH_DEFAULT_CONTENT));
 }
 
 int
@@ -175,6 +179,13 @@ cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i)
             return -1;
         }
         (*i)++;
+    } else if (strcmp(a, "--content") == 0) {
+        TAKES_VALUE();
+        if (sh_content_parse(v) < 0) {
+            cli_error("--content: \"%s\" is not auto, structure or off", v);
+            return -1;
+        }
+        x->opts.content = (unsigned) sh_content_parse(v);
     } else if (strcmp(a, "--charset") == 0) {
         TAKES_VALUE();
         x->charset = v;
@@ -276,6 +287,14 @@ sh_doc_t *
 cli_read_page(sh_config_t *cfg, const char *path, const char *charset,
               sh_token_fn hook, void *arg, sh_result_t *res)
 {
+    return cli_read_page_blocks(cfg, path, charset, hook, NULL, arg, res);
+}
+
+sh_doc_t *
+cli_read_page_blocks(sh_config_t *cfg, const char *path, const char *charset,
+                     sh_token_fn hook, sh_block_fn block_hook, void *arg,
+                     sh_result_t *res)
+{
     static char  buf[65536];
     FILE        *f;
     sh_doc_t    *doc;
@@ -297,6 +316,9 @@ cli_read_page(sh_config_t *cfg, const char *path, const char *charset,
     }
     if (hook != NULL) {
         sh_doc_set_token_hook(doc, hook, arg);
+    }
+    if (block_hook != NULL) {
+        sh_doc_set_block_hook(doc, block_hook, arg);
     }
     while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
         if (sh_doc_feed(doc, buf, n) != 0) {

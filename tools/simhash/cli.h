@@ -77,6 +77,13 @@ sh_doc_t *cli_read_page(sh_config_t *cfg, const char *path,
                         const char *charset, sh_token_fn hook, void *arg,
                         sh_result_t *res);
 
+/* The same, and `block_hook` (may be NULL) sees the end of every block
+ * (sh_doc_set_block_hook); both hooks get `arg`. */
+sh_doc_t *cli_read_page_blocks(sh_config_t *cfg, const char *path,
+                               const char *charset, sh_token_fn hook,
+                               sh_block_fn block_hook, void *arg,
+                               sh_result_t *res);
+
 /* The same, keeping only the result. */
 int cli_fingerprint_file(sh_config_t *cfg, const char *path,
                          const char *charset, sh_result_t *res);

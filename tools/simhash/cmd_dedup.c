@@ -1,15 +1,16 @@
 /*
  * cmd_dedup.c -- `simhash dedup`: every near-duplicate pair of a corpus
- * (batch mode), with the PSM index or the BPHS batch variant, or both to
+ * (batch mode), with the PSM index or the batch table method, or both to
  * compare them.
  *
- * PSM: the pages stream through one index: each page is looked up (mode
- * ALL, its own weights) among the pages before it, then inserted, so each
- * pair is considered once, from its later page.  BPHS (Manku 3.3): the T
- * permuted tables are built over the batch, then every page probes them;
- * a pair is kept from its later page too.  --background N adds N random
- * fingerprints (with weights borrowed from real pages) to reach a given
- * scale without N pages on disk.
+ * PSM: the batch form of the PSM index (sh_psm_batch.h): one sorted copy,
+ * every page probes its own bucket and k more in VOSH order for its
+ * weights, and a pair counts when either page's probes find it.  BPHS: the
+ * batch form of Manku's table method (sh_bphs_batch.h), exact.  Each
+ * method's time is the thread's CPU time, its memory the peak RSS while it
+ * ran.
+ * --background N adds N random fingerprints (with weights borrowed from
+ * real pages) to reach a given scale without N pages on disk.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,11 @@
 #include "cli.h"
 #include "ix_edit.h"
 #include "ix_fpset.h"
+#include "ix_rss.h"
 #include "sh_bphs.h"
+#include "sh_bphs_batch.h"
 #include "sh_index.h"
+#include "sh_psm_batch.h"
 
 static void
 usage(FILE *f)
@@ -31,7 +35,7 @@ usage(FILE *f)
         "  --list PATHS       pages to compare ('-' = stdin)\n"
         "  --method M         psm | bphs | both (default psm; both prints\n"
         "                     PSM's pairs and compares on stderr)\n"
-        "  --tables T         BPHS design: 4, 10 or 20 tables (default 10)\n"
+        "  --tables T         BPHS design: 4, 10 or 20 tables (default 4)\n"
         "  --k N              PSM probes per page (default: from --recall)\n"
         "  --recall R         target relative recall for k (default 0.95)\n"
         "  --clusters         print clusters (connected pages), one per line"
@@ -104,30 +108,20 @@ typedef struct {
 } batch_t;
 
 static int
-run_psm(const batch_t *b, const sh_match_opts_t *mo, unsigned k,
-        float recall, pairs_t *out, double *secs)
+collect_pair(void *arg, uint32_t a, uint32_t b, unsigned d)
 {
-    size_t      size = sh_index_region_size((uint32_t) b->n);
-    void       *mem = NULL;
-    sh_index_t *ix;
-    sh_lookup_opts_t o;
-    sh_match_t *m = malloc(65536 * sizeof(sh_match_t));
-    char        err[256];
-    size_t      i, j;
-    double      t0 = now();
+    return pairs_add(arg, a, b, d) != 0;
+}
 
-    if (m == NULL || posix_memalign(&mem, 64, size) != 0) {
-        free(m);
-        cli_error("out of memory");
-        return -1;
-    }
-    ix = sh_index_init(mem, size, 0, 0, err, sizeof(err));
-    if (ix == NULL) {
-        cli_error("%s", err);
-        free(mem);
-        free(m);
-        return -1;
-    }
+static int
+run_psm(const batch_t *b, const sh_match_opts_t *mo, unsigned k,
+        float recall, pairs_t *out, sh_psm_batch_stats_t *st, double *secs)
+{
+    sh_lookup_opts_t o;
+    char   err[256];
+    int    rc;
+    double t0 = now();
+
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_ALL;
     o.rule = mo->rule;
@@ -136,76 +130,33 @@ run_psm(const batch_t *b, const sh_match_opts_t *mo, unsigned k,
     o.vol = mo->vol;
     o.probes = k;
     o.recall = recall;
-    for (i = 0; i < b->n; i++) {
-        size_t n = sh_index_lookup(ix, b->hash[i], b->w[i], &o, m, 65536,
-                                   NULL);
-
-        for (j = 0; j < n && j < 65536; j++) {
-            /* refs are page indices: nothing is ever evicted */
-            if (pairs_add(out, m[j].ref, (uint32_t) i, m[j].distance) != 0) {
-                cli_error("out of memory");
-                free(mem);
-                free(m);
-                return -1;
-            }
-        }
-        sh_index_insert(ix, b->hash[i], NULL);
-        ix_progress("dedup psm", i + 1, b->n);
-    }
+    rc = sh_psm_batch(b->hash, b->w, b->n, &o, 0, collect_pair, out, st,
+                      err, sizeof(err));
     *secs = now() - t0;
-    free(mem);
-    free(m);
+    if (rc != 0) {
+        cli_error("%s", rc < 0 ? err : "out of memory");
+        return -1;
+    }
     return 0;
 }
 
 static int
 run_bphs(const batch_t *b, unsigned tables, unsigned h, pairs_t *out,
-         double *build_secs, double *secs)
+         double *secs)
 {
-    unsigned   G, g;
-    sh_bphs_t *bp;
-    sh_match_t *m = malloc(65536 * sizeof(sh_match_t));
-    char       err[256];
-    size_t     i, j;
-    double     t0 = now();
+    unsigned G, g;
+    char     err[256];
+    int      rc;
+    double   t0 = now();
 
     sh_bphs_design(tables, &G, &g);
-    bp = sh_bphs_new(G, g, b->n, err, sizeof(err));
-    if (bp == NULL || m == NULL) {
-        cli_error("%s", bp == NULL ? err : "out of memory");
-        sh_bphs_free(bp);
-        free(m);
-        return -1;
-    }
-    for (i = 0; i < b->n; i++) {
-        sh_bphs_add(bp, b->hash[i], (uint32_t) i);
-    }
-    if (sh_bphs_build(bp) != 0) {
-        cli_error("out of memory building BPHS tables");
-        sh_bphs_free(bp);
-        free(m);
-        return -1;
-    }
-    *build_secs = now() - t0;
-    for (i = 0; i < b->n; i++) {
-        size_t n = sh_bphs_lookup(bp, b->hash[i], h, SH_MATCH_ALL, m, 65536,
-                                  NULL);
-
-        for (j = 0; j < n && j < 65536; j++) {
-            if (m[j].ref < i
-                && pairs_add(out, m[j].ref, (uint32_t) i, m[j].distance)
-                   != 0) {
-                cli_error("out of memory");
-                sh_bphs_free(bp);
-                free(m);
-                return -1;
-            }
-        }
-        ix_progress("dedup bphs", i + 1, b->n);
-    }
+    rc = sh_bphs_batch(b->hash, b->n, G, g, h, collect_pair, out, NULL, err,
+                       sizeof(err));
     *secs = now() - t0;
-    sh_bphs_free(bp);
-    free(m);
+    if (rc != 0) {
+        cli_error("%s", rc < 0 ? err : "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -292,7 +243,7 @@ cmd_dedup(int argc, char **argv)
     cli_extract_t x;
     cli_match_t   mt;
     const char   *list = NULL, *cache = NULL, *method = "psm";
-    unsigned long tables = 10, k = 0, background = 0;
+    unsigned long tables = 4, k = 0, background = 0;
     int           rule_given = 0;
     float         recall = 0.95f;
     int           clusters = 0, quiet = 0, a, rc = 1;
@@ -303,7 +254,9 @@ cmd_dedup(int argc, char **argv)
     batch_t       b;
     pairs_t       pp = { 0 }, pb = { 0 };
     uint64_t      rng = 0x9e3779b97f4a7c15ull;
-    double        tp = 0, tb = 0, tbb = 0;
+    double        tp = 0, tb = 0;
+    size_t        rp = 0, rb = 0, r0p = 0, r0b = 0;
+    sh_psm_batch_stats_t pst;
 
     cli_extract_init(&x);
     cli_match_init(&mt);
@@ -437,17 +390,22 @@ cmd_dedup(int argc, char **argv)
                 page[j++] = (uint32_t) i;
             }
         }
-        if (strcmp(method, "bphs") != 0
-            && run_psm(&b, &mt.opts, (unsigned) k, recall, &pp, &tp)
-               != 0) {
-            free(page);
-            goto done;
+        if (strcmp(method, "bphs") != 0) {
+            r0p = ix_rss_reset();
+            if (run_psm(&b, &mt.opts, (unsigned) k, recall, &pp, &pst, &tp)
+                != 0) {
+                free(page);
+                goto done;
+            }
+            rp = ix_rss_peak();
         }
-        if (strcmp(method, "psm") != 0
-            && run_bphs(&b, (unsigned) tables, mt.opts.h, &pb, &tbb, &tb)
-               != 0) {
-            free(page);
-            goto done;
+        if (strcmp(method, "psm") != 0) {
+            r0b = ix_rss_reset();
+            if (run_bphs(&b, (unsigned) tables, mt.opts.h, &pb, &tb) != 0) {
+                free(page);
+                goto done;
+            }
+            rb = ix_rss_peak();
         }
         {
             pairs_t *show = strcmp(method, "bphs") == 0 ? &pb : &pp;
@@ -488,16 +446,19 @@ cmd_dedup(int argc, char **argv)
     }
 
     if (strcmp(method, "bphs") != 0) {
-        fprintf(stderr, "dedup: psm_a rule=%s n=%zu pairs=%zu time=%.2fs "
-                "pages/s=%.0f pairs/s=%.0f\n", sh_rule_name(mt.rule), b.n,
-                pp.n, tp,
-                b.n / (tp > 0 ? tp : 1e-9), pp.n / (tp > 0 ? tp : 1e-9));
+        fprintf(stderr, "dedup: psm_a rule=%s n=%zu t=%u k=%u pairs=%zu "
+                "time=%.3fs pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB "
+                "(+%.1f)\n", sh_rule_name(mt.opts.rule), b.n, pst.t, pst.k,
+                pp.n, tp, b.n / (tp > 0 ? tp : 1e-9),
+                pp.n / (tp > 0 ? tp : 1e-9), rp / 1048576.0,
+                (rp - (r0p < rp ? r0p : rp)) / 1048576.0);
     }
     if (strcmp(method, "psm") != 0) {
-        fprintf(stderr, "dedup: bphs%lu n=%zu pairs=%zu time=%.2fs "
-                "(build %.2fs) pages/s=%.0f pairs/s=%.0f\n", tables, b.n,
-                pb.n, tb, tbb, b.n / (tb > 0 ? tb : 1e-9),
-                pb.n / (tb > 0 ? tb : 1e-9));
+        fprintf(stderr, "dedup: bphs%lu n=%zu pairs=%zu time=%.3fs "
+                "pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB (+%.1f)\n", tables,
+                b.n, pb.n, tb, b.n / (tb > 0 ? tb : 1e-9),
+                pb.n / (tb > 0 ? tb : 1e-9), rb / 1048576.0,
+                (rb - (r0b < rb ? r0b : rb)) / 1048576.0);
     }
     if (strcmp(method, "both") == 0) {
         /* PSM finds a subset of BPHS's exact pairs. */
@@ -511,8 +472,8 @@ cmd_dedup(int argc, char **argv)
             common += j < pb.n && cmp_pair(&pb.p[j], &pp.p[i]) == 0;
         }
         fprintf(stderr, "dedup: relative recall of psm_a %.4f (%zu of %zu "
-                "pairs), speed-up %.2fx\n",
-                pb.n ? (double) common / pb.n : 1.0, common, pb.n,
+                "pairs), speed-up over bphs%lu %.2fx\n",
+                pb.n ? (double) common / pb.n : 1.0, common, pb.n, tables,
                 tp > 0 ? tb / tp : 0);
     }
     rc = 0;

@@ -1,0 +1,94 @@
+#!/usr/bin/perl
+# tools/deps.sh, the first step of `make run` and `make test`: nothing to
+# do when everything is installed; run by root, it installs what is
+# missing; run by anyone else, one line says what to install, and it fails
+# before apt.  Nothing is uninstalled to test this: the system's
+# dpkg-query, id and apt-get are replaced by scripts in a directory put
+# first in PATH, which answer as told and write down how they were called.
+
+use strict;
+use warnings;
+use FindBin;
+use Test::More;
+use File::Temp qw(tempdir);
+
+my $deps = "$FindBin::Bin/../tools/deps.sh";
+my $dir = tempdir(CLEANUP => 1);
+my $calls = "$dir/calls";
+
+sub script {
+    my ($name, $body) = @_;
+    open(my $fh, '>', "$dir/bin/$name") or die "$name: $!";
+    print $fh "#!/bin/sh\n$body";
+    close $fh;
+    chmod 0755, "$dir/bin/$name";
+}
+mkdir "$dir/bin";
+# dpkg-query -W -f='${Status}' PKG: not installed when PKG is in MISSING
+script('dpkg-query', <<'EOF');
+for p; do :; done
+case " $MISSING " in
+    *" $p "*) echo "dpkg-query: no packages found matching $p" >&2; exit 1 ;;
+esac
+printf 'install ok installed'
+EOF
+script('id', 'echo "$FAKE_UID"' . "\n");
+for my $tool (qw(apt-get sudo)) {
+    script($tool, qq{echo "$tool \$*" >> "$calls"\n});
+}
+
+# Runs deps.sh as user `uid` with `missing` packages; returns (exit status,
+# stdout and stderr, the apt-get/sudo calls).
+sub run {
+    my ($uid, $missing, @args) = @_;
+    unlink $calls;
+    local $ENV{PATH} = "$dir/bin:$ENV{PATH}";
+    local $ENV{MISSING} = $missing;
+    local $ENV{FAKE_UID} = $uid;
+    my $out = `sh $deps @args 2>&1`;
+    my $rc = $? >> 8;
+    open(my $fh, '<', $calls) or return ($rc, $out, '');
+    local $/;
+    return ($rc, $out, scalar <$fh>);
+}
+
+my ($rc, $out, $apt) = run(1000, '');
+is($rc, 0, 'everything installed, not root: passes');
+is($out, '', '... silently');
+is($apt, '', '... and calls neither apt-get nor sudo');
+
+($rc, $out, $apt) = run(1000, 'valgrind gdb');
+isnt($rc, 0, 'two packages missing, not root: fails');
+is($out, "deps: missing valgrind gdb; as root, run: apt-get install"
+         . " --no-install-recommends valgrind gdb\n",
+   '... with one line naming them and the command');
+is($apt, '', '... before apt-get or sudo');
+
+($rc, $out, $apt) = run(1000, 'wrk', 'stress');
+like($out, qr/^deps: missing wrk;[^\n]*\n\z/,
+     'a target\'s own package, not root: one line too');
+
+($rc, $out, $apt) = run(0, 'valgrind gdb');
+is($rc, 0, 'two packages missing, root: installs them');
+is($apt, "apt-get update -qq\n"
+         . "apt-get install -y -qq --no-install-recommends valgrind gdb\n",
+   '... with apt-get, only those two');
+
+($rc, $out, $apt) = run(0, '');
+is($apt, '', 'everything installed, root: apt-get is not called');
+
+# no dpkg-query at all: a PATH of our scripts only (deps.sh needs no other
+# program), without dpkg-query
+unlink "$dir/bin/dpkg-query";
+{
+    local $ENV{PATH} = "$dir/bin";
+    local $ENV{FAKE_UID} = 0;
+    unlink $calls;
+    $out = `/bin/sh $deps 2>&1`;
+    $rc = $? >> 8;
+}
+isnt($rc, 0, 'no dpkg-query: fails');
+like($out, qr/^deps: no dpkg-query[^\n]*\n\z/, '... with one line');
+ok(!-e $calls, '... before apt-get');
+
+done_testing;
