@@ -16,9 +16,11 @@
  *                                 by the master
  *   module/ngx_http_simhash_stats.c     the simhash_stats handler
  *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
- *                                 through a Redis Stream: the outbox, the
- *                                 publisher and the reader of worker 0;
- *                                 the simhash_replicate directive
+ *                                 through a Redis Stream: the
+ *                                 simhash_replicate directive, the outbox
+ *   module/ngx_http_simhash_stream.c    worker 0's side of replication:
+ *                                 publishing the outbox, reading the
+ *                                 stream and applying it
  *   module/ngx_http_simhash_redis.c     hiredis's asynchronous API on
  *                                 nginx's event loop (its own header)
  *
@@ -282,7 +284,7 @@ void ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 
 
-/* replication: ngx_http_simhash_replicate.c */
+/* replication: ngx_http_simhash_replicate.c, ngx_http_simhash_stream.c */
 
 /* lag buckets of simhash_stats, upper bounds in ms (the last: +Inf) */
 #define NGX_HTTP_SIMHASH_NLAG        12
@@ -320,6 +322,19 @@ typedef struct {
     ngx_atomic_t                 lag_count;
     ngx_atomic_t                 lag_le[NGX_HTTP_SIMHASH_NLAG];
 } ngx_http_simhash_outbox_t;
+
+
+/* a record of the outbox; the key follows, padded to 8 bytes */
+typedef struct {
+    uint32_t                     len;       /* of the key; or WRAP: the rest
+                                               of the ring is unused */
+    uint32_t                     reserved;
+    uint64_t                     hash;
+    uint64_t                     digest;
+    uint64_t                     time;      /* ms since 1970 */
+} ngx_http_simhash_outrec_t;
+
+#define NGX_HTTP_SIMHASH_WRAP        0xffffffff
 
 
 typedef struct ngx_http_simhash_link_s  ngx_http_simhash_link_t;
