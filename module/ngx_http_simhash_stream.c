@@ -49,6 +49,7 @@
 #define NGX_HTTP_SIMHASH_INFLIGHT       512     /* XADDs awaiting a reply */
 #define NGX_HTTP_SIMHASH_READ_COUNT     1000    /* entries per XREAD */
 #define NGX_HTTP_SIMHASH_READ_BLOCK     2000    /* ms an XREAD may wait */
+#define NGX_HTTP_SIMHASH_FUTURE         86400000    /* ms: see apply() */
 
 
 /* worker 0's side: the two connections and the publisher's state */
@@ -776,6 +777,17 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     if (e.seed != lk->seed) {
         ngx_http_simhash_refused(lk, entry->element[0],
                                  "fingerprints under another simhash_seed");
+        goto refused;
+    }
+
+    /*
+     * a version from far ahead of this clock would win over every later
+     * one of its key: a clock that is wrong, or a foreign writer
+     */
+
+    if (e.time > ngx_http_simhash_now() + NGX_HTTP_SIMHASH_FUTURE) {
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "its time is more than a day ahead");
         goto refused;
     }
 

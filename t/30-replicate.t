@@ -177,15 +177,16 @@ $redis->cmd('XADD', $stream, '*', 'foo', 'bar');
 xadd(key => 'site/bad-fp', fp => 'zz');
 xadd(key => 'site/no-time', fp => $bfp, time => undef);
 xadd(key => 'site/other-seed', fp => $bfp, seed => $other);
+xadd(key => 'site/future', fp => $bfp, time => int(time * 1000) + 2 * 86400000);
 xadd(key => 'site/after-garbage', fp => sprintf('%016x', hex($bfp) ^ ~0));
-$s = wait_repl(sub { $_[0]{refused} == 4 && $_[0]{applied} == 3 },
-               'four refused, the next applied');
+$s = wait_repl(sub { $_[0]{refused} == 5 && $_[0]{applied} == 3 },
+               'five refused, the next applied');
 like($t->error_log, qr/stream entry \d+-\d+ refused: no "node" field/,
      'a refused entry is logged with its id and why');
 my @refused = $t->error_log =~ /(stream entry \S+ refused)/g;
-cmp_ok(scalar @refused, '<', 4, 'one line a second at most, with the count');
+cmp_ok(scalar @refused, '<', 5, 'one line a second at most, with the count');
 my $p = $t->get('/stats?format=prometheus')->{content};
-like($p, qr/^simhash_replication_refused_total\{zone="crawl"\} 4$/m,
+like($p, qr/^simhash_replication_refused_total\{zone="crawl"\} 5$/m,
      'prometheus: refused');
 like($p, qr/^simhash_replication_applied_total\{zone="crawl"\} 3$/m,
      'prometheus: applied');
