@@ -180,12 +180,44 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
     size_t                          len;
     ngx_int_t                       n;
     ngx_url_t                       u;
-    ngx_str_t                       auth, path;
+    ngx_str_t                       auth, path, shown;
     ngx_http_simhash_redis_conf_t  *redis;
 
     redis = rp->redis;
     last = url->data + url->len;
     db = NULL;
+
+    /* the URL as error messages show it: credentials hidden */
+
+    shown = *url;
+    at = NULL;
+
+    for (p = url->data; p < last && *p != '?'; p++) {
+        if (*p == '@') {
+            at = p;
+        }
+    }
+
+    p = ngx_strlchr(url->data, last, ':');
+
+    if (p) {
+        p++;
+
+        while (p < last && *p == '/' && p - url->data < 8) {
+            p++;    /* "//" of redis:// and unix:// */
+        }
+    }
+
+    if (at && p && p <= at) {
+        shown.len = (p - url->data) + sizeof("***") - 1 + (last - at);
+        shown.data = ngx_pnalloc(cf->pool, shown.len);
+        if (shown.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_sprintf(shown.data, "%*s***%*s", (size_t) (p - url->data),
+                    url->data, (size_t) (last - at), at);
+    }
 
     if (url->len > 8 && ngx_strncmp(url->data, "redis://", 8) == 0) {
         p = url->data + 8;
@@ -218,7 +250,7 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
     } else {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid Redis URL \"%V\": redis://HOST[:PORT] "
-                           "or unix:/PATH", url);
+                           "or unix:/PATH", &shown);
         return NGX_CONF_ERROR;
     }
 
@@ -242,7 +274,7 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid Redis URL \"%V\": the credentials "
                                "are USER:PASSWORD@, or :PASSWORD@ for a "
-                               "password alone", url);
+                               "password alone", &shown);
             return NGX_CONF_ERROR;
         }
 
@@ -264,7 +296,7 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
         if (n == NGX_ERROR || n > 65535) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid Redis URL \"%V\": the database is "
-                               "a number", url);
+                               "a number", &shown);
             return NGX_CONF_ERROR;
         }
 
@@ -280,7 +312,7 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid Redis URL \"%V\": the socket's "
-                               "path is absolute, and short", url);
+                               "path is absolute, and short", &shown);
             return NGX_CONF_ERROR;
         }
 
@@ -320,14 +352,14 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
 
     if (u.url.len == 0 || ngx_parse_url(cf->pool, &u) != NGX_OK) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": %s", url,
+                           "invalid Redis URL \"%V\": %s", &shown,
                            u.err ? u.err : "no host");
         return NGX_CONF_ERROR;
     }
 
     if (u.naddrs == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": no address", url);
+                           "invalid Redis URL \"%V\": no address", &shown);
         return NGX_CONF_ERROR;
     }
 
@@ -377,7 +409,7 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
 invalid:
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid Redis URL \"%V\"",
-                       url);
+                       &shown);
     return NGX_CONF_ERROR;
 }
 

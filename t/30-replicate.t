@@ -56,6 +56,12 @@ for my $case (
     isnt($rc, 0, "nginx -t refuses: $name");
     like($out, $re, '... saying why') or diag($out);
 }
+$c->set(http => "$zone\n    simhash_replicate crawl "
+                . "redis://u:TOPSECRET\@127.0.0.1/x;");
+my (undef, $said) = $c->nginx_t;
+like($said, qr{"redis://\*\*\*\@127\.0\.0\.1/x"},
+     'an invalid URL is shown without its credentials');
+unlike($said, qr/TOPSECRET/, '... the password is not in the log');
 for my $conf ("simhash_replicate crawl unix:///run/redis.sock;",
               "simhash_replicate crawl unix://u:p%40ss\@/run/r.sock?db=3;",
               "simhash_replicate crawl redis://:pw\@localhost:6380/2 "
