@@ -78,6 +78,7 @@ is(($c->nginx_t)[0], 0, 'the zone may come after');
 
 my $t = SimhashTest->new(
     http  => "simhash_zone zone=crawl:1m file=%%PREFIX%%/data/crawl.snap;\n"
+           . "    simhash_zone zone=plain:256k;\n"
            . "    simhash_replicate crawl $url node=a maxlen=1000;",
     proxy => <<'EOF');
         simhash crawl;
@@ -200,6 +201,10 @@ like($p, qr/^simhash_replication_lag_seconds_bucket\{zone="crawl",le="\+Inf"\} \
      'prometheus: the lag histogram');
 like($p, qr/^simhash_replication_lag_seconds_count\{zone="crawl"\} \d+$/m,
      'prometheus: its count');
+unlike($p, qr/^simhash_replication_\w+\{zone="plain"/m,
+       'prometheus: no replication metrics for a zone not replicated');
+ok(!exists $t->stats->{zones}{plain}{replication},
+   'JSON: no replication object for it');
 my @bad = grep { !/^(# (HELP|TYPE) \w+ .+|\w+\{[^}]*\} \d+(\.\d+)?)$/ }
           split /\n/, $p;
 ok(!@bad, 'prometheus: every line well-formed') or diag(explain \@bad);
