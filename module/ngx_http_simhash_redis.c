@@ -520,8 +520,8 @@ ngx_http_simhash_redis_handshake(redisAsyncContext *ac, void *data,
 /*
  * The command in the protocol's form ("*N\r\n$LEN\r\nARG\r\n..."), written
  * here into a buffer kept for the next one: hiredis's own formatter builds
- * it piece by piece in a fresh string, which cost more than the rest of
- * publishing a document (measured with callgrind, bench/replicate.pl).
+ * it piece by piece in a fresh string, which was a quarter of what
+ * publishing a document cost (callgrind, bench/replicate.pl).
  */
 
 ngx_int_t
