@@ -158,6 +158,7 @@ static void ngx_http_simhash_skip(ngx_http_request_t *r,
 static void ngx_http_simhash_cleanup(void *data);
 
 static ngx_int_t ngx_http_simhash_init_process(ngx_cycle_t *cycle);
+static void ngx_http_simhash_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
 
 static ngx_int_t ngx_http_simhash_add_variables(ngx_conf_t *cf);
@@ -229,6 +230,13 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
     { ngx_string("simhash_zone"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_simhash_zone_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("simhash_replicate"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_simhash_replicate_directive,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
@@ -402,7 +410,7 @@ ngx_module_t  ngx_http_simhash_module = {
     ngx_http_simhash_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_simhash_exit_process,         /* exit process */
     ngx_http_simhash_exit_master,          /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -1351,14 +1359,20 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_http_simhash_zone_write(zone);
 
+    sh->digests[doc->ref] = ctx->digest;
+
     if (ctx->status == NGX_HTTP_SIMHASH_UNCHANGED) {
         (void) sh_index_touch(sh->index, doc->ref);
 
     } else {
         (void) sh_index_update(sh->index, doc->ref, res->hash);
+
+        key.data = doc->data;
+        key.len = doc->len;
+        ngx_http_simhash_zone_changed(zone, &key, doc->ref,
+                                      r->connection->log);
     }
 
-    sh->digests[doc->ref] = ctx->digest;
     (void) ngx_atomic_fetch_add(&sh->generation, 1);
 
     return NGX_OK;
@@ -1376,6 +1390,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res)
 {
     size_t                     n;
+    uint32_t                   ref;
     ngx_str_t                  safe;
     sh_match_t                 match;
     sh_lookup_stats_t          st;
@@ -1408,10 +1423,15 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
 
-        if (ngx_http_simhash_zone_store(zone, key, res->hash, ctx->digest)
-            == SH_NOREF
-            && ngx_http_simhash_escape(r->pool, key->data, key->len, &safe)
-               == NGX_OK)
+        ref = ngx_http_simhash_zone_store(zone, key, res->hash, ctx->digest,
+                                          0);
+
+        if (ref != SH_NOREF) {
+            ngx_http_simhash_zone_changed(zone, key, ref, r->connection->log);
+
+        } else if (ngx_http_simhash_escape(r->pool, key->data, key->len,
+                                           &safe)
+                   == NGX_OK)
         {
             ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                           "simhash: no room for \"%V\" in zone \"%V\"",
@@ -1960,6 +1980,9 @@ ngx_http_simhash_create_main_conf(ngx_conf_t *cf)
         != NGX_OK
         || ngx_array_init(&smcf->cfgs, cf->pool, 4,
                           sizeof(ngx_http_simhash_cfg_t))
+           != NGX_OK
+        || ngx_array_init(&smcf->replicates, cf->pool, 1,
+                          sizeof(ngx_http_simhash_replicate_t *))
            != NGX_OK)
     {
         return NULL;
@@ -2420,9 +2443,14 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_simhash_body_filter;
 
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
+
+    if (ngx_http_simhash_replicate_resolve(cf, smcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /* a zone no location uses: the default hash key */
 
-    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
     zones = smcf->zones.elts;
 
     for (i = 0; i < smcf->zones.nelts; i++) {
@@ -2448,7 +2476,10 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
 }
 
 
-/* Each worker: the periodic snapshot saves of every zone with a file. */
+/*
+ * Each worker: the periodic snapshot saves of every zone with a file;
+ * worker 0 also replicates the zones that are.
+ */
 
 static ngx_int_t
 ngx_http_simhash_init_process(ngx_cycle_t *cycle)
@@ -2478,9 +2509,43 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
         if (ngx_http_simhash_snapshot_init_worker(zones[i], cycle) != NGX_OK) {
             return NGX_ERROR;
         }
+
+        if (ngx_http_simhash_replicate_init_worker(zones[i], cycle)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;
+}
+
+
+/* A worker exits: its connections to Redis are closed. */
+
+static void
+ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                     i;
+    ngx_http_simhash_zone_t      **zones;
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    if (cycle->conf_ctx == NULL
+        || cycle->conf_ctx[ngx_http_module.index] == NULL)
+    {
+        return;
+    }
+
+    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
+    if (smcf == NULL) {
+        return;
+    }
+
+    zones = smcf->zones.elts;
+
+    for (i = 0; i < smcf->zones.nelts; i++) {
+        ngx_http_simhash_replicate_exit_worker(zones[i]);
+    }
 }
 
 

@@ -16,3 +16,6 @@ done
 # the module built and wrk installed)
 echo "=== wrk"
 sh "$(dirname "$0")/wrk.sh" "$BUILD" | tee "$BUILD/bench/wrk.txt"
+# replication through Redis (bench/replicate.pl: needs redis-server and wrk)
+echo "=== replicate"
+perl "$(dirname "$0")/replicate.pl" "$BUILD" | tee "$BUILD/bench/replicate.txt"

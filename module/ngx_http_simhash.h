@@ -15,6 +15,14 @@
  *                                 periodic save by one worker, final save
  *                                 by the master
  *   module/ngx_http_simhash_stats.c     the simhash_stats handler
+ *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
+ *                                 through a Redis Stream: the
+ *                                 simhash_replicate directive, the outbox
+ *   module/ngx_http_simhash_stream.c    worker 0's side of replication:
+ *                                 publishing the outbox, reading the
+ *                                 stream and applying it
+ *   module/ngx_http_simhash_redis.c     hiredis's asynchronous API on
+ *                                 nginx's event loop (its own header)
  *
  * The core library (src/, prefix sh_) knows nothing of nginx.
  */
@@ -34,6 +42,7 @@
 #include "sh_config.h"
 #include "sh_index.h"
 #include "sh_keyrec.h"
+#include "sh_stream.h"
 #include "sh_volatility.h"
 
 
@@ -79,6 +88,10 @@ typedef struct {
     ngx_http_simhash_doc_t     **docs;      /* [capacity], by ref */
     uint64_t                    *digests;   /* [capacity], by ref: of the
                                                raw body; 0 = unknown */
+    uint32_t                    *times;     /* [capacity], by ref: the
+                                               second of the document's
+                                               version (sh_stream.h), which
+                                               decides between replicas */
     size_t                       key_bytes; /* sum of stored key lengths */
     size_t                       key_max;   /* longest key ever stored */
 
@@ -101,6 +114,15 @@ typedef struct {
                                                not be moved aside, so it
                                                is never overwritten */
 
+    /* replication, under the lock: the last entry of the stream applied,
+     * the crc32 of the stream's name (the id means nothing in another
+     * stream), and the first entry this zone published since it was
+     * created (0: none yet): our own entries before it are from a previous
+     * life of the zone, and are applied like any other */
+    sh_stream_id_t               repl_id;
+    uint32_t                     repl_stream;
+    sh_stream_id_t               repl_since;
+
     /*
      * pid of the worker changing the index, the tree or the document array
      * (under the mutex), 0 otherwise: found set by the next holder of the
@@ -110,6 +132,9 @@ typedef struct {
      */
     ngx_atomic_t                 writer;
 } ngx_http_simhash_shctx_t;
+
+
+typedef struct ngx_http_simhash_replicate_s  ngx_http_simhash_replicate_t;
 
 
 /* a zone as configured (per cycle, in the configuration pool) */
@@ -127,6 +152,7 @@ typedef struct {
     ngx_uint_t                   seed_set;
     ngx_str_t                    seed_where;  /* "file:line" of that user */
     ngx_event_t                  save_event;  /* per worker */
+    ngx_http_simhash_replicate_t  *replicate;   /* NULL: not replicated */
 #if (NGX_THREADS)
     ngx_thread_pool_t           *thread_pool;
     ngx_thread_task_t           *save_task;   /* per worker */
@@ -137,6 +163,9 @@ typedef struct {
 typedef struct {
     ngx_array_t                  zones;     /* ngx_http_simhash_zone_t * */
     ngx_array_t                  cfgs;      /* ngx_http_simhash_cfg_t */
+    ngx_array_t                  replicates;    /* of zones, in order:
+                                                   ngx_http_simhash_
+                                                   replicate_t * */
 } ngx_http_simhash_main_conf_t;
 
 
@@ -191,6 +220,7 @@ extern ngx_str_t     ngx_http_simhash_skip_names[];
 
 /* the zone: ngx_http_simhash_zone.c */
 
+void *ngx_http_simhash_old_zone(ngx_shm_zone_t *shm);
 char *ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_http_simhash_zone_t *ngx_http_simhash_zone_find(
@@ -207,13 +237,22 @@ void ngx_http_simhash_zone_write(ngx_http_simhash_zone_t *zone);
 void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
 
 /* under the lock: the document of a key, or NULL; store a new one (SH_NOREF
- * when there is no room); forget one */
+ * when there is no room), with the second of its version (0: unknown);
+ * forget one */
 ngx_http_simhash_doc_t *ngx_http_simhash_zone_key(
     ngx_http_simhash_zone_t *zone, ngx_str_t *key);
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *key, uint64_t fingerprint, uint64_t digest);
+    ngx_str_t *key, uint64_t fingerprint, uint64_t digest, uint32_t time);
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_doc_t *doc);
+
+/*
+ * Under the lock, after this node stored a new document or changed one's
+ * fingerprint (fingerprint and digest in place): the version is dated now,
+ * and goes into the outbox when the zone is replicated.
+ */
+void ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, uint32_t ref, ngx_log_t *log);
 
 /*
  * Copy documents, oldest first, from an index `from` into the zone, with
@@ -226,6 +265,7 @@ typedef struct {
     ngx_str_t                   *keys;      /* by ref of the source */
     uint64_t                    *hashes;    /* by ref; NULL: no check */
     uint64_t                    *digests;   /* by ref; NULL: unknown */
+    uint32_t                    *times;     /* by ref; NULL: unknown */
     uint32_t                     nkeys;
     ngx_uint_t                   copied;
     ngx_uint_t                   missing;
@@ -244,6 +284,95 @@ ngx_int_t ngx_http_simhash_snapshot_init_worker(
     ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
 void ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
+
+
+/* replication: ngx_http_simhash_replicate.c, ngx_http_simhash_stream.c */
+
+/* lag buckets of simhash_stats, upper bounds in ms (the last: +Inf) */
+#define NGX_HTTP_SIMHASH_NLAG        12
+extern ngx_msec_t  ngx_http_simhash_lag_le[NGX_HTTP_SIMHASH_NLAG];
+
+/*
+ * The shared part of a zone's replication: its own shared memory zone
+ * ("NAME:replicate", sized by outbox=), read by simhash_stats.  The ring
+ * holds the records this node stored and did not publish yet; it is
+ * written and its positions moved under the zone's lock.
+ */
+typedef struct {
+    size_t                       size;      /* bytes of the ring */
+    u_char                      *ring;
+    uint64_t                     head;      /* the oldest record not yet
+                                               published (positions only
+                                               grow: offset = pos % size) */
+    uint64_t                     tail;      /* where the next one goes */
+    ngx_atomic_t                 records;   /* from head to tail */
+    ngx_atomic_t                 overflow;  /* dropped since the ring
+                                               filled up; 0: not full */
+
+    /* counters, relaxed atomic increments */
+    ngx_atomic_t                 published;
+    ngx_atomic_t                 applied;
+    ngx_atomic_t                 skipped_own;
+    ngx_atomic_t                 outdated;
+    ngx_atomic_t                 refused;
+    ngx_atomic_t                 dropped;
+    ngx_atomic_t                 reconnects;
+    ngx_atomic_t                 gaps;
+    ngx_atomic_t                 connected; /* connections up: 0 to 2 */
+    ngx_atomic_t                 lag;       /* ms, the last entry applied */
+    ngx_atomic_t                 lag_sum;   /* ms */
+    ngx_atomic_t                 lag_count;
+    ngx_atomic_t                 lag_le[NGX_HTTP_SIMHASH_NLAG];
+} ngx_http_simhash_outbox_t;
+
+
+/* a record of the outbox; the key follows, padded to 8 bytes */
+typedef struct {
+    uint32_t                     len;       /* of the key; or WRAP: the rest
+                                               of the ring is unused */
+    uint32_t                     reserved;
+    uint64_t                     hash;
+    uint64_t                     digest;
+    uint64_t                     time;      /* ms since 1970 */
+} ngx_http_simhash_outrec_t;
+
+#define NGX_HTTP_SIMHASH_WRAP        0xffffffff
+
+
+typedef struct ngx_http_simhash_link_s  ngx_http_simhash_link_t;
+
+
+struct ngx_http_simhash_replicate_s {
+    ngx_str_t                    zone_name;
+    ngx_str_t                    where;     /* "file:line", for messages */
+    ngx_http_simhash_zone_t     *zone;
+    void                        *redis;     /* ngx_http_simhash_redis_conf_t */
+    ngx_str_t                    url;       /* for the log: no password */
+    ngx_str_t                    stream;
+    ngx_str_t                    node;
+    ngx_uint_t                   maxlen;
+    size_t                       outbox_size;
+    ngx_shm_zone_t              *shm_zone;
+    ngx_http_simhash_outbox_t   *outbox;
+    ngx_http_simhash_link_t     *link;      /* worker 0: the connections */
+};
+
+char *ngx_http_simhash_replicate_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
+    ngx_http_simhash_main_conf_t *smcf);
+ngx_int_t ngx_http_simhash_replicate_init_worker(
+    ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
+void ngx_http_simhash_replicate_exit_worker(ngx_http_simhash_zone_t *zone);
+
+/* under the lock: a record of this node's new version into the outbox */
+void ngx_http_simhash_outbox_push(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, uint32_t ref, uint64_t time, ngx_log_t *log);
+
+/* under the lock: where a snapshot's META record says the zone was in the
+ * stream it names */
+void ngx_http_simhash_replicate_restore(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log);
 
 
 /* statistics: ngx_http_simhash_stats.c */

@@ -2,12 +2,15 @@
 /*
  * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
  * index region and, as its user section, one record per document, oldest
- * first (sh_keyrec.h): its key, its fingerprint, and the zone's settings in
- * a META record (its match rule: match=, distance=, threshold=; the rule is
- * applied at lookup, so a snapshot taken under another rule loads all the
- * same, and the log says the rule changed).  Loading stores every document
- * again, in that order: a snapshot fits a zone of any size (a smaller zone
- * keeps the newest documents).
+ * first (sh_keyrec.h): its key, its fingerprint (in a replicated zone also
+ * the second of its version), and the zone's settings in a META record
+ * (its match rule: match=, distance=, threshold=; the rule is applied at
+ * lookup, so a snapshot taken under another rule loads all the same, and
+ * the log says the rule changed; in a replicated zone also the stream and
+ * the id of the last entry applied: replicate_stream=, replicate_id=,
+ * from which replication goes on after a restart).  Loading stores every
+ * document again, in that order: a snapshot fits a zone of any size (a
+ * smaller zone keeps the newest documents).
  *
  * A damaged file never costs more than its damage, and is never lost: the
  * records are checksummed in blocks, so a flipped byte costs one block of
@@ -37,6 +40,7 @@ typedef struct {
     u_char                      *user;
     size_t                       user_len;
     ngx_atomic_uint_t            generation;
+    sh_stream_id_t               repl_id;   /* at the copy of the region */
     ngx_uint_t                   docs;
     ngx_uint_t                   dropped;   /* keys that did not fit */
     ngx_msec_t                   copy_ms;   /* the longest hold */
@@ -80,6 +84,10 @@ static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_simhash_meta_line(u_char **pos, u_char *end,
+    ngx_str_t *name, ngx_str_t *value);
+static void ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log);
 static void ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
     const sh_keyrec_t *rec, ngx_log_t *log);
 static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
@@ -239,9 +247,7 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
 
         if (rec.type == SH_KEYREC_META) {
             ngx_http_simhash_meta_rule(zone, &rec, log);
-        }
-
-        if (rec.type != SH_KEYREC_DOC) {
+            ngx_http_simhash_meta_replicate(zone, &rec, log);
             continue;
         }
 
@@ -252,7 +258,8 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
         if (ngx_http_simhash_zone_key(zone, &key) == NULL) {
             ngx_http_simhash_zone_write(zone);
 
-            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest)
+            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest,
+                                            rec.time)
                 != SH_NOREF)
             {
                 (*copied)++;
@@ -288,6 +295,77 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
 }
 
 
+/* The next "name=value" line of a META record; NGX_DONE at its end. */
+
+static ngx_int_t
+ngx_http_simhash_meta_line(u_char **pos, u_char *end, ngx_str_t *name,
+    ngx_str_t *value)
+{
+    u_char  *p, *eol, *eq;
+
+    for (p = *pos; p < end; p = eol + 1) {
+        eol = ngx_strlchr(p, end, '\n');
+        if (eol == NULL) {
+            eol = end;
+        }
+
+        eq = ngx_strlchr(p, eol, '=');
+        if (eq == NULL) {
+            continue;
+        }
+
+        name->data = p;
+        name->len = eq - p;
+        value->data = eq + 1;
+        value->len = eol - eq - 1;
+
+        *pos = eol + 1;
+        return NGX_OK;
+    }
+
+    *pos = end;
+    return NGX_DONE;
+}
+
+
+/*
+ * Where a replicated zone was in its stream ("replicate_stream=",
+ * "replicate_id=" lines).  Under the lock.
+ */
+
+static void
+ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
+    const sh_keyrec_t *rec, ngx_log_t *log)
+{
+    u_char     *p, *end;
+    ngx_str_t   name, value, stream, id;
+
+    ngx_str_null(&stream);
+    ngx_str_null(&id);
+
+    p = (u_char *) rec->data;
+    end = p + rec->len;
+
+    while (ngx_http_simhash_meta_line(&p, end, &name, &value) == NGX_OK) {
+
+        if (name.len == 16
+            && ngx_strncmp(name.data, "replicate_stream", 16) == 0)
+        {
+            stream = value;
+
+        } else if (name.len == 12
+                   && ngx_strncmp(name.data, "replicate_id", 12) == 0)
+        {
+            id = value;
+        }
+    }
+
+    if (stream.data && id.data) {
+        ngx_http_simhash_replicate_restore(zone, &stream, &id, log);
+    }
+}
+
+
 /*
  * A META record's match rule ("match=", "distance=", "threshold=" lines)
  * against the zone's: the rule is applied at lookup, so a snapshot taken
@@ -300,7 +378,7 @@ static void
 ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
     const sh_keyrec_t *rec, ngx_log_t *log)
 {
-    u_char      *p, *end, *eol, *eq, was[64], now[64];
+    u_char      *p, *end, was[64], now[64];
     ngx_int_t    n;
     ngx_str_t    name, value;
     sh_rule_t    rule;
@@ -315,21 +393,7 @@ ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
     p = (u_char *) rec->data;
     end = p + rec->len;
 
-    for ( /* void */ ; p < end; p = eol + 1) {
-        eol = ngx_strlchr(p, end, '\n');
-        if (eol == NULL) {
-            eol = end;
-        }
-
-        eq = ngx_strlchr(p, eol, '=');
-        if (eq == NULL) {
-            continue;
-        }
-
-        name.data = p;
-        name.len = eq - p;
-        value.data = eq + 1;
-        value.len = eol - eq - 1;
+    while (ngx_http_simhash_meta_line(&p, end, &name, &value) == NGX_OK) {
 
         if (name.len == 5 && ngx_strncmp(name.data, "match", 5) == 0) {
             if (sh_rule_parse((char *) value.data, value.len, &rule) != 0) {
@@ -596,6 +660,7 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 
     t = ngx_http_simhash_msec();
     sv->generation = sh->generation;
+    sv->repl_id = sh->repl_id;
     ngx_memcpy(sv->region, sh->index, sh->region_size);
     sv->copy_ms = ngx_http_simhash_msec() - t;
 
@@ -639,7 +704,7 @@ static ngx_int_t
 ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
     ngx_http_simhash_ages_t *ages, ngx_log_t *log)
 {
-    u_char                     meta[128], *p;
+    u_char                    *meta, *p;
     uint64_t                   hash;
     ngx_uint_t                 i, end;
     ngx_msec_t                 t;
@@ -654,22 +719,45 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
 
     sh_keyrec_writer_init(&w, sv->user, sv->user_len);
 
-    /* the settings the documents were matched under */
+    /*
+     * the settings the documents were matched under and, when replicated,
+     * the stream and the last entry applied before the copy of the region:
+     * a restart from this file replays what came after
+     */
+
+    meta = ngx_alloc(128 + (zone->replicate ? zone->replicate->stream.len
+                                              + SH_STREAM_ID_LEN + 64 : 0),
+                     log);
+    if (meta == NULL) {
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
+                    sizeof(sv->err));
+        sv->rc = NGX_ERROR;
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
+                    sh_rule_name(zone->rule));
+
+    if (zone->rule == SH_RULE_WEIGHTED) {
+        p = ngx_sprintf(p, "threshold=");
+        p = ngx_http_simhash_score(p, zone->threshold);
+        *p++ = '\n';
+    }
+
+    if (zone->replicate) {
+        p = ngx_sprintf(p, "replicate_stream=%V\nreplicate_id=",
+                        &zone->replicate->stream);
+        p += sh_stream_id_format((char *) p, &sv->repl_id);
+        *p++ = '\n';
+    }
 
     ngx_memzero(&rec, sizeof(sh_keyrec_t));
     rec.type = SH_KEYREC_META;
     rec.data = meta;
-    rec.len = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
-                          sh_rule_name(zone->rule)) - meta;
-
-    if (zone->rule == SH_RULE_WEIGHTED) {
-        p = ngx_sprintf(meta + rec.len, "threshold=");
-        p = ngx_http_simhash_score(p, zone->threshold);
-        *p++ = '\n';
-        rec.len = p - meta;
-    }
-
+    rec.len = p - meta;
     (void) sh_keyrec_put(&w, &rec);
+
+    ngx_free(meta);
 
     rec.type = SH_KEYREC_DOC;
 
@@ -693,6 +781,7 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
 
             rec.hash = hash;
             rec.digest = sh->digests[rec.ref];
+            rec.time = zone->replicate ? sh->times[rec.ref] : 0;
             rec.len = doc->len;
             rec.data = doc->data;
 

@@ -5,8 +5,10 @@
  *
  * Both formats are written from one table of metrics
  * (ngx_http_simhash_metrics): a metric is a value of the zone's snapshot
- * below (or a vector of values labelled by status or skip reason), with its
- * JSON key, its Prometheus name, type and help.  The response buffer is
+ * below (or a vector of values labelled by status or skip reason, or a
+ * histogram), with its JSON key, its Prometheus name, type and help.  A
+ * metric of a group (the snapshot, replication) is shown only for zones
+ * that have it, in JSON as an object of its own.  The response buffer is
  * sized from the same table before anything is written, the way the
  * stub_status module sizes its own: every name's length plus the longest a
  * number can print.
@@ -39,6 +41,21 @@ enum {
     NGX_HTTP_SIMHASH_V_SAVE_ERRORS,
     NGX_HTTP_SIMHASH_V_LAST_SAVE,
     NGX_HTTP_SIMHASH_V_RESTORED,
+    NGX_HTTP_SIMHASH_V_PUBLISHED,
+    NGX_HTTP_SIMHASH_V_APPLIED,
+    NGX_HTTP_SIMHASH_V_SKIPPED_OWN,
+    NGX_HTTP_SIMHASH_V_OUTDATED,
+    NGX_HTTP_SIMHASH_V_REFUSED,
+    NGX_HTTP_SIMHASH_V_OUTBOX,
+    NGX_HTTP_SIMHASH_V_DROPPED,
+    NGX_HTTP_SIMHASH_V_RECONNECTS,
+    NGX_HTTP_SIMHASH_V_GAPS,
+    NGX_HTTP_SIMHASH_V_CONNECTED,
+    NGX_HTTP_SIMHASH_V_LAG,
+    NGX_HTTP_SIMHASH_V_LAG_LE,      /* cumulative, by bucket; then: */
+    NGX_HTTP_SIMHASH_V_LAG_SUM = NGX_HTTP_SIMHASH_V_LAG_LE
+                                 + NGX_HTTP_SIMHASH_NLAG,
+    NGX_HTTP_SIMHASH_V_LAG_COUNT,
     NGX_HTTP_SIMHASH_NV
 };
 
@@ -54,6 +71,15 @@ typedef struct {
 #define NGX_HTTP_SIMHASH_M_MEAN      1   /* probes per lookup (JSON only) */
 #define NGX_HTTP_SIMHASH_M_STATUS    2   /* v[value + status], by status */
 #define NGX_HTTP_SIMHASH_M_SKIP      3   /* v[value + reason], by reason */
+#define NGX_HTTP_SIMHASH_M_MS        4   /* v[value] ms; seconds in
+                                            Prometheus */
+#define NGX_HTTP_SIMHASH_M_HIST      5   /* v[value + bucket], cumulative,
+                                            then the sum (ms), the count */
+
+/* groups of metrics: in JSON an object each, for the zones that have it */
+#define NGX_HTTP_SIMHASH_G_NONE      0
+#define NGX_HTTP_SIMHASH_G_SNAPSHOT  1   /* zones with a file */
+#define NGX_HTTP_SIMHASH_G_REPLICATE 2   /* replicated zones */
 
 typedef struct {
     ngx_str_t                    json;      /* key; "" = not in JSON */
@@ -62,9 +88,32 @@ typedef struct {
     ngx_str_t                    help;
     ngx_uint_t                   value;
     ngx_uint_t                   kind;
-    ngx_uint_t                   snapshot;  /* JSON: in "snapshot", only for
-                                               zones with a file */
+    ngx_uint_t                   group;
 } ngx_http_simhash_metric_t;
+
+
+/* the lag buckets (ngx_http_simhash_lag_le), then the sum and the count */
+static ngx_str_t  ngx_http_simhash_lag_json[] = {
+    ngx_string("1"), ngx_string("2"), ngx_string("5"), ngx_string("10"),
+    ngx_string("20"), ngx_string("50"), ngx_string("100"), ngx_string("200"),
+    ngx_string("500"), ngx_string("1000"), ngx_string("5000"),
+    ngx_string("+Inf"), ngx_string("sum"), ngx_string("count")
+};
+
+static ngx_str_t  ngx_http_simhash_lag_prom[] = {
+    ngx_string("0.001"), ngx_string("0.002"), ngx_string("0.005"),
+    ngx_string("0.01"), ngx_string("0.02"), ngx_string("0.05"),
+    ngx_string("0.1"), ngx_string("0.2"), ngx_string("0.5"), ngx_string("1"),
+    ngx_string("5"), ngx_string("+Inf"), ngx_string("sum"),
+    ngx_string("count")
+};
+
+
+static ngx_str_t  ngx_http_simhash_groups[] = {
+    ngx_null_string,
+    ngx_string("snapshot"),
+    ngx_string("replication")
+};
 
 
 static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
@@ -140,6 +189,66 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Documents restored from the snapshot at start."),
       NGX_HTTP_SIMHASH_V_RESTORED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
 
+    { ngx_string("published"), ngx_string("replication_published_total"),
+      ngx_string("counter"),
+      ngx_string("Documents of this node acknowledged by Redis."),
+      NGX_HTTP_SIMHASH_V_PUBLISHED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("applied"), ngx_string("replication_applied_total"),
+      ngx_string("counter"),
+      ngx_string("Stream entries that changed the zone."),
+      NGX_HTTP_SIMHASH_V_APPLIED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("skipped_own"), ngx_string("replication_skipped_own_total"),
+      ngx_string("counter"),
+      ngx_string("Stream entries this node published itself, skipped."),
+      NGX_HTTP_SIMHASH_V_SKIPPED_OWN, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("outdated"), ngx_string("replication_outdated_total"),
+      ngx_string("counter"),
+      ngx_string("Stream entries not newer than the zone's version."),
+      NGX_HTTP_SIMHASH_V_OUTDATED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("refused"), ngx_string("replication_refused_total"),
+      ngx_string("counter"),
+      ngx_string("Stream entries refused: malformed, or another seed."),
+      NGX_HTTP_SIMHASH_V_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("outbox"), ngx_string("replication_outbox"),
+      ngx_string("gauge"),
+      ngx_string("Documents waiting in the outbox for Redis."),
+      NGX_HTTP_SIMHASH_V_OUTBOX, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("outbox_dropped"),
+      ngx_string("replication_outbox_dropped_total"), ngx_string("counter"),
+      ngx_string("Documents not published: the outbox was full."),
+      NGX_HTTP_SIMHASH_V_DROPPED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("reconnects"), ngx_string("replication_reconnects_total"),
+      ngx_string("counter"),
+      ngx_string("Connections to Redis tried again."),
+      NGX_HTTP_SIMHASH_V_RECONNECTS, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("gaps"), ngx_string("replication_gaps_total"),
+      ngx_string("counter"),
+      ngx_string("Times the stream was trimmed past the last entry applied."),
+      NGX_HTTP_SIMHASH_V_GAPS, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("connected"), ngx_string("replication_connected"),
+      ngx_string("gauge"),
+      ngx_string("Connections to Redis up (2: publishing and reading)."),
+      NGX_HTTP_SIMHASH_V_CONNECTED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("last_lag_ms"), ngx_string("replication_last_lag_seconds"),
+      ngx_string("gauge"),
+      ngx_string("Age of the last entry of another node when applied."),
+      NGX_HTTP_SIMHASH_V_LAG, NGX_HTTP_SIMHASH_M_MS, 2 },
+
+    { ngx_string("lag_ms"), ngx_string("replication_lag_seconds"),
+      ngx_string("histogram"),
+      ngx_string("Age of the entries of other nodes when applied."),
+      NGX_HTTP_SIMHASH_V_LAG_LE, NGX_HTTP_SIMHASH_M_HIST, 2 },
+
     { ngx_null_string, ngx_null_string, ngx_null_string, ngx_null_string,
       0, 0, 0 }
 };
@@ -148,9 +257,13 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
 static ngx_int_t ngx_http_simhash_stats_handler(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_simhash_stats_read(ngx_http_request_t *r,
     ngx_http_simhash_snap_t *s);
+static void ngx_http_simhash_stats_replication(
+    ngx_http_simhash_outbox_t *ob, uint64_t *v);
+static ngx_uint_t ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
+    ngx_http_simhash_zone_t *zone, ngx_uint_t prom);
 static ngx_uint_t ngx_http_simhash_stats_prometheus(ngx_http_request_t *r);
 static void ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m,
-    ngx_str_t **names, ngx_uint_t *n, char **label);
+    ngx_uint_t prom, ngx_str_t **names, ngx_uint_t *n, char **label);
 static size_t ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s,
     ngx_uint_t n, ngx_uint_t prom);
 static u_char *ngx_http_simhash_stats_json(u_char *p,
@@ -375,10 +488,47 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->last_save;
         v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
 
+        if (zone->replicate && zone->replicate->outbox) {
+            ngx_http_simhash_stats_replication(zone->replicate->outbox, v);
+        }
+
         n++;
     }
 
     return n;
+}
+
+
+static void
+ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
+    uint64_t *v)
+{
+    uint64_t    sum;
+    ngx_uint_t  i;
+
+    v[NGX_HTTP_SIMHASH_V_PUBLISHED] = ob->published;
+    v[NGX_HTTP_SIMHASH_V_APPLIED] = ob->applied;
+    v[NGX_HTTP_SIMHASH_V_SKIPPED_OWN] = ob->skipped_own;
+    v[NGX_HTTP_SIMHASH_V_OUTDATED] = ob->outdated;
+    v[NGX_HTTP_SIMHASH_V_REFUSED] = ob->refused;
+    v[NGX_HTTP_SIMHASH_V_OUTBOX] = ob->records;
+    v[NGX_HTTP_SIMHASH_V_DROPPED] = ob->dropped;
+    v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;
+    v[NGX_HTTP_SIMHASH_V_GAPS] = ob->gaps;
+    v[NGX_HTTP_SIMHASH_V_CONNECTED] = ob->connected;
+    v[NGX_HTTP_SIMHASH_V_LAG] = ob->lag;
+
+    /* the buckets cumulative, as Prometheus has them */
+
+    sum = 0;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG; i++) {
+        sum += ob->lag_le[i];
+        v[NGX_HTTP_SIMHASH_V_LAG_LE + i] = sum;
+    }
+
+    v[NGX_HTTP_SIMHASH_V_LAG_SUM] = ob->lag_sum;
+    v[NGX_HTTP_SIMHASH_V_LAG_COUNT] = sum;
 }
 
 
@@ -415,7 +565,7 @@ ngx_http_simhash_stats_prometheus(ngx_http_request_t *r)
 
 
 static void
-ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m,
+ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m, ngx_uint_t prom,
     ngx_str_t **names, ngx_uint_t *n, char **label)
 {
     switch (m->kind) {
@@ -432,10 +582,41 @@ ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m,
         *label = "reason";
         break;
 
+    case NGX_HTTP_SIMHASH_M_HIST:
+        /* the buckets, the sum, the count */
+        *names = prom ? ngx_http_simhash_lag_prom : ngx_http_simhash_lag_json;
+        *n = NGX_HTTP_SIMHASH_NLAG + 2;
+        *label = "le";
+        break;
+
     default:
         *names = NULL;
         *n = 1;
         *label = NULL;
+    }
+}
+
+
+/*
+ * Whether a metric is shown for a zone: the snapshot's in Prometheus for
+ * every zone (it always was), in JSON for zones with a file; replication's
+ * for replicated zones only.
+ */
+
+static ngx_uint_t
+ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
+    ngx_http_simhash_zone_t *zone, ngx_uint_t prom)
+{
+    switch (m->group) {
+
+    case NGX_HTTP_SIMHASH_G_SNAPSHOT:
+        return prom || zone->file.len;
+
+    case NGX_HTTP_SIMHASH_G_REPLICATE:
+        return zone->replicate != NULL;
+
+    default:
+        return 1;
     }
 }
 
@@ -463,12 +644,17 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
     }
 
     if (!prom) {
-        /* {"zones":{"NAME":{...,"snapshot":{...}},...}}\n */
-        size = sizeof("{\"zones\":{}}\n") + names_len
-               + n * sizeof(",\"\":{,\"snapshot\":{}}");
+        /* {"zones":{"NAME":{...,"GROUP":{...},...},...}}\n */
+        size = sizeof("{\"zones\":{}}\n") + names_len + n * sizeof(",\"\":{}");
+
+        for (i = 0; i < sizeof(ngx_http_simhash_groups) / sizeof(ngx_str_t);
+             i++)
+        {
+            size += n * (sizeof(",\"\":{}") + ngx_http_simhash_groups[i].len);
+        }
 
         for (m = ngx_http_simhash_metrics; m->json.len; m++) {
-            ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+            ngx_http_simhash_metric_labels(m, 0, &names, &nl, &label);
 
             /* ,"KEY":{} and per value ,"LABEL":NUMBER (a mean: %.3f) */
             size += n * (sizeof(",\"\":{}") + m->json.len);
@@ -490,16 +676,16 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
             continue;
         }
 
-        ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+        ngx_http_simhash_metric_labels(m, 1, &names, &nl, &label);
 
         /* # HELP simhash_NAME HELP\n# TYPE simhash_NAME TYPE\n */
         size += 2 * (sizeof("# HELP simhash_ \n") + m->prom.len)
                 + m->help.len + m->type.len;
 
-        /* simhash_NAME{zone="ZONE",LABEL="VALUE"} NUMBER\n */
+        /* simhash_NAME_bucket{zone="ZONE",LABEL="VALUE"} NUMBER.000\n */
         for (j = 0; j < nl; j++) {
             size += names_len
-                    + n * (sizeof("simhash_{zone=\"\",=\"\"} \n")
+                    + n * (sizeof("simhash__bucket{zone=\"\",=\"\"} .000\n")
                            + m->prom.len
                            + (label ? ngx_strlen(label) + names[j].len : 0)
                            + NGX_INT64_LEN);
@@ -517,36 +703,45 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
     char                       *label;
     uint64_t                   *v;
     ngx_str_t                  *names;
-    ngx_uint_t                  i, j, nl, in_snapshot;
+    ngx_uint_t                  i, j, nl, group, first;
     ngx_http_simhash_metric_t  *m;
 
     p = ngx_cpymem(p, "{\"zones\":{", 10);
 
     for (i = 0; i < n; i++) {
         v = s[i].v;
-        in_snapshot = 0;
+        group = NGX_HTTP_SIMHASH_G_NONE;
+        first = 1;
 
         p = ngx_sprintf(p, "%s\"%V\":{", i ? "," : "", &s[i].zone->name);
 
         for (m = ngx_http_simhash_metrics; m->json.len; m++) {
 
-            if (m->snapshot && s[i].zone->file.len == 0) {
+            if (!ngx_http_simhash_metric_shown(m, s[i].zone, 0)) {
                 continue;
             }
 
-            if (m->snapshot && !in_snapshot) {
-                p = ngx_cpymem(p, ",\"snapshot\":{", 13);
-                in_snapshot = 1;
+            if (m->group != group) {
+                if (group != NGX_HTTP_SIMHASH_G_NONE) {
+                    *p++ = '}';
+                }
 
-            } else if (m != ngx_http_simhash_metrics) {
-                *p++ = ',';
+                group = m->group;
+
+                if (group != NGX_HTTP_SIMHASH_G_NONE) {
+                    p = ngx_sprintf(p, "%s\"%V\":{", first ? "" : ",",
+                                    &ngx_http_simhash_groups[group]);
+                    first = 1;
+                }
             }
 
-            p = ngx_sprintf(p, "\"%V\":", &m->json);
+            p = ngx_sprintf(p, "%s\"%V\":", first ? "" : ",", &m->json);
+            first = 0;
 
             switch (m->kind) {
 
             case NGX_HTTP_SIMHASH_M_VALUE:
+            case NGX_HTTP_SIMHASH_M_MS:
                 p = ngx_sprintf(p, "%uL", v[m->value]);
                 break;
 
@@ -558,7 +753,7 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
                 break;
 
             default:
-                ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+                ngx_http_simhash_metric_labels(m, 0, &names, &nl, &label);
 
                 *p++ = '{';
 
@@ -571,7 +766,11 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
             }
         }
 
-        p = ngx_cpymem(p, "}}", in_snapshot ? 2 : 1);
+        if (group != NGX_HTTP_SIMHASH_G_NONE) {
+            *p++ = '}';
+        }
+
+        *p++ = '}';
     }
 
     return ngx_cpymem(p, "}}\n", 3);
@@ -583,8 +782,9 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
     ngx_uint_t n)
 {
     char                       *label;
+    uint64_t                    x;
     ngx_str_t                  *names;
-    ngx_uint_t                  i, j, nl;
+    ngx_uint_t                  i, j, nl, shown;
     ngx_http_simhash_metric_t  *m;
 
     for (m = ngx_http_simhash_metrics; m->json.len; m++) {
@@ -593,13 +793,53 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
             continue;
         }
 
+        shown = 0;
+
+        for (i = 0; i < n; i++) {
+            shown += ngx_http_simhash_metric_shown(m, s[i].zone, 1);
+        }
+
+        if (shown == 0) {
+            continue;
+        }
+
         p = ngx_sprintf(p, "# HELP simhash_%V %V\n# TYPE simhash_%V %V\n",
                         &m->prom, &m->help, &m->prom, &m->type);
 
-        ngx_http_simhash_metric_labels(m, &names, &nl, &label);
+        ngx_http_simhash_metric_labels(m, 1, &names, &nl, &label);
 
         for (i = 0; i < n; i++) {
+
+            if (!ngx_http_simhash_metric_shown(m, s[i].zone, 1)) {
+                continue;
+            }
+
             for (j = 0; j < nl; j++) {
+                x = s[i].v[m->value + j];
+
+                if (m->kind == NGX_HTTP_SIMHASH_M_HIST) {
+                    /* NAME_bucket{...,le="B"}, NAME_sum, NAME_count */
+
+                    if (j < NGX_HTTP_SIMHASH_NLAG) {
+                        p = ngx_sprintf(p, "simhash_%V_bucket{zone=\"%V\","
+                                        "le=\"%V\"} %uL\n", &m->prom,
+                                        &s[i].zone->name, &names[j], x);
+
+                    } else if (j == NGX_HTTP_SIMHASH_NLAG) {
+                        p = ngx_sprintf(p, "simhash_%V_sum{zone=\"%V\"} "
+                                        "%uL.%03uL\n", &m->prom,
+                                        &s[i].zone->name, x / 1000,
+                                        x % 1000);
+
+                    } else {
+                        p = ngx_sprintf(p, "simhash_%V_count{zone=\"%V\"} "
+                                        "%uL\n", &m->prom, &s[i].zone->name,
+                                        x);
+                    }
+
+                    continue;
+                }
+
                 p = ngx_sprintf(p, "simhash_%V{zone=\"%V\"", &m->prom,
                                 &s[i].zone->name);
 
@@ -607,7 +847,12 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
                     p = ngx_sprintf(p, ",%s=\"%V\"", label, &names[j]);
                 }
 
-                p = ngx_sprintf(p, "} %uL\n", s[i].v[m->value + j]);
+                if (m->kind == NGX_HTTP_SIMHASH_M_MS) {
+                    p = ngx_sprintf(p, "} %uL.%03uL\n", x / 1000, x % 1000);
+
+                } else {
+                    p = ngx_sprintf(p, "} %uL\n", x);
+                }
             }
         }
     }

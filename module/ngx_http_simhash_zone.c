@@ -9,6 +9,8 @@
  *                   sh_index_region_size(capacity) bytes (fingerprints, refs,
  *                   age order; offsets only)
  *   sh->docs     -> capacity pointers, docs[ref] = the document's node
+ *   sh->digests, sh->times -> per document: the body digest, the second of
+ *                   its version
  *   nodes        -> one slab allocation per document: rbtree node keyed by
  *                   crc32(key), ref, the key bytes
  *
@@ -33,12 +35,13 @@
 
 /*
  * Zone sizing: the index region gets the capacity such that the region, the
- * ref-indexed arrays (a node pointer and a body digest per document) and
- * one document node of KEY_BUDGET bytes per document fit in the zone minus
- * a reserve for the slab pool's own bookkeeping.  A document node is a slab allocation of 48 bytes + the key,
- * rounded up to a power of two: 128 bytes for keys up to 80 characters, 256
- * up to 208.  Longer keys on average make the slab run out first; then the
- * oldest documents are evicted just the same.
+ * ref-indexed arrays (a node pointer, a body digest and a version second
+ * per document) and one document node of KEY_BUDGET bytes per document fit
+ * in the zone minus a reserve for the slab pool's own bookkeeping.  A
+ * document node is a slab allocation of 48 bytes + the key, rounded up to a
+ * power of two: 128 bytes for keys up to 80 characters, 256 up to 208.
+ * Longer keys on average make the slab run out first; then the oldest
+ * documents are evicted just the same.
  */
 #define NGX_HTTP_SIMHASH_KEY_BUDGET 192
 #define NGX_HTTP_SIMHASH_MIN_DOCS   16
@@ -187,7 +190,7 @@ ngx_http_simhash_rbtree_insert_value(ngx_rbtree_node_t *temp,
 
 uint32_t
 ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
-    uint64_t fingerprint, uint64_t digest)
+    uint64_t fingerprint, uint64_t digest, uint32_t time)
 {
     size_t                     size;
     uint32_t                   ref, evicted;
@@ -240,6 +243,7 @@ ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_rbtree_insert(&sh->rbtree, &doc->node);
     sh->docs[ref] = doc;
     sh->digests[ref] = digest;
+    sh->times[ref] = time;
     sh->key_bytes += key->len;
     sh->key_max = ngx_max(sh->key_max, key->len);
 
@@ -276,6 +280,31 @@ ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     }
 
     ngx_slab_free_locked(zone->shpool, doc);
+}
+
+
+void
+ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    uint32_t ref, ngx_log_t *log)
+{
+    uint64_t                   now;
+    ngx_time_t                *tp;
+    ngx_http_simhash_shctx_t  *sh;
+
+    sh = zone->sh;
+
+    if (ref >= sh->capacity) {
+        return;
+    }
+
+    tp = ngx_timeofday();
+    now = sh_stream_next_time((uint64_t) tp->sec * 1000 + tp->msec,
+                              sh->times[ref]);
+    sh->times[ref] = sh_stream_second(now);
+
+    if (zone->replicate) {
+        ngx_http_simhash_outbox_push(zone, key, ref, now, log);
+    }
 }
 
 
@@ -332,6 +361,7 @@ typedef struct {
     ngx_http_simhash_doc_t     **doc;       /* taken out of sh->docs */
     uint64_t                    *hash;
     uint64_t                    *digest;
+    uint32_t                    *time;
     ngx_uint_t                   n;
 } ngx_http_simhash_repair_t;
 
@@ -345,6 +375,7 @@ ngx_http_simhash_repair_take(ngx_http_simhash_repair_t *rp, uint32_t ref,
     {
         rp->doc[rp->n] = rp->sh->docs[ref];
         rp->digest[rp->n] = rp->sh->digests[ref];
+        rp->time[rp->n] = rp->sh->times[ref];
         rp->hash[rp->n++] = hash;
         rp->sh->docs[ref] = NULL;
     }
@@ -380,8 +411,11 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     rp.doc = ngx_alloc(sh->capacity * sizeof(ngx_http_simhash_doc_t *), log);
     rp.hash = ngx_alloc(sh->capacity * sizeof(uint64_t), log);
     rp.digest = ngx_alloc(sh->capacity * sizeof(uint64_t), log);
+    rp.time = ngx_alloc(sh->capacity * sizeof(uint32_t), log);
 
-    if (rp.doc == NULL || rp.hash == NULL || rp.digest == NULL) {
+    if (rp.doc == NULL || rp.hash == NULL || rp.digest == NULL
+        || rp.time == NULL)
+    {
         /* sh->writer stays: the next holder of the mutex tries again */
         goto done;
     }
@@ -431,6 +465,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel,
                     ngx_http_simhash_rbtree_insert_value);
     ngx_memzero(sh->digests, sh->capacity * sizeof(uint64_t));
+    ngx_memzero(sh->times, sh->capacity * sizeof(uint32_t));
     sh->key_bytes = 0;
     kept = 0;
 
@@ -448,6 +483,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
         doc->ref = ref;
         sh->docs[ref] = doc;
         sh->digests[ref] = rp.digest[i];
+        sh->times[ref] = rp.time[i];
         ngx_rbtree_insert(&sh->rbtree, &doc->node);
         sh->key_bytes += doc->len;
         kept++;
@@ -473,6 +509,10 @@ done:
 
     if (rp.digest) {
         ngx_free(rp.digest);
+    }
+
+    if (rp.time) {
+        ngx_free(rp.time);
     }
 }
 
@@ -504,6 +544,7 @@ ngx_http_simhash_capacity(size_t zone_size)
 
         need = sh_index_region_size(mid)
                + (size_t) mid * (sizeof(void *) + sizeof(uint64_t)
+                                 + sizeof(uint32_t)
                                  + NGX_HTTP_SIMHASH_KEY_BUDGET);
 
         if (need <= avail) {
@@ -606,8 +647,9 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     sh->docs = ngx_slab_calloc(shpool,
                                sh->capacity * sizeof(ngx_http_simhash_doc_t *));
     sh->digests = ngx_slab_calloc(shpool, sh->capacity * sizeof(uint64_t));
+    sh->times = ngx_slab_calloc(shpool, sh->capacity * sizeof(uint32_t));
 
-    if (sh->docs == NULL || sh->digests == NULL) {
+    if (sh->docs == NULL || sh->digests == NULL || sh->times == NULL) {
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                       "simhash zone \"%V\" is too small", &zone->name);
         return NGX_ERROR;
@@ -710,7 +752,8 @@ ngx_http_simhash_copy_visit(void *arg, uint32_t ref, uint64_t hash)
     }
 
     if (ngx_http_simhash_zone_store(cp->zone, key, hash,
-                                    cp->digests ? cp->digests[ref] : 0)
+                                    cp->digests ? cp->digests[ref] : 0,
+                                    cp->times ? cp->times[ref] : 0)
         != SH_NOREF)
     {
         cp->copied++;
@@ -728,24 +771,23 @@ ngx_http_simhash_zone_copy(ngx_http_simhash_copy_t *cp,
 }
 
 
-/* A reload that resized the zone: take the documents of the old one over. */
+/*
+ * On a reload, the data of the running cycle's shared memory zone of this
+ * module with the name of `shm` but another memory (it was resized), or
+ * NULL: the zone a resized one takes its contents over from.
+ */
 
-static void
-ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+void *
+ngx_http_simhash_old_zone(ngx_shm_zone_t *shm)
 {
-    uint32_t                   ref;
-    ngx_uint_t                 i;
-    ngx_shm_zone_t            *oshm;
-    ngx_list_part_t           *part;
-    ngx_http_simhash_copy_t    cp;
-    ngx_http_simhash_zone_t   *ozone;
-    ngx_http_simhash_shctx_t  *osh;
+    ngx_uint_t        i;
+    ngx_shm_zone_t   *oshm;
+    ngx_list_part_t  *part;
 
     if (ngx_is_init_cycle(ngx_cycle)) {
-        return;
+        return NULL;
     }
 
-    ozone = NULL;
     part = &((ngx_cycle_t *) ngx_cycle)->shared_memory.part;
     oshm = part->elts;
 
@@ -753,7 +795,7 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
-                break;
+                return NULL;
             }
             part = part->next;
             oshm = part->elts;
@@ -761,16 +803,29 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
         }
 
         if (oshm[i].tag == &ngx_http_simhash_module
-            && oshm[i].shm.name.len == zone->name.len
-            && ngx_strncmp(oshm[i].shm.name.data, zone->name.data,
-                           zone->name.len) == 0
-            && oshm[i].shm.addr != zone->shm_zone->shm.addr
+            && oshm[i].shm.name.len == shm->shm.name.len
+            && ngx_strncmp(oshm[i].shm.name.data, shm->shm.name.data,
+                           shm->shm.name.len) == 0
+            && oshm[i].shm.addr != shm->shm.addr
             && oshm[i].data)
         {
-            ozone = oshm[i].data;
-            break;
+            return oshm[i].data;
         }
     }
+}
+
+
+/* A reload that resized the zone: take the documents of the old one over. */
+
+static void
+ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    uint32_t                   ref;
+    ngx_http_simhash_copy_t    cp;
+    ngx_http_simhash_zone_t   *ozone;
+    ngx_http_simhash_shctx_t  *osh;
+
+    ozone = ngx_http_simhash_old_zone(zone->shm_zone);
 
     if (ozone == NULL || ozone->sh == NULL
         || ozone->sh->seed_digest != zone->seed_digest)
@@ -783,6 +838,7 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     cp.zone = zone;
     cp.hashes = NULL;
     cp.digests = osh->digests;
+    cp.times = osh->times;
     cp.nkeys = osh->capacity;
     cp.copied = 0;
     cp.missing = 0;
@@ -808,6 +864,12 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     }
 
     ngx_http_simhash_zone_copy(&cp, osh->index);
+
+    /* where replication was: the documents are the same */
+
+    zone->sh->repl_id = osh->repl_id;
+    zone->sh->repl_stream = osh->repl_stream;
+    zone->sh->repl_since = osh->repl_since;
 
     ngx_http_simhash_zone_unlock(zone);
     ngx_http_simhash_zone_unlock(ozone);

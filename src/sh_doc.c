@@ -12,9 +12,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define SH_CONFIG_INTERNAL
 #include "sh_block.h"
-#include "sh_config.h"
+#include "sh_config_internal.h"
 #include "sh_decode.h"
 #include "sh_doc.h"
 #include "sh_features.h"

@@ -10,6 +10,7 @@
 
 #define HEAD     24         /* bytes before a record's data */
 #define HEAD_V2  16
+#define TIME     4          /* the time of a DOC_TIMED, after the head */
 
 size_t
 sh_keyrec_size(size_t len)
@@ -20,8 +21,8 @@ sh_keyrec_size(size_t len)
 size_t
 sh_keyrec_room(size_t records, size_t data_bytes, size_t longest)
 {
-    size_t total = records * HEAD + data_bytes;
-    size_t rec = sh_keyrec_size(longest);
+    size_t total = records * (HEAD + TIME) + data_bytes;
+    size_t rec = sh_keyrec_size(longest) + TIME;
 
     /* A block is closed only when the next record does not fit, so each
      * holds at least SH_SNAP_BLOCK - rec bytes and wastes less than rec. */
@@ -42,10 +43,16 @@ sh_keyrec_writer_init(sh_keyrec_writer_t *w, void *buf, size_t size)
 int
 sh_keyrec_put(sh_keyrec_writer_t *w, const sh_keyrec_t *rec)
 {
-    size_t   need = sh_keyrec_size(rec->len);
+    size_t   need = sh_keyrec_size(rec->len), head = HEAD;
     size_t   in_block = (size_t) (w->p - w->start) % SH_SNAP_BLOCK;
     size_t   pad = 0;
     uint16_t type = (uint16_t) rec->type, len = (uint16_t) rec->len;
+
+    if (rec->type == SH_KEYREC_DOC && rec->time != 0) {
+        type = SH_KEYREC_DOC_TIMED;
+        head += TIME;
+        need += TIME;
+    }
 
     if (rec->len > SH_KEY_MAX) {
         return -1;
@@ -64,7 +71,10 @@ sh_keyrec_put(sh_keyrec_writer_t *w, const sh_keyrec_t *rec)
     memcpy(w->p + 4, &rec->ref, 4);
     memcpy(w->p + 8, &rec->hash, 8);
     memcpy(w->p + 16, &rec->digest, 8);
-    memcpy(w->p + HEAD, rec->data, rec->len);
+    if (head > HEAD) {
+        memcpy(w->p + HEAD, &rec->time, TIME);
+    }
+    memcpy(w->p + head, rec->data, rec->len);
     w->p += need;
     return 0;
 }
@@ -113,6 +123,7 @@ next_v2(sh_keyrec_reader_t *rd, sh_keyrec_t *rec, char *err, size_t errlen)
     }
     rec->type = SH_KEYREC_DOC;
     rec->digest = 0;
+    rec->time = 0;
     rec->data = rd->p + HEAD_V2;
     rd->p += HEAD_V2 + rec->len;
     rd->n++;
@@ -123,7 +134,7 @@ int
 sh_keyrec_next(sh_keyrec_reader_t *rd, sh_keyrec_t *rec, char *err,
                size_t errlen)
 {
-    size_t   in_block, left;
+    size_t   in_block, left, head;
     uint16_t type, len;
 
     if (rd->v2) {
@@ -154,20 +165,27 @@ sh_keyrec_next(sh_keyrec_reader_t *rd, sh_keyrec_t *rec, char *err,
     if (left >= HEAD) {
         memcpy(&len, rd->p + 2, 2);
     }
-    if ((type != SH_KEYREC_DOC && type != SH_KEYREC_META) || left < HEAD
-        || left - HEAD < len || (type == SH_KEYREC_DOC && len == 0))
+    head = (type == SH_KEYREC_DOC_TIMED) ? HEAD + TIME : HEAD;
+    if ((type != SH_KEYREC_DOC && type != SH_KEYREC_META
+         && type != SH_KEYREC_DOC_TIMED)
+        || left < head || left - head < len
+        || (type != SH_KEYREC_META && len == 0))
     {
         snprintf(err, errlen, "record %zu is malformed (type %u, length %u)",
                  rd->n, (unsigned) type, (unsigned) len);
         return -1;
     }
-    rec->type = type;
+    rec->type = (type == SH_KEYREC_META) ? SH_KEYREC_META : SH_KEYREC_DOC;
     rec->len = len;
     memcpy(&rec->ref, rd->p + 4, 4);
     memcpy(&rec->hash, rd->p + 8, 8);
     memcpy(&rec->digest, rd->p + 16, 8);
-    rec->data = rd->p + HEAD;
-    rd->p += HEAD + len;
+    rec->time = 0;
+    if (head > HEAD) {
+        memcpy(&rec->time, rd->p + HEAD, TIME);
+    }
+    rec->data = rd->p + head;
+    rd->p += head + len;
     rd->n++;
     return 1;
 }

@@ -10,9 +10,14 @@
  *
  * in host byte order (the snapshot header refuses a foreign byte order),
  * plus META records (same head, the bytes are "name=value\n" lines: the
- * zone's settings at the time of the save).  A record never straddles a
- * block of SH_SNAP_BLOCK bytes: the rest of a block that cannot hold the
- * next record is zeros (type 0, padding).  So a block that fails its
+ * zone's settings at the time of the save).  A document whose version time
+ * is known (a replicated zone's) is a DOC_TIMED record: the same head,
+ * then uint32 time (seconds since 1970), then the key; the reader returns
+ * it as a DOC with rec.time set, so that readers of documents need not
+ * know the difference.  Zones that are not replicated write plain DOC
+ * records, which readers older than DOC_TIMED still take.  A record never
+ * straddles a block of SH_SNAP_BLOCK bytes: the rest of a block that cannot
+ * hold the next record is zeros (type 0, padding).  So a block that fails its
  * checksum, zero-filled by the loader, reads as padding and costs exactly
  * its own records.
  *
@@ -36,7 +41,8 @@
 enum {
     SH_KEYREC_PAD = 0,
     SH_KEYREC_DOC = 1,
-    SH_KEYREC_META = 2
+    SH_KEYREC_META = 2,
+    SH_KEYREC_DOC_TIMED = 3     /* written for a DOC with a time */
 };
 
 typedef struct {
@@ -45,16 +51,18 @@ typedef struct {
     uint32_t             len;
     uint64_t             hash;      /* the fingerprint */
     uint64_t             digest;    /* of the raw body; 0 = unknown */
+    uint32_t             time;      /* DOC: its version, seconds since 1970;
+                                       0 = unknown */
     const unsigned char *data;      /* the key, or the META text */
 } sh_keyrec_t;
 
-/* Bytes a record of `len` data bytes takes. */
+/* Bytes a record of `len` data bytes takes (a DOC with a time: 4 more). */
 size_t sh_keyrec_size(size_t len);
 
 /*
  * A buffer of this many bytes always holds `records` records carrying
  * `data_bytes` bytes in all, none longer than `longest`, with the padding
- * at block ends.
+ * at block ends, times included.
  */
 size_t sh_keyrec_room(size_t records, size_t data_bytes, size_t longest);
 

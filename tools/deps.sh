@@ -12,10 +12,11 @@ set -eu
 
 # valgrind and gdb: the integration tests use both (t/11-valgrind.t,
 # `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb);
-# wget: t/21-key-port.t crawls through the proxy with wget -r.
+# wget: t/21-key-port.t crawls through the proxy with wget -r;
+# libhiredis-dev: the module's replication; redis-server: its tests.
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
-valgrind gdb wget"
+valgrind gdb wget libhiredis-dev redis-server"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
 # (the Linux manual pages rendered to HTML by two independent renderers).
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk

@@ -563,6 +563,60 @@ test_save_errors(void **state)
     free(mem);
 }
 
+/* A DOC with a version time (DOC_TIMED) reads back as a DOC with its time;
+ * one without stays a plain DOC; both fill blocks like any record. */
+static void
+test_timed_records(void **state)
+{
+    enum { N = 3000 };
+    char        key[64], err[256];
+    size_t      room, i, at;
+    void       *sec;
+    sh_keyrec_t rec;
+    sh_keyrec_writer_t w;
+    sh_keyrec_reader_t rd;
+
+    room = sh_keyrec_room(N, N * 40, 40);
+    sec = calloc(1, room);
+    assert_non_null(sec);
+    sh_keyrec_writer_init(&w, sec, room);
+
+    memset(&rec, 0, sizeof(rec));
+    for (i = 0; i < N; i++) {
+        rec.type = SH_KEYREC_DOC;
+        rec.ref = (uint32_t) i;
+        rec.hash = i * 7919;
+        rec.digest = i;
+        rec.time = (i % 3) ? (uint32_t) (1700000000 + i) : 0;
+        rec.len = (uint32_t) snprintf(key, sizeof(key),
+                                      "http://x/%zu/abcdefghijklmnop", i);
+        rec.data = (const unsigned char *) key;
+        assert_int_equal(sh_keyrec_put(&w, &rec), 0);
+        at = sh_keyrec_written(&w) - sh_keyrec_size(rec.len)
+             - (rec.time ? 4 : 0);
+        assert_int_equal(at / SH_SNAP_BLOCK,
+                         (sh_keyrec_written(&w) - 1) / SH_SNAP_BLOCK);
+        /* the type on disk says whether a time follows the head */
+        assert_int_equal(((unsigned char *) sec)[at],
+                         rec.time ? SH_KEYREC_DOC_TIMED : SH_KEYREC_DOC);
+    }
+    assert_true(sh_keyrec_written(&w) <= room);
+
+    assert_int_equal(sh_keyrec_open(&rd, SH_KEYREC_KIND, sec,
+                                     sh_keyrec_written(&w)), 0);
+    for (i = 0; sh_keyrec_next(&rd, &rec, err, sizeof(err)) == 1; i++) {
+        assert_int_equal(rec.type, SH_KEYREC_DOC);
+        assert_int_equal(rec.ref, i);
+        assert_true(rec.hash == i * 7919 && rec.digest == i);
+        assert_int_equal(rec.time, (i % 3) ? 1700000000 + i : 0);
+        snprintf(key, sizeof(key), "http://x/%zu/abcdefghijklmnop", i);
+        assert_int_equal(rec.len, strlen(key));
+        assert_memory_equal(rec.data, key, rec.len);
+    }
+    assert_int_equal(i, N);
+    free(sec);
+}
+
 int
 main(void)
 {
@@ -578,6 +632,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_records_lose_one_block, setup,
                                         teardown),
         cmocka_unit_test(test_format1_files),
+        cmocka_unit_test(test_timed_records),
         cmocka_unit_test(test_save_errors),
     };
 

@@ -1,0 +1,109 @@
+
+/*
+ * ngx_http_simhash_redis.h -- a connection to Redis on nginx's event loop.
+ *
+ * hiredis's asynchronous API (async.h) does the protocol; this adapter
+ * gives it an nginx connection on its socket (read and write events, level
+ * triggered, as hiredis's hooks expect: it reads once per event and asks
+ * again), and adds what hiredis 0.14 leaves to the event library: a connect
+ * timeout, a reply timeout, AUTH and SELECT before the link is "ready", and
+ * reconnecting with backoff after any loss.  Nothing here ever blocks: the
+ * address is numeric (resolved when the configuration is read), connect(2)
+ * is non-blocking, every read and write waits for its event.
+ *
+ * The owner gives two handlers: ready (connected, authenticated, the
+ * database selected: commands may be sent) and down (the connection is
+ * gone; every pending command's callback has run with a NULL reply, and a
+ * reconnect is scheduled).  Errors are logged once per kind: the same
+ * failure again and again (Redis down for an hour, a wrong password) is
+ * logged when it starts and when it ends, not at every retry.
+ */
+
+
+#ifndef _NGX_HTTP_SIMHASH_REDIS_H_INCLUDED_
+#define _NGX_HTTP_SIMHASH_REDIS_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+
+
+/* a Redis server, from the URL of simhash_replicate */
+typedef struct {
+    ngx_str_t                    url;       /* for the log: no password */
+    u_char                      *host;      /* numeric address, NUL-ended;
+                                               NULL: a unix socket */
+    int                          port;
+    u_char                      *path;      /* the unix socket, NUL-ended */
+    ngx_str_t                    user;      /* "": AUTH with a password */
+    ngx_str_t                    password;  /* "": no AUTH */
+    ngx_uint_t                   db;
+    ngx_msec_t                   timeout;   /* connect, and every reply */
+} ngx_http_simhash_redis_conf_t;
+
+
+typedef struct ngx_http_simhash_redis_s  ngx_http_simhash_redis_t;
+
+typedef void (*ngx_http_simhash_redis_pt)(ngx_http_simhash_redis_t *rd);
+
+
+struct ngx_http_simhash_redis_s {
+    ngx_http_simhash_redis_conf_t  *conf;
+    const char                     *name;      /* in log lines */
+    ngx_str_t                       zone;      /* in log lines */
+    void                           *data;      /* the owner's */
+    ngx_http_simhash_redis_pt       ready;
+    ngx_http_simhash_redis_pt       down;
+
+    redisAsyncContext              *ac;        /* NULL: not connected */
+    ngx_connection_t               *c;
+    ngx_log_t                      *log;
+    ngx_event_t                     timer;     /* connect and reply
+                                                  timeout; the backoff */
+    ngx_msec_t                      wait;      /* how long the server may
+                                                  hold a reply on purpose
+                                                  (XREAD BLOCK), beyond the
+                                                  timeout: the owner's */
+    ngx_msec_t                      backoff;
+    ngx_atomic_t                   *reconnects;    /* counted here */
+    ngx_uint_t                      state;
+    ngx_uint_t                      handshake;     /* replies awaited */
+    ngx_uint_t                      pending;       /* replies awaited */
+    ngx_uint_t                      connects;
+    ngx_uint_t                      attempts;      /* since the last ready */
+    u_char                         *out;           /* the last command */
+    size_t                          out_size;
+    u_char                          error[128];    /* the last logged */
+    ngx_uint_t                      error_cmd;     /* it was a command's:
+                                                      over at its success */
+};
+
+
+/* Connect now (ready or down follows, never at once). */
+void ngx_http_simhash_redis_start(ngx_http_simhash_redis_t *rd);
+
+/* Close for good (worker exit): no handler is called. */
+void ngx_http_simhash_redis_close(ngx_http_simhash_redis_t *rd);
+
+/* A reply the owner cannot use: log it (once per kind), drop the
+ * connection, reconnect after the backoff. */
+void ngx_http_simhash_redis_fail(ngx_http_simhash_redis_t *rd,
+    const char *fmt, ...);
+
+/*
+ * Send a command (binary-safe arguments) when ready; the callback gets the
+ * reply, or NULL when the connection went away first (then it must not
+ * send anything).  While replies are awaited, none for timeout + wait
+ * ends the connection.  NGX_ERROR: not ready, or hiredis refused.
+ */
+ngx_int_t ngx_http_simhash_redis_command(ngx_http_simhash_redis_t *rd,
+    redisCallbackFn *fn, void *privdata, int argc, const char **argv,
+    const size_t *argvlen);
+
+ngx_uint_t ngx_http_simhash_redis_is_ready(ngx_http_simhash_redis_t *rd);
+
+
+#endif /* _NGX_HTTP_SIMHASH_REDIS_H_INCLUDED_ */

@@ -1,0 +1,890 @@
+
+/*
+ * Replication, what every process of a replicated zone has: the
+ * simhash_replicate directive, and the zone's outbox.
+ *
+ * A tier of nginx nodes shares one index through a Redis Stream.  Every
+ * node keeps a full replica in its own zone, so a lookup stays a probe in
+ * local shared memory; what travels is each new or changed document
+ * (sh_stream.h: node, key, fingerprint, body digest, time, seed).  Every
+ * local insert and every changed fingerprint goes, under the zone's lock,
+ * into the zone's outbox: a ring in a shared memory zone of its own
+ * ("NAME:outbox", outbox=SIZE), from which worker 0 publishes it and which
+ * it empties only as far as Redis has acknowledged
+ * (ngx_http_simhash_stream.c: worker 0's side, publishing and applying).
+ * A request only appends to the outbox, in memory: nothing on the request
+ * path ever waits for Redis.  When the outbox is full, new records are
+ * dropped, counted, and logged once per overflow.
+ *
+ * An unchanged re-fetch is not published: nothing another node decides on
+ * has changed (the age order is local, eviction is local), and a recrawl
+ * is mostly unchanged pages.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+#include "ngx_http_simhash_redis.h"
+
+
+#define NGX_HTTP_SIMHASH_OUTBOX_MIN     (256 * 1024)
+
+
+static ngx_str_t ngx_http_simhash_url_shown(ngx_conf_t *cf, ngx_str_t *url);
+static char *ngx_http_simhash_url_unix(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *shown, u_char *p,
+    u_char *end);
+static char *ngx_http_simhash_url_tcp(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *shown, u_char *p,
+    u_char *end);
+static char *ngx_http_simhash_replicate_url(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *url);
+static ngx_int_t ngx_http_simhash_unescape(ngx_conf_t *cf, ngx_str_t *s);
+static char *ngx_http_simhash_replicate_param(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *value);
+static ngx_int_t ngx_http_simhash_outbox_init(ngx_shm_zone_t *shm_zone,
+    void *data);
+static void ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
+    ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
+    ngx_http_simhash_outrec_t *r, u_char *key);
+
+
+/*
+ * simhash_replicate ZONE URL [stream=NAME] [node=ID] [maxlen=N]
+ *                   [outbox=SIZE] [timeout=TIME];
+ */
+
+char *
+ngx_http_simhash_replicate_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_simhash_main_conf_t  *smcf = conf;
+
+    char                           *rv;
+    ngx_str_t                      *value, name;
+    ngx_uint_t                      i;
+    ngx_http_simhash_redis_conf_t  *redis;
+    ngx_http_simhash_replicate_t   *rp, **rpp;
+
+    value = cf->args->elts;
+
+    rpp = smcf->replicates.elts;
+
+    for (i = 0; i < smcf->replicates.nelts; i++) {
+        if (rpp[i]->zone_name.len == value[1].len
+            && ngx_strncmp(rpp[i]->zone_name.data, value[1].data,
+                           value[1].len) == 0)
+        {
+            return "is duplicate for this zone";
+        }
+    }
+
+    rp = ngx_pcalloc(cf->pool, sizeof(ngx_http_simhash_replicate_t));
+    redis = ngx_pcalloc(cf->pool, sizeof(ngx_http_simhash_redis_conf_t));
+    if (rp == NULL || redis == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rp->redis = redis;
+    rp->zone_name = value[1];
+    rp->maxlen = 1000000;
+    rp->outbox_size = 4 * 1024 * 1024;
+    redis->timeout = 3000;
+    ngx_http_simhash_where(cf, &rp->where);
+
+    rv = ngx_http_simhash_replicate_url(cf, rp, &value[2]);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    for (i = 3; i < cf->args->nelts; i++) {
+        rv = ngx_http_simhash_replicate_param(cf, rp, &value[i]);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    /* the stream is named after the zone; the node after the host */
+
+    if (rp->stream.len == 0) {
+        rp->stream.len = sizeof("simhash:") - 1 + rp->zone_name.len;
+        rp->stream.data = ngx_pnalloc(cf->pool, rp->stream.len);
+        if (rp->stream.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_sprintf(rp->stream.data, "simhash:%V", &rp->zone_name);
+    }
+
+    if (rp->node.len == 0) {
+        rp->node = cf->cycle->hostname;
+
+        if (rp->node.len == 0 || rp->node.len > SH_STREAM_NODE_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "the host name cannot be the node id: "
+                               "give \"node=\"");
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    /* the outbox: a shared memory zone of its own, kept across reloads */
+
+    name.len = rp->zone_name.len + sizeof(":outbox") - 1;
+    name.data = ngx_pnalloc(cf->pool, name.len);
+    if (name.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(name.data, "%V:outbox", &rp->zone_name);
+
+    /* the ring is whole pages of the slab pool: room for its bookkeeping */
+
+    rp->shm_zone = ngx_shared_memory_add(cf, &name,
+                                         rp->outbox_size
+                                         + rp->outbox_size / 64 + 65536,
+                                         &ngx_http_simhash_module);
+    if (rp->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (rp->shm_zone->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate zone \"%V\"", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    rp->shm_zone->init = ngx_http_simhash_outbox_init;
+    rp->shm_zone->data = rp;
+
+    rpp = ngx_array_push(&smcf->replicates);
+    if (rpp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *rpp = rp;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+ * unix:/PATH, or unix://[[USER]:PASSWORD@]/PATH[?db=DB]
+ *
+ * HOST is resolved now, like an upstream server's name: the worker
+ * connects to the address, never waits for a resolver.
+ */
+
+static char *
+ngx_http_simhash_replicate_url(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *url)
+{
+    u_char                         *p, *last, *at, *colon, *end, *db;
+    ngx_int_t                       n;
+    ngx_str_t                       auth, shown;
+    ngx_http_simhash_redis_conf_t  *redis;
+
+    redis = rp->redis;
+    last = url->data + url->len;
+    db = NULL;
+
+    shown = ngx_http_simhash_url_shown(cf, url);
+    if (shown.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (url->len > 8 && ngx_strncmp(url->data, "redis://", 8) == 0) {
+        p = url->data + 8;
+        end = ngx_strlchr(p, last, '/');
+        if (end == NULL) {
+            end = last;
+
+        } else {
+            db = end + 1;
+        }
+
+    } else if (url->len > 5 && ngx_strncmp(url->data, "unix:", 5) == 0) {
+        p = url->data + 5;
+
+        if (last - p >= 2 && p[0] == '/' && p[1] == '/') {
+            p += 2;
+        }
+
+        end = ngx_strlchr(p, last, '?');
+        if (end == NULL) {
+            end = last;
+
+        } else if (last - end > 4 && ngx_strncmp(end, "?db=", 4) == 0) {
+            db = end + 4;
+
+        } else {
+            goto invalid;
+        }
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid Redis URL \"%V\": redis://HOST[:PORT] "
+                           "or unix:/PATH", &shown);
+        return NGX_CONF_ERROR;
+    }
+
+    /* the credentials, up to the last "@" of the authority */
+
+    at = NULL;
+
+    for (colon = p; colon < end; colon++) {
+        if (*colon == '@') {
+            at = colon;
+        }
+    }
+
+    if (at) {
+        auth.data = p;
+        auth.len = at - p;
+        p = at + 1;
+
+        colon = ngx_strlchr(auth.data, auth.data + auth.len, ':');
+        if (colon == NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid Redis URL \"%V\": the credentials "
+                               "are USER:PASSWORD@, or :PASSWORD@ for a "
+                               "password alone", &shown);
+            return NGX_CONF_ERROR;
+        }
+
+        redis->user.data = auth.data;
+        redis->user.len = colon - auth.data;
+        redis->password.data = colon + 1;
+        redis->password.len = auth.data + auth.len - colon - 1;
+
+        if (redis->password.len == 0
+            || ngx_http_simhash_unescape(cf, &redis->user) != NGX_OK
+            || ngx_http_simhash_unescape(cf, &redis->password) != NGX_OK)
+        {
+            goto invalid;
+        }
+    }
+
+    if (db) {
+        n = ngx_atoi(db, last - db);
+        if (n == NGX_ERROR || n > 65535) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid Redis URL \"%V\": the database is "
+                               "a number", &shown);
+            return NGX_CONF_ERROR;
+        }
+
+        redis->db = (ngx_uint_t) n;
+    }
+
+    if (url->data[0] == 'u') {
+        return ngx_http_simhash_url_unix(cf, rp, &shown, p, end);
+    }
+
+    return ngx_http_simhash_url_tcp(cf, rp, &shown, p, end);
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid Redis URL \"%V\"",
+                       &shown);
+    return NGX_CONF_ERROR;
+}
+
+
+/* The URL as error messages show it: credentials hidden. */
+
+static ngx_str_t
+ngx_http_simhash_url_shown(ngx_conf_t *cf, ngx_str_t *url)
+{
+    u_char     *p, *last, *at;
+    ngx_str_t   shown;
+
+    last = url->data + url->len;
+    shown = *url;
+    at = NULL;
+
+    for (p = url->data; p < last && *p != '?'; p++) {
+        if (*p == '@') {
+            at = p;
+        }
+    }
+
+    p = ngx_strlchr(url->data, last, ':');
+
+    if (p) {
+        p++;
+
+        while (p < last && *p == '/' && p - url->data < 8) {
+            p++;    /* "//" of redis:// and unix:// */
+        }
+    }
+
+    if (at && p && p <= at) {
+        shown.len = (p - url->data) + sizeof("***") - 1 + (last - at);
+        shown.data = ngx_pnalloc(cf->pool, shown.len);
+        if (shown.data == NULL) {
+            return shown;
+        }
+
+        ngx_sprintf(shown.data, "%*s***%*s", (size_t) (p - url->data),
+                    url->data, (size_t) (last - at), at);
+    }
+
+    return shown;
+}
+
+
+/* unix:/PATH: the socket's path, and the URL as the statistics show it. */
+
+static char *
+ngx_http_simhash_url_unix(ngx_conf_t *cf, ngx_http_simhash_replicate_t *rp,
+    ngx_str_t *shown, u_char *p, u_char *end)
+{
+    u_char                         *last;
+    ngx_str_t                       path;
+    ngx_http_simhash_redis_conf_t  *redis;
+
+    redis = rp->redis;
+
+    path.data = p;
+    path.len = end - p;
+
+    if (path.len < 2 || path.data[0] != '/'
+        || path.len >= sizeof(((struct sockaddr_un *) 0)->sun_path))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid Redis URL \"%V\": the socket's "
+                           "path is absolute, and short", shown);
+        return NGX_CONF_ERROR;
+    }
+
+    redis->path = ngx_pnalloc(cf->pool, path.len + 1);
+    if (redis->path == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(redis->path, path.data, path.len + 1);
+
+    rp->url.len = sizeof("unix:") - 1 + path.len;
+    rp->url.data = ngx_pnalloc(cf->pool, rp->url.len + NGX_INT_T_LEN
+                                         + sizeof("?db="));
+    if (rp->url.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    last = ngx_sprintf(rp->url.data, "unix:%V", &path);
+
+    if (redis->db) {
+        last = ngx_sprintf(last, "?db=%ui", redis->db);
+    }
+
+    rp->url.len = last - rp->url.data;
+    redis->url = rp->url;
+
+    return NGX_CONF_OK;
+}
+
+
+/* HOST[:PORT]: resolved now, and the URL as the statistics show it. */
+
+static char *
+ngx_http_simhash_url_tcp(ngx_conf_t *cf, ngx_http_simhash_replicate_t *rp,
+    ngx_str_t *shown, u_char *p, u_char *end)
+{
+    u_char                         *last, *host;
+    size_t                          len;
+    ngx_url_t                       u;
+    ngx_http_simhash_redis_conf_t  *redis;
+
+    redis = rp->redis;
+
+    /* the first address is used */
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url.data = p;
+    u.url.len = end - p;
+    u.default_port = 6379;
+
+    if (u.url.len == 0 || ngx_parse_url(cf->pool, &u) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid Redis URL \"%V\": %s", shown,
+                           u.err ? u.err : "no host");
+        return NGX_CONF_ERROR;
+    }
+
+    if (u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid Redis URL \"%V\": no address", shown);
+        return NGX_CONF_ERROR;
+    }
+
+    host = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+    if (host == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    switch (u.addrs[0].sockaddr->sa_family) {
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        len = ngx_inet_ntop(AF_INET6,
+                   &((struct sockaddr_in6 *) u.addrs[0].sockaddr)->sin6_addr,
+                   host, NGX_SOCKADDR_STRLEN);
+        break;
+#endif
+
+    default: /* AF_INET */
+        len = ngx_inet_ntop(AF_INET,
+                     &((struct sockaddr_in *) u.addrs[0].sockaddr)->sin_addr,
+                     host, NGX_SOCKADDR_STRLEN);
+    }
+
+    host[len] = '\0';
+
+    redis->host = host;
+    redis->port = u.port ? u.port : 6379;
+
+    rp->url.data = ngx_pnalloc(cf->pool, sizeof("redis://") - 1
+                                         + u.url.len + NGX_INT_T_LEN + 2);
+    if (rp->url.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    last = ngx_sprintf(rp->url.data, "redis://%V", &u.url);
+
+    if (redis->db) {
+        last = ngx_sprintf(last, "/%ui", redis->db);
+    }
+
+    rp->url.len = last - rp->url.data;
+    redis->url = rp->url;
+
+    return NGX_CONF_OK;
+}
+
+
+/* %XX in the credentials, NUL-terminated in a copy: hiredis wants C
+ * strings with lengths; a NUL inside is refused. */
+
+static ngx_int_t
+ngx_http_simhash_unescape(ngx_conf_t *cf, ngx_str_t *s)
+{
+    u_char  *dst, *src;
+
+    if (s->len == 0) {
+        return NGX_OK;
+    }
+
+    dst = ngx_pnalloc(cf->pool, s->len + 1);
+    if (dst == NULL) {
+        return NGX_ERROR;
+    }
+
+    src = s->data;
+    s->data = dst;
+
+    ngx_unescape_uri(&dst, &src, s->len, 0);
+
+    s->len = dst - s->data;
+    *dst = '\0';
+
+    return ngx_strlen(s->data) == s->len ? NGX_OK : NGX_ERROR;
+}
+
+
+static char *
+ngx_http_simhash_replicate_param(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *value)
+{
+    u_char                         *p;
+    ssize_t                         size;
+    ngx_int_t                       n;
+    ngx_str_t                       s;
+    ngx_msec_t                      ms;
+    ngx_http_simhash_redis_conf_t  *redis;
+
+    redis = rp->redis;
+
+    if (ngx_strncmp(value->data, "stream=", 7) == 0) {
+        rp->stream.data = value->data + 7;
+        rp->stream.len = value->len - 7;
+
+        for (p = rp->stream.data; p < rp->stream.data + rp->stream.len; p++)
+        {
+            if (*p <= ' ' || *p >= 0x7f) {
+                break;
+            }
+        }
+
+        if (rp->stream.len == 0 || rp->stream.len > 256
+            || p < rp->stream.data + rp->stream.len)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid stream \"%V\": 1 to 256 printable "
+                               "characters, no spaces", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "node=", 5) == 0) {
+        rp->node.data = value->data + 5;
+        rp->node.len = value->len - 5;
+
+        for (p = rp->node.data; p < rp->node.data + rp->node.len; p++) {
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+                  || (*p >= '0' && *p <= '9')
+                  || *p == '_' || *p == '-' || *p == '.' || *p == ':'))
+            {
+                break;
+            }
+        }
+
+        if (rp->node.len == 0 || rp->node.len > SH_STREAM_NODE_MAX
+            || p < rp->node.data + rp->node.len)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid node \"%V\": 1 to %d letters, "
+                               "digits, \"_\", \"-\", \".\", \":\"",
+                               value, SH_STREAM_NODE_MAX);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "maxlen=", 7) == 0) {
+        n = ngx_atoi(value->data + 7, value->len - 7);
+
+        if (n == NGX_ERROR || n < 1000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid maxlen \"%V\": at least 1000 "
+                               "entries", value);
+            return NGX_CONF_ERROR;
+        }
+
+        rp->maxlen = (ngx_uint_t) n;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "outbox=", 7) == 0) {
+        s.data = value->data + 7;
+        s.len = value->len - 7;
+
+        size = ngx_parse_size(&s);
+
+        if (size == NGX_ERROR || size < NGX_HTTP_SIMHASH_OUTBOX_MIN) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid outbox size \"%V\": at least 256k",
+                               value);
+            return NGX_CONF_ERROR;
+        }
+
+        rp->outbox_size = ngx_align((size_t) size, 8);
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "timeout=", 8) == 0) {
+        s.data = value->data + 8;
+        s.len = value->len - 8;
+
+        ms = ngx_parse_time(&s, 0);
+
+        if (ms == (ngx_msec_t) NGX_ERROR || ms < 100 || ms > 600000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid timeout \"%V\": 100ms to 10m",
+                               value);
+            return NGX_CONF_ERROR;
+        }
+
+        redis->timeout = ms;
+        return NGX_CONF_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       value);
+    return NGX_CONF_ERROR;
+}
+
+
+/* At the end of http{}, when every zone is known: each one's zone. */
+
+ngx_int_t
+ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
+    ngx_http_simhash_main_conf_t *smcf)
+{
+    ngx_uint_t                      i;
+    ngx_http_simhash_zone_t        *zone;
+    ngx_http_simhash_replicate_t  **rpp;
+
+    rpp = smcf->replicates.elts;
+
+    for (i = 0; i < smcf->replicates.nelts; i++) {
+        zone = ngx_http_simhash_zone_find(smcf, &rpp[i]->zone_name);
+
+        if (zone == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown simhash zone \"%V\" in %V",
+                          &rpp[i]->zone_name, &rpp[i]->where);
+            return NGX_ERROR;
+        }
+
+        zone->replicate = rpp[i];
+        rpp[i]->zone = zone;
+    }
+
+    return NGX_OK;
+}
+
+
+/* The outbox: kept as it is on reload when its size did not change. */
+
+static ngx_int_t
+ngx_http_simhash_outbox_init(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_simhash_replicate_t  *ort = data;
+
+    ngx_slab_pool_t                *shpool;
+    ngx_http_simhash_outbox_t      *ob;
+    ngx_http_simhash_replicate_t   *rp;
+
+    rp = shm_zone->data;
+
+    if (ort) {
+        rp->outbox = ort->outbox;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        rp->outbox = shpool->data;
+        return NGX_OK;
+    }
+
+    ob = ngx_slab_calloc(shpool, sizeof(ngx_http_simhash_outbox_t));
+    if (ob == NULL) {
+        return NGX_ERROR;
+    }
+
+    ob->size = rp->outbox_size;
+    ob->ring = ngx_slab_alloc(shpool, ob->size);
+
+    if (ob->ring == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "simhash zone \"%V\": no room for an outbox of %uz "
+                      "bytes", &rp->zone_name, ob->size);
+        return NGX_ERROR;
+    }
+
+    shpool->data = ob;
+    rp->outbox = ob;
+
+    if (!ngx_test_config) {
+        ngx_http_simhash_outbox_migrate(rp, shm_zone->shm.log);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A reload that resized the outbox: what the old one holds and Redis has
+ * not acknowledged is taken over, oldest first, as far as it fits.  The
+ * old workers may still be writing to it: its zone's lock is held.
+ */
+
+static void
+ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
+    ngx_log_t *log)
+{
+    size_t                          off;
+    uint64_t                        pos;
+    ngx_uint_t                      copied, lost, level;
+    ngx_http_simhash_outrec_t      *rec;
+    ngx_http_simhash_outbox_t      *oob;
+    ngx_http_simhash_replicate_t   *ort;
+
+    ort = ngx_http_simhash_old_zone(rp->shm_zone);
+
+    if (ort == NULL || ort->outbox == NULL || ort->zone == NULL
+        || ort->zone->sh == NULL)
+    {
+        return;
+    }
+
+    oob = ort->outbox;
+    copied = 0;
+    lost = 0;
+
+    ngx_http_simhash_zone_lock(ort->zone, log);
+
+    for (pos = oob->head; pos < oob->tail; /* void */ ) {
+        off = (size_t) (pos % oob->size);
+        rec = (ngx_http_simhash_outrec_t *) (oob->ring + off);
+
+        if (rec->len == NGX_HTTP_SIMHASH_WRAP) {
+            pos += oob->size - off;
+            continue;
+        }
+
+        if (ngx_http_simhash_ring_put(rp->outbox, rec,
+                                      (u_char *) rec
+                                      + sizeof(ngx_http_simhash_outrec_t))
+            == NGX_OK)
+        {
+            copied++;
+
+        } else {
+            lost++;
+        }
+
+        pos += sizeof(ngx_http_simhash_outrec_t) + ngx_align(rec->len, 8);
+    }
+
+    ngx_http_simhash_zone_unlock(ort->zone);
+
+    rp->outbox->dropped += lost;
+
+    level = lost ? NGX_LOG_WARN : NGX_LOG_NOTICE;
+
+    ngx_log_error(level, log, 0,
+                  "simhash zone \"%V\": the outbox was resized: %ui "
+                  "documents not yet published taken over, %ui did not fit",
+                  &rp->zone_name, copied, lost);
+}
+
+
+/*
+ * A record of this node's new version into the outbox, under the zone's
+ * lock (ngx_http_simhash_zone_changed()).
+ */
+
+void
+ngx_http_simhash_outbox_push(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    uint32_t ref, uint64_t time, ngx_log_t *log)
+{
+    ngx_http_simhash_outrec_t   r;
+    ngx_http_simhash_outbox_t  *ob;
+    ngx_http_simhash_shctx_t   *sh;
+
+    sh = zone->sh;
+    ob = zone->replicate->outbox;
+
+    if (ob == NULL || sh_index_get(sh->index, ref, &r.hash) != 0) {
+        return;
+    }
+
+    r.len = (uint32_t) key->len;
+    r.reserved = 0;
+    r.digest = sh->digests[ref];
+    r.time = time;
+
+    if (ngx_http_simhash_ring_put(ob, &r, key->data) == NGX_OK) {
+        return;
+    }
+
+    (void) ngx_atomic_fetch_add(&ob->dropped, 1);
+
+    if (ob->overflow++ == 0) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "simhash zone \"%V\": the outbox is full (is Redis "
+                      "down or slow?): new documents are not published "
+                      "until it has room", &zone->name);
+    }
+}
+
+
+/*
+ * A record at the tail; NGX_DECLINED when it does not fit.  The tail moves
+ * last: a worker killed in the middle leaves a record that was never there.
+ * A record never wraps: when it does not fit before the end of the ring,
+ * the rest is marked unused and it goes at the start.
+ */
+
+static ngx_int_t
+ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
+    ngx_http_simhash_outrec_t *r, u_char *key)
+{
+    size_t                      need, off, pad;
+    ngx_http_simhash_outrec_t  *rec;
+
+    need = sizeof(ngx_http_simhash_outrec_t) + ngx_align(r->len, 8);
+    off = (size_t) (ob->tail % ob->size);
+    pad = (ob->size - off < need) ? ob->size - off : 0;
+
+    if (ob->tail - ob->head + pad + need > ob->size) {
+        return NGX_DECLINED;
+    }
+
+    if (pad) {
+        rec = (ngx_http_simhash_outrec_t *) (ob->ring + off);
+        rec->len = NGX_HTTP_SIMHASH_WRAP;
+        off = 0;
+    }
+
+    rec = (ngx_http_simhash_outrec_t *) (ob->ring + off);
+    *rec = *r;
+    ngx_memcpy((u_char *) rec + sizeof(ngx_http_simhash_outrec_t), key,
+               r->len);
+
+    ngx_memory_barrier();
+
+    ob->tail += pad + need;
+    ob->records++;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A snapshot's META record says where the zone was in a stream (under the
+ * lock, at load).  Only the stream this zone follows now counts.
+ */
+
+void
+ngx_http_simhash_replicate_restore(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log)
+{
+    sh_stream_id_t             sid;
+    ngx_http_simhash_shctx_t  *sh;
+
+    sh = zone->sh;
+
+    if (zone->replicate == NULL) {
+        return;
+    }
+
+    if (stream->len != zone->replicate->stream.len
+        || ngx_strncmp(stream->data, zone->replicate->stream.data,
+                       stream->len) != 0)
+    {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "simhash zone \"%V\": the snapshot followed the "
+                      "stream \"%V\", not \"%V\": reading this one from its "
+                      "start", &zone->name, stream, &zone->replicate->stream);
+        return;
+    }
+
+    if (sh_stream_id_parse(&sid, (char *) id->data, id->len) != 0) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": the snapshot's replicate_id "
+                      "\"%V\" is not a stream id: reading the stream from its "
+                      "start", &zone->name, id);
+        return;
+    }
+
+    sh->repl_id = sid;
+    sh->repl_stream = ngx_crc32_long(stream->data, stream->len);
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": the snapshot has the stream \"%V\" "
+                  "up to %V: replication goes on from there",
+                  &zone->name, stream, id);
+}

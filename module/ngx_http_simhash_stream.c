@@ -1,0 +1,951 @@
+
+/*
+ * Replication, worker 0's side: publishing the outbox and applying the
+ * stream (ngx_http_simhash_replicate.c has the directive and the outbox).
+ *
+ *   publish   every 10 ms worker 0 sends what is new in the outbox with
+ *             pipelined XADD ... MAXLEN ~ N and takes a record out only
+ *             when Redis has acknowledged it, so a record lost in flight
+ *             (Redis down, the worker killed) is sent again: entries are
+ *             applied idempotently.
+ *
+ *   apply     worker 0 also reads the stream (XREAD BLOCK from the last id
+ *             applied, kept in the zone and in every snapshot) on a second
+ *             connection, and applies every entry under the zone's lock,
+ *             marked as a write like any change (a worker killed in the
+ *             middle leaves the zone for the next holder of the lock to
+ *             repair): a key the zone lacks is stored, a key it holds takes
+ *             the entry's fingerprint if the entry's version is newer
+ *             (sh_stream_newer: every node keeps the same version whatever
+ *             the order).  The node's own entries since the zone started
+ *             are skipped; older ones of its own (published before a restart
+ *             that lost them) are applied like any other.
+ *
+ *   faults    Redis down or slow: the outbox fills and is sent on
+ *             reconnect, with backoff.  A stream trimmed past the last id
+ *             applied is a gap: logged and counted, reading goes on from
+ *             what is left.  Entries that do not parse are refused,
+ *             counted, and logged a line a second at most.
+ *
+ * Why worker 0 and not a process of its own: nginx respawns a dead worker
+ * in the same slot (ngx_worker stays 0), restarts it on reload, and runs
+ * its event loop; a module-made process would need all of that again.  The
+ * work is small next to parsing pages (a few microseconds per entry), and
+ * it never blocks: hiredis's asynchronous API on nginx's event loop
+ * (ngx_http_simhash_redis.c).  Without a master (master_process off) the
+ * one process does it.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+#include "ngx_http_simhash_redis.h"
+
+
+#define NGX_HTTP_SIMHASH_FLUSH_EVERY    10      /* ms between outbox scans */
+#define NGX_HTTP_SIMHASH_INFLIGHT       512     /* XADDs awaiting a reply */
+#define NGX_HTTP_SIMHASH_READ_COUNT     1000    /* entries per XREAD */
+#define NGX_HTTP_SIMHASH_READ_BLOCK     2000    /* ms an XREAD may wait */
+#define NGX_HTTP_SIMHASH_FUTURE         86400000    /* ms: see apply() */
+
+
+/* worker 0's side: the two connections and the publisher's state */
+struct ngx_http_simhash_link_s {
+    ngx_http_simhash_replicate_t  *rp;
+    ngx_http_simhash_redis_t       pub;
+    ngx_http_simhash_redis_t       sub;
+    ngx_event_t                    flush;
+    ngx_log_t                     *log;
+
+    uint64_t                       sent;    /* outbox position sent to */
+    uint64_t                       inflight[NGX_HTTP_SIMHASH_INFLIGHT];
+    ngx_uint_t                     first;   /* the oldest XADD awaiting */
+    ngx_uint_t                     n;       /* XADDs awaiting */
+
+    u_char                         maxlen[NGX_INT_T_LEN];
+    size_t                         maxlen_len;
+    u_char                         block[NGX_INT_T_LEN];
+    size_t                         block_len;
+    u_char                         count[NGX_INT_T_LEN];
+    size_t                         count_len;
+    uint32_t                       seed;    /* sh_stream_seed of the zone */
+
+    ngx_uint_t                     refused;      /* since the last line */
+    time_t                         refused_logged;
+};
+
+
+ngx_msec_t  ngx_http_simhash_lag_le[NGX_HTTP_SIMHASH_NLAG] = {
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, NGX_MAX_INT32_VALUE
+};
+
+
+static void ngx_http_simhash_pub_ready(ngx_http_simhash_redis_t *rd);
+static void ngx_http_simhash_pub_down(ngx_http_simhash_redis_t *rd);
+static void ngx_http_simhash_flush_handler(ngx_event_t *ev);
+static void ngx_http_simhash_flush(ngx_http_simhash_link_t *lk);
+static void ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
+    void *privdata);
+static void ngx_http_simhash_sub_ready(ngx_http_simhash_redis_t *rd);
+static void ngx_http_simhash_sub_down(ngx_http_simhash_redis_t *rd);
+static void ngx_http_simhash_xinfo(ngx_http_simhash_link_t *lk);
+static void ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
+    void *privdata);
+static void ngx_http_simhash_xread(ngx_http_simhash_link_t *lk);
+static void ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
+    void *privdata);
+static void ngx_http_simhash_apply(ngx_http_simhash_link_t *lk,
+    sh_stream_id_t *id, redisReply *fields);
+static void ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob,
+    uint64_t time);
+static void ngx_http_simhash_refused(ngx_http_simhash_link_t *lk,
+    redisReply *id, char *why);
+static ngx_int_t ngx_http_simhash_reply_id(redisReply *r, sh_stream_id_t *id);
+static redisReply *ngx_http_simhash_reply_field(redisReply *r,
+    const char *name);
+static uint64_t ngx_http_simhash_now(void);
+
+
+/*
+ * Worker 0 (or the only process): the two connections.  Any failure here
+ * is logged and leaves the zone unreplicated in this worker: a worker that
+ * exits at start would be respawned, fail again, and loop.
+ */
+
+ngx_int_t
+ngx_http_simhash_replicate_init_worker(ngx_http_simhash_zone_t *zone,
+    ngx_cycle_t *cycle)
+{
+    uint32_t                       crc;
+    ngx_http_simhash_link_t       *lk;
+    ngx_http_simhash_shctx_t      *sh;
+    ngx_http_simhash_replicate_t  *rp;
+
+    rp = zone->replicate;
+
+    if (rp == NULL || rp->outbox == NULL || zone->sh == NULL
+        || (ngx_process == NGX_PROCESS_WORKER && ngx_worker != 0))
+    {
+        return NGX_OK;
+    }
+
+    lk = ngx_pcalloc(cycle->pool, sizeof(ngx_http_simhash_link_t));
+    if (lk == NULL) {
+        return NGX_OK;
+    }
+
+    rp->link = lk;
+    lk->rp = rp;
+    lk->log = cycle->log;
+    lk->seed = sh_stream_seed(zone->seed_digest);
+    lk->maxlen_len = ngx_sprintf(lk->maxlen, "%ui", rp->maxlen) - lk->maxlen;
+    lk->block_len = ngx_sprintf(lk->block, "%d",
+                                NGX_HTTP_SIMHASH_READ_BLOCK) - lk->block;
+    lk->count_len = ngx_sprintf(lk->count, "%d",
+                                NGX_HTTP_SIMHASH_READ_COUNT) - lk->count;
+
+    /* an id read from another stream means nothing in this one */
+
+    sh = zone->sh;
+    crc = ngx_crc32_long(rp->stream.data, rp->stream.len);
+
+    ngx_http_simhash_zone_lock(zone, cycle->log);
+
+    if (sh->repl_stream != crc) {
+        if (sh->repl_id.ms || sh->repl_id.seq) {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "simhash zone \"%V\" followed another stream: "
+                          "reading \"%V\" from its start", &zone->name,
+                          &rp->stream);
+        }
+
+        sh->repl_id.ms = 0;
+        sh->repl_id.seq = 0;
+        sh->repl_stream = crc;
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    rp->outbox->connected = 0;
+
+    lk->flush.handler = ngx_http_simhash_flush_handler;
+    lk->flush.data = lk;
+    lk->flush.log = cycle->log;
+    lk->flush.cancelable = 1;
+
+    lk->pub.conf = rp->redis;
+    lk->pub.name = "publisher";
+    lk->pub.zone = zone->name;
+    lk->pub.data = lk;
+    lk->pub.log = cycle->log;
+    lk->pub.ready = ngx_http_simhash_pub_ready;
+    lk->pub.down = ngx_http_simhash_pub_down;
+    lk->pub.reconnects = &rp->outbox->reconnects;
+
+    lk->sub = lk->pub;
+    lk->sub.name = "reader";
+    lk->sub.ready = ngx_http_simhash_sub_ready;
+    lk->sub.down = ngx_http_simhash_sub_down;
+    lk->sub.wait = NGX_HTTP_SIMHASH_READ_BLOCK;
+
+    ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                  "simhash zone \"%V\": replicated through %V, stream "
+                  "\"%V\", as node \"%V\", by process %P",
+                  &zone->name, &rp->url, &rp->stream, &rp->node, ngx_pid);
+
+    ngx_http_simhash_redis_start(&lk->pub);
+    ngx_http_simhash_redis_start(&lk->sub);
+
+    return NGX_OK;
+}
+
+
+/* The worker exits: both connections closed, nothing is waited for. */
+
+void
+ngx_http_simhash_replicate_exit_worker(ngx_http_simhash_zone_t *zone)
+{
+    ngx_http_simhash_link_t  *lk;
+
+    if (zone->replicate == NULL || zone->replicate->link == NULL) {
+        return;
+    }
+
+    lk = zone->replicate->link;
+
+    if (lk->flush.timer_set) {
+        ngx_del_timer(&lk->flush);
+    }
+
+    ngx_http_simhash_redis_close(&lk->pub);
+    ngx_http_simhash_redis_close(&lk->sub);
+
+    zone->replicate->link = NULL;
+}
+
+
+/* The publisher: every NGX_HTTP_SIMHASH_FLUSH_EVERY ms, what is new. */
+
+static void
+ngx_http_simhash_pub_ready(ngx_http_simhash_redis_t *rd)
+{
+    ngx_http_simhash_link_t  *lk = rd->data;
+
+    ngx_http_simhash_zone_t  *zone;
+
+    zone = lk->rp->zone;
+
+    /* whatever was sent before and not acknowledged goes again */
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    lk->sent = lk->rp->outbox->head;
+    ngx_http_simhash_zone_unlock(zone);
+
+    lk->first = 0;
+    lk->n = 0;
+
+    (void) ngx_atomic_fetch_add(&lk->rp->outbox->connected, 1);
+
+    ngx_http_simhash_flush(lk);
+}
+
+
+static void
+ngx_http_simhash_pub_down(ngx_http_simhash_redis_t *rd)
+{
+    ngx_http_simhash_link_t  *lk = rd->data;
+
+    if (lk->flush.timer_set) {
+        ngx_del_timer(&lk->flush);
+    }
+
+    if (lk->rp->outbox->connected) {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->connected, -1);
+    }
+
+    lk->n = 0;
+}
+
+
+static void
+ngx_http_simhash_flush_handler(ngx_event_t *ev)
+{
+    ngx_http_simhash_flush(ev->data);
+}
+
+
+/*
+ * XADD every record from `sent` to the tail, while fewer than INFLIGHT
+ * await their reply.  The records are read in place, without the lock:
+ * nothing but this process moves the head, and writers never touch what
+ * lies between head and tail.
+ */
+
+static void
+ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
+{
+    size_t                          off;
+    uint64_t                        tail;
+    const char                     *argv[18];
+    size_t                          argvlen[18];
+    sh_stream_text_t                text;
+    ngx_http_simhash_zone_t        *zone;
+    ngx_http_simhash_outrec_t      *rec;
+    ngx_http_simhash_outbox_t      *ob;
+    ngx_http_simhash_replicate_t   *rp;
+
+    rp = lk->rp;
+    zone = rp->zone;
+    ob = rp->outbox;
+
+    if (!ngx_http_simhash_redis_is_ready(&lk->pub)) {
+        return;
+    }
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    tail = ob->tail;
+    ngx_http_simhash_zone_unlock(zone);
+
+    argv[0] = "XADD";             argvlen[0] = 4;
+    argv[1] = (char *) rp->stream.data;
+    argvlen[1] = rp->stream.len;
+    argv[2] = "MAXLEN";           argvlen[2] = 6;
+    argv[3] = "~";                argvlen[3] = 1;
+    argv[4] = (char *) lk->maxlen;
+    argvlen[4] = lk->maxlen_len;
+    argv[5] = "*";                argvlen[5] = 1;
+    argv[6] = "node";             argvlen[6] = 4;
+    argv[7] = (char *) rp->node.data;
+    argvlen[7] = rp->node.len;
+    argv[8] = "key";              argvlen[8] = 3;
+    argv[10] = "fp";              argvlen[10] = 2;
+    argv[11] = text.fp;           argvlen[11] = 16;
+    argv[12] = "digest";          argvlen[12] = 6;
+    argv[13] = text.digest;       argvlen[13] = 16;
+    argv[14] = "time";            argvlen[14] = 4;
+    argv[15] = text.time;
+    argv[16] = "seed";            argvlen[16] = 4;
+    argv[17] = text.seed;         argvlen[17] = 8;
+
+    while (lk->sent < tail && lk->n < NGX_HTTP_SIMHASH_INFLIGHT) {
+
+        off = (size_t) (lk->sent % ob->size);
+        rec = (ngx_http_simhash_outrec_t *) (ob->ring + off);
+
+        if (rec->len == NGX_HTTP_SIMHASH_WRAP) {
+            lk->sent += ob->size - off;
+            continue;
+        }
+
+        sh_stream_text(&text, rec->hash, rec->digest, rec->time, lk->seed);
+
+        argv[9] = (char *) rec + sizeof(ngx_http_simhash_outrec_t);
+        argvlen[9] = rec->len;
+        argvlen[15] = ngx_strlen(text.time);
+
+        if (ngx_http_simhash_redis_command(&lk->pub,
+                                           ngx_http_simhash_xadd_reply, lk,
+                                           18, argv, argvlen)
+            != NGX_OK)
+        {
+            break;
+        }
+
+        lk->sent += sizeof(ngx_http_simhash_outrec_t)
+                    + ngx_align(rec->len, 8);
+        lk->inflight[(lk->first + lk->n) % NGX_HTTP_SIMHASH_INFLIGHT] =
+                                                                    lk->sent;
+        lk->n++;
+    }
+
+    if (!lk->flush.timer_set && !(ngx_exiting || ngx_terminate || ngx_quit))
+    {
+        ngx_add_timer(&lk->flush, NGX_HTTP_SIMHASH_FLUSH_EVERY);
+    }
+}
+
+
+/* Redis has the record: it leaves the outbox. */
+
+static void
+ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
+    void *privdata)
+{
+    ngx_http_simhash_link_t  *lk = privdata;
+
+    uint64_t                        end, dropped;
+    sh_stream_id_t                  id;
+    redisReply                     *reply = data;
+    ngx_http_simhash_zone_t        *zone;
+    ngx_http_simhash_shctx_t       *sh;
+    ngx_http_simhash_outbox_t      *ob;
+
+    if (reply == NULL || lk->n == 0) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_http_simhash_redis_fail(&lk->pub, "XADD refused: %*s",
+                                    (size_t) reply->len, reply->str);
+        return;
+    }
+
+    zone = lk->rp->zone;
+    sh = zone->sh;
+    ob = lk->rp->outbox;
+
+    end = lk->inflight[lk->first];
+    lk->first = (lk->first + 1) % NGX_HTTP_SIMHASH_INFLIGHT;
+    lk->n--;
+
+    dropped = 0;
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+
+    ob->head = end;
+    ob->records--;
+
+    /* the first entry of this zone's life: ours before it are from a
+     * previous one (see ngx_http_simhash_apply()) */
+
+    if (sh->repl_since.ms == 0
+        && ngx_http_simhash_reply_id(reply, &id) == NGX_OK)
+    {
+        sh->repl_since = id;
+    }
+
+    if (ob->overflow && ob->tail - ob->head <= ob->size / 2) {
+        dropped = ob->overflow;
+        ob->overflow = 0;
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    (void) ngx_atomic_fetch_add(&ob->published, 1);
+
+    if (dropped) {
+        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                      "simhash zone \"%V\": the outbox has room again; "
+                      "%uL documents stored while it was full were not "
+                      "published", &zone->name, dropped);
+    }
+
+    if (lk->n == 0) {
+        /* keep the pipeline going at once when more waits */
+        ngx_http_simhash_flush(lk);
+    }
+}
+
+
+/* The reader: XINFO STREAM at each connect (gaps), then XREAD in a loop. */
+
+static void
+ngx_http_simhash_sub_ready(ngx_http_simhash_redis_t *rd)
+{
+    ngx_http_simhash_link_t  *lk = rd->data;
+
+    (void) ngx_atomic_fetch_add(&lk->rp->outbox->connected, 1);
+
+    ngx_http_simhash_xinfo(lk);
+}
+
+
+static void
+ngx_http_simhash_sub_down(ngx_http_simhash_redis_t *rd)
+{
+    ngx_http_simhash_link_t  *lk = rd->data;
+
+    if (lk->rp->outbox->connected) {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->connected, -1);
+    }
+}
+
+
+static void
+ngx_http_simhash_xinfo(ngx_http_simhash_link_t *lk)
+{
+    const char                    *argv[3];
+    size_t                         argvlen[3];
+    ngx_http_simhash_replicate_t  *rp;
+
+    rp = lk->rp;
+
+    argv[0] = "XINFO";            argvlen[0] = 5;
+    argv[1] = "STREAM";           argvlen[1] = 6;
+    argv[2] = (char *) rp->stream.data;
+    argvlen[2] = rp->stream.len;
+
+    (void) ngx_http_simhash_redis_command(&lk->sub,
+                                          ngx_http_simhash_xinfo_reply, lk,
+                                          3, argv, argvlen);
+}
+
+
+/*
+ * Where the stream stands against the last id applied here: trimmed past
+ * it (a gap: what was in between is lost to this node), behind it (Redis
+ * lost the stream, or was restored from an older copy), or missing.
+ * Reading goes on in every case.
+ */
+
+static void
+ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
+    void *privdata)
+{
+    ngx_http_simhash_link_t  *lk = privdata;
+
+    char                       have[SH_STREAM_ID_LEN];
+    redisReply                *reply = data, *first, *last, *length;
+    sh_stream_id_t             id, fid, lid;
+    ngx_http_simhash_zone_t   *zone;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    zone = lk->rp->zone;
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    id = zone->sh->repl_id;
+    ngx_http_simhash_zone_unlock(zone);
+
+    (void) sh_stream_id_format(have, &id);
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+
+        if (ngx_strlcasestrn((u_char *) reply->str,
+                             (u_char *) reply->str + reply->len,
+                             (u_char *) "no such key", 11 - 1)
+            == NULL)
+        {
+            ngx_http_simhash_redis_fail(&lk->sub, "XINFO STREAM refused: %*s",
+                                        (size_t) reply->len, reply->str);
+            return;
+        }
+
+        if (id.ms || id.seq) {
+            ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                          "simhash zone \"%V\": the stream \"%V\" does not "
+                          "exist, though %s was applied here: Redis lost it "
+                          "(a restart without persistence?); going on with "
+                          "what is published from now on",
+                          &zone->name, &lk->rp->stream, have);
+
+        } else {
+            ngx_log_error(NGX_LOG_INFO, lk->log, 0,
+                          "simhash zone \"%V\": the stream \"%V\" does not "
+                          "exist yet", &zone->name, &lk->rp->stream);
+        }
+
+        ngx_http_simhash_xread(lk);
+        return;
+    }
+
+    first = ngx_http_simhash_reply_field(reply, "first-entry");
+    last = ngx_http_simhash_reply_field(reply, "last-generated-id");
+    length = ngx_http_simhash_reply_field(reply, "length");
+
+    if (id.ms == 0 && id.seq == 0) {
+        if (length && length->type == REDIS_REPLY_INTEGER
+            && length->integer > 0)
+        {
+            ngx_log_error(NGX_LOG_NOTICE, lk->log, 0,
+                          "simhash zone \"%V\": reading the stream \"%V\" "
+                          "from its start: %L entries", &zone->name,
+                          &lk->rp->stream, (int64_t) length->integer);
+        }
+
+    } else if (first && first->type == REDIS_REPLY_ARRAY
+               && first->elements == 2
+               && ngx_http_simhash_reply_id(first->element[0], &fid)
+                  == NGX_OK
+               && sh_stream_id_cmp(&fid, &id) > 0)
+    {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->gaps, 1);
+
+        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                      "simhash zone \"%V\": the stream \"%V\" was trimmed "
+                      "past %s, the last entry applied here: the oldest "
+                      "left is %*s, %L s later; what was published in "
+                      "between is missing here (a larger maxlen keeps "
+                      "more)", &zone->name, &lk->rp->stream, have,
+                      (size_t) first->element[0]->len,
+                      first->element[0]->str,
+                      (int64_t) (fid.ms - id.ms) / 1000);
+
+    } else if ((first == NULL || first->type == REDIS_REPLY_NIL)
+               && last
+               && ngx_http_simhash_reply_id(last, &lid) == NGX_OK
+               && sh_stream_id_cmp(&lid, &id) > 0)
+    {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->gaps, 1);
+
+        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                      "simhash zone \"%V\": the stream \"%V\" was trimmed "
+                      "past %s, the last entry applied here: it is empty, "
+                      "its last entry was %*s; what was published in "
+                      "between is missing here (a larger maxlen keeps "
+                      "more)", &zone->name, &lk->rp->stream, have,
+                      (size_t) last->len, last->str);
+
+    } else if (last
+               && ngx_http_simhash_reply_id(last, &lid) == NGX_OK
+               && sh_stream_id_cmp(&lid, &id) < 0)
+    {
+        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                      "simhash zone \"%V\": the stream \"%V\" ends at %*s, "
+                      "before %s, the last entry applied here: Redis lost "
+                      "its end (restored from an older copy?); going on "
+                      "with what is published from now on",
+                      &zone->name, &lk->rp->stream, (size_t) last->len,
+                      last->str, have);
+    }
+
+    ngx_http_simhash_xread(lk);
+}
+
+
+static void
+ngx_http_simhash_xread(ngx_http_simhash_link_t *lk)
+{
+    char                           id[SH_STREAM_ID_LEN];
+    const char                    *argv[8];
+    size_t                         argvlen[8];
+    sh_stream_id_t                 last;
+    ngx_http_simhash_zone_t       *zone;
+    ngx_http_simhash_replicate_t  *rp;
+
+    rp = lk->rp;
+    zone = rp->zone;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    last = zone->sh->repl_id;
+    ngx_http_simhash_zone_unlock(zone);
+
+    argv[0] = "XREAD";            argvlen[0] = 5;
+    argv[1] = "COUNT";            argvlen[1] = 5;
+    argv[2] = (char *) lk->count;
+    argvlen[2] = lk->count_len;
+    argv[3] = "BLOCK";            argvlen[3] = 5;
+    argv[4] = (char *) lk->block;
+    argvlen[4] = lk->block_len;
+    argv[5] = "STREAMS";          argvlen[5] = 7;
+    argv[6] = (char *) rp->stream.data;
+    argvlen[6] = rp->stream.len;
+    argv[7] = id;
+    argvlen[7] = sh_stream_id_format(id, &last);
+
+    (void) ngx_http_simhash_redis_command(&lk->sub,
+                                          ngx_http_simhash_xread_reply, lk,
+                                          8, argv, argvlen);
+}
+
+
+/*
+ * [[stream, [[id, [field, value, ...]], ...]]], or nil when BLOCK timed
+ * out.  Every entry is applied in order; then the next XREAD (after an
+ * XINFO when this one was full: catching up, the stream may be trimmed
+ * under us).
+ */
+
+static void
+ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
+    void *privdata)
+{
+    ngx_http_simhash_link_t  *lk = privdata;
+
+    size_t           i;
+    redisReply      *reply = data, *entries, *e;
+    sh_stream_id_t   id;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_NIL) {
+        ngx_http_simhash_xread(lk);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_http_simhash_redis_fail(&lk->sub, "XREAD refused: %*s",
+                                    (size_t) reply->len, reply->str);
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 1
+        || reply->element[0]->type != REDIS_REPLY_ARRAY
+        || reply->element[0]->elements != 2
+        || reply->element[0]->element[1]->type != REDIS_REPLY_ARRAY)
+    {
+        ngx_http_simhash_redis_fail(&lk->sub, "XREAD: unexpected reply");
+        return;
+    }
+
+    entries = reply->element[0]->element[1];
+
+    for (i = 0; i < entries->elements; i++) {
+        e = entries->element[i];
+
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2
+            || ngx_http_simhash_reply_id(e->element[0], &id) != NGX_OK)
+        {
+            ngx_http_simhash_redis_fail(&lk->sub,
+                                        "XREAD: unexpected entry %uz", i);
+            return;
+        }
+
+        ngx_http_simhash_apply(lk, &id, e);
+    }
+
+    if (entries->elements >= NGX_HTTP_SIMHASH_READ_COUNT) {
+        ngx_http_simhash_xinfo(lk);
+        return;
+    }
+
+    ngx_http_simhash_xread(lk);
+}
+
+
+/*
+ * One entry, under the zone's lock, with the last id: applied (stored, or
+ * a newer version of a key held), or not (an older version, our own),
+ * or refused (malformed, or under another seed).
+ */
+
+static void
+ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
+    redisReply *entry)
+{
+    char                            err[128];
+    size_t                          i;
+    uint32_t                        ref;
+    uint64_t                        hash;
+    ngx_str_t                       key;
+    ngx_uint_t                      own, applied;
+    redisReply                     *fields, *f, *v;
+    sh_stream_entry_t               e;
+    ngx_http_simhash_doc_t         *doc;
+    ngx_http_simhash_zone_t        *zone;
+    ngx_http_simhash_shctx_t       *sh;
+    ngx_http_simhash_outbox_t      *ob;
+    ngx_http_simhash_replicate_t   *rp;
+
+    rp = lk->rp;
+    zone = rp->zone;
+    sh = zone->sh;
+    ob = rp->outbox;
+    fields = entry->element[1];
+
+    sh_stream_entry_init(&e);
+
+    if (fields->type != REDIS_REPLY_ARRAY || fields->elements % 2) {
+        ngx_http_simhash_refused(lk, entry->element[0], "no field list");
+        goto refused;
+    }
+
+    for (i = 0; i < fields->elements; i += 2) {
+        f = fields->element[i];
+        v = fields->element[i + 1];
+
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+            ngx_http_simhash_refused(lk, entry->element[0], "not a string");
+            goto refused;
+        }
+
+        if (sh_stream_entry_field(&e, f->str, f->len, v->str, v->len, err,
+                                  sizeof(err))
+            != 0)
+        {
+            ngx_http_simhash_refused(lk, entry->element[0], err);
+            goto refused;
+        }
+    }
+
+    if (sh_stream_entry_check(&e, err, sizeof(err)) != 0) {
+        ngx_http_simhash_refused(lk, entry->element[0], err);
+        goto refused;
+    }
+
+    if (e.seed != lk->seed) {
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "fingerprints under another simhash_seed");
+        goto refused;
+    }
+
+    /*
+     * a version from far ahead of this clock would win over every later
+     * one of its key: a clock that is wrong, or a foreign writer
+     */
+
+    if (e.time > ngx_http_simhash_now() + NGX_HTTP_SIMHASH_FUTURE) {
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "its time is more than a day ahead");
+        goto refused;
+    }
+
+    own = (e.node_len == rp->node.len
+           && ngx_memcmp(e.node, rp->node.data, e.node_len) == 0);
+
+    if (!own) {
+        ngx_http_simhash_lag(ob, e.time);
+    }
+
+    key.data = (u_char *) e.key;
+    key.len = e.key_len;
+    applied = 0;
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+
+    if (own && sh->repl_since.ms
+        && sh_stream_id_cmp(id, &sh->repl_since) >= 0)
+    {
+        /* published by this zone: it has it, or evicted it on purpose */
+        goto done;
+    }
+
+    doc = ngx_http_simhash_zone_key(zone, &key);
+
+    if (doc == NULL) {
+        ngx_http_simhash_zone_write(zone);
+
+        ref = ngx_http_simhash_zone_store(zone, &key, e.hash, e.digest,
+                                          sh_stream_second(e.time));
+        applied = (ref != SH_NOREF);
+
+    } else if (sh_index_get(sh->index, doc->ref, &hash) == 0
+               && sh_stream_newer(e.time, e.hash, sh->times[doc->ref], hash))
+    {
+        ngx_http_simhash_zone_write(zone);
+
+        (void) sh_index_update(sh->index, doc->ref, e.hash);
+        sh->digests[doc->ref] = e.digest;
+        sh->times[doc->ref] = sh_stream_second(e.time);
+        (void) ngx_atomic_fetch_add(&sh->generation, 1);
+        applied = 1;
+    }
+
+done:
+
+    sh->repl_id = *id;
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    (void) ngx_atomic_fetch_add(applied ? &ob->applied
+                                : own ? &ob->skipped_own : &ob->outdated, 1);
+    return;
+
+refused:
+
+    (void) ngx_atomic_fetch_add(&ob->refused, 1);
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    sh->repl_id = *id;
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+/* The age of an entry of another node when applied. */
+
+static void
+ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob, uint64_t time)
+{
+    uint64_t    now, lag;
+    ngx_uint_t  i;
+
+    now = ngx_http_simhash_now();
+    lag = (now > time) ? now - time : 0;
+
+    ob->lag = (ngx_atomic_uint_t) lag;
+    (void) ngx_atomic_fetch_add(&ob->lag_sum, (ngx_atomic_int_t) lag);
+    (void) ngx_atomic_fetch_add(&ob->lag_count, 1);
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG - 1; i++) {
+        if (lag <= ngx_http_simhash_lag_le[i]) {
+            break;
+        }
+    }
+
+    (void) ngx_atomic_fetch_add(&ob->lag_le[i], 1);
+}
+
+
+/*
+ * A refused entry: one log line a second at most, with how many since the
+ * last line, so that a foreign writer cannot flood the log.
+ */
+
+static void
+ngx_http_simhash_refused(ngx_http_simhash_link_t *lk, redisReply *id,
+    char *why)
+{
+    lk->refused++;
+
+    if (lk->refused_logged == ngx_time()) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                  "simhash zone \"%V\": stream entry %*s refused: %s "
+                  "(%ui refused since the last such line)",
+                  &lk->rp->zone->name, (size_t) id->len, id->str, why,
+                  lk->refused);
+
+    lk->refused = 0;
+    lk->refused_logged = ngx_time();
+}
+
+
+static ngx_int_t
+ngx_http_simhash_reply_id(redisReply *r, sh_stream_id_t *id)
+{
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) {
+        return NGX_ERROR;
+    }
+
+    return sh_stream_id_parse(id, r->str, r->len) == 0 ? NGX_OK : NGX_ERROR;
+}
+
+
+/* A field of a flat [name, value, ...] reply (XINFO in RESP2). */
+
+static redisReply *
+ngx_http_simhash_reply_field(redisReply *r, const char *name)
+{
+    size_t  i, len;
+
+    if (r->type != REDIS_REPLY_ARRAY) {
+        return NULL;
+    }
+
+    len = ngx_strlen(name);
+
+    for (i = 0; i + 1 < r->elements; i += 2) {
+        if (r->element[i]->type == REDIS_REPLY_STRING
+            && (size_t) r->element[i]->len == len
+            && ngx_strncmp(r->element[i]->str, name, len) == 0)
+        {
+            return r->element[i + 1];
+        }
+    }
+
+    return NULL;
+}
+
+
+static uint64_t
+ngx_http_simhash_now(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (uint64_t) tp->sec * 1000 + tp->msec;
+}

@@ -1,0 +1,233 @@
+/*
+ * sh_stream.c -- the replication stream's entries and ids (sh_stream.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "sh_keyrec.h"
+#include "sh_stream.h"
+
+const char *const sh_stream_field_names[SH_STREAM_NFIELDS] = {
+    "node", "key", "fp", "digest", "time", "seed"
+};
+
+/* Decimal digits of s[0..len) as a uint64: 0, or -1 (empty, not a digit,
+ * overflow). */
+static int
+parse_u64(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t   i;
+
+    if (len == 0 || len > 20) {
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        unsigned d = (unsigned char) s[i] - '0';
+
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return -1;
+        }
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Exactly `digits` hex digits. */
+static int
+parse_hex(const char *s, size_t len, size_t digits, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t   i;
+
+    if (len != digits) {
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char) s[i];
+        unsigned      d;
+
+        if (c >= '0' && c <= '9') {
+            d = c - '0';
+        } else if (c >= 'a' && c <= 'f') {
+            d = c - 'a' + 10;
+        } else if (c >= 'A' && c <= 'F') {
+            d = c - 'A' + 10;
+        } else {
+            return -1;
+        }
+        v = (v << 4) | d;
+    }
+    *out = v;
+    return 0;
+}
+
+int
+sh_stream_id_parse(sh_stream_id_t *id, const char *s, size_t len)
+{
+    const char *dash = memchr(s, '-', len);
+
+    if (dash == NULL) {
+        id->seq = 0;
+        return parse_u64(s, len, &id->ms);
+    }
+    if (parse_u64(s, (size_t) (dash - s), &id->ms) != 0
+        || parse_u64(dash + 1, len - (size_t) (dash - s) - 1, &id->seq) != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
+
+size_t
+sh_stream_id_format(char *buf, const sh_stream_id_t *id)
+{
+    int n = snprintf(buf, SH_STREAM_ID_LEN, "%llu-%llu",
+                     (unsigned long long) id->ms,
+                     (unsigned long long) id->seq);
+
+    return n > 0 ? (size_t) n : 0;
+}
+
+int
+sh_stream_id_cmp(const sh_stream_id_t *a, const sh_stream_id_t *b)
+{
+    if (a->ms != b->ms) {
+        return a->ms < b->ms ? -1 : 1;
+    }
+    if (a->seq != b->seq) {
+        return a->seq < b->seq ? -1 : 1;
+    }
+    return 0;
+}
+
+void
+sh_stream_text(sh_stream_text_t *t, uint64_t hash, uint64_t digest,
+               uint64_t time, uint32_t seed)
+{
+    snprintf(t->fp, sizeof(t->fp), "%016llx", (unsigned long long) hash);
+    snprintf(t->digest, sizeof(t->digest), "%016llx",
+             (unsigned long long) digest);
+    snprintf(t->time, sizeof(t->time), "%llu", (unsigned long long) time);
+    snprintf(t->seed, sizeof(t->seed), "%08x", (unsigned) seed);
+}
+
+uint32_t
+sh_stream_seed(uint64_t seed_digest)
+{
+    return (uint32_t) (seed_digest >> 32);
+}
+
+void
+sh_stream_entry_init(sh_stream_entry_t *e)
+{
+    memset(e, 0, sizeof(*e));
+}
+
+int
+sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
+                      const char *value, size_t value_len, char *err,
+                      size_t errlen)
+{
+    unsigned  f;
+    uint64_t  v = 0;
+    int       rc;
+
+    for (f = 0; f < SH_STREAM_NFIELDS; f++) {
+        if (strlen(sh_stream_field_names[f]) == name_len
+            && memcmp(sh_stream_field_names[f], name, name_len) == 0)
+        {
+            break;
+        }
+    }
+    if (f == SH_STREAM_NFIELDS) {
+        return 0;                       /* not ours: ignored */
+    }
+    if (e->seen & (1u << f)) {
+        snprintf(err, errlen, "field \"%s\" twice", sh_stream_field_names[f]);
+        return -1;
+    }
+
+    rc = 0;
+    switch (f) {
+    case SH_STREAM_F_NODE:
+        rc = (value_len == 0 || value_len > SH_STREAM_NODE_MAX) ? -1 : 0;
+        e->node = (const unsigned char *) value;
+        e->node_len = value_len;
+        break;
+    case SH_STREAM_F_KEY:
+        rc = (value_len == 0 || value_len > SH_KEY_MAX) ? -1 : 0;
+        e->key = (const unsigned char *) value;
+        e->key_len = value_len;
+        break;
+    case SH_STREAM_F_FP:
+        rc = parse_hex(value, value_len, 16, &e->hash);
+        break;
+    case SH_STREAM_F_DIGEST:
+        rc = parse_hex(value, value_len, 16, &e->digest);
+        break;
+    case SH_STREAM_F_TIME:
+        rc = parse_u64(value, value_len, &e->time);
+        if (rc == 0 && e->time == 0) {
+            rc = -1;
+        }
+        break;
+    default: /* SH_STREAM_F_SEED */
+        rc = parse_hex(value, value_len, 8, &v);
+        e->seed = (uint32_t) v;
+        break;
+    }
+
+    if (rc != 0) {
+        snprintf(err, errlen, "bad \"%s\" (%zu bytes)",
+                 sh_stream_field_names[f], value_len);
+        return -1;
+    }
+    e->seen |= 1u << f;
+    return 0;
+}
+
+int
+sh_stream_entry_check(const sh_stream_entry_t *e, char *err, size_t errlen)
+{
+    unsigned f;
+
+    for (f = 0; f < SH_STREAM_NFIELDS; f++) {
+        if (!(e->seen & (1u << f))) {
+            snprintf(err, errlen, "no \"%s\" field",
+                     sh_stream_field_names[f]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+uint32_t
+sh_stream_second(uint64_t time)
+{
+    uint64_t s = time / 1000;
+
+    return s > UINT32_MAX ? UINT32_MAX : (uint32_t) s;
+}
+
+int
+sh_stream_newer(uint64_t time, uint64_t hash, uint32_t have_second,
+                uint64_t have_hash)
+{
+    uint32_t s = sh_stream_second(time);
+
+    if (s != have_second) {
+        return s > have_second;
+    }
+    return hash > have_hash;
+}
+
+uint64_t
+sh_stream_next_time(uint64_t now, uint32_t have_second)
+{
+    if (have_second && sh_stream_second(now) <= have_second) {
+        return ((uint64_t) have_second + 1) * 1000;
+    }
+    return now;
+}

@@ -1,0 +1,118 @@
+/*
+ * sh_stream.h -- the entries of the replication stream.
+ *
+ * The nginx module's nodes share their new and changed documents through a
+ * Redis Stream (module/ngx_http_simhash_replicate.c).  One entry per
+ * document version, as field/value pairs, all text so that redis-cli shows
+ * them as they are:
+ *
+ *     node    the id of the node that stored the version
+ *     key     the document's key, any bytes (1 to SH_KEY_MAX)
+ *     fp      the 64-bit fingerprint, 16 hex digits
+ *     digest  the digest of the body it was taken from, 16 hex digits
+ *             (0: unknown)
+ *     time    when the node stored this version: ms since 1970, decimal
+ *     seed    the first 32 bits of the zone's seed digest, 8 hex digits:
+ *             fingerprints under another simhash_seed are not comparable,
+ *             so a misconfigured node's entries are refused, not applied
+ *
+ * Fields may come in any order; fields of other names are ignored (a later
+ * version may add some); a missing or malformed field makes the entry
+ * malformed.
+ *
+ * The versions of one key are ordered by their second, then by their
+ * fingerprint: whatever order a node applies two versions in, it keeps the
+ * same one as every other node.  A node that changes a document within the
+ * second of its stored version dates the new version one second later
+ * (sh_stream_next_time), so its own newer version always wins.
+ *
+ * Stream ids ("MS-SEQ", both 64-bit) are parsed, formatted and compared
+ * here too.
+ */
+#ifndef SH_STREAM_H
+#define SH_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SH_STREAM_ID_LEN    42      /* "MS-SEQ" and the NUL */
+#define SH_STREAM_NODE_MAX  64      /* bytes of a node id */
+
+typedef struct {
+    uint64_t ms;
+    uint64_t seq;
+} sh_stream_id_t;
+
+/* "MS-SEQ" (or "MS", seq 0): 0, or -1 if it is not an id. */
+int sh_stream_id_parse(sh_stream_id_t *id, const char *s, size_t len);
+
+/* NUL-terminated into buf (SH_STREAM_ID_LEN bytes); returns the length. */
+size_t sh_stream_id_format(char *buf, const sh_stream_id_t *id);
+
+int sh_stream_id_cmp(const sh_stream_id_t *a, const sh_stream_id_t *b);
+
+enum {
+    SH_STREAM_F_NODE = 0,
+    SH_STREAM_F_KEY,
+    SH_STREAM_F_FP,
+    SH_STREAM_F_DIGEST,
+    SH_STREAM_F_TIME,
+    SH_STREAM_F_SEED,
+    SH_STREAM_NFIELDS
+};
+
+extern const char *const sh_stream_field_names[SH_STREAM_NFIELDS];
+
+/* one entry; node and key point into the caller's data */
+typedef struct {
+    const unsigned char *node;
+    size_t               node_len;
+    const unsigned char *key;
+    size_t               key_len;
+    uint64_t             hash;
+    uint64_t             digest;
+    uint64_t             time;      /* ms since 1970 */
+    uint32_t             seed;
+    unsigned             seen;      /* a bit per field */
+} sh_stream_entry_t;
+
+/* The text of the numeric fields of an entry, NUL-terminated. */
+typedef struct {
+    char fp[17];
+    char digest[17];
+    char time[21];
+    char seed[9];
+} sh_stream_text_t;
+
+void sh_stream_text(sh_stream_text_t *t, uint64_t hash, uint64_t digest,
+                    uint64_t time, uint32_t seed);
+
+/* The seed field of a zone's seed digest. */
+uint32_t sh_stream_seed(uint64_t seed_digest);
+
+/*
+ * Decoding: init, then every field/value pair of the entry, then check.
+ * field() and check() return 0, or -1 with the reason in err.
+ */
+void sh_stream_entry_init(sh_stream_entry_t *e);
+int sh_stream_entry_field(sh_stream_entry_t *e, const char *name,
+                          size_t name_len, const char *value,
+                          size_t value_len, char *err, size_t errlen);
+int sh_stream_entry_check(const sh_stream_entry_t *e, char *err,
+                          size_t errlen);
+
+/* The second a version time falls in (what a zone keeps per document). */
+uint32_t sh_stream_second(uint64_t time);
+
+/* 1 if the version (time, hash) is newer than the one stored, whose
+ * second is have_second and fingerprint have_hash; 0 if not (equal
+ * included). */
+int sh_stream_newer(uint64_t time, uint64_t hash, uint32_t have_second,
+                    uint64_t have_hash);
+
+/* The time of a new local version at `now` (ms) of a document whose stored
+ * version is of second have_second (0: none): now, or the start of the
+ * next second if now is not later. */
+uint64_t sh_stream_next_time(uint64_t now, uint32_t have_second);
+
+#endif

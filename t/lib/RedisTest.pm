@@ -1,0 +1,190 @@
+package RedisTest;
+
+# A redis-server of its own for the replication tests: a temporary
+# directory with its own configuration, a free loopback port, append-only
+# persistence (a kill -9 keeps every acknowledged write, as in production),
+# no snapshots.  Core Perl only, with a small RESP client for what the tests
+# do by hand (XADD of garbage, XTRIM, XLEN, XRANGE).
+#
+#   my $redis = RedisTest->new(password => 'secret');   # or none
+#   $redis->start;
+#   my $url = $redis->url;              # redis://:secret@127.0.0.1:PORT
+#   $redis->cmd('XLEN', 'simhash:crawl');
+#   $redis->kill9; $redis->start;       # same port, same data
+#   $redis->stop;
+#
+# RedisTest::available() says whether redis-server is installed; tests skip
+# without it (tools/deps.sh installs it for `make test`).  No Test::More
+# here: `make bench` (bench/replicate.pl) uses it too.
+
+use strict;
+use warnings;
+
+use Carp qw(croak);
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use POSIX qw(:sys_wait_h);
+use Time::HiRes qw(sleep time);
+
+our $SERVER = $ENV{SH_REDIS_SERVER} || 'redis-server';
+
+my @live;
+
+sub available {
+    return scalar grep { -x "$_/$SERVER" } split /:/, $ENV{PATH};
+}
+
+sub new {
+    my ($class, %args) = @_;
+    my $self = bless { password => undef, appendonly => 1, %args }, $class;
+    $self->{dir} = tempdir('simhash-redis-XXXXXX', TMPDIR => 1,
+                           CLEANUP => !$ENV{SH_KEEP});
+    $self->{port} = free_port();
+    return $self;
+}
+
+sub free_port {
+    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, Proto => 'tcp',
+                                  ReuseAddr => 1)
+        or die "cannot bind a free port: $!";
+    my $port = $s->sockport;
+    close $s;
+    return $port;
+}
+
+# CPU seconds Redis has used (INFO cpu), for what a benchmark costs it.
+sub cpu {
+    my ($self) = @_;
+    my $info = $self->cmd('INFO', 'cpu');
+    my ($sys) = $info =~ /used_cpu_sys:([\d.]+)/;
+    my ($user) = $info =~ /used_cpu_user:([\d.]+)/;
+    return ($sys // 0) + ($user // 0);
+}
+
+sub port { $_[0]{port} }
+sub dir { $_[0]{dir} }
+
+# The URL for simhash_replicate, with the password if there is one (or
+# the one given).
+sub url {
+    my ($self, $password) = @_;
+    $password //= $self->{password};
+    return defined $password ? "redis://:$password\@127.0.0.1:$self->{port}"
+                             : "redis://127.0.0.1:$self->{port}";
+}
+
+sub start {
+    my ($self) = @_;
+    my $conf = "$self->{dir}/redis.conf";
+    open(my $fh, '>', $conf) or die "$conf: $!";
+    print $fh "port $self->{port}\nbind 127.0.0.1\ndir $self->{dir}\n"
+            . "save \"\"\nappendonly " . ($self->{appendonly} ? 'yes' : 'no')
+            . "\nappendfsync no\nlogfile $self->{dir}/redis.log\n"
+            . "daemonize no\nprotected-mode no\n";
+    print $fh "requirepass $self->{password}\n" if defined $self->{password};
+    close $fh;
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open(STDIN, '<', '/dev/null');
+        open(STDOUT, '>', '/dev/null');
+        open(STDERR, '>', '/dev/null');
+        exec($SERVER, $conf) or POSIX::_exit(127);
+    }
+    $self->{pid} = $pid;
+    push @live, $self;
+    my $end = time + 10;
+    while (time < $end) {
+        my $r = eval { $self->cmd('PING') };
+        return $self if defined $r && !ref $r;
+        croak "redis-server exited: " . $self->log
+            if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.02;
+    }
+    croak "redis-server does not answer: " . $self->log;
+}
+
+sub log {
+    my ($self) = @_;
+    open(my $fh, '<', "$self->{dir}/redis.log") or return '';
+    local $/;
+    return <$fh> // '';
+}
+
+sub _end {
+    my ($self, $sig) = @_;
+    my $pid = delete $self->{pid} or return;
+    kill $sig, $pid;
+    waitpid($pid, 0);
+    @live = grep { defined $_ && $_ != $self } @live;
+}
+
+sub stop { $_[0]->_end('TERM') }
+sub kill9 { $_[0]->_end('KILL') }
+
+sub DESTROY { local ($?, $!, $@); $_[0]->_end('KILL') }
+END { local $?; $_->_end('KILL') for @live }
+
+# One command; the reply decoded: a string, an integer, undef (nil), an
+# array ref, or { error => 'MESSAGE' }.
+sub cmd {
+    my ($self, @args) = @_;
+    my $s = $self->{sock};
+    if (!$s || !$s->connected) {
+        $s = $self->{sock} = IO::Socket::INET->new(
+            PeerAddr => '127.0.0.1', PeerPort => $self->{port},
+            Proto => 'tcp', Timeout => 5) or die "redis connect: $!";
+        if (defined $self->{password}) {
+            $self->_send($s, 'AUTH', $self->{password});
+            my $r = $self->_read($s);
+            die "redis AUTH: $r->{error}" if ref $r eq 'HASH';
+        }
+    }
+    $self->_send($s, @args);
+    my $r = eval { $self->_read($s) };
+    if ($@) {
+        delete $self->{sock};
+        die $@;
+    }
+    return $r;
+}
+
+sub _send {
+    my ($self, $s, @args) = @_;
+    my $out = '*' . @args . "\r\n";
+    $out .= '$' . length($_) . "\r\n$_\r\n" for @args;
+    print $s $out;
+}
+
+sub _line {
+    my ($s) = @_;
+    my $l = <$s>;
+    die "redis: connection closed\n" unless defined $l;
+    $l =~ s/\r\n\z//;
+    return $l;
+}
+
+sub _read {
+    my ($self, $s) = @_;
+    my $l = _line($s);
+    my ($t, $rest) = (substr($l, 0, 1), substr($l, 1));
+    return $rest if $t eq '+';
+    return { error => $rest } if $t eq '-';
+    return 0 + $rest if $t eq ':';
+    if ($t eq '$') {
+        return undef if $rest < 0;
+        my $buf = '';
+        while (length $buf < $rest + 2) {
+            my $n = read($s, $buf, $rest + 2 - length $buf, length $buf);
+            die "redis: short read\n" unless $n;
+        }
+        return substr($buf, 0, $rest);
+    }
+    if ($t eq '*') {
+        return undef if $rest < 0;
+        return [ map { $self->_read($s) } 1 .. $rest ];
+    }
+    die "redis: unexpected reply '$l'\n";
+}
+
+1;
