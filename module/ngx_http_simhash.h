@@ -63,6 +63,7 @@ typedef enum {
     NGX_HTTP_SIMHASH_SKIP_TOO_SHORT,
     NGX_HTTP_SIMHASH_SKIP_BINARY,
     NGX_HTTP_SIMHASH_SKIP_ERROR,
+    NGX_HTTP_SIMHASH_SKIP_BUDGET,       /* markup over its work budget */
     NGX_HTTP_SIMHASH_NSKIP
 } ngx_http_simhash_skip_e;
 
