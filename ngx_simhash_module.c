@@ -430,7 +430,8 @@ ngx_str_t  ngx_http_simhash_skip_names[] = {
     ngx_string("encoding"),
     ngx_string("too_short"),
     ngx_string("binary"),
-    ngx_string("error")
+    ngx_string("error"),
+    ngx_string("budget")
 };
 
 
@@ -1067,6 +1068,19 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     case SH_STATUS_TOO_SHORT:
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_TOO_SHORT);
+        break;
+
+    case SH_STATUS_TOO_LARGE:
+        /* one construct over SH_PENDING_MAX: as a body over max_body */
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_TOO_LARGE);
+        break;
+
+    case SH_STATUS_TOO_COMPLEX:
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: \"%V\" skipped: its markup is over its "
+                      "work budget (%s), %O bytes",
+                      &ctx->key, res.why, (off_t) res.nbytes);
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_BUDGET);
         break;
 
     default: /* SH_STATUS_BINARY */

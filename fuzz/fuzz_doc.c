@@ -21,11 +21,14 @@
  *     the same binary verdict;
  *   - the tokeniser alone (sh_text) on that UTF-8, a line a block, cut
  *     anywhere: the same terms;
- *   - the whole document (sh_doc): the same tokens (each token's bytes
- *     folded into a digest), blocks with the same zones and weights
+ *   - the whole document (sh_doc): the same status, tokens (each token's
+ *     bytes folded into a digest), blocks with the same zones and weights
  *     (content weighting, sh_block.h), features, fingerprint and weights,
- *     bit for bit -- except where libxml2's push parser itself depends on the
- *     chunking (fdoc_libxml2_unsteady below).
+ *     bit for bit.  This also holds sh_budget's model of libxml2's
+ *     tokenizer to the parser: sh_html cuts the input only where the
+ *     model says every construct is complete, and a model wrong about
+ *     where one ends would let the parser see it cut, and read on to the
+ *     end of its bytes.
  * Each result must also make sense on its own: nbytes the body length,
  * features within the caps, the bits following the weights' signs,
  * weights finite and bounded, every token non-empty valid UTF-8 of at
@@ -424,7 +427,11 @@ fdoc_check_result(const sh_config_t *cfg, const fdoc_out_t *o, size_t len)
 
     FUZZ_CHECK(r->nbytes == len);
     FUZZ_CHECK(r->status == SH_STATUS_OK || r->status == SH_STATUS_TOO_SHORT
-               || r->status == SH_STATUS_BINARY);
+               || r->status == SH_STATUS_BINARY
+               || r->status == SH_STATUS_TOO_LARGE
+               || r->status == SH_STATUS_TOO_COMPLEX);
+    FUZZ_CHECK((r->why != NULL) == (r->status == SH_STATUS_TOO_LARGE
+                                    || r->status == SH_STATUS_TOO_COMPLEX));
     FUZZ_CHECK(r->nfeatures <= opt->max_features);
     FUZZ_CHECK(!r->truncated || r->nfeatures == opt->max_features);
     FUZZ_CHECK(o->visited == r->nfeatures);
@@ -505,69 +512,6 @@ fdoc_decode(const char *label, const uint8_t *body, size_t len, int chunked,
     return binary;
 }
 
-/*
- * libxml2's HTML push parser (2.9.14) decides when a construct is complete
- * with a look-ahead that disagrees with the parser proper in a few kinds of
- * malformed markup; the parser then reads on to the end of the bytes it has,
- * so the result depends on the chunking.  sh_html works around the simple
- * cases (see sh_html.c); two remain, found here and left to libxml2
- * (docs/FUZZING.md), and pages whose decoded text holds them are checked
- * for everything but chunk invariance:
- *   - a quote in a start tag that does not open a value ("<m\" n=\">d"):
- *     the look-ahead pairs it with the next quote and takes the '>' after
- *     it as the end; the parser reads the value n to the end of its bytes;
- *   - a comment whose closing dashes overlap its opening ("<!-->",
- *     "<!--->") or that ends in "--!>": complete to the look-ahead, still
- *     open to the parser.
- */
-static int
-fdoc_libxml2_unsteady(const char *text, size_t len)
-{
-    const char *p, *end, *lt;
-    int         after_eq;
-
-    if (len == 0) {
-        return 0;                       /* and text may be NULL */
-    }
-    p = text;
-    end = text + len;
-    if (memmem(text, len, "<!-->", 5) != NULL
-        || memmem(text, len, "<!--->", 6) != NULL
-        || memmem(text, len, "--!>", 4) != NULL)
-    {
-        return 1;
-    }
-    while ((lt = memchr(p, '<', (size_t) (end - p))) != NULL) {
-        p = lt + 1;
-        if (p >= end || !((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')) {
-            continue;
-        }
-        /* A start tag: quotes may only open a value, right after '='. */
-        for (after_eq = 0; p < end && *p != '>'; p++) {
-            if (*p == '"' || *p == '\'') {
-                const char *close;
-
-                if (!after_eq) {
-                    return 1;
-                }
-                close = memchr(p + 1, *p, (size_t) (end - p - 1));
-                if (close == NULL) {
-                    break;          /* open to the end: both agree */
-                }
-                p = close;
-                after_eq = 0;
-            } else if (*p == '=') {
-                after_eq = 1;
-            } else if (*p != ' ' && *p != '\t' && *p != '\n'
-                       && *p != '\r' && *p != '\f')
-            {
-                after_eq = 0;
-            }
-        }
-    }
-    return 0;
-}
-
 /* ---- The text stage alone. ---- */
 
 static void
@@ -627,7 +571,7 @@ fdoc_one(const uint8_t *data, size_t size)
     size_t       pad, len;
     fdoc_out_t   whole, part;
     fdoc_utf8_t  u_whole, u_part;
-    int          binary, strict;
+    int          binary;
 
     cfg = fdoc_cfg[fuzz_u8(&in) % FDOC_NCFG];
     sel = fuzz_u8(&in);
@@ -667,7 +611,6 @@ fdoc_one(const uint8_t *data, size_t size)
         FUZZ_CHECK(u_whole.len == 0
                    || memcmp(u_whole.buf, u_part.buf, u_whole.len) == 0);
     }
-    strict = !binary && !fdoc_libxml2_unsteady(u_whole.buf, u_whole.len);
 
     /* The text stage: terms independent of how the text is cut. */
     if (!binary && u_whole.len > 0) {
@@ -692,7 +635,7 @@ fdoc_one(const uint8_t *data, size_t size)
     FUZZ_CHECK(strcmp(whole.charset, part.charset) == 0);
     FUZZ_CHECK((whole.res.status == SH_STATUS_BINARY) == binary);
     FUZZ_CHECK((part.res.status == SH_STATUS_BINARY) == binary);
-    if (!strict) {
+    if (binary) {
         return 0;
     }
     /* Chunking must not matter, down to the last token and float. */

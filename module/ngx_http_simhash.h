@@ -63,6 +63,7 @@ typedef enum {
     NGX_HTTP_SIMHASH_SKIP_TOO_SHORT,
     NGX_HTTP_SIMHASH_SKIP_BINARY,
     NGX_HTTP_SIMHASH_SKIP_ERROR,
+    NGX_HTTP_SIMHASH_SKIP_BUDGET,       /* markup over its work budget */
     NGX_HTTP_SIMHASH_NSKIP
 } ngx_http_simhash_skip_e;
 
@@ -219,6 +220,7 @@ extern ngx_str_t     ngx_http_simhash_skip_names[];
 
 /* the zone: ngx_http_simhash_zone.c */
 
+void *ngx_http_simhash_old_zone(ngx_shm_zone_t *shm);
 char *ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_http_simhash_zone_t *ngx_http_simhash_zone_find(

@@ -33,6 +33,13 @@
 #define NGX_HTTP_SIMHASH_OUTBOX_MIN     (256 * 1024)
 
 
+static ngx_str_t ngx_http_simhash_url_shown(ngx_conf_t *cf, ngx_str_t *url);
+static char *ngx_http_simhash_url_unix(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *shown, u_char *p,
+    u_char *end);
+static char *ngx_http_simhash_url_tcp(ngx_conf_t *cf,
+    ngx_http_simhash_replicate_t *rp, ngx_str_t *shown, u_char *p,
+    u_char *end);
 static char *ngx_http_simhash_replicate_url(ngx_conf_t *cf,
     ngx_http_simhash_replicate_t *rp, ngx_str_t *url);
 static ngx_int_t ngx_http_simhash_unescape(ngx_conf_t *cf, ngx_str_t *s);
@@ -176,47 +183,18 @@ static char *
 ngx_http_simhash_replicate_url(ngx_conf_t *cf,
     ngx_http_simhash_replicate_t *rp, ngx_str_t *url)
 {
-    u_char                         *p, *last, *at, *colon, *end, *db, *host;
-    size_t                          len;
+    u_char                         *p, *last, *at, *colon, *end, *db;
     ngx_int_t                       n;
-    ngx_url_t                       u;
-    ngx_str_t                       auth, path, shown;
+    ngx_str_t                       auth, shown;
     ngx_http_simhash_redis_conf_t  *redis;
 
     redis = rp->redis;
     last = url->data + url->len;
     db = NULL;
 
-    /* the URL as error messages show it: credentials hidden */
-
-    shown = *url;
-    at = NULL;
-
-    for (p = url->data; p < last && *p != '?'; p++) {
-        if (*p == '@') {
-            at = p;
-        }
-    }
-
-    p = ngx_strlchr(url->data, last, ':');
-
-    if (p) {
-        p++;
-
-        while (p < last && *p == '/' && p - url->data < 8) {
-            p++;    /* "//" of redis:// and unix:// */
-        }
-    }
-
-    if (at && p && p <= at) {
-        shown.len = (p - url->data) + sizeof("***") - 1 + (last - at);
-        shown.data = ngx_pnalloc(cf->pool, shown.len);
-        if (shown.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        ngx_sprintf(shown.data, "%*s***%*s", (size_t) (p - url->data),
-                    url->data, (size_t) (last - at), at);
+    shown = ngx_http_simhash_url_shown(cf, url);
+    if (shown.data == NULL) {
+        return NGX_CONF_ERROR;
     }
 
     if (url->len > 8 && ngx_strncmp(url->data, "redis://", 8) == 0) {
@@ -304,45 +282,127 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
     }
 
     if (url->data[0] == 'u') {
-        path.data = p;
-        path.len = end - p;
-
-        if (path.len < 2 || path.data[0] != '/'
-            || path.len >= sizeof(((struct sockaddr_un *) 0)->sun_path))
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid Redis URL \"%V\": the socket's "
-                               "path is absolute, and short", &shown);
-            return NGX_CONF_ERROR;
-        }
-
-        redis->path = ngx_pnalloc(cf->pool, path.len + 1);
-        if (redis->path == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        ngx_cpystrn(redis->path, path.data, path.len + 1);
-
-        rp->url.len = sizeof("unix:") - 1 + path.len;
-        rp->url.data = ngx_pnalloc(cf->pool, rp->url.len + NGX_INT_T_LEN
-                                             + sizeof("?db="));
-        if (rp->url.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        last = ngx_sprintf(rp->url.data, "unix:%V", &path);
-
-        if (redis->db) {
-            last = ngx_sprintf(last, "?db=%ui", redis->db);
-        }
-
-        rp->url.len = last - rp->url.data;
-        redis->url = rp->url;
-
-        return NGX_CONF_OK;
+        return ngx_http_simhash_url_unix(cf, rp, &shown, p, end);
     }
 
-    /* HOST[:PORT], resolved now; the first address is used */
+    return ngx_http_simhash_url_tcp(cf, rp, &shown, p, end);
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid Redis URL \"%V\"",
+                       &shown);
+    return NGX_CONF_ERROR;
+}
+
+
+/* The URL as error messages show it: credentials hidden. */
+
+static ngx_str_t
+ngx_http_simhash_url_shown(ngx_conf_t *cf, ngx_str_t *url)
+{
+    u_char     *p, *last, *at;
+    ngx_str_t   shown;
+
+    last = url->data + url->len;
+    shown = *url;
+    at = NULL;
+
+    for (p = url->data; p < last && *p != '?'; p++) {
+        if (*p == '@') {
+            at = p;
+        }
+    }
+
+    p = ngx_strlchr(url->data, last, ':');
+
+    if (p) {
+        p++;
+
+        while (p < last && *p == '/' && p - url->data < 8) {
+            p++;    /* "//" of redis:// and unix:// */
+        }
+    }
+
+    if (at && p && p <= at) {
+        shown.len = (p - url->data) + sizeof("***") - 1 + (last - at);
+        shown.data = ngx_pnalloc(cf->pool, shown.len);
+        if (shown.data == NULL) {
+            return shown;
+        }
+
+        ngx_sprintf(shown.data, "%*s***%*s", (size_t) (p - url->data),
+                    url->data, (size_t) (last - at), at);
+    }
+
+    return shown;
+}
+
+
+/* unix:/PATH: the socket's path, and the URL as the statistics show it. */
+
+static char *
+ngx_http_simhash_url_unix(ngx_conf_t *cf, ngx_http_simhash_replicate_t *rp,
+    ngx_str_t *shown, u_char *p, u_char *end)
+{
+    u_char                         *last;
+    ngx_str_t                       path;
+    ngx_http_simhash_redis_conf_t  *redis;
+
+    redis = rp->redis;
+
+    path.data = p;
+    path.len = end - p;
+
+    if (path.len < 2 || path.data[0] != '/'
+        || path.len >= sizeof(((struct sockaddr_un *) 0)->sun_path))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid Redis URL \"%V\": the socket's "
+                           "path is absolute, and short", shown);
+        return NGX_CONF_ERROR;
+    }
+
+    redis->path = ngx_pnalloc(cf->pool, path.len + 1);
+    if (redis->path == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(redis->path, path.data, path.len + 1);
+
+    rp->url.len = sizeof("unix:") - 1 + path.len;
+    rp->url.data = ngx_pnalloc(cf->pool, rp->url.len + NGX_INT_T_LEN
+                                         + sizeof("?db="));
+    if (rp->url.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    last = ngx_sprintf(rp->url.data, "unix:%V", &path);
+
+    if (redis->db) {
+        last = ngx_sprintf(last, "?db=%ui", redis->db);
+    }
+
+    rp->url.len = last - rp->url.data;
+    redis->url = rp->url;
+
+    return NGX_CONF_OK;
+}
+
+
+/* HOST[:PORT]: resolved now, and the URL as the statistics show it. */
+
+static char *
+ngx_http_simhash_url_tcp(ngx_conf_t *cf, ngx_http_simhash_replicate_t *rp,
+    ngx_str_t *shown, u_char *p, u_char *end)
+{
+    u_char                         *last, *host;
+    size_t                          len;
+    ngx_url_t                       u;
+    ngx_http_simhash_redis_conf_t  *redis;
+
+    redis = rp->redis;
+
+    /* the first address is used */
 
     ngx_memzero(&u, sizeof(ngx_url_t));
 
@@ -352,14 +412,14 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
 
     if (u.url.len == 0 || ngx_parse_url(cf->pool, &u) != NGX_OK) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": %s", &shown,
+                           "invalid Redis URL \"%V\": %s", shown,
                            u.err ? u.err : "no host");
         return NGX_CONF_ERROR;
     }
 
     if (u.naddrs == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": no address", &shown);
+                           "invalid Redis URL \"%V\": no address", shown);
         return NGX_CONF_ERROR;
     }
 
@@ -405,12 +465,6 @@ ngx_http_simhash_replicate_url(ngx_conf_t *cf,
     redis->url = rp->url;
 
     return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid Redis URL \"%V\"",
-                       &shown);
-    return NGX_CONF_ERROR;
 }
 
 
@@ -652,43 +706,12 @@ ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
 {
     size_t                          off;
     uint64_t                        pos;
-    ngx_uint_t                      i, copied, lost, level;
-    ngx_shm_zone_t                 *oshm;
-    ngx_list_part_t                *part;
+    ngx_uint_t                      copied, lost, level;
     ngx_http_simhash_outrec_t      *rec;
     ngx_http_simhash_outbox_t      *oob;
     ngx_http_simhash_replicate_t   *ort;
 
-    if (ngx_is_init_cycle(ngx_cycle)) {
-        return;
-    }
-
-    ort = NULL;
-    part = &((ngx_cycle_t *) ngx_cycle)->shared_memory.part;
-    oshm = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-            part = part->next;
-            oshm = part->elts;
-            i = 0;
-        }
-
-        if (oshm[i].tag == &ngx_http_simhash_module
-            && oshm[i].shm.name.len == rp->shm_zone->shm.name.len
-            && ngx_strncmp(oshm[i].shm.name.data, rp->shm_zone->shm.name.data,
-                           rp->shm_zone->shm.name.len) == 0
-            && oshm[i].shm.addr != rp->shm_zone->shm.addr
-            && oshm[i].data)
-        {
-            ort = oshm[i].data;
-            break;
-        }
-    }
+    ort = ngx_http_simhash_old_zone(rp->shm_zone);
 
     if (ort == NULL || ort->outbox == NULL || ort->zone == NULL
         || ort->zone->sh == NULL)

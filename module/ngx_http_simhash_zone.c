@@ -771,24 +771,23 @@ ngx_http_simhash_zone_copy(ngx_http_simhash_copy_t *cp,
 }
 
 
-/* A reload that resized the zone: take the documents of the old one over. */
+/*
+ * On a reload, the data of the running cycle's shared memory zone of this
+ * module with the name of `shm` but another memory (it was resized), or
+ * NULL: the zone a resized one takes its contents over from.
+ */
 
-static void
-ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+void *
+ngx_http_simhash_old_zone(ngx_shm_zone_t *shm)
 {
-    uint32_t                   ref;
-    ngx_uint_t                 i;
-    ngx_shm_zone_t            *oshm;
-    ngx_list_part_t           *part;
-    ngx_http_simhash_copy_t    cp;
-    ngx_http_simhash_zone_t   *ozone;
-    ngx_http_simhash_shctx_t  *osh;
+    ngx_uint_t        i;
+    ngx_shm_zone_t   *oshm;
+    ngx_list_part_t  *part;
 
     if (ngx_is_init_cycle(ngx_cycle)) {
-        return;
+        return NULL;
     }
 
-    ozone = NULL;
     part = &((ngx_cycle_t *) ngx_cycle)->shared_memory.part;
     oshm = part->elts;
 
@@ -796,7 +795,7 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
-                break;
+                return NULL;
             }
             part = part->next;
             oshm = part->elts;
@@ -804,16 +803,29 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
         }
 
         if (oshm[i].tag == &ngx_http_simhash_module
-            && oshm[i].shm.name.len == zone->name.len
-            && ngx_strncmp(oshm[i].shm.name.data, zone->name.data,
-                           zone->name.len) == 0
-            && oshm[i].shm.addr != zone->shm_zone->shm.addr
+            && oshm[i].shm.name.len == shm->shm.name.len
+            && ngx_strncmp(oshm[i].shm.name.data, shm->shm.name.data,
+                           shm->shm.name.len) == 0
+            && oshm[i].shm.addr != shm->shm.addr
             && oshm[i].data)
         {
-            ozone = oshm[i].data;
-            break;
+            return oshm[i].data;
         }
     }
+}
+
+
+/* A reload that resized the zone: take the documents of the old one over. */
+
+static void
+ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    uint32_t                   ref;
+    ngx_http_simhash_copy_t    cp;
+    ngx_http_simhash_zone_t   *ozone;
+    ngx_http_simhash_shctx_t  *osh;
+
+    ozone = ngx_http_simhash_old_zone(zone->shm_zone);
 
     if (ozone == NULL || ozone->sh == NULL
         || ozone->sh->seed_digest != zone->seed_digest)

@@ -15,9 +15,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define SH_CONFIG_INTERNAL
 #include "sh_block.h"
-#include "sh_config.h"
+#include "sh_config_internal.h"
 #include "sh_features.h"
 #include "sh_idf.h"
 #include "sh_simhash.h"

@@ -83,12 +83,37 @@ static const label_map_t labels[] = {
     { "utf-16be", "UTF-16BE" },
 };
 
+/* Does iconv know `name`, and does it write printable ASCII unchanged? */
+static int
+ascii_compatible(const char *name)
+{
+    static const char ascii[] =
+        " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        "[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\t\n\r";
+    char    out[sizeof(ascii) * 4 + 16];
+    char   *in = (char *) ascii, *o = out;
+    size_t  inleft = sizeof(ascii) - 1, outleft = sizeof(out), r;
+    iconv_t cd = iconv_open(name, "UTF-8");
+
+    if (cd == (iconv_t) -1) {
+        return 0;
+    }
+    r = iconv(cd, &in, &inleft, &o, &outleft);
+    if (r != (size_t) -1) {
+        /* A stateful encoding's return to its initial state. */
+        r = iconv(cd, NULL, NULL, &o, &outleft);
+    }
+    iconv_close(cd);
+    return r != (size_t) -1 && inleft == 0
+           && (size_t) (o - out) == sizeof(ascii) - 1
+           && memcmp(out, ascii, sizeof(ascii) - 1) == 0;
+}
+
 const char *
 sh_charset_resolve(const char *label, size_t len, int in_page)
 {
     static __thread char name[64];
     size_t   i;
-    iconv_t  cd;
 
     /* Trim what HTTP and HTML allow around a label. */
     while (len > 0 && (isspace((unsigned char) *label) || *label == '"'
@@ -117,7 +142,14 @@ sh_charset_resolve(const char *label, size_t len, int in_page)
         }
     }
 
-    /* Not a label browsers special-case: whatever iconv knows by it. */
+    /*
+     * Not a label browsers special-case: whatever iconv knows by it, if
+     * it writes ASCII as ASCII.  A page's markup is ASCII, and browsers
+     * decode no charset that is not (but UTF-16, above): a label naming
+     * UTF-32, UTF-7 or EBCDIC on an HTML page is as wrong as an unknown
+     * one, and is ignored like it (README: How a page becomes a
+     * fingerprint).
+     */
     for (i = 0; i < len; i++) {
         unsigned char c = (unsigned char) label[i];
         if (!(isalnum(c) || c == '-' || c == '_' || c == '.' || c == ':')) {
@@ -129,12 +161,7 @@ sh_charset_resolve(const char *label, size_t len, int in_page)
     if (in_page && strncmp(name, "UTF-16", 6) == 0) {
         return "UTF-8";
     }
-    cd = iconv_open("UTF-8", name);
-    if (cd == (iconv_t) -1) {
-        return NULL;
-    }
-    iconv_close(cd);
-    return name;
+    return ascii_compatible(name) ? name : NULL;
 }
 
 
@@ -707,4 +734,10 @@ int
 sh_decode_is_binary(const sh_decode_t *d)
 {
     return d->binary == 1;
+}
+
+int
+sh_decode_is_decided(const sh_decode_t *d)
+{
+    return d->binary != -1;
 }

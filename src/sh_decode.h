@@ -10,7 +10,10 @@
  * Labels are resolved as browsers do: "iso-8859-1", "latin1" and "ascii"
  * mean windows-1252, "shift_jis" means windows-31j, "gb2312" means GBK, and a
  * UTF-16 label found inside the page means UTF-8 (the page was readable as
- * ASCII, so it is not UTF-16).  An unknown label is ignored.
+ * ASCII, so it is not UTF-16).  A label is ignored, as if absent, when it
+ * names no charset iconv knows, or one that does not write ASCII as ASCII
+ * (UTF-32, UTF-7, EBCDIC, ...: UTF-16 labels aside, no browser reads an
+ * HTML page in one, and its markup would not survive).
  *
  * The decoder holds back at most SH_PRESCAN bytes until it has decided, and
  * afterwards only an incomplete multi-byte sequence (a few bytes) between
@@ -46,6 +49,9 @@ const char *sh_decode_charset(const sh_decode_t *d);
  * SH_PRESCAN bytes have been decoded (or at finish).
  */
 int sh_decode_is_binary(const sh_decode_t *d);
+
+/* The binary check has decided (either way). */
+int sh_decode_is_decided(const sh_decode_t *d);
 
 /*
  * Resolve a charset label to the name iconv knows, or NULL if unknown.

@@ -12,9 +12,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define SH_CONFIG_INTERNAL
 #include "sh_block.h"
-#include "sh_config.h"
+#include "sh_config_internal.h"
 #include "sh_decode.h"
 #include "sh_doc.h"
 #include "sh_features.h"
@@ -39,7 +38,7 @@ struct sh_doc_s {
 
     uint64_t       nbytes;
     uint32_t       ntokens;
-    int            stopped;     /* binary, or the parser's limit: ignore */
+    int            stopped;     /* the parser's limits: ignore the rest */
     int            failed;      /* out of memory somewhere */
     int            finished;
 
@@ -212,7 +211,7 @@ on_utf8(void *arg, const char *utf8, size_t len)
     }
     rc = sh_html_feed(d->html, utf8, len);
     if (rc == 1) {
-        d->stopped = 1;         /* SH_PENDING_MAX: the page ends here */
+        d->stopped = 1;         /* too large or too complex: skipped */
         return 0;
     }
     return rc;
@@ -258,7 +257,14 @@ sh_doc_feed(sh_doc_t *d, const void *data, size_t len)
     if (d->failed || d->finished) {
         return -1;
     }
-    if (d->stopped || sh_decode_is_binary(d->decode)) {
+    /*
+     * Once the parser has stopped, the page is decided, unless it turns
+     * out to be binary: its first SH_PRESCAN characters say, so they are
+     * still decoded (and the parser ignores them), whatever the chunking.
+     */
+    if (sh_decode_is_binary(d->decode)
+        || (d->stopped && sh_decode_is_decided(d->decode)))
+    {
         return 0;
     }
     if (sh_decode_feed(d->decode, data, len) != 0
@@ -301,6 +307,23 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
     if (sh_decode_is_binary(d->decode)) {
         res->status = SH_STATUS_BINARY;
         return 0;
+    }
+    /*
+     * A page the parser could not read to its end is not fingerprinted:
+     * what came before the limit may not be what makes it differ from
+     * others, and a crawler would take the prefix's fingerprint for the
+     * page's.  (As a body over simhash_max_body is skipped, not cut.)
+     */
+    switch (sh_html_verdict(d->html, &res->why)) {
+    case SH_BUDGET_TOO_LARGE:
+        res->status = SH_STATUS_TOO_LARGE;
+        return 0;
+    case SH_BUDGET_EXCEEDED:
+        res->status = SH_STATUS_TOO_COMPLEX;
+        return 0;
+    default:
+        res->why = NULL;
+        break;
     }
     if (res->nfeatures < d->cfg->opts.min_features
         || res->nfeatures == 0)

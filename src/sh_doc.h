@@ -27,7 +27,9 @@
  * Memory per document is bounded whatever the body size: the feature table
  * holds at most opts.max_features distinct features, a text block at most
  * SH_BLOCK_MAX bytes, and the parser at most SH_PENDING_MAX bytes of an
- * unterminated construct (see sh_doc_feed).
+ * unterminated construct (see sh_doc_feed).  And so is CPU per byte:
+ * markup crafted for the HTML parser's slow paths goes over its work
+ * budget (sh_budget.h) and is not read further.
  *
  * Threads: a config is used by one thread at a time (the Snowball stemmer and
  * the stem cache inside it are mutable); use one config per thread.  nginx
@@ -53,8 +55,8 @@ sh_doc_t *sh_doc_new(sh_config_t *cfg, const char *charset);
 /*
  * Feed the next `len` bytes of the body.  Returns 0, or -1 when out of
  * memory (the document is then unusable; free it).  Once the document has
- * decided it is binary, or it hit SH_PENDING_MAX, further bytes are ignored
- * cheaply.
+ * decided it is binary, too large (a construct over SH_PENDING_MAX) or too
+ * complex (over its work budget), further bytes are ignored cheaply.
  */
 int sh_doc_feed(sh_doc_t *doc, const void *data, size_t len);
 

@@ -14,21 +14,10 @@
 #include <libxml/parserInternals.h>
 
 #include "sh_block.h"
+#include "sh_budget.h"
 #include "sh_html.h"
 
 enum { EL_INLINE = 0, EL_BLOCK, EL_SKIP };
-
-/*
- * libxml2's HTML push parser (2.9.14) decides some markup on whatever
- * bytes it has: "<!DOCTYPE" in the body is a declaration (dropped) when
- * the chunk holds all nine bytes, but with four to eight of them it is
- * text ("<!DOCTYPE html>" becomes words).  So a piece never ends within
- * HOLD_LOOKAHEAD bytes after a '<' that has no '>' yet: that tail is held
- * back and parsed with the next piece, and the parser sees the same
- * decisions whatever the chunking (found by fuzz/fuzz_doc.c).
- */
-#define HOLD_LOOKAHEAD  16
-#define HOLD_STAGE      256     /* > 2 x HOLD_LOOKAHEAD: amortises joins */
 
 /*
  * Content tracking (sh_html_track_content): the open elements that mark
@@ -55,7 +44,8 @@ struct sh_html_s {
 
     unsigned          skip;         /* depth inside skipped elements */
     int               failed;       /* out of memory */
-    int               stopped;      /* hit SH_PENDING_MAX */
+    int               stopped;      /* over budget, or too large */
+    int               ended;        /* the parser is past </html> */
 
     /* Element names are interned in the parser's dictionary, so one name
      * is always the same pointer: remember each pointer's class. */
@@ -63,10 +53,13 @@ struct sh_html_s {
     unsigned char     name_class[64];
     unsigned char     name_mark[64];    /* sh_block_name_mark */
 
-    /* The held-back tail of the input (see sh_html_feed), and room to
-     * join it with the start of the next piece. */
+    /* Where the parser may be handed its input, and what it may cost
+     * (sh_budget.h); the input scanned but not handed yet. */
+    sh_budget_t       budget;
+    uint64_t          fed;          /* bytes handed to the parser */
+    char             *hold;
     size_t            nhold;
-    char              hold[HOLD_STAGE];
+    size_t            hold_size;
 
     /* Content tracking, when on. */
     int               content;
@@ -179,10 +172,45 @@ end_block(sh_html_t *h)
     }
 }
 
+/*
+ * The parser's share of the budget (sh_budget.h): an error it reported, a
+ * walk of its stack of open elements, the names in its dictionary.  Over
+ * budget, it stops at once and nothing more of the page is read.
+ */
+static int
+over_budget(sh_html_t *h, int error, sh_budget_walk_t walk)
+{
+    xmlParserInputPtr in = h->ctxt->input;
+    uint64_t          pos;
+    size_t            names = (size_t) xmlDictSize(h->ctxt->dict);
+
+    if (h->stopped) {
+        return 1;
+    }
+    if (!error && walk == SH_BUDGET_WALK_NONE
+        && names <= SH_BUDGET_NAMES_MAX)
+    {
+        return 0;                   /* the common case: nothing to charge */
+    }
+    pos = h->fed - (uint64_t) (in->end - in->cur);
+    if (sh_budget_parser(&h->budget, pos, error, walk,
+                         (size_t) h->ctxt->nameNr, names) != 0)
+    {
+        h->stopped = 1;
+        xmlStopParser(h->ctxt);
+    }
+    return h->stopped;
+}
+
 static void
 on_characters(void *ctx, const xmlChar *ch, int n)
 {
     sh_html_t *h = ctx;
+
+    /* (Entity names in text go to the dictionary too.) */
+    if (over_budget(h, 0, SH_BUDGET_WALK_NONE)) {
+        return;
+    }
 
     /*
      * After </html> the push parser (2.9.14) is in its epilogue: it passes
@@ -263,7 +291,15 @@ static void
 on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
 {
     sh_html_t *h = ctx;
-    int        cls = element_class(h, name);
+    int        cls;
+
+    /* A <body> tag walked the whole stack, looking for another. */
+    if (over_budget(h, 0, name[0] == 'b' && xmlStrEqual(name, BAD_CAST "body")
+                          ? SH_BUDGET_WALK_NAMES : SH_BUDGET_WALK_NONE))
+    {
+        return;
+    }
+    cls = element_class(h, name);
 
     /* The block ends before any zone change. */
     if (cls == EL_BLOCK) {
@@ -281,7 +317,12 @@ static void
 on_end(void *ctx, const xmlChar *name)
 {
     sh_html_t *h = ctx;
-    int        cls = element_class(h, name);
+    int        cls;
+
+    if (over_budget(h, 0, SH_BUDGET_WALK_NONE)) {
+        return;
+    }
+    cls = element_class(h, name);
 
     if (cls == EL_BLOCK) {
         end_block(h);
@@ -297,7 +338,24 @@ on_end(void *ctx, const xmlChar *name)
 static void
 on_error(void *ctx, xmlErrorPtr err)
 {
-    /* Malformed HTML is normal input: nothing to report. */
+    sh_html_t *h = ctx;
+
+    sh_budget_walk_t walk = SH_BUDGET_WALK_NONE;
+
+    /*
+     * Malformed HTML is normal input: nothing to report.  But each error
+     * costs libxml2 a formatted message, and some follow a walk of its
+     * stack: an end tag that matched nothing ("Unexpected end tag", one
+     * name), one that matched below elements it may not close ("Opening
+     * and ending tag mismatch", two names), a misplaced <body>.
+     */
+    if (err->code == XML_ERR_TAG_NAME_MISMATCH) {
+        walk = err->str2 == NULL ? SH_BUDGET_WALK_NAMES
+                                 : SH_BUDGET_WALK_PRIORITY;
+    } else if (err->code == XML_HTML_STRUCURE_ERROR) {
+        walk = SH_BUDGET_WALK_NAMES;
+    }
+    over_budget(h, 1, walk);
 }
 
 sh_html_t *
@@ -312,6 +370,7 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
     h->text = text;
     h->block_end = block_end;
     h->arg = arg;
+    sh_budget_init(&h->budget);
 
     memset(&sax, 0, sizeof(sax));
     sax.startElement = on_start;
@@ -335,96 +394,130 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
 }
 
 /*
- * Where to end a piece p[0..n): before its last '<' when that is within
- * HOLD_LOOKAHEAD bytes of the end with no '>' after it; else before an
- * incomplete UTF-8 sequence at the end (the decoder's output is valid
- * UTF-8, but its pieces may cut a sequence); else at n.  A sequence cut at
- * the end of the parser's bytes is invalid UTF-8 to libxml2 (2.9.14) when
- * it reads that far, and it then decodes the rest of the page as
- * ISO-8859-1 ("é" becomes "Ã©"; found by fuzz/fuzz_doc.c).
+ * Hand the parser p[0..len), which ends where sh_budget allows.
+ * libxml2's HTML push parser keeps consumed input in its buffer: drop it,
+ * so memory follows the unparsed remainder, not the page.
  */
-static size_t
-hold_cut(const char *p, size_t n)
-{
-    size_t        from = n > HOLD_LOOKAHEAD ? n - HOLD_LOOKAHEAD : 0, i;
-    unsigned char c;
-
-    for (i = n; i > from; i--) {
-        if (p[i - 1] == '>') {
-            break;
-        }
-        if (p[i - 1] == '<') {
-            return i - 1;
-        }
-    }
-    /* The last sequence's lead byte, at most three bytes back. */
-    for (i = n; i > 0 && n - i < 4; i--) {
-        c = (unsigned char) p[i - 1];
-        if ((c & 0xC0) != 0x80) {
-            if (c >= 0xC0 && n - (i - 1) < (c >= 0xF0 ? 4u : c >= 0xE0 ? 3u
-                                                                      : 2u))
-            {
-                return i - 1;
-            }
-            break;
-        }
-    }
-    return n;
-}
-
-/* Parse p[0..n) whole. */
 static void
-parse_piece(sh_html_t *h, const char *utf8, size_t len)
+parse_piece(sh_html_t *h, const char *p, size_t len)
 {
     xmlParserInputPtr in;
+    ptrdiff_t         before;
     size_t            n;
 
-    while (len > 0 && !h->stopped && !h->failed) {
+    while (len > 0 && !h->stopped && !h->ended && !h->failed) {
         n = len > (1u << 30) ? (1u << 30) : len;
-        htmlParseChunk(h->ctxt, utf8, (int) n, 0);
-        utf8 += n;
+        h->fed += n;
+        htmlParseChunk(h->ctxt, p, (int) n, 0);
+        p += n;
         len -= n;
 
-        /*
-         * libxml2's HTML push parser keeps consumed input in its buffer;
-         * drop it so memory follows the unparsed remainder, not the page.
-         */
+        if (h->ctxt->instate == XML_PARSER_EPILOG
+            || h->ctxt->instate == XML_PARSER_EOF)
+        {
+            /* After </html> nothing counts (see on_characters), and the
+             * parser reads one run of its epilogue per chunk: stop. */
+            h->ended = 1;
+            break;
+        }
         in = h->ctxt->input;
         if (in != NULL && in->buf != NULL && in->cur - in->base > 65536) {
+            /*
+             * The shrink moves the unparsed bytes down, but not where a
+             * failed look-ahead left off (checkIndex, an offset from the
+             * buffer's start): it would skip as many bytes of the next
+             * piece, and miss a '<' there.
+             */
+            before = in->cur - in->base;
             xmlParserInputShrink(in);
-        }
-        if (in != NULL && in->end - in->cur > SH_PENDING_MAX) {
-            h->stopped = 1;
+            before -= in->cur - in->base;
+            if (h->ctxt->checkIndex >= before) {
+                h->ctxt->checkIndex -= before;
+            } else {
+                h->ctxt->checkIndex = 0;
+            }
         }
     }
+}
+
+/* Keep p[0..len) for later: it ends inside a construct. */
+static int
+hold(sh_html_t *h, const char *p, size_t len)
+{
+    size_t size;
+    char  *np;
+
+    if (len == 0) {
+        return 0;
+    }
+    if (h->nhold + len > h->hold_size) {
+        size = h->hold_size ? h->hold_size : 256;
+        while (size < h->nhold + len) {
+            size *= 2;
+        }
+        np = realloc(h->hold, size);
+        if (np == NULL) {
+            h->failed = 1;
+            return -1;
+        }
+        h->hold = np;
+        h->hold_size = size;
+    }
+    memcpy(h->hold + h->nhold, p, len);
+    h->nhold += len;
+    return 0;
+}
+
+/*
+ * The scanner has taken p[0..len): hand the parser what is complete, up to
+ * its last safe point, and hold the rest.  What was held already is joined
+ * with this piece up to its first safe point, so that the parser never
+ * sees a construct in two parts.
+ */
+static void
+give(sh_html_t *h, const char *p, size_t len)
+{
+    size_t first = h->budget.safe_first, last = h->budget.safe_last, n;
+
+    if (last == SH_BUDGET_NONE) {
+        hold(h, p, len);
+        return;
+    }
+    if (h->nhold > 0) {
+        if (hold(h, p, first) != 0) {
+            return;
+        }
+        n = h->nhold;
+        h->nhold = 0;
+        parse_piece(h, h->hold, n);
+        p += first;
+        len -= first;
+        last -= first;
+    }
+    parse_piece(h, p, last);
+    hold(h, p + last, len - last);
 }
 
 int
 sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
 {
-    const char *p;
-    size_t      n, cut;
+    size_t n;
 
     while (len > 0 && !h->stopped && !h->failed) {
-        if (h->nhold > 0) {
-            /* Join the held tail with the start of this piece. */
-            n = sizeof(h->hold) - h->nhold;
-            n = n < len ? n : len;
-            memcpy(h->hold + h->nhold, utf8, n);
-            utf8 += n;
-            len -= n;
-            p = h->hold;
-            n += h->nhold;
-        } else {
-            p = utf8;
-            n = len;
-            len = 0;
+        n = sh_budget_scan(&h->budget, utf8, len);
+        give(h, utf8, n);
+        utf8 += n;
+        len -= n;
+        if (h->budget.sync) {
+            /* An end tag in script text: the parser has parsed it; is it
+             * still in the script? */
+            sh_budget_sync(&h->budget, h->ended || h->ctxt->name == NULL
+                                       ? NULL
+                                       : (const char *) h->ctxt->name);
         }
-        cut = hold_cut(p, n);
-        parse_piece(h, p, cut);
-        /* The rest is at most HOLD_LOOKAHEAD bytes. */
-        memmove(h->hold, p + cut, n - cut);
-        h->nhold = n - cut;
+        if (h->budget.verdict != SH_BUDGET_OK) {
+            h->stopped = 1;
+        }
     }
     if (h->failed) {
         return -1;
@@ -435,15 +528,25 @@ sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
 int
 sh_html_finish(sh_html_t *h)
 {
-    if (!h->stopped && h->nhold > 0) {
+    if (!h->stopped && !h->ended) {
+        /* What is held is an unterminated construct: the parser ends it. */
         parse_piece(h, h->hold, h->nhold);
         h->nhold = 0;
-    }
-    if (!h->stopped) {
-        htmlParseChunk(h->ctxt, NULL, 0, 1);
+        if (!h->stopped && !h->ended) {
+            htmlParseChunk(h->ctxt, NULL, 0, 1);
+        }
     }
     end_block(h);
     return h->failed ? -1 : 0;
+}
+
+sh_budget_verdict_t
+sh_html_verdict(const sh_html_t *h, const char **why)
+{
+    if (why != NULL) {
+        *why = sh_budget_why_name(h->budget.why);
+    }
+    return h->budget.verdict;
 }
 
 void
@@ -482,5 +585,6 @@ sh_html_free(sh_html_t *h)
         }
         htmlFreeParserCtxt(h->ctxt);
     }
+    free(h->hold);
     free(h);
 }

@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#define SH_PENDING_MAX  (4 * 1024 * 1024)
+#include "sh_budget.h"
 
 typedef struct sh_html_s sh_html_t;
 
@@ -34,9 +34,10 @@ sh_html_t *sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end,
 
 /*
  * Parse the next UTF-8 bytes.  Returns 0; -1 when out of memory; 1 when the
- * parser holds more than SH_PENDING_MAX bytes of one unterminated construct
- * (e.g. a 50 MB comment that never closes): the page is then treated as
- * ending there, and further input is ignored.
+ * page went over its budget (sh_budget.h), or one construct or run of text
+ * is longer than SH_PENDING_MAX bytes (e.g. a 50 MB comment that never
+ * closes): the page is then not read further, and sh_html_verdict says
+ * which.
  */
 int  sh_html_feed(sh_html_t *h, const char *utf8, size_t len);
 int  sh_html_finish(sh_html_t *h);
@@ -54,5 +55,9 @@ unsigned sh_html_zone(const sh_html_t *h);
 int      sh_html_in_link(const sh_html_t *h);
 int      sh_html_has_main(const sh_html_t *h);
 void sh_html_free(sh_html_t *h);
+
+/* SH_BUDGET_OK, or why the page was not read to its end (*why: a word for
+ * the log, see sh_budget_why_name). */
+sh_budget_verdict_t sh_html_verdict(const sh_html_t *h, const char **why);
 
 #endif

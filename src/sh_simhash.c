@@ -83,6 +83,10 @@ sh_status_name(sh_status_t s)
         return "too-short";
     case SH_STATUS_BINARY:
         return "binary";
+    case SH_STATUS_TOO_LARGE:
+        return "too-large";
+    case SH_STATUS_TOO_COMPLEX:
+        return "too-complex";
     }
     return "unknown";
 }

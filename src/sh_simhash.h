@@ -19,7 +19,9 @@
 typedef enum {
     SH_STATUS_OK = 0,     /* fingerprint computed */
     SH_STATUS_TOO_SHORT,  /* fewer than min_features features: no fingerprint */
-    SH_STATUS_BINARY      /* not text (NUL bytes or mostly undecodable) */
+    SH_STATUS_BINARY,     /* not text (NUL bytes or mostly undecodable) */
+    SH_STATUS_TOO_LARGE,  /* a construct or text run over SH_PENDING_MAX */
+    SH_STATUS_TOO_COMPLEX /* markup over its work budget (sh_budget.h) */
 } sh_status_t;
 
 typedef struct {
@@ -30,6 +32,8 @@ typedef struct {
     uint32_t    ntokens;            /* tokens after stop words */
     uint64_t    nbytes;             /* body bytes seen */
     unsigned    truncated;          /* 1: the feature cap was reached */
+    const char *why;                /* TOO_LARGE, TOO_COMPLEX: a word for
+                                       the log (sh_budget_why_name) */
 } sh_result_t;
 
 /*

@@ -17,8 +17,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define SH_CONFIG_INTERNAL
-#include "sh_config.h"
+#include "sh_config_internal.h"
 #include "sh_stopwords.h"
 #include "sh_text.h"
 

@@ -11,17 +11,23 @@
 #                               oom-): minimise it, keep it under
 #                               fuzz/regressions/NAME, fix the bug
 #   BUILD/fuzz/logs/NAME.log    libFuzzer's output
+#   BUILD/fuzz/cost-worst       fuzz_cost's costliest page (its recipe)
 #
 # The targets run one after another, each in one process (no -jobs: the
 # machine is shared).  A summary table ends the run; the exit status is 1
 # if any target failed.  FUZZ_TARGETS="doc index" runs only those.
+#
+# fuzz_cost times pages (fuzz/fuzz_cost.c): it is built at -O2 without
+# AddressSanitizer, UndefinedBehaviorSanitizer and comparison tracing,
+# against a library built the same way, so that instrumentation of the
+# library (and not of libxml2) does not skew its ratio.
 set -eu
 
 BUILD=${1:-build}
 SECS=${2:-60}
 OUT=$BUILD/fuzz
 CC=${FUZZ_CC:-clang}
-TARGETS=${FUZZ_TARGETS:-doc snapshot idf volatility index}
+TARGETS=${FUZZ_TARGETS:-doc snapshot idf volatility index cost}
 PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib"
 
 case $SECS in
@@ -34,9 +40,14 @@ if ! command -v "$CC" >/dev/null 2>&1; then
 fi
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $SAN
-        -Wall -Wextra -Wshadow -Wno-unused-parameter
-        -Isrc $(pkg-config --cflags $PKGS)"
+BASE="-std=c11 -D_GNU_SOURCE -g -fno-omit-frame-pointer
+      -Wall -Wextra -Wshadow -Wno-unused-parameter
+      -Isrc $(pkg-config --cflags $PKGS)"
+CFLAGS="$BASE -O1 $SAN"
+# fuzz_cost: no sanitizers, and no comparison tracing (libFuzzer's
+# -fsanitize=fuzzer traces every comparison by default: it made the
+# scanner's byte loop ten times slower, and libxml2's not at all).
+CFLAGS_COST="$BASE -O2 -fno-sanitize-coverage=trace-cmp"
 LIBS="$(pkg-config --libs $PKGS) -lstemmer -lm"
 
 mkdir -p "$OUT/obj" "$OUT/logs"
@@ -55,30 +66,50 @@ stale() {
     return 1
 }
 
-objs=""
-for c in src/*.c; do
-    o=$OUT/obj/$(basename "$c" .c).o
-    if stale "$o" "$c" src/*.h; then
-        echo "CC $c"
-        # shellcheck disable=SC2086
-        $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$c" -o "$o"
-    fi
-    objs="$objs $o"
-done
-lib=$OUT/libsimhash-fuzz.a
-# shellcheck disable=SC2086
-if stale "$lib" $objs; then
-    rm -f "$lib"
+# build_lib DIR FLAGS...: the library with coverage instrumentation.
+build_lib() {
+    lib_dir=$1
+    shift
+    mkdir -p "$lib_dir"
+    lib_objs=""
+    for c in src/*.c; do
+        o=$lib_dir/$(basename "$c" .c).o
+        if stale "$o" "$c" src/*.h; then
+            echo "CC $c ($lib_dir)"
+            # shellcheck disable=SC2086
+            $CC "$@" -fsanitize=fuzzer-no-link -c "$c" -o "$o"
+        fi
+        lib_objs="$lib_objs $o"
+    done
     # shellcheck disable=SC2086
-    ar rcs "$lib" $objs
-fi
+    if stale "$lib_dir/libsimhash-fuzz.a" $lib_objs; then
+        rm -f "$lib_dir/libsimhash-fuzz.a"
+        # shellcheck disable=SC2086
+        ar rcs "$lib_dir/libsimhash-fuzz.a" $lib_objs
+    fi
+}
+
+# shellcheck disable=SC2086
+build_lib "$OUT/obj" $CFLAGS
+lib=$OUT/obj/libsimhash-fuzz.a
+case " $TARGETS " in
+    *" cost "*)
+        # shellcheck disable=SC2086
+        build_lib "$OUT/obj-cost" $CFLAGS_COST ;;
+esac
 
 for t in $TARGETS; do
     bin=$OUT/fuzz_$t
-    if stale "$bin" "fuzz/fuzz_$t.c" fuzz/fuzz_util.h "$lib"; then
+    flags=$CFLAGS
+    tlib=$lib
+    if [ "$t" = cost ]; then
+        flags=$CFLAGS_COST
+        tlib=$OUT/obj-cost/libsimhash-fuzz.a
+    fi
+    if stale "$bin" "fuzz/fuzz_$t.c" fuzz/fuzz_util.h "$tlib"; then
         echo "LD $bin"
         # shellcheck disable=SC2086
-        $CC $CFLAGS -fsanitize=fuzzer "fuzz/fuzz_$t.c" "$lib" $LIBS -o "$bin"
+        $CC $flags -fsanitize=fuzzer "fuzz/fuzz_$t.c" "$tlib" $LIBS -o "$bin"
     fi
 done
 
@@ -102,6 +133,7 @@ max_len() {
         doc|snapshot|volatility) echo 65536 ;;
         idf) echo 16384 ;;
         index) echo 2048 ;;
+        cost) echo 1024 ;;
     esac
 }
 
@@ -132,9 +164,13 @@ for t in $TARGETS; do
 
     echo "== fuzz_$t for ${SECS}s (log: $log)"
     status=ok
+    # A page of simhash_max_body costs fuzz_cost well under a second.
+    timeout=30
+    [ "$t" = cost ] && timeout=2
     # shellcheck disable=SC2086
+    FUZZ_COST_WORST=$OUT/cost-worst \
     "$OUT/fuzz_$t" -max_total_time="$SECS" -max_len="$(max_len "$t")" \
-        -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+        -timeout=$timeout -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$crashes/" $dict $dirs > "$log" 2>&1 \
         || status=FAILED
 
@@ -163,4 +199,7 @@ done
 echo
 echo "fuzz: ${SECS}s per target, $CC $(${CC} --version | sed -n 's/.*version \([^ ]*\).*/\1/p;q')"
 cat "$summary"
+if [ -f "$OUT/logs/cost.log" ]; then
+    grep '^fuzz_cost: reference' "$OUT/logs/cost.log" | tail -1
+fi
 exit $failed

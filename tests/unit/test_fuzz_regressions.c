@@ -33,6 +33,7 @@ static char fuzz_current[4096];
     fail_msg("%s:%d: check failed: %s (input %s)", file, line, what, \
              fuzz_current)
 
+#include "../../fuzz/fuzz_cost.c"
 #include "../../fuzz/fuzz_doc.c"
 #include "../../fuzz/fuzz_idf.c"
 #include "../../fuzz/fuzz_index.c"
@@ -46,6 +47,7 @@ typedef struct {
 } replay_target_t;
 
 static const replay_target_t targets[] = {
+    { "cost", fcost_init, fcost_one },
     { "doc", fdoc_init, fdoc_one },
     { "idf", fidf_init, fidf_one },
     { "index", fix_init, fix_one },
@@ -170,12 +172,13 @@ main(void)
 {
     /* One test a harness, named for it. */
     const struct CMUnitTest tests[] = {
-        { "replay_doc", test_replay, NULL, NULL, (void *) &targets[0] },
-        { "replay_idf", test_replay, NULL, NULL, (void *) &targets[1] },
-        { "replay_index", test_replay, NULL, NULL, (void *) &targets[2] },
-        { "replay_snapshot", test_replay, NULL, NULL, (void *) &targets[3] },
+        { "replay_cost", test_replay, NULL, NULL, (void *) &targets[0] },
+        { "replay_doc", test_replay, NULL, NULL, (void *) &targets[1] },
+        { "replay_idf", test_replay, NULL, NULL, (void *) &targets[2] },
+        { "replay_index", test_replay, NULL, NULL, (void *) &targets[3] },
+        { "replay_snapshot", test_replay, NULL, NULL, (void *) &targets[4] },
         { "replay_volatility", test_replay, NULL, NULL,
-          (void *) &targets[4] },
+          (void *) &targets[5] },
         cmocka_unit_test(test_no_stray_directories),
     };
 

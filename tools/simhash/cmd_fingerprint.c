@@ -3,8 +3,8 @@
  * simhash fingerprint [options] --list PATHS
  *
  * One line per page: <16 hex digits>\t<feature count>\t<path>, with "-" for
- * the digits when the page is too short (or binary).  --weights appends the
- * 64 normalised weights W[0..63].
+ * the digits when the page is not fingerprinted (sh_status_t).  --weights
+ * appends the 64 normalised weights W[0..63].
  */
 #include <inttypes.h>
 #include <string.h>
@@ -19,7 +19,8 @@ usage(FILE *f)
 "       simhash fingerprint [options] --list PATHS\n"
 "\n"
 "Print <simhash>\\t<features>\\t<path> per page; '-' for the simhash when\n"
-"the page is too short or not text.  FILE '-' reads standard input.\n"
+"the page is not fingerprinted (too short, not text, too large or too\n"
+"complex).  FILE '-' reads standard input.\n"
 "\n"
 "  --list PATHS         read the pages' paths from PATHS ('-' = stdin)\n"
 "  --weights            also print the 64 weights W[0..63]\n"
