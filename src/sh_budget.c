@@ -921,7 +921,7 @@ lead_bytes(uint64_t w)
     return (size_t) ((w * ones) >> 56);
 }
 
-static size_t
+static inline __attribute__((always_inline)) size_t
 find_any(const unsigned char *p, size_t i, size_t n, const unsigned char *t,
          unsigned nt, uint64_t *chars)
 {
@@ -1197,10 +1197,13 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
         if (stop != 0 && b->utf8_need == 0) {
             if (b->la == 0 && (b->state == S_DATA || b->state == S_RAW)) {
                 /* Text: the bytes that matter to nobody; the parser may
-                 * be handed the input anywhere in it. */
-                j = find_any(p, i, n, (const unsigned char *)
-                             run_bytes[b->state][0], run_len[b->state][0],
-                             &b->chars);
+                 * be handed the input anywhere in it.  (run_bytes[][0],
+                 * as constants: find_any is inlined, and specialised.) */
+                j = b->state == S_DATA
+                    ? find_any(p, i, n, (const unsigned char *) "<&", 2,
+                               &b->chars)
+                    : find_any(p, i, n, (const unsigned char *) "<", 1,
+                               &b->chars);
                 if (j == n) {
                     tail(b, p, i, n);
                     i = n;
