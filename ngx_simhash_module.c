@@ -157,6 +157,8 @@ static void ngx_http_simhash_skip(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason);
 static void ngx_http_simhash_cleanup(void *data);
 
+static ngx_http_simhash_zone_t **ngx_http_simhash_cycle_zones(
+    ngx_cycle_t *cycle, ngx_uint_t *n);
 static ngx_int_t ngx_http_simhash_init_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
@@ -2477,6 +2479,36 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
 
 
 /*
+ * The zones of a cycle's configuration, or NULL (with *n = 0) when the
+ * cycle has no http block or the module no main configuration: the
+ * process hooks run for every cycle, the failed and the empty included.
+ */
+
+static ngx_http_simhash_zone_t **
+ngx_http_simhash_cycle_zones(ngx_cycle_t *cycle, ngx_uint_t *n)
+{
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    *n = 0;
+
+    if (cycle->conf_ctx == NULL
+        || cycle->conf_ctx[ngx_http_module.index] == NULL)
+    {
+        return NULL;
+    }
+
+    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
+    if (smcf == NULL) {
+        return NULL;
+    }
+
+    *n = smcf->zones.nelts;
+
+    return smcf->zones.elts;
+}
+
+
+/*
  * Each worker: the periodic snapshot saves of every zone with a file;
  * worker 0 also replicates the zones that are.
  */
@@ -2484,9 +2516,8 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_simhash_init_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                     i;
-    ngx_http_simhash_zone_t      **zones;
-    ngx_http_simhash_main_conf_t  *smcf;
+    ngx_uint_t                 i, n;
+    ngx_http_simhash_zone_t  **zones;
 
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
@@ -2494,18 +2525,9 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (cycle->conf_ctx[ngx_http_module.index] == NULL) {
-        return NGX_OK;
-    }
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
-    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
-    if (smcf == NULL) {
-        return NGX_OK;
-    }
-
-    zones = smcf->zones.elts;
-
-    for (i = 0; i < smcf->zones.nelts; i++) {
+    for (i = 0; i < n; i++) {
         if (ngx_http_simhash_snapshot_init_worker(zones[i], cycle) != NGX_OK) {
             return NGX_ERROR;
         }
@@ -2526,24 +2548,12 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
 static void
 ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                     i;
-    ngx_http_simhash_zone_t      **zones;
-    ngx_http_simhash_main_conf_t  *smcf;
+    ngx_uint_t                 i, n;
+    ngx_http_simhash_zone_t  **zones;
 
-    if (cycle->conf_ctx == NULL
-        || cycle->conf_ctx[ngx_http_module.index] == NULL)
-    {
-        return;
-    }
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
-    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
-    if (smcf == NULL) {
-        return;
-    }
-
-    zones = smcf->zones.elts;
-
-    for (i = 0; i < smcf->zones.nelts; i++) {
+    for (i = 0; i < n; i++) {
         ngx_http_simhash_replicate_exit_worker(zones[i]);
     }
 }
@@ -2554,24 +2564,12 @@ ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
 static void
 ngx_http_simhash_exit_master(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                     i;
-    ngx_http_simhash_zone_t      **zones;
-    ngx_http_simhash_main_conf_t  *smcf;
+    ngx_uint_t                 i, n;
+    ngx_http_simhash_zone_t  **zones;
 
-    if (cycle->conf_ctx == NULL
-        || cycle->conf_ctx[ngx_http_module.index] == NULL)
-    {
-        return;
-    }
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
-    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
-    if (smcf == NULL) {
-        return;
-    }
-
-    zones = smcf->zones.elts;
-
-    for (i = 0; i < smcf->zones.nelts; i++) {
+    for (i = 0; i < n; i++) {
         ngx_http_simhash_snapshot_exit(zones[i], cycle->log);
     }
 }

@@ -97,8 +97,10 @@ static void ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
 static void ngx_http_simhash_xread(ngx_http_simhash_link_t *lk);
 static void ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
     void *privdata);
+static ngx_int_t ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk,
+    redisReply *entry, sh_stream_entry_t *e);
 static void ngx_http_simhash_apply(ngx_http_simhash_link_t *lk,
-    sh_stream_id_t *id, redisReply *fields);
+    sh_stream_id_t *id, redisReply *entry);
 static void ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob,
     uint64_t time);
 static void ngx_http_simhash_refused(ngx_http_simhash_link_t *lk,
@@ -715,6 +717,72 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
 
 
 /*
+ * One entry's fields, checked: NGX_OK, or NGX_DECLINED with the refusal
+ * logged (malformed, under another seed, or timed far ahead).
+ */
+
+static ngx_int_t
+ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
+    sh_stream_entry_t *e)
+{
+    char         err[128];
+    size_t       i;
+    redisReply  *fields, *f, *v;
+
+    fields = entry->element[1];
+
+    sh_stream_entry_init(e);
+
+    if (fields->type != REDIS_REPLY_ARRAY || fields->elements % 2) {
+        ngx_http_simhash_refused(lk, entry->element[0], "no field list");
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < fields->elements; i += 2) {
+        f = fields->element[i];
+        v = fields->element[i + 1];
+
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+            ngx_http_simhash_refused(lk, entry->element[0], "not a string");
+            return NGX_DECLINED;
+        }
+
+        if (sh_stream_entry_field(e, f->str, f->len, v->str, v->len, err,
+                                  sizeof(err))
+            != 0)
+        {
+            ngx_http_simhash_refused(lk, entry->element[0], err);
+            return NGX_DECLINED;
+        }
+    }
+
+    if (sh_stream_entry_check(e, err, sizeof(err)) != 0) {
+        ngx_http_simhash_refused(lk, entry->element[0], err);
+        return NGX_DECLINED;
+    }
+
+    if (e->seed != lk->seed) {
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "fingerprints under another simhash_seed");
+        return NGX_DECLINED;
+    }
+
+    /*
+     * a version from far ahead of this clock would win over every later
+     * one of its key: a clock that is wrong, or a foreign writer
+     */
+
+    if (e->time > ngx_http_simhash_now() + NGX_HTTP_SIMHASH_FUTURE) {
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "its time is more than a day ahead");
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * One entry, under the zone's lock, with the last id: applied (stored, or
  * a newer version of a key held), or not (an older version, our own),
  * or refused (malformed, or under another seed).
@@ -724,13 +792,10 @@ static void
 ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     redisReply *entry)
 {
-    char                            err[128];
-    size_t                          i;
     uint32_t                        ref;
     uint64_t                        hash;
     ngx_str_t                       key;
     ngx_uint_t                      own, applied;
-    redisReply                     *fields, *f, *v;
     sh_stream_entry_t               e;
     ngx_http_simhash_doc_t         *doc;
     ngx_http_simhash_zone_t        *zone;
@@ -742,52 +807,8 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     zone = rp->zone;
     sh = zone->sh;
     ob = rp->outbox;
-    fields = entry->element[1];
 
-    sh_stream_entry_init(&e);
-
-    if (fields->type != REDIS_REPLY_ARRAY || fields->elements % 2) {
-        ngx_http_simhash_refused(lk, entry->element[0], "no field list");
-        goto refused;
-    }
-
-    for (i = 0; i < fields->elements; i += 2) {
-        f = fields->element[i];
-        v = fields->element[i + 1];
-
-        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
-            ngx_http_simhash_refused(lk, entry->element[0], "not a string");
-            goto refused;
-        }
-
-        if (sh_stream_entry_field(&e, f->str, f->len, v->str, v->len, err,
-                                  sizeof(err))
-            != 0)
-        {
-            ngx_http_simhash_refused(lk, entry->element[0], err);
-            goto refused;
-        }
-    }
-
-    if (sh_stream_entry_check(&e, err, sizeof(err)) != 0) {
-        ngx_http_simhash_refused(lk, entry->element[0], err);
-        goto refused;
-    }
-
-    if (e.seed != lk->seed) {
-        ngx_http_simhash_refused(lk, entry->element[0],
-                                 "fingerprints under another simhash_seed");
-        goto refused;
-    }
-
-    /*
-     * a version from far ahead of this clock would win over every later
-     * one of its key: a clock that is wrong, or a foreign writer
-     */
-
-    if (e.time > ngx_http_simhash_now() + NGX_HTTP_SIMHASH_FUTURE) {
-        ngx_http_simhash_refused(lk, entry->element[0],
-                                 "its time is more than a day ahead");
+    if (ngx_http_simhash_entry_parse(lk, entry, &e) != NGX_OK) {
         goto refused;
     }
 

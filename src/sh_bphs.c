@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "sh_popcnt.h"
+#include "sh_bigmem.h"
 #include "sh_bphs.h"
 
 typedef struct {
@@ -231,34 +231,12 @@ sh_bphs_add(sh_bphs_t *b, uint64_t hash, uint32_t ref)
     return 0;
 }
 
-/*
- * Large tables on 2 MB pages where the kernel allows it (THP "madvise"
- * mode): a binary search over gigabytes otherwise pays a page walk at
- * every level.  The PSM benchmark gives its index region the same.
- */
-static void *
-big_alloc(size_t size)
-{
-    void *p;
-
-    if (size < (4u << 20)) {
-        return malloc(size ? size : 1);
-    }
-    if (posix_memalign(&p, 2u << 20, size) != 0) {
-        return NULL;
-    }
-#ifdef MADV_HUGEPAGE
-    madvise(p, size, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
 /* LSD radix sort of (key, ref) pairs, 16 bits per pass. */
 static int
 radix_sort(uint64_t *keys, uint32_t *refs, size_t n)
 {
-    uint64_t *k2 = big_alloc(n * sizeof(uint64_t));
-    uint32_t *r2 = big_alloc(n * sizeof(uint32_t));
+    uint64_t *k2 = sh_big_alloc(n * sizeof(uint64_t));
+    uint32_t *r2 = sh_big_alloc(n * sizeof(uint32_t));
     size_t   *count = malloc(65536 * sizeof(size_t));
     unsigned  pass;
     size_t    i;
@@ -313,8 +291,8 @@ sh_bphs_build(sh_bphs_t *b)
     for (t = 0; t < b->T; t++) {
         bphs_table_t *tb = &b->tables[t];
 
-        tb->keys = big_alloc(b->n * sizeof(uint64_t));
-        tb->refs = big_alloc(b->n * sizeof(uint32_t));
+        tb->keys = sh_big_alloc(b->n * sizeof(uint64_t));
+        tb->refs = sh_big_alloc(b->n * sizeof(uint32_t));
         if (tb->keys == NULL || tb->refs == NULL) {
             return -1;
         }

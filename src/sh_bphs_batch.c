@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "sh_bphs.h"
+#include "sh_bigmem.h"
 #include "sh_bphs_batch.h"
 #include "sh_popcnt.h"
 
@@ -86,25 +86,6 @@ run_key(const run_key_t *k, uint64_t x)
         hd = (hd << k->width[i]) | ((x >> k->shift[i]) & k->bmask[i]);
     }
     return hd >> k->cut;
-}
-
-/* Scratch on 2 MB pages where the kernel allows it: a radix pass writes
- * all over it. */
-static void *
-scratch_alloc(size_t size)
-{
-    void *p;
-
-    if (size < (4u << 20)) {
-        return malloc(size ? size : 1);
-    }
-    if (posix_memalign(&p, 2u << 20, size) != 0) {
-        return NULL;
-    }
-#ifdef MADV_HUGEPAGE
-    madvise(p, size, MADV_HUGEPAGE);
-#endif
-    return p;
 }
 
 /*
@@ -222,8 +203,8 @@ sh_bphs_batch(const uint64_t *hash, size_t n, unsigned G, unsigned g,
     for (bits = 1; bits < KEY_BITS && ((size_t) 1 << bits) < n; bits++) {
     }
     passes = (bits + DIGIT_BITS - 1) / DIGIT_BITS;
-    ea = scratch_alloc((n ? n : 1) * sizeof(ent_t));
-    eb = passes > 1 ? scratch_alloc(n * sizeof(ent_t)) : NULL;
+    ea = sh_big_alloc((n ? n : 1) * sizeof(ent_t));
+    eb = passes > 1 ? sh_big_alloc(n * sizeof(ent_t)) : NULL;
     count = malloc(((size_t) passes << DIGIT_BITS) * sizeof(uint32_t));
     if (ea == NULL || (passes > 1 && eb == NULL) || count == NULL) {
         snprintf(err, errlen, "out of memory");

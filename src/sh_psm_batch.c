@@ -26,10 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <math.h>
 
 #include "sh_popcnt.h"
+#include "sh_bigmem.h"
 #include "sh_psm_batch.h"
 #include "sh_vosh.h"
 
@@ -40,23 +40,6 @@ typedef struct {
     uint64_t x;
     uint64_t i;             /* page index */
 } ent_t;
-
-static void *
-scratch_alloc(size_t size)
-{
-    void *p;
-
-    if (size < (4u << 20)) {
-        return malloc(size ? size : 1);
-    }
-    if (posix_memalign(&p, 2u << 20, size) != 0) {
-        return NULL;
-    }
-#ifdef MADV_HUGEPAGE
-    madvise(p, size, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 unsigned
 sh_psm_batch_t_for(size_t n)
@@ -196,11 +179,11 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
     st.t = t;
     st.k = k;
 
-    ent = scratch_alloc((n ? n : 1) * sizeof(ent_t));
-    start = scratch_alloc((nb + 1) * sizeof(uint32_t));
-    pstart = scratch_alloc((nb + 1) * sizeof(uint32_t));
-    masks = scratch_alloc((n * k > 0 ? n * k : 1) * sizeof(uint32_t));
-    probe = scratch_alloc((n * k > 0 ? n * k : 1) * sizeof(ent_t));
+    ent = sh_big_alloc((n ? n : 1) * sizeof(ent_t));
+    start = sh_big_alloc((nb + 1) * sizeof(uint32_t));
+    pstart = sh_big_alloc((nb + 1) * sizeof(uint32_t));
+    masks = sh_big_alloc((n * k > 0 ? n * k : 1) * sizeof(uint32_t));
+    probe = sh_big_alloc((n * k > 0 ? n * k : 1) * sizeof(ent_t));
     heap = malloc(SH_VOSH_HEAP_FOR(k, vh) * sizeof(sh_vosh_node_t));
     if (ent == NULL || start == NULL || pstart == NULL || masks == NULL
         || probe == NULL || heap == NULL)

@@ -4,6 +4,9 @@ use strict;
 use warnings;
 use Test::More;
 use File::Temp qw(tempdir);
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use SimhashCli;
 use File::Spec;
 
 my $cli = $ENV{SH_CLI} || 'build/simhash';
@@ -11,17 +14,6 @@ my $fx  = 'tests/fixtures';
 plan skip_all => "no $cli (run make)" unless -x $cli;
 
 my $tmp = tempdir(CLEANUP => 1);
-
-# Run the tool; returns (exit code, stdout, stderr).
-sub sh {
-    my @args = @_;
-    my $cmd = join ' ', map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @args;
-    my $rc = system("$cmd >'$tmp/out' 2>'$tmp/err'") >> 8;
-    local $/;
-    open my $o, '<', "$tmp/out" or die; my $out = <$o>; close $o;
-    open my $e, '<', "$tmp/err" or die; my $err = <$e>; close $e;
-    return ($rc, $out, $err);
-}
 
 my ($rc, $out, $err);
 

@@ -25,6 +25,7 @@ use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
+use SimhashTest ();
 
 our $SERVER = $ENV{SH_REDIS_SERVER} || 'redis-server';
 
@@ -39,18 +40,8 @@ sub new {
     my $self = bless { password => undef, appendonly => 1, %args }, $class;
     $self->{dir} = tempdir('simhash-redis-XXXXXX', TMPDIR => 1,
                            CLEANUP => !$ENV{SH_KEEP});
-    $self->{port} = free_port();
+    $self->{port} = SimhashTest::free_port();
     return $self;
-}
-
-sub free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                  LocalPort => 0, Proto => 'tcp',
-                                  ReuseAddr => 1)
-        or die "cannot bind a free port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
 }
 
 # CPU seconds Redis has used (INFO cpu), for what a benchmark costs it.

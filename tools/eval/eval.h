@@ -116,6 +116,7 @@ void *ev_xmalloc(size_t n);
 void *ev_xcalloc(size_t n, size_t size);
 void *ev_xrealloc(void *p, size_t n);
 char *ev_xstrdup(const char *s);
+int   ev_split_tabs(char *line, char **f, int max);   /* field count */
 double ev_now(void);
 uint64_t ev_self_identity(void);
 unsigned ev_group(ev_run_t *run, const char *name, uint16_t kind);

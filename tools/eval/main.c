@@ -60,24 +60,6 @@ usage(FILE *f)
 "  --min-features N --max-features N --ignore PCRE\n");
 }
 
-/* Split a line on tabs into at most `max` fields; returns the count. */
-static int
-split_tabs(char *line, char **f, int max)
-{
-    int n = 0;
-
-    line[strcspn(line, "\r\n")] = '\0';
-    while (n < max) {
-        f[n++] = line;
-        line = strchr(line, '\t');
-        if (line == NULL) {
-            break;
-        }
-        *line++ = '\0';
-    }
-    return n;
-}
-
 static void
 read_aligned(ev_run_t *run, const char *path, listed_pair_t **out,
              size_t *nout)
@@ -96,7 +78,7 @@ read_aligned(ev_run_t *run, const char *path, listed_pair_t **out,
         if (line[0] == '\n' || line[0] == '#') {
             continue;
         }
-        if (split_tabs(line, fld, 3) != 3) {
+        if (ev_split_tabs(line, fld, 3) != 3) {
             ev_die("%s:%u: expected GROUP<TAB>PAGE<TAB>PAGE", path, lineno);
         }
         if (n == alloc) {
@@ -132,7 +114,7 @@ read_prose(ev_run_t *run, const char *path, listed_page_t **out,
         if (line[0] == '\n' || line[0] == '#') {
             continue;
         }
-        if (split_tabs(line, fld, 2) != 2) {
+        if (ev_split_tabs(line, fld, 2) != 2) {
             ev_die("%s:%u: expected GROUP<TAB>PAGE", path, lineno);
         }
         if (n == alloc) {

@@ -108,23 +108,6 @@ add_tpair(ev_template_t *t, uint32_t a, uint32_t b, uint16_t kind,
     p->jaccard = -1.0f;
 }
 
-static int
-split(char *line, char **f, int max)
-{
-    int n = 0;
-
-    line[strcspn(line, "\r\n")] = '\0';
-    while (n < max) {
-        f[n++] = line;
-        line = strchr(line, '\t');
-        if (line == NULL) {
-            break;
-        }
-        *line++ = '\0';
-    }
-    return n;
-}
-
 void
 ev_template_read(ev_run_t *run, const char *path, int site)
 {
@@ -147,7 +130,7 @@ ev_template_read(ev_run_t *run, const char *path, int site)
         if (line[0] == '\n' || line[0] == '#') {
             continue;
         }
-        if (split(line, fld, 4) != want) {
+        if (ev_split_tabs(line, fld, 4) != want) {
             ev_die("%s:%u: expected GROUP<TAB>XPATH<TAB>PAGE%s", path,
                    lineno, site ? "" : "<TAB>PAGE");
         }

@@ -182,3 +182,21 @@ ev_add_pair(ev_run_t *run, uint32_t a, uint32_t b, uint16_t kind,
     p->group = group;
     p->jaccard = -1.0f;
 }
+
+/* Split a line (its end of line cut) on tabs into at most `max` fields. */
+int
+ev_split_tabs(char *line, char **f, int max)
+{
+    int n = 0;
+
+    line[strcspn(line, "\r\n")] = '\0';
+    while (n < max) {
+        f[n++] = line;
+        line = strchr(line, '\t');
+        if (line == NULL) {
+            break;
+        }
+        *line++ = '\0';
+    }
+    return n;
+}
