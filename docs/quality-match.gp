@@ -23,7 +23,7 @@ do for [i = 1:2] {
                       : "short pages: Linux manual pages, mandoc ~ man2html")
     plot file using (ham($6 + 1)):4 with linespoints pt 7 lc rgb "#c03030" title "hamming, H <= h", \
          file using (ham($6 + 1)):4:(sprintf("%d", $2)) with labels offset 0.8,-0.6 tc rgb "#c03030" notitle, \
-         file using (wtd(10, $6 + 1)):4 with linespoints pt 6 ps 0.6 lc rgb "#2060b0" title "weighted, H <= 10, T = 0.5 .. 32", \
+         file using (wtd(10, $6 + 1)):4 with linespoints pt 6 ps 0.6 lc rgb "#2060b0" title "weighted, H <= 10, T = 0.5 .. 64", \
          file using (($1 == 1 && $2 == 10 && $3 == 12) ? $6 + 1 : 1/0):4 with points pt 5 ps 1.4 lc rgb "#2060b0" title "weighted, default T = 12"
 }
 unset multiplot

@@ -992,9 +992,17 @@ sh_index_check(const sh_index_t *ix, char *err, size_t errlen)
         if (have_last && sl[s] < last) {
             FAIL("slot %u is out of order", s);
         }
+        /*
+         * Lookups scan from the home slot (or `spill`) and stop at the
+         * first hole at or past home: an entry at or past its home must
+         * have no hole between them, wherever it sits.  Only from `spill`
+         * on may an entry sit before its home (shifted left when the tail
+         * was full).  Holes are told by their refs, not their values: an
+         * all-ones fingerprint looks like a hole to a value test.
+         */
         home = ix_home(ix, sl[s]);
-        if (s < ix->spill
-            && (home > s || (last_empty != UINT32_MAX && last_empty >= home)))
+        if (home > s ? s < ix->spill
+                     : last_empty != UINT32_MAX && last_empty >= home)
         {
             FAIL("slot %u is cut off from its home slot %u", s, home);
         }

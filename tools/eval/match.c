@@ -35,7 +35,7 @@
 static const unsigned caps[M_NCAP] = { 6, 8, 10, 12, 16 };
 #define M_CAP_MAX   16
 #define M_T_STEP    (SH_SCORE_UNIT / 2) /* 0.5 nat */
-#define M_NT        64                  /* T = 0.5 .. 32 nats */
+#define M_NT        128                 /* T = 0.5 .. 64 nats */
 #define M_TQ_MAX    (M_NT * M_T_STEP)
 
 #define M_NSET      (M_HAM_MAX + 1 + M_NCAP * M_NT)
