@@ -2,6 +2,7 @@
  * bench_extract -- fingerprinting throughput against parsing alone.
  *
  *   bench_extract [--rounds N] [--chunk BYTES] LIST
+ *   bench_extract --once parse|fingerprint|off [--chunk BYTES] LIST
  *
  * Loads every page named in LIST into memory, then, alternating in each
  * round so that both see the same machine state:
@@ -17,6 +18,10 @@
  * than the other's, and the median tells.  One thread: one core; times
  * are the thread's CPU time, so that other processes on the machine
  * disturb the ratio as little as possible.
+ *
+ * --once runs one side once over the pages and prints nothing else: for
+ * counting its instructions (valgrind --tool=callgrind), which, unlike
+ * times, do not depend on what else the machine is doing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,17 +151,24 @@ main(int argc, char **argv)
     double       *ratio, *cost, off_best = 1e30, off_dt;
     uint64_t      sink = 0;
     char          err[256];
+    const char   *once = NULL;
 
     for (a = 1; a < argc - 1; a++) {
         if (strcmp(argv[a], "--rounds") == 0) {
             rounds = atoi(argv[++a]);
         } else if (strcmp(argv[a], "--chunk") == 0) {
             chunk = (size_t) atol(argv[++a]);
+        } else if (strcmp(argv[a], "--once") == 0) {
+            once = argv[++a];
         }
     }
-    if (argc < 2 || rounds < 1 || chunk < 1) {
+    if (argc < 2 || rounds < 1 || chunk < 1
+        || (once != NULL && strcmp(once, "parse") != 0
+            && strcmp(once, "fingerprint") != 0 && strcmp(once, "off") != 0))
+    {
         fprintf(stderr, "usage: bench_extract [--rounds N] [--chunk B] "
-                "LIST\n");
+                "LIST\n       bench_extract --once parse|fingerprint|off "
+                "[--chunk B] LIST\n");
         return 2;
     }
     sh_library_init();
@@ -171,6 +183,20 @@ main(int argc, char **argv)
     if (cfg == NULL || cfg_off == NULL) {
         fprintf(stderr, "bench_extract: %s\n", err);
         return 1;
+    }
+
+    if (once != NULL) {
+        for (i = 0; i < npages; i++) {
+            if (once[0] == 'p') {
+                parse_only(&pages[i], chunk);
+            } else {
+                sink ^= fingerprint(once[0] == 'f' ? cfg : cfg_off,
+                                    &pages[i], chunk);
+            }
+        }
+        printf("%s: pages %zu, %.1f MB, chunk %zu (checksum %016llx)\n",
+               once, npages, total / 1e6, chunk, (unsigned long long) sink);
+        return 0;
     }
 
     ratio = malloc((size_t) rounds * sizeof(double));

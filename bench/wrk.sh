@@ -3,20 +3,41 @@
 #
 #   bench/wrk.sh BUILD
 #
-# One nginx (worker_processes = number of cores) with an origin serving
-# about 25 KB HTML pages (real documentation pages from the python3.11-doc
-# and postgresql-doc-15 packages, or the demo site's articles concatenated
-# when those are missing), a plain proxy in front of it and the same proxy
-# with the module.  wrk drives both in one run, one after the other, with
-# the same pages; every request carries a unique query string, so every
-# response is a new document key: the module fingerprints it, looks it up
-# and (the pages repeat) tags it a duplicate.  The result: requests/s of
-# each, their ratio, p50/p99 latency, and the error count (non-2xx
-# responses and socket errors), which must be 0.
+# One nginx (worker_processes = number of cores) with an origin, a plain
+# proxy in front of it and the same proxy with the module (two of them: one
+# zone for new pages, one for re-fetches).  Two corpora, each page served
+# as it is:
+#   docs      documentation pages of about 25 KB (SIZE +-5%) from the
+#             python3.11-doc, postgresql-doc-15 and rust-doc packages (the
+#             demo site's articles concatenated when those are missing)
+#   real-web  the 258 pages of npm's htmlparser-benchmark, saved from
+#             popular sites, 1 KB to 400 KB (bench/webpages.sh; skipped
+#             when npm or its registry is out of reach)
+# and three scenarios for each, every one run through the plain proxy and
+# through the module back to back, with the same requests:
+#   new        every request a random page under a unique query string: a
+#              new document key each time, fingerprinted and looked up
+#   identical  re-fetches: the pages under their own URLs, each stored once
+#              before the run (the zone warmed), fetched again with the
+#              same bytes: answered from the body's digest, no parse
+#   mix        re-fetches of the same keys, 70% with the bytes last stored
+#              and 30% with the other of two versions of the page (a line
+#              of text added before </body>: a timestamp and a view count),
+#              which the module parses and whose digest then replaces the
+#              stored one
+# The origin serves version b of a page when the request says
+# `X-Bench-Version: b`; wrk's threads own disjoint sets of keys and
+# remember which version each key was last fetched in.
+#
+# For each run: requests/s, p50/p99 latency, errors (non-2xx responses and
+# socket errors, which must be 0), and the CPU time nginx's workers (origin
+# and proxy) and wrk used per request, which does not depend on what else
+# the machine is doing; then the ratios, module to plain proxy, of both.
 #
 # Environment: DURATION (seconds per run, default 10), CONNECTIONS
-# (default 32), THREADS (wrk threads, default 2), SIZE (page bytes,
-# default 25000).
+# (default 32), THREADS (wrk threads, default 2), SIZE (docs page bytes,
+# default 25000), MAXDOCS (docs pages, default 400), CORPORA (default
+# "docs web"), SCENARIOS (default "new identical mix").
 set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +49,9 @@ DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
 SIZE=${SIZE:-25000}
+MAXDOCS=${MAXDOCS:-400}
+CORPORA=${CORPORA:-docs web}
+SCENARIOS=${SCENARIOS:-new identical mix}
 NGINX=${NGINX:-nginx}
 command -v "$NGINX" >/dev/null 2>&1 || NGINX=/usr/sbin/nginx
 
@@ -42,63 +66,106 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 PREFIX=$(mktemp -d "$("$TOP/tools/nginx-tmpdir.sh")/simhash-wrk.XXXXXX")
 trap 'rm -rf "$PREFIX"' EXIT
-mkdir -p "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp" "$PREFIX/html/p"
-chmod 755 "$PREFIX" "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp" \
-          "$PREFIX/html" "$PREFIX/html/p"
+mkdir -p "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp" \
+         "$PREFIX/html/a/p" "$PREFIX/html/b/p" \
+         "$PREFIX/html/a/w" "$PREFIX/html/b/w"
 
-# --- pages of about SIZE bytes ---------------------------------------------
+# --- the pages, each in two versions --------------------------------------
 
-perl - "$PREFIX/html/p" "$SIZE" "$TOP/demo/site" <<'EOF'
+WEB=""
+case " $CORPORA " in
+    *" web "*)
+        WEB=$(sh "$TOP/bench/webpages.sh" "$BUILD") || {
+            echo "real-web corpus: skipped"
+            WEB=""
+            CORPORA=$(echo " $CORPORA " | sed 's/ web / /')
+        } ;;
+esac
+
+perl - "$PREFIX" "$SIZE" "$MAXDOCS" "$TOP/demo/site" "$WEB" <<'EOF'
 use strict;
 use warnings;
 use File::Find;
-my ($out, $size, $demo) = @_ ? @_ : @ARGV;
-($out, $size, $demo) = @ARGV;
+my ($prefix, $size, $max, $demo, $web) = @ARGV;
+
+# version b: the page with one more line of text at the end of its body
+sub both {
+    my ($dir, $name, $c) = @_;
+    my $extra = "<p>Updated 2026-11-23 12:00 UTC, 1,234 views, "
+              . "56 comments.</p>\n";
+    my $b = $c;
+    $b =~ s{(.*)(</body)}{$1$extra$2}si or $b .= $extra;
+    for (['a', $c], ['b', $b]) {
+        open(my $o, '>:raw', "$prefix/html/$_->[0]/$dir/$name") or die $!;
+        print $o $_->[1];
+        close $o;
+    }
+    return "/$dir/$name";
+}
+sub slurp { local $/; open(my $i, '<:raw', $_[0]) or return; return <$i> }
+
 my @found;
 for my $dir ('/usr/share/doc/python3.11/html',
-             '/usr/share/doc/postgresql-doc-15/html') {
+             '/usr/share/doc/postgresql-doc-15/html',
+             '/usr/share/doc/rust-doc/html') {
     next unless -d $dir;
+    my @d;
     find(sub {
         return unless /\.html$/ && -f $_;
         my $s = -s _;
-        push @found, $File::Find::name
+        push @d, $File::Find::name
             if $s >= $size * 0.95 && $s <= $size * 1.05;
     }, $dir);
+    push @found, sort @d;
 }
-@found = (sort @found)[0 .. 39] if @found > 40;
-my $n = 0;
+splice(@found, $max) if @found > $max;
+my (@docs, $n);
 if (@found >= 10) {
-    for my $f (@found) {
-        open(my $in, '<:raw', $f) or next;
-        local $/;
-        my $c = <$in>;
-        open(my $o, '>:raw', sprintf("%s/%02d.html", $out, $n++)) or die;
-        print $o $c;
-    }
-    print "pages: $n real documentation pages of ${size} bytes +-5%\n";
+    $n = 0;
+    push @docs, both('p', sprintf("%03d.html", $n++), slurp($_)) for @found;
+    print "docs: ", scalar @docs, " documentation pages of ${size} bytes "
+        . "+-5%\n";
 } else {
     # the demo articles, each repeated and interleaved with another
     my @a;
     find(sub { push @a, $File::Find::name if /\.html$/ && -s $_ > 2000 },
          $demo);
     @a = sort @a;
-    my @text = map { local $/; open(my $i, '<', $_) or die; my $c = <$i>;
-                     $c =~ s/.*<body>|<\/body>.*//gs; $c } @a;
+    my @text = map { my $c = slurp($_); $c =~ s/.*<body>|<\/body>.*//gs; $c }
+               @a;
     for my $i (0 .. $#text) {
         my $body = '';
         my $j = $i;
-        while (length $body < $size - 200) {
-            $body .= $text[$j++ % @text];
-        }
-        open(my $o, '>', sprintf("%s/%02d.html", $out, $n++)) or die;
-        print $o "<!DOCTYPE html><html><head><title>page $i</title></head>"
-               . "<body>" . substr($body, 0, $size - 120)
-               . "</body></html>\n";
+        $body .= $text[$j++ % @text] while length $body < $size - 200;
+        push @docs, both('p', sprintf("%03d.html", $i),
+            "<!DOCTYPE html><html><head><title>page $i</title></head>"
+            . "<body>" . substr($body, 0, $size - 120) . "</body></html>\n");
     }
-    print "pages: $n pages of ${size} bytes built from the demo site\n";
+    print "docs: ", scalar @docs, " pages of ${size} bytes built from the "
+        . "demo site\n";
+}
+open(my $l, '>', "$prefix/docs.pages") or die $!;
+print $l "$_\n" for @docs;
+close $l;
+
+if ($web ne '') {
+    opendir(my $d, $web) or die "$web: $!";
+    my @w = sort grep { /\.html$/ } readdir $d;
+    my ($bytes, @pages) = (0);
+    for (@w) {
+        my $c = slurp("$web/$_");
+        $bytes += length $c;
+        push @pages, both('w', $_, $c);
+    }
+    open(my $o, '>', "$prefix/web.pages") or die $!;
+    print $o "$_\n" for @pages;
+    printf "real-web: %d pages of htmlparser-benchmark, %.1f MB, "
+         . "%.0f KB on average\n", scalar @pages, $bytes / 1e6,
+         $bytes / 1e3 / @pages;
 }
 EOF
-chmod 644 "$PREFIX"/html/p/*.html
+# the umask may be 077: nginx's workers (nobody) read the pages
+chmod -R a+rX "$PREFIX"
 
 # --- nginx: origin, plain proxy, proxy with the module --------------------
 
@@ -108,7 +175,8 @@ free_port() {
 }
 ORIGIN=$(free_port)
 PLAIN=$(free_port)
-SIMHASH=$(free_port)
+NEW=$(free_port)
+REFETCH=$(free_port)
 WORKERS=$(nproc 2>/dev/null || echo 2)
 
 cat > "$PREFIX/conf/nginx.conf" <<EOF
@@ -127,15 +195,18 @@ http {
     scgi_temp_path        $PREFIX/tmp/scgi;
     keepalive_requests    100000;
 
-    simhash_zone zone=bench:64m;
+    simhash_zone zone=new:64m;
+    simhash_zone zone=refetch:64m;
 
+    # the origin: version a of each page, or b when the request asks
+    map \$http_x_bench_version \$bench_version { default a; b b; }
     server {
         listen 127.0.0.1:$ORIGIN;
-        root $PREFIX/html;
-        open_file_cache max=100;
+        root $PREFIX/html/\$bench_version;
+        open_file_cache max=2000;
     }
 
-    # both proxies as nginx does it by default: a new upstream connection
+    # the proxies as nginx does it by default: a new upstream connection
     # per request (a crawler's proxy talks to many origins)
     server {
         listen 127.0.0.1:$PLAIN;
@@ -143,12 +214,20 @@ http {
     }
 
     server {
-        listen 127.0.0.1:$SIMHASH;
+        listen 127.0.0.1:$NEW;
         location / {
-            simhash bench;
+            simhash new;
             proxy_pass http://127.0.0.1:$ORIGIN;
         }
         location = /stats { simhash_stats; }
+    }
+
+    server {
+        listen 127.0.0.1:$REFETCH;
+        location / {
+            simhash refetch;
+            proxy_pass http://127.0.0.1:$ORIGIN;
+        }
     }
 }
 EOF
@@ -166,33 +245,49 @@ trap 'nginx_prefix -s stop 2>/dev/null || true; sleep 0.2
 nginx_prefix
 sleep 0.3
 
-# --- wrk: every request a random page under a unique URL -------------------
+# --- wrk's requests ---------------------------------------------------------
 
-{
-    echo 'paths = {'
-    for f in "$PREFIX"/html/p/*.html; do
-        echo "  \"/p/$(basename "$f")\","
-    done
-    cat <<'EOF'
-}
+# wrk ... -- MODE LIST THREADS RUN: MODE new, identical or mix; LIST the
+# file of URL paths (every page for new, the re-fetch keys otherwise); RUN
+# the run's name, part of new pages' query strings (new in every run)
+cat > "$PREFIX/bench.lua" <<'EOF'
 local nthreads = 0
 function setup(thread)
     nthreads = nthreads + 1
     thread:set("tid", nthreads)
 end
 function init(args)
+    mode = args[1]
+    run = args[4]
+    local threads = tonumber(args[3])
     math.randomseed(tid * 7919)
     counter = 0
+    -- this thread's keys: every THREADS-th of the list
+    paths, version = {}, {}
+    local i = 0
+    for line in io.lines(args[2]) do
+        if mode == "new" or i % threads == tid - 1 then
+            paths[#paths + 1] = line
+            version[#paths] = "a"
+        end
+        i = i + 1
+    end
 end
 function request()
     counter = counter + 1
-    local p = paths[math.random(#paths)]
-    return wrk.format("GET", p .. "?t=" .. tid .. "&n=" .. counter)
+    local k = math.random(#paths)
+    if mode == "new" then
+        return wrk.format("GET", paths[k] .. "?r=" .. run .. "&t=" .. tid
+                                    .. "&n=" .. counter)
+    end
+    if mode == "mix" and math.random() >= 0.7 then
+        version[k] = version[k] == "a" and "b" or "a"
+    end
+    return wrk.format("GET", paths[k], { ["X-Bench-Version"] = version[k] })
 end
 EOF
-} > "$PREFIX/urls.lua"
 
-# CPU seconds used so far by the nginx workers (origin and both proxies)
+# CPU seconds used so far by the nginx workers (origin and proxies)
 nginx_cpu() {
     master=$(cat "$PREFIX/logs/nginx.pid")
     for p in $(pgrep -P "$master"); do cat "/proc/$p/stat"; done | perl -ne '
@@ -200,38 +295,92 @@ nginx_cpu() {
         END { printf "%.2f\n", $t / '"$(getconf CLK_TCK)"' }'
 }
 
-# wrk, with its own CPU time and the workers' CPU time appended to its output
+stats() {
+    perl -MHTTP::Tiny -e 'print HTTP::Tiny->new->get(
+        "http://127.0.0.1:'"$NEW"'/stats")->{content}'
+}
+
+# run PORT SECONDS NAME MODE LIST: wrk, with its own CPU time, the workers'
+# CPU time and the zones' counters before and after appended to its output
 run() {
     before=$(nginx_cpu)
+    stats > "$OUT/$3.before.json"
     perl -e 'system(@ARGV) == 0 or exit 1; my @t = times;
              printf "wrk cpu: %.2f\n", $t[2] + $t[3]' \
         wrk -t"$THREADS" -c"$CONNECTIONS" -d"$2"s --latency \
-            -s "$PREFIX/urls.lua" "http://127.0.0.1:$1/" > "$OUT/$3.txt" 2>&1
+            -s "$PREFIX/bench.lua" "http://127.0.0.1:$1/" \
+            -- "$4" "$5" "$THREADS" "$3" > "$OUT/$3.txt" 2>&1
     after=$(nginx_cpu)
+    stats > "$OUT/$3.after.json"
     echo "nginx cpu: $(perl -e "print $after - $before")" >> "$OUT/$3.txt"
 }
 
-# warm up both (page cache, upstream keepalive, the stemmer's cache)
-run "$PLAIN" 2 warm-plain
-run "$SIMHASH" 2 warm-simhash
+# warm the re-fetch zone: every page once, version a; the keys of the
+# re-fetch runs are the pages stored then (a page that is a near-duplicate
+# of another one is not stored under its own key, and would be parsed at
+# every re-fetch: not what these runs measure)
+warm_zone() {
+    perl -MHTTP::Tiny - "$1" "$REFETCH" "$2" <<'EOF'
+use strict;
+use warnings;
+my ($list, $port, $keys) = @ARGV;
+my $http = HTTP::Tiny->new(keep_alive => 1);
+open(my $l, '<', $list) or die "$list: $!";
+open(my $k, '>', $keys) or die "$keys: $!";
+my ($n, $kept) = (0, 0);
+while (my $p = <$l>) {
+    chomp $p;
+    my $r = $http->get("http://127.0.0.1:$port$p",
+                       { headers => { 'X-Bench-Version' => 'a' } });
+    die "$p: $r->{status}\n" unless $r->{success};
+    $n++;
+    next unless ($r->{headers}{'x-simhash-status'} // '') eq 'new';
+    print $k "$p\n";
+    $kept++;
+}
+print "  re-fetch keys: $kept of $n pages (the others are near-duplicates "
+    . "of one of them, or skipped)\n";
+EOF
+}
 
-run "$PLAIN" "$DURATION" plain
-run "$SIMHASH" "$DURATION" simhash
-curl_stats=$(perl -MHTTP::Tiny -e \
-    'print HTTP::Tiny->new->get("http://127.0.0.1:'"$SIMHASH"'/stats")->{content}')
+for corpus in $CORPORA; do
+    echo "$corpus:"
+    list="$PREFIX/$corpus.pages"
+    # warm up (page cache, the stemmer's cache), through the new-page zone
+    run "$PLAIN" 2 "warm-$corpus-plain" new "$list"
+    run "$NEW" 2 "warm-$corpus-simhash" new "$list"
+    keys=""
+    for s in $SCENARIOS; do
+        case "$s" in
+            new) port=$NEW; l=$list ;;
+            identical|mix)
+                if [ -z "$keys" ]; then
+                    keys="$PREFIX/$corpus.keys"
+                    warm_zone "$list" "$keys"
+                fi
+                port=$REFETCH; l=$keys ;;
+            *) echo "unknown scenario $s" >&2; exit 1 ;;
+        esac
+        echo "  $s"
+        run "$PLAIN" "$DURATION" "$s-$corpus-plain" "$s" "$l"
+        run "$port" "$DURATION" "$s-$corpus-simhash" "$s" "$l"
+    done
+done
 
-perl - "$OUT/plain.txt" "$OUT/simhash.txt" "$curl_stats" \
-     "$DURATION" "$CONNECTIONS" "$THREADS" "$WORKERS" <<'EOF'
+# --- the report -------------------------------------------------------------
+
+perl - "$OUT" "$DURATION" "$CONNECTIONS" "$THREADS" "$WORKERS" \
+     "$CORPORA" "$SCENARIOS" <<'EOF'
 use strict;
 use warnings;
 use JSON::PP;
-my ($plain, $simhash, $stats, $dur, $conn, $thr, $workers) = @ARGV;
+my ($out, $dur, $conn, $thr, $workers, $corpora, $scenarios) = @ARGV;
+
+sub slurp { local $/; open(my $fh, '<', $_[0]) or die "$_[0]: $!"; <$fh> }
 
 sub parse {
-    my ($f) = @_;
-    open(my $fh, '<', $f) or die "$f: $!";
-    local $/;
-    my $t = <$fh>;
+    my ($name) = @_;
+    my $t = slurp("$out/$name.txt");
     my %r;
     ($r{rps}) = $t =~ /Requests\/sec:\s+([\d.]+)/;
     ($r{p50}) = $t =~ /^\s+50%\s+(\S+)/m;
@@ -243,42 +392,66 @@ sub parse {
     $r{non2xx} //= 0;
     my ($c, $rd, $w, $to) =
         $t =~ /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/;
-    $r{errors} = ($c // 0) + ($rd // 0) + ($w // 0) + ($to // 0);
-    die "cannot parse $f:\n$t" unless $r{rps};
+    $r{errors} = $r{non2xx} + ($c // 0) + ($rd // 0) + ($w // 0) + ($to // 0);
+    die "cannot parse $name:\n$t" unless $r{rps};
+    $r{cpu} = 1e6 * ($r{nginx_cpu} + $r{wrk_cpu}) / $r{requests};
+    $r{ncpu} = 1e6 * $r{nginx_cpu} / $r{requests};
+    # what the module did during the run: both zones' counters, after
+    # minus before
+    my ($b, $a) = map { decode_json(slurp("$out/$name.$_.json"))->{zones} }
+                  qw(before after);
+    for my $z (keys %$a) {
+        $r{parsed} += $a->{$z}{fingerprinted_bytes} - $b->{$z}{fingerprinted_bytes};
+        $r{identical} += $a->{$z}{identical} - $b->{$z}{identical};
+        for my $s (keys %{$a->{$z}{responses}}) {
+            $r{responses} += $a->{$z}{responses}{$s} - $b->{$z}{responses}{$s};
+            $r{status}{$s} += $a->{$z}{responses}{$s} - $b->{$z}{responses}{$s};
+        }
+    }
     return \%r;
 }
 
-my $p = parse($plain);
-my $s = parse($simhash);
-my $z = decode_json($stats)->{zones}{bench};
-my $ratio = $s->{rps} / $p->{rps};
-
+my %title = (new => 'new pages', identical => 'identical re-fetch',
+             mix => '70/30 re-fetch mix');
+my %cname = (docs => 'docs', web => 'real-web');
 printf "wrk -t%d -c%d -d%ds, nginx %d workers, %d cores, loopback\n",
        $thr, $conn, $dur, $workers, $workers;
-printf "%-22s %10s %9s %9s %8s\n", '', 'req/s', 'p50', 'p99', 'errors';
-printf "%-22s %10.0f %9s %9s %8d\n", 'plain proxy', $p->{rps}, $p->{p50},
-       $p->{p99}, $p->{non2xx} + $p->{errors};
-printf "%-22s %10.0f %9s %9s %8d\n", 'proxy + simhash', $s->{rps}, $s->{p50},
-       $s->{p99}, $s->{non2xx} + $s->{errors};
-printf "ratio (simhash/plain)  %10.2f   target >= 0.50: %s\n", $ratio,
-       $ratio >= 0.5 ? 'met' : 'NOT MET';
-# CPU per request: what the run cost, whatever else the machine was doing
-my ($pc, $sc) = map { 1e6 * ($_->{nginx_cpu} + $_->{wrk_cpu}) / $_->{requests} }
-                ($p, $s);
-printf "cpu per request (nginx workers + wrk): plain %.0f us, simhash %.0f us "
-       . "(nginx alone: %.0f / %.0f us)\n", $pc, $sc,
-       1e6 * $p->{nginx_cpu} / $p->{requests},
-       1e6 * $s->{nginx_cpu} / $s->{requests};
-printf "ratio bound on an idle machine (cpu plain / cpu simhash): %.2f\n",
-       $pc / $sc;
+print "CPU per request: nginx's workers (origin and proxy) and wrk, "
+    . "in microseconds\n\n";
+printf "%-8s %-19s %9s %9s %6s %8s %8s %6s %8s %8s\n", 'corpus', 'scenario',
+       'plain/s', 'simhash/s', 'ratio', 'cpu', 'cpu', 'ratio', 'p99', 'errors';
+printf "%-8s %-19s %9s %9s %6s %8s %8s %6s %8s %8s\n", '', '', '', '',
+       'req/s', 'plain', 'simhash', 'cpu', 'simhash', '';
+my ($errors, @notes) = (0);
+for my $c (split ' ', $corpora) {
+    for my $s (split ' ', $scenarios) {
+        my ($p, $m) = map { parse("$s-$c-$_") } qw(plain simhash);
+        my $ratio = $m->{rps} / $p->{rps};
+        printf "%-8s %-19s %9.0f %9.0f %6.2f %8.0f %8.0f %6.2f %8s %8d\n",
+               $cname{$c}, $title{$s}, $p->{rps}, $m->{rps}, $ratio,
+               $p->{cpu}, $m->{cpu}, $p->{cpu} / $m->{cpu}, $m->{p99},
+               $p->{errors} + $m->{errors};
+        $errors += $p->{errors} + $m->{errors};
+        my $st = $m->{status};
+        push @notes, sprintf "%s, %s: %d responses through the module, "
+            . "%d answered from the digest (%.1f%%), %.1f MB parsed; "
+            . "%s; nginx alone %.0f / %.0f us per request",
+            $cname{$c}, $title{$s}, $m->{responses}, $m->{identical},
+            100 * $m->{identical} / ($m->{responses} || 1), $m->{parsed} / 1e6,
+            join(', ', map { "$st->{$_} $_" } grep { $st->{$_} } sort keys %$st),
+            $p->{ncpu}, $m->{ncpu};
+        if ($c eq 'docs' && $s eq 'identical') {
+            push @notes, sprintf "target: identical re-fetch of 25 KB pages "
+                . ">= 0.80 of the plain proxy's req/s: %.2f, %s (by CPU per "
+                . "request: %.2f)", $ratio, $ratio >= 0.8 ? 'met' : 'NOT MET',
+                $p->{cpu} / $m->{cpu};
+        }
+    }
+}
+print "\n";
+print "$_\n" for @notes;
 if (open(my $la, '<', '/proc/loadavg')) {
     printf "load average at the end: %s", scalar <$la>;
 }
-printf "module: %d responses fingerprinted (%d new, %d duplicate, %d skipped), "
-       . "%.1f MB, %.2f probes per lookup, %d entries\n",
-       $z->{lookups}, $z->{responses}{new}, $z->{responses}{duplicate},
-       $z->{responses}{skipped}, $z->{fingerprinted_bytes} / 1e6,
-       $z->{mean_probes}, $z->{entries};
-print "errors: ", ($p->{non2xx} + $p->{errors} + $s->{non2xx} + $s->{errors}
-                  ? 'SOME (see BUILD/bench/wrk/*.txt)' : 'none'), "\n";
+print "errors: ", ($errors ? 'SOME (see BUILD/bench/wrk/*.txt)' : 'none'), "\n";
 EOF

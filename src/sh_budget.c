@@ -135,6 +135,7 @@ enum { KIND_OTHER = 0, KIND_SCRIPT = 1, KIND_STYLE = 2 };
 #define C_BANG      0x100
 #define C_NOT_NAME  0x200       /* not in an element or attribute name */
 #define C_NOT_BLANK 0x400
+#define C_SUSPECT   0x800       /* a C0 control not blank, or 0xEF */
 
 static uint16_t cls[256];
 static uint16_t run_stop[S_COUNT];
@@ -208,6 +209,9 @@ init_tables(void)
         if (!is_blank(c)) {
             cls[c] |= C_NOT_BLANK;
         }
+        if (c < 0x20 && !is_blank(c)) {
+            cls[c] |= C_SUSPECT;
+        }
     }
     cls['<'] |= C_LT;
     cls['&'] |= C_AMP;
@@ -221,6 +225,7 @@ init_tables(void)
     cls['/'] |= C_SLASH;
     cls['-'] |= C_DASH;
     cls['!'] |= C_BANG;
+    cls[0xEF] |= C_SUSPECT;
 
     run_stop[S_DATA] = C_LT | C_AMP;
     run_stop[S_RAW] = C_LT;
@@ -916,7 +921,7 @@ lead_bytes(uint64_t w)
     return (size_t) ((w * ones) >> 56);
 }
 
-static size_t
+static inline __attribute__((always_inline)) size_t
 find_any(const unsigned char *p, size_t i, size_t n, const unsigned char *t,
          unsigned nt, uint64_t *chars)
 {
@@ -1079,6 +1084,79 @@ attribute(scan_t *s, const unsigned char *p, size_t i, size_t n)
     return k + 1;
 }
 
+/*
+ * Does p[0..n) hold a character that libxml2 reports as invalid (IS_CHAR)?
+ * A C0 control other than tab, line feed and carriage return (NUL never
+ * comes: sh_decode replaced it), or U+FFFE, U+FFFF (EF BF BE, EF BF BF).
+ */
+static int
+invalid_chars(const unsigned char *p, size_t n)
+{
+    size_t k;
+
+    for (k = 0; k < n; k++) {
+        if ((cls[p[k]] & C_SUSPECT)
+            && (p[k] != 0xEF
+                || (k + 2 < n && p[k + 1] == 0xBF
+                    && (p[k + 2] & 0xFE) == 0xBE)))
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Script or style text from p[0], at a character's start: up to the "</"
+ * and ASCII letter that stops htmlParseScript, or to the last whole
+ * character of p[0..n).  A '<' too near the end to tell ends it too.
+ * Returns its length (0: none), counting its characters; sets
+ * b->raw_text when none of them is invalid.  Nothing in it changes the
+ * state or costs anything.
+ */
+static size_t
+raw_run(sh_budget_t *b, const unsigned char *p, size_t n)
+{
+    static const unsigned char lt[] = "<";
+    uint64_t chars = 0;
+    size_t   j = 0, k;
+
+    /* Not beyond what the parser may hold (the scan stops there). */
+    if (b->pos - b->run >= SH_PENDING_MAX) {
+        return 0;
+    }
+    if (n > SH_PENDING_MAX - (b->pos - b->run)) {
+        n = (size_t) (SH_PENDING_MAX - (b->pos - b->run));
+    }
+    for ( ;; ) {
+        j = find_any(p, j, n, lt, 1, &chars);
+        if (j == n) {
+            /* an incomplete character at the end stays out */
+            for (k = n; k > 0 && n - k < 3 && (p[k - 1] & 0xC0) == 0x80; k--) {
+                /* its continuation bytes */
+            }
+            if (k > 0 && p[k - 1] >= 0xC0
+                && n - (k - 1) < (p[k - 1] >= 0xF0 ? 4u
+                                  : p[k - 1] >= 0xE0 ? 3u : 2u))
+            {
+                j = k - 1;
+                chars--;
+            }
+            break;
+        }
+        if (j + 2 >= n || (p[j + 1] == '/' && is_letter(p[j + 2]))) {
+            break;
+        }
+        chars++;                        /* the '<' is text */
+        j++;
+    }
+    if (j > 0) {
+        b->chars += chars;
+        b->raw_text = !invalid_chars(p, j);
+    }
+    return j;
+}
+
 size_t
 sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
 {
@@ -1090,6 +1168,7 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
 
     b->safe_first = SH_BUDGET_NONE;
     b->safe_last = SH_BUDGET_NONE;
+    b->raw_text = 0;
     if (b->verdict != SH_BUDGET_OK || b->sync) {
         return 0;
     }
@@ -1102,14 +1181,29 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
     }
 
     while (i < n) {
+        /* Script or style text: a call of its own (sh_html may skip it). */
+        if (b->state == S_RAW && b->la == 0 && b->utf8_need == 0) {
+            if (i > 0) {
+                break;
+            }
+            j = raw_run(b, p, n);
+            if (j > 0) {
+                mark_safe(b, j);
+                i = j;
+                break;
+            }
+        }
         stop = run_stop[b->state];
         if (stop != 0 && b->utf8_need == 0) {
             if (b->la == 0 && (b->state == S_DATA || b->state == S_RAW)) {
                 /* Text: the bytes that matter to nobody; the parser may
-                 * be handed the input anywhere in it. */
-                j = find_any(p, i, n, (const unsigned char *)
-                             run_bytes[b->state][0], run_len[b->state][0],
-                             &b->chars);
+                 * be handed the input anywhere in it.  (run_bytes[][0],
+                 * as constants: find_any is inlined, and specialised.) */
+                j = b->state == S_DATA
+                    ? find_any(p, i, n, (const unsigned char *) "<&", 2,
+                               &b->chars)
+                    : find_any(p, i, n, (const unsigned char *) "<", 1,
+                               &b->chars);
                 if (j == n) {
                     tail(b, p, i, n);
                     i = n;

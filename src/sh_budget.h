@@ -108,9 +108,11 @@ typedef struct {
     sh_budget_verdict_t verdict;
     sh_budget_why_t     why;
 
-    /* Set by each sh_budget_scan: where its bytes may be cut. */
+    /* Set by each sh_budget_scan: where its bytes may be cut, and whether
+     * they are script or style text that the parser need not see. */
     size_t        safe_first;
     size_t        safe_last;
+    int           raw_text;
 } sh_budget_t;
 
 #define SH_BUDGET_NONE  ((size_t) -1)
@@ -120,11 +122,20 @@ void sh_budget_init(sh_budget_t *b);
 /*
  * Scan the next n bytes of UTF-8.  Returns how many of them it took: n; or
  * fewer when the page went over its budget (b->verdict says how: the
- * parser must see none of the rest), or when b->sync is set (see below;
- * call again with the rest).  Sets b->safe_first and b->safe_last to the
- * first and the last offset in p[0..returned] at which the input scanned
- * so far may be cut for the parser: every construct before it complete in
- * the parser's eyes, no character cut (SH_BUDGET_NONE: nowhere).
+ * parser must see none of the rest), when b->sync is set (see below; call
+ * again with the rest), or where script or style text begins or ends.
+ * Sets b->safe_first and b->safe_last to the first and the last offset in
+ * p[0..returned] at which the input scanned so far may be cut for the
+ * parser: every construct before it complete in the parser's eyes, no
+ * character cut (SH_BUDGET_NONE: nowhere).
+ *
+ * Sets b->raw_text when the bytes taken are script or style text, whole
+ * characters, up to the "</" and letter that may end it (htmlParseScript
+ * reads them as one run), none of them a character that libxml2 reports
+ * as invalid.  Then the parser may be spared them, if it is in that
+ * element and holds no input: they would reach the caller's callbacks
+ * only as the element's text, and cost nothing in the budget (sh_html
+ * skips them, and counts them as read).
  */
 size_t sh_budget_scan(sh_budget_t *b, const char *p, size_t n);
 

@@ -498,6 +498,28 @@ give(sh_html_t *h, const char *p, size_t len)
     hold(h, p + last, len - last);
 }
 
+/*
+ * The scanner found script or style text that may be skipped
+ * (sh_budget.h): is the parser in that element, inside an element that
+ * hides its text from us, and holding no input?  Then the text would only
+ * pass through htmlParseScript (a function call per character) to be
+ * dropped by on_characters, and it raises no error: skipped, it changes
+ * nothing but the time.  With no input held, the parser's offsets stay
+ * the page's (h->fed counts the skipped bytes), as the budget needs.
+ */
+static int
+skippable(sh_html_t *h)
+{
+    xmlParserInputPtr in = h->ctxt->input;
+    const xmlChar    *name = h->ctxt->name;
+
+    return h->budget.raw_text && h->skip > 0 && h->nhold == 0 && !h->ended
+           && in != NULL && in->cur == in->end
+           && h->ctxt->instate == XML_PARSER_CONTENT && name != NULL
+           && (xmlStrEqual(name, BAD_CAST "script")
+               || xmlStrEqual(name, BAD_CAST "style"));
+}
+
 int
 sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
 {
@@ -505,7 +527,11 @@ sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
 
     while (len > 0 && !h->stopped && !h->failed) {
         n = sh_budget_scan(&h->budget, utf8, len);
-        give(h, utf8, n);
+        if (skippable(h)) {
+            h->fed += n;
+        } else {
+            give(h, utf8, n);
+        }
         utf8 += n;
         len -= n;
         if (h->budget.sync) {

@@ -348,6 +348,101 @@ test_end_tags_in_script_text(void **state)
     sh_config_free(c);
 }
 
+/* ---- script and style text, spared the parser ---------------------------- */
+
+/* Scan `html` from where `b` is: the bytes of the next span, and its
+ * raw_text flag. */
+static size_t
+span(sh_budget_t *b, const char *html, size_t *off, int *raw)
+{
+    size_t n = sh_budget_scan(b, html + *off, strlen(html + *off));
+
+    *off += n;
+    *raw = b->raw_text;
+    return n;
+}
+
+/*
+ * The scanner hands script and style text over in spans of their own, up
+ * to the "</" and letter that ends htmlParseScript's run; a '<' that is
+ * not one stays inside.  A span with a character libxml2 reports as
+ * invalid is not spared (its errors are charged), and an incomplete
+ * character at the end of the input stays out of it.
+ */
+static void
+test_script_text_spans(void **state)
+{
+    static const char page[] =
+        "<p>a<script>if (a<b) s = \"</ \";</script><style>\x01x</style>"
+        "<script>\xef\xbf\xbe</script><script>\xc3";
+    sh_budget_t b;
+    size_t      off = 0, n;
+    int         raw;
+
+    sh_budget_init(&b);
+    n = span(&b, page, &off, &raw);
+    assert_int_equal(n, strlen("<p>a<script>"));
+    assert_false(raw);
+    n = span(&b, page, &off, &raw);
+    assert_int_equal(n, strlen("if (a<b) s = \"</ \";"));
+    assert_true(raw);
+    assert_int_equal(b.safe_last, n);
+    n = span(&b, page, &off, &raw);
+    assert_int_equal(n, strlen("</script><style>"));
+    assert_false(raw);
+    n = span(&b, page, &off, &raw);
+    assert_int_equal(n, 2);             /* \x01x: a C0 control */
+    assert_false(raw);
+    span(&b, page, &off, &raw);         /* </style><script> */
+    n = span(&b, page, &off, &raw);
+    assert_int_equal(n, 3);             /* U+FFFE */
+    assert_false(raw);
+    span(&b, page, &off, &raw);         /* </script><script> */
+    n = span(&b, page, &off, &raw);
+    assert_int_equal(n, 1);             /* \xc3: taken, not spared */
+    assert_false(raw);
+    assert_int_equal(b.safe_last, 0);
+    assert_int_equal(off, strlen(page));
+}
+
+/*
+ * Spared script text changes nothing the parser reports: the text around
+ * scripts is the same whatever the cuts, and invalid characters in a
+ * script still cost the page its budget (each costs libxml2 an error
+ * message).
+ */
+static void
+test_script_text_spared(void **state)
+{
+    sh_config_t *c = config();
+    page_t       pg = { 0 };
+    sh_result_t  r;
+    size_t       i;
+
+    assert_tokens_any_cut(c, "<p>one<script>if (a<b) s = \"\xc3\xa9</ \";"
+                             "</script><p>two<style>p{}</style><p>three",
+                          "one two three");
+    /* </p> ends the script: a p is open below it */
+    assert_tokens_any_cut(c, "<p>one<script>a</p>b</script><p>two",
+                          "one b two");
+
+    /* (past the first kilobyte, or the page would look binary) */
+    puts_(&pg, "<html><body>");
+    for (i = 0; i < 100; i++) {
+        puts_(&pg, "<p>some words here</p>");
+    }
+    puts_(&pg, "<script>");
+    for (i = 0; i < 20000; i++) {
+        put(&pg, "\x01", 1);
+    }
+    puts_(&pg, "</script><p>more words</p>");
+    run(c, &pg, 4096, 1, &r);
+    assert_int_equal(r.status, SH_STATUS_TOO_COMPLEX);
+    assert_string_equal(r.why, "parser");
+    free(pg.p);
+    sh_config_free(c);
+}
+
 /* ---- too large ------------------------------------------------------- */
 
 /* One construct, or one run of text, over SH_PENDING_MAX: too large, not
@@ -394,6 +489,8 @@ main(void)
         cmocka_unit_test(test_scanner_stops_before_the_tag),
         cmocka_unit_test(test_look_ahead_disagreements_are_steady),
         cmocka_unit_test(test_end_tags_in_script_text),
+        cmocka_unit_test(test_script_text_spans),
+        cmocka_unit_test(test_script_text_spared),
         cmocka_unit_test(test_too_large),
     };
 
