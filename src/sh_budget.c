@@ -349,25 +349,36 @@ count_to(scan_t *s, size_t upto)
 }
 
 /*
- * Charge what a construct may cost, the characters up to the byte being
- * scanned (s->i) included; over the allowance, the page ends before the
- * construct (or at this byte, in text).  The characters are counted only
- * when the charges come near the allowance of those counted so far: the
- * decision is the same, and most bytes are counted in bulk, once.
+ * The charges are over the allowance of the characters counted so far:
+ * count those up to the byte being scanned (s->i), included; still over,
+ * the page ends before the construct (or at this byte, in text).
  */
 static void
+over_allowance(scan_t *s)
+{
+    sh_budget_t *b = s->b;
+
+    count_to(s, s->i + 1);
+    if (b->cost > b->chars * SH_BUDGET_PER_CHAR + SH_BUDGET_FIXED) {
+        stop_at(s, (b->state == S_DATA || b->state == S_RAW)
+                   ? s->base + s->i : b->start,
+                SH_BUDGET_EXCEEDED, SH_BUDGET_WHY_MARKUP);
+    }
+}
+
+/*
+ * Charge what a construct may cost.  The characters are counted only when
+ * the charges come near the allowance of those counted so far: the
+ * decision is the same, and most bytes are counted in bulk, once.
+ */
+static inline void
 charge(scan_t *s, uint64_t units)
 {
     sh_budget_t *b = s->b;
 
     b->cost += units;
     if (b->cost > b->chars * SH_BUDGET_PER_CHAR + SH_BUDGET_FIXED) {
-        count_to(s, s->i + 1);
-    }
-    if (b->cost > b->chars * SH_BUDGET_PER_CHAR + SH_BUDGET_FIXED) {
-        stop_at(s, (b->state == S_DATA || b->state == S_RAW)
-                   ? s->base + s->i : b->start,
-                SH_BUDGET_EXCEEDED, SH_BUDGET_WHY_MARKUP);
+        over_allowance(s);
     }
 }
 
@@ -379,6 +390,23 @@ name_byte(sh_budget_t *b, unsigned c)
         b->name[b->name_len] = (char) ((c >= 'A' && c <= 'Z') ? c + 32 : c);
     }
     b->name_len++;
+}
+
+/* The name's bytes from p[j] on, up to `lim` at most: returns where they
+ * end. */
+static inline size_t
+name_bytes(sh_budget_t *b, const unsigned char *p, size_t j, size_t lim)
+{
+    size_t k;
+
+    for (k = j; k < lim && !(cls[p[k]] & C_NOT_NAME); k++) {
+        /* its length first */
+    }
+    for (; j < k && b->name_len < sizeof(b->name); j++) {
+        name_byte(b, p[j]);
+    }
+    b->name_len = (unsigned char) (b->name_len + (k - j));
+    return k;
 }
 
 static unsigned
@@ -1059,11 +1087,7 @@ element(scan_t *s, const unsigned char *p, size_t i, size_t n)
         return i;
     }
     b->name_len = 0;
-    while (j < n && b->name_len < NAME_MAX_LEN
-           && !(cls[p[j]] & C_NOT_NAME))
-    {
-        name_byte(b, p[j++]);
-    }
+    j = name_bytes(b, p, j, n - j > NAME_MAX_LEN ? j + NAME_MAX_LEN : n);
     if (j >= n || (p[j] != '>' && (end || !is_blank(p[j])))) {
         return i;
     }
@@ -1297,9 +1321,7 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
                 k = b->la != 0;
                 if (b->state == S_TAG_NAME || b->state == S_END_NAME) {
                     /* a name: its first bytes kept, lower-cased */
-                    for (j = i; j < lim && !(cls[p[j]] & stop); j++) {
-                        name_byte(b, p[j]);
-                    }
+                    j = name_bytes(b, p, i, lim);
                 } else if (run_bytes[b->state][k] != NULL) {
                     j = find_any(p, i, lim, (const unsigned char *)
                                  run_bytes[b->state][k], run_len[b->state][k]);
