@@ -409,16 +409,41 @@ name_bytes(sh_budget_t *b, const unsigned char *p, size_t j, size_t lim)
     return k;
 }
 
-static unsigned
-name_kind(const sh_budget_t *b)
+/* Is the name p[0..len) (name bytes: case aside, a letter is itself)
+ * the lower-case `t`? */
+static inline int
+name_is(const unsigned char *p, size_t len, const char *t, size_t tlen)
 {
-    if (b->name_len == 6 && memcmp(b->name, "script", 6) == 0) {
+    size_t k;
+
+    if (len != tlen) {
+        return 0;
+    }
+    for (k = 0; k < len; k++) {
+        if ((p[k] | 0x20) != (unsigned char) t[k]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The element named p[0..len): script, style or another. */
+static inline unsigned
+kind_of(const unsigned char *p, size_t len)
+{
+    if (name_is(p, len, "script", 6)) {
         return KIND_SCRIPT;
     }
-    if (b->name_len == 5 && memcmp(b->name, "style", 5) == 0) {
+    if (name_is(p, len, "style", 5)) {
         return KIND_STYLE;
     }
     return KIND_OTHER;
+}
+
+static unsigned
+name_kind(const sh_budget_t *b)
+{
+    return kind_of((const unsigned char *) b->name, b->name_len);
 }
 
 /* The construct ended with this byte: back to text, or to raw text. */
@@ -1076,7 +1101,7 @@ static size_t
 element(scan_t *s, const unsigned char *p, size_t i, size_t n)
 {
     sh_budget_t *b = s->b;
-    size_t       j = i + 1;
+    size_t       j = i + 1, k, lim;
     int          end = 0;
 
     if (j < n && p[j] == '/') {
@@ -1086,14 +1111,17 @@ element(scan_t *s, const unsigned char *p, size_t i, size_t n)
     if (j >= n || !is_letter(p[j])) {
         return i;
     }
-    b->name_len = 0;
-    j = name_bytes(b, p, j, n - j > NAME_MAX_LEN ? j + NAME_MAX_LEN : n);
+    k = j;
+    lim = n - j > NAME_MAX_LEN ? j + NAME_MAX_LEN : n;
+    while (j < lim && !(cls[p[j]] & C_NOT_NAME)) {
+        j++;
+    }
     if (j >= n || (p[j] != '>' && (end || !is_blank(p[j])))) {
         return i;
     }
     b->run = s->base + i;               /* the text before can be parsed */
     b->start = s->base + i;
-    b->kind = (unsigned char) name_kind(b);
+    b->kind = (unsigned char) kind_of(p + k, j - k);
     s->i = j;                           /* the charge counts to its end */
     if (end) {
         b->state = S_END_REST;
@@ -1124,10 +1152,11 @@ static size_t
 attribute(scan_t *s, const unsigned char *p, size_t i, size_t n)
 {
     sh_budget_t  *b = s->b;
-    size_t        j = i + 1, k;
+    size_t        j = i + 1, k, lim;
     unsigned char t[2];
 
-    while (j < n && j - i < NAME_MAX_LEN && !(cls[p[j]] & C_NOT_NAME)) {
+    lim = n - i > NAME_MAX_LEN ? i + NAME_MAX_LEN : n;
+    while (j < lim && !(cls[p[j]] & C_NOT_NAME)) {
         j++;
     }
     if (j + 2 >= n || p[j] != '=' || (p[j + 1] != '"' && p[j + 1] != '\'')) {
