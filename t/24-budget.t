@@ -80,8 +80,7 @@ cmp_ok(abs(length($normal) - 1_000_000), '<', 200_000,
 $t->start;
 
 # The one worker's CPU time, in clock ticks.
-my ($worker) = grep { $_ != $t->pid } map { /^(\d+)$/ } split /\n/,
-    `pgrep -P @{[ $t->pid ]}`;
+my ($worker) = $t->children;
 ok($worker, 'the worker process') or BAIL_OUT('no worker');
 sub cpu {
     open(my $fh, '<', "/proc/$worker/stat") or die "$worker: $!";

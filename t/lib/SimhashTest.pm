@@ -361,6 +361,24 @@ sub pid {
 
 sub error_log { $_[0]->read_file('logs/error.log') // '' }
 
+# The master's child processes (its workers, cache helpers), from /proc:
+# no procps needed, which a minimal system (the package test's chroot)
+# does not have.
+sub children {
+    my ($self) = @_;
+    my $master = $self->pid // return ();
+    my @kids;
+    opendir(my $dh, '/proc') or return ();
+    for my $p (grep { /^\d+$/ } readdir $dh) {
+        open(my $fh, '<', "/proc/$p/stat") or next;
+        my $stat = <$fh> // '';
+        close $fh;
+        push @kids, $p if $stat =~ /\) \S (\d+) / && $1 == $master;
+    }
+    closedir $dh;
+    return sort { $a <=> $b } @kids;
+}
+
 sub _wait_port {
     my ($self, $port) = @_;
     my $end = time + 10;
