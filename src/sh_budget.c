@@ -143,7 +143,7 @@ enum { KIND_OTHER = 0, KIND_SCRIPT = 1, KIND_STYLE = 2 };
 static uint16_t cls[256];
 static uint16_t run_stop[S_COUNT];
 
-/* The same as bytes, where they are few: searched for eight at a time;
+/* The same as bytes, where they are few: searched for sixteen at a time;
  * [1]: with the look-ahead's ('>' and quotes). */
 static const char *const run_bytes[S_COUNT][2] = {
     [S_DATA] = { "<&", "<&>\"'" }, [S_RAW] = { "<", "<>\"'" },
