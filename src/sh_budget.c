@@ -25,6 +25,9 @@
  * up to that end tag and looks at the element the parser is in.
  */
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <libxml/parserInternals.h>
 
@@ -140,7 +143,7 @@ enum { KIND_OTHER = 0, KIND_SCRIPT = 1, KIND_STYLE = 2 };
 static uint16_t cls[256];
 static uint16_t run_stop[S_COUNT];
 
-/* The same as bytes, where they are few: searched for eight at a time;
+/* The same as bytes, where they are few: searched for sixteen at a time;
  * [1]: with the look-ahead's ('>' and quotes). */
 static const char *const run_bytes[S_COUNT][2] = {
     [S_DATA] = { "<&", "<&>\"'" }, [S_RAW] = { "<", "<>\"'" },
@@ -286,11 +289,13 @@ sh_budget_why_name(sh_budget_why_t why)
 /* ---- the scanner -------------------------------------------------------- */
 
 typedef struct {
-    sh_budget_t *b;
-    uint64_t     base;          /* b->pos of p[0] */
-    size_t       i;             /* the byte being scanned */
-    int          stop;          /* stop at `at`: over budget, too large */
-    size_t       at;
+    sh_budget_t         *b;
+    const unsigned char *p;
+    uint64_t             base;      /* b->pos of p[0] */
+    size_t               i;         /* the byte being scanned */
+    size_t               counted;   /* b->chars counts p[0..counted) */
+    int                  stop;      /* stop at `at`: over budget, too large */
+    size_t               at;
 } scan_t;
 
 static void
@@ -302,18 +307,78 @@ stop_at(scan_t *s, uint64_t pos, sh_budget_verdict_t v, sh_budget_why_t why)
     s->at = pos > s->base ? (size_t) (pos - s->base) : 0;
 }
 
-/* Charge what a construct may cost; over the allowance, the page ends
- * before the construct (or at this byte, in text). */
+/*
+ * Characters in p[0..n): bytes that do not continue a UTF-8 sequence.
+ * Sixteen at a time, in byte counters summed every 255 rounds.
+ */
+static size_t
+count_chars(const unsigned char *p, size_t n)
+{
+    size_t i = 0, count = 0;
+#ifdef __SSE2__
+    const __m128i cont = _mm_set1_epi8((char) 0xBF);
+    __m128i       acc;
+    unsigned      k;
+
+    while (i + 16 <= n) {
+        acc = _mm_setzero_si128();
+        for (k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+            /* signed: 0x80..0xBF are the bytes not above 0xBF */
+            acc = _mm_sub_epi8(acc, _mm_cmpgt_epi8(
+                      _mm_loadu_si128((const __m128i *) (p + i)), cont));
+        }
+        acc = _mm_sad_epu8(acc, _mm_setzero_si128());
+        count += (size_t) _mm_cvtsi128_si32(acc)
+                 + (size_t) _mm_extract_epi16(acc, 4);
+    }
+#endif
+    for (; i < n; i++) {
+        count += (p[i] & 0xC0) != 0x80;
+    }
+    return count;
+}
+
+/* b->chars, up to p[upto]: the characters of the piece not counted yet. */
+static inline void
+count_to(scan_t *s, size_t upto)
+{
+    if (upto > s->counted) {
+        s->b->chars += count_chars(s->p + s->counted, upto - s->counted);
+        s->counted = upto;
+    }
+}
+
+/*
+ * The charges are over the allowance of the characters counted so far:
+ * count those up to the byte being scanned (s->i), included; still over,
+ * the page ends before the construct (or at this byte, in text).
+ */
 static void
+over_allowance(scan_t *s)
+{
+    sh_budget_t *b = s->b;
+
+    count_to(s, s->i + 1);
+    if (b->cost > b->chars * SH_BUDGET_PER_CHAR + SH_BUDGET_FIXED) {
+        stop_at(s, (b->state == S_DATA || b->state == S_RAW)
+                   ? s->base + s->i : b->start,
+                SH_BUDGET_EXCEEDED, SH_BUDGET_WHY_MARKUP);
+    }
+}
+
+/*
+ * Charge what a construct may cost.  The characters are counted only when
+ * the charges come near the allowance of those counted so far: the
+ * decision is the same, and most bytes are counted in bulk, once.
+ */
+static inline void
 charge(scan_t *s, uint64_t units)
 {
     sh_budget_t *b = s->b;
 
     b->cost += units;
     if (b->cost > b->chars * SH_BUDGET_PER_CHAR + SH_BUDGET_FIXED) {
-        stop_at(s, (b->state == S_DATA || b->state == S_RAW)
-                   ? s->base + s->i : b->start,
-                SH_BUDGET_EXCEEDED, SH_BUDGET_WHY_MARKUP);
+        over_allowance(s);
     }
 }
 
@@ -327,16 +392,58 @@ name_byte(sh_budget_t *b, unsigned c)
     b->name_len++;
 }
 
-static unsigned
-name_kind(const sh_budget_t *b)
+/* The name's bytes from p[j] on, up to `lim` at most: returns where they
+ * end. */
+static inline size_t
+name_bytes(sh_budget_t *b, const unsigned char *p, size_t j, size_t lim)
 {
-    if (b->name_len == 6 && memcmp(b->name, "script", 6) == 0) {
+    size_t k;
+
+    for (k = j; k < lim && !(cls[p[k]] & C_NOT_NAME); k++) {
+        /* its length first */
+    }
+    for (; j < k && b->name_len < sizeof(b->name); j++) {
+        name_byte(b, p[j]);
+    }
+    b->name_len = (unsigned char) (b->name_len + (k - j));
+    return k;
+}
+
+/* Is the name p[0..len) (name bytes: case aside, a letter is itself)
+ * the lower-case `t`? */
+static inline int
+name_is(const unsigned char *p, size_t len, const char *t, size_t tlen)
+{
+    size_t k;
+
+    if (len != tlen) {
+        return 0;
+    }
+    for (k = 0; k < len; k++) {
+        if ((p[k] | 0x20) != (unsigned char) t[k]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The element named p[0..len): script, style or another. */
+static inline unsigned
+kind_of(const unsigned char *p, size_t len)
+{
+    if (name_is(p, len, "script", 6)) {
         return KIND_SCRIPT;
     }
-    if (b->name_len == 5 && memcmp(b->name, "style", 5) == 0) {
+    if (name_is(p, len, "style", 5)) {
         return KIND_STYLE;
     }
     return KIND_OTHER;
+}
+
+static unsigned
+name_kind(const sh_budget_t *b)
+{
+    return kind_of((const unsigned char *) b->name, b->name_len);
 }
 
 /* The construct ended with this byte: back to text, or to raw text. */
@@ -900,74 +1007,60 @@ mark_safe(sh_budget_t *b, size_t off)
 
 
 /*
+ * The first of p[i..n) that is one of the `nt` bytes t[] (n if none),
+ * sixteen bytes at a time.
+ */
+static inline __attribute__((always_inline)) size_t
+find_any(const unsigned char *p, size_t i, size_t n, const unsigned char *t,
+         unsigned nt)
+{
+    unsigned k;
+#ifdef __SSE2__
+    __m128i  v, hit, b0, b1, b2, b3, b4;
+    unsigned m;
+
+    b0 = _mm_set1_epi8((char) t[0]);
+    b1 = nt > 1 ? _mm_set1_epi8((char) t[1]) : b0;
+    b2 = nt > 2 ? _mm_set1_epi8((char) t[2]) : b0;
+    b3 = nt > 3 ? _mm_set1_epi8((char) t[3]) : b0;
+    b4 = nt > 4 ? _mm_set1_epi8((char) t[4]) : b0;
+    while (i + 16 <= n) {
+        v = _mm_loadu_si128((const __m128i *) (p + i));
+        hit = _mm_cmpeq_epi8(v, b0);
+        if (nt > 1) {
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, b1));
+        }
+        if (nt > 2) {
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, b2));
+        }
+        if (nt > 3) {
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, b3));
+        }
+        if (nt > 4) {
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, b4));
+        }
+        m = (unsigned) _mm_movemask_epi8(hit);
+        if (m != 0) {
+            return i + (size_t) __builtin_ctz(m);
+        }
+        i += 16;
+    }
+#endif
+    for (; i < n; i++) {
+        for (k = 0; k < nt; k++) {
+            if (p[i] == t[k]) {
+                return i;
+            }
+        }
+    }
+    return i;
+}
+
+/*
  * Text ran to the end of the piece, from p[i]: does it end in an
  * incomplete character?  (At most three of its bytes, and the run began
  * with a whole one.)  The parser may be handed the input up to before it.
  */
-/*
- * The first of p[i..n) that is one of the `nt` bytes t[] (n if none), and
- * the characters before it added to *chars (bytes that do not continue a
- * UTF-8 sequence).  Eight bytes at a time: a byte equal to t[k] is a zero
- * byte of w ^ t[k]...; the lowest one found is exact.
- */
-static inline size_t
-lead_bytes(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101ULL;
-
-    /* 1 in each byte that does not continue a sequence (not 10xxxxxx),
-     * then their sum in the top byte. */
-    w = ((~w | (w << 1)) >> 7) & ones;
-    return (size_t) ((w * ones) >> 56);
-}
-
-static inline __attribute__((always_inline)) size_t
-find_any(const unsigned char *p, size_t i, size_t n, const unsigned char *t,
-         unsigned nt, uint64_t *chars)
-{
-    const uint64_t ones = 0x0101010101010101ULL, high = ones << 7;
-    uint64_t       w, hit, b0, b1, b2, b3, b4;
-    size_t         off, lead = 0;
-    unsigned       k;
-
-#define FIND_HIT(bc)  ((w ^ (bc)) - ones) & ~(w ^ (bc)) & high
-    b0 = ones * t[0];
-    b1 = nt > 1 ? ones * t[1] : b0;
-    b2 = nt > 2 ? ones * t[2] : b0;
-    b3 = nt > 3 ? ones * t[3] : b0;
-    b4 = nt > 4 ? ones * t[4] : b0;
-    while (i + 8 <= n) {
-        memcpy(&w, p + i, 8);
-        hit = (FIND_HIT(b0)) | (FIND_HIT(b1)) | (FIND_HIT(b2))
-              | (FIND_HIT(b3)) | (FIND_HIT(b4));
-        if (hit != 0) {
-            off = (size_t) __builtin_ctzll(hit) >> 3;
-            if (off > 0) {
-                /* the bytes before the hit; the others count as leads
-                 * the sum subtracts again */
-                lead += lead_bytes(w | ~((1ULL << (off * 8)) - 1))
-                        - (8 - off);
-            }
-            *chars += lead;
-            return i + off;
-        }
-        lead += lead_bytes(w);
-        i += 8;
-    }
-#undef FIND_HIT
-    for (; i < n; i++) {
-        for (k = 0; k < nt; k++) {
-            if (p[i] == t[k]) {
-                *chars += lead;
-                return i;
-            }
-        }
-        lead += (p[i] & 0xC0) != 0x80;
-    }
-    *chars += lead;
-    return i;
-}
-
 static void
 tail(sh_budget_t *b, const unsigned char *p, size_t i, size_t n)
 {
@@ -1008,7 +1101,7 @@ static size_t
 element(scan_t *s, const unsigned char *p, size_t i, size_t n)
 {
     sh_budget_t *b = s->b;
-    size_t       j = i + 1;
+    size_t       j = i + 1, k, lim;
     int          end = 0;
 
     if (j < n && p[j] == '/') {
@@ -1018,20 +1111,18 @@ element(scan_t *s, const unsigned char *p, size_t i, size_t n)
     if (j >= n || !is_letter(p[j])) {
         return i;
     }
-    b->name_len = 0;
-    while (j < n && b->name_len < NAME_MAX_LEN
-           && !(cls[p[j]] & C_NOT_NAME))
-    {
-        name_byte(b, p[j++]);
+    k = j;
+    lim = n - j > NAME_MAX_LEN ? j + NAME_MAX_LEN : n;
+    while (j < lim && !(cls[p[j]] & C_NOT_NAME)) {
+        j++;
     }
     if (j >= n || (p[j] != '>' && (end || !is_blank(p[j])))) {
         return i;
     }
     b->run = s->base + i;               /* the text before can be parsed */
     b->start = s->base + i;
-    b->chars += j + 1 - i;              /* ASCII */
-    b->kind = (unsigned char) name_kind(b);
-    s->i = i;
+    b->kind = (unsigned char) kind_of(p + k, j - k);
+    s->i = j;                           /* the charge counts to its end */
     if (end) {
         b->state = S_END_REST;
         charge(s, COST_END_TAG);
@@ -1061,11 +1152,11 @@ static size_t
 attribute(scan_t *s, const unsigned char *p, size_t i, size_t n)
 {
     sh_budget_t  *b = s->b;
-    size_t        j = i + 1, k;
-    uint64_t      chars = 0;
+    size_t        j = i + 1, k, lim;
     unsigned char t[2];
 
-    while (j < n && j - i < NAME_MAX_LEN && !(cls[p[j]] & C_NOT_NAME)) {
+    lim = n - i > NAME_MAX_LEN ? i + NAME_MAX_LEN : n;
+    while (j < lim && !(cls[p[j]] & C_NOT_NAME)) {
         j++;
     }
     if (j + 2 >= n || p[j] != '=' || (p[j + 1] != '"' && p[j + 1] != '\'')) {
@@ -1073,12 +1164,11 @@ attribute(scan_t *s, const unsigned char *p, size_t i, size_t n)
     }
     t[0] = p[j + 1];
     t[1] = '&';
-    k = find_any(p, j + 2, n, t, 2, &chars);
+    k = find_any(p, j + 2, n, t, 2);
     if (k == n || p[k] != t[0]) {
         return i;
     }
-    /* the name and "=" and the quotes: ASCII, one character each */
-    b->chars += chars + (j - i) + 3;
+    s->i = k;                           /* the charge counts to its end */
     charge(s, COST_ATTR + (uint64_t) COST_ATTR_CMP * b->nattrs);
     b->nattrs++;
     return k + 1;
@@ -1089,17 +1179,53 @@ attribute(scan_t *s, const unsigned char *p, size_t i, size_t n)
  * A C0 control other than tab, line feed and carriage return (NUL never
  * comes: sh_decode replaced it), or U+FFFE, U+FFFF (EF BF BE, EF BF BF).
  */
+static inline int
+invalid_at(const unsigned char *p, size_t k, size_t n)
+{
+    return (cls[p[k]] & C_SUSPECT)
+           && (p[k] != 0xEF
+               || (k + 2 < n && p[k + 1] == 0xBF
+                   && (p[k + 2] & 0xFE) == 0xBE));
+}
+
 static int
 invalid_chars(const unsigned char *p, size_t n)
 {
-    size_t k;
+    size_t   k = 0, end;
+#ifdef __SSE2__
+    __m128i  v, m;
 
-    for (k = 0; k < n; k++) {
-        if ((cls[p[k]] & C_SUSPECT)
-            && (p[k] != 0xEF
-                || (k + 2 < n && p[k + 1] == 0xBF
-                    && (p[k + 2] & 0xFE) == 0xBE)))
-        {
+    /* Sixteen bytes at a time past those with no suspect byte (a C0
+     * control not blank, 0xEF); a block with one is checked byte by
+     * byte below. */
+    for ( ;; ) {
+        while (k + 16 <= n) {
+            v = _mm_loadu_si128((const __m128i *) (p + k));
+            m = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+            m = _mm_andnot_si128(
+                    _mm_or_si128(_mm_or_si128(
+                        _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')),
+                        _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))),
+                        _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))), m);
+            m = _mm_or_si128(m, _mm_cmpeq_epi8(v,
+                                               _mm_set1_epi8((char) 0xEF)));
+            if (_mm_movemask_epi8(m) != 0) {
+                break;
+            }
+            k += 16;
+        }
+        if (k + 16 > n) {
+            break;
+        }
+        for (end = k + 16; k < end; k++) {
+            if (invalid_at(p, k, n)) {
+                return 1;
+            }
+        }
+    }
+#endif
+    for (; k < n; k++) {
+        if (invalid_at(p, k, n)) {
             return 1;
         }
     }
@@ -1110,7 +1236,7 @@ invalid_chars(const unsigned char *p, size_t n)
  * Script or style text from p[0], at a character's start: up to the "</"
  * and ASCII letter that stops htmlParseScript, or to the last whole
  * character of p[0..n).  A '<' too near the end to tell ends it too.
- * Returns its length (0: none), counting its characters; sets
+ * Returns its length (0: none); sets
  * b->raw_text when none of them is invalid.  Nothing in it changes the
  * state or costs anything.
  */
@@ -1118,7 +1244,6 @@ static size_t
 raw_run(sh_budget_t *b, const unsigned char *p, size_t n)
 {
     static const unsigned char lt[] = "<";
-    uint64_t chars = 0;
     size_t   j = 0, k;
 
     /* Not beyond what the parser may hold (the scan stops there). */
@@ -1129,7 +1254,7 @@ raw_run(sh_budget_t *b, const unsigned char *p, size_t n)
         n = (size_t) (SH_PENDING_MAX - (b->pos - b->run));
     }
     for ( ;; ) {
-        j = find_any(p, j, n, lt, 1, &chars);
+        j = find_any(p, j, n, lt, 1);
         if (j == n) {
             /* an incomplete character at the end stays out */
             for (k = n; k > 0 && n - k < 3 && (p[k - 1] & 0xC0) == 0x80; k--) {
@@ -1140,18 +1265,15 @@ raw_run(sh_budget_t *b, const unsigned char *p, size_t n)
                                   : p[k - 1] >= 0xE0 ? 3u : 2u))
             {
                 j = k - 1;
-                chars--;
             }
             break;
         }
         if (j + 2 >= n || (p[j + 1] == '/' && is_letter(p[j + 2]))) {
             break;
         }
-        chars++;                        /* the '<' is text */
-        j++;
+        j++;                            /* the '<' is text */
     }
     if (j > 0) {
-        b->chars += chars;
         b->raw_text = !invalid_chars(p, j);
     }
     return j;
@@ -1162,7 +1284,7 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
 {
     const unsigned char *p = (const unsigned char *) data;
     scan_t               s;
-    size_t               i = 0, j, cont, lim;
+    size_t               i = 0, j, lim;
     unsigned             c, cp, stop, k;
     int                  complete;
 
@@ -1173,7 +1295,9 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
         return 0;
     }
     s.b = b;
+    s.p = p;
     s.base = b->pos;
+    s.counted = 0;
     s.stop = 0;
     s.at = 0;
     if (safe(b)) {
@@ -1200,10 +1324,8 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
                  * be handed the input anywhere in it.  (run_bytes[][0],
                  * as constants: find_any is inlined, and specialised.) */
                 j = b->state == S_DATA
-                    ? find_any(p, i, n, (const unsigned char *) "<&", 2,
-                               &b->chars)
-                    : find_any(p, i, n, (const unsigned char *) "<", 1,
-                               &b->chars);
+                    ? find_any(p, i, n, (const unsigned char *) "<&", 2)
+                    : find_any(p, i, n, (const unsigned char *) "<", 1);
                 if (j == n) {
                     tail(b, p, i, n);
                     i = n;
@@ -1228,20 +1350,14 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
                 k = b->la != 0;
                 if (b->state == S_TAG_NAME || b->state == S_END_NAME) {
                     /* a name: its first bytes kept, lower-cased */
-                    for (j = i; j < lim && !(cls[p[j]] & stop); j++) {
-                        name_byte(b, p[j]);
-                    }
-                    b->chars += j - i;
+                    j = name_bytes(b, p, i, lim);
                 } else if (run_bytes[b->state][k] != NULL) {
                     j = find_any(p, i, lim, (const unsigned char *)
-                                 run_bytes[b->state][k], run_len[b->state][k],
-                                 &b->chars);
+                                 run_bytes[b->state][k], run_len[b->state][k]);
                 } else {
-                    cont = 0;
                     for (j = i; j < lim && !(cls[p[j]] & stop); j++) {
-                        cont += (p[j] & 0xC0) == 0x80;
+                        /* nothing in it matters */
                     }
-                    b->chars += (j - i) - cont;
                 }
                 if (b->state == S_ATTR_NAME) {
                     b->name_len = (unsigned char) (b->name_len + (j - i));
@@ -1302,11 +1418,9 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
         if (c < 0x80) {
             b->utf8_need = 0;
             complete = 1;
-            b->chars++;
         } else if (c >= 0xC0) {
             b->utf8_need = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
             b->cp = c & (0x3F >> b->utf8_need);
-            b->chars++;
         } else if (b->utf8_need > 0) {
             b->cp = (b->cp << 6) | (c & 0x3F);
             if (--b->utf8_need == 0) {
@@ -1357,6 +1471,7 @@ sh_budget_scan(sh_budget_t *b, const char *data, size_t n)
         b->verdict = SH_BUDGET_TOO_LARGE;
         b->why = SH_BUDGET_WHY_RUN;
     }
+    count_to(&s, i);                    /* the piece's bytes go with it */
     b->pos += i;
     return i;
 }

@@ -100,7 +100,8 @@ typedef struct {
     uint64_t      rescan_sum;   /* ... and the sum of their offsets */
 
     /* The budget. */
-    uint64_t      chars;        /* characters scanned */
+    uint64_t      chars;        /* characters scanned (once over budget,
+                                   no longer counted) */
     uint64_t      cost;         /* units charged by the scanner */
     uint64_t      parser;       /* units charged by the parser */
     uint64_t      walked_at;    /* where the last priority walk was (+1) */
