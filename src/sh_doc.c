@@ -46,6 +46,7 @@ struct sh_doc_s {
     unsigned       content;     /* SH_CONTENT_* */
     uint32_t       bytes;       /* non-space bytes, up to SH_BLOCK_SAMPLE */
     uint32_t       link;        /* ... of them inside links */
+    uint32_t       block_terms; /* terms the block gave */
     int            decided;
     unsigned       cls;         /* the block's term class, once decided */
     uint64_t      *held;        /* HELD_MAX terms, allocated when needed */
@@ -94,6 +95,7 @@ on_term(void *arg, uint64_t term)
         sh_features_term(d->features, term, SH_CLASS_FULL);
         return;
     }
+    d->block_terms++;
     if (!d->decided) {
         if (d->held == NULL) {
             /* The previous page's, or a new one, whole: growing it, or
@@ -186,7 +188,13 @@ on_block_end(void *arg)
     if (!d->decided) {
         decide(d);
     }
-    if (d->block_hook != NULL && d->bytes > 0) {
+    /*
+     * Only blocks that gave terms are reported: one without any weighs
+     * nothing, and libxml2 reports some markup-like text (a lone "<"
+     * before the root element) or not depending on where the input was
+     * cut, so its blocks would depend on the chunking.
+     */
+    if (d->block_hook != NULL && d->bytes > 0 && d->block_terms > 0) {
         b.zone = sh_html_zone(d->html);
         b.weight = d->cls & SH_CLASS_WEIGHT;
         b.bytes = d->bytes;
@@ -196,6 +204,7 @@ on_block_end(void *arg)
     }
     d->bytes = 0;
     d->link = 0;
+    d->block_terms = 0;
     d->decided = 0;
     return d->failed ? -1 : rc;
 }

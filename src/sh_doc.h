@@ -79,7 +79,8 @@ void sh_doc_foreach_feature(const sh_doc_t *doc, sh_feature_fn fn, void *arg);
 
 /*
  * With content weighting on (sh_block.h): called at the end of every block
- * that had text, after the token hook saw its tokens, with the block's
+ * that gave terms (a block without any weighs nothing), after the token
+ * hook saw its tokens, with the block's
  * zone (SH_ZONE_*), weight in sixteenths (before the page-wide factor on
  * what lies outside the main content), and the non-space bytes it was
  * decided on (at most SH_BLOCK_SAMPLE) and those inside links.
