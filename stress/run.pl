@@ -395,9 +395,9 @@ sub run_load {
 # ---- key verification through the lookup-only server --------------------
 
 # The documents of a snapshot that have a key record, which are what a
-# restart restores; in `(\@docs, $keyless)`, keyless counts the documents of
-# the index copy whose key was not written (`-`: changed between the copy
-# and the write of its key, left for the next save).
+# restart restores, and the count of the index copy's documents whose key
+# was not written (`-`: changed between the copy and the write of its key,
+# left for the next save): (\@docs, $keyless).
 sub read_dump {
     my ($file) = @_;
     my @e;
@@ -414,7 +414,7 @@ sub read_dump {
         push @e, { hash => $hash, key => $key };
     }
     close $fh;
-    return wantarray ? (\@e, $keyless) : \@e;
+    return (\@e, $keyless);
 }
 
 sub index_check {
@@ -635,7 +635,7 @@ sub phase_c {
     row('C', 'snapshot entries / zone entries',
         ($c->{entries} // '?') . " / $s->{entries}",
         ($c->{entries} // -1) == $s->{entries});
-    my $dump = read_dump($snap);
+    my ($dump) = read_dump($snap);
     my $v = verify_keys($ng, $dump);
     row('C', 'snapshot keys found in the zone',
         "$v->{found} of $v->{total}",

@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +42,7 @@
 #include "cli.h"
 #include "ix_edit.h"
 #include "ix_fpset.h"
+#include "sh_bigmem.h"
 #include "sh_bphs.h"
 #include "sh_brute.h"
 #include "sh_index.h"
@@ -943,14 +943,11 @@ run_psm(bench_t *b, run_t *r, unsigned log2n)
     double      t0, build;
     unsigned    mode, kk[2], kt[2], fk;
 
-    if (m == NULL || cnt == NULL || rank == NULL
-        || posix_memalign(&mem, 2u << 20, size) != 0) {
+    mem = sh_big_alloc(size);               /* as BPHS's tables */
+    if (m == NULL || cnt == NULL || rank == NULL || mem == NULL) {
         cli_error("bench: out of memory for the PSM index");
         return -1;
     }
-#ifdef MADV_HUGEPAGE
-    madvise(mem, size, MADV_HUGEPAGE);      /* as BPHS's tables */
-#endif
     t0 = now();
     ix = sh_index_init(mem, size, b->t, 0, err, sizeof(err));
     if (ix == NULL) {
