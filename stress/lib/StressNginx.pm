@@ -1,7 +1,7 @@
 package StressNginx;
 
 # One nginx instance of `make stress`: its prefix, configuration, processes
-# and error log.  Core Perl only.
+# and error log.  Core Perl, and t/lib/SimhashTest.pm for free ports.
 #
 #   my $ng = StressNginx->new(name => 'proxy', dir => $dir, conf => $text);
 #   $ng->start;  $ng->workers;  $ng->reload;  $ng->kill_master;  $ng->stop;
@@ -13,12 +13,17 @@ package StressNginx;
 use strict;
 use warnings;
 
+use File::Basename qw(dirname);
 use File::Path qw(make_path remove_tree);
 use HTTP::Tiny;
 use IO::Socket::INET;
 use JSON::PP;
 use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
+
+# The integration tests' harness, for its port allocation only.
+use lib dirname(__FILE__) . '/../../t/lib';
+use SimhashTest ();
 
 our $NGINX = -x '/usr/sbin/nginx' ? '/usr/sbin/nginx' : 'nginx';
 
@@ -40,15 +45,8 @@ sub user_directive { @WORKER ? "user $WORKER[0] $WORKER[1];\n" : '' }
 
 my @instances;
 
-sub free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                  LocalPort => 0, Proto => 'tcp',
-                                  ReuseAddr => 1)
-        or die "cannot bind a free port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
-}
+# The tests' rule: never a port handed out before in this process.
+sub free_port { SimhashTest::free_port() }
 
 sub write_file {
     my ($path, $content) = @_;

@@ -150,14 +150,23 @@ sub module_path {
     return $m;
 }
 
+# A port nothing listens on, and not one handed out before in this
+# process: the kernel may give a port that was closed a moment ago again,
+# and a test that asked for two (origin and proxy) then had both server
+# blocks on one port ("conflicting server name").
+my %ports_given;
+
 sub free_port {
-    my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                  LocalPort => 0, Proto => 'tcp',
-                                  ReuseAddr => 1)
-        or die "cannot bind a free port: $!";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                      LocalPort => 0, Proto => 'tcp',
+                                      ReuseAddr => 1)
+            or die "cannot bind a free port: $!";
+        my $port = $s->sockport;
+        close $s;
+        return $port unless $ports_given{$port}++;
+    }
+    die "cannot find a port not handed out before";
 }
 
 sub new {
