@@ -46,6 +46,8 @@ typedef struct {
     ngx_msec_t                   copy_ms;   /* the longest hold */
     ngx_msec_t                   write_ms;
     ngx_int_t                    rc;
+    sh_snapshot_owner_t          owner;
+    unsigned                     owned:1;   /* owner is set */
     char                         err[512];
 } ngx_http_simhash_save_t;
 
@@ -819,9 +821,10 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
                          sizeof(sv->err));
 
     if (ix == NULL
-        || sh_snapshot_save((char *) sv->zone->file.data, ix,
-                            SH_KEYREC_KIND, sv->user, sv->user_len,
-                            sv->err, sizeof(sv->err))
+        || sh_snapshot_save_owned((char *) sv->zone->file.data, ix,
+                                  SH_KEYREC_KIND, sv->user, sv->user_len,
+                                  sv->owned ? &sv->owner : NULL,
+                                  sv->err, sizeof(sv->err))
            != 0)
     {
         sv->rc = NGX_ERROR;
@@ -883,6 +886,35 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 }
 
 
+/*
+ * A master running as root saves a file the workers' user owns, as their
+ * own saves do: the same owner and mode (0600) whoever wrote it last, and
+ * root never leaves a file of its own in the workers' directory.  Writing
+ * there is safe for root: see sh_snapshot_save().
+ */
+
+static void
+ngx_http_simhash_save_owner(ngx_http_simhash_save_t *sv)
+{
+    ngx_core_conf_t  *ccf;
+
+    if (geteuid() != 0) {
+        return;
+    }
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
+                                           ngx_core_module);
+
+    if (ccf == NULL || ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT) {
+        return;
+    }
+
+    sv->owner.uid = ccf->user;
+    sv->owner.gid = ccf->group;
+    sv->owned = 1;
+}
+
+
 /* The whole save in the calling process (the master at exit). */
 
 static ngx_int_t
@@ -892,6 +924,7 @@ ngx_http_simhash_save(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     ngx_memzero(&sv, sizeof(ngx_http_simhash_save_t));
     sv.zone = zone;
+    ngx_http_simhash_save_owner(&sv);
 
     if (ngx_http_simhash_save_copy(&sv, log) == NGX_OK) {
         ngx_http_simhash_save_write(&sv, log);

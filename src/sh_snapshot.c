@@ -127,22 +127,106 @@ write_hashed(int fd, XXH3_state_t *st, const void *src, size_t len,
     return 0;
 }
 
+/*
+ * The directory of `path` and its last component.  Everything below is done
+ * relative to a descriptor of the directory (openat, renameat), so that
+ * nothing that happens to the path meanwhile redirects a write.
+ */
 static int
-fsync_dir(const char *path)
+open_parent(const char *path, char *base, size_t baselen, char *err,
+            size_t errlen)
 {
-    char *copy = strdup(path);
-    int   fd, rc = -1;
+    char       *copy = strdup(path), *dir;
+    const char *slash = strrchr(path, '/');
+    int         fd;
 
     if (copy == NULL) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        rc = fsync(fd);
-        close(fd);
+    if ((size_t) snprintf(base, baselen, "%s", slash ? slash + 1 : path)
+        >= baselen || base[0] == '\0')
+    {
+        snprintf(err, errlen, "%s: not a file name", path);
+        free(copy);
+        return -1;
+    }
+    dir = dirname(copy);
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+
+        snprintf(err, errlen, "%s: %s", dir, strerror(e));
+        free(copy);
+        errno = e;
+        return -1;
     }
     free(copy);
-    return rc;
+    return fd;
+}
+
+/*
+ * Refuse a directory that another user may write, unless it is sticky:
+ * there anyone could swap the snapshot for one of their own making.
+ * The owner may be anyone (root, or the user nginx's workers run as).
+ */
+static int
+check_dir(int dfd, const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+
+    if (fstat(dfd, &sb) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if ((sb.st_mode & S_IWOTH) && !(sb.st_mode & S_ISVTX)) {
+        snprintf(err, errlen, "%s: the snapshot's directory is writable by "
+                 "every user (mode %04o); make it writable by nginx's "
+                 "user only", path, (unsigned) (sb.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * PATH.tmp, created afresh: a stale one (a crash, or a link someone planted)
+ * is removed first, the new one is created exclusively (O_EXCL never follows
+ * a link) and checked to be a regular file with no other name.
+ */
+static int
+create_tmp(int dfd, const char *tmpbase, const char *tmp,
+           const sh_snapshot_owner_t *owner, char *err, size_t errlen)
+{
+    struct stat sb;
+    int         fd;
+
+    if (unlinkat(dfd, tmpbase, 0) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "%s: cannot remove a stale file: %s", tmp,
+                 strerror(errno));
+        return -1;
+    }
+    fd = openat(dfd, tmpbase,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                SH_SNAPSHOT_MODE);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
+        snprintf(err, errlen, "%s: not a fresh regular file", tmp);
+        close(fd);
+        return -1;
+    }
+    /* the umask may have taken bits away, never added: set it exactly */
+    if (fchmod(fd, SH_SNAPSHOT_MODE) != 0
+        || (owner != NULL && fchown(fd, owner->uid, owner->gid) != 0))
+    {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        (void) unlinkat(dfd, tmpbase, 0);
+        return -1;
+    }
+    return fd;
 }
 
 /* Write `len` bytes and their XXH3-64 after them. */
@@ -163,14 +247,24 @@ int
 sh_snapshot_save(const char *path, const sh_index_t *ix, const char *kind,
                  const void *user, size_t user_len, char *err, size_t errlen)
 {
-    char             tmp[4096];
+    return sh_snapshot_save_owned(path, ix, kind, user, user_len, NULL, err,
+                                  errlen);
+}
+
+int
+sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
+                       const char *kind, const void *user, size_t user_len,
+                       const sh_snapshot_owner_t *owner, char *err,
+                       size_t errlen)
+{
+    char             tmp[4096], base[1024], tmpbase[1024 + 4];
     snap_header_t    hd;
     sh_index_stats_t s;
     XXH3_state_t    *st = NULL;
     char            *buf = NULL;
     const char      *u = user;
     size_t           off, n;
-    int              fd = -1;
+    int              fd = -1, dfd = -1;
 
     if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
         snprintf(err, errlen, "%s: path too long", path);
@@ -203,9 +297,16 @@ sh_snapshot_save(const char *path, const sh_index_t *ix, const char *kind,
         goto fail;
     }
 
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    dfd = open_parent(path, base, sizeof(base), err, errlen);
+    if (dfd < 0) {
+        goto fail;
+    }
+    snprintf(tmpbase, sizeof(tmpbase), "%s.tmp", base);
+    if (check_dir(dfd, path, err, errlen) != 0) {
+        goto fail;
+    }
+    fd = create_tmp(dfd, tmpbase, tmp, owner, err, errlen);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
         goto fail;
     }
     if (write_all(fd, &hd, sizeof(hd)) != 0
@@ -227,18 +328,21 @@ sh_snapshot_save(const char *path, const sh_index_t *ix, const char *kind,
         goto write_error;
     }
     fd = -1;
-    if (rename(tmp, path) != 0) {
+    /* renameat replaces a link at PATH itself, never what it points to */
+    if (renameat(dfd, tmpbase, dfd, base) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         goto fail;
     }
     /* The rename is durable only once the directory is on disk too. */
-    if (fsync_dir(path) != 0) {
+    if (fsync(dfd) != 0) {
         snprintf(err, errlen, "%s: cannot sync directory: %s", path,
                  strerror(errno));
+        close(dfd);
         XXH3_freeState(st);
         free(buf);
         return -1;
     }
+    close(dfd);
     XXH3_freeState(st);
     free(buf);
     return 0;
@@ -248,8 +352,11 @@ write_error:
 fail:
     if (fd >= 0) {
         close(fd);
+        (void) unlinkat(dfd, tmpbase, 0);
     }
-    unlink(tmp);
+    if (dfd >= 0) {
+        close(dfd);
+    }
     XXH3_freeState(st);
     free(buf);
     return -1;
@@ -265,8 +372,21 @@ int
 sh_snapshot_check_path(const char *path, char *err, size_t errlen)
 {
     struct stat sb;
+    char        base[1024];
+    int         dfd, rc;
 
-    if (stat(path, &sb) != 0) {
+    dfd = open_parent(path, base, sizeof(base), err, errlen);
+    if (dfd < 0) {
+        /* a directory made later (or by the save) is checked then */
+        return errno == ENOENT ? 0 : -1;
+    }
+    rc = check_dir(dfd, path, err, errlen);
+    close(dfd);
+    if (rc != 0) {
+        return -1;
+    }
+
+    if (lstat(path, &sb) != 0) {
         if (errno == ENOENT) {
             return 0;
         }
@@ -274,24 +394,43 @@ sh_snapshot_check_path(const char *path, char *err, size_t errlen)
         return -1;
     }
     if (!S_ISREG(sb.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
+        snprintf(err, errlen, S_ISLNK(sb.st_mode)
+                 ? "%s: a symbolic link, not a regular file"
+                 : "%s: not a regular file", path);
+        return -1;
+    }
+    if (sb.st_nlink != 1) {
+        snprintf(err, errlen, "%s: has other names (hard links)", path);
         return -1;
     }
     return 0;
 }
 
-/* Open for reading a regular file only, never blocking on a FIFO. */
+/*
+ * Open for reading a regular file only, never blocking on a FIFO, never
+ * through a symbolic link, never a file with another name: a link planted
+ * there would have a privileged loader read (and then rename aside)
+ * something that is not a snapshot.
+ */
 static int
 open_regular(const char *path, struct stat *sb, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY
+                        | O_NOFOLLOW);
 
     if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, errno == ELOOP
+                 ? "%s: a symbolic link, not a regular file" : "%s: %s",
+                 path, strerror(errno));
         return -1;
     }
     if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
         snprintf(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if (sb->st_nlink != 1) {
+        snprintf(err, errlen, "%s: has other names (hard links)", path);
         close(fd);
         return -1;
     }

@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "sh_index.h"
 
@@ -44,12 +45,37 @@ typedef struct {
 } sh_snapshot_info_t;
 
 /*
+ * A snapshot holds every key (URL) of the index: readable by its owner
+ * only.
+ */
+#define SH_SNAPSHOT_MODE  0600
+
+/* who is to own a snapshot written by root (see sh_snapshot_save_owned) */
+typedef struct {
+    uid_t    uid;
+    gid_t    gid;
+} sh_snapshot_owner_t;
+
+/*
  * Write `ix` and a user section of `kind` (SH_SNAP_KIND bytes at most, NULL
  * = none) to `path`.  0, or -1 with the reason in err.
+ *
+ * Safe in a directory that someone else can write into (the user a
+ * privileged writer hands the directory to): PATH.tmp is created afresh
+ * (a planted file or link there is removed, never written through), and
+ * renamed over PATH relative to the directory (a link at PATH is
+ * replaced, never followed).  A directory writable by every user without
+ * the sticky bit is refused.  The file is SH_SNAPSHOT_MODE.
  */
 int sh_snapshot_save(const char *path, const sh_index_t *ix,
                      const char *kind, const void *user, size_t user_len,
                      char *err, size_t errlen);
+
+/* The same, the file then owned by `owner` (NULL: by the caller). */
+int sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
+                           const char *kind, const void *user,
+                           size_t user_len, const sh_snapshot_owner_t *owner,
+                           char *err, size_t errlen);
 
 /*
  * Load PATH into freshly malloc'd memory.  On success *region (free() it)
@@ -65,8 +91,10 @@ int sh_snapshot_load(const char *path, uint64_t expect_seed_digest,
                      sh_snapshot_info_t *info, char *err, size_t errlen);
 
 /*
- * Can `path` be a snapshot?  0 when it does not exist or is a regular file;
- * -1 and the reason otherwise (a FIFO, a directory, a device...).
+ * Can `path` be a snapshot?  0 when it does not exist or is a regular file
+ * with no other name, in a directory not writable by every user (unless
+ * sticky); -1 and the reason otherwise (a symbolic link, a hard link, a
+ * FIFO, a directory, a device...).
  */
 int sh_snapshot_check_path(const char *path, char *err, size_t errlen);
 

@@ -97,7 +97,6 @@ unlink $aside;
 
 # truncated: unusable, refused, kept aside, never overwritten by a save
 $t->write_file('data/crawl.snap', substr($good, 0, 100));
-chmod 0777, $t->prefix . '/data';     # the workers save there
 $t->start;
 my @refused = $t->error_log =~ /snapshot "\Q$snap\E" refused/g;
 is(scalar @refused, 1, 'truncated snapshot: refused');

@@ -54,7 +54,6 @@ cmp_ok(length($good), '>', $blocks_at + 3 * ($block + 8),
 my $bad = $good;
 substr($bad, $blocks_at + $block + 8 + 5000, 1) ^= "\x20";
 $t->write_file('data/crawl.snap', $bad);
-chmod 0777, $t->prefix . '/data';
 
 $t->start;
 my ($read) = $t->error_log
@@ -94,7 +93,6 @@ like($out, qr/\[emerg\] .*invalid snapshot file: \Q$fifo\E: not a regular file i
 my $old = $t->prefix . '/data/old.snap';
 $t->write_file('data/old.snap', $t->read_file(
     "$FindBin::Bin/../tests/fixtures/snapshots/module-v1.snap"));
-chmod 0777, $t->prefix . '/data';
 $t->set(http => "simhash_zone zone=crawl:4m file=$old;");
 $t->start;
 like($t->error_log, qr/4 documents restored from "\Q$old\E"/,

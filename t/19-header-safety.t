@@ -54,7 +54,6 @@ EOF
 
 my @pages = $t->random_pages(520, 120, 19);
 $t->write_file("html/gen/$_.html", $pages[$_]) for 0 .. $#pages;
-chmod 0777, $t->prefix . '/data';
 $t->start;
 
 # A raw request: (status, [header lines]), the lines exactly as sent.

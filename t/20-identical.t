@@ -21,7 +21,6 @@ EOF
 my ($page, $other) = $t->random_pages(2, 300, 20);
 $t->write_file('html/p.html', $page);
 $t->write_file('html/q.html', $other);
-chmod 0777, $t->prefix . '/data';
 $t->start;
 my $z = sub { $t->stats->{zones}{crawl} };
 
