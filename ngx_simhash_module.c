@@ -59,6 +59,11 @@
 #define NGX_HTTP_SIMHASH_TAG        0
 #define NGX_HTTP_SIMHASH_DROP       1
 
+/* simhash_reveal */
+#define NGX_HTTP_SIMHASH_REVEAL_OFF     0
+#define NGX_HTTP_SIMHASH_REVEAL_STATUS  1
+#define NGX_HTTP_SIMHASH_REVEAL_KEY     2
+
 
 /* one compiled extraction configuration, shared by equal option sets */
 typedef struct {
@@ -108,6 +113,8 @@ typedef struct {
     ngx_uint_t                   distance;
     uint32_t                     score;     /* sh_match.h units */
     ngx_str_t                    duplicate_of;
+    unsigned                     hide_status:1;     /* simhash_reveal off */
+    unsigned                     revealed:1;        /* reveal applied */
 } ngx_http_simhash_ctx_t;
 
 
@@ -219,6 +226,14 @@ static ngx_conf_num_bounds_t  ngx_http_simhash_max_features_bounds = {
 };
 
 /* sh_block.h: what each block of text weighs */
+static ngx_conf_enum_t  ngx_http_simhash_reveal_modes[] = {
+    { ngx_string("off"), NGX_HTTP_SIMHASH_REVEAL_OFF },
+    { ngx_string("status"), NGX_HTTP_SIMHASH_REVEAL_STATUS },
+    { ngx_string("key"), NGX_HTTP_SIMHASH_REVEAL_KEY },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_conf_enum_t  ngx_http_simhash_content_modes[] = {
     { ngx_string("off"), SH_CONTENT_OFF },
     { ngx_string("structure"), SH_CONTENT_STRUCTURE },
@@ -297,6 +312,20 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       ngx_conf_set_flag_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_simhash_loc_conf_t, insert),
+      NULL },
+
+    { ngx_string("simhash_reveal"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, reveal),
+      &ngx_http_simhash_reveal_modes },
+
+    { ngx_string("simhash_reveal_scope"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_set_complex_value_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, reveal_scope),
       NULL },
 
     { ngx_string("simhash_shingle"),
@@ -1548,11 +1577,69 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 }
 
 
+/*
+ * simhash_reveal: what this response (its headers and the variables, which
+ * a configuration may put into headers) tells about the documents of
+ * others.  "status" hides the original's key and the distance, "off" the
+ * status too; simhash_reveal_scope lets the key out only when it begins
+ * with the scope's value for this request (an empty value: never).
+ */
+
+static ngx_int_t
+ngx_http_simhash_reveal(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
+{
+    ngx_str_t                     scope;
+    ngx_http_simhash_loc_conf_t  *slcf;
+
+    if (ctx->revealed) {
+        return NGX_OK;
+    }
+
+    ctx->revealed = 1;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    if (slcf->reveal == NGX_HTTP_SIMHASH_REVEAL_OFF) {
+        ctx->hide_status = 1;
+    }
+
+    if (slcf->reveal != NGX_HTTP_SIMHASH_REVEAL_KEY) {
+        ngx_str_null(&ctx->duplicate_of);
+        ctx->has_distance = 0;
+        return NGX_OK;
+    }
+
+    if (slcf->reveal_scope == NULL || ctx->duplicate_of.len == 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_complex_value(r, slcf->reveal_scope, &scope) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (scope.len == 0 || scope.len > ctx->duplicate_of.len
+        || ngx_strncmp(ctx->duplicate_of.data, scope.data, scope.len) != 0)
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "simhash: duplicate out of the reveal scope");
+
+        ngx_str_null(&ctx->duplicate_of);
+        ctx->has_distance = 0;
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_simhash_set_headers(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx)
 {
     u_char  buf[NGX_INT64_LEN + 1], *p;
+
+    if (ngx_http_simhash_reveal(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (ctx->has_hash && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
         p = ngx_sprintf(buf, "%016uxL", ctx->hash);
@@ -1565,10 +1652,11 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         }
     }
 
-    if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_status,
+    if (!ctx->hide_status
+        && ngx_http_simhash_add_header(r, &ngx_http_simhash_h_status,
                               ngx_http_simhash_status_names[ctx->status].data,
                               ngx_http_simhash_status_names[ctx->status].len)
-        != NGX_OK)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -1784,6 +1872,11 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         break;
 
     case NGX_HTTP_SIMHASH_VAR_STATUS:
+        if (ctx->hide_status) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+
         v->len = ngx_http_simhash_status_names[ctx->status].len;
         v->data = ngx_http_simhash_status_names[ctx->status].data;
         break;
@@ -2029,6 +2122,8 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->probes = NGX_CONF_UNSET_UINT;
     conf->recall = NGX_CONF_UNSET_UINT;
     conf->insert = NGX_CONF_UNSET;
+    conf->reveal = NGX_CONF_UNSET_UINT;
+    conf->reveal_scope = NGX_CONF_UNSET_PTR;
     conf->volatility_set = NGX_CONF_UNSET;
     conf->shingle = NGX_CONF_UNSET;
     conf->min_features = NGX_CONF_UNSET;
@@ -2081,6 +2176,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->probes, prev->probes, 0);
     ngx_conf_merge_uint_value(conf->recall, prev->recall, 0);
     ngx_conf_merge_value(conf->insert, prev->insert, 1);
+    ngx_conf_merge_uint_value(conf->reveal, prev->reveal,
+                              NGX_HTTP_SIMHASH_REVEAL_KEY);
+    ngx_conf_merge_ptr_value(conf->reveal_scope, prev->reveal_scope, NULL);
 
     if (conf->volatility_set == NGX_CONF_UNSET) {
         conf->volatility_set = prev->volatility_set;

@@ -188,6 +188,10 @@ typedef struct {
     ngx_flag_t                   volatility_set;
     ngx_flag_t                   insert;
 
+    /* simhash_reveal, simhash_reveal_scope: what a response may tell */
+    ngx_uint_t                   reveal;    /* NGX_HTTP_SIMHASH_REVEAL_* */
+    ngx_http_complex_value_t    *reveal_scope;
+
     /* extraction options (sh_options_t), merged, then compiled to cfg */
     ngx_int_t                    shingle;
     ngx_str_t                    stem;      /* "off" = no stemming */
