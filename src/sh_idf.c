@@ -5,6 +5,7 @@
  * weighing time) rather than staying a sorted array to binary-search.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,6 +311,34 @@ cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+
+/*
+ * PATH.tmp created afresh, never written through a link or a file someone
+ * left there (a shared directory such as /tmp): a stale one is removed,
+ * the new one created exclusively.
+ */
+static FILE *
+fopen_fresh(const char *tmp)
+{
+    FILE *f;
+    int   fd;
+
+    if (unlink(tmp) != 0 && errno != ENOENT) {
+        return NULL;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0644);
+    if (fd < 0) {
+        return NULL;
+    }
+    f = fdopen(fd, "w");
+    if (f == NULL) {
+        close(fd);
+        unlink(tmp);
+    }
+    return f;
+}
+
 int
 sh_idf_builder_save(sh_idf_builder_t *b, const char *path,
                     uint64_t seed_digest, char *err, size_t errlen)
@@ -363,7 +392,7 @@ sh_idf_builder_save(sh_idf_builder_t *b, const char *path,
     sum = XXH3_64bits_digest(st);
 
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen(tmp, "wb");
+    f = fopen_fresh(tmp);
     if (f == NULL) {
         snprintf(err, errlen, "cannot write \"%s\": %s", tmp,
                  strerror(errno));

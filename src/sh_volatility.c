@@ -8,11 +8,13 @@
  * load per header bit at query time.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -575,6 +577,34 @@ k_row_known(const uint32_t *k)
     return 0;
 }
 
+
+/*
+ * PATH.tmp created afresh, never written through a link or a file someone
+ * left there (a shared directory such as /tmp): a stale one is removed,
+ * the new one created exclusively.
+ */
+static FILE *
+fopen_fresh(const char *tmp)
+{
+    FILE *f;
+    int   fd;
+
+    if (unlink(tmp) != 0 && errno != ENOENT) {
+        return NULL;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0644);
+    if (fd < 0) {
+        return NULL;
+    }
+    f = fdopen(fd, "w");
+    if (f == NULL) {
+        close(fd);
+        unlink(tmp);
+    }
+    return f;
+}
+
 int
 sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
                    size_t errlen)
@@ -587,7 +617,7 @@ sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
         set_err(err, errlen, "path too long");
         return -1;
     }
-    f = fopen(tmp, "w");
+    f = fopen_fresh(tmp);
     if (f == NULL) {
         snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
         return -1;
