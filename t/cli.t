@@ -123,6 +123,23 @@ close $l;
                        '-o', "$tmp/idf");
 is $rc, 0, 'idf build succeeds';
 ok -s "$tmp/idf", '... and writes the table';
+
+# a link planted at OUT.tmp (a shared directory) is never written through
+for my $cmd (['idf', 'build', '--list', "$tmp/corpus", '-o', "$tmp/idf2"],
+             ['index', 'build', '--list', "$tmp/corpus", '-o', "$tmp/ix2"]) {
+    my $out = $cmd->[-1];
+    open my $v, '>', "$tmp/victim" or die;
+    print $v "precious\n";
+    close $v;
+    symlink("$tmp/victim", "$out.tmp") or die "$out.tmp: $!";
+    ($rc) = sh($cli, @$cmd);
+    is $rc, 0, "$cmd->[0] build with a symlink at OUT.tmp succeeds";
+    open $v, '<', "$tmp/victim" or die;
+    is scalar(<$v>), "precious\n", '... and leaves its target untouched';
+    close $v;
+    ok !-l $out && -f $out, '... writing a regular file';
+    unlink "$tmp/victim";
+}
 ($rc, $out) = sh($cli, 'fingerprint', '--idf', "$tmp/idf",
                  "$fx/article.html");
 is $rc, 0, 'fingerprint --idf succeeds';
