@@ -154,9 +154,16 @@ open_parent(const char *path, char *base, size_t baselen, char *err,
     dir = dirname(copy);
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
-        int e = errno;
+        int         e = errno;
+        struct stat sb;
 
-        snprintf(err, errlen, "%s: %s", dir, strerror(e));
+        /* O_DIRECTORY|O_NOFOLLOW on a link: ENOTDIR or ELOOP */
+        if (lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+            snprintf(err, errlen, "%s: a symbolic link; name the directory "
+                     "it points to", dir);
+        } else {
+            snprintf(err, errlen, "%s: %s", dir, strerror(e));
+        }
         free(copy);
         errno = e;
         return -1;

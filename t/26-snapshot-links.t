@@ -128,4 +128,16 @@ for my $at ('crawl.snap.tmp', 'crawl.snap') {
     is($rc, 0, 'a sticky one is accepted') or diag $out;
 }
 
+# a symbolic link as the snapshot's directory: refused, saying so
+{
+    my $t = setup('off');
+    my $d = $t->prefix . '/data';
+    rename($d, "$d-real") or die $!;
+    symlink("$d-real", $d) or die $!;
+    my ($rc, $out) = $t->nginx_t;
+    isnt($rc, 0, 'a symlink as the directory is refused');
+    like($out, qr/data: a symbolic link; name the directory/, '... saying so')
+        or diag $out;
+}
+
 done_testing;
