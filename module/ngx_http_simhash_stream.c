@@ -17,14 +17,18 @@
  *             repair): a key the zone lacks is stored, a key it holds takes
  *             the entry's fingerprint if the entry's version is newer
  *             (sh_stream_newer: every node keeps the same version whatever
- *             the order).  The node's own entries since the zone started
- *             are skipped; older ones of its own (published before a restart
- *             that lost them) are applied like any other.
+ *             the order).  The node's own entries are applied like any
+ *             other (they change nothing: it holds them), so that one
+ *             that only claims its id does not make it diverge.  Reading
+ *             is paced by rate=; every reply is bounded
+ *             (ngx_http_simhash_redis.h), and an entry alone over the
+ *             bound is read past.
  *
  *   faults    Redis down or slow: the outbox fills and is sent on
  *             reconnect, with backoff.  A stream trimmed past the last id
  *             applied is a gap: logged and counted, reading goes on from
- *             what is left.  Entries that do not parse are refused,
+ *             what is left.  A stream Redis lost (its ids may start again
+ *             below ours) is read again from its start.  Entries that do not parse are refused,
  *             counted, and logged a line a second at most.
  *
  * Why worker 0 and not a process of its own: nginx respawns a dead worker
@@ -1084,12 +1088,14 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
 
     ngx_http_simhash_zone_lock(zone, lk->log);
 
-    if (own && sh->repl_since.ms
-        && sh_stream_id_cmp(id, &sh->repl_since) >= 0)
-    {
-        /* published by this zone: it has it, or evicted it on purpose */
-        goto done;
-    }
+    /*
+     * An entry under this node's id is applied like any other: it holds
+     * its own versions already (not newer: nothing happens), and an entry
+     * that only claims its id (any writer can) is then applied here as on
+     * every other node, instead of skipped here alone.  The price: a
+     * document evicted here between its publishing and its reading back
+     * (milliseconds) is stored again.
+     */
 
     doc = ngx_http_simhash_zone_key(zone, &key);
 
@@ -1111,8 +1117,6 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
         applied = 1;
     }
-
-done:
 
     sh->repl_id = *id;
 

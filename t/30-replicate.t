@@ -47,6 +47,7 @@ for my $case (
     [ "simhash_replicate crawl $url maxlen=10;", qr/at least 1000/ ],
     [ "simhash_replicate crawl $url outbox=1k;", qr/at least 256k/ ],
     [ "simhash_replicate crawl $url timeout=1ms;", qr/invalid timeout/ ],
+    [ "simhash_replicate crawl $url rate=x;", qr/invalid rate/ ],
     [ "simhash_replicate crawl $url bogus=1;", qr/invalid parameter/ ],
 ) {
     my ($conf, $re) = @$case;

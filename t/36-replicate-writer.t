@@ -5,6 +5,7 @@
 #   - the digest of an entry is not kept: an entry with a real key, a bogus
 #     fingerprint and the real body digest does not pin the page (the next
 #     fetch is parsed, and takes the real fingerprint);
+#   - an entry that claims this node's id is applied here as elsewhere;
 #   - an entry too large for a reply (16 MB, 4096 fields) is refused and
 #     read past, the entries after it applied, and the worker's memory
 #     stays bounded.
@@ -96,6 +97,14 @@ isnt($r->{headers}{'x-simhash-status'}, 'unchanged',
 is($r->{headers}{'x-simhash'}, $real, 'it has its real fingerprint');
 is($t->get('/pinned.html')->{headers}{'x-simhash-status'}, 'unchanged',
    'and the next identical fetch is answered from the digest');
+
+# --- an entry that claims this node's id ---------------------------------------
+
+my $applied0 = repl()->{applied};
+xadd(node => 'a', key => 'site/claims-a', fp => $bogus);
+ok(wait_until(sub { repl()->{applied} == $applied0 + 1 }),
+   "an entry under this node's id, not its own, is applied here too "
+   . "(as on every other node)");
 
 # --- rate= ---------------------------------------------------------------------
 
