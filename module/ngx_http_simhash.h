@@ -166,6 +166,8 @@ typedef struct {
     ngx_array_t                  replicates;    /* of zones, in order:
                                                    ngx_http_simhash_
                                                    replicate_t * */
+    size_t                       max_held;  /* bytes of held bodies a
+                                               worker keeps at most */
 } ngx_http_simhash_main_conf_t;
 
 
