@@ -36,7 +36,10 @@
  * its event loop; a module-made process would need all of that again.  The
  * work is small next to parsing pages (a few microseconds per entry), and
  * it never blocks: hiredis's asynchronous API on nginx's event loop
- * (ngx_http_simhash_redis.c).  Without a master (master_process off) the
+ * (ngx_http_simhash_redis.c).  What makes sharing the worker with requests
+ * safe against a hostile Redis: every reply is bounded as it is read (an
+ * unsolicited one, 4096 elements, 16 MB), reading is paced by rate=, and
+ * nothing Redis sends can make hiredis abort the process.  Without a master (master_process off) the
  * one process does it.
  */
 
