@@ -89,6 +89,8 @@ struct ngx_http_simhash_link_s {
     ngx_uint_t                     count;   /* entries per XREAD now: 1
                                                after a reply over a bound */
     unsigned                       reading:1;    /* an XREAD awaited */
+    unsigned                       checking:1;   /* an XINFO awaited */
+    time_t                         check_after;  /* no XINFO before */
     unsigned                       peeked:1;     /* its last entry id */
     unsigned                       told_missing:1;
     unsigned                       told_start:1;
@@ -520,8 +522,19 @@ ngx_http_simhash_sub_down(ngx_http_simhash_redis_t *rd)
         }
     }
 
+    /*
+     * XINFO STREAM shows the first and the last entry whole: one too large
+     * for a reply would end every connection there.  The check is left
+     * out for a minute; reading goes on.
+     */
+
+    if (lk->checking && rd->refused) {
+        lk->check_after = ngx_time() + 60;
+    }
+
     lk->reading = 0;
     lk->peeked = 0;
+    lk->checking = 0;
 }
 
 
@@ -596,14 +609,22 @@ ngx_http_simhash_xinfo(ngx_http_simhash_link_t *lk)
 
     rp = lk->rp;
 
+    if (ngx_time() < lk->check_after) {
+        ngx_http_simhash_xread(lk);
+        return;
+    }
+
     argv[0] = "XINFO";            argvlen[0] = 5;
     argv[1] = "STREAM";           argvlen[1] = 6;
     argv[2] = (char *) rp->stream.data;
     argvlen[2] = rp->stream.len;
 
-    (void) ngx_http_simhash_redis_command(&lk->sub,
-                                          ngx_http_simhash_xinfo_reply, lk,
-                                          3, argv, argvlen);
+    if (ngx_http_simhash_redis_command(&lk->sub, ngx_http_simhash_xinfo_reply,
+                                       lk, 3, argv, argvlen)
+        == NGX_OK)
+    {
+        lk->checking = 1;
+    }
 }
 
 
@@ -639,6 +660,7 @@ ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
         return;
     }
 
+    lk->checking = 0;
     zone = lk->rp->zone;
 
     ngx_http_simhash_zone_lock(zone, lk->log);

@@ -8,7 +8,8 @@
 #   - an entry that claims this node's id is applied here as elsewhere;
 #   - an entry too large for a reply (16 MB, 4096 fields) is refused and
 #     read past, the entries after it applied, and the worker's memory
-#     stays bounded.
+#     stays bounded; also when it is the stream's first, which XINFO
+#     STREAM shows whole.
 
 use strict;
 use warnings;
@@ -152,6 +153,23 @@ my $hwm = status_kb($worker, 'VmHWM');
 cmp_ok($ASAN ? 0 : $hwm - $rss, '<', 80 * 1024,
        'the worker grew by less than 80 MB (peak ' . int($hwm / 1024)
        . ' MB)');
+ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
+
+# the stream's first entry too large: XINFO STREAM shows it whole
+$redis->cmd('DEL', $stream);
+$refused = repl()->{refused};
+$applied = repl()->{applied};
+xadd(key => 'site/huge-first', fp => $real,
+     extra => [ pad => 'x' x (17 * 1024 * 1024) ]);
+xadd(key => 'site/after-huge-first', fp => $real);
+ok(wait_until(sub { repl()->{applied} == $applied + 1 }, 20),
+   'a stream whose first entry is too large: the next one applied');
+is(repl()->{refused}, $refused + 1, 'the first one refused');
+sleep 2.5;      # idle: the reader checks the stream (XINFO)
+xadd(key => 'site/later', fp => $real);
+ok(wait_until(sub { repl()->{applied} == $applied + 2 }, 20),
+   'and what comes later too: the check of the stream does not stop '
+   . 'the reader');
 ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
 
 $t->stop;
