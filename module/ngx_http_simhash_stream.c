@@ -28,8 +28,9 @@
  *             reconnect, with backoff.  A stream trimmed past the last id
  *             applied is a gap: logged and counted, reading goes on from
  *             what is left.  A stream Redis lost (its ids may start again
- *             below ours) is read again from its start.  Entries that do not parse are refused,
- *             counted, and logged a line a second at most.
+ *             below ours) is read again from its start.  Entries that
+ *             do not parse are refused, counted, and logged a line a
+ *             second at most.
  *
  * Why worker 0 and not a process of its own: nginx respawns a dead worker
  * in the same slot (ngx_worker stays 0), restarts it on reload, and runs
@@ -39,8 +40,8 @@
  * (ngx_http_simhash_redis.c).  What makes sharing the worker with requests
  * safe against a hostile Redis: every reply is bounded as it is read (an
  * unsolicited one, 4096 elements, 16 MB), reading is paced by rate=, and
- * nothing Redis sends can make hiredis abort the process.  Without a master (master_process off) the
- * one process does it.
+ * nothing Redis sends can make hiredis abort the process.  Without a
+ * master (master_process off) the one process does it.
  */
 
 
