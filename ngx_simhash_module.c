@@ -89,6 +89,8 @@ typedef struct {
     ngx_chain_t                **last;
     ngx_buf_t                   *buf;       /* the one being filled */
     size_t                       held_bytes;
+    size_t                       charged;   /* to the worker's held budget:
+                                               the buffers allocated */
     size_t                       fed;       /* decoded bytes fed */
 
     u_char                      *charset;
@@ -178,6 +180,7 @@ static ngx_int_t ngx_http_simhash_host_variable(ngx_http_request_t *r,
 static ngx_uint_t ngx_http_simhash_port(u_char *p, u_char *last);
 
 static void *ngx_http_simhash_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_simhash_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_simhash_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -249,6 +252,13 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       ngx_http_simhash_zone_directive,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("simhash_max_held"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_simhash_main_conf_t, max_held),
       NULL },
 
     { ngx_string("simhash_replicate"),
@@ -421,7 +431,7 @@ static ngx_http_module_t  ngx_http_simhash_module_ctx = {
     ngx_http_simhash_postconfiguration,    /* postconfiguration */
 
     ngx_http_simhash_create_main_conf,     /* create main configuration */
-    NULL,                                  /* init main configuration */
+    ngx_http_simhash_init_main_conf,       /* init main configuration */
 
     NULL,                                  /* create server configuration */
     NULL,                                  /* merge server configuration */
@@ -708,6 +718,7 @@ static ngx_int_t
 ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
     size_t                        size;
+    ngx_int_t                     rc;
     ngx_buf_t                    *b;
     ngx_chain_t                  *cl;
     ngx_http_simhash_ctx_t       *ctx;
@@ -744,7 +755,15 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                                       NGX_HTTP_SIMHASH_SKIP_TOO_LARGE, cl, 0);
             }
 
-            if (ngx_http_simhash_hold(r, ctx, b->pos, size) != NGX_OK) {
+            rc = ngx_http_simhash_hold(r, ctx, b->pos, size);
+
+            if (rc == NGX_DECLINED) {
+                /* the worker holds simhash_max_held already */
+                return ngx_http_simhash_give_up(r, ctx,
+                                      NGX_HTTP_SIMHASH_SKIP_TOO_LARGE, cl, 0);
+            }
+
+            if (rc != NGX_OK) {
                 return NGX_ERROR;
             }
 
@@ -932,15 +951,44 @@ failed:
 }
 
 
-/* Copy into our buffers; the first one sized by Content-Length if known. */
+/*
+ * Copy into our buffers; the first one sized by Content-Length if known.
+ * Held bodies stay until their request ends, however slowly its client
+ * reads (nginx alone would spill them to temporary files): a worker holds
+ * simhash_max_held bytes of them at most, beyond which NGX_DECLINED
+ * before anything is copied, and the response passes unfingerprinted.
+ */
+
+static size_t  ngx_http_simhash_held_now;     /* this worker's, charged */
 
 static ngx_int_t
 ngx_http_simhash_hold(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     u_char *data, size_t len)
 {
-    size_t        n, size;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
+    size_t                         n, size, avail;
+    ngx_buf_t                     *b;
+    ngx_chain_t                   *cl;
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    /* at most one buffer is allocated per call: what it will be */
+
+    avail = ctx->buf ? (size_t) (ctx->buf->end - ctx->buf->last) : 0;
+
+    if (len > avail) {
+        size = ngx_max(len - avail, NGX_HTTP_SIMHASH_HOLD_CHUNK);
+
+        if (ctx->held == NULL && r->headers_out.content_length_n > 0
+            && (size_t) r->headers_out.content_length_n >= len)
+        {
+            size = (size_t) r->headers_out.content_length_n;
+        }
+
+        smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
+
+        if (ngx_http_simhash_held_now + size > smcf->max_held) {
+            return NGX_DECLINED;
+        }
+    }
 
     while (len) {
         b = ctx->buf;
@@ -962,6 +1010,9 @@ ngx_http_simhash_hold(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
             if (b == NULL) {
                 return NGX_ERROR;
             }
+
+            ctx->charged += size;
+            ngx_http_simhash_held_now += size;
 
             cl = ngx_alloc_chain_link(r->pool);
             if (cl == NULL) {
@@ -1768,6 +1819,9 @@ ngx_http_simhash_cleanup(void *data)
 {
     ngx_http_simhash_ctx_t  *ctx = data;
 
+    ngx_http_simhash_held_now -= ctx->charged;
+    ctx->charged = 0;
+
     if (ctx->doc) {
         sh_doc_free(ctx->doc);
         ctx->doc = NULL;
@@ -2070,6 +2124,8 @@ ngx_http_simhash_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    smcf->max_held = NGX_CONF_UNSET_SIZE;
+
     if (ngx_array_init(&smcf->zones, cf->pool, 4,
                        sizeof(ngx_http_simhash_zone_t *))
         != NGX_OK
@@ -2086,6 +2142,19 @@ ngx_http_simhash_create_main_conf(ngx_conf_t *cf)
     sh_library_init();
 
     return smcf;
+}
+
+
+/* simhash_max_held: 64m, room for 64 responses of the default max_body */
+
+static char *
+ngx_http_simhash_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_simhash_main_conf_t  *smcf = conf;
+
+    ngx_conf_init_size_value(smcf->max_held, 64 * 1024 * 1024);
+
+    return NGX_CONF_OK;
 }
 
 

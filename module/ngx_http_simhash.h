@@ -166,6 +166,8 @@ typedef struct {
     ngx_array_t                  replicates;    /* of zones, in order:
                                                    ngx_http_simhash_
                                                    replicate_t * */
+    size_t                       max_held;  /* bytes of held bodies a
+                                               worker keeps at most */
 } ngx_http_simhash_main_conf_t;
 
 
@@ -322,6 +324,7 @@ typedef struct {
     ngx_atomic_t                 dropped;
     ngx_atomic_t                 reconnects;
     ngx_atomic_t                 gaps;
+    ngx_atomic_t                 lost;      /* Redis lost the stream */
     ngx_atomic_t                 connected; /* connections up: 0 to 2 */
     ngx_atomic_t                 lag;       /* ms, the last entry applied */
     ngx_atomic_t                 lag_sum;   /* ms */
@@ -355,6 +358,8 @@ struct ngx_http_simhash_replicate_s {
     ngx_str_t                    stream;
     ngx_str_t                    node;
     ngx_uint_t                   maxlen;
+    ngx_uint_t                   rate;      /* entries read a second; 0:
+                                               no bound */
     size_t                       outbox_size;
     ngx_shm_zone_t              *shm_zone;
     ngx_http_simhash_outbox_t   *outbox;

@@ -13,6 +13,12 @@
  *               reply is awaited
  *   CLOSED      for good (worker exit)
  *
+ * Every reply is bounded while it is read (ngx_http_simhash_redis.h): the
+ * reader's object functions are ours, and count what each reply costs.  A
+ * reply over a bound, or one that nothing asked for (hiredis 0.14 asserts
+ * on it: the worker would abort), makes the object function fail, which
+ * ends the connection as a protocol error, before hiredis sees the reply.
+ *
  * Whatever ends a connection (the server closes it, a read or write error,
  * a timeout, a reply the owner cannot use, the worker exiting), hiredis
  * frees its context and calls our cleanup hook last thing before closing
@@ -67,6 +73,30 @@ static void ngx_http_simhash_redis_drop(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_redis_error(ngx_http_simhash_redis_t *rd,
     ngx_uint_t level, const char *fmt, ...);
 static void ngx_http_simhash_redis_watch(ngx_http_simhash_redis_t *rd);
+static ngx_int_t ngx_http_simhash_redis_cost(const redisReadTask *task,
+    size_t cost);
+static void *ngx_http_simhash_redis_string(const redisReadTask *task,
+    char *str, size_t len);
+static void *ngx_http_simhash_redis_array(const redisReadTask *task,
+    int elements);
+static void *ngx_http_simhash_redis_integer(const redisReadTask *task,
+    long long value);
+static void *ngx_http_simhash_redis_nil(const redisReadTask *task);
+
+
+/* hiredis's own object functions, which ours call once a reply passed */
+static redisReplyObjectFunctions  *ngx_http_simhash_redis_hiredis_fn;
+
+static redisReplyObjectFunctions  ngx_http_simhash_redis_fn = {
+    ngx_http_simhash_redis_string,
+    ngx_http_simhash_redis_array,
+    ngx_http_simhash_redis_integer,
+    ngx_http_simhash_redis_nil,
+    NULL                                /* hiredis's freeObject */
+};
+
+/* the connection whose replies are being read (one process, one thread) */
+static ngx_http_simhash_redis_t   *ngx_http_simhash_redis_reading;
 
 
 void
@@ -188,6 +218,18 @@ ngx_http_simhash_redis_attach(ngx_http_simhash_redis_t *rd,
     ac->ev.delWrite = ngx_http_simhash_redis_del_write;
     ac->ev.cleanup = ngx_http_simhash_redis_cleanup;
 
+    if (ngx_http_simhash_redis_hiredis_fn == NULL) {
+        ngx_http_simhash_redis_hiredis_fn = ac->c.reader->fn;
+        ngx_http_simhash_redis_fn.freeObject = ac->c.reader->fn->freeObject;
+    }
+
+    ac->c.reader->fn = &ngx_http_simhash_redis_fn;
+
+    rd->asked = 0;
+    rd->started = 0;
+    rd->cost = 0;
+    rd->refused = NULL;
+
     return NGX_OK;
 }
 
@@ -295,7 +337,11 @@ ngx_http_simhash_redis_cleanup(void *data)
         return;
     }
 
-    if (ac && ac->err) {
+    if (rd->refused) {
+        ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
+                                     "%s: connection dropped", rd->refused);
+
+    } else if (ac && ac->err) {
         ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "%s%s",
                      rd->state == NGX_HTTP_SIMHASH_REDIS_CONNECTING
                      ? "cannot connect: " : "connection lost: ",
@@ -313,6 +359,8 @@ ngx_http_simhash_redis_cleanup(void *data)
     }
 
     rd->down(rd);
+
+    rd->refused = NULL;
 }
 
 
@@ -328,9 +376,27 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
         return;
     }
 
-    if (rd->ac) {
-        redisAsyncHandleRead(rd->ac);
+    if (rd->ac == NULL) {
+        return;
     }
+
+    /*
+     * hiredis keeps what it read until a reply is whole: a bulk string
+     * that never ends would take all memory.  It reads 16 KB per event,
+     * so the buffer stays within the bound and 16 KB.
+     */
+
+    if (rd->ac->c.reader->len - rd->ac->c.reader->pos
+        > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY)
+    {
+        rd->refused = "a reply larger than 16 MB";
+        ngx_http_simhash_redis_drop(rd);
+        return;
+    }
+
+    ngx_http_simhash_redis_reading = rd;
+    redisAsyncHandleRead(rd->ac);
+    ngx_http_simhash_redis_reading = NULL;
 }
 
 
@@ -427,6 +493,7 @@ ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
             == REDIS_OK)
         {
             rd->handshake++;
+            rd->asked++;
         }
     }
 
@@ -441,6 +508,7 @@ ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
             == REDIS_OK)
         {
             rd->handshake++;
+            rd->asked++;
         }
     }
 
@@ -454,6 +522,7 @@ ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
         == REDIS_OK)
     {
         rd->handshake++;
+        rd->asked++;
     }
 
     ngx_add_timer(&rd->timer, conf->timeout);
@@ -583,6 +652,8 @@ ngx_http_simhash_redis_command(ngx_http_simhash_redis_t *rd,
         ngx_free(cmd);
         return NGX_ERROR;
     }
+
+    rd->asked++;
 
     if (rd->pending++ == 0) {
         ngx_http_simhash_redis_watch(rd);
@@ -733,4 +804,108 @@ ngx_http_simhash_redis_error(ngx_http_simhash_redis_t *rd, ngx_uint_t level,
 
     ngx_log_error(level, rd->log, 0, "simhash zone \"%V\": %s, %V: %s",
                   &rd->zone, rd->name, &rd->conf->url, msg);
+}
+
+
+/*
+ * The reader's object functions: each object of a reply is counted before
+ * hiredis makes it.  NULL makes the reader fail ("out of memory" to
+ * hiredis, rd->refused to us): the connection ends, every callback gets a
+ * NULL reply, and the partial reply is freed.
+ */
+
+static ngx_int_t
+ngx_http_simhash_redis_cost(const redisReadTask *task, size_t cost)
+{
+    ngx_http_simhash_redis_t  *rd;
+
+    rd = ngx_http_simhash_redis_reading;
+
+    if (rd == NULL) {
+        return NGX_OK;
+    }
+
+    if (task->parent == NULL) {
+        /* a reply begins: one per command sent, never more */
+
+        if (++rd->started > rd->asked) {
+            rd->refused = "a reply that no command asked for";
+            return NGX_ERROR;
+        }
+
+        rd->cost = 0;
+    }
+
+    rd->cost += sizeof(redisReply) + cost;
+
+    if (rd->cost > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY) {
+        rd->refused = "a reply larger than 16 MB";
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_simhash_redis_string(const redisReadTask *task, char *str,
+    size_t len)
+{
+    ngx_http_simhash_redis_t  *rd;
+
+    if (ngx_http_simhash_redis_cost(task, len) != NGX_OK) {
+        return NULL;
+    }
+
+    rd = ngx_http_simhash_redis_reading;
+
+    if (rd && rd->peek) {
+        rd->peek(rd, task, str, len);
+    }
+
+    return ngx_http_simhash_redis_hiredis_fn->createString(task, str, len);
+}
+
+
+static void *
+ngx_http_simhash_redis_array(const redisReadTask *task, int elements)
+{
+    if (elements > NGX_HTTP_SIMHASH_REDIS_MAX_ELEMENTS) {
+        if (ngx_http_simhash_redis_reading) {
+            ngx_http_simhash_redis_reading->refused =
+                "an array of more than 4096 elements";
+        }
+
+        return NULL;
+    }
+
+    if (ngx_http_simhash_redis_cost(task, elements * sizeof(void *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return ngx_http_simhash_redis_hiredis_fn->createArray(task, elements);
+}
+
+
+static void *
+ngx_http_simhash_redis_integer(const redisReadTask *task, long long value)
+{
+    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
+        return NULL;
+    }
+
+    return ngx_http_simhash_redis_hiredis_fn->createInteger(task, value);
+}
+
+
+static void *
+ngx_http_simhash_redis_nil(const redisReadTask *task)
+{
+    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
+        return NULL;
+    }
+
+    return ngx_http_simhash_redis_hiredis_fn->createNil(task);
 }

@@ -49,6 +49,22 @@ typedef struct ngx_http_simhash_redis_s  ngx_http_simhash_redis_t;
 
 typedef void (*ngx_http_simhash_redis_pt)(ngx_http_simhash_redis_t *rd);
 
+/* a string of a reply being read (its place: task->parent, task->idx) */
+typedef void (*ngx_http_simhash_redis_peek_pt)(ngx_http_simhash_redis_t *rd,
+    const redisReadTask *task, const char *str, size_t len);
+
+
+/*
+ * What one reply may cost before the connection is dropped as hostile or
+ * broken: a bulk string, an array's length, the bytes of everything read
+ * for it so far (strings, reply objects and element pointers counted), and
+ * the reader's buffer.  A reply holds at most about 2 * max_reply bytes
+ * (its objects and the buffer it was read from).
+ */
+/* (the log says "16 MB" and "4096": change them with these) */
+#define NGX_HTTP_SIMHASH_REDIS_MAX_REPLY     (16 * 1024 * 1024)
+#define NGX_HTTP_SIMHASH_REDIS_MAX_ELEMENTS  4096
+
 
 struct ngx_http_simhash_redis_s {
     ngx_http_simhash_redis_conf_t  *conf;
@@ -57,6 +73,7 @@ struct ngx_http_simhash_redis_s {
     void                           *data;      /* the owner's */
     ngx_http_simhash_redis_pt       ready;
     ngx_http_simhash_redis_pt       down;
+    ngx_http_simhash_redis_peek_pt  peek;      /* NULL: none */
 
     redisAsyncContext              *ac;        /* NULL: not connected */
     ngx_connection_t               *c;
@@ -76,6 +93,15 @@ struct ngx_http_simhash_redis_s {
     ngx_uint_t                      attempts;      /* since the last ready */
     u_char                         *out;           /* the last command */
     size_t                          out_size;
+    ngx_uint_t                      asked;     /* replies awaited since
+                                                  the connect: more is
+                                                  unsolicited */
+    ngx_uint_t                      started;   /* replies begun */
+    size_t                          cost;      /* of the reply being read */
+    const char                     *refused;   /* why the reader stopped
+                                                  (a reply over a bound,
+                                                  unsolicited): the owner
+                                                  sees it in down() */
     u_char                          error[128];    /* the last logged */
     ngx_uint_t                      error_cmd;     /* it was a command's:
                                                       over at its success */

@@ -55,7 +55,7 @@ static ngx_int_t ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
 
 /*
  * simhash_replicate ZONE URL [stream=NAME] [node=ID] [maxlen=N]
- *                   [outbox=SIZE] [timeout=TIME];
+ *                   [outbox=SIZE] [timeout=TIME] [rate=N];
  */
 
 char *
@@ -93,6 +93,7 @@ ngx_http_simhash_replicate_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     rp->zone_name = value[1];
     rp->maxlen = 1000000;
     rp->outbox_size = 4 * 1024 * 1024;
+    rp->rate = 10000;
     redis->timeout = 3000;
     ngx_http_simhash_where(cf, &rp->where);
 
@@ -570,6 +571,22 @@ ngx_http_simhash_replicate_param(ngx_conf_t *cf,
         }
 
         rp->maxlen = (ngx_uint_t) n;
+        return NGX_CONF_OK;
+    }
+
+    /* stream entries read per second at most; 0: no bound */
+
+    if (ngx_strncmp(value->data, "rate=", 5) == 0) {
+        n = ngx_atoi(value->data + 5, value->len - 5);
+
+        if (n == NGX_ERROR) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid rate \"%V\": entries a second, "
+                               "0 for no bound", value);
+            return NGX_CONF_ERROR;
+        }
+
+        rp->rate = (ngx_uint_t) n;
         return NGX_CONF_OK;
     }
 

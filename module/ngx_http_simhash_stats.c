@@ -50,6 +50,7 @@ enum {
     NGX_HTTP_SIMHASH_V_DROPPED,
     NGX_HTTP_SIMHASH_V_RECONNECTS,
     NGX_HTTP_SIMHASH_V_GAPS,
+    NGX_HTTP_SIMHASH_V_LOST,
     NGX_HTTP_SIMHASH_V_CONNECTED,
     NGX_HTTP_SIMHASH_V_LAG,
     NGX_HTTP_SIMHASH_V_LAG_LE,      /* cumulative, by bucket; then: */
@@ -233,6 +234,11 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Times the stream was trimmed past the last entry applied."),
       NGX_HTTP_SIMHASH_V_GAPS, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("lost"), ngx_string("replication_lost_total"),
+      ngx_string("counter"),
+      ngx_string("Times Redis lost the stream: read again from its start."),
+      NGX_HTTP_SIMHASH_V_LOST, NGX_HTTP_SIMHASH_M_VALUE, 2 },
 
     { ngx_string("connected"), ngx_string("replication_connected"),
       ngx_string("gauge"),
@@ -515,6 +521,7 @@ ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
     v[NGX_HTTP_SIMHASH_V_DROPPED] = ob->dropped;
     v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;
     v[NGX_HTTP_SIMHASH_V_GAPS] = ob->gaps;
+    v[NGX_HTTP_SIMHASH_V_LOST] = ob->lost;
     v[NGX_HTTP_SIMHASH_V_CONNECTED] = ob->connected;
     v[NGX_HTTP_SIMHASH_V_LAG] = ob->lag;
 

@@ -17,23 +17,31 @@
  *             repair): a key the zone lacks is stored, a key it holds takes
  *             the entry's fingerprint if the entry's version is newer
  *             (sh_stream_newer: every node keeps the same version whatever
- *             the order).  The node's own entries since the zone started
- *             are skipped; older ones of its own (published before a restart
- *             that lost them) are applied like any other.
+ *             the order).  The node's own entries are applied like any
+ *             other (they change nothing: it holds them), so that one
+ *             that only claims its id does not make it diverge.  Reading
+ *             is paced by rate=; every reply is bounded
+ *             (ngx_http_simhash_redis.h), and an entry alone over the
+ *             bound is read past.
  *
  *   faults    Redis down or slow: the outbox fills and is sent on
  *             reconnect, with backoff.  A stream trimmed past the last id
  *             applied is a gap: logged and counted, reading goes on from
- *             what is left.  Entries that do not parse are refused,
- *             counted, and logged a line a second at most.
+ *             what is left.  A stream Redis lost (its ids may start again
+ *             below ours) is read again from its start.  Entries that
+ *             do not parse are refused, counted, and logged a line a
+ *             second at most.
  *
  * Why worker 0 and not a process of its own: nginx respawns a dead worker
  * in the same slot (ngx_worker stays 0), restarts it on reload, and runs
  * its event loop; a module-made process would need all of that again.  The
  * work is small next to parsing pages (a few microseconds per entry), and
  * it never blocks: hiredis's asynchronous API on nginx's event loop
- * (ngx_http_simhash_redis.c).  Without a master (master_process off) the
- * one process does it.
+ * (ngx_http_simhash_redis.c).  What makes sharing the worker with requests
+ * safe against a hostile Redis: every reply is bounded as it is read (an
+ * unsolicited one, 4096 elements, 16 MB), reading is paced by rate=, and
+ * nothing Redis sends can make hiredis abort the process.  Without a
+ * master (master_process off) the one process does it.
  */
 
 
@@ -50,6 +58,7 @@
 #define NGX_HTTP_SIMHASH_READ_COUNT     1000    /* entries per XREAD */
 #define NGX_HTTP_SIMHASH_READ_BLOCK     2000    /* ms an XREAD may wait */
 #define NGX_HTTP_SIMHASH_FUTURE         86400000    /* ms: see apply() */
+#define NGX_HTTP_SIMHASH_PAST           1577836800000ULL    /* 2020-01-01 */
 
 
 /* worker 0's side: the two connections and the publisher's state */
@@ -69,12 +78,24 @@ struct ngx_http_simhash_link_s {
     size_t                         maxlen_len;
     u_char                         block[NGX_INT_T_LEN];
     size_t                         block_len;
-    u_char                         count[NGX_INT_T_LEN];
-    size_t                         count_len;
     uint32_t                       seed;    /* sh_stream_seed of the zone */
 
     ngx_uint_t                     refused;      /* since the last line */
     time_t                         refused_logged;
+
+    /* the reader */
+    ngx_event_t                    pace;    /* rate=: the next XREAD */
+    ngx_uint_t                     tokens;  /* entries it may read now */
+    ngx_msec_t                     refilled;
+    ngx_uint_t                     count;   /* entries per XREAD now: 1
+                                               after a reply over a bound */
+    unsigned                       reading:1;    /* an XREAD awaited */
+    unsigned                       checking:1;   /* an XINFO awaited */
+    time_t                         check_after;  /* no XINFO before */
+    unsigned                       peeked:1;     /* its last entry id */
+    unsigned                       told_missing:1;
+    unsigned                       told_start:1;
+    sh_stream_id_t                 peek;
 };
 
 
@@ -94,7 +115,14 @@ static void ngx_http_simhash_sub_down(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_xinfo(ngx_http_simhash_link_t *lk);
 static void ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
     void *privdata);
+static void ngx_http_simhash_stream_lost(ngx_http_simhash_link_t *lk,
+    char *have, char *why);
 static void ngx_http_simhash_xread(ngx_http_simhash_link_t *lk);
+static void ngx_http_simhash_pace_handler(ngx_event_t *ev);
+static ngx_uint_t ngx_http_simhash_tokens(ngx_http_simhash_link_t *lk);
+static void ngx_http_simhash_sub_peek(ngx_http_simhash_redis_t *rd,
+    const redisReadTask *task, const char *str, size_t len);
+static void ngx_http_simhash_skip(ngx_http_simhash_link_t *lk);
 static void ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
     void *privdata);
 static ngx_int_t ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk,
@@ -146,8 +174,6 @@ ngx_http_simhash_replicate_init_worker(ngx_http_simhash_zone_t *zone,
     lk->maxlen_len = ngx_sprintf(lk->maxlen, "%ui", rp->maxlen) - lk->maxlen;
     lk->block_len = ngx_sprintf(lk->block, "%d",
                                 NGX_HTTP_SIMHASH_READ_BLOCK) - lk->block;
-    lk->count_len = ngx_sprintf(lk->count, "%d",
-                                NGX_HTTP_SIMHASH_READ_COUNT) - lk->count;
 
     /* an id read from another stream means nothing in this one */
 
@@ -192,6 +218,15 @@ ngx_http_simhash_replicate_init_worker(ngx_http_simhash_zone_t *zone,
     lk->sub.ready = ngx_http_simhash_sub_ready;
     lk->sub.down = ngx_http_simhash_sub_down;
     lk->sub.wait = NGX_HTTP_SIMHASH_READ_BLOCK;
+    lk->sub.peek = ngx_http_simhash_sub_peek;
+
+    lk->pace.handler = ngx_http_simhash_pace_handler;
+    lk->pace.data = lk;
+    lk->pace.log = cycle->log;
+    lk->pace.cancelable = 1;
+    lk->count = NGX_HTTP_SIMHASH_READ_COUNT;
+    lk->tokens = rp->rate;
+    lk->refilled = ngx_current_msec;
 
     ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                   "simhash zone \"%V\": replicated through %V, stream "
@@ -220,6 +255,10 @@ ngx_http_simhash_replicate_exit_worker(ngx_http_simhash_zone_t *zone)
 
     if (lk->flush.timer_set) {
         ngx_del_timer(&lk->flush);
+    }
+
+    if (lk->pace.timer_set) {
+        ngx_del_timer(&lk->pace);
     }
 
     ngx_http_simhash_redis_close(&lk->pub);
@@ -463,6 +502,102 @@ ngx_http_simhash_sub_down(ngx_http_simhash_redis_t *rd)
     if (lk->rp->outbox->connected) {
         (void) ngx_atomic_fetch_add(&lk->rp->outbox->connected, -1);
     }
+
+    if (lk->pace.timer_set) {
+        ngx_del_timer(&lk->pace);
+    }
+
+    /*
+     * A reply over a bound (ngx_http_simhash_redis.h): the stream holds
+     * an entry too large for one, or too many fields.  Read one entry at
+     * a time from here; when one entry alone is too large, it is skipped:
+     * otherwise the reader would stop there for good.
+     */
+
+    if (lk->reading && rd->refused) {
+        if (lk->count > 1) {
+            lk->count = 1;
+
+        } else if (lk->peeked) {
+            ngx_http_simhash_skip(lk);
+        }
+    }
+
+    /*
+     * XINFO STREAM shows the first and the last entry whole: one too large
+     * for a reply would end every connection there.  The check is left
+     * out for a minute; reading goes on.
+     */
+
+    if (lk->checking && rd->refused) {
+        lk->check_after = ngx_time() + 60;
+    }
+
+    lk->reading = 0;
+    lk->peeked = 0;
+    lk->checking = 0;
+}
+
+
+/*
+ * The id of every entry of an XREAD reply as it is read, before its
+ * fields: the reply, [stream, entries], entries, [id, fields], id.
+ */
+
+static void
+ngx_http_simhash_sub_peek(ngx_http_simhash_redis_t *rd,
+    const redisReadTask *task, const char *str, size_t len)
+{
+    ngx_http_simhash_link_t  *lk = rd->data;
+
+    const redisReadTask  *t;
+    ngx_uint_t            depth;
+
+    if (!lk->reading || task->idx != 0) {
+        return;
+    }
+
+    depth = 0;
+
+    for (t = task->parent; t && depth < 5; t = t->parent) {
+        depth++;
+    }
+
+    if (depth != 4 || task->parent->parent->idx != 1) {
+        return;
+    }
+
+    lk->peeked = (sh_stream_id_parse(&lk->peek, str, len) == 0);
+}
+
+
+/* The entry that alone was over a bound: refused, and read past. */
+
+static void
+ngx_http_simhash_skip(ngx_http_simhash_link_t *lk)
+{
+    char                       id[SH_STREAM_ID_LEN];
+    ngx_http_simhash_zone_t   *zone;
+
+    zone = lk->rp->zone;
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+
+    if (sh_stream_id_cmp(&lk->peek, &zone->sh->repl_id) <= 0) {
+        ngx_http_simhash_zone_unlock(zone);
+        return;
+    }
+
+    zone->sh->repl_id = lk->peek;
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    (void) ngx_atomic_fetch_add(&lk->rp->outbox->refused, 1);
+    (void) sh_stream_id_format(id, &lk->peek);
+
+    ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                  "simhash zone \"%V\": stream entry %s refused: larger "
+                  "than a reply may be; read past", &zone->name, id);
 }
 
 
@@ -475,21 +610,38 @@ ngx_http_simhash_xinfo(ngx_http_simhash_link_t *lk)
 
     rp = lk->rp;
 
+    if (ngx_time() < lk->check_after) {
+        ngx_http_simhash_xread(lk);
+        return;
+    }
+
     argv[0] = "XINFO";            argvlen[0] = 5;
     argv[1] = "STREAM";           argvlen[1] = 6;
     argv[2] = (char *) rp->stream.data;
     argvlen[2] = rp->stream.len;
 
-    (void) ngx_http_simhash_redis_command(&lk->sub,
-                                          ngx_http_simhash_xinfo_reply, lk,
-                                          3, argv, argvlen);
+    if (ngx_http_simhash_redis_command(&lk->sub, ngx_http_simhash_xinfo_reply,
+                                       lk, 3, argv, argvlen)
+        == NGX_OK)
+    {
+        lk->checking = 1;
+    }
 }
 
 
 /*
- * Where the stream stands against the last id applied here: trimmed past
- * it (a gap: what was in between is lost to this node), behind it (Redis
- * lost the stream, or was restored from an older copy), or missing.
+ * Where the stream stands against the last id applied here:
+ *
+ *   missing, or ending before that id: Redis lost it (deleted, a restart
+ *       without persistence, restored from an older copy).  Its ids may
+ *       start again below ours: reading after our id would wait forever
+ *       for an id that never comes.  Read it again from its start (applying
+ *       is idempotent); logged, counted as "lost".
+ *   starting after it: trimmed past it, what lay between is lost to this
+ *       node (a gap); or, when Redis 7 says nothing was ever removed from
+ *       it (entries-added is its length), it never held ours: created
+ *       again since, lost as above.
+ *
  * Reading goes on in every case.
  */
 
@@ -500,14 +652,16 @@ ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
     ngx_http_simhash_link_t  *lk = privdata;
 
     char                       have[SH_STREAM_ID_LEN];
-    redisReply                *reply = data, *first, *last, *length;
+    redisReply                *reply = data, *first, *last, *length, *added;
     sh_stream_id_t             id, fid, lid;
+    ngx_uint_t                 has_first, has_last, has_added;
     ngx_http_simhash_zone_t   *zone;
 
     if (reply == NULL) {
         return;
     }
 
+    lk->checking = 0;
     zone = lk->rp->zone;
 
     ngx_http_simhash_zone_lock(zone, lk->log);
@@ -529,93 +683,149 @@ ngx_http_simhash_xinfo_reply(redisAsyncContext *ac, void *data,
         }
 
         if (id.ms || id.seq) {
-            ngx_log_error(NGX_LOG_WARN, lk->log, 0,
-                          "simhash zone \"%V\": the stream \"%V\" does not "
-                          "exist, though %s was applied here: Redis lost it "
-                          "(a restart without persistence?); going on with "
-                          "what is published from now on",
-                          &zone->name, &lk->rp->stream, have);
+            ngx_http_simhash_stream_lost(lk, have,
+                                         "it does not exist: Redis lost it "
+                                         "(deleted, or a restart without "
+                                         "persistence?)");
 
-        } else {
+        } else if (!lk->told_missing) {
             ngx_log_error(NGX_LOG_INFO, lk->log, 0,
                           "simhash zone \"%V\": the stream \"%V\" does not "
                           "exist yet", &zone->name, &lk->rp->stream);
         }
 
+        lk->told_missing = 1;
         ngx_http_simhash_xread(lk);
         return;
     }
 
+    lk->told_missing = 0;
+
     first = ngx_http_simhash_reply_field(reply, "first-entry");
     last = ngx_http_simhash_reply_field(reply, "last-generated-id");
     length = ngx_http_simhash_reply_field(reply, "length");
+    added = ngx_http_simhash_reply_field(reply, "entries-added");
+
+    has_first = (first && first->type == REDIS_REPLY_ARRAY
+                 && first->elements == 2
+                 && ngx_http_simhash_reply_id(first->element[0], &fid)
+                    == NGX_OK);
+    has_last = (last && ngx_http_simhash_reply_id(last, &lid) == NGX_OK);
+    has_added = (added && added->type == REDIS_REPLY_INTEGER);
 
     if (id.ms == 0 && id.seq == 0) {
         if (length && length->type == REDIS_REPLY_INTEGER
-            && length->integer > 0)
+            && length->integer > 0 && !lk->told_start)
         {
             ngx_log_error(NGX_LOG_NOTICE, lk->log, 0,
                           "simhash zone \"%V\": reading the stream \"%V\" "
                           "from its start: %L entries", &zone->name,
                           &lk->rp->stream, (int64_t) length->integer);
+            lk->told_start = 1;
         }
 
-    } else if (first && first->type == REDIS_REPLY_ARRAY
-               && first->elements == 2
-               && ngx_http_simhash_reply_id(first->element[0], &fid)
-                  == NGX_OK
-               && sh_stream_id_cmp(&fid, &id) > 0)
+    } else if (has_last && sh_stream_id_cmp(&lid, &id) < 0) {
+        ngx_http_simhash_stream_lost(lk, have,
+                                     "it ends before it: Redis lost it, or "
+                                     "its end (a restart without "
+                                     "persistence, restored from an older "
+                                     "copy?)");
+
+    } else if (has_first ? sh_stream_id_cmp(&fid, &id) <= 0
+                         : !has_last || sh_stream_id_cmp(&lid, &id) <= 0)
     {
+        /* ours is in the stream, or was its last: no gap */
+
+    } else if (has_added && length && length->type == REDIS_REPLY_INTEGER
+               && added->integer == length->integer)
+    {
+        /* nothing was ever removed from it, yet ours is not there */
+
+        ngx_http_simhash_stream_lost(lk, have,
+                                     "it never held it: Redis lost the "
+                                     "stream and it was created again (a "
+                                     "restart without persistence?)");
+
+    } else {
         (void) ngx_atomic_fetch_add(&lk->rp->outbox->gaps, 1);
 
-        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
-                      "simhash zone \"%V\": the stream \"%V\" was trimmed "
-                      "past %s, the last entry applied here: the oldest "
-                      "left is %*s, %L s later; what was published in "
-                      "between is missing here (a larger maxlen keeps "
-                      "more)", &zone->name, &lk->rp->stream, have,
-                      (size_t) first->element[0]->len,
-                      first->element[0]->str,
-                      (int64_t) (fid.ms - id.ms) / 1000);
+        if (has_first) {
+            ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                          "simhash zone \"%V\": the stream \"%V\" was "
+                          "trimmed past %s, the last entry applied here: "
+                          "the oldest left is %*s, %L s later; what was "
+                          "published in between is missing here (a larger "
+                          "maxlen keeps more)", &zone->name,
+                          &lk->rp->stream, have,
+                          (size_t) first->element[0]->len,
+                          first->element[0]->str,
+                          (int64_t) (fid.ms - id.ms) / 1000);
 
-    } else if ((first == NULL || first->type == REDIS_REPLY_NIL)
-               && last
-               && ngx_http_simhash_reply_id(last, &lid) == NGX_OK
-               && sh_stream_id_cmp(&lid, &id) > 0)
-    {
-        (void) ngx_atomic_fetch_add(&lk->rp->outbox->gaps, 1);
+        } else {
+            ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                          "simhash zone \"%V\": the stream \"%V\" was "
+                          "trimmed past %s, the last entry applied here: "
+                          "it is empty, its last entry was %*s; what was "
+                          "published in between is missing here (a larger "
+                          "maxlen keeps more)", &zone->name,
+                          &lk->rp->stream, have,
+                          has_last ? (size_t) last->len : 0,
+                          has_last ? last->str : "");
 
-        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
-                      "simhash zone \"%V\": the stream \"%V\" was trimmed "
-                      "past %s, the last entry applied here: it is empty, "
-                      "its last entry was %*s; what was published in "
-                      "between is missing here (a larger maxlen keeps "
-                      "more)", &zone->name, &lk->rp->stream, have,
-                      (size_t) last->len, last->str);
+            /* nothing to read before its last id: the gap is told once */
 
-    } else if (last
-               && ngx_http_simhash_reply_id(last, &lid) == NGX_OK
-               && sh_stream_id_cmp(&lid, &id) < 0)
-    {
-        ngx_log_error(NGX_LOG_WARN, lk->log, 0,
-                      "simhash zone \"%V\": the stream \"%V\" ends at %*s, "
-                      "before %s, the last entry applied here: Redis lost "
-                      "its end (restored from an older copy?); going on "
-                      "with what is published from now on",
-                      &zone->name, &lk->rp->stream, (size_t) last->len,
-                      last->str, have);
+            if (has_last) {
+                ngx_http_simhash_zone_lock(zone, lk->log);
+
+                if (sh_stream_id_cmp(&zone->sh->repl_id, &lid) < 0) {
+                    zone->sh->repl_id = lid;
+                }
+
+                ngx_http_simhash_zone_unlock(zone);
+            }
+        }
     }
 
     ngx_http_simhash_xread(lk);
 }
 
 
+/*
+ * Redis lost the stream: it is read again from its start, and this
+ * zone's own entries are told apart again from the next one published.
+ */
+
+static void
+ngx_http_simhash_stream_lost(ngx_http_simhash_link_t *lk, char *have,
+    char *why)
+{
+    ngx_http_simhash_zone_t  *zone;
+
+    zone = lk->rp->zone;
+
+    (void) ngx_atomic_fetch_add(&lk->rp->outbox->lost, 1);
+
+    ngx_log_error(NGX_LOG_WARN, lk->log, 0,
+                  "simhash zone \"%V\": the stream \"%V\" is not the one "
+                  "read up to %s here: %s; reading it again from its start",
+                  &zone->name, &lk->rp->stream, have, why);
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    zone->sh->repl_id.ms = 0;
+    zone->sh->repl_id.seq = 0;
+    zone->sh->repl_since.ms = 0;
+    zone->sh->repl_since.seq = 0;
+    ngx_http_simhash_zone_unlock(zone);
+}
+
 static void
 ngx_http_simhash_xread(ngx_http_simhash_link_t *lk)
 {
     char                           id[SH_STREAM_ID_LEN];
+    u_char                         count[NGX_INT_T_LEN];
     const char                    *argv[8];
     size_t                         argvlen[8];
+    ngx_uint_t                     n;
     sh_stream_id_t                 last;
     ngx_http_simhash_zone_t       *zone;
     ngx_http_simhash_replicate_t  *rp;
@@ -627,14 +837,22 @@ ngx_http_simhash_xread(ngx_http_simhash_link_t *lk)
         return;
     }
 
+    n = ngx_min(lk->count, ngx_http_simhash_tokens(lk));
+
+    if (n == 0) {
+        /* rate=: the bucket has some again in 1/rate s; wait for more */
+        ngx_add_timer(&lk->pace, ngx_max(1000 / rp->rate + 1, 100));
+        return;
+    }
+
     ngx_http_simhash_zone_lock(zone, lk->log);
     last = zone->sh->repl_id;
     ngx_http_simhash_zone_unlock(zone);
 
     argv[0] = "XREAD";            argvlen[0] = 5;
     argv[1] = "COUNT";            argvlen[1] = 5;
-    argv[2] = (char *) lk->count;
-    argvlen[2] = lk->count_len;
+    argv[2] = (char *) count;
+    argvlen[2] = ngx_sprintf(count, "%ui", n) - count;
     argv[3] = "BLOCK";            argvlen[3] = 5;
     argv[4] = (char *) lk->block;
     argvlen[4] = lk->block_len;
@@ -644,9 +862,54 @@ ngx_http_simhash_xread(ngx_http_simhash_link_t *lk)
     argv[7] = id;
     argvlen[7] = sh_stream_id_format(id, &last);
 
-    (void) ngx_http_simhash_redis_command(&lk->sub,
-                                          ngx_http_simhash_xread_reply, lk,
-                                          8, argv, argvlen);
+    if (ngx_http_simhash_redis_command(&lk->sub, ngx_http_simhash_xread_reply,
+                                       lk, 8, argv, argvlen)
+        == NGX_OK)
+    {
+        lk->reading = 1;
+        lk->peeked = 0;
+    }
+}
+
+
+static void
+ngx_http_simhash_pace_handler(ngx_event_t *ev)
+{
+    ngx_http_simhash_link_t  *lk = ev->data;
+
+    if (ngx_http_simhash_redis_is_ready(&lk->sub)) {
+        ngx_http_simhash_xread(lk);
+    }
+}
+
+
+/*
+ * rate=N: a bucket of N entries, refilled at N a second.  It bounds what
+ * a flood of entries costs worker 0 (and how fast it can turn the index
+ * over); 0: no bound.
+ */
+
+static ngx_uint_t
+ngx_http_simhash_tokens(ngx_http_simhash_link_t *lk)
+{
+    ngx_uint_t  rate, add;
+    ngx_msec_t  elapsed;
+
+    rate = lk->rp->rate;
+
+    if (rate == 0) {
+        return NGX_HTTP_SIMHASH_READ_COUNT;
+    }
+
+    elapsed = ngx_current_msec - lk->refilled;
+    add = (ngx_uint_t) ((uint64_t) elapsed * rate / 1000);
+
+    if (add) {
+        lk->tokens = ngx_min(rate, lk->tokens + add);
+        lk->refilled = ngx_current_msec;
+    }
+
+    return lk->tokens;
 }
 
 
@@ -654,7 +917,8 @@ ngx_http_simhash_xread(ngx_http_simhash_link_t *lk)
  * [[stream, [[id, [field, value, ...]], ...]]], or nil when BLOCK timed
  * out.  Every entry is applied in order; then the next XREAD (after an
  * XINFO when this one was full: catching up, the stream may be trimmed
- * under us).
+ * under us; and when it was empty: the stream may be gone, and ids start
+ * again below ours).
  */
 
 static void
@@ -671,8 +935,10 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
         return;
     }
 
+    lk->reading = 0;
+
     if (reply->type == REDIS_REPLY_NIL) {
-        ngx_http_simhash_xread(lk);
+        ngx_http_simhash_xinfo(lk);
         return;
     }
 
@@ -706,6 +972,14 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
 
         ngx_http_simhash_apply(lk, &id, e);
     }
+
+    if (lk->rp->rate) {
+        lk->tokens -= ngx_min(lk->tokens, entries->elements);
+    }
+
+    /* one entry at a time after a reply over a bound, then more again */
+
+    lk->count = ngx_min(lk->count * 4, NGX_HTTP_SIMHASH_READ_COUNT);
 
     if (entries->elements >= NGX_HTTP_SIMHASH_READ_COUNT) {
         ngx_http_simhash_xinfo(lk);
@@ -778,6 +1052,14 @@ ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
         return NGX_DECLINED;
     }
 
+    /* nor from long before there was any: time=1 made the lag 56 years */
+
+    if (e->time < NGX_HTTP_SIMHASH_PAST) {
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "its time is before 2020");
+        return NGX_DECLINED;
+    }
+
     return NGX_OK;
 }
 
@@ -786,6 +1068,13 @@ ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
  * One entry, under the zone's lock, with the last id: applied (stored, or
  * a newer version of a key held), or not (an older version, our own),
  * or refused (malformed, or under another seed).
+ *
+ * The entry's body digest is not kept: "unknown" (0) in the zone.  A
+ * re-fetch whose body has the stored digest is answered with the stored
+ * fingerprint unparsed (ngx_http_simhash_identical()); a digest from the
+ * stream would let any stream writer pin a real page to a fingerprint of
+ * its choosing, for good.  The first fetch here of a document learned from
+ * the stream is parsed, and its digest is then this node's own.
  */
 
 static void
@@ -825,19 +1114,21 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
 
     ngx_http_simhash_zone_lock(zone, lk->log);
 
-    if (own && sh->repl_since.ms
-        && sh_stream_id_cmp(id, &sh->repl_since) >= 0)
-    {
-        /* published by this zone: it has it, or evicted it on purpose */
-        goto done;
-    }
+    /*
+     * An entry under this node's id is applied like any other: it holds
+     * its own versions already (not newer: nothing happens), and an entry
+     * that only claims its id (any writer can) is then applied here as on
+     * every other node, instead of skipped here alone.  The price: a
+     * document evicted here between its publishing and its reading back
+     * (milliseconds) is stored again.
+     */
 
     doc = ngx_http_simhash_zone_key(zone, &key);
 
     if (doc == NULL) {
         ngx_http_simhash_zone_write(zone);
 
-        ref = ngx_http_simhash_zone_store(zone, &key, e.hash, e.digest,
+        ref = ngx_http_simhash_zone_store(zone, &key, e.hash, 0,
                                           sh_stream_second(e.time));
         applied = (ref != SH_NOREF);
 
@@ -847,13 +1138,11 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
         ngx_http_simhash_zone_write(zone);
 
         (void) sh_index_update(sh->index, doc->ref, e.hash);
-        sh->digests[doc->ref] = e.digest;
+        sh->digests[doc->ref] = 0;
         sh->times[doc->ref] = sh_stream_second(e.time);
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
         applied = 1;
     }
-
-done:
 
     sh->repl_id = *id;
 

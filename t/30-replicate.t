@@ -47,6 +47,7 @@ for my $case (
     [ "simhash_replicate crawl $url maxlen=10;", qr/at least 1000/ ],
     [ "simhash_replicate crawl $url outbox=1k;", qr/at least 256k/ ],
     [ "simhash_replicate crawl $url timeout=1ms;", qr/invalid timeout/ ],
+    [ "simhash_replicate crawl $url rate=x;", qr/invalid rate/ ],
     [ "simhash_replicate crawl $url bogus=1;", qr/invalid parameter/ ],
 ) {
     my ($conf, $re) = @$case;
@@ -173,7 +174,8 @@ my $len = $redis->cmd('XLEN', $stream);
 is($t->status_of('/sourdough.html'), 'unchanged', 'an unchanged re-fetch');
 sleep 0.1;
 is($redis->cmd('XLEN', $stream), $len, '... is not published');
-xadd(key => 'site/sourdough.html', fp => $far, time => 1000);
+xadd(key => 'site/sourdough.html', fp => $far,
+     time => int(time * 1000) - 86400000);
 wait_repl(sub { $_[0]{outdated} == 1 }, 'an older version: outdated');
 is($t->status_of('/sourdough.html'), 'unchanged',
    'the older version was not applied');
@@ -185,15 +187,18 @@ xadd(key => 'site/bad-fp', fp => 'zz');
 xadd(key => 'site/no-time', fp => $bfp, time => undef);
 xadd(key => 'site/other-seed', fp => $bfp, seed => $other);
 xadd(key => 'site/future', fp => $bfp, time => int(time * 1000) + 2 * 86400000);
+xadd(key => 'site/ancient', fp => $bfp, time => 1);
 xadd(key => 'site/after-garbage', fp => sprintf('%016x', hex($bfp) ^ ~0));
-$s = wait_repl(sub { $_[0]{refused} == 5 && $_[0]{applied} == 3 },
-               'five refused, the next applied');
+$s = wait_repl(sub { $_[0]{refused} == 6 && $_[0]{applied} == 3 },
+               'six refused, the next applied');
+cmp_ok($s->{last_lag_ms}, '<', 30000,
+       'an entry dated 1970 is refused: the lag is not 56 years');
 like($t->error_log, qr/stream entry \d+-\d+ refused: no "node" field/,
      'a refused entry is logged with its id and why');
 my @refused = $t->error_log =~ /(stream entry \S+ refused)/g;
 cmp_ok(scalar @refused, '<', 5, 'one line a second at most, with the count');
 my $p = $t->get('/stats?format=prometheus')->{content};
-like($p, qr/^simhash_replication_refused_total\{zone="crawl"\} 5$/m,
+like($p, qr/^simhash_replication_refused_total\{zone="crawl"\} 6$/m,
      'prometheus: refused');
 like($p, qr/^simhash_replication_applied_total\{zone="crawl"\} 3$/m,
      'prometheus: applied');

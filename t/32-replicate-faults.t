@@ -156,7 +156,7 @@ ok(wait_until(sub { repl($t)->{skipped_own} == 1 }),
 $volatile->kill9;
 $volatile->start;
 is($volatile->cmd('EXISTS', 'simhash:crawl'), 0, 'redis lost the stream');
-ok(wait_until(sub { $t->error_log =~ /does not exist, though \d+-\d+ was applied here: Redis lost it/ }),
+ok(wait_until(sub { $t->error_log =~ /is not the one read up to \d+-\d+ here: it does not exist: Redis lost it/ }),
    'logged when the node reconnects');
 my $fp = $t->get('/bicycle.html?x')->{headers}{'x-simhash'};
 ok(wait_until(sub { $volatile->cmd('XLEN', 'simhash:crawl') == 1 }),

@@ -1,0 +1,177 @@
+#!/usr/bin/perl
+# What a writer of the stream can do to a node, bounded (every writer is
+# trusted until entries are authenticated: docs/module.md, "Security"):
+#   - rate=N: a flood of entries is read N a second at most;
+#   - the digest of an entry is not kept: an entry with a real key, a bogus
+#     fingerprint and the real body digest does not pin the page (the next
+#     fetch is parsed, and takes the real fingerprint);
+#   - an entry that claims this node's id is applied here as elsewhere;
+#   - an entry too large for a reply (16 MB, 4096 fields) is refused and
+#     read past, the entries after it applied, and the worker's memory
+#     stays bounded; also when it is the stream's first, which XINFO
+#     STREAM shows whole.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use SimhashTest;
+use RedisTest;
+no warnings qw(portable);
+
+plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
+    unless RedisTest::available();
+SimhashTest::needs_master();
+
+my $slow = $SimhashTest::VALGRIND ? 6 : 1;
+my $ASAN = ($ENV{SANITIZE} // '') eq '1';
+my $stream = 'simhash:crawl';
+my $RATE = 400;
+
+my $redis = RedisTest->new;
+$redis->start;
+
+my $t = SimhashTest->new(
+    http  => "simhash_zone zone=crawl:4m;\n"
+           . "    simhash_replicate crawl ${\ $redis->url} node=a "
+           . "rate=$RATE;",
+    proxy => <<'EOF');
+        simhash crawl;
+        simhash_key "site$request_uri";
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /stats { simhash_stats; }
+EOF
+$t->write_file('html/pinned.html', $t->read_file('html/sourdough.html'));
+$t->start;
+
+sub repl { $t->stats->{zones}{crawl}{replication} }
+sub read_total {
+    my $s = repl();
+    return $s->{applied} + $s->{outdated} + $s->{refused}
+           + $s->{skipped_own};
+}
+
+sub wait_until {
+    my ($cond, $timeout) = @_;
+    my $end = time + ($timeout // 10) * $slow;
+    while (time < $end) {
+        return 1 if $cond->();
+        sleep 0.05;
+    }
+    return 0;
+}
+
+sub status_kb {
+    my ($pid, $field) = @_;
+    open(my $fh, '<', "/proc/$pid/status") or return undef;
+    while (<$fh>) { return $1 if /^\Q$field\E:\s+(\d+) kB/ }
+    return undef;
+}
+
+ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
+my $r = $t->get('/sourdough.html');
+is($r->{headers}{'x-simhash-status'}, 'new', 'a page');
+my $real = $r->{headers}{'x-simhash'};
+ok(wait_until(sub { repl()->{skipped_own} == 1 }), 'published, read back');
+my %own = @{ $redis->cmd('XRANGE', $stream, '-', '+')->[0][1] };
+
+sub xadd {
+    my (%e) = @_;
+    my %d = (node => 'z', digest => '0' x 16, time => int(time * 1000),
+             seed => $own{seed}, %e);
+    my @extra = @{ delete $d{extra} // [] };
+    return $redis->cmd('XADD', $stream, '*',
+                       (map { ($_ => $d{$_}) }
+                        qw(node key fp digest time seed)), @extra);
+}
+
+# --- no pinning through the digest ---------------------------------------------
+
+my $bogus = sprintf('%016x', hex($real) ^ 0xffffffffffff);
+xadd(key => 'site/pinned.html', fp => $bogus, digest => $own{digest});
+ok(wait_until(sub { repl()->{applied} == 1 }),
+   'an entry: a real body digest, a bogus fingerprint');
+$r = $t->get('/pinned.html');
+isnt($r->{headers}{'x-simhash-status'}, 'unchanged',
+     'the page is parsed, not taken for the identical body');
+is($r->{headers}{'x-simhash'}, $real, 'it has its real fingerprint');
+is($t->get('/pinned.html')->{headers}{'x-simhash-status'}, 'unchanged',
+   'and the next identical fetch is answered from the digest');
+
+# --- an entry that claims this node's id ---------------------------------------
+
+my $applied0 = repl()->{applied};
+xadd(node => 'a', key => 'site/claims-a', fp => $bogus);
+ok(wait_until(sub { repl()->{applied} == $applied0 + 1 }),
+   "an entry under this node's id, not its own, is applied here too "
+   . "(as on every other node)");
+
+# --- rate= ---------------------------------------------------------------------
+
+my $before = read_total();
+my $N = 1500;
+my $t0 = time;
+xadd(key => "site/flood/$_", fp => sprintf('%016x', $_ * 7919)) for 1 .. $N;
+sleep 0.3;
+my $got = read_total() - $before;
+my $elapsed = time - $t0;
+# the bucket holds $RATE entries and fills at $RATE a second
+cmp_ok($got, '<=', $RATE + $RATE * $elapsed + 50,
+       "a flood is read at rate=$RATE at most ($got in "
+       . sprintf('%.2f', $elapsed) . " s)");
+ok(wait_until(sub { read_total() - $before >= $N }, 15),
+   'and all of it in the end');
+
+# --- entries over the reply bound ------------------------------------------------
+
+my ($worker) = $t->children;
+my $rss = status_kb($worker, 'VmRSS');
+ok(wait_until(sub { read_total() - $before >= $N }, 15), 'quiet');
+my $refused = repl()->{refused};
+my $applied = repl()->{applied};
+xadd(key => 'site/huge-field', fp => $real,
+     extra => [ pad => 'x' x (17 * 1024 * 1024) ]);
+xadd(key => 'site/many-fields', fp => $real,
+     extra => [ map { ("f$_" => 'v') } 1 .. 5000 ]);
+xadd(key => 'site/after-huge', fp => $real);
+ok(wait_until(sub { repl()->{refused} == $refused + 2 }, 20),
+   'two entries over the reply bound refused');
+ok(wait_until(sub { repl()->{applied} == $applied + 1 }),
+   'the entry after them applied');
+my $log = $t->error_log;
+like($log, qr/a reply larger than 16 MB: connection dropped/,
+     'logged: a reply over 16 MB');
+like($log, qr/an array of more than 4096 elements: connection dropped/,
+     'logged: too many fields');
+like($log, qr/stream entry \d+-\d+ refused: larger than a reply may be; read past/,
+     'logged: the entry read past');
+is(($t->children)[0], $worker, 'the worker did not die');
+my $hwm = status_kb($worker, 'VmHWM');
+# ASan keeps freed memory in quarantine: the bound is not its to keep
+cmp_ok($ASAN ? 0 : $hwm - $rss, '<', 80 * 1024,
+       'the worker grew by less than 80 MB (peak ' . int($hwm / 1024)
+       . ' MB)');
+ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
+
+# the stream's first entry too large: XINFO STREAM shows it whole
+$redis->cmd('DEL', $stream);
+$refused = repl()->{refused};
+$applied = repl()->{applied};
+xadd(key => 'site/huge-first', fp => $real,
+     extra => [ pad => 'x' x (17 * 1024 * 1024) ]);
+xadd(key => 'site/after-huge-first', fp => $real);
+ok(wait_until(sub { repl()->{applied} == $applied + 1 }, 20),
+   'a stream whose first entry is too large: the next one applied');
+is(repl()->{refused}, $refused + 1, 'the first one refused');
+sleep 2.5;      # idle: the reader checks the stream (XINFO)
+xadd(key => 'site/later', fp => $real);
+ok(wait_until(sub { repl()->{applied} == $applied + 2 }, 20),
+   'and what comes later too: the check of the stream does not stop '
+   . 'the reader');
+ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
+
+$t->stop;
+$t->check_log;
+done_testing;
