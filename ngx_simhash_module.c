@@ -2644,7 +2644,7 @@ ngx_http_simhash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  * dropped only when the key it duplicates has its path: a mirror on
  * another host, port or scheme, a session-id or tracking variant; others
  * are tagged) or keys=any; score=S (a decimal number, in X-Simhash-Score
- * units: also at most S).  A status code (digits) is the caller's.
+ * units: also at most S).
  */
 
 static ngx_int_t
@@ -2652,10 +2652,6 @@ ngx_http_simhash_drop_option(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *slcf,
     ngx_str_t *v)
 {
     ngx_int_t  n;
-
-    if (v->len && v->data[0] >= '0' && v->data[0] <= '9') {
-        return NGX_OK;
-    }
 
     if (v->len == 9 && ngx_strncmp(v->data, "keys=path", 9) == 0) {
         slcf->drop_keys = NGX_HTTP_SIMHASH_DROP_KEYS_PATH;
@@ -2722,22 +2718,25 @@ ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     slcf->action = NGX_HTTP_SIMHASH_DROP;
 
     for (i = 2; i < cf->args->nelts; i++) {
-        if (ngx_http_simhash_drop_option(cf, slcf, &value[i]) != NGX_OK) {
-            return NGX_CONF_ERROR;
-        }
-    }
+        if (value[i].len == 0 || value[i].data[0] < '0'
+            || value[i].data[0] > '9')
+        {
+            if (ngx_http_simhash_drop_option(cf, slcf, &value[i]) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
 
-    if (cf->args->nelts > 2
-        && value[2].len && value[2].data[0] >= '0' && value[2].data[0] <= '9')
-    {
-        code = ngx_atoi(value[2].data, value[2].len);
+            continue;
+        }
+
+        code = ngx_atoi(value[i].data, value[i].len);
 
         if (code == NGX_ERROR || code < 200 || code > 599
             || code == NGX_HTTP_PARTIAL_CONTENT
-            || code == NGX_HTTP_NOT_MODIFIED)
+            || code == NGX_HTTP_NOT_MODIFIED
+            || slcf->drop_code != NGX_CONF_UNSET_UINT)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid status code \"%V\"", &value[2]);
+                               "invalid status code \"%V\"", &value[i]);
             return NGX_CONF_ERROR;
         }
 

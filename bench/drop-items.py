@@ -14,9 +14,13 @@ duplicate: the same text under two URLs), while _mm_mask_min_ss and
 _mm_mask_mul_ss are two items however alike their pages are.  Outside
 rustdoc the whole <title> is the item name.
 
-For each candidate drop rule (distance <= H and score <= S, with
-S in score units as X-Simhash-Score prints them) it prints how many of
-the duplicates the rule drops and how many of those are different items.
+In tag mode (no --rule) it prints, for each candidate rule on the
+fingerprints alone (distance <= H and score <= S, S as X-Simhash-Score
+prints it), how many duplicates the rule would drop and how many of those
+are different items.  With --rule (e.g. 'simhash_action drop;') it counts
+what the proxy dropped: of the crawl, and then of every 10th page fetched
+again from a mirror (a second origin port serving the same tree) and with
+a session id in the query: those should all go.
 
 usage: bench/drop-items.py [--root DIR] [--start core/index.html]
                            [--max N] [--module SO]
@@ -49,7 +53,7 @@ def free_port():
 
 
 def start_nginx(prefix, module, root, drop_rule):
-    origin, proxy = free_port(), free_port()
+    origin, mirror, proxy = free_port(), free_port(), free_port()
     for d in ("logs", "tmp", "conf"):
         os.makedirs(os.path.join(prefix, d), exist_ok=True)
     conf = f"""
@@ -72,11 +76,15 @@ http {{
         root {root};
     }}
     server {{
+        listen 127.0.0.1:{mirror};
+        root {root};
+    }}
+    server {{
         listen 127.0.0.1:{proxy};
         location / {{
             simhash m;
             {drop_rule}
-            proxy_pass http://127.0.0.1:{origin};
+            proxy_pass http://$http_host$request_uri;
         }}
     }}
 }}
@@ -92,7 +100,7 @@ http {{
             break
         except OSError:
             time.sleep(0.05)
-    return proxy
+    return proxy, origin, mirror
 
 
 TITLE = re.compile(rb"<title>(.*?)</title>", re.S | re.I)
@@ -110,19 +118,40 @@ def item_name(title, url):
     return title
 
 
-def crawl(proxy, start, limit):
-    opener = urllib.request.build_opener()
-    base = f"http://127.0.0.1:{proxy}/"
+def fetch(opener, url):
+    try:
+        resp = opener.open(url, timeout=30)
+        return resp.status, resp.read(), resp.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), e.headers
+
+
+def proxy_opener(proxy):
+    return urllib.request.build_opener(urllib.request.ProxyHandler(
+        {"http": f"http://127.0.0.1:{proxy}"}))
+
+
+def title_of(root, path):
+    """the page's title, from the file (a dropped response has no body)"""
+    try:
+        with open(os.path.join(root, path), "rb") as f:
+            m = TITLE.search(f.read())
+    except OSError:
+        return ""
+    return html.unescape(m.group(1).decode("utf-8", "replace")) if m else ""
+
+
+def crawl(proxy, origin, root, start, limit):
+    opener = proxy_opener(proxy)
+    base = f"http://127.0.0.1:{origin}/"
     queue, seen, pages = deque([start]), {start}, []
     while queue and len(pages) < limit:
         path = queue.popleft()
-        try:
-            resp = opener.open(base + path, timeout=30)
-            code, body, h = resp.status, resp.read(), resp.headers
-        except urllib.error.HTTPError as e:
-            code, body, h = e.code, e.read(), e.headers
-        m = TITLE.search(body)
-        title = html.unescape(m.group(1).decode("utf-8", "replace")) if m else ""
+        code, body, h = fetch(opener, base + path)
+        title = title_of(root, path)
+        if code in (204, 410):  # dropped: the links are the file's
+            with open(os.path.join(root, path), "rb") as f:
+                body = f.read()
         pages.append({
             "path": path, "code": code, "title": title,
             "status": h.get("X-Simhash-Status", ""),
@@ -157,9 +186,24 @@ def main():
 
     prefix = tempfile.mkdtemp(prefix="drop-items.")
     os.chmod(prefix, 0o755)
-    proxy = start_nginx(prefix, a.module, a.root, a.rule)
+    proxy, origin, mirror = start_nginx(prefix, a.module, a.root, a.rule)
     try:
-        pages = crawl(proxy, a.start, a.max)
+        pages = crawl(proxy, origin, a.root, a.start, a.max)
+        # of pages the index stored (new), and of the others
+        variants = {}
+        opener = proxy_opener(proxy)
+        sample = pages[::10]
+        for p in sample:
+            kind = "stored" if p["status"] == "new" else "not stored"
+            code, _, _ = fetch(opener,
+                               f"http://127.0.0.1:{mirror}/{p['path']}")
+            sid = os.urandom(8).hex()
+            code2, _, _ = fetch(opener, f"http://127.0.0.1:{origin}/"
+                                f"{p['path']}?sessionid={sid}")
+            v = variants.setdefault(kind, [0, 0, 0])
+            v[0] += 1
+            v[1] += code in (204, 410)
+            v[2] += code2 in (204, 410)
     finally:
         subprocess.run(["nginx", "-p", prefix, "-c",
                         os.path.join(prefix, "conf", "nginx.conf"),
@@ -170,6 +214,8 @@ def main():
     by_key = {}
     for p in pages:
         by_key[f"/{p['path']}"] = p
+    if a.rule:
+        dups_all = [p for p in pages if p["status"] == "duplicate"]
     dups = []
     for p in pages:
         if p["status"] != "duplicate":
@@ -186,10 +232,15 @@ def main():
     print(f"pages {len(pages)}  duplicates {len(dups)}  "
           f"different items among them "
           f"{sum(p['other'] for p in dups)}")
-    dropped = [p for p in pages if p["code"] != 200]
+    dropped = [p for p in pages if p["code"] in (204, 410)]
     if a.rule:
-        print(f"with '{a.rule}': dropped {len(dropped)}, different items "
+        print(f"with '{a.rule}': of the crawl's {len(dups_all)} duplicates "
+              f"dropped {len(dropped)}, different items among them "
               f"{sum(p.get('other', False) for p in dropped)}")
+        for k, v in sorted(variants.items()):
+            print(f"every 10th page, {k} ({v[0]}): mirror dropped {v[1]}, "
+                  f"session-id variant dropped {v[2]}")
+        return
     if a.tsv:
         with open(a.tsv, "w") as f:
             for p in dups:
