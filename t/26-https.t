@@ -78,7 +78,7 @@ $c =~ s{/etc/nginx/simhash-resolver\.conf}{$p/conf/resolver.conf}g;
 $c =~ s{^(\s*listen\s+)(\d+)\b}{${1}127.0.0.1:$port{$2}}mg;
 $t->write_file('conf/example.conf', $c);
 $t->write_file('conf/resolver.conf',
-               `$top/tools/resolver-conf.sh /dev/null`);
+               scalar `$top/tools/resolver-conf.sh /dev/null`);
 mkdir "$p/data";
 
 # a small site: relative, root-relative and absolute links, redirects
