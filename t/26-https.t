@@ -118,6 +118,14 @@ is($h->{'x-simhash-status'}, 'new', 'fingerprinted');
 like($t->read_file('logs/simhash-crawl.log'),
      qr{"\Q$abs\E/a/p1\.html" -> }, 'keyed https://');
 
+SKIP: {
+    skip 'no curl', 1 if system('curl --version >/dev/null 2>&1') != 0;
+    my $out = `curl -s -D - --request-target $abs/a/b/p4.html \\
+               -H 'Host: 127.0.0.1:$tls' http://127.0.0.1:$proxy/ 2>&1`;
+    like($out, qr{^X-Simhash-Status: new}mi,
+         "curl's absolute-form https request, as the README says");
+}
+
 ($status, $h) = via($proxy, "https://127.0.0.1:$bad/a/p1.html",
                     Host => "127.0.0.1:$bad");
 is($status, 502, "an origin the CAs do not vouch for: 502");
