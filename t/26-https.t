@@ -173,7 +173,7 @@ isnt($status, 200, 'and not on the proxy port, for every site');
 SKIP: {
     # Debian's python3 (python3-scrapy), not one earlier in PATH
     my $py = -x '/usr/bin/python3' ? '/usr/bin/python3' : 'python3';
-    skip 'no python3-scrapy', 6
+    skip 'no python3-scrapy', 7
         if system("$py -c 'import scrapy' 2>/dev/null") != 0;
 
     my $out = "$p/scrapy.jsonl";
@@ -192,6 +192,10 @@ SKIP: {
               'every page reached, by its real https:// URL')
         or diag(explain(\%seen));
     ok(!grep({ !m{^\Q$abs\E/} } keys %seen), 'no gateway URL comes back');
+    my @slots = $t->read_file($out) =~ /"download_slot": "([^"]*)"/g;
+    ok(@slots && !grep({ $_ ne "127.0.0.1:$tls" } @slots),
+       'per-host concurrency: the download slot is the real host')
+        or diag("@slots");
     ok(!grep({ !/^200 \w/ } values %seen),
        'each with its X-Simhash-Status') or diag(explain(\%seen));
     my $keys = $t->read_file('logs/simhash-crawl.log');

@@ -35,6 +35,7 @@ class SiteSpider(scrapy.Spider):
             "url": response.url, "status": response.status,
             "simhash_status": s.get("status", ""),
             "duplicate_of": s.get("duplicate_of", ""),
+            "download_slot": response.meta.get("download_slot", ""),
         }) + "\n")
         self.out.flush()
         for href in response.css("a::attr(href)").getall():
