@@ -42,8 +42,12 @@ for my $e (@examples) {
 }
 
 # nothing answers on 127.0.0.1:53 here; the crawl names hosts by address
+# the source tree's script, else the one the package installed
+my $resolver_conf = -x "$FindBin::Bin/../tools/resolver-conf.sh"
+    ? "$FindBin::Bin/../tools/resolver-conf.sh"
+    : '/usr/share/libnginx-mod-http-simhash/resolver-conf.sh';
 $t->write_file('conf/resolver.conf',
-               scalar `$FindBin::Bin/../tools/resolver-conf.sh /dev/null`);
+               scalar `$resolver_conf /dev/null`);
 like(scalar $t->read_file('conf/resolver.conf'), qr/^resolver 127\.0\.0\.1 /m,
      'resolver-conf.sh: a resolver line');
 mkdir "$p/data";

@@ -77,8 +77,12 @@ $c =~ s{/etc/ssl/certs/ca-certificates\.crt}{$p/ca/ca.crt}g;
 $c =~ s{/etc/nginx/simhash-resolver\.conf}{$p/conf/resolver.conf}g;
 $c =~ s{^(\s*listen\s+)(\d+)\b}{${1}127.0.0.1:$port{$2}}mg;
 $t->write_file('conf/example.conf', $c);
+# the source tree's script, else the one the package installed
+my $resolver_conf = -x "$top/tools/resolver-conf.sh"
+    ? "$top/tools/resolver-conf.sh"
+    : '/usr/share/libnginx-mod-http-simhash/resolver-conf.sh';
 $t->write_file('conf/resolver.conf',
-               scalar `$top/tools/resolver-conf.sh /dev/null`);
+               scalar `$resolver_conf /dev/null`);
 mkdir "$p/data";
 
 # a small site: relative, root-relative and absolute links, redirects
