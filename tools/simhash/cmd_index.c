@@ -10,8 +10,9 @@
  * `check` and `dump` also read the snapshots the nginx module writes, whose
  * user section holds the keys (URLs) as records (sh_keyrec.h), and say what
  * a damaged one has lost; `query` and `stats` read them whole, the keys
- * standing for the paths (which stored URL does this page duplicate?).  A key counts only when its fingerprint is the one
- * the index has for its ref.
+ * standing for the paths (which stored URL does this page duplicate?).  A
+ * key counts only when its fingerprint is the one the index has for its
+ * ref.
  */
 #include <stdio.h>
 #include <stdlib.h>
