@@ -2069,6 +2069,7 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_simhash_loc_conf_t *prev = parent;
     ngx_http_simhash_loc_conf_t *conf = child;
 
+    ngx_uint_t                         own_action;
     ngx_http_simhash_main_conf_t      *smcf;
     ngx_http_compile_complex_value_t   ccv;
 
@@ -2086,15 +2087,22 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->enable = 0;
     }
 
+    own_action = (conf->action != NGX_CONF_UNSET_UINT);
+
     ngx_conf_merge_uint_value(conf->action, prev->action,
                               NGX_HTTP_SIMHASH_TAG);
     ngx_conf_merge_uint_value(conf->drop_code, prev->drop_code,
                               NGX_HTTP_NO_CONTENT);
-    ngx_conf_merge_uint_value(conf->drop_keys, prev->drop_keys,
-                              NGX_HTTP_SIMHASH_DROP_KEYS_PATH);
 
-    if (conf->drop_score == NGX_CONF_UNSET_UINT) {
+    /* drop's options come with the simhash_action that set them: a level
+     * with its own simhash_action has its own (or their defaults) */
+    if (!own_action) {
+        conf->drop_keys = prev->drop_keys;
         conf->drop_score = prev->drop_score;    /* UNSET: no cap */
+    }
+
+    if (conf->drop_keys == NGX_CONF_UNSET_UINT) {
+        conf->drop_keys = NGX_HTTP_SIMHASH_DROP_KEYS_PATH;
     }
 
     ngx_conf_merge_ptr_value(conf->loop_guard, prev->loop_guard, NULL);

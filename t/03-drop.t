@@ -21,6 +21,9 @@ my $t = SimhashTest->new(
         simhash crawl;
         simhash_probes 4096;
         proxy_http_version 1.1;
+        # a location's own simhash_action has its own options: keys=path
+        # below wherever a location says only "drop"
+        simhash_action drop keys=any;
 
         location / {
             simhash_action drop;
