@@ -166,7 +166,17 @@ typedef struct {
     ngx_array_t                  replicates;    /* of zones, in order:
                                                    ngx_http_simhash_
                                                    replicate_t * */
+    ngx_array_t                  server_names;  /* the loop guard's:
+                                                   ngx_http_simhash_
+                                                   server_name_t */
 } ngx_http_simhash_main_conf_t;
+
+
+/* a server's name, kept for run time (nginx keeps only its hash) */
+typedef struct {
+    void                        *server;    /* ngx_http_core_srv_conf_t */
+    ngx_str_t                    name;      /* lowercase */
+} ngx_http_simhash_server_name_t;
 
 
 typedef struct {

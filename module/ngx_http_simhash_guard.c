@@ -13,8 +13,8 @@
  * line, before anything is proxied:
  *
  *   1. the target is this proxy: its port is the one the request came in
- *      on and its host is "localhost", the machine's host name, a server
- *      name of this server, or an address of this machine (an address is
+ *      on and its host is "localhost", the machine's host name, an exact
+ *      server name of this server, or an address of this machine (an address is
  *      asked of the kernel: a UDP socket can bind to it only when it is
  *      local; 0.0.0.0 counts, as connecting to it reaches this machine);
  *   2. the request carries this proxy's own hop token: every request the
@@ -115,13 +115,64 @@ ngx_http_simhash_loop_guard_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
+/*
+ * At postconfiguration: the phase handler, and every server's exact names
+ * (not wildcards, not regexes) copied out of cscf->server_names, which
+ * lives in the temporary configuration pool.
+ */
+
 ngx_int_t
 ngx_http_simhash_guard_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_uint_t                       s, i;
+    ngx_http_handler_pt             *h;
+    ngx_http_server_name_t          *sn;
+    ngx_http_core_srv_conf_t       **cscfp;
+    ngx_http_core_main_conf_t       *cmcf;
+    ngx_http_simhash_main_conf_t    *smcf;
+    ngx_http_simhash_server_name_t  *name;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
+
+    if (ngx_array_init(&smcf->server_names, cf->pool, 4,
+                       sizeof(ngx_http_simhash_server_name_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cscfp = cmcf->servers.elts;
+
+    for (s = 0; s < cmcf->servers.nelts; s++) {
+        sn = cscfp[s]->server_names.elts;
+
+        for (i = 0; i < cscfp[s]->server_names.nelts; i++) {
+#if (NGX_PCRE)
+            if (sn[i].regex) {
+                continue;
+            }
+#endif
+            if (sn[i].name.len == 0
+                || sn[i].name.data[0] == '*' || sn[i].name.data[0] == '.'
+                || sn[i].name.data[sn[i].name.len - 1] == '*')
+            {
+                continue;
+            }
+
+            name = ngx_array_push(&smcf->server_names);
+            if (name == NULL) {
+                return NGX_ERROR;
+            }
+
+            name->server = cscfp[s];
+            name->name.len = sn[i].name.len;
+            name->name.data = ngx_pstrdup(cf->pool, &sn[i].name);
+            if (name->name.data == NULL) {
+                return NGX_ERROR;
+            }
+        }
+    }
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
     if (h == NULL) {
@@ -344,19 +395,16 @@ ngx_http_simhash_guard_self(ngx_http_request_t *r, ngx_str_t *target)
 }
 
 
-/*
- * 1: host is "localhost", this machine's name, this server's first name,
- * or a name nginx's virtual-server lookup on this address gives this
- * server for (cscf->server_names lives in the temporary configuration
- * pool: at run time only the hash built from it is there).
- */
+/* 1: host is "localhost", this machine's name or one of this server's
+ * exact names */
 
 static ngx_uint_t
 ngx_http_simhash_guard_name(ngx_http_request_t *r, ngx_str_t *host)
 {
-    u_char                    *low;
-    ngx_http_core_srv_conf_t  *cscf;
-    ngx_http_virtual_names_t  *vn;
+    ngx_uint_t                       i;
+    ngx_http_core_srv_conf_t        *cscf;
+    ngx_http_simhash_main_conf_t    *smcf;
+    ngx_http_simhash_server_name_t  *name;
 
     if ((host->len == 9
          && ngx_strncasecmp(host->data, (u_char *) "localhost", 9) == 0)
@@ -369,32 +417,21 @@ ngx_http_simhash_guard_name(ngx_http_request_t *r, ngx_str_t *host)
     }
 
     cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+    smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
 
-    if (host->len == cscf->server_name.len
-        && ngx_strncasecmp(host->data, cscf->server_name.data, host->len)
-           == 0)
-    {
-        return 1;
+    name = smcf->server_names.elts;
+
+    for (i = 0; i < smcf->server_names.nelts; i++) {
+        if (name[i].server == cscf
+            && name[i].name.len == host->len
+            && ngx_strncasecmp(name[i].name.data, host->data, host->len)
+               == 0)
+        {
+            return 1;
+        }
     }
 
-    vn = r->http_connection->addr_conf
-         ? r->http_connection->addr_conf->virtual_names : NULL;
-
-    if (vn == NULL) {
-        return 0;
-    }
-
-    low = ngx_pnalloc(r->pool, host->len);
-    if (low == NULL) {
-        return 0;
-    }
-
-    ngx_strlow(low, host->data, host->len);
-
-    return ngx_hash_find_combined(&vn->names,
-                                  ngx_hash_key(low, host->len),
-                                  low, host->len)
-           == cscf;
+    return 0;
 }
 
 

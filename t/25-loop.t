@@ -33,7 +33,7 @@ EOF
         location / { proxy_pass http://127.0.0.1:%%PORT%%; }
     }
 EOF
-        server_name proxy.example;
+        server_name proxy.example proxy-alias.example *.wild.example;
         simhash z;
         simhash_loop_guard $simhash_request_scheme://$http_host;
         location / {
@@ -74,6 +74,8 @@ my @cases = (
     [ '/p1.html', "127.0.0.1:$port", 'root-relative link (Host = proxy)' ],
     [ '/p1.html', "localhost:$port", 'Host: localhost' ],
     [ '/p1.html', "PROXY.example.:$port", 'Host: a server name' ],
+    [ '/p1.html', "proxy-alias.example:$port",
+      'Host: a second name of a lone server' ],
     [ '/p1.html', "127.0.0.2:$port", 'Host: another local address' ],
     [ '/p1.html', "0.0.0.0:$port", 'Host: 0.0.0.0' ],
     [ "http://127.0.0.1:$port/p1.html", "127.0.0.1:$port",
