@@ -97,9 +97,13 @@ $(MODULE): config ngx_simhash_module.c $(wildcard module/*.c module/*.h) \
            $(LIB_SRCS) $(wildcard src/*.h) tools/build-module.sh
 	SANITIZE=$(SANITIZE) BUILD=$(BUILD) tools/build-module.sh
 
+# one line per program; a failing one's output in full (cmocka's hundreds
+# of lines otherwise bury the summary)
 unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do \
-	    echo "== $$t"; SH_FIXTURES=tests/fixtures $$t; done
+	@fail=0; for t in $(UNIT_BINS); do \
+	    if SH_FIXTURES=tests/fixtures $$t > $$t.log 2>&1; then \
+	        echo "ok    $$t ($$(grep -c '^\[       OK \]' $$t.log) tests)"; \
+	    else echo "FAIL  $$t:"; cat $$t.log; fail=1; fi; done; exit $$fail
 
 itest: $(MODULE) $(CLI)
 	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \

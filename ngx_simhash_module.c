@@ -196,6 +196,8 @@ static ngx_int_t ngx_http_simhash_postconfiguration(ngx_conf_t *cf);
 static char *ngx_http_simhash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_simhash_drop_option(ngx_conf_t *cf,
+    ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *v);
 static char *ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -276,8 +278,15 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       NULL },
 
     { ngx_string("simhash_action"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_http_simhash_action,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("simhash_loop_guard"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_loop_guard_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -1531,6 +1540,7 @@ static ngx_int_t
 ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
     ngx_int_t                     rc;
+    ngx_str_t                     key;
     ngx_buf_t                    *b;
     ngx_chain_t                  *out, *cl;
     ngx_http_simhash_loc_conf_t  *slcf;
@@ -1544,7 +1554,12 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     }
 
     if (ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
-        && slcf->action == NGX_HTTP_SIMHASH_DROP)
+        && slcf->action == NGX_HTTP_SIMHASH_DROP
+        && ngx_http_simhash_escape(r->pool, ctx->key.data, ctx->key.len,
+                                   &key)
+           == NGX_OK
+        && ngx_http_simhash_drop_allowed(slcf, &key, &ctx->duplicate_of,
+                                         ctx->score))
     {
         /* the response becomes CODE with an empty body; headers stay */
 
@@ -1554,6 +1569,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         ngx_http_clear_content_length(r);
         ngx_http_clear_accept_ranges(r);
         ngx_http_clear_etag(r);
+        ngx_http_clear_last_modified(r);   /* wget would set the mtime */
 
         if (r->headers_out.content_encoding) {
             r->headers_out.content_encoding->hash = 0;
@@ -1871,6 +1887,9 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
     { ngx_string("simhash_host"), NULL, ngx_http_simhash_host_variable,
       0, 0, 0 },
 
+    { ngx_string("simhash_request_scheme"), NULL,
+      ngx_http_simhash_request_scheme_variable, 0, 0, 0 },
+
       ngx_http_null_variable
 };
 
@@ -2187,6 +2206,9 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->enable = NGX_CONF_UNSET;
     conf->action = NGX_CONF_UNSET_UINT;
     conf->drop_code = NGX_CONF_UNSET_UINT;
+    conf->drop_keys = NGX_CONF_UNSET_UINT;
+    conf->drop_score = NGX_CONF_UNSET_UINT;
+    conf->loop_guard = NGX_CONF_UNSET_PTR;
     conf->max_body = NGX_CONF_UNSET_SIZE;
     conf->probes = NGX_CONF_UNSET_UINT;
     conf->recall = NGX_CONF_UNSET_UINT;
@@ -2211,12 +2233,13 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_simhash_loc_conf_t *prev = parent;
     ngx_http_simhash_loc_conf_t *conf = child;
 
+    ngx_uint_t                         own_action;
     ngx_http_simhash_main_conf_t      *smcf;
     ngx_http_compile_complex_value_t   ccv;
 
     /* $simhash_host: $host with a port that is not the scheme's default */
-    static ngx_str_t  default_key =
-                          ngx_string("$scheme://$simhash_host$request_uri");
+    static ngx_str_t  default_key = ngx_string(
+                      "$simhash_request_scheme://$simhash_host$request_uri");
 
     if (conf->enable == NGX_CONF_UNSET) {
         conf->enable = prev->enable;
@@ -2228,10 +2251,25 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->enable = 0;
     }
 
+    own_action = (conf->action != NGX_CONF_UNSET_UINT);
+
     ngx_conf_merge_uint_value(conf->action, prev->action,
                               NGX_HTTP_SIMHASH_TAG);
     ngx_conf_merge_uint_value(conf->drop_code, prev->drop_code,
                               NGX_HTTP_NO_CONTENT);
+
+    /* drop's options come with the simhash_action that set them: a level
+     * with its own simhash_action has its own (or their defaults) */
+    if (!own_action) {
+        conf->drop_keys = prev->drop_keys;
+        conf->drop_score = prev->drop_score;    /* UNSET: no cap */
+    }
+
+    if (conf->drop_keys == NGX_CONF_UNSET_UINT) {
+        conf->drop_keys = NGX_HTTP_SIMHASH_DROP_KEYS_PATH;
+    }
+
+    ngx_conf_merge_ptr_value(conf->loop_guard, prev->loop_guard, NULL);
 
     if (ngx_http_merge_types(cf, &conf->types_keys, &conf->types,
                              &prev->types_keys, &prev->types,
@@ -2612,6 +2650,10 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_simhash_body_filter;
 
+    if (ngx_http_simhash_guard_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
 
     if (ngx_http_simhash_replicate_resolve(cf, smcf) != NGX_OK) {
@@ -2772,15 +2814,59 @@ ngx_http_simhash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-/* simhash_action tag | drop [CODE] */
+/*
+ * simhash_action drop's options: keys=path (the default: a duplicate is
+ * dropped only when the key it duplicates has its path: a mirror on
+ * another host, port or scheme, a session-id or tracking variant; others
+ * are tagged) or keys=any; score=S (a decimal number, in X-Simhash-Score
+ * units: also at most S).
+ */
+
+static ngx_int_t
+ngx_http_simhash_drop_option(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_str_t *v)
+{
+    ngx_int_t  n;
+
+    if (v->len == 9 && ngx_strncmp(v->data, "keys=path", 9) == 0) {
+        slcf->drop_keys = NGX_HTTP_SIMHASH_DROP_KEYS_PATH;
+        return NGX_OK;
+    }
+
+    if (v->len == 8 && ngx_strncmp(v->data, "keys=any", 8) == 0) {
+        slcf->drop_keys = NGX_HTTP_SIMHASH_DROP_KEYS_ANY;
+        return NGX_OK;
+    }
+
+    if (v->len > 6 && ngx_strncmp(v->data, "score=", 6) == 0) {
+        n = ngx_atofp(v->data + 6, v->len - 6, 4);
+
+        if (n != NGX_ERROR && n <= 1000000) {
+            /* 1/10000 -> score units (SH_SCORE_UNIT per nat), rounded */
+            slcf->drop_score = (ngx_uint_t) ((n * SH_SCORE_UNIT + 5000)
+                                             / 10000);
+            return NGX_OK;
+        }
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid drop option \"%V\": a status code, "
+                       "\"keys=path\", \"keys=any\" or \"score=NUMBER\"", v);
+
+    return NGX_ERROR;
+}
+
+
+/* simhash_action tag | drop [CODE] [keys=path|any] [score=S] */
 
 static char *
 ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
 
-    ngx_int_t   code;
-    ngx_str_t  *value;
+    ngx_int_t    code;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
 
     if (slcf->action != NGX_CONF_UNSET_UINT) {
         return "is duplicate";
@@ -2790,7 +2876,7 @@ ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (ngx_strcmp(value[1].data, "tag") == 0) {
         if (cf->args->nelts > 2) {
-            return "takes no status code with \"tag\"";
+            return "takes no status code or option with \"tag\"";
         }
 
         slcf->action = NGX_HTTP_SIMHASH_TAG;
@@ -2806,15 +2892,26 @@ ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     slcf->action = NGX_HTTP_SIMHASH_DROP;
 
-    if (cf->args->nelts > 2) {
-        code = ngx_atoi(value[2].data, value[2].len);
+    for (i = 2; i < cf->args->nelts; i++) {
+        if (value[i].len == 0 || value[i].data[0] < '0'
+            || value[i].data[0] > '9')
+        {
+            if (ngx_http_simhash_drop_option(cf, slcf, &value[i]) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        code = ngx_atoi(value[i].data, value[i].len);
 
         if (code == NGX_ERROR || code < 200 || code > 599
             || code == NGX_HTTP_PARTIAL_CONTENT
-            || code == NGX_HTTP_NOT_MODIFIED)
+            || code == NGX_HTTP_NOT_MODIFIED
+            || slcf->drop_code != NGX_CONF_UNSET_UINT)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid status code \"%V\"", &value[2]);
+                               "invalid status code \"%V\"", &value[i]);
             return NGX_CONF_ERROR;
         }
 

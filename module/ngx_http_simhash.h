@@ -168,7 +168,17 @@ typedef struct {
                                                    replicate_t * */
     size_t                       max_held;  /* bytes of held bodies a
                                                worker keeps at most */
+    ngx_array_t                  server_names;  /* the loop guard's:
+                                                   ngx_http_simhash_
+                                                   server_name_t */
 } ngx_http_simhash_main_conf_t;
+
+
+/* a server's name, kept for run time (nginx keeps only its hash) */
+typedef struct {
+    void                        *server;    /* ngx_http_core_srv_conf_t */
+    ngx_str_t                    name;      /* lowercase */
+} ngx_http_simhash_server_name_t;
 
 
 typedef struct {
@@ -216,7 +226,16 @@ typedef struct {
     ngx_str_t                    stats_zone_name;
     ngx_str_t                    stats_where;
     ngx_http_simhash_zone_t     *stats_zone;
+
+    /* ngx_http_simhash_guard.c: simhash_loop_guard URL; simhash_action
+     * drop's keys= and score= (score units; UNSET: no cap) */
+    ngx_http_complex_value_t    *loop_guard;
+    ngx_uint_t                   drop_keys;
+    ngx_uint_t                   drop_score;
 } ngx_http_simhash_loc_conf_t;
+
+#define NGX_HTTP_SIMHASH_DROP_KEYS_PATH  0
+#define NGX_HTTP_SIMHASH_DROP_KEYS_ANY   1
 
 
 extern ngx_module_t  ngx_http_simhash_module;
@@ -382,6 +401,17 @@ void ngx_http_simhash_outbox_push(ngx_http_simhash_zone_t *zone,
  * stream it names */
 void ngx_http_simhash_replicate_restore(ngx_http_simhash_zone_t *zone,
     ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log);
+
+
+/* the request side of a forward proxy: ngx_http_simhash_guard.c */
+
+char *ngx_http_simhash_loop_guard_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_simhash_guard_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_simhash_request_scheme_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+ngx_uint_t ngx_http_simhash_drop_allowed(ngx_http_simhash_loc_conf_t *slcf,
+    ngx_str_t *key, ngx_str_t *duplicate_of, uint32_t score);
 
 
 /* statistics: ngx_http_simhash_stats.c */

@@ -491,7 +491,8 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 
         v[NGX_HTTP_SIMHASH_V_SAVES] = sh->saves;
         v[NGX_HTTP_SIMHASH_V_SAVE_ERRORS] = sh->save_errors;
-        v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->last_save;
+        /* last_save also times the next periodic save: 0 until one ran */
+        v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->saves ? sh->last_save : 0;
         v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
 
         if (zone->replicate && zone->replicate->outbox) {

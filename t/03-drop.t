@@ -1,6 +1,12 @@
 #!/usr/bin/perl
-# simhash_action drop [CODE]: a duplicate's response becomes CODE with an
-# empty body, its headers kept; originals and re-fetches pass whole.
+# simhash_action drop [CODE] [keys=path|any] [score=S]: a duplicate's
+# response becomes CODE with an empty body, its headers kept but for those
+# that described the dropped body (ETag, Last-Modified); originals and
+# re-fetches pass whole.  keys=path (the default) drops only a duplicate of
+# a key with the same path (a mirror, a query or ;jsessionid variant): a
+# near-identical page under another path is a different item, tagged and
+# passed whole.  score=S also caps the score.  The locations under other
+# prefixes below use keys=any: their paths are another page's.
 
 use strict;
 use warnings;
@@ -15,6 +21,9 @@ my $t = SimhashTest->new(
         simhash crawl;
         simhash_probes 4096;
         proxy_http_version 1.1;
+        # a location's own simhash_action has its own options: keys=path
+        # below wherever a location says only "drop"
+        simhash_action drop keys=any;
 
         location / {
             simhash_action drop;
@@ -22,19 +31,36 @@ my $t = SimhashTest->new(
         }
 
         location /gone/ {
-            simhash_action drop 410;
+            simhash_action drop 410 keys=any;
             proxy_pass http://%%ORIGIN%%/;
         }
 
         location /ok/ {
-            simhash_action drop 200;
+            simhash_action drop keys=any 200;
             proxy_pass http://%%ORIGIN%%/;
         }
 
         location /gz/ {
-            simhash_action drop;
+            simhash_action drop keys=any;
             proxy_set_header Accept-Encoding gzip;
             proxy_pass http://%%ORIGIN%%/gz/;
+        }
+
+        # the key keeps ;jsessionid=..., the origin is asked without it
+        location ~ ";" {
+            simhash_action drop;
+            rewrite "^([^;]*)" $1 break;
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        location /path/ {
+            simhash_action drop;
+            proxy_pass http://%%ORIGIN%%/;
+        }
+
+        location /strict/ {
+            simhash_action drop score=0;
+            proxy_pass http://%%ORIGIN%%/;
         }
 
         location /tag/ {
@@ -63,6 +89,19 @@ like($h->{'x-simhash'} // '', qr/^[0-9a-f]{16}$/, 'duplicate: X-Simhash');
 ok(defined $h->{server}, 'other headers kept');
 is($body, '', 'duplicate: empty body');
 ok(!exists $h->{'content-length'}, '204: no Content-Length');
+ok(!exists $h->{'last-modified'}, '204: no Last-Modified');
+ok(!exists $h->{etag}, '204: no ETag');
+
+# ;jsessionid= and another query: the same path, dropped
+($status) = $t->raw_get('/sourdough.html;jsessionid=0123456789abcdef?x=2');
+is($status, 204, 'a ;jsessionid variant: dropped');
+
+# keys=path: a duplicate under another path is tagged and passes whole
+($status, $h, $body) = $t->raw_get('/path/sourdough.html');
+is($status, 200, 'keys=path, another path: not dropped');
+is($h->{'x-simhash-status'}, 'duplicate', 'keys=path, another path: tagged');
+is($body, $page, 'keys=path, another path: whole body');
+ok(exists $h->{'last-modified'}, 'keys=path: a passed page keeps its headers');
 
 # a re-fetch of the original is not dropped
 $r = $t->get('/sourdough.html');
@@ -76,7 +115,8 @@ is($status, 410, 'drop 410: status');
 is($h->{'x-simhash-status'}, 'duplicate', 'drop 410: tagged');
 is($h->{'content-length'}, '0', 'drop 410: Content-Length 0');
 ok(!exists $h->{etag}, 'drop 410: no ETag (it described the dropped body)');
-ok(exists $h->{'last-modified'}, 'drop 410: Last-Modified kept');
+ok(!exists $h->{'last-modified'},
+   'drop 410: no Last-Modified (wget would date an empty file by it)');
 is($body, '', 'drop 410: empty body');
 
 # drop 200: an empty 200
@@ -89,6 +129,11 @@ is($body, '', 'drop 200: empty body');
 ($status, $h, $body) = $t->raw_get('/gz/sourdough.html');
 is($status, 204, 'gzip duplicate: 204');
 ok(!exists $h->{'content-encoding'}, 'gzip duplicate: no Content-Encoding');
+
+# score=0: only a duplicate at score 0 (this one: the same body) and path
+($status, $h) = $t->raw_get('/strict/sourdough.html');
+is($status, 200, 'score=0 keys=path, another path: not dropped');
+is($h->{'x-simhash-score'}, '0.0000', 'at score 0');
 
 # new pages pass whole in drop mode
 $r = $t->get('/gone/council.html');

@@ -134,6 +134,12 @@ is(scalar keys %$all, 12, 'twelve zones with long names: valid JSON');
 my $p2 = $t2->get('/stats?format=prometheus')->{content};
 my @z = $p2 =~ /^simhash_snapshot_restored\{zone="(z\d+_n+)"\} 0$/mg;
 is(scalar @z, 12, 'and in Prometheus, every zone to the last metric');
+# zones with file= that never saved: no time of a last save
+my $snap = $all->{(sort keys %$all)[0]}{snapshot};
+is($snap->{saves}, 0, 'never saved: saves 0');
+is($snap->{last_save}, 0, 'never saved: last_save 0, not the start time');
+like($p2, qr/^simhash_snapshot_last_save_seconds\{zone="[^"]+"\} 0$/m,
+     'and in Prometheus');
 $t2->stop;
 $t2->check_log;
 

@@ -37,7 +37,7 @@ $t->set(proxy => <<"EOF");
         simhash crawl;
         location / { proxy_pass http://%%ORIGIN%%; }
         location /drop/ {
-            simhash_action drop;
+            simhash_action drop keys=any;   # another path: any key
             proxy_pass http://%%ORIGIN%%/;
         }
         location /small/ {

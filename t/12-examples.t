@@ -2,7 +2,12 @@
 # Every file of conf-examples/ passes nginx -t, alone and all together
 # (paths under /var are moved into the test prefix, and each listening
 # port to a free loopback port: nginx -t binds them, and only root may bind
-# port 80, which may be taken anyway).
+# port 80, which may be taken anyway; the resolver file is the one
+# tools/resolver-conf.sh writes, as the package's postinst does).  Then
+# wget crawls a small site through each forward proxy of the examples as
+# shipped: every page arrives tagged; in drop mode the session-id copy is
+# dropped and a page with another path is not; a root-relative request to
+# the proxy itself is refused with 508.
 
 use strict;
 use warnings;
@@ -30,10 +35,22 @@ for my $e (@examples) {
     my $c = $t->read_file("$dir/$e");
     $c =~ s{/var/log/nginx/}{$p/logs/}g;
     $c =~ s{/var/lib/nginx/simhash/}{$p/data/}g;
+    $c =~ s{/etc/nginx/simhash-resolver\.conf}{$p/conf/resolver.conf}g;
     $c =~ s{^(\s*listen\s+)(?:[\d.]+:)?(\d+)\b}
            {$1 . '127.0.0.1:' . ($port{$2} //= SimhashTest::free_port())}mge;
     $t->write_file("conf/$e", $c);
 }
+
+# nothing answers on 127.0.0.1:53 here; the crawl names hosts by address
+# the source tree's script, else the one the package installed
+my $resolver_conf = -x "$FindBin::Bin/../tools/resolver-conf.sh"
+    ? "$FindBin::Bin/../tools/resolver-conf.sh"
+    : '/usr/share/libnginx-mod-http-simhash/resolver-conf.sh';
+$t->write_file('conf/resolver.conf',
+               scalar `$resolver_conf /dev/null`);
+like(scalar $t->read_file('conf/resolver.conf'), qr/^resolver 127\.0\.0\.1 /m,
+     'resolver-conf.sh: a resolver line');
+mkdir "$p/data";
 
 my $run = sub {
     my (@files) = @_;
@@ -65,5 +82,53 @@ for my $e (@examples) {
 
 my ($rc, $out) = $run->(@examples);
 is($rc, 0, 'all examples together: nginx -t passes') or diag($out);
+
+# ---- a real crawl through each forward proxy ---------------------------
+
+SKIP: {
+    skip 'no wget', 1 if system('wget --version >/dev/null 2>&1') != 0;
+
+    # the examples, with the test's origin in the same nginx
+    my $o = SimhashTest->new(http => join('', map {
+        "    include $p/conf/$_;\n" } grep { !/^(stats-|reverse-)/ } @examples));
+    my @pages = $o->random_pages(5, 160, 1212);
+    my $links = join '', map { qq{<p><a href="p$_.html">$_</a></p>} } 1 .. 4;
+    $links .= qq{<p><a href="p1.html?sessionid=0123456789abcdef">s</a></p>}
+            . qq{<p><a href="copy/p2.html">c</a></p>};
+    (my $index = $pages[0]) =~ s{</body>}{$links</body>};
+    $o->write_file('html/site/index.html', $index);
+    $o->write_file("html/site/p$_.html", $pages[$_]) for 1 .. 4;
+    $o->write_file('html/site/copy/p2.html', $pages[2]);
+    $o->start;
+    my $origin = $o->origin;
+
+    for my $e (qw(forward-proxy.conf drop.conf persistence.conf tier.conf)) {
+        my $port = { 'forward-proxy.conf' => 3128, 'drop.conf' => 3129,
+                     'persistence.conf' => 3130, 'tier.conf' => 3131 }->{$e};
+        my $proxy = $port{$port};
+        my $dir = "$p/wget-$e";
+        my $log = `cd $p && http_proxy=http://127.0.0.1:$proxy \\
+            wget -S -r -l 2 -np -nH -P $dir \\
+            http://$origin/site/index.html 2>&1`;
+        my @st = $log =~ /X-Simhash-Status: (\w+)/g;
+        my %n;
+        $n{$_}++ for @st;
+        cmp_ok(scalar @st, '>=', 7, "$e: wget gets every page tagged")
+            or diag($log);
+        ok(-s "$dir/site/p4.html", "$e: a page arrived whole");
+        if ($e eq 'drop.conf') {
+            like($log, qr{sessionid=0123456789abcdef.*?HTTP/1\.1 204}s,
+                 "$e: the session-id copy is dropped");
+            ok(-s "$dir/site/copy/p2.html",
+               "$e: the copy under another path is not") or diag($log);
+            unlike($log, qr/utime|Last-modified header/i,
+                   "$e: no Last-Modified on a drop for wget to apply");
+        }
+        my ($st) = $o->raw_get('/site/p1.html', _port => $proxy,
+                               Host => "127.0.0.1:$proxy");
+        is($st, 508, "$e: a root-relative request to the proxy: 508");
+    }
+    $o->stop;
+}
 
 done_testing;

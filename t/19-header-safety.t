@@ -44,7 +44,7 @@ EOF
         }
         location /x/ {
             simhash_key $scheme://$host$uri;
-            simhash_action drop;
+            simhash_action drop keys=any;   # another path: any key
             proxy_pass http://%%ORIGIN%%;
         }
         location / {

@@ -183,9 +183,11 @@ install)
         apt-get install -y -q ./libnginx-mod-http-simhash_*.deb
     check "apt-get install ./simhash-tools_*.deb" \
         apt-get install -y -q ./simhash-tools_*.deb
-    # for t/ (Test::More, HTTP::Tiny, JSON::PP); not needed by the package
-    check "apt-get install perl (for t/)" \
-        apt-get install -y -q --no-install-recommends perl
+    # for t/ (Test::More, HTTP::Tiny, JSON::PP) and the crawls through the
+    # examples (wget; openssl for t/26-https.t's CA); not needed by the
+    # package
+    check "apt-get install perl wget openssl (for t/ and the crawls)" \
+        apt-get install -y -q --no-install-recommends perl wget openssl
     ;;
 
 checks)
@@ -242,6 +244,30 @@ EOF
     r=$(get 9145 localhost '/simhash?format=prometheus')
     check "statistics (Prometheus)" \
         grep -q '^simhash_entries{zone="site"} 1$' <<<"$r"
+
+    # every forward proxy of the examples, as shipped: a wget crawl of the
+    # origin (index -> a, copy: the copy is another path, so even drop
+    # mode passes it), and a request naming the proxy refused
+    check "postinst wrote /etc/nginx/simhash-resolver.conf" \
+        grep -q '^resolver ' /etc/nginx/simhash-resolver.conf
+    printf '<html><body><p>%s</p><a href="a.html">a</a> <a href="/copy.html">c</a></body></html>\n' \
+        "$(sed 's/<[^>]*>//g' /root/page.html | tr -s ' \n' ' ' | cut -c1-2000)" \
+        > /srv/site/index.html
+    chmod a+r /srv/site/index.html
+    for port in 3128 3129 3130 3131; do
+        # (wget's exit status counts the page's dead links: not ours)
+        check "wget -r through the example on :$port: every page" \
+            sh -c "cd /tmp; http_proxy=http://127.0.0.1:$port wget -q -r -l 2 \
+                   -P /tmp/crawl-$port http://127.0.0.1:8080/index.html;
+                   test -s /tmp/crawl-$port/127.0.0.1:8080/a.html &&
+                   test -s /tmp/crawl-$port/127.0.0.1:8080/copy.html"
+        r=$(get $port 127.0.0.1:$port /a.html)
+        check "a request naming the proxy on :$port: 508, no loop" \
+            grep -q '^HTTP/1.1 508 ' <<<"$r"
+    done
+    r=$(get 3127 127.0.0.1:3127 /simhash-stats)
+    check "forward-proxy.conf: the counters on its own port 3127" \
+        grep -q '"crawl":{' <<<"$r"
     check "nginx stops" nginx -s quit
     for _ in $(seq 50); do [ -e /run/nginx.pid ] || break; sleep 0.1; done
     check "error.log has no [alert], [crit], [emerg]" \

@@ -9,8 +9,10 @@
  *
  * `check` and `dump` also read the snapshots the nginx module writes, whose
  * user section holds the keys (URLs) as records (sh_keyrec.h), and say what
- * a damaged one has lost.  A key counts only when its fingerprint is the one
- * the index has for its ref.
+ * a damaged one has lost; `query` and `stats` read them whole, the keys
+ * standing for the paths (which stored URL does this page duplicate?).  A
+ * key counts only when its fingerprint is the one the index has for its
+ * ref.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,7 @@ typedef struct {
     const char     *str;
     uint32_t        count;
     size_t          slen;
+    void           *own;    /* built from a module's keys: free it */
 } paths_t;
 
 static int
@@ -257,6 +260,65 @@ done:
 
 /* ---- load helper for query and stats ---- */
 
+/*
+ * The module's key records as a path table: the key of each ref whose
+ * fingerprint is the one the index holds (a record left from an older
+ * version of the document is not its key).  -1: malformed records, keys
+ * too long for 32-bit offsets, or no memory.
+ */
+static int
+paths_from_keys(paths_t *p, sh_index_t *ix, const char *kind,
+                const void *user, size_t ulen)
+{
+    sh_keyrec_reader_t rd;
+    sh_keyrec_t        rec;
+    uint64_t           have;
+    uint32_t           count = 0, *off, i;
+    size_t             slen = 0, at = 0;
+    char              *buf, *str, err[256];
+    int                rc;
+
+    if (sh_keyrec_open(&rd, kind, user, ulen) != 0) {
+        return -1;
+    }
+    while ((rc = sh_keyrec_next(&rd, &rec, err, sizeof(err))) == 1) {
+        if (rec.type == SH_KEYREC_DOC) {
+            count = rec.ref >= count ? rec.ref + 1 : count;
+            slen += (size_t) rec.len + 1;
+        }
+    }
+    if (rc != 0 || slen >= UINT32_MAX) {
+        return -1;
+    }
+    buf = malloc((size_t) count * 4 + slen + 1);
+    if (buf == NULL) {
+        return -1;
+    }
+    off = (uint32_t *) (void *) buf;
+    str = buf + (size_t) count * 4;
+    for (i = 0; i < count; i++) {
+        off[i] = UINT32_MAX;
+    }
+    (void) sh_keyrec_open(&rd, kind, user, ulen);
+    while (sh_keyrec_next(&rd, &rec, err, sizeof(err)) == 1) {
+        if (rec.type != SH_KEYREC_DOC || off[rec.ref] != UINT32_MAX
+            || sh_index_get(ix, rec.ref, &have) != 0 || have != rec.hash)
+        {
+            continue;
+        }
+        memcpy(str + at, rec.data, rec.len);
+        str[at + rec.len] = '\0';
+        off[rec.ref] = (uint32_t) at;
+        at += (size_t) rec.len + 1;
+    }
+    p->off = off;
+    p->str = str;
+    p->count = count;
+    p->slen = at;
+    p->own = buf;
+    return 0;
+}
+
 static sh_index_t *
 load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
 {
@@ -266,6 +328,7 @@ load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
     sh_index_t        *ix;
     sh_snapshot_info_t info;
 
+    p->own = NULL;
     if (sh_snapshot_load(file, digest, mem, &rsize, &user, &ulen, &info,
                          err, sizeof(err)) != 0) {
         cli_error("%s", err);
@@ -277,19 +340,35 @@ load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
                   info.region_ok ? "the region is intact" : info.region_err,
                   info.damaged, info.blocks);
         free(*mem);
+        *mem = NULL;
         return NULL;
     }
     ix = sh_index_attach(*mem, rsize, err, sizeof(err));
     if (ix == NULL) {
         cli_error("%s: %s", file, err);
         free(*mem);
+        *mem = NULL;
         return NULL;
+    }
+    p->own = NULL;
+    if (strcmp(info.kind, SH_KEYREC_KIND) == 0
+        || strcmp(info.kind, SH_KEYREC_KIND_V2) == 0)
+    {
+        if (paths_from_keys(p, ix, info.kind, user, ulen) != 0) {
+            cli_error("%s: the module's key records are malformed "
+                      "(`simhash index check` says more)", file);
+            free(*mem);
+        *mem = NULL;
+            return NULL;
+        }
+        return ix;
     }
     if (strcmp(info.kind, PATHS_KIND) != 0 || paths_parse(p, user, ulen) != 0)
     {
-        cli_error("%s: not built by `simhash index build` (no path table)",
-                  file);
+        cli_error("%s: neither `simhash index build`'s nor the nginx "
+                  "module's (no path table, no keys)", file);
         free(*mem);
+        *mem = NULL;
         return NULL;
     }
     return ix;
@@ -317,6 +396,7 @@ index_query(int argc, char **argv)
     cli_extract_init(&x);
     cli_match_init(&mt);
     sh_lookup_opts_init(&o);
+    memset(&p, 0, sizeof(p));
     o.mode = SH_MATCH_ALL;
     pages = calloc((size_t) argc, sizeof(char *));
     m = malloc(4096 * sizeof(sh_match_t));
@@ -424,6 +504,7 @@ index_query(int argc, char **argv)
 done2:
     rc = 2;
 done:
+    free(p.own);
     free(mem);
     free(pages);
     free(m);
@@ -459,6 +540,7 @@ index_stats(int argc, char **argv)
            (double) st.fingerprint_bytes / st.capacity, st.document_bytes,
            st.region_bytes,
            (unsigned long long) sh_index_seed_digest(ix));
+    free(p.own);
     free(mem);
     return 0;
 }

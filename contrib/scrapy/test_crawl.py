@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Crawls one site through the simhash gateway with simhash_gateway.py:
+every link on the start URL's host is followed; one JSON line per response
+(url, status, simhash_status, duplicate_of) goes to --out.  Used by
+t/26-https.t; also a small example of a spider using the middleware.
+
+usage: test_crawl.py --start https://host/ --gateway http://proxy:3127
+                     --out FILE
+"""
+
+import argparse
+import json
+import os
+import sys
+from urllib.parse import urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import scrapy                                   # noqa: E402
+from scrapy.crawler import CrawlerProcess      # noqa: E402
+
+
+class SiteSpider(scrapy.Spider):
+    name = "site"
+
+    def __init__(self, start, out, **kw):
+        super().__init__(**kw)
+        self.start_urls = [start]
+        self.host = urlsplit(start).netloc
+        self.out = open(out, "w")
+
+    def parse(self, response):
+        s = response.meta.get("simhash", {})
+        self.out.write(json.dumps({
+            "url": response.url, "status": response.status,
+            "simhash_status": s.get("status", ""),
+            "duplicate_of": s.get("duplicate_of", ""),
+            "download_slot": response.meta.get("download_slot", ""),
+        }) + "\n")
+        self.out.flush()
+        for href in response.css("a::attr(href)").getall():
+            url = response.urljoin(href)
+            if urlsplit(url).netloc == self.host:
+                yield scrapy.Request(url, callback=self.parse)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--start", required=True)
+    ap.add_argument("--gateway", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    process = CrawlerProcess(settings={
+        "SIMHASH_GATEWAY": a.gateway,
+        "DOWNLOADER_MIDDLEWARES": {
+            "simhash_gateway.SimhashGatewayMiddleware": 950,
+        },
+        "ROBOTSTXT_OBEY": False,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+        "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7",
+    })
+    process.crawl(SiteSpider, start=a.start, out=a.out)
+    process.start()
+
+
+if __name__ == "__main__":
+    main()
