@@ -1493,6 +1493,18 @@ sh_budget_sync(sh_budget_t *b, const char *element)
     text_again(b);
 }
 
+const char *
+sh_budget_raw_element(const sh_budget_t *b)
+{
+    switch (b->raw) {
+    case KIND_SCRIPT:
+        return "script";
+    case KIND_STYLE:
+        return "style";
+    default:
+        return NULL;
+    }
+}
 
 /* ---- what the parser reports ------------------------------------------ */
 

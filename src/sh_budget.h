@@ -148,6 +148,10 @@ size_t sh_budget_scan(sh_budget_t *b, const char *p, size_t n);
  */
 void sh_budget_sync(sh_budget_t *b, const char *element);
 
+/* "script" or "style" while the scanner is in that element's text, else
+ * NULL. */
+const char *sh_budget_raw_element(const sh_budget_t *b);
+
 /* A walk of the parser's stack of open elements, `depth` deep. */
 typedef enum {
     SH_BUDGET_WALK_NONE = 0,

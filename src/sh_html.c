@@ -12,6 +12,22 @@
 
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
+#include <libxml/xmlversion.h>
+
+/* The oldest libxml2 whose HTML parser this file was written for. */
+#if LIBXML_VERSION < 20900
+#error "libxml2 2.9 or later is needed"
+#endif
+
+/*
+ * libxml2 2.12 made the error a structured handler receives const; its
+ * fields are read only here.
+ */
+#if LIBXML_VERSION >= 21200
+typedef const xmlError *sh_xml_error_t;
+#else
+typedef xmlErrorPtr     sh_xml_error_t;
+#endif
 
 #include "sh_block.h"
 #include "sh_budget.h"
@@ -60,6 +76,10 @@ struct sh_html_s {
     char             *hold;
     size_t            nhold;
     size_t            hold_size;
+
+    /* The scanner's model of 2.9.14 drives the parser (sh_libxml_modelled);
+     * else the page is held whole and parsed in one piece at the end. */
+    int               modelled;
 
     /* Content tracking, when on. */
     int               content;
@@ -336,7 +356,7 @@ on_end(void *ctx, const xmlChar *name)
 }
 
 static void
-on_error(void *ctx, xmlErrorPtr err)
+on_error(void *ctx, sh_xml_error_t err)
 {
     sh_html_t *h = ctx;
 
@@ -370,6 +390,7 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
     h->text = text;
     h->block_end = block_end;
     h->arg = arg;
+    h->modelled = sh_libxml_modelled(NULL);
     sh_budget_init(&h->budget);
 
     memset(&sax, 0, sizeof(sax));
@@ -394,15 +415,42 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
 }
 
 /*
- * Hand the parser p[0..len), which ends where sh_budget allows.
- * libxml2's HTML push parser keeps consumed input in its buffer: drop it,
- * so memory follows the unparsed remainder, not the page.
+ * libxml2 2.9's HTML push parser keeps consumed input in its buffer: drop
+ * it, so memory follows the unparsed remainder, not the page.  Only under
+ * the model (sh_html.h): it leans on 2.9's meaning of checkIndex, and
+ * xmlParserInputShrink is deprecated from 2.11 (later versions shrink by
+ * themselves; there the page is parsed in one piece anyway).
  */
+static void
+shrink_input(sh_html_t *h)
+{
+#if LIBXML_VERSION < 21100
+    xmlParserInputPtr in = h->ctxt->input;
+    ptrdiff_t         before;
+
+    if (in != NULL && in->buf != NULL && in->cur - in->base > 65536) {
+        /*
+         * The shrink moves the unparsed bytes down, but not where a
+         * failed look-ahead left off (checkIndex, an offset from the
+         * buffer's start): it would skip as many bytes of the next
+         * piece, and miss a '<' there.
+         */
+        before = in->cur - in->base;
+        xmlParserInputShrink(in);
+        before -= in->cur - in->base;
+        if (h->ctxt->checkIndex >= before) {
+            h->ctxt->checkIndex -= before;
+        } else {
+            h->ctxt->checkIndex = 0;
+        }
+    }
+#endif
+}
+
+/* Hand the parser p[0..len), which ends where sh_budget allows. */
 static void
 parse_piece(sh_html_t *h, const char *p, size_t len)
 {
-    xmlParserInputPtr in;
-    ptrdiff_t         before;
     size_t            n;
 
     while (len > 0 && !h->stopped && !h->ended && !h->failed) {
@@ -420,22 +468,8 @@ parse_piece(sh_html_t *h, const char *p, size_t len)
             h->ended = 1;
             break;
         }
-        in = h->ctxt->input;
-        if (in != NULL && in->buf != NULL && in->cur - in->base > 65536) {
-            /*
-             * The shrink moves the unparsed bytes down, but not where a
-             * failed look-ahead left off (checkIndex, an offset from the
-             * buffer's start): it would skip as many bytes of the next
-             * piece, and miss a '<' there.
-             */
-            before = in->cur - in->base;
-            xmlParserInputShrink(in);
-            before -= in->cur - in->base;
-            if (h->ctxt->checkIndex >= before) {
-                h->ctxt->checkIndex -= before;
-            } else {
-                h->ctxt->checkIndex = 0;
-            }
+        if (h->modelled) {
+            shrink_input(h);
         }
     }
 }
@@ -479,7 +513,7 @@ give(sh_html_t *h, const char *p, size_t len)
 {
     size_t first = h->budget.safe_first, last = h->budget.safe_last, n;
 
-    if (last == SH_BUDGET_NONE) {
+    if (!h->modelled || last == SH_BUDGET_NONE) {
         hold(h, p, len);
         return;
     }
@@ -513,11 +547,33 @@ skippable(sh_html_t *h)
     xmlParserInputPtr in = h->ctxt->input;
     const xmlChar    *name = h->ctxt->name;
 
-    return h->budget.raw_text && h->skip > 0 && h->nhold == 0 && !h->ended
+    return h->modelled && h->budget.raw_text && h->skip > 0 && h->nhold == 0 && !h->ended
            && in != NULL && in->cur == in->end
            && h->ctxt->instate == XML_PARSER_CONTENT && name != NULL
            && (xmlStrEqual(name, BAD_CAST "script")
                || xmlStrEqual(name, BAD_CAST "style"));
+}
+
+/*
+ * An end tag in script or style text that names another element: under
+ * the model the parser has parsed it; is it still in the script?  Without
+ * the model the parser has seen nothing yet: the text goes on, as HTML5
+ * says (only </script> ends a script), and the scanner keeps charging it
+ * as text.
+ */
+static void
+sync_scanner(sh_html_t *h)
+{
+    const char *element;
+
+    if (!h->modelled) {
+        element = sh_budget_raw_element(&h->budget);
+    } else if (h->ended || h->ctxt->name == NULL) {
+        element = NULL;
+    } else {
+        element = (const char *) h->ctxt->name;
+    }
+    sh_budget_sync(&h->budget, element);
 }
 
 int
@@ -535,11 +591,7 @@ sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
         utf8 += n;
         len -= n;
         if (h->budget.sync) {
-            /* An end tag in script text: the parser has parsed it; is it
-             * still in the script? */
-            sh_budget_sync(&h->budget, h->ended || h->ctxt->name == NULL
-                                       ? NULL
-                                       : (const char *) h->ctxt->name);
+            sync_scanner(h);
         }
         if (h->budget.verdict != SH_BUDGET_OK) {
             h->stopped = 1;
@@ -613,4 +665,75 @@ sh_html_free(sh_html_t *h)
     }
     free(h->hold);
     free(h);
+}
+
+/* ---- the libxml2 behaviour class (sh_html.h) ----------------------------- */
+
+sh_libxml_class_t
+sh_libxml_class_of(long version)
+{
+    if (version < 20900) {
+        return SH_LIBXML_UNKNOWN;
+    }
+    if (version < 21000) {
+        return SH_LIBXML_29;
+    }
+    if (version < 21400) {
+        return SH_LIBXML_210;
+    }
+    return SH_LIBXML_HTML5;
+}
+
+sh_libxml_class_t
+sh_libxml_class_built(void)
+{
+    return sh_libxml_class_of(LIBXML_VERSION);
+}
+
+/* xmlParserVersion is the loaded library's, e.g. "21504". */
+sh_libxml_class_t
+sh_libxml_class_running(void)
+{
+    return sh_libxml_class_of(strtol(xmlParserVersion, NULL, 10));
+}
+
+sh_libxml_class_t
+sh_libxml_class(void)
+{
+    return sh_libxml_class_running();
+}
+
+const char *
+sh_libxml_class_name(sh_libxml_class_t c)
+{
+    switch (c) {
+    case SH_LIBXML_29:
+        return "2.9";
+    case SH_LIBXML_210:
+        return "2.10-2.13";
+    case SH_LIBXML_HTML5:
+        return "2.14+";
+    default:
+        return "unknown";
+    }
+}
+
+int
+sh_libxml_modelled(const char **why)
+{
+    const char *w = NULL;
+
+    if (sh_libxml_class_built() != SH_LIBXML_MODELLED) {
+        w = "built with libxml2 " LIBXML_DOTTED_VERSION ", not 2.9: the"
+            " markup scanner's model of 2.9.14 is off, pages are parsed"
+            " whole under its caps";
+    } else if (sh_libxml_class_running() != SH_LIBXML_MODELLED) {
+        w = "built with libxml2 2.9 but running with another version"
+            " (xmlParserVersion): the markup scanner's model of 2.9.14"
+            " is off, pages are parsed whole under its caps";
+    }
+    if (why != NULL) {
+        *why = w;
+    }
+    return w == NULL;
 }
