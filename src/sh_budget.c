@@ -280,6 +280,8 @@ sh_budget_why_name(sh_budget_why_t why)
         return "ambiguous";
     case SH_BUDGET_WHY_RUN:
         return "run";
+    case SH_BUDGET_WHY_CPU:
+        return "cpu";
     default:
         return "none";
     }
@@ -1491,6 +1493,15 @@ sh_budget_sync(sh_budget_t *b, const char *element)
         b->raw = KIND_OTHER;
     }
     text_again(b);
+}
+
+void
+sh_budget_cpu_over(sh_budget_t *b)
+{
+    if (b->verdict == SH_BUDGET_OK) {
+        b->verdict = SH_BUDGET_EXCEEDED;
+        b->why = SH_BUDGET_WHY_CPU;
+    }
 }
 
 const char *

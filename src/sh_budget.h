@@ -74,8 +74,21 @@ typedef enum {
     SH_BUDGET_WHY_NAMES,    /* too many distinct names */
     SH_BUDGET_WHY_AMBIGUOUS,/* an end tag in script text, while the parser
                                cannot yet say whether it ends the script */
-    SH_BUDGET_WHY_RUN       /* a construct or text run over SH_PENDING_MAX */
+    SH_BUDGET_WHY_RUN,      /* a construct or text run over SH_PENDING_MAX */
+    SH_BUDGET_WHY_CPU       /* the CPU-time backstop (below) */
 } sh_budget_why_t;
+
+/*
+ * The CPU-time backstop: a page whose parse has taken more of its
+ * thread's CPU time than SH_BUDGET_CPU_FIXED_NS plus SH_BUDGET_CPU_NS_PER_BYTE
+ * per byte handed to the parser is stopped (SH_BUDGET_WHY_CPU, logged and
+ * counted as over budget).  A backstop only, for what the caps miss (a
+ * libxml2 the scanner does not model, sh_html.h): set some 50 times above
+ * the slowest real page, so that it never decides a real page's fate
+ * whatever the machine's load.
+ */
+#define SH_BUDGET_CPU_FIXED_NS      (500ull * 1000 * 1000)
+#define SH_BUDGET_CPU_NS_PER_BYTE   1000
 
 typedef struct {
     /* The scanner (sh_budget.c), between calls. */
@@ -147,6 +160,9 @@ size_t sh_budget_scan(sh_budget_t *b, const char *p, size_t n);
  * (its name, or NULL).
  */
 void sh_budget_sync(sh_budget_t *b, const char *element);
+
+/* The CPU-time backstop fired: the page is over its budget (why: cpu). */
+void sh_budget_cpu_over(sh_budget_t *b);
 
 /* "script" or "style" while the scanner is in that element's text, else
  * NULL. */

@@ -7,8 +7,10 @@
  * them (malformed HTML is the norm, not an event).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
@@ -62,6 +64,7 @@ struct sh_html_s {
     int               failed;       /* out of memory */
     int               stopped;      /* over budget, or too large */
     int               ended;        /* the parser is past </html> */
+    uint32_t          open;         /* open elements, as reported */
 
     /* Element names are interned in the parser's dictionary, so one name
      * is always the same pointer: remember each pointer's class. */
@@ -81,6 +84,11 @@ struct sh_html_s {
      * else the page is held whole and parsed in one piece at the end. */
     int               modelled;
 
+    /* The CPU-time backstop (sh_budget.h): the thread's CPU time when the
+     * parser was first handed input, and callbacks since the last look. */
+    uint64_t          cpu_start;
+    unsigned          calls;
+
     /* Content tracking, when on. */
     int               content;
     uint32_t          depth;        /* open elements */
@@ -88,6 +96,27 @@ struct sh_html_s {
     unsigned          has_main;     /* a MAIN zone was opened */
     mark_t            marks[MARKS_MAX];
 };
+
+/*
+ * The parser's state, read under the model only: from 2.14 the context's
+ * instate, name and nameNr are deprecated members, and what they mean
+ * follows the new tokenizer.  Built with 2.14 or later, the model is
+ * never on (sh_libxml_modelled), and these say "nothing known".
+ */
+#if LIBXML_VERSION < 21400
+#define PARSER_STATE(h, field, other)  ((h)->ctxt->field)
+#else
+#define PARSER_STATE(h, field, other)  (other)
+#endif
+
+/* Past </html>, or stopped: under the model, nothing more counts. */
+static int
+parser_done(const sh_html_t *h)
+{
+    int st = PARSER_STATE(h, instate, XML_PARSER_START);
+
+    return st == XML_PARSER_EPILOG || st == XML_PARSER_EOF;
+}
 
 static int
 eq(const char *a, const char *b)
@@ -197,15 +226,57 @@ end_block(sh_html_t *h)
  * walk of its stack of open elements, the names in its dictionary.  Over
  * budget, it stops at once and nothing more of the page is read.
  */
+static uint64_t
+thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+        return 0;
+    }
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/*
+ * The backstop: has the parse taken more CPU time than any real page
+ * would, many times over?  Looked at once every CPU_CALLS callbacks and
+ * after every piece parsed: a clock read costs a system call.
+ */
+#define CPU_CALLS  4096
+
+static int
+over_cpu(sh_html_t *h)
+{
+    uint64_t limit;
+
+    if (h->cpu_start == 0) {
+        return 0;
+    }
+    limit = SH_BUDGET_CPU_FIXED_NS + SH_BUDGET_CPU_NS_PER_BYTE * h->fed;
+    if (thread_cpu_ns() - h->cpu_start <= limit) {
+        return 0;
+    }
+    sh_budget_cpu_over(&h->budget);
+    h->stopped = 1;
+    xmlStopParser(h->ctxt);
+    return 1;
+}
+
 static int
 over_budget(sh_html_t *h, int error, sh_budget_walk_t walk)
 {
     xmlParserInputPtr in = h->ctxt->input;
     uint64_t          pos;
-    size_t            names = (size_t) xmlDictSize(h->ctxt->dict);
+    size_t            depth, names = (size_t) xmlDictSize(h->ctxt->dict);
 
     if (h->stopped) {
         return 1;
+    }
+    if (++h->calls == CPU_CALLS) {
+        h->calls = 0;
+        if (over_cpu(h)) {
+            return 1;
+        }
     }
     if (!error && walk == SH_BUDGET_WALK_NONE
         && names <= SH_BUDGET_NAMES_MAX)
@@ -213,8 +284,8 @@ over_budget(sh_html_t *h, int error, sh_budget_walk_t walk)
         return 0;                   /* the common case: nothing to charge */
     }
     pos = h->fed - (uint64_t) (in->end - in->cur);
-    if (sh_budget_parser(&h->budget, pos, error, walk,
-                         (size_t) h->ctxt->nameNr, names) != 0)
+    depth = (size_t) PARSER_STATE(h, nameNr, h->open);
+    if (sh_budget_parser(&h->budget, pos, error, walk, depth, names) != 0)
     {
         h->stopped = 1;
         xmlStopParser(h->ctxt);
@@ -239,7 +310,7 @@ on_characters(void *ctx, const xmlChar *ch, int n)
      * got through depended on the chunking.  None does now: the page ends
      * at </html>, whatever the chunking (found by fuzz/fuzz_doc.c).
      */
-    if (h->ctxt->instate == XML_PARSER_EPILOG) {
+    if (PARSER_STATE(h, instate, XML_PARSER_CONTENT) == XML_PARSER_EPILOG) {
         return;
     }
     if (h->skip == 0 && !h->failed
@@ -319,6 +390,7 @@ on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
     {
         return;
     }
+    h->open++;
     cls = element_class(h, name);
 
     /* The block ends before any zone change. */
@@ -342,6 +414,7 @@ on_end(void *ctx, const xmlChar *name)
     if (over_budget(h, 0, SH_BUDGET_WALK_NONE)) {
         return;
     }
+    h->open -= h->open > 0;
     cls = element_class(h, name);
 
     if (cls == EL_BLOCK) {
@@ -453,16 +526,20 @@ parse_piece(sh_html_t *h, const char *p, size_t len)
 {
     size_t            n;
 
+    if (len > 0 && h->cpu_start == 0) {
+        h->cpu_start = thread_cpu_ns();
+    }
     while (len > 0 && !h->stopped && !h->ended && !h->failed) {
         n = len > (1u << 30) ? (1u << 30) : len;
         h->fed += n;
         htmlParseChunk(h->ctxt, p, (int) n, 0);
+        if (over_cpu(h)) {
+            break;
+        }
         p += n;
         len -= n;
 
-        if (h->ctxt->instate == XML_PARSER_EPILOG
-            || h->ctxt->instate == XML_PARSER_EOF)
-        {
+        if (parser_done(h)) {
             /* After </html> nothing counts (see on_characters), and the
              * parser reads one run of its epilogue per chunk: stop. */
             h->ended = 1;
@@ -545,11 +622,12 @@ static int
 skippable(sh_html_t *h)
 {
     xmlParserInputPtr in = h->ctxt->input;
-    const xmlChar    *name = h->ctxt->name;
+    const xmlChar    *name = PARSER_STATE(h, name, NULL);
 
     return h->modelled && h->budget.raw_text && h->skip > 0 && h->nhold == 0 && !h->ended
            && in != NULL && in->cur == in->end
-           && h->ctxt->instate == XML_PARSER_CONTENT && name != NULL
+           && PARSER_STATE(h, instate, XML_PARSER_START) == XML_PARSER_CONTENT
+           && name != NULL
            && (xmlStrEqual(name, BAD_CAST "script")
                || xmlStrEqual(name, BAD_CAST "style"));
 }
@@ -568,10 +646,10 @@ sync_scanner(sh_html_t *h)
 
     if (!h->modelled) {
         element = sh_budget_raw_element(&h->budget);
-    } else if (h->ended || h->ctxt->name == NULL) {
+    } else if (h->ended) {
         element = NULL;
     } else {
-        element = (const char *) h->ctxt->name;
+        element = (const char *) PARSER_STATE(h, name, NULL);
     }
     sh_budget_sync(&h->budget, element);
 }
@@ -718,22 +796,38 @@ sh_libxml_class_name(sh_libxml_class_t c)
     }
 }
 
+/* The loaded library's version, dotted: "21504" -> "2.15.4". */
+static void
+running_version(char *buf, size_t size)
+{
+    long v = strtol(xmlParserVersion, NULL, 10);
+
+    snprintf(buf, size, "%ld.%ld.%ld", v / 10000, v / 100 % 100, v % 100);
+}
+
 int
 sh_libxml_modelled(const char **why)
 {
-    const char *w = NULL;
+    static char msg[256];
+    char        run[32];
+    int         modelled;
 
-    if (sh_libxml_class_built() != SH_LIBXML_MODELLED) {
-        w = "built with libxml2 " LIBXML_DOTTED_VERSION ", not 2.9: the"
-            " markup scanner's model of 2.9.14 is off, pages are parsed"
-            " whole under its caps";
-    } else if (sh_libxml_class_running() != SH_LIBXML_MODELLED) {
-        w = "built with libxml2 2.9 but running with another version"
-            " (xmlParserVersion): the markup scanner's model of 2.9.14"
-            " is off, pages are parsed whole under its caps";
+    modelled = sh_libxml_class_built() == SH_LIBXML_MODELLED
+               && sh_libxml_class_running() == SH_LIBXML_MODELLED;
+    if (why == NULL) {
+        return modelled;
     }
-    if (why != NULL) {
-        *why = w;
+    *why = NULL;
+    if (!modelled) {
+        running_version(run, sizeof(run));
+        snprintf(msg, sizeof(msg),
+                 "built with libxml2 " LIBXML_DOTTED_VERSION " (class %s),"
+                 " running with %s (class %s): the markup scanner models"
+                 " 2.9.14 only, so each page is parsed whole, under the"
+                 " scanner's caps",
+                 sh_libxml_class_name(sh_libxml_class_built()), run,
+                 sh_libxml_class_name(sh_libxml_class_running()));
+        *why = msg;
     }
-    return w == NULL;
+    return modelled;
 }
