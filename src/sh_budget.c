@@ -282,6 +282,8 @@ sh_budget_why_name(sh_budget_why_t why)
         return "run";
     case SH_BUDGET_WHY_CPU:
         return "cpu";
+    case SH_BUDGET_WHY_DEPTH:
+        return "depth";
     default:
         return "none";
     }
@@ -1496,11 +1498,11 @@ sh_budget_sync(sh_budget_t *b, const char *element)
 }
 
 void
-sh_budget_cpu_over(sh_budget_t *b)
+sh_budget_over(sh_budget_t *b, sh_budget_why_t why)
 {
     if (b->verdict == SH_BUDGET_OK) {
         b->verdict = SH_BUDGET_EXCEEDED;
-        b->why = SH_BUDGET_WHY_CPU;
+        b->why = why;
     }
 }
 

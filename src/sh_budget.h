@@ -75,8 +75,19 @@ typedef enum {
     SH_BUDGET_WHY_AMBIGUOUS,/* an end tag in script text, while the parser
                                cannot yet say whether it ends the script */
     SH_BUDGET_WHY_RUN,      /* a construct or text run over SH_PENDING_MAX */
-    SH_BUDGET_WHY_CPU       /* the CPU-time backstop (below) */
+    SH_BUDGET_WHY_CPU,      /* the CPU-time backstop (below) */
+    SH_BUDGET_WHY_DEPTH     /* elements nested deeper than SH_DEPTH_MAX */
 } sh_budget_why_t;
+
+/*
+ * Open elements, as the parser reports them (implied ends included), may
+ * be nested at most this deep: every libxml2 walks its stack of open
+ * elements for some end tags (2.9: htmlAutoCloseOnClose, the name
+ * lookups; 2.14+: HTML5's "any other end tag"), so depth times end tags
+ * is the quadratic case of every version.  Real pages stay far below
+ * (the deepest of the benchmark corpora: see docs/module.md).
+ */
+#define SH_DEPTH_MAX                1024
 
 /*
  * The CPU-time backstop: a page whose parse has taken more of its
@@ -161,8 +172,9 @@ size_t sh_budget_scan(sh_budget_t *b, const char *p, size_t n);
  */
 void sh_budget_sync(sh_budget_t *b, const char *element);
 
-/* The CPU-time backstop fired: the page is over its budget (why: cpu). */
-void sh_budget_cpu_over(sh_budget_t *b);
+/* A cap outside the scanner (SH_BUDGET_WHY_CPU, SH_BUDGET_WHY_DEPTH) was
+ * passed: the page is over its budget, unless it is already. */
+void sh_budget_over(sh_budget_t *b, sh_budget_why_t why);
 
 /* "script" or "style" while the scanner is in that element's text, else
  * NULL. */

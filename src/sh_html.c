@@ -226,6 +226,15 @@ end_block(sh_html_t *h)
  * walk of its stack of open elements, the names in its dictionary.  Over
  * budget, it stops at once and nothing more of the page is read.
  */
+/* Over a cap: nothing more of the page is read. */
+static void
+stop(sh_html_t *h, sh_budget_why_t why)
+{
+    sh_budget_over(&h->budget, why);
+    h->stopped = 1;
+    xmlStopParser(h->ctxt);
+}
+
 static uint64_t
 thread_cpu_ns(void)
 {
@@ -256,9 +265,7 @@ over_cpu(sh_html_t *h)
     if (thread_cpu_ns() - h->cpu_start <= limit) {
         return 0;
     }
-    sh_budget_cpu_over(&h->budget);
-    h->stopped = 1;
-    xmlStopParser(h->ctxt);
+    stop(h, SH_BUDGET_WHY_CPU);
     return 1;
 }
 
@@ -390,7 +397,10 @@ on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
     {
         return;
     }
-    h->open++;
+    if (++h->open > SH_DEPTH_MAX) {
+        stop(h, SH_BUDGET_WHY_DEPTH);
+        return;
+    }
     cls = element_class(h, name);
 
     /* The block ends before any zone change. */
