@@ -87,6 +87,7 @@ struct sh_html_s {
     /* The CPU-time backstop (sh_budget.h): the thread's CPU time when the
      * parser was first handed input, and callbacks since the last look. */
     uint64_t          cpu_start;
+    uint64_t          cpu_fed;      /* h->fed at the last look */
     unsigned          calls;
 
     /* Content tracking, when on. */
@@ -249,9 +250,12 @@ thread_cpu_ns(void)
 /*
  * The backstop: has the parse taken more CPU time than any real page
  * would, many times over?  Looked at once every CPU_CALLS callbacks and
- * after every piece parsed: a clock read costs a system call.
+ * after every CPU_BYTES handed to the parser: a clock read is a system
+ * call (one after every piece made fingerprinting 10% slower: the
+ * scanner cuts pages at every script).
  */
 #define CPU_CALLS  4096
+#define CPU_BYTES  (256 * 1024)
 
 static int
 over_cpu(sh_html_t *h)
@@ -261,6 +265,7 @@ over_cpu(sh_html_t *h)
     if (h->cpu_start == 0) {
         return 0;
     }
+    h->cpu_fed = h->fed;
     limit = SH_BUDGET_CPU_FIXED_NS + SH_BUDGET_CPU_NS_PER_BYTE * h->fed;
     if (thread_cpu_ns() - h->cpu_start <= limit) {
         return 0;
@@ -543,7 +548,7 @@ parse_piece(sh_html_t *h, const char *p, size_t len)
         n = len > (1u << 30) ? (1u << 30) : len;
         h->fed += n;
         htmlParseChunk(h->ctxt, p, (int) n, 0);
-        if (over_cpu(h)) {
+        if (h->fed - h->cpu_fed >= CPU_BYTES && over_cpu(h)) {
             break;
         }
         p += n;
