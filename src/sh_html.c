@@ -639,7 +639,8 @@ skippable(sh_html_t *h)
     xmlParserInputPtr in = h->ctxt->input;
     const xmlChar    *name = PARSER_STATE(h, name, NULL);
 
-    return h->modelled && h->budget.raw_text && h->skip > 0 && h->nhold == 0 && !h->ended
+    return h->modelled && h->budget.raw_text && h->skip > 0
+           && h->nhold == 0 && !h->ended
            && in != NULL && in->cur == in->end
            && PARSER_STATE(h, instate, XML_PARSER_START) == XML_PARSER_CONTENT
            && name != NULL
