@@ -6,7 +6,7 @@
 # says in one line what to install)
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
-# eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, clean.
+# eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, sid, clean.
 # SANITIZE=1 builds everything with ASan+UBSan; VALGRIND=1 runs each nginx
 # of the integration tests as one process under valgrind.
 
@@ -53,7 +53,7 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check run eval bench fuzz \
-        stress deb clean
+        stress deb sid clean
 
 all: lib cli module
 
@@ -144,6 +144,12 @@ stress: deps
 deb: deps
 	@tools/deps.sh deb
 	@tools/deb.sh $(BUILD)
+
+# The module, the CLI, the unit tests (fuzz corpora included) and part of
+# t/ in a Debian unstable chroot: the next nginx and libxml2 (root only).
+sid: deps
+	@tools/deps.sh deb
+	@tools/sid.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -46,6 +46,7 @@
 #include "ngx_http_simhash.h"
 #include "sh_block.h"
 #include "sh_doc.h"
+#include "sh_html.h"
 
 
 #define NGX_HTTP_SIMHASH_HOLD_CHUNK (32 * 1024)
@@ -193,6 +194,7 @@ static ngx_int_t ngx_http_simhash_options(ngx_conf_t *cf,
 static ngx_int_t ngx_http_simhash_signature(ngx_conf_t *cf,
     sh_options_t *opts, ngx_str_t *sig);
 static ngx_int_t ngx_http_simhash_postconfiguration(ngx_conf_t *cf);
+static void ngx_http_simhash_libxml_check(ngx_conf_t *cf);
 static char *ngx_http_simhash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static char *ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -2634,6 +2636,23 @@ ngx_http_simhash_signature(ngx_conf_t *cf, sh_options_t *opts,
 }
 
 
+/*
+ * The libxml2 the module was built with and the one it runs with, in
+ * nginx -t and at start: another class than the markup scanner models
+ * (sh_html.h) is not an error, pages are then parsed whole under the
+ * scanner's caps, but it is said, with the versions.
+ */
+static void
+ngx_http_simhash_libxml_check(ngx_conf_t *cf)
+{
+    const char  *why;
+
+    if (!sh_libxml_modelled(&why)) {
+        ngx_log_error(NGX_LOG_NOTICE, cf->log, 0, "simhash: %s", why);
+    }
+}
+
+
 static ngx_int_t
 ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
 {
@@ -2653,6 +2672,8 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     if (ngx_http_simhash_guard_init(cf) != NGX_OK) {
         return NGX_ERROR;
     }
+
+    ngx_http_simhash_libxml_check(cf);
 
     smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
 

@@ -47,8 +47,14 @@ now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* (libxml2 2.12 made the error const) */
+#if LIBXML_VERSION >= 21200
+static void
+quiet(void *ctx, const xmlError *err)
+#else
 static void
 quiet(void *ctx, xmlErrorPtr err)
+#endif
 {
 }
 

@@ -23,6 +23,15 @@
  * the script, and only the parser knows its stack.  There the scanner
  * stops and asks (sh_budget_sync): the caller hands the parser everything
  * up to that end tag and looks at the element the parser is in.
+ *
+ * The model is fenced at run time, not here: sh_html uses the scanner's
+ * cut points, script spans and sync only when the libxml2 it was built
+ * with and the one it runs with are both of 2.9.14's class
+ * (sh_libxml_modelled, sh_html.h).  Under any other libxml2 the page is
+ * parsed in one piece, the scanner's charges are caps on the markup
+ * (attributes, references, names, comments per byte; SH_PENDING_MAX),
+ * and its sync is answered as HTML5 does (only the element's own end tag
+ * ends script text).
  */
 #include <string.h>
 #ifdef __SSE2__
@@ -280,6 +289,10 @@ sh_budget_why_name(sh_budget_why_t why)
         return "ambiguous";
     case SH_BUDGET_WHY_RUN:
         return "run";
+    case SH_BUDGET_WHY_CPU:
+        return "cpu";
+    case SH_BUDGET_WHY_DEPTH:
+        return "depth";
     default:
         return "none";
     }
@@ -1493,6 +1506,27 @@ sh_budget_sync(sh_budget_t *b, const char *element)
     text_again(b);
 }
 
+void
+sh_budget_over(sh_budget_t *b, sh_budget_why_t why)
+{
+    if (b->verdict == SH_BUDGET_OK) {
+        b->verdict = SH_BUDGET_EXCEEDED;
+        b->why = why;
+    }
+}
+
+const char *
+sh_budget_raw_element(const sh_budget_t *b)
+{
+    switch (b->raw) {
+    case KIND_SCRIPT:
+        return "script";
+    case KIND_STYLE:
+        return "style";
+    default:
+        return NULL;
+    }
+}
 
 /* ---- what the parser reports ------------------------------------------ */
 

@@ -74,8 +74,33 @@ typedef enum {
     SH_BUDGET_WHY_NAMES,    /* too many distinct names */
     SH_BUDGET_WHY_AMBIGUOUS,/* an end tag in script text, while the parser
                                cannot yet say whether it ends the script */
-    SH_BUDGET_WHY_RUN       /* a construct or text run over SH_PENDING_MAX */
+    SH_BUDGET_WHY_RUN,      /* a construct or text run over SH_PENDING_MAX */
+    SH_BUDGET_WHY_CPU,      /* the CPU-time backstop (below) */
+    SH_BUDGET_WHY_DEPTH     /* elements nested deeper than SH_DEPTH_MAX */
 } sh_budget_why_t;
+
+/*
+ * Open elements, as the parser reports them (implied ends included), may
+ * be nested at most this deep: every libxml2 walks its stack of open
+ * elements for some end tags (2.9: htmlAutoCloseOnClose, the name
+ * lookups; 2.14+: HTML5's "any other end tag"), so depth times end tags
+ * is the quadratic case of every version.  Real pages stay below: with
+ * the cap, the fingerprints of the 32,101 rust-doc and the 258 real-web
+ * pages of BENCHMARKS.md did not change.
+ */
+#define SH_DEPTH_MAX                1024
+
+/*
+ * The CPU-time backstop: a page whose parse has taken more of its
+ * thread's CPU time than SH_BUDGET_CPU_FIXED_NS plus SH_BUDGET_CPU_NS_PER_BYTE
+ * per byte handed to the parser is stopped (SH_BUDGET_WHY_CPU, logged and
+ * counted as over budget).  A backstop only, for what the caps miss (a
+ * libxml2 the scanner does not model, sh_html.h): set some 50 times above
+ * the slowest real page, so that it never decides a real page's fate
+ * whatever the machine's load.
+ */
+#define SH_BUDGET_CPU_FIXED_NS      (500ull * 1000 * 1000)
+#define SH_BUDGET_CPU_NS_PER_BYTE   1000
 
 typedef struct {
     /* The scanner (sh_budget.c), between calls. */
@@ -147,6 +172,14 @@ size_t sh_budget_scan(sh_budget_t *b, const char *p, size_t n);
  * (its name, or NULL).
  */
 void sh_budget_sync(sh_budget_t *b, const char *element);
+
+/* A cap outside the scanner (SH_BUDGET_WHY_CPU, SH_BUDGET_WHY_DEPTH) was
+ * passed: the page is over its budget, unless it is already. */
+void sh_budget_over(sh_budget_t *b, sh_budget_why_t why);
+
+/* "script" or "style" while the scanner is in that element's text, else
+ * NULL. */
+const char *sh_budget_raw_element(const sh_budget_t *b);
 
 /* A walk of the parser's stack of open elements, `depth` deep. */
 typedef enum {

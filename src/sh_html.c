@@ -7,11 +7,29 @@
  * them (malformed HTML is the norm, not an event).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
+#include <libxml/xmlversion.h>
+
+/* The oldest libxml2 whose HTML parser this file was written for. */
+#if LIBXML_VERSION < 20900
+#error "libxml2 2.9 or later is needed"
+#endif
+
+/*
+ * libxml2 2.12 made the error a structured handler receives const; its
+ * fields are read only here.
+ */
+#if LIBXML_VERSION >= 21200
+typedef const xmlError *sh_xml_error_t;
+#else
+typedef xmlErrorPtr     sh_xml_error_t;
+#endif
 
 #include "sh_block.h"
 #include "sh_budget.h"
@@ -46,6 +64,7 @@ struct sh_html_s {
     int               failed;       /* out of memory */
     int               stopped;      /* over budget, or too large */
     int               ended;        /* the parser is past </html> */
+    uint32_t          open;         /* open elements, as reported */
 
     /* Element names are interned in the parser's dictionary, so one name
      * is always the same pointer: remember each pointer's class. */
@@ -61,6 +80,16 @@ struct sh_html_s {
     size_t            nhold;
     size_t            hold_size;
 
+    /* The scanner's model of 2.9.14 drives the parser (sh_libxml_modelled);
+     * else the page is held whole and parsed in one piece at the end. */
+    int               modelled;
+
+    /* The CPU-time backstop (sh_budget.h): the thread's CPU time when the
+     * parser was first handed input, and callbacks since the last look. */
+    uint64_t          cpu_start;
+    uint64_t          cpu_fed;      /* h->fed at the last look */
+    unsigned          calls;
+
     /* Content tracking, when on. */
     int               content;
     uint32_t          depth;        /* open elements */
@@ -68,6 +97,27 @@ struct sh_html_s {
     unsigned          has_main;     /* a MAIN zone was opened */
     mark_t            marks[MARKS_MAX];
 };
+
+/*
+ * The parser's state, read under the model only: from 2.14 the context's
+ * instate, name and nameNr are deprecated members, and what they mean
+ * follows the new tokenizer.  Built with 2.14 or later, the model is
+ * never on (sh_libxml_modelled), and these say "nothing known".
+ */
+#if LIBXML_VERSION < 21400
+#define PARSER_STATE(h, field, other)  ((h)->ctxt->field)
+#else
+#define PARSER_STATE(h, field, other)  (other)
+#endif
+
+/* Past </html>, or stopped: under the model, nothing more counts. */
+static int
+parser_done(const sh_html_t *h)
+{
+    int st = PARSER_STATE(h, instate, XML_PARSER_START);
+
+    return st == XML_PARSER_EPILOG || st == XML_PARSER_EOF;
+}
 
 static int
 eq(const char *a, const char *b)
@@ -177,15 +227,68 @@ end_block(sh_html_t *h)
  * walk of its stack of open elements, the names in its dictionary.  Over
  * budget, it stops at once and nothing more of the page is read.
  */
+/* Over a cap: nothing more of the page is read. */
+static void
+stop(sh_html_t *h, sh_budget_why_t why)
+{
+    sh_budget_over(&h->budget, why);
+    h->stopped = 1;
+    xmlStopParser(h->ctxt);
+}
+
+static uint64_t
+thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+        return 0;
+    }
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/*
+ * The backstop: has the parse taken more CPU time than any real page
+ * would, many times over?  Looked at once every CPU_CALLS callbacks and
+ * after every CPU_BYTES handed to the parser: a clock read is a system
+ * call (one after every piece made fingerprinting 10% slower: the
+ * scanner cuts pages at every script).
+ */
+#define CPU_CALLS  4096
+#define CPU_BYTES  (256 * 1024)
+
+static int
+over_cpu(sh_html_t *h)
+{
+    uint64_t limit;
+
+    if (h->cpu_start == 0) {
+        return 0;
+    }
+    h->cpu_fed = h->fed;
+    limit = SH_BUDGET_CPU_FIXED_NS + SH_BUDGET_CPU_NS_PER_BYTE * h->fed;
+    if (thread_cpu_ns() - h->cpu_start <= limit) {
+        return 0;
+    }
+    stop(h, SH_BUDGET_WHY_CPU);
+    return 1;
+}
+
 static int
 over_budget(sh_html_t *h, int error, sh_budget_walk_t walk)
 {
     xmlParserInputPtr in = h->ctxt->input;
     uint64_t          pos;
-    size_t            names = (size_t) xmlDictSize(h->ctxt->dict);
+    size_t            depth, names = (size_t) xmlDictSize(h->ctxt->dict);
 
     if (h->stopped) {
         return 1;
+    }
+    if (++h->calls == CPU_CALLS) {
+        h->calls = 0;
+        if (over_cpu(h)) {
+            return 1;
+        }
     }
     if (!error && walk == SH_BUDGET_WALK_NONE
         && names <= SH_BUDGET_NAMES_MAX)
@@ -193,8 +296,8 @@ over_budget(sh_html_t *h, int error, sh_budget_walk_t walk)
         return 0;                   /* the common case: nothing to charge */
     }
     pos = h->fed - (uint64_t) (in->end - in->cur);
-    if (sh_budget_parser(&h->budget, pos, error, walk,
-                         (size_t) h->ctxt->nameNr, names) != 0)
+    depth = (size_t) PARSER_STATE(h, nameNr, h->open);
+    if (sh_budget_parser(&h->budget, pos, error, walk, depth, names) != 0)
     {
         h->stopped = 1;
         xmlStopParser(h->ctxt);
@@ -219,7 +322,7 @@ on_characters(void *ctx, const xmlChar *ch, int n)
      * got through depended on the chunking.  None does now: the page ends
      * at </html>, whatever the chunking (found by fuzz/fuzz_doc.c).
      */
-    if (h->ctxt->instate == XML_PARSER_EPILOG) {
+    if (PARSER_STATE(h, instate, XML_PARSER_CONTENT) == XML_PARSER_EPILOG) {
         return;
     }
     if (h->skip == 0 && !h->failed
@@ -299,6 +402,10 @@ on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
     {
         return;
     }
+    if (++h->open > SH_DEPTH_MAX) {
+        stop(h, SH_BUDGET_WHY_DEPTH);
+        return;
+    }
     cls = element_class(h, name);
 
     /* The block ends before any zone change. */
@@ -322,6 +429,7 @@ on_end(void *ctx, const xmlChar *name)
     if (over_budget(h, 0, SH_BUDGET_WALK_NONE)) {
         return;
     }
+    h->open -= h->open > 0;
     cls = element_class(h, name);
 
     if (cls == EL_BLOCK) {
@@ -336,7 +444,7 @@ on_end(void *ctx, const xmlChar *name)
 }
 
 static void
-on_error(void *ctx, xmlErrorPtr err)
+on_error(void *ctx, sh_xml_error_t err)
 {
     sh_html_t *h = ctx;
 
@@ -370,6 +478,7 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
     h->text = text;
     h->block_end = block_end;
     h->arg = arg;
+    h->modelled = sh_libxml_modelled(NULL);
     sh_budget_init(&h->budget);
 
     memset(&sax, 0, sizeof(sax));
@@ -394,48 +503,65 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
 }
 
 /*
- * Hand the parser p[0..len), which ends where sh_budget allows.
- * libxml2's HTML push parser keeps consumed input in its buffer: drop it,
- * so memory follows the unparsed remainder, not the page.
+ * libxml2 2.9's HTML push parser keeps consumed input in its buffer: drop
+ * it, so memory follows the unparsed remainder, not the page.  Only under
+ * the model (sh_html.h): it leans on 2.9's meaning of checkIndex, and
+ * xmlParserInputShrink is deprecated from 2.11 (later versions shrink by
+ * themselves; there the page is parsed in one piece anyway).
  */
+static void
+shrink_input(sh_html_t *h)
+{
+#if LIBXML_VERSION < 21100
+    xmlParserInputPtr in = h->ctxt->input;
+    ptrdiff_t         before;
+
+    if (in != NULL && in->buf != NULL && in->cur - in->base > 65536) {
+        /*
+         * The shrink moves the unparsed bytes down, but not where a
+         * failed look-ahead left off (checkIndex, an offset from the
+         * buffer's start): it would skip as many bytes of the next
+         * piece, and miss a '<' there.
+         */
+        before = in->cur - in->base;
+        xmlParserInputShrink(in);
+        before -= in->cur - in->base;
+        if (h->ctxt->checkIndex >= before) {
+            h->ctxt->checkIndex -= before;
+        } else {
+            h->ctxt->checkIndex = 0;
+        }
+    }
+#endif
+}
+
+/* Hand the parser p[0..len), which ends where sh_budget allows. */
 static void
 parse_piece(sh_html_t *h, const char *p, size_t len)
 {
-    xmlParserInputPtr in;
-    ptrdiff_t         before;
     size_t            n;
 
+    if (len > 0 && h->cpu_start == 0) {
+        h->cpu_start = thread_cpu_ns();
+    }
     while (len > 0 && !h->stopped && !h->ended && !h->failed) {
         n = len > (1u << 30) ? (1u << 30) : len;
         h->fed += n;
         htmlParseChunk(h->ctxt, p, (int) n, 0);
+        if (h->fed - h->cpu_fed >= CPU_BYTES && over_cpu(h)) {
+            break;
+        }
         p += n;
         len -= n;
 
-        if (h->ctxt->instate == XML_PARSER_EPILOG
-            || h->ctxt->instate == XML_PARSER_EOF)
-        {
+        if (parser_done(h)) {
             /* After </html> nothing counts (see on_characters), and the
              * parser reads one run of its epilogue per chunk: stop. */
             h->ended = 1;
             break;
         }
-        in = h->ctxt->input;
-        if (in != NULL && in->buf != NULL && in->cur - in->base > 65536) {
-            /*
-             * The shrink moves the unparsed bytes down, but not where a
-             * failed look-ahead left off (checkIndex, an offset from the
-             * buffer's start): it would skip as many bytes of the next
-             * piece, and miss a '<' there.
-             */
-            before = in->cur - in->base;
-            xmlParserInputShrink(in);
-            before -= in->cur - in->base;
-            if (h->ctxt->checkIndex >= before) {
-                h->ctxt->checkIndex -= before;
-            } else {
-                h->ctxt->checkIndex = 0;
-            }
+        if (h->modelled) {
+            shrink_input(h);
         }
     }
 }
@@ -479,7 +605,7 @@ give(sh_html_t *h, const char *p, size_t len)
 {
     size_t first = h->budget.safe_first, last = h->budget.safe_last, n;
 
-    if (last == SH_BUDGET_NONE) {
+    if (!h->modelled || last == SH_BUDGET_NONE) {
         hold(h, p, len);
         return;
     }
@@ -511,13 +637,37 @@ static int
 skippable(sh_html_t *h)
 {
     xmlParserInputPtr in = h->ctxt->input;
-    const xmlChar    *name = h->ctxt->name;
+    const xmlChar    *name = PARSER_STATE(h, name, NULL);
 
-    return h->budget.raw_text && h->skip > 0 && h->nhold == 0 && !h->ended
+    return h->modelled && h->budget.raw_text && h->skip > 0
+           && h->nhold == 0 && !h->ended
            && in != NULL && in->cur == in->end
-           && h->ctxt->instate == XML_PARSER_CONTENT && name != NULL
+           && PARSER_STATE(h, instate, XML_PARSER_START) == XML_PARSER_CONTENT
+           && name != NULL
            && (xmlStrEqual(name, BAD_CAST "script")
                || xmlStrEqual(name, BAD_CAST "style"));
+}
+
+/*
+ * An end tag in script or style text that names another element: under
+ * the model the parser has parsed it; is it still in the script?  Without
+ * the model the parser has seen nothing yet: the text goes on, as HTML5
+ * says (only </script> ends a script), and the scanner keeps charging it
+ * as text.
+ */
+static void
+sync_scanner(sh_html_t *h)
+{
+    const char *element;
+
+    if (!h->modelled) {
+        element = sh_budget_raw_element(&h->budget);
+    } else if (h->ended) {
+        element = NULL;
+    } else {
+        element = (const char *) PARSER_STATE(h, name, NULL);
+    }
+    sh_budget_sync(&h->budget, element);
 }
 
 int
@@ -535,11 +685,7 @@ sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
         utf8 += n;
         len -= n;
         if (h->budget.sync) {
-            /* An end tag in script text: the parser has parsed it; is it
-             * still in the script? */
-            sh_budget_sync(&h->budget, h->ended || h->ctxt->name == NULL
-                                       ? NULL
-                                       : (const char *) h->ctxt->name);
+            sync_scanner(h);
         }
         if (h->budget.verdict != SH_BUDGET_OK) {
             h->stopped = 1;
@@ -613,4 +759,91 @@ sh_html_free(sh_html_t *h)
     }
     free(h->hold);
     free(h);
+}
+
+/* ---- the libxml2 behaviour class (sh_html.h) ----------------------------- */
+
+sh_libxml_class_t
+sh_libxml_class_of(long version)
+{
+    if (version < 20900) {
+        return SH_LIBXML_UNKNOWN;
+    }
+    if (version < 21000) {
+        return SH_LIBXML_29;
+    }
+    if (version < 21400) {
+        return SH_LIBXML_210;
+    }
+    return SH_LIBXML_HTML5;
+}
+
+sh_libxml_class_t
+sh_libxml_class_built(void)
+{
+    return sh_libxml_class_of(LIBXML_VERSION);
+}
+
+/* xmlParserVersion is the loaded library's, e.g. "21504". */
+sh_libxml_class_t
+sh_libxml_class_running(void)
+{
+    return sh_libxml_class_of(strtol(xmlParserVersion, NULL, 10));
+}
+
+sh_libxml_class_t
+sh_libxml_class(void)
+{
+    return sh_libxml_class_running();
+}
+
+const char *
+sh_libxml_class_name(sh_libxml_class_t c)
+{
+    switch (c) {
+    case SH_LIBXML_29:
+        return "2.9";
+    case SH_LIBXML_210:
+        return "2.10-2.13";
+    case SH_LIBXML_HTML5:
+        return "2.14+";
+    default:
+        return "unknown";
+    }
+}
+
+/* The loaded library's version, dotted: "21504" -> "2.15.4". */
+static void
+running_version(char *buf, size_t size)
+{
+    long v = strtol(xmlParserVersion, NULL, 10);
+
+    snprintf(buf, size, "%ld.%ld.%ld", v / 10000, v / 100 % 100, v % 100);
+}
+
+int
+sh_libxml_modelled(const char **why)
+{
+    static char msg[256];
+    char        run[32];
+    int         modelled;
+
+    modelled = sh_libxml_class_built() == SH_LIBXML_MODELLED
+               && sh_libxml_class_running() == SH_LIBXML_MODELLED;
+    if (why == NULL) {
+        return modelled;
+    }
+    *why = NULL;
+    if (!modelled) {
+        running_version(run, sizeof(run));
+        snprintf(msg, sizeof(msg),
+                 "built with libxml2 " LIBXML_DOTTED_VERSION " (class %s),"
+                 " running with %s (class %s): the markup scanner models"
+                 " 2.9.14 only, so each page is parsed whole, under the"
+                 " scanner's caps",
+                 sh_libxml_class_name(sh_libxml_class_built()), run,
+                 sh_libxml_class_name(sh_libxml_class_running()));
+        *why = msg;
+    }
+    return modelled;
 }

@@ -56,6 +56,51 @@ int      sh_html_in_link(const sh_html_t *h);
 int      sh_html_has_main(const sh_html_t *h);
 void sh_html_free(sh_html_t *h);
 
+/*
+ * The libxml2 behaviour class: the family of libxml2 versions whose HTML
+ * parser reads a page the same way, as far as this library can tell.
+ * Fingerprints are a function of the page and of the class (the lead's
+ * extraction version includes it); the markup scanner of sh_budget.c is
+ * a model of one class only, SH_LIBXML_MODELLED.
+ *
+ *   SH_LIBXML_29      2.9.x: the tokenizer sh_budget.c models (2.9.14)
+ *   SH_LIBXML_210     2.10 to 2.13: the same tokenizer, other internals
+ *                     (push parser look-ahead, input buffers)
+ *   SH_LIBXML_HTML5   2.14 and later: the HTML5 tokenizer
+ *
+ * The class of the headers the library was built with and the class of
+ * the library it runs with may differ (the file name is libxml2.so.2
+ * from 2.9 to 2.13).  Only when both are SH_LIBXML_MODELLED does
+ * sh_html use the scanner's cut points and script skipping; otherwise it
+ * parses each page in one piece, and the scanner's charges are caps.
+ */
+typedef enum {
+    SH_LIBXML_UNKNOWN = 0,
+    SH_LIBXML_29 = 1,
+    SH_LIBXML_210 = 2,
+    SH_LIBXML_HTML5 = 3
+} sh_libxml_class_t;
+
+#define SH_LIBXML_MODELLED  SH_LIBXML_29
+
+/* The class of a version number as libxml2 writes it (20914 = 2.9.14). */
+sh_libxml_class_t sh_libxml_class_of(long version);
+/* The class of the headers built with, and of the library loaded. */
+sh_libxml_class_t sh_libxml_class_built(void);
+sh_libxml_class_t sh_libxml_class_running(void);
+/* "2.9", "2.10-2.13", "2.14+", "unknown". */
+const char *sh_libxml_class_name(sh_libxml_class_t c);
+/* The running class, for the extraction version: the page's text
+ * depends on it. */
+sh_libxml_class_t sh_libxml_class(void);
+/*
+ * 1 when the parser is driven by the scanner's model of 2.9.14 (built
+ * and running class SH_LIBXML_MODELLED); 0 when it falls back to parsing
+ * each page in one piece under the scanner's caps.  *why (may be NULL)
+ * gets a sentence for the log when it falls back, else NULL.
+ */
+int sh_libxml_modelled(const char **why);
+
 /* SH_BUDGET_OK, or why the page was not read to its end (*why: a word for
  * the log, see sh_budget_why_name). */
 sh_budget_verdict_t sh_html_verdict(const sh_html_t *h, const char **why);

@@ -64,6 +64,11 @@ my %hostile = (
     'unmatched.html' => '<html><body>' . ('<div>' x 100_000)
         . ('</span>' x 70_000),
 );
+# Nested deeper than any libxml2 should be made to walk (SH_DEPTH_MAX,
+# 1,024): the cap every version honours, under 2.9.14 and 2.15 alike.
+my $deep = '<html><body>' . ('<div>' x 2000)
+    . join(' ', map { "word$_" } 1 .. 200);
+$t->write_file('html/deep.html', $deep);
 my $limit = 1024 * 1024;
 for my $name (sort keys %hostile) {
     cmp_ok(length $hostile{$name}, '<', $limit,
@@ -120,6 +125,14 @@ for my $name (sort keys %hostile) {
 
 is($t->stats->{zones}{crawl}{skipped}{budget}, 3 * (1 + $ROUNDS),
    'stats: every hostile fetch counted as budget');
+
+my $r = $t->get('/deep.html');
+is($r->{headers}{'x-simhash-status'}, 'skipped',
+   'nested 2,000 deep: skipped');
+is($r->{content}, $deep, 'nested 2,000 deep: passed through whole');
+like($t->error_log,
+     qr/\[info\].*simhash: "[^"]*\/deep\.html" skipped:.* work budget \(depth\)/,
+     'nested 2,000 deep: logged with the reason depth');
 
 # Latency of the normal page alone, then while a child fetches the
 # hostile pages over and over through the same (single) worker.
