@@ -100,6 +100,13 @@ unsigned sh_block_weight(unsigned mode, unsigned zone, uint32_t bytes,
 /* The factor on every block outside MAIN when the page has MAIN blocks. */
 float sh_block_outside(void);
 
+/*
+ * Is a page's content, `bytes` non-space bytes as sampled of which `link`
+ * are link text, made of links (a hub: an index, a listing, a table of
+ * contents)?  Such a page is fingerprinted on its whole text (sh_doc.c).
+ */
+int sh_block_links_are_content(uint64_t bytes, uint64_t link);
+
 const char *sh_block_zone_name(unsigned zone);
 
 #endif
