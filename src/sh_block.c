@@ -35,6 +35,19 @@ static const struct {
 /* With a MAIN block on the page, everything outside MAIN keeps 1/8. */
 #define OUTSIDE_FACTOR  0.125f
 
+/* A page whose content (outside chrome) is at least half link text is a
+ * hub, fingerprinted on its whole text (sh_doc.c). */
+#define HUB_LINK_NUM    1
+#define HUB_LINK_DEN    2
+
+/*
+ * Link text outside chrome keeps at least half its weight: a list of
+ * links in the page's body (a listing, "related stories", a toctree) is
+ * often what tells two pages of one template apart, while menus, sidebars
+ * and footers, which differ between templates, are mostly marked chrome.
+ */
+#define LINK_FLOOR      8
+
 /* Up to a quarter of link text costs a block nothing. */
 #define LINK_FREE_NUM   1
 #define LINK_FREE_DEN   4
@@ -262,7 +275,7 @@ sh_block_zone(unsigned outer, unsigned mark)
 unsigned
 sh_block_weight(unsigned mode, unsigned zone, uint32_t bytes, uint32_t link)
 {
-    unsigned w;
+    unsigned w, floor = zone == SH_ZONE_CHROME ? 0 : LINK_FLOOR;
 
     if (mode == SH_CONTENT_OFF) {
         return SH_BLOCK_FULL;
@@ -274,18 +287,26 @@ sh_block_weight(unsigned mode, unsigned zone, uint32_t bytes, uint32_t link)
     /*
      * Link density: prose with a few links is content; past LINK_FREE of
      * link text the block keeps the share of its text that is not link
-     * text, stretched to reach 0 for links only (a menu).
+     * text, stretched to reach 0 for links only (a menu); outside chrome
+     * down to LINK_FLOOR only.
      */
     if ((uint64_t) link * LINK_FREE_DEN > (uint64_t) bytes * LINK_FREE_NUM) {
         uint64_t keep = (uint64_t) (bytes - link) * LINK_FREE_DEN,
                  span = (uint64_t) bytes * (LINK_FREE_DEN - LINK_FREE_NUM);
 
         w = (unsigned) ((w * keep + span / 2) / span);
+        w = w > floor ? w : floor;
     }
     if (bytes < SHORT_BYTES) {
         w = (w * SHORT_WEIGHT + SH_BLOCK_FULL / 2) / SH_BLOCK_FULL;
     }
     return w;
+}
+
+int
+sh_block_links_are_content(uint64_t bytes, uint64_t link)
+{
+    return bytes > 0 && link * HUB_LINK_DEN >= bytes * HUB_LINK_NUM;
 }
 
 float

@@ -28,7 +28,9 @@
  * Text (simhash_content auto only), from the block's first
  * SH_BLOCK_SAMPLE bytes that are not white space:
  *   link density   the share of those bytes inside <a>: menus, tag lists,
- *                  "next / previous" bars are mostly link text;
+ *                  "next / previous" bars are mostly link text (in chrome
+ *                  down to 0; elsewhere to 1/2, since a list of links in
+ *                  a page's body may be its content);
  *   length         a block of few bytes ("Share", "Sign up", a date).
  *
  * The weight of a block is the product of its zone's factor and its text
@@ -37,6 +39,11 @@
  * what lies outside the main content then counts little.  Since that is
  * known only at the end of the page, features keep their MAIN and other
  * weights apart until then (sh_features.c).
+ *
+ * A page whose text outside chrome (in MAIN when it has MAIN) is mostly
+ * link text is a hub (an index, a listing, a table of contents): its own
+ * content is links, and it is fingerprinted on its whole text instead
+ * (sh_block_links_are_content, sh_doc.c).
  *
  * The numbers below were chosen by `make eval` (docs/QUALITY.md,
  * "Content weighting"), which shows what each one moved.
@@ -99,6 +106,13 @@ unsigned sh_block_weight(unsigned mode, unsigned zone, uint32_t bytes,
 
 /* The factor on every block outside MAIN when the page has MAIN blocks. */
 float sh_block_outside(void);
+
+/*
+ * Is a page's content, `bytes` non-space bytes as sampled of which `link`
+ * are link text, made of links (a hub: an index, a listing, a table of
+ * contents)?  Such a page is fingerprinted on its whole text (sh_doc.c).
+ */
+int sh_block_links_are_content(uint64_t bytes, uint64_t link);
 
 const char *sh_block_zone_name(unsigned zone);
 

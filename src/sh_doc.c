@@ -57,6 +57,12 @@ struct sh_doc_s {
     sh_block_filter_fn block_filter;
     void          *filter_arg;
     uint64_t       block_hash;  /* of the terms the weight was decided on */
+
+    /* The page's text by zone (see links_are_content): non-space bytes
+     * of its blocks as sampled, and those inside links. */
+    uint64_t       zone_bytes[SH_ZONE_N];
+    uint64_t       zone_link[SH_ZONE_N];
+    int            whole;       /* fingerprinted on whole-page text */
 };
 
 /* The block's weight is known: pass the held terms on with it. */
@@ -179,6 +185,7 @@ on_block_end(void *arg)
 {
     sh_doc_t      *d = arg;
     sh_block_info_t b;
+    unsigned       zone;
     int            rc;
 
     rc = sh_text_end_block(d->text);    /* the block's last term */
@@ -194,6 +201,11 @@ on_block_end(void *arg)
      * before the root element) or not depending on where the input was
      * cut, so its blocks would depend on the chunking.
      */
+    if (d->block_terms > 0) {
+        zone = sh_html_zone(d->html);
+        d->zone_bytes[zone] += d->bytes;
+        d->zone_link[zone] += d->link;
+    }
     if (d->block_hook != NULL && d->bytes > 0 && d->block_terms > 0) {
         b.zone = sh_html_zone(d->html);
         b.weight = d->cls & SH_CLASS_WEIGHT;
@@ -285,10 +297,30 @@ sh_doc_feed(sh_doc_t *d, const void *data, size_t len)
     return 0;
 }
 
+/*
+ * Is the page's own content links?  A section index, a listing, a table
+ * of contents, a mail of links: once link text weighs nothing, such a
+ * page keeps little more than its title and footer, and two different
+ * such pages of one site would come out alike.  Its content is what lies
+ * outside the chrome (in MAIN when the page marks it): when most of that
+ * is link text, the page is fingerprinted on its whole text, as with
+ * content weighting off, where its links count.  Chrome is not asked: a
+ * menu of links around an article is the template's.
+ */
+static int
+links_are_content(const sh_doc_t *d)
+{
+    unsigned zone = sh_html_has_main(d->html) ? SH_ZONE_MAIN : SH_ZONE_NONE;
+
+    return sh_block_links_are_content(d->zone_bytes[zone],
+                                      d->zone_link[zone]);
+}
+
 int
 sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 {
     sh_acc_t acc;
+    float    outside;
 
     memset(res, 0, sizeof(*res));
     if (d->failed || d->finished) {
@@ -341,11 +373,12 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
         return 0;
     }
 
+    outside = d->content != SH_CONTENT_OFF && sh_html_has_main(d->html)
+              ? sh_block_outside() : 1.0f;
+    d->whole = d->content == SH_CONTENT_AUTO && links_are_content(d);
     sh_acc_init(&acc);
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
-                      d->content != SH_CONTENT_OFF
-                      && sh_html_has_main(d->html) ? sh_block_outside()
-                                                   : 1.0f, &acc);
+                      outside, d->whole, &acc);
     if (acc.norm2 <= 0.0) {
         res->status = SH_STATUS_TOO_SHORT;  /* every weight was zero */
         return 0;
@@ -396,6 +429,12 @@ sh_doc_set_block_filter(sh_doc_t *d, sh_block_filter_fn fn, void *arg)
 {
     d->block_filter = fn;
     d->filter_arg = arg;
+}
+
+int
+sh_doc_whole(const sh_doc_t *d)
+{
+    return d->whole;
 }
 
 int

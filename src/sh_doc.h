@@ -110,6 +110,10 @@ void sh_doc_set_block_filter(sh_doc_t *doc, sh_block_filter_fn fn,
  * outside it then weigh sh_block_outside())? */
 int sh_doc_has_main(const sh_doc_t *doc);
 
+/* After sh_doc_finish: was the page fingerprinted on its whole text
+ * because too little of it weighed anything (sh_block_min_evidence)? */
+int sh_doc_whole(const sh_doc_t *d);
+
 /* The charset the document was decoded with (valid after the first bytes). */
 const char *sh_doc_charset(const sh_doc_t *doc);
 

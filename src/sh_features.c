@@ -332,7 +332,8 @@ bitcount_flush(bitcount_t *c, float w, sh_acc_t *acc)
 
 void
 sh_features_weigh(const sh_features_t *f, const float *type_weight,
-                  const sh_idf_t *idf, float outside, sh_acc_t *acc)
+                  const sh_idf_t *idf, float outside, int whole,
+                  sh_acc_t *acc)
 {
     const slot_t *s;
     size_t        i;
@@ -358,14 +359,16 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
      * so that an occurrence in a block of weight 0 adds nothing at all
      * (a word of the article that is also in the menu weighs what it
      * would without the menu).  With every block at full weight m = tf,
-     * and the weights are those of whole-page text, to the last bit.
+     * and the weights are those of whole-page text, to the last bit; and
+     * `whole` asks for exactly those, whatever the blocks weighed (m = tf,
+     * in one bucket per type, as with content weighting off).
      */
     memset(used, 0, sizeof(used));
     for (i = 0; i < f->count; i++) {
         s = &f->slot[f->order[i]];
         if (s->tf == 1 && (idf == NULL || s->type != SH_FEAT_WORD)) {
-            main = s->mass[1] != 0;
-            level = main ? s->mass[1] : s->mass[0];
+            main = !whole && s->mass[1] != 0;
+            level = whole ? SH_BLOCK_FULL : main ? s->mass[1] : s->mass[0];
             if (level == 0) {
                 continue;
             }
@@ -377,8 +380,9 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
             bitcount_add(&once[b], s->key);
             continue;
         }
-        m = ((float) s->mass[1] + outside * (float) s->mass[0])
-            / (float) SH_BLOCK_FULL;
+        m = whole ? (float) s->tf
+                  : ((float) s->mass[1] + outside * (float) s->mass[0])
+                    / (float) SH_BLOCK_FULL;
         w = type_weight[s->type] * (m > 1.0f ? 1.0f + logf(m) : m);
         if (idf != NULL && s->type == SH_FEAT_WORD) {
             w *= sh_idf_get(idf, s->key);
@@ -395,7 +399,7 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
         main = b / NLEVELS % 2;
         level = b % NLEVELS;
         w = type_weight[i] * ((float) level / (float) SH_BLOCK_FULL);
-        if (!main) {
+        if (!main && !whole) {
             w *= outside;
         }
         if (w > 0.0f) {

@@ -55,9 +55,13 @@ int    sh_features_truncated(const sh_features_t *f);
 int    sh_features_failed(const sh_features_t *f);   /* out of memory */
 
 /* Accumulate every feature's weight into the simhash sums; the blocks
- * outside the main content count `outside` (1: as much as the rest). */
+ * outside the main content count `outside` (1: as much as the rest).
+ * With `whole` set, block weights are ignored: every occurrence counts 1,
+ * as with content weighting off (a page too little of whose text weighs
+ * anything, sh_doc.c). */
 void sh_features_weigh(const sh_features_t *f, const float *type_weight,
-                       const sh_idf_t *idf, float outside, sh_acc_t *acc);
+                       const sh_idf_t *idf, float outside, int whole,
+                       sh_acc_t *acc);
 
 typedef void (*sh_features_visit_fn)(void *arg, uint64_t feature,
                                      unsigned type, uint32_t tf);

@@ -203,9 +203,12 @@ test_weights_from_text(void **state)
         "<p>a paragraph of plain prose with one <a href=\"/x\">link</a> "
         "in the middle of it</p>"
         "<p>half of this text <a href=\"/y\">is inside one link</a></p>"
-        "<p>Share</p>", b));
-    /* All links: a menu, nothing left. */
-    assert_block(b, "home products contact us", SH_ZONE_NONE, 0);
+        "<p>Share</p>"
+        "<nav><p><a href=\"/n\">next page</a> <a href=\"/p\">previous "
+        "page</a></p></nav>", b));
+    /* All links outside chrome: a listing's, or a menu's; half is kept
+     * (a list of links in the body may be the page's content). */
+    assert_block(b, "home products contact us", SH_ZONE_NONE, 8);
     /* Under a quarter of link text costs nothing. */
     assert_block(b, "a paragraph of plain prose with one link in the "
                     "middle of it", SH_ZONE_NONE, 16);
@@ -214,6 +217,8 @@ test_weights_from_text(void **state)
                  10);
     /* Under 16 bytes: half weight. */
     assert_block(b, "share", SH_ZONE_NONE, 8);
+    /* All links in chrome: a menu, nothing left. */
+    assert_block(b, "next page previous page", SH_ZONE_CHROME, 0);
     free(b);
     sh_config_free(c);
 }
@@ -284,6 +289,72 @@ test_link_menus_do_not_count(void **state)
     free(b);
     free(bare);
     sh_config_free(auto_);
+    sh_config_free(off);
+}
+
+/*
+ * Two section indexes of one site: the same template, title and footer,
+ * and a main content of links to different pages.  Their links are their
+ * content: far apart, as without content weighting (before, link text
+ * weighed nothing and both came out at H = 0).  The article under two
+ * menus stays unaffected (test_link_menus_do_not_count).
+ */
+static const char *const rivers[] = {
+    "the amazon basin", "the nile delta", "the danube gorge",
+    "the mekong floodplain", "the yukon headwaters", "the rhine valley",
+    "the ganges plain", "the volga estuary", "the congo rapids",
+    "the murray mouth", NULL
+};
+static const char *const birds[] = {
+    "herons of the marsh", "owls in winter", "swifts and swallows",
+    "the kestrel's hunt", "geese on the move", "woodpecker drumming",
+    "puffin colonies", "the cuckoo's calendar", "ravens at the cliffs",
+    "kingfisher habits", NULL
+};
+
+static char *
+section_index(const char *const *items)
+{
+    size_t n = 0;
+    char  *p = malloc(8192);
+
+    n += (size_t) snprintf(p + n, 8192 - n,
+        "<html><head><title>Field notes: index</title></head><body>"
+        "<nav><a href=\"/\">home</a> <a href=\"/about\">about</a></nav>"
+        "<main><h1>Section index</h1><ul>");
+    for (; *items != NULL; items++) {
+        n += (size_t) snprintf(p + n, 8192 - n,
+                               "<li><a href=\"/%zu\">%s</a></li>", n, *items);
+    }
+    snprintf(p + n, 8192 - n, "</ul></main><footer>Field notes is written "
+             "by volunteers; copy freely with credit.</footer></body></html>");
+    return p;
+}
+
+static void
+test_hubs_are_told_apart(void **state)
+{
+    sh_config_t *c = config_mode(SH_CONTENT_AUTO);
+    sh_config_t *off = config_mode(SH_CONTENT_OFF);
+    char        *a = section_index(rivers), *b = section_index(birds);
+    sh_result_t  ra = fp(c, a), rb = fp(c, b);
+    sh_doc_t    *d;
+    sh_result_t  r;
+
+    assert_int_equal(ra.status, SH_STATUS_OK);
+    assert_int_equal(rb.status, SH_STATUS_OK);
+    assert_true(__builtin_popcountll(ra.hash ^ rb.hash) > 10);
+    /* Fingerprinted on the whole text: as with content weighting off. */
+    r = fp(off, a);
+    assert_same_weights(&ra, &r);
+    d = sh_doc_new(c, NULL);
+    assert_int_equal(sh_doc_feed(d, a, strlen(a)), 0);
+    assert_int_equal(sh_doc_finish(d, &r), 0);
+    assert_true(sh_doc_whole(d));
+    sh_doc_free(d);
+    free(a);
+    free(b);
+    sh_config_free(c);
     sh_config_free(off);
 }
 
@@ -441,6 +512,7 @@ main(void)
         cmocka_unit_test(test_zones_from_structure),
         cmocka_unit_test(test_weights_from_text),
         cmocka_unit_test(test_link_menus_do_not_count),
+        cmocka_unit_test(test_hubs_are_told_apart),
         cmocka_unit_test(test_outside_main_counts_little),
         cmocka_unit_test(test_plain_pages_fingerprint_as_before),
         cmocka_unit_test(test_chunking_does_not_matter),

@@ -1,0 +1,95 @@
+#!/usr/bin/perl
+# Hub pages (issue 21): a site's section indexes, whose own content is a
+# list of links, are not duplicates of each other, even in drop mode where
+# a duplicate is answered 204 and a crawler would lose their outlinks;
+# while the same article under two site templates is still a duplicate.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SimhashTest;
+
+my $t = SimhashTest->new(
+    http  => 'simhash_zone zone=hubs:1m;',
+    proxy => <<'EOF2',
+        location / {
+            simhash hubs;
+            simhash_action drop;
+            proxy_pass http://%%ORIGIN%%;
+        }
+EOF2
+);
+$t->start;
+
+# One site template: header, menu, a main content of links, a footer.
+sub index_page {
+    my ($section, @items) = @_;
+    my $list = join "\n", map {
+        my $slug = lc $_;
+        $slug =~ s/\W+/-/g;
+        "<li><a href=\"/$section/$slug.html\">$_</a></li>"
+    } @items;
+    return "<!DOCTYPE html><html><head><title>Archive - Valley Notes"
+         . "</title></head><body><header><a href=\"/\">Valley Notes</a>"
+         . "<nav><a href=\"/walks/\">Walks</a> <a href=\"/birds/\">Birds"
+         . "</a> <a href=\"/about.html\">About us</a></nav></header>"
+         . "<main><h1>Archive</h1><ul>\n$list\n</ul></main>"
+         . "<footer>Valley Notes is written by volunteers of the valley "
+         . "society. Copy freely, with credit to the authors.</footer>"
+         . "</body></html>";
+}
+
+$t->write_file('html/walks/index.html', index_page('walks',
+    'Along the river to the old mill', 'The ridge path in winter',
+    'Three bridges and a ford', 'Up the gorge after heavy rain',
+    'A circular walk from the station', 'The drovers road to the pass',
+    'Beech woods in the autumn', 'Lakeside loop for a short day'));
+$t->write_file('html/birds/index.html', index_page('birds',
+    'Herons nesting in the alders', 'Where the dippers feed',
+    'Counting swifts over the town', 'A kestrel above the quarry',
+    'Geese arriving in October', 'Listening for the first cuckoo',
+    'Ravens at the crag', 'Kingfishers on the mill race'));
+
+for my $p ('/walks/index.html', '/birds/index.html') {
+    my ($status, $h, $body) = $t->raw_get($p);
+    is($status, 200, "$p: 200, not dropped");
+    is($h->{'x-simhash-status'}, 'new', "$p: new");
+    like($body, qr{<li><a href=}, "$p: its links are delivered");
+}
+
+# The same article under two templates: still a duplicate, dropped.
+my $article = join '', map { "<p>$_</p>\n" } (
+    'The old harbour crane was built in the eighteen nineties to lift '
+  . 'timber from the river barges onto the quay, and it stayed in use '
+  . 'until the sawmill closed after the second war.',
+    'Volunteers from the local history society spent three winters '
+  . 'cleaning the iron frame, replacing rotten beams and repainting the '
+  . 'cabin in the colours shown on an early photograph.',
+    'The crane can now be turned by hand again, and on the first Sunday '
+  . 'of every month visitors may climb into the cabin while a guide '
+  . 'explains how the counterweight and the gears work together.',
+);
+my $menu = join ' ', map { "<a href=\"/section/$_\">Section $_ news "
+                           . "and stories</a>" } 1 .. 30;
+$t->write_file('html/herald/crane.html',
+    "<html><head><title>The crane turns again - Quay Herald</title></head>"
+  . "<body><header><nav>$menu</nav></header><main><article><h1>The crane "
+  . "turns again</h1>$article</article></main><footer>The Quay Herald, "
+  . "4 Dock Road.</footer></body></html>");
+my $side = join '', map { "<li><a href=\"/s/$_\">Read trending story "
+                          . "number $_ on Readwire today</a></li>" } 1 .. 30;
+$t->write_file('html/readwire/crane.html',
+    "<html><head><title>The crane turns again | Readwire</title></head>"
+  . "<body><div class=\"sidebar\"><ul>$side</ul></div><div class=\"story\">"
+  . "<h1>The crane turns again</h1>$article</div><div class=\"site-footer\">"
+  . "Readwire aggregates local papers.</div></body></html>");
+
+my ($status, $h) = $t->raw_get('/herald/crane.html');
+is($h->{'x-simhash-status'}, 'new', 'the article: new');
+($status, $h) = $t->raw_get('/readwire/crane.html');
+is($status, 204, 'the article under another template: 204');
+is($h->{'x-simhash-status'}, 'duplicate', '... a duplicate');
+
+done_testing;

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""tools/eval/hub.py BUILD -- the hub-page evaluation (docs/QUALITY.md,
+"Hub pages"): pages whose own content is links (section indexes, listings,
+tables of contents, mails of links) must not be called duplicates of
+different such pages.
+
+  1. Link swap, on the real-web corpus (bench/webpages.sh): each page gets
+     a variant with the same markup and non-link text, every text inside
+     <a>...</a> replaced, in order, by the link texts of the next page of
+     the set (another listing of the same template).  Reported: of the
+     variants whose visible text has a 5-word-shingle Jaccard J < 0.5 to
+     their page, the share `simhash distance` calls a match.
+  2. Documentation hubs: in each package, its index.html pages and every
+     page whose visible text is at least half link text; all pairs within
+     a package by `simhash dedup`.  Reported: the share of those pages
+     called a duplicate of a page with J < 0.5 (link text counts as text).
+
+Options of the CLI under test come from HUB_OPTS (e.g. "--content off").
+"""
+import html.parser
+import os
+import re
+import subprocess
+import sys
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
+CLI = os.path.join(BUILD, "simhash")
+OUT = os.path.join(BUILD, "eval", "hub")
+OPTS = os.environ.get("HUB_OPTS", "").split()
+PACKAGES = os.environ.get("HUB_PACKAGES",
+                          "python3.11-doc postgresql-doc-15 rust-doc").split()
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class Text(html.parser.HTMLParser):
+    """Visible words, and how many of them lie inside <a href>."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.words, self.link_words, self.skip, self.link = [], 0, 0, 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style", "noscript", "template"):
+            self.skip += 1
+        elif tag == "a":
+            self.link += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style", "noscript", "template"):
+            self.skip = max(0, self.skip - 1)
+        elif tag == "a":
+            self.link = max(0, self.link - 1)
+
+    def handle_data(self, data):
+        if self.skip:
+            return
+        w = WORD.findall(data.lower())
+        self.words += w
+        if self.link:
+            self.link_words += len(w)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def text_of(src):
+    p = Text()
+    try:
+        p.feed(src)
+        p.close()
+    except Exception:
+        pass
+    return p
+
+
+def shingles(words, k=5):
+    if len(words) < k:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i:i + k]) for i in range(len(words) - k + 1)}
+
+
+def jaccard(a, b):
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+# <a ...>inner</a>, and the text nodes of inner (between tags).
+ANCHOR = re.compile(r"(<a\b[^>]*>)(.*?)(</a\s*>)", re.I | re.S)
+NODE = re.compile(r"(>|^)([^<]+)", re.S)
+
+
+def link_texts(src):
+    out = []
+    for m in ANCHOR.finditer(src):
+        for n in NODE.finditer(m.group(2)):
+            if n.group(2).strip():
+                out.append(n.group(2))
+    return out
+
+
+def swap_links(src, donor):
+    it = iter(donor)
+
+    def node(n):
+        if not n.group(2).strip():
+            return n.group(0)
+        return n.group(1) + next(it, " ")
+
+    def anchor(m):
+        return m.group(1) + NODE.sub(node, m.group(2)) + m.group(3)
+
+    return ANCHOR.sub(anchor, src)
+
+
+def run(args):
+    return subprocess.run([CLI] + args + OPTS, capture_output=True,
+                          text=True)
+
+
+def link_swap(corpus):
+    pages = sorted(os.path.join(corpus, f) for f in os.listdir(corpus)
+                   if f.endswith(".html"))
+    vdir = os.path.join(OUT, "swap")
+    os.makedirs(vdir, exist_ok=True)
+    srcs = [read(p) for p in pages]
+    donors = [link_texts(s) for s in srcs]
+    low = called = called_all = measured = 0
+    failures = []
+    for i, p in enumerate(pages):
+        v = swap_links(srcs[i], donors[(i + 1) % len(pages)])
+        vp = os.path.join(vdir, os.path.basename(p))
+        with open(vp, "w", encoding="utf-8") as f:
+            f.write(v)
+        j = jaccard(shingles(text_of(srcs[i]).words),
+                    shingles(text_of(v).words))
+        r = run(["distance", p, vp])
+        if r.returncode != 0:
+            continue            # too short to fingerprint
+        measured += 1
+        match = r.stdout.split()[-1] == "match"
+        called_all += match
+        if j < 0.5:
+            low += 1
+            if match:
+                called += 1
+                failures.append((j, r.stdout.strip(), os.path.basename(p)))
+    print("link swap (real web, %d pages fingerprinted): %d of %d variants "
+          "with J < 0.5 called duplicates (%.1f%%); all variants: %d"
+          % (measured, called, low, 100.0 * called / max(low, 1),
+             called_all))
+    for f in sorted(failures)[:10]:
+        print("  J=%.2f %s %s" % f)
+
+
+def package_pages(pkg):
+    r = subprocess.run(["dpkg", "-L", pkg], capture_output=True, text=True)
+    return sorted(p for p in r.stdout.split("\n")
+                  if p.endswith(".html") and os.path.isfile(p)
+                  and not os.path.islink(p))
+
+
+def hubs_of(pkg):
+    out = {}
+    for p in package_pages(pkg):
+        if pkg == "rust-doc" and os.path.basename(p) != "index.html":
+            continue            # 20,000 API pages: their indexes only
+        t = text_of(read(p))
+        if (os.path.basename(p) == "index.html"
+                or (t.words and 2 * t.link_words >= len(t.words))):
+            out[p] = shingles(t.words)
+    return out
+
+
+def doc_hubs():
+    total_pages = total_bad = 0
+    for pkg in PACKAGES:
+        hubs = hubs_of(pkg)
+        if not hubs:
+            print("%s: not installed, skipped" % pkg)
+            continue
+        lst = os.path.join(OUT, pkg + ".lst")
+        with open(lst, "w") as f:
+            f.write("\n".join(hubs) + "\n")
+        r = run(["dedup", "--list", lst])
+        bad, pairs, npairs = set(), [], 0
+        for line in r.stdout.split("\n"):
+            a = line.split("\t")
+            if len(a) < 3 or a[0] not in hubs or a[1] not in hubs:
+                continue
+            npairs += 1
+            j = jaccard(hubs[a[0]], hubs[a[1]])
+            if j < 0.5:
+                bad.update(a[:2])
+                pairs.append((j, a[2], a[0], a[1]))
+        total_pages += len(hubs)
+        total_bad += len(bad)
+        print("%s: %d hub pages, %d pairs reported, %d with J < 0.5; "
+              "pages called a duplicate of one with J < 0.5: %d (%.1f%%)"
+              % (pkg, len(hubs), npairs, len(pairs), len(bad),
+                 100.0 * len(bad) / len(hubs)))
+        for j, h, a, b in sorted(pairs)[:5]:
+            print("  J=%.2f H=%s %s %s" % (j, h, a, b))
+    print("documentation hubs: %d of %d pages (%.2f%%)"
+          % (total_bad, total_pages, 100.0 * total_bad / max(total_pages, 1)))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    print("hub pages, options: %s" % (" ".join(OPTS) or "defaults"))
+    what = os.environ.get("HUB_PARTS", "swap docs").split()
+    if "swap" in what:
+        corpus = subprocess.run(["bench/webpages.sh", BUILD],
+                                capture_output=True, text=True).stdout.strip()
+        if corpus:
+            link_swap(corpus)
+        else:
+            print("link swap: real-web corpus unavailable, skipped")
+    if "docs" in what:
+        doc_hubs()
+
+
+main()
