@@ -2219,6 +2219,7 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
 {
     char                           err[512];
     uint64_t                       digest;
+    uint32_t                       version;
     ngx_str_t                      sig;
     ngx_uint_t                     i;
     sh_options_t                   opts;
@@ -2277,10 +2278,12 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
 
     conf->cfg = cfg;
 
-    /* one zone, one hash key */
+    /* one zone, one hash key and one extraction: fingerprints of the
+       others would not be comparable with what it holds */
 
     zone = conf->zone;
     digest = sh_config_seed_digest(cfg);
+    version = sh_config_version(cfg);
 
     if (zone->seed_set && zone->seed_digest != digest) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -2290,8 +2293,19 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
         return NGX_ERROR;
     }
 
+    if (zone->seed_set && zone->version != version) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "simhash zone \"%V\" needs the same extraction "
+                      "options everywhere: extraction version %08xD here, "
+                      "%08xD at %V (give each set of options its own zone) "
+                      "in %V", &zone->name, version, zone->version,
+                      &zone->seed_where, &conf->zone_where);
+        return NGX_ERROR;
+    }
+
     zone->seed_set = 1;
     zone->seed_digest = digest;
+    zone->version = version;
     zone->seed_where = conf->zone_where;
 
     return NGX_OK;
@@ -2469,6 +2483,7 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
         }
 
         zones[i]->seed_digest = sh_config_seed_digest(cfg);
+        zones[i]->version = sh_config_version(cfg);
         zones[i]->seed_set = 1;
 
         sh_config_free(cfg);

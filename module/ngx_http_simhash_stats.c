@@ -41,6 +41,7 @@ enum {
     NGX_HTTP_SIMHASH_V_SAVE_ERRORS,
     NGX_HTTP_SIMHASH_V_LAST_SAVE,
     NGX_HTTP_SIMHASH_V_RESTORED,
+    NGX_HTTP_SIMHASH_V_SNAP_REFUSED,
     NGX_HTTP_SIMHASH_V_PUBLISHED,
     NGX_HTTP_SIMHASH_V_APPLIED,
     NGX_HTTP_SIMHASH_V_SKIPPED_OWN,
@@ -188,6 +189,12 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("gauge"),
       ngx_string("Documents restored from the snapshot at start."),
       NGX_HTTP_SIMHASH_V_RESTORED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
+    { ngx_string("refused"), ngx_string("snapshot_refused_total"),
+      ngx_string("counter"),
+      ngx_string("Snapshots refused at start (another extraction version "
+                 "or seed, unreadable) and kept aside."),
+      NGX_HTTP_SIMHASH_V_SNAP_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
 
     { ngx_string("published"), ngx_string("replication_published_total"),
       ngx_string("counter"),
@@ -487,6 +494,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_SAVE_ERRORS] = sh->save_errors;
         v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->last_save;
         v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
+        v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sh->refused_snapshots;
 
         if (zone->replicate && zone->replicate->outbox) {
             ngx_http_simhash_stats_replication(zone->replicate->outbox, v);

@@ -22,6 +22,7 @@
 #include "sh_simhash.h"
 #include "sh_stopwords.h"
 #include "sh_text.h"
+#include "sh_version.h"
 
 #define DIGEST_SEED     0x6469676573743031ULL   /* "digest01" */
 
@@ -95,6 +96,42 @@ sh_library_init(void)
     sh_acc_init(&acc);          /* builds the sign table once */
     sh_text_init();
     sh_features_init();
+}
+
+/*
+ * The digest behind the extraction version: every option that changes a
+ * fingerprint, the libxml2 class and, when given, the IDF table's own
+ * checksum.  Paths are not in it, contents are: the same stop words from
+ * another file give the same version.
+ */
+static uint64_t
+options_digest(const sh_config_t *c, uint64_t idf_digest)
+{
+    const sh_options_t *o = &c->opts;
+    XXH3_state_t        st;
+    uint64_t            v[8];
+    unsigned            i;
+    size_t              len;
+
+    v[0] = sh_libxml_class();
+    v[1] = o->shingle;
+    v[2] = c->stop != NULL ? sh_stopwords_digest(c->stop) : 0;
+    v[3] = o->min_features;
+    v[4] = o->max_features;
+    v[5] = o->content;
+    v[6] = idf_digest;
+    v[7] = o->nignore;
+
+    (void) XXH3_64bits_reset(&st);
+    (void) XXH3_64bits_update(&st, v, sizeof(v));
+    (void) XXH3_64bits_update(&st, o->weight, sizeof(o->weight));
+    len = o->stem != NULL ? strlen(o->stem) + 1 : 0;
+    (void) XXH3_64bits_update(&st, o->stem != NULL ? o->stem : "", len);
+    for (i = 0; i < o->nignore; i++) {
+        (void) XXH3_64bits_update(&st, o->ignore[i],
+                                  strlen(o->ignore[i]) + 1);
+    }
+    return XXH3_64bits_digest(&st);
 }
 
 /* Keep a private copy of an option string. */
@@ -240,11 +277,23 @@ sh_config_new(const sh_options_t *o, char *err, size_t errlen)
         }
     }
 
+    if (sh_libxml_check(err, errlen) != 0) {
+        goto fail;
+    }
+
+    /* An IDF table is built from words: it must come from the extraction
+       this configuration has without the table. */
+    c->words_version = sh_version_make(options_digest(c, 0));
+    c->version = c->words_version;
+
     if (o->idf_file != NULL) {
-        c->idf = sh_idf_load(o->idf_file, c->seed_digest, err, errlen);
+        c->idf = sh_idf_load(o->idf_file, c->seed_digest, c->words_version,
+                             err, errlen);
         if (c->idf == NULL) {
             goto fail;
         }
+        c->version = sh_version_make(options_digest(c,
+                                                    sh_idf_digest(c->idf)));
     }
 
     for (i = 0; i < o->nignore; i++) {
@@ -308,6 +357,18 @@ uint64_t
 sh_config_seed_digest(const sh_config_t *c)
 {
     return c->seed_digest;
+}
+
+uint32_t
+sh_config_version(const sh_config_t *c)
+{
+    return c->version;
+}
+
+uint32_t
+sh_config_words_version(const sh_config_t *c)
+{
+    return c->words_version;
 }
 
 const sh_options_t *

@@ -88,6 +88,14 @@ void sh_config_free(sh_config_t *cfg);
  * data built under one key is refused under another. */
 uint64_t sh_config_seed_digest(const sh_config_t *cfg);
 
+/*
+ * The extraction version (sh_version.h): equal versions and equal seed
+ * digests make fingerprints comparable.  The words version leaves the IDF
+ * table out: IDF tables record it (sh_idf.h).
+ */
+uint32_t sh_config_version(const sh_config_t *cfg);
+uint32_t sh_config_words_version(const sh_config_t *cfg);
+
 /* The effective options (strings owned by the config). */
 const sh_options_t *sh_config_options(const sh_config_t *cfg);
 
