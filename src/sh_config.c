@@ -99,39 +99,57 @@ sh_library_init(void)
 }
 
 /*
- * The digest behind the extraction version: every option that changes a
- * fingerprint, the libxml2 class and, when given, the IDF table's own
- * checksum.  Paths are not in it, contents are: the same stop words from
- * another file give the same version.
+ * The digests behind the extraction version (sh_version.h).  Paths are not
+ * in them, contents are: the same stop words from another file give the same
+ * version.
+ *
+ * The words digest covers what makes the words of a page: the libxml2
+ * class, stemming, stop words and ignore patterns.  An IDF table, a table
+ * of words, needs only that much to be comparable.
  */
 static uint64_t
-options_digest(const sh_config_t *c, uint64_t idf_digest)
+words_digest(const sh_config_t *c)
 {
     const sh_options_t *o = &c->opts;
     XXH3_state_t        st;
-    uint64_t            v[8];
+    uint64_t            v[3];
     unsigned            i;
-    size_t              len;
 
     v[0] = sh_libxml_class();
-    v[1] = o->shingle;
-    v[2] = c->stop != NULL ? sh_stopwords_digest(c->stop) : 0;
-    v[3] = o->min_features;
-    v[4] = o->max_features;
-    v[5] = o->content;
-    v[6] = idf_digest;
-    v[7] = o->nignore;
+    v[1] = c->stop != NULL ? sh_stopwords_digest(c->stop) : 0;
+    v[2] = o->nignore;
 
     (void) XXH3_64bits_reset(&st);
     (void) XXH3_64bits_update(&st, v, sizeof(v));
-    (void) XXH3_64bits_update(&st, o->weight, sizeof(o->weight));
-    len = o->stem != NULL ? strlen(o->stem) + 1 : 0;
-    (void) XXH3_64bits_update(&st, o->stem != NULL ? o->stem : "", len);
+    if (o->stem != NULL) {
+        (void) XXH3_64bits_update(&st, o->stem, strlen(o->stem) + 1);
+    }
     for (i = 0; i < o->nignore; i++) {
         (void) XXH3_64bits_update(&st, o->ignore[i],
                                   strlen(o->ignore[i]) + 1);
     }
     return XXH3_64bits_digest(&st);
+}
+
+/* ... and the options digest everything else that changes a fingerprint:
+ * features, weights, content weighting and the IDF table's contents. */
+static uint64_t
+options_digest(const sh_config_t *c, uint64_t idf_digest)
+{
+    const sh_options_t *o = &c->opts;
+    uint64_t            v[7];
+
+    v[0] = words_digest(c);
+    v[1] = o->shingle;
+    v[2] = o->min_features;
+    v[3] = o->max_features;
+    v[4] = o->content;
+    v[5] = idf_digest;
+    memcpy(&v[6], o->weight, sizeof(v[6]));
+
+    _Static_assert(sizeof(o->weight) == sizeof(v[6]), "two float weights");
+
+    return XXH3_64bits(v, sizeof(v));
 }
 
 /* Keep a private copy of an option string. */
@@ -281,10 +299,10 @@ sh_config_new(const sh_options_t *o, char *err, size_t errlen)
         goto fail;
     }
 
-    /* An IDF table is built from words: it must come from the extraction
-       this configuration has without the table. */
-    c->words_version = sh_version_make(options_digest(c, 0));
-    c->version = c->words_version;
+    /* An IDF table is a table of words: it must have been built from the
+       words these options make. */
+    c->words_version = sh_version_make(words_digest(c));
+    c->version = sh_version_make(options_digest(c, 0));
 
     if (o->idf_file != NULL) {
         c->idf = sh_idf_load(o->idf_file, c->seed_digest, c->words_version,

@@ -90,8 +90,9 @@ uint64_t sh_config_seed_digest(const sh_config_t *cfg);
 
 /*
  * The extraction version (sh_version.h): equal versions and equal seed
- * digests make fingerprints comparable.  The words version leaves the IDF
- * table out: IDF tables record it (sh_idf.h).
+ * digests make fingerprints comparable.  The words version covers only what
+ * makes a page's words (parser class, stemming, stop words, ignore
+ * patterns): IDF tables record it (sh_idf.h).
  */
 uint32_t sh_config_version(const sh_config_t *cfg);
 uint32_t sh_config_words_version(const sh_config_t *cfg);
