@@ -2306,6 +2306,17 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
     zone->seed_set = 1;
     zone->seed_digest = digest;
     zone->version = version;
+    zone->keyed = sh_config_keyed(cfg);
+
+    if (sh_config_derive_key(cfg, "stream mac", zone->mac_key,
+                             sizeof(zone->mac_key))
+        != 0)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "simhash zone \"%V\": cannot derive the stream key",
+                      &zone->name);
+        return NGX_ERROR;
+    }
     zone->seed_where = conf->zone_where;
 
     return NGX_OK;
@@ -2470,6 +2481,15 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     zones = smcf->zones.elts;
 
     for (i = 0; i < smcf->zones.nelts; i++) {
+
+        if (zones[i]->replicate && !zones[i]->keyed) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "simhash zone \"%V\" is replicated without "
+                          "simhash_seed: its stream entries carry a MAC "
+                          "anyone can compute, so every writer of the "
+                          "stream is trusted", &zones[i]->name);
+        }
+
         if (zones[i]->seed_set) {
             continue;
         }
@@ -2485,6 +2505,14 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
         zones[i]->seed_digest = sh_config_seed_digest(cfg);
         zones[i]->version = sh_config_version(cfg);
         zones[i]->seed_set = 1;
+
+        if (sh_config_derive_key(cfg, "stream mac", zones[i]->mac_key,
+                                 sizeof(zones[i]->mac_key))
+            != 0)
+        {
+            sh_config_free(cfg);
+            return NGX_ERROR;
+        }
 
         sh_config_free(cfg);
     }

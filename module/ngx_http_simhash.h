@@ -154,6 +154,9 @@ typedef struct {
     ngx_msec_t                   save;      /* 0 = only at shutdown */
     uint64_t                     seed_digest;
     uint32_t                     version;   /* extraction, sh_version.h */
+    u_char                       mac_key[SH_STREAM_KEY_LEN];  /* stream
+                                               entries' (sh_stream.h) */
+    ngx_uint_t                   keyed;     /* simhash_seed was given */
     ngx_uint_t                   seed_set;
     ngx_str_t                    seed_where;  /* "file:line" of that user */
     ngx_event_t                  save_event;  /* per worker */
@@ -320,6 +323,10 @@ typedef struct {
     ngx_atomic_t                 skipped_own;
     ngx_atomic_t                 outdated;
     ngx_atomic_t                 refused;
+    ngx_atomic_t                 refused_version;   /* of them: another
+                                                       extraction version */
+    ngx_atomic_t                 refused_mac;       /* of them: no valid
+                                                       MAC */
     ngx_atomic_t                 dropped;
     ngx_atomic_t                 reconnects;
     ngx_atomic_t                 gaps;

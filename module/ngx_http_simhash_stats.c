@@ -47,6 +47,8 @@ enum {
     NGX_HTTP_SIMHASH_V_SKIPPED_OWN,
     NGX_HTTP_SIMHASH_V_OUTDATED,
     NGX_HTTP_SIMHASH_V_REFUSED,
+    NGX_HTTP_SIMHASH_V_REFUSED_VERSION,
+    NGX_HTTP_SIMHASH_V_REFUSED_MAC,
     NGX_HTTP_SIMHASH_V_OUTBOX,
     NGX_HTTP_SIMHASH_V_DROPPED,
     NGX_HTTP_SIMHASH_V_RECONNECTS,
@@ -218,8 +220,19 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
 
     { ngx_string("refused"), ngx_string("replication_refused_total"),
       ngx_string("counter"),
-      ngx_string("Stream entries refused: malformed, or another seed."),
+      ngx_string("Stream entries refused: malformed, another seed or "
+                 "extraction version, or a MAC that does not verify."),
       NGX_HTTP_SIMHASH_V_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("refused_version"),
+      ngx_string("replication_refused_version_total"), ngx_string("counter"),
+      ngx_string("Of the refused: entries of another extraction version."),
+      NGX_HTTP_SIMHASH_V_REFUSED_VERSION, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("refused_mac"), ngx_string("replication_refused_mac_total"),
+      ngx_string("counter"),
+      ngx_string("Of the refused: entries whose MAC did not verify."),
+      NGX_HTTP_SIMHASH_V_REFUSED_MAC, NGX_HTTP_SIMHASH_M_VALUE, 2 },
 
     { ngx_string("outbox"), ngx_string("replication_outbox"),
       ngx_string("gauge"),
@@ -519,6 +532,8 @@ ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
     v[NGX_HTTP_SIMHASH_V_SKIPPED_OWN] = ob->skipped_own;
     v[NGX_HTTP_SIMHASH_V_OUTDATED] = ob->outdated;
     v[NGX_HTTP_SIMHASH_V_REFUSED] = ob->refused;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_VERSION] = ob->refused_version;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_MAC] = ob->refused_mac;
     v[NGX_HTTP_SIMHASH_V_OUTBOX] = ob->records;
     v[NGX_HTTP_SIMHASH_V_DROPPED] = ob->dropped;
     v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <libxml/parser.h>
+#include <openssl/evp.h>
 #include <libstemmer.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -375,6 +376,34 @@ uint64_t
 sh_config_seed_digest(const sh_config_t *c)
 {
     return c->seed_digest;
+}
+
+int
+sh_config_keyed(const sh_config_t *c)
+{
+    return c->keyed;
+}
+
+int
+sh_config_derive_key(const sh_config_t *c, const char *purpose,
+                     unsigned char *out, size_t len)
+{
+    unsigned char full[EVP_MAX_MD_SIZE];
+    size_t        full_len = 0;
+
+    /* HMAC-SHA256(hash key, purpose): one-way, so a derived key reveals
+       neither the hash key nor another purpose's key */
+    if (len > 32
+        || EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL,
+                     c->keyed ? c->secret : (const unsigned char *) "",
+                     c->keyed ? sizeof(c->secret) : 0, (const unsigned char *) purpose,
+                     strlen(purpose), full, sizeof(full), &full_len) == NULL
+        || full_len < len)
+    {
+        return -1;
+    }
+    memcpy(out, full, len);
+    return 0;
 }
 
 uint32_t

@@ -97,6 +97,16 @@ uint64_t sh_config_seed_digest(const sh_config_t *cfg);
 uint32_t sh_config_version(const sh_config_t *cfg);
 uint32_t sh_config_words_version(const sh_config_t *cfg);
 
+/* 1 if a secret (simhash_seed) was given: derived keys are then secret. */
+int sh_config_keyed(const sh_config_t *cfg);
+
+/*
+ * A key of `len` bytes (at most 32) for `purpose` ("stream mac"), derived
+ * one-way from the hash key: 0, or -1.  Without a secret the key is public.
+ */
+int sh_config_derive_key(const sh_config_t *cfg, const char *purpose,
+                         unsigned char *out, size_t len);
+
 /* The effective options (strings owned by the config). */
 const sh_options_t *sh_config_options(const sh_config_t *cfg);
 
