@@ -2426,6 +2426,7 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
 {
     char                           err[512];
     uint64_t                       digest;
+    uint32_t                       version;
     ngx_str_t                      sig;
     ngx_uint_t                     i;
     sh_options_t                   opts;
@@ -2484,10 +2485,12 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
 
     conf->cfg = cfg;
 
-    /* one zone, one hash key */
+    /* one zone, one hash key and one extraction: fingerprints of the
+       others would not be comparable with what it holds */
 
     zone = conf->zone;
     digest = sh_config_seed_digest(cfg);
+    version = sh_config_version(cfg);
 
     if (zone->seed_set && zone->seed_digest != digest) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -2497,8 +2500,30 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
         return NGX_ERROR;
     }
 
+    if (zone->seed_set && zone->version != version) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "simhash zone \"%V\" needs the same extraction "
+                      "options everywhere: extraction version %08xD here, "
+                      "%08xD at %V (give each set of options its own zone) "
+                      "in %V", &zone->name, version, zone->version,
+                      &zone->seed_where, &conf->zone_where);
+        return NGX_ERROR;
+    }
+
     zone->seed_set = 1;
     zone->seed_digest = digest;
+    zone->version = version;
+    zone->keyed = sh_config_keyed(cfg);
+
+    if (sh_config_derive_key(cfg, "stream mac", zone->mac_key,
+                             sizeof(zone->mac_key))
+        != 0)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "simhash zone \"%V\": cannot derive the stream key",
+                      &zone->name);
+        return NGX_ERROR;
+    }
     zone->seed_where = conf->zone_where;
 
     return NGX_OK;
@@ -2686,6 +2711,15 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     zones = smcf->zones.elts;
 
     for (i = 0; i < smcf->zones.nelts; i++) {
+
+        if (zones[i]->replicate && !zones[i]->keyed) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "simhash zone \"%V\" is replicated without "
+                          "simhash_seed: its stream entries carry a MAC "
+                          "anyone can compute, so every writer of the "
+                          "stream is trusted", &zones[i]->name);
+        }
+
         if (zones[i]->seed_set) {
             continue;
         }
@@ -2699,7 +2733,16 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
         }
 
         zones[i]->seed_digest = sh_config_seed_digest(cfg);
+        zones[i]->version = sh_config_version(cfg);
         zones[i]->seed_set = 1;
+
+        if (sh_config_derive_key(cfg, "stream mac", zones[i]->mac_key,
+                                 sizeof(zones[i]->mac_key))
+            != 0)
+        {
+            sh_config_free(cfg);
+            return NGX_ERROR;
+        }
 
         sh_config_free(cfg);
     }

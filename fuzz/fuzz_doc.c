@@ -123,7 +123,8 @@ fdoc_build_idf(const char *path)
         FUZZ_CHECK(sh_idf_builder_add(b, w.words, w.n) == 0);
         sh_doc_free(d);
     }
-    FUZZ_CHECK(sh_idf_builder_save(b, path, sh_config_seed_digest(c), err,
+    FUZZ_CHECK(sh_idf_builder_save(b, path, sh_config_seed_digest(c),
+                                   sh_config_words_version(c), err,
                                    sizeof(err)) == 0);
     sh_idf_builder_free(b);
     sh_config_free(c);

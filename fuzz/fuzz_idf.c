@@ -31,7 +31,9 @@
 #define FIDF_OFF_DIGEST     16
 #define FIDF_OFF_COUNT      32
 #define FIDF_OFF_DEFAULT    40
+#define FIDF_OFF_VERSION    44
 #define FIDF_DIGEST         0x1df1df1df1df1dfull
+#define FIDF_VERSION        0x01abcdefu
 #define FIDF_MAX_WORDS      4096
 
 static void
@@ -64,6 +66,7 @@ fidf_file(unsigned flags, const uint8_t *data, size_t len)
     sh_idf_t *idf;
     char      path[64], err[256];
     uint64_t  digest = FIDF_DIGEST, n = 0, i, key, sk = 7;
+    uint32_t  version = FIDF_VERSION;
     float     val, dflt;
     int       fd;
 
@@ -83,12 +86,13 @@ fidf_file(unsigned flags, const uint8_t *data, size_t len)
         }
         if (flags & 4) {
             digest = fidf_get64(file + FIDF_OFF_DIGEST);
+            memcpy(&version, file + FIDF_OFF_VERSION, sizeof(version));
         }
     }
 
     fd = fuzz_memfile(file, len, path, sizeof(path));
     err[0] = '\0';
-    idf = sh_idf_load(path, digest, err, sizeof(err));
+    idf = sh_idf_load(path, digest, version, err, sizeof(err));
     close(fd);
     if (idf == NULL) {
         FUZZ_CHECK(err[0] != '\0');
@@ -163,16 +167,21 @@ fidf_builder(fuzz_in_t *in)
         ndocs++;
     }
     fuzz_tmp_path("idf", path, sizeof(path));
-    FUZZ_CHECK(sh_idf_builder_save(b, path, FIDF_DIGEST, err, sizeof(err))
+    FUZZ_CHECK(sh_idf_builder_save(b, path, FIDF_DIGEST, FIDF_VERSION, err,
+                                   sizeof(err))
                == 0);
     sh_idf_builder_free(b);
-    idf = sh_idf_load(path, FIDF_DIGEST, err, sizeof(err));
+    idf = sh_idf_load(path, FIDF_DIGEST, FIDF_VERSION, err, sizeof(err));
     if (idf == NULL) {
         fprintf(stderr, "fuzz_idf: %s\n", err);
     }
     FUZZ_CHECK(idf != NULL);
     /* A table built under one key is refused under another. */
-    FUZZ_CHECK(sh_idf_load(path, FIDF_DIGEST + 1, err, sizeof(err)) == NULL);
+    FUZZ_CHECK(sh_idf_load(path, FIDF_DIGEST + 1, FIDF_VERSION, err,
+                           sizeof(err)) == NULL);
+    /* So is one built under another extraction version. */
+    FUZZ_CHECK(sh_idf_load(path, FIDF_DIGEST, FIDF_VERSION + 1, err,
+                           sizeof(err)) == NULL);
     unlink(path);
 
     N = (double) ndocs;

@@ -319,7 +319,8 @@ seeds_idf_save(const char *name)
 
     fuzz_tmp_path("seed.idf", path, sizeof(path));
     if (sh_idf_builder_save(seeds_idf_b, path,
-                            sh_config_seed_digest(seeds_idf_cfg), err,
+                            sh_config_seed_digest(seeds_idf_cfg),
+                            sh_config_words_version(seeds_idf_cfg), err,
                             sizeof(err)) != 0)
     {
         fprintf(stderr, "fuzz_seeds: %s\n", err);

@@ -44,6 +44,7 @@
 #include "sh_keyrec.h"
 #include "sh_stream.h"
 #include "sh_volatility.h"
+#include "sh_version.h"
 
 
 typedef enum {
@@ -85,6 +86,7 @@ typedef struct {
     size_t                       region_size;
     uint32_t                     capacity;
     uint64_t                     seed_digest;
+    uint32_t                     version;   /* extraction, sh_version.h */
     ngx_http_simhash_doc_t     **docs;      /* [capacity], by ref */
     uint64_t                    *digests;   /* [capacity], by ref: of the
                                                raw body; 0 = unknown */
@@ -110,6 +112,8 @@ typedef struct {
     ngx_atomic_t                 saves;
     ngx_atomic_t                 save_errors;
     ngx_atomic_t                 restored;          /* docs at start */
+    ngx_atomic_t                 refused_snapshots; /* files kept aside
+                                                       unread at start */
     ngx_atomic_t                 save_off;  /* 1: a damaged snapshot could
                                                not be moved aside, so it
                                                is never overwritten */
@@ -149,6 +153,10 @@ typedef struct {
     ngx_str_t                    file;      /* full path, "" = none */
     ngx_msec_t                   save;      /* 0 = only at shutdown */
     uint64_t                     seed_digest;
+    uint32_t                     version;   /* extraction, sh_version.h */
+    u_char                       mac_key[SH_STREAM_KEY_LEN];  /* stream
+                                               entries' (sh_stream.h) */
+    ngx_uint_t                   keyed;     /* simhash_seed was given */
     ngx_uint_t                   seed_set;
     ngx_str_t                    seed_where;  /* "file:line" of that user */
     ngx_event_t                  save_event;  /* per worker */
@@ -340,6 +348,10 @@ typedef struct {
     ngx_atomic_t                 skipped_own;
     ngx_atomic_t                 outdated;
     ngx_atomic_t                 refused;
+    ngx_atomic_t                 refused_version;   /* of them: another
+                                                       extraction version */
+    ngx_atomic_t                 refused_mac;       /* of them: no valid
+                                                       MAC */
     ngx_atomic_t                 dropped;
     ngx_atomic_t                 reconnects;
     ngx_atomic_t                 gaps;

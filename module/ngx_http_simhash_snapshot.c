@@ -70,6 +70,8 @@ static ngx_int_t ngx_http_simhash_load_records(
     ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
     const void *user, size_t user_len, ngx_uint_t *copied, char *err,
     size_t errlen, ngx_log_t *log);
+static void ngx_http_simhash_version_refusal(ngx_http_simhash_zone_t *zone,
+    sh_snapshot_info_t *info, char *err, size_t errlen);
 static ngx_int_t ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone,
     void *region, size_t region_size, const void *user, size_t user_len,
     ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
@@ -182,6 +184,10 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     {
         rc = NGX_ERROR;
 
+    } else if (info.extraction != zone->version) {
+        ngx_http_simhash_version_refusal(zone, &info, err, sizeof(err));
+        rc = NGX_ERROR;
+
     } else if (ngx_strcmp(info.kind, SH_KEYREC_KIND_V2) == 0) {
         rc = ngx_http_simhash_load_v1(zone, region, region_size, user,
                                       user_len, &copied, err, sizeof(err),
@@ -198,6 +204,7 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
                       "simhash zone \"%V\": snapshot \"%V\" refused: %s; "
                       "starting empty", &zone->name, &zone->file, err);
         ngx_http_simhash_keep_aside(zone, "refused", log);
+        (void) ngx_atomic_fetch_add(&zone->sh->refused_snapshots, 1);
         return;
     }
 
@@ -215,6 +222,40 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
                       &zone->name, &zone->file, err);
         ngx_http_simhash_keep_aside(zone, "damaged", log);
     }
+}
+
+
+/*
+ * Why a snapshot of another extraction version is refused, in one line:
+ * its fingerprints were made from other features, and mixing them in would
+ * compare the incomparable.
+ */
+
+static void
+ngx_http_simhash_version_refusal(ngx_http_simhash_zone_t *zone,
+    sh_snapshot_info_t *info, char *err, size_t errlen)
+{
+    u_char  *p;
+
+    if (info->extraction == 0) {
+        p = ngx_snprintf((u_char *) err, errlen - 1,
+                         "written before extraction versions (format %ud), "
+                         "its fingerprints are not known to be comparable "
+                         "with extraction version %08xD", info->version,
+                         zone->version);
+
+    } else {
+        p = ngx_snprintf((u_char *) err, errlen - 1,
+                         "written under extraction version %08xD, this "
+                         "configuration extracts %08xD (%s)",
+                         info->extraction, zone->version,
+                         sh_version_code(info->extraction)
+                         != sh_version_code(zone->version)
+                         ? "another release's extraction code"
+                         : "other options or another libxml2");
+    }
+
+    *p = '\0';
 }
 
 

@@ -41,11 +41,14 @@ enum {
     NGX_HTTP_SIMHASH_V_SAVE_ERRORS,
     NGX_HTTP_SIMHASH_V_LAST_SAVE,
     NGX_HTTP_SIMHASH_V_RESTORED,
+    NGX_HTTP_SIMHASH_V_SNAP_REFUSED,
     NGX_HTTP_SIMHASH_V_PUBLISHED,
     NGX_HTTP_SIMHASH_V_APPLIED,
     NGX_HTTP_SIMHASH_V_SKIPPED_OWN,
     NGX_HTTP_SIMHASH_V_OUTDATED,
     NGX_HTTP_SIMHASH_V_REFUSED,
+    NGX_HTTP_SIMHASH_V_REFUSED_VERSION,
+    NGX_HTTP_SIMHASH_V_REFUSED_MAC,
     NGX_HTTP_SIMHASH_V_OUTBOX,
     NGX_HTTP_SIMHASH_V_DROPPED,
     NGX_HTTP_SIMHASH_V_RECONNECTS,
@@ -190,6 +193,12 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Documents restored from the snapshot at start."),
       NGX_HTTP_SIMHASH_V_RESTORED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
 
+    { ngx_string("refused"), ngx_string("snapshot_refused_total"),
+      ngx_string("counter"),
+      ngx_string("Snapshots refused at start (another extraction version "
+                 "or seed, unreadable) and kept aside."),
+      NGX_HTTP_SIMHASH_V_SNAP_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
     { ngx_string("published"), ngx_string("replication_published_total"),
       ngx_string("counter"),
       ngx_string("Documents of this node acknowledged by Redis."),
@@ -212,8 +221,19 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
 
     { ngx_string("refused"), ngx_string("replication_refused_total"),
       ngx_string("counter"),
-      ngx_string("Stream entries refused: malformed, or another seed."),
+      ngx_string("Stream entries refused: malformed, another seed or "
+                 "extraction version, or a MAC that does not verify."),
       NGX_HTTP_SIMHASH_V_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("refused_version"),
+      ngx_string("replication_refused_version_total"), ngx_string("counter"),
+      ngx_string("Of the refused: entries of another extraction version."),
+      NGX_HTTP_SIMHASH_V_REFUSED_VERSION, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("refused_mac"), ngx_string("replication_refused_mac_total"),
+      ngx_string("counter"),
+      ngx_string("Of the refused: entries whose MAC did not verify."),
+      NGX_HTTP_SIMHASH_V_REFUSED_MAC, NGX_HTTP_SIMHASH_M_VALUE, 2 },
 
     { ngx_string("outbox"), ngx_string("replication_outbox"),
       ngx_string("gauge"),
@@ -494,6 +514,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         /* last_save also times the next periodic save: 0 until one ran */
         v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->saves ? sh->last_save : 0;
         v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
+        v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sh->refused_snapshots;
 
         if (zone->replicate && zone->replicate->outbox) {
             ngx_http_simhash_stats_replication(zone->replicate->outbox, v);
@@ -518,6 +539,8 @@ ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
     v[NGX_HTTP_SIMHASH_V_SKIPPED_OWN] = ob->skipped_own;
     v[NGX_HTTP_SIMHASH_V_OUTDATED] = ob->outdated;
     v[NGX_HTTP_SIMHASH_V_REFUSED] = ob->refused;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_VERSION] = ob->refused_version;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_MAC] = ob->refused_mac;
     v[NGX_HTTP_SIMHASH_V_OUTBOX] = ob->records;
     v[NGX_HTTP_SIMHASH_V_DROPPED] = ob->dropped;
     v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;

@@ -330,9 +330,11 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
 {
     size_t                          off;
     uint64_t                        tail;
-    const char                     *argv[18];
-    size_t                          argvlen[18];
-    sh_stream_text_t                text;
+    ngx_uint_t                      f;
+    const char                     *argv[6 + 2 * SH_STREAM_NFIELDS];
+    size_t                          argvlen[6 + 2 * SH_STREAM_NFIELDS];
+    sh_stream_entry_t               e;
+    sh_stream_fields_t              fields;
     ngx_http_simhash_zone_t        *zone;
     ngx_http_simhash_outrec_t      *rec;
     ngx_http_simhash_outbox_t      *ob;
@@ -358,18 +360,12 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
     argv[4] = (char *) lk->maxlen;
     argvlen[4] = lk->maxlen_len;
     argv[5] = "*";                argvlen[5] = 1;
-    argv[6] = "node";             argvlen[6] = 4;
-    argv[7] = (char *) rp->node.data;
-    argvlen[7] = rp->node.len;
-    argv[8] = "key";              argvlen[8] = 3;
-    argv[10] = "fp";              argvlen[10] = 2;
-    argv[11] = text.fp;           argvlen[11] = 16;
-    argv[12] = "digest";          argvlen[12] = 6;
-    argv[13] = text.digest;       argvlen[13] = 16;
-    argv[14] = "time";            argvlen[14] = 4;
-    argv[15] = text.time;
-    argv[16] = "seed";            argvlen[16] = 4;
-    argv[17] = text.seed;         argvlen[17] = 8;
+
+    sh_stream_entry_init(&e);
+    e.node = rp->node.data;
+    e.node_len = rp->node.len;
+    e.seed = lk->seed;
+    e.xv = zone->version;
 
     while (lk->sent < tail && lk->n < NGX_HTTP_SIMHASH_INFLIGHT) {
 
@@ -381,15 +377,26 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
             continue;
         }
 
-        sh_stream_text(&text, rec->hash, rec->digest, rec->time, lk->seed);
+        e.key = (u_char *) rec + sizeof(ngx_http_simhash_outrec_t);
+        e.key_len = rec->len;
+        e.hash = rec->hash;
+        e.digest = rec->digest;
+        e.time = rec->time;
 
-        argv[9] = (char *) rec + sizeof(ngx_http_simhash_outrec_t);
-        argvlen[9] = rec->len;
-        argvlen[15] = ngx_strlen(text.time);
+        /* the entry format is sh_stream's: names, order, text and MAC */
+        sh_stream_encode(&fields, &e, zone->mac_key);
+
+        for (f = 0; f < SH_STREAM_NFIELDS; f++) {
+            argv[6 + 2 * f] = fields.name[f];
+            argvlen[6 + 2 * f] = ngx_strlen(fields.name[f]);
+            argv[6 + 2 * f + 1] = fields.value[f];
+            argvlen[6 + 2 * f + 1] = fields.len[f];
+        }
 
         if (ngx_http_simhash_redis_command(&lk->pub,
                                            ngx_http_simhash_xadd_reply, lk,
-                                           18, argv, argvlen)
+                                           6 + 2 * SH_STREAM_NFIELDS, argv,
+                                           argvlen)
             != NGX_OK)
         {
             break;
@@ -999,10 +1006,12 @@ static ngx_int_t
 ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
     sh_stream_entry_t *e)
 {
-    char         err[128];
-    size_t       i;
-    redisReply  *fields, *f, *v;
+    char                      err[128];
+    size_t                    i;
+    redisReply               *fields, *f, *v;
+    ngx_http_simhash_zone_t  *zone;
 
+    zone = lk->rp->zone;
     fields = entry->element[1];
 
     sh_stream_entry_init(e);
@@ -1038,6 +1047,28 @@ ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
     if (e->seed != lk->seed) {
         ngx_http_simhash_refused(lk, entry->element[0],
                                  "fingerprints under another simhash_seed");
+        return NGX_DECLINED;
+    }
+
+    /* a node of another release or other options, as in an upgrade */
+
+    if (e->xv != zone->version) {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->refused_version, 1);
+        ngx_snprintf((u_char *) err, sizeof(err),
+                     "extraction version %08xD, this zone's is %08xD%Z",
+                     e->xv, zone->version);
+        ngx_http_simhash_refused(lk, entry->element[0], err);
+        return NGX_DECLINED;
+    }
+
+    /* written by someone who does not hold the tier's secret, or altered
+       on the way */
+
+    if (!sh_stream_verify(e, zone->mac_key)) {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->refused_mac, 1);
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "its MAC does not verify (a writer "
+                                 "without the tier's simhash_seed)");
         return NGX_DECLINED;
     }
 

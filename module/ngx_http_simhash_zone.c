@@ -57,6 +57,8 @@ static ngx_int_t ngx_http_simhash_evict_oldest(ngx_http_simhash_zone_t *zone);
 static void ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 static uint32_t ngx_http_simhash_capacity(size_t zone_size);
+static ngx_int_t ngx_http_simhash_format_index(ngx_http_simhash_shctx_t *sh,
+    char *err, size_t errlen);
 static ngx_int_t ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static ngx_int_t ngx_http_simhash_reset(ngx_http_simhash_zone_t *zone,
@@ -449,10 +451,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     sh_index_stats(sh->index, &st);
 
-    if (sh_index_init(sh->index, sh->region_size, 0, sh->seed_digest,
-                      err, sizeof(err))
-        == NULL)
-    {
+    if (ngx_http_simhash_format_index(sh, err, sizeof(err)) != NGX_OK) {
         /* cannot happen: the region was formatted with these before */
         ngx_log_error(NGX_LOG_ALERT, log, 0, "simhash zone \"%V\": %s",
                       &zone->name, err);
@@ -522,6 +521,28 @@ done:
  * pointer array and node budget fit in what the slab pool leaves us.
  */
 
+/*
+ * Format the zone's index empty, under the zone's seed and extraction
+ * version: what a snapshot of it will carry.
+ */
+
+static ngx_int_t
+ngx_http_simhash_format_index(ngx_http_simhash_shctx_t *sh, char *err,
+    size_t errlen)
+{
+    if (sh_index_init(sh->index, sh->region_size, 0, sh->seed_digest, err,
+                      errlen)
+        == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    sh_index_set_version(sh->index, sh->version);
+
+    return NGX_OK;
+}
+
+
 static uint32_t
 ngx_http_simhash_capacity(size_t zone_size)
 {
@@ -587,6 +608,16 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
             return ngx_http_simhash_reset(zone, shm_zone->shm.log);
         }
 
+        if (zone->sh->version != zone->version) {
+            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                          "simhash zone \"%V\": extraction version %08xD "
+                          "became %08xD (options changed), the index starts "
+                          "empty", &zone->name, zone->sh->version,
+                          zone->version);
+
+            return ngx_http_simhash_reset(zone, shm_zone->shm.log);
+        }
+
         return NGX_OK;
     }
 
@@ -629,11 +660,9 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     sh->seed_digest = zone->seed_digest;
+    sh->version = zone->version;
 
-    if (sh_index_init(sh->index, sh->region_size, 0, sh->seed_digest,
-                      err, sizeof(err))
-        == NULL)
-    {
+    if (ngx_http_simhash_format_index(sh, err, sizeof(err)) != NGX_OK) {
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                       "simhash zone \"%V\": %s", &zone->name, err);
         return NGX_ERROR;
@@ -709,11 +738,9 @@ ngx_http_simhash_reset(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     }
 
     sh->seed_digest = zone->seed_digest;
+    sh->version = zone->version;
 
-    if (sh_index_init(sh->index, sh->region_size, 0, sh->seed_digest,
-                      err, sizeof(err))
-        == NULL)
-    {
+    if (ngx_http_simhash_format_index(sh, err, sizeof(err)) != NGX_OK) {
         ngx_http_simhash_zone_unlock(zone);
         ngx_log_error(NGX_LOG_EMERG, log, 0, "simhash zone \"%V\": %s",
                       &zone->name, err);
@@ -828,7 +855,8 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     ozone = ngx_http_simhash_old_zone(zone->shm_zone);
 
     if (ozone == NULL || ozone->sh == NULL
-        || ozone->sh->seed_digest != zone->seed_digest)
+        || ozone->sh->seed_digest != zone->seed_digest
+        || ozone->sh->version != zone->version)
     {
         return;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <libxml/parser.h>
+#include <openssl/evp.h>
 #include <libstemmer.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -18,10 +19,12 @@
 #include "sh_block.h"
 #include "sh_config_internal.h"
 #include "sh_features.h"
+#include "sh_html.h"
 #include "sh_idf.h"
 #include "sh_simhash.h"
 #include "sh_stopwords.h"
 #include "sh_text.h"
+#include "sh_version.h"
 
 #define DIGEST_SEED     0x6469676573743031ULL   /* "digest01" */
 
@@ -95,6 +98,60 @@ sh_library_init(void)
     sh_acc_init(&acc);          /* builds the sign table once */
     sh_text_init();
     sh_features_init();
+}
+
+/*
+ * The digests behind the extraction version (sh_version.h).  Paths are not
+ * in them, contents are: the same stop words from another file give the same
+ * version.
+ *
+ * The words digest covers what makes the words of a page: the libxml2
+ * class, stemming, stop words and ignore patterns.  An IDF table, a table
+ * of words, needs only that much to be comparable.
+ */
+static uint64_t
+words_digest(const sh_config_t *c)
+{
+    const sh_options_t *o = &c->opts;
+    XXH3_state_t        st;
+    uint64_t            v[3];
+    unsigned            i;
+
+    v[0] = (uint64_t) sh_libxml_class();
+    v[1] = c->stop != NULL ? sh_stopwords_digest(c->stop) : 0;
+    v[2] = o->nignore;
+
+    (void) XXH3_64bits_reset(&st);
+    (void) XXH3_64bits_update(&st, v, sizeof(v));
+    if (o->stem != NULL) {
+        (void) XXH3_64bits_update(&st, o->stem, strlen(o->stem) + 1);
+    }
+    for (i = 0; i < o->nignore; i++) {
+        (void) XXH3_64bits_update(&st, o->ignore[i],
+                                  strlen(o->ignore[i]) + 1);
+    }
+    return XXH3_64bits_digest(&st);
+}
+
+/* ... and the options digest everything else that changes a fingerprint:
+ * features, weights, content weighting and the IDF table's contents. */
+static uint64_t
+options_digest(const sh_config_t *c, uint64_t idf_digest)
+{
+    const sh_options_t *o = &c->opts;
+    uint64_t            v[7];
+
+    v[0] = words_digest(c);
+    v[1] = o->shingle;
+    v[2] = o->min_features;
+    v[3] = o->max_features;
+    v[4] = o->content;
+    v[5] = idf_digest;
+    memcpy(&v[6], o->weight, sizeof(v[6]));
+
+    _Static_assert(sizeof(o->weight) == sizeof(v[6]), "two float weights");
+
+    return XXH3_64bits(v, sizeof(v));
 }
 
 /* Keep a private copy of an option string. */
@@ -240,11 +297,19 @@ sh_config_new(const sh_options_t *o, char *err, size_t errlen)
         }
     }
 
+    /* An IDF table is a table of words: it must have been built from the
+       words these options make. */
+    c->words_version = sh_version_make(words_digest(c));
+    c->version = sh_version_make(options_digest(c, 0));
+
     if (o->idf_file != NULL) {
-        c->idf = sh_idf_load(o->idf_file, c->seed_digest, err, errlen);
+        c->idf = sh_idf_load(o->idf_file, c->seed_digest, c->words_version,
+                             err, errlen);
         if (c->idf == NULL) {
             goto fail;
         }
+        c->version = sh_version_make(options_digest(c,
+                                                    sh_idf_digest(c->idf)));
     }
 
     for (i = 0; i < o->nignore; i++) {
@@ -308,6 +373,46 @@ uint64_t
 sh_config_seed_digest(const sh_config_t *c)
 {
     return c->seed_digest;
+}
+
+int
+sh_config_keyed(const sh_config_t *c)
+{
+    return c->keyed;
+}
+
+int
+sh_config_derive_key(const sh_config_t *c, const char *purpose,
+                     unsigned char *out, size_t len)
+{
+    unsigned char full[EVP_MAX_MD_SIZE];
+    size_t        full_len = 0;
+
+    /* HMAC-SHA256(hash key, purpose): one-way, so a derived key reveals
+       neither the hash key nor another purpose's key */
+    if (len > 32
+        || EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL,
+                     c->keyed ? c->secret : (const unsigned char *) "",
+                     c->keyed ? sizeof(c->secret) : 0, (const unsigned char *) purpose,
+                     strlen(purpose), full, sizeof(full), &full_len) == NULL
+        || full_len < len)
+    {
+        return -1;
+    }
+    memcpy(out, full, len);
+    return 0;
+}
+
+uint32_t
+sh_config_version(const sh_config_t *c)
+{
+    return c->version;
+}
+
+uint32_t
+sh_config_words_version(const sh_config_t *c)
+{
+    return c->words_version;
 }
 
 const sh_options_t *

@@ -88,6 +88,25 @@ void sh_config_free(sh_config_t *cfg);
  * data built under one key is refused under another. */
 uint64_t sh_config_seed_digest(const sh_config_t *cfg);
 
+/*
+ * The extraction version (sh_version.h): equal versions and equal seed
+ * digests make fingerprints comparable.  The words version covers only what
+ * makes a page's words (parser class, stemming, stop words, ignore
+ * patterns): IDF tables record it (sh_idf.h).
+ */
+uint32_t sh_config_version(const sh_config_t *cfg);
+uint32_t sh_config_words_version(const sh_config_t *cfg);
+
+/* 1 if a secret (simhash_seed) was given: derived keys are then secret. */
+int sh_config_keyed(const sh_config_t *cfg);
+
+/*
+ * A key of `len` bytes (at most 32) for `purpose` ("stream mac"), derived
+ * one-way from the hash key: 0, or -1.  Without a secret the key is public.
+ */
+int sh_config_derive_key(const sh_config_t *cfg, const char *purpose,
+                         unsigned char *out, size_t len);
+
 /* The effective options (strings owned by the config). */
 const sh_options_t *sh_config_options(const sh_config_t *cfg);
 

@@ -37,6 +37,8 @@ struct sh_config_s {
     int                keyed;           /* a secret was given */
     unsigned char      secret[192];     /* XXH3 secret derived from it */
     uint64_t           seed_digest;
+    uint32_t           version;         /* sh_version.h */
+    uint32_t           words_version;   /* the same without the IDF table */
 
     sh_stem_entry_t   *stem_cache;      /* mutable: see sh_doc.h, threads */
     struct sh_features_s *spare;        /* the last document's feature

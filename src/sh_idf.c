@@ -18,7 +18,7 @@
 #include "sh_idf.h"
 
 #define IDF_MAGIC       "SHIDF\0\0\0"
-#define IDF_VERSION     1u
+#define IDF_VERSION     2u      /* 2: the words version in the header */
 #define IDF_BYTE_ORDER  0x01020304u
 #define IDF_MAX_ENTRIES (1u << 26)
 
@@ -30,7 +30,7 @@ typedef struct {
     uint64_t ndocs;
     uint64_t nentries;
     float    default_idf;
-    uint32_t reserved;
+    uint32_t words_version;     /* sh_config_words_version of the builder */
 } idf_header_t;
 
 /* A hash map from 64-bit keys (0 = empty; key 0 is stored as 1). */
@@ -42,8 +42,9 @@ typedef struct {
 } map_t;
 
 struct sh_idf_s {
-    map_t  map;
-    float  default_idf;
+    map_t     map;
+    float     default_idf;
+    uint64_t  digest;       /* the file's checksum: its contents */
 };
 
 struct sh_idf_builder_s {
@@ -137,6 +138,12 @@ sh_idf_size(const sh_idf_t *idf)
     return idf->map.count;
 }
 
+uint64_t
+sh_idf_digest(const sh_idf_t *idf)
+{
+    return idf->digest;
+}
+
 void
 sh_idf_free(sh_idf_t *idf)
 {
@@ -149,7 +156,8 @@ sh_idf_free(sh_idf_t *idf)
 /* ---- load ------------------------------------------------------------- */
 
 sh_idf_t *
-sh_idf_load(const char *path, uint64_t seed_digest, char *err, size_t errlen)
+sh_idf_load(const char *path, uint64_t seed_digest, uint32_t words_version,
+            char *err, size_t errlen)
 {
     FILE         *f;
     idf_header_t  hd;
@@ -184,8 +192,10 @@ sh_idf_load(const char *path, uint64_t seed_digest, char *err, size_t errlen)
         goto fail;
     }
     if (hd.version != IDF_VERSION) {
-        snprintf(err, errlen, "IDF table \"%s\" has version %u, expected %u",
-                 path, hd.version, IDF_VERSION);
+        snprintf(err, errlen, "IDF table \"%s\" has format %u, expected %u%s",
+                 path, hd.version, IDF_VERSION, hd.version < IDF_VERSION
+                 ? " (written before extraction versions: build it again "
+                   "with simhash idf)" : "");
         goto fail;
     }
     n = (size_t) hd.nentries;
@@ -199,6 +209,12 @@ sh_idf_load(const char *path, uint64_t seed_digest, char *err, size_t errlen)
     if (hd.seed_digest != seed_digest) {
         snprintf(err, errlen, "IDF table \"%s\" was built with another "
                  "hash key (simhash_seed)", path);
+        goto fail;
+    }
+    if (hd.words_version != words_version) {
+        snprintf(err, errlen, "IDF table \"%s\" was built under extraction "
+                 "version %08x, these options give %08x: build it again "
+                 "with simhash idf", path, hd.words_version, words_version);
         goto fail;
     }
 
@@ -238,6 +254,7 @@ sh_idf_load(const char *path, uint64_t seed_digest, char *err, size_t errlen)
         goto fail;
     }
     idf->default_idf = hd.default_idf;
+    idf->digest = sum;
     for (i = 0; i < n; i++) {
         if ((i > 0 && keys[i] <= prev) || keys[i] == 0
             || !(vals[i] > 0.0f && vals[i] < 100.0f))
@@ -341,7 +358,8 @@ fopen_fresh(const char *tmp)
 
 int
 sh_idf_builder_save(sh_idf_builder_t *b, const char *path,
-                    uint64_t seed_digest, char *err, size_t errlen)
+                    uint64_t seed_digest, uint32_t words_version, char *err,
+                    size_t errlen)
 {
     idf_header_t  hd;
     uint64_t     *keys;
@@ -381,6 +399,7 @@ sh_idf_builder_save(sh_idf_builder_t *b, const char *path,
     hd.version = IDF_VERSION;
     hd.byte_order = IDF_BYTE_ORDER;
     hd.seed_digest = seed_digest;
+    hd.words_version = words_version;
     hd.ndocs = b->ndocs;
     hd.nentries = n;
     hd.default_idf = (float) (log((N + 1.0) / 2.0) + 1.0);

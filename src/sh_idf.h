@@ -7,9 +7,14 @@
  * word hashes, so a table is tied to the hash key that built it (its digest
  * is recorded and checked on load).
  *
- * File (native byte order, checked): "SHIDF\0\0\0", version, byte-order
- * marker, key digest, N, entry count, default idf, then the sorted hashes
- * and their idf values, then an XXH3 checksum of all that precedes it.
+ * A table is also tied to the extraction that made its words: it records
+ * the builder's words version (sh_config_words_version, sh_version.h) and
+ * is refused under another.
+ *
+ * File (native byte order, checked): "SHIDF\0\0\0", format (2), byte-order
+ * marker, key digest, N, entry count, default idf, words version, then the
+ * sorted hashes and their idf values, then an XXH3 checksum of all that
+ * precedes it.
  */
 #ifndef SH_IDF_H
 #define SH_IDF_H
@@ -19,9 +24,12 @@
 
 typedef struct sh_idf_s sh_idf_t;
 
-/* Load and validate; `seed_digest` must match the table's. */
-sh_idf_t *sh_idf_load(const char *path, uint64_t seed_digest, char *err,
-                      size_t errlen);
+/* Load and validate; `seed_digest` and `words_version` must match the
+ * table's. */
+sh_idf_t *sh_idf_load(const char *path, uint64_t seed_digest,
+                      uint32_t words_version, char *err, size_t errlen);
+/* The table's contents as one number (part of the extraction version). */
+uint64_t sh_idf_digest(const sh_idf_t *idf);
 float  sh_idf_get(const sh_idf_t *idf, uint64_t word);
 size_t sh_idf_size(const sh_idf_t *idf);
 void   sh_idf_free(sh_idf_t *idf);
@@ -33,7 +41,8 @@ sh_idf_builder_t *sh_idf_builder_new(void);
 int  sh_idf_builder_add(sh_idf_builder_t *b, const uint64_t *words,
                         size_t n);
 int  sh_idf_builder_save(sh_idf_builder_t *b, const char *path,
-                         uint64_t seed_digest, char *err, size_t errlen);
+                         uint64_t seed_digest, uint32_t words_version,
+                         char *err, size_t errlen);
 void sh_idf_builder_free(sh_idf_builder_t *b);
 
 #endif

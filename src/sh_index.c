@@ -79,7 +79,7 @@ struct sh_index_s {
     uint32_t oldest;
     uint32_t newest;
     uint32_t spill;         /* lowest slot that may precede its home */
-    uint32_t pad;
+    uint32_t extraction;    /* extraction version, sh_version.h */
     uint64_t region_size;
     uint64_t seed_digest;
     uint64_t off_slots;
@@ -309,6 +309,18 @@ uint64_t
 sh_index_seed_digest(const sh_index_t *ix)
 {
     return ix->seed_digest;
+}
+
+void
+sh_index_set_version(sh_index_t *ix, uint32_t version)
+{
+    ix->extraction = version;
+}
+
+uint32_t
+sh_index_version(const sh_index_t *ix)
+{
+    return ix->extraction;
 }
 
 /* ---- The table. ---- */

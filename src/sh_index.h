@@ -160,6 +160,14 @@ int sh_index_check(const sh_index_t *ix, char *err, size_t errlen);
 
 uint64_t sh_index_seed_digest(const sh_index_t *ix);
 
+/*
+ * The extraction version of the fingerprints held (sh_version.h), recorded
+ * like the seed digest and saved with the index; 0 = unknown (an index of
+ * an earlier release, or one that has not been told).
+ */
+void     sh_index_set_version(sh_index_t *ix, uint32_t version);
+uint32_t sh_index_version(const sh_index_t *ix);
+
 /* The probes a lookup with `opts` will make after x itself (k). */
 unsigned sh_index_probes_for(const sh_index_t *ix,
                              const sh_lookup_opts_t *opts);

@@ -1,12 +1,13 @@
 /*
  * sh_snapshot.c -- index region <-> file.
  *
- * File layout (format 2), all integers in the writer's byte order (the
+ * File layout (format 3), all integers in the writer's byte order (the
  * endianness marker tells a foreign file apart from a corrupt one):
  *
  *   0    header (128 bytes)  magic "SHSNAP\0\1", endian marker, format
  *                            version, header size, index parameters,
  *                            region and user sizes, hash-key digest, the
+ *                            extraction version (format 3), the
  *                            user section's kind and block size, and an
  *                            XXH3 of the header itself
  *   128  the region, byte for byte (it holds offsets, never pointers),
@@ -38,7 +39,7 @@
 #include "sh_snapshot.h"
 
 #define SNAP_MAGIC      "SHSNAP\0\1"
-#define SNAP_VERSION    2u
+#define SNAP_VERSION    3u      /* 3: the extraction version */
 #define SNAP_ENDIAN     0x01020304u
 #define SNAP_HDR        128u
 #define CHUNK           (1u << 20)
@@ -56,7 +57,8 @@ typedef struct {
     uint64_t seed_digest;
     char     kind[SH_SNAP_KIND];    /* format 2; zeros in format 1 */
     uint32_t block_size;            /* format 2 */
-    uint8_t  reserved[SNAP_HDR - 76];
+    uint32_t extraction;            /* format 3: the index's version */
+    uint8_t  reserved[SNAP_HDR - 80];
     uint64_t header_xxh;        /* of the bytes before it */
 } snap_header_t;
 
@@ -295,6 +297,7 @@ sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
         memcpy(hd.kind, kind, strnlen(kind, sizeof(hd.kind)));
     }
     hd.block_size = SH_SNAP_BLOCK;
+    hd.extraction = sh_index_version(ix);
     hd.header_xxh = XXH3_64bits(&hd, offsetof(snap_header_t, header_xxh));
 
     st = XXH3_createState();
@@ -462,9 +465,9 @@ check_header(const snap_header_t *hd, const char *path,
                    "order" : "%s: corrupt snapshot header", path);
         return -1;
     }
-    if (hd->version != 1 && hd->version != SNAP_VERSION) {
+    if (hd->version < 1 || hd->version > SNAP_VERSION) {
         snprintf(err, errlen, "%s: snapshot format version %u, this build "
-                 "reads versions 1 and %u", path, hd->version,
+                 "reads versions 1 to %u", path, hd->version,
                  SNAP_VERSION);
         return -1;
     }
@@ -486,8 +489,7 @@ check_header(const snap_header_t *hd, const char *path,
     if (hd->capacity == 0
         || hd->region_size != sh_index_region_size(hd->capacity)
         || hd->user_len > ((uint64_t) 1 << 40)
-        || (hd->version == SNAP_VERSION
-            && hd->block_size != SH_SNAP_BLOCK))
+        || (hd->version >= 2 && hd->block_size != SH_SNAP_BLOCK))
     {
         snprintf(err, errlen, "%s: snapshot sizes are inconsistent", path);
         return -1;
@@ -656,6 +658,7 @@ sh_snapshot_load(const char *path, uint64_t expect_seed_digest,
         goto fail;
     }
     info->version = hd.version;
+    info->extraction = hd.version >= 3 ? hd.extraction : 0;
     total = SNAP_HDR + body_size(&hd, &info->blocks);
     if ((uint64_t) sb.st_size < total) {
         snprintf(err, errlen, "%s: truncated snapshot (%lld of %llu bytes)",

@@ -1,9 +1,9 @@
 /*
  * sh_snapshot.h -- save an index region to a file and load it back.
  *
- * File (format 2): a versioned header with its own checksum (magic, format
- * version, byte order, parameters, hash-key digest, sizes, and the KIND of
- * the user section), the region bytes and their XXH3, then the user section
+ * File (format 3): a versioned header with its own checksum (magic, format
+ * version, byte order, parameters, hash-key digest, extraction version,
+ * sizes, and the KIND of the user section), the region bytes and their XXH3, then the user section
  * (the caller's per-document data, e.g. ref -> URL) in blocks of
  * SH_SNAP_BLOCK bytes, each followed by its own XXH3.  Written to PATH.tmp,
  * fsynced, renamed over PATH, directory fsynced.
@@ -17,7 +17,10 @@
  * blocks' documents.  Never a crash and never a silently wrong index.
  *
  * Format 1 files (one checksum over the whole file, the user section's kind
- * in its own first 8 bytes) still load, all or nothing.
+ * in its own first 8 bytes) still load, all or nothing; format 2 is format 3
+ * without the extraction version.  Whether fingerprints of another (or an
+ * unknown, 0) extraction version may be used is the caller's decision: the
+ * module refuses them, `simhash index check` reports them.
  *
  * Only regular files are read: a FIFO or a device at PATH is refused without
  * blocking (sh_snapshot_check_path tells nginx -t the same).
@@ -36,6 +39,8 @@
 
 typedef struct {
     unsigned version;               /* format of the file read */
+    uint32_t extraction;            /* the index's extraction version
+                                       (sh_version.h); 0 before format 3 */
     char     kind[SH_SNAP_KIND + 1];    /* the user section's kind, NUL-ended
                                            ("" when it has none) */
     int      region_ok;             /* 0: the region is damaged (zeroed) */

@@ -179,10 +179,20 @@ sh_stopwords_load(const char *path, char *err, size_t errlen)
     return s;
 }
 
-size_t
-sh_stopwords_count(const sh_stopwords_t *s)
+uint64_t
+sh_stopwords_digest(const sh_stopwords_t *s)
 {
-    return s->count;
+    uint64_t d = s->count;
+    size_t   i;
+
+    /* a sum of mixed slot values: the same set gives the same digest
+       whatever the order its words were added in */
+    for (i = 0; i <= s->mask; i++) {
+        if (s->slot[i] != 0) {
+            d += XXH3_64bits(&s->slot[i], sizeof(s->slot[i]));
+        }
+    }
+    return d;
 }
 
 void

@@ -21,7 +21,8 @@ sh_stopwords_t *sh_stopwords_load(const char *path, char *err, size_t errlen);
 
 /* Is the word whose XXH3_64bits hash is `h` a stop word? */
 int  sh_stopwords_has(const sh_stopwords_t *s, uint64_t h);
-size_t sh_stopwords_count(const sh_stopwords_t *s);
+/* A digest of the set, for the extraction version (sh_version.h). */
+uint64_t sh_stopwords_digest(const sh_stopwords_t *s);
 void sh_stopwords_free(sh_stopwords_t *s);
 
 #endif

@@ -4,11 +4,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
 #include "sh_keyrec.h"
 #include "sh_stream.h"
+#include "sh_version.h"
 
 const char *const sh_stream_field_names[SH_STREAM_NFIELDS] = {
-    "node", "key", "fp", "digest", "time", "seed"
+    "node", "key", "fp", "digest", "time", "seed", "xv", "mac"
 };
 
 /* Decimal digits of s[0..len) as a uint64: 0, or -1 (empty, not a digit,
@@ -63,6 +69,25 @@ parse_hex(const char *s, size_t len, size_t digits, uint64_t *out)
     return 0;
 }
 
+/* 2 * SH_STREAM_MAC_LEN hex digits into bytes. */
+static int
+parse_mac(const char *s, size_t len, unsigned char *mac)
+{
+    uint64_t v;
+    size_t   i;
+
+    if (len != 2 * SH_STREAM_MAC_LEN) {
+        return -1;
+    }
+    for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+        if (parse_hex(s + 2 * i, 2, 2, &v) != 0) {
+            return -1;
+        }
+        mac[i] = (unsigned char) v;
+    }
+    return 0;
+}
+
 int
 sh_stream_id_parse(sh_stream_id_t *id, const char *s, size_t len)
 {
@@ -102,15 +127,123 @@ sh_stream_id_cmp(const sh_stream_id_t *a, const sh_stream_id_t *b)
     return 0;
 }
 
-void
-sh_stream_text(sh_stream_text_t *t, uint64_t hash, uint64_t digest,
-               uint64_t time, uint32_t seed)
+/* Little-endian, whatever the host: the MAC must agree across nodes. */
+static unsigned char *
+put_le(unsigned char *p, uint64_t v, unsigned bytes)
 {
-    snprintf(t->fp, sizeof(t->fp), "%016llx", (unsigned long long) hash);
-    snprintf(t->digest, sizeof(t->digest), "%016llx",
-             (unsigned long long) digest);
-    snprintf(t->time, sizeof(t->time), "%llu", (unsigned long long) time);
-    snprintf(t->seed, sizeof(t->seed), "%08x", (unsigned) seed);
+    unsigned i;
+
+    for (i = 0; i < bytes; i++) {
+        p[i] = (unsigned char) (v >> (8 * i));
+    }
+    return p + bytes;
+}
+
+/*
+ * The MAC covers every field in a fixed binary form, with the lengths of
+ * the two variable ones, so that no two entries share a message: a field
+ * cannot be moved into its neighbour.
+ */
+void
+sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
+              const sh_stream_entry_t *e,
+              const unsigned char key[SH_STREAM_KEY_LEN])
+{
+    static const char  tag[8] = "SHSTRM01";
+    unsigned char      head[8 + 4 + 4], tail[8 + 8 + 8 + 4 + 4], *p;
+    unsigned char      full[EVP_MAX_MD_SIZE];
+    size_t             full_len = 0;
+    EVP_MAC_CTX       *ctx = NULL;
+    OSSL_PARAM         params[2];
+    static EVP_MAC    *hmac;
+
+    /* fetched once per process; a race between threads leaks one */
+    if (hmac == NULL) {
+        hmac = EVP_MAC_fetch(NULL, OSSL_MAC_NAME_HMAC, NULL);
+    }
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                                 (char *) "SHA256", 0);
+    params[1] = OSSL_PARAM_construct_end();
+
+    p = head;
+    memcpy(p, tag, sizeof(tag));
+    p = put_le(p + sizeof(tag), e->node_len, 4);
+    (void) put_le(p, e->key_len, 4);
+
+    p = put_le(tail, e->hash, 8);
+    p = put_le(p, e->digest, 8);
+    p = put_le(p, e->time, 8);
+    p = put_le(p, e->seed, 4);
+    (void) put_le(p, e->xv, 4);
+
+    memset(full, 0, sizeof(full));
+    if (hmac != NULL) {
+        ctx = EVP_MAC_CTX_new(hmac);
+    }
+    if (ctx == NULL
+        || EVP_MAC_init(ctx, key, SH_STREAM_KEY_LEN, params) != 1
+        || EVP_MAC_update(ctx, head, sizeof(head)) != 1
+        || EVP_MAC_update(ctx, e->node, e->node_len) != 1
+        || EVP_MAC_update(ctx, e->key, e->key_len) != 1
+        || EVP_MAC_update(ctx, tail, sizeof(tail)) != 1
+        || EVP_MAC_final(ctx, full, &full_len, sizeof(full)) != 1)
+    {
+        /* out of memory: a MAC of zeros, which no entry will verify
+           against (the verifier fails the same way or computes the real
+           one) */
+        memset(full, 0, sizeof(full));
+    }
+    EVP_MAC_CTX_free(ctx);
+    memcpy(mac, full, SH_STREAM_MAC_LEN);
+}
+
+int
+sh_stream_verify(const sh_stream_entry_t *e,
+                 const unsigned char key[SH_STREAM_KEY_LEN])
+{
+    unsigned char want[SH_STREAM_MAC_LEN];
+
+    sh_stream_mac(want, e, key);
+    return CRYPTO_memcmp(want, e->mac, SH_STREAM_MAC_LEN) == 0;
+}
+
+void
+sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
+                 const unsigned char key[SH_STREAM_KEY_LEN])
+{
+    unsigned char mac[SH_STREAM_MAC_LEN];
+    unsigned      f, i;
+
+    snprintf(out->fp, sizeof(out->fp), "%016llx",
+             (unsigned long long) e->hash);
+    snprintf(out->digest, sizeof(out->digest), "%016llx",
+             (unsigned long long) e->digest);
+    snprintf(out->time, sizeof(out->time), "%llu",
+             (unsigned long long) e->time);
+    snprintf(out->seed, sizeof(out->seed), "%08x", (unsigned) e->seed);
+    sh_version_format(out->xv, e->xv);
+    sh_stream_mac(mac, e, key);
+    for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+        snprintf(out->mac + 2 * i, 3, "%02x", mac[i]);
+    }
+
+    out->value[SH_STREAM_F_NODE] = (const char *) e->node;
+    out->len[SH_STREAM_F_NODE] = e->node_len;
+    out->value[SH_STREAM_F_KEY] = (const char *) e->key;
+    out->len[SH_STREAM_F_KEY] = e->key_len;
+    out->value[SH_STREAM_F_FP] = out->fp;
+    out->value[SH_STREAM_F_DIGEST] = out->digest;
+    out->value[SH_STREAM_F_TIME] = out->time;
+    out->value[SH_STREAM_F_SEED] = out->seed;
+    out->value[SH_STREAM_F_XV] = out->xv;
+    out->value[SH_STREAM_F_MAC] = out->mac;
+
+    for (f = 0; f < SH_STREAM_NFIELDS; f++) {
+        out->name[f] = sh_stream_field_names[f];
+        if (f != SH_STREAM_F_NODE && f != SH_STREAM_F_KEY) {
+            out->len[f] = strlen(out->value[f]);
+        }
+    }
 }
 
 uint32_t
@@ -173,9 +306,16 @@ sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
             rc = -1;
         }
         break;
-    default: /* SH_STREAM_F_SEED */
+    case SH_STREAM_F_SEED:
         rc = parse_hex(value, value_len, 8, &v);
         e->seed = (uint32_t) v;
+        break;
+    case SH_STREAM_F_XV:
+        rc = parse_hex(value, value_len, 8, &v);
+        e->xv = (uint32_t) v;
+        break;
+    default: /* SH_STREAM_F_MAC */
+        rc = parse_mac(value, value_len, e->mac);
         break;
     }
 

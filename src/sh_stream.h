@@ -15,6 +15,13 @@
  *     seed    the first 32 bits of the zone's seed digest, 8 hex digits:
  *             fingerprints under another simhash_seed are not comparable,
  *             so a misconfigured node's entries are refused, not applied
+ *     xv      the extraction version of the fingerprint (sh_version.h), 8
+ *             hex digits: an entry of another version is refused, so a tier
+ *             in the middle of an upgrade never mixes the two
+ *     mac     HMAC-SHA256 of all the fields above, truncated to 128 bits,
+ *             32 hex digits, under a key derived from the tier's secret
+ *             (simhash_seed; sh_config_derive_key): whoever can read the
+ *             stream cannot forge an entry, only replay one unchanged
  *
  * Fields may come in any order; fields of other names are ignored (a later
  * version may add some); a missing or malformed field makes the entry
@@ -58,8 +65,13 @@ enum {
     SH_STREAM_F_DIGEST,
     SH_STREAM_F_TIME,
     SH_STREAM_F_SEED,
+    SH_STREAM_F_XV,
+    SH_STREAM_F_MAC,
     SH_STREAM_NFIELDS
 };
+
+#define SH_STREAM_MAC_LEN   16      /* bytes of a MAC (32 hex digits) */
+#define SH_STREAM_KEY_LEN   32      /* bytes of the MAC key */
 
 extern const char *const sh_stream_field_names[SH_STREAM_NFIELDS];
 
@@ -73,19 +85,41 @@ typedef struct {
     uint64_t             digest;
     uint64_t             time;      /* ms since 1970 */
     uint32_t             seed;
+    uint32_t             xv;        /* extraction version */
+    unsigned char        mac[SH_STREAM_MAC_LEN];
     unsigned             seen;      /* a bit per field */
 } sh_stream_entry_t;
 
-/* The text of the numeric fields of an entry, NUL-terminated. */
+/*
+ * Encoding: an entry's fields in order, as the name/value pairs of an XADD
+ * (the one place that writes the format).  `e` has every field but mac
+ * set; the MAC is computed here under `key`.  Values point into `out` and
+ * into e's node and key.
+ */
 typedef struct {
-    char fp[17];
-    char digest[17];
-    char time[21];
-    char seed[9];
-} sh_stream_text_t;
+    const char *name[SH_STREAM_NFIELDS];
+    const char *value[SH_STREAM_NFIELDS];
+    size_t      len[SH_STREAM_NFIELDS];
 
-void sh_stream_text(sh_stream_text_t *t, uint64_t hash, uint64_t digest,
-                    uint64_t time, uint32_t seed);
+    char        fp[17];
+    char        digest[17];
+    char        time[21];
+    char        seed[9];
+    char        xv[9];
+    char        mac[2 * SH_STREAM_MAC_LEN + 1];
+} sh_stream_fields_t;
+
+void sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
+                      const unsigned char key[SH_STREAM_KEY_LEN]);
+
+/* The MAC of an entry's fields (all but mac) under key. */
+void sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
+                   const sh_stream_entry_t *e,
+                   const unsigned char key[SH_STREAM_KEY_LEN]);
+
+/* 1 if e's mac is the MAC of its fields under key (in constant time). */
+int sh_stream_verify(const sh_stream_entry_t *e,
+                     const unsigned char key[SH_STREAM_KEY_LEN]);
 
 /* The seed field of a zone's seed digest. */
 uint32_t sh_stream_seed(uint64_t seed_digest);

@@ -149,7 +149,8 @@ like($wout, qr{\[warn\] .*the directory "/nonexistent/dir/" of the snapshot file
 # a correct configuration with every directive passes
 $t->write_file('data/stop.txt', "the\nand\nof\n");
 $t->set(http => 'simhash_zone zone=crawl:1m distance=2 '
-              . 'file=%%PREFIX%%/data/c.snap save=30s;',
+              . 'file=%%PREFIX%%/data/c.snap save=30s; '
+              . 'simhash_zone zone=plain:1m;',
         proxy => <<'EOF');
         simhash crawl;
         simhash_action drop 410;
@@ -171,6 +172,7 @@ $t->set(http => 'simhash_zone zone=crawl:1m distance=2 '
         simhash_seed 0123456789abcdef0123456789abcdef;
         location / { proxy_pass http://%%ORIGIN%%; }
         location /plain/ {
+            simhash plain;
             simhash_stem off;
             simhash_stopwords off;
             simhash_probes 64;
@@ -183,5 +185,20 @@ EOF
 my ($rc, $out) = $t->nginx_t;
 is($rc, 0, 'every directive: nginx -t passes') or diag($out);
 like($out, qr/test is successful/, 'every directive: test is successful');
+
+# one zone, one extraction: fingerprints of other options are not
+# comparable with what it holds, so nginx -t names both places
+$t->set(http => 'simhash_zone zone=crawl:1m;', proxy => <<'EOF');
+        simhash crawl;
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location /plain/ {
+            simhash_stem off;
+            proxy_pass http://%%ORIGIN%%;
+        }
+EOF
+($rc, $out) = $t->nginx_t;
+isnt($rc, 0, 'two extractions in one zone: nginx -t fails');
+like($out, qr/simhash zone "crawl" needs the same extraction options everywhere: extraction version [0-9a-f]{8} here, [0-9a-f]{8} at \S+:\d+ .* in \S+nginx\.conf:\d+/,
+     '... naming both versions and both places');
 
 done_testing;

@@ -56,14 +56,16 @@ my @cases = (
       'council.html' ],
     [ 'minfeat',   'simhash_min_features 5000;', '--min-features 5000',
       'council.html' ],
-    [ 'seed',      "simhash_seed $seed;", "--seed $seed", 'sourdough.html',
-      'seeded' ],
+    [ 'seed',      "simhash_seed $seed;", "--seed $seed", 'sourdough.html' ],
 );
 
+# each option set its own zone: a zone holds one extraction version
 my $proxy = '';
+my $zones = '';
 for my $c (@cases) {
-    my ($name, $dirs, $cli, $page, $zone) = @$c;
-    $zone //= 'crawl';
+    my ($name, $dirs, $cli, $page) = @$c;
+    my $zone = "z_$name";
+    $zones .= "    simhash_zone zone=$zone:256k;\n";
     $proxy .= "        location /$name/ {\n"
             . "            simhash $zone;\n"
             . "            $dirs\n"
@@ -78,9 +80,7 @@ $proxy .= <<"EOF";
         }
         location = /stats { simhash_stats; }
 EOF
-$t->set(http => "simhash_zone zone=crawl:1m;\n"
-              . "    simhash_zone zone=seeded:256k;\n"
-              . "    simhash_zone zone=vol:256k;",
+$t->set(http => $zones . "    simhash_zone zone=vol:256k;",
         proxy => $proxy);
 $t->start;
 

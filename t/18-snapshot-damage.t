@@ -2,8 +2,9 @@
 # A damaged snapshot costs what is damaged, never the zone: a flipped byte
 # in one block of documents loses that block's documents only, the rest is
 # restored, and the file is kept aside.  A FIFO at the snapshot path fails
-# nginx -t instead of hanging the start.  A format 1 snapshot (written by
-# the previous release) still loads, and is saved again in format 2.
+# nginx -t instead of hanging the start.  A snapshot written before
+# extraction versions (format 1) is refused with one line, counted and kept
+# aside, never mixed in: its fingerprints are not known to be comparable.
 
 use strict;
 use warnings;
@@ -89,25 +90,29 @@ isnt($rc, 0, 'a FIFO as the snapshot: nginx -t fails');
 like($out, qr/\[emerg\] .*invalid snapshot file: \Q$fifo\E: not a regular file in \S+:\d+/,
      '... saying it is not a regular file') or diag($out);
 
-# a format 1 snapshot of the previous release: restored, saved as format 2
+# a format 1 snapshot of an earlier release: refused, kept aside, counted;
+# the zone starts empty and saves in format 3 under its own version
 my $old = $t->prefix . '/data/old.snap';
-$t->write_file('data/old.snap', $t->read_file(
-    "$FindBin::Bin/../tests/fixtures/snapshots/module-v1.snap"));
+my $v1 = $t->read_file(
+    "$FindBin::Bin/../tests/fixtures/snapshots/module-v1.snap");
+$t->write_file('data/old.snap', $v1);
 $t->set(http => "simhash_zone zone=crawl:4m file=$old;");
 $t->start;
-like($t->error_log, qr/4 documents restored from "\Q$old\E"/,
-     'format 1: 4 documents restored');
+like($t->error_log, qr/snapshot "\Q$old\E" refused: written before extraction versions \(format 1\), its fingerprints are not known to be comparable with extraction version [0-9a-f]{8}; starting empty/,
+     'format 1: refused with one line naming the version');
+is($t->stats->{zones}{crawl}{snapshot}{refused}, 1, '... counted');
+my @aside = glob("$old.refused-*");
+is(scalar @aside, 1, '... and kept aside');
+is(@aside && $t->read_file($aside[0]), $v1, '... unchanged');
 my $r = $t->get('/sourdough.html?again=1');
-is($r->{headers}{'x-simhash-status'}, 'duplicate', 'format 1: its pages known');
-is($r->{headers}{'x-simhash-duplicate-of'}, 'http://127.0.0.1/sourdough.html',
-   '... under their keys');
-is($t->status_of($url->(0)), 'new', 'a new page: something to save');
+is($r->{headers}{'x-simhash-status'}, 'new', 'its pages are not mixed in');
 $t->stop;
 SKIP: {
     skip 'SH_CLI is not set', 2 unless $cli && -x $cli;
     my $check = `$cli index check $old`;
-    like($check, qr/^version\t2$/m, 'saved again in format 2');
-    like($check, qr/^documents\t5$/m, '... with its 4 documents and the new one');
+    like($check, qr/^version\t3\nextraction\t[0-9a-f]{8}$/m,
+         'saved again in format 3, with its extraction version');
+    like($check, qr/^documents\t1$/m, '... holding the one new document');
 }
 
 $t->check_log;

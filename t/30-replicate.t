@@ -135,13 +135,30 @@ is(repl()->{applied}, 0, 'our own entry is not applied again');
 # another node's document: stored, and found as the original of a copy
 my $bfp = $t->get('/look/bicycle.html')->{headers}{'x-simhash'};
 like($bfp, qr/^[0-9a-f]{16}$/, 'a fingerprint looked up without storing');
+# An entry as another node of the tier writes it: signed with the tier's
+# key by `simhash entry` (the zone's options are the defaults).  `set`
+# changes fields after the signing, `drop` leaves some out: a writer
+# without the key, or a broken one.
+sub entry {
+    my (%e) = @_;
+    my %d = (node => 'z', digest => '0' x 16, time => int(time * 1000), %e);
+    my @args = map { ("--$_" => $d{$_}) } grep { defined $d{$_} }
+               qw(node key fp digest time xv);
+    my @pairs = map { split / /, $_, 2 }
+                split /\n/, `$ENV{SH_CLI} entry @args`;
+    die "simhash entry @args failed" unless @pairs == 16;
+    return @pairs;
+}
 sub xadd {
     my (%e) = @_;
-    my %d = (node => 'z', digest => '0' x 16,
-             time => int(time * 1000), seed => $seed, %e);
-    return $redis->cmd('XADD', $stream, '*',
-                       map { ($_ => $d{$_}) } grep { defined $d{$_} }
-                       qw(node key fp digest time seed));
+    my ($set, $drop) = (delete $e{set} // {}, delete $e{drop} // []);
+    my @pairs = entry(%e);
+    my @out;
+    while (my ($k, $v) = splice @pairs, 0, 2) {
+        next if grep { $_ eq $k } @$drop;
+        push @out, $k, exists $set->{$k} ? $set->{$k} : $v;
+    }
+    return $redis->cmd('XADD', $stream, '*', @out);
 }
 xadd(key => 'site/elsewhere.html', fp => $bfp);
 wait_repl(sub { $_[0]{applied} == 1 }, 'the entry of node z applied');
@@ -183,9 +200,9 @@ is($t->status_of('/sourdough.html'), 'unchanged',
 # garbage: refused, counted, logged; what follows still applies
 my $other = $seed eq 'deadbeef' ? 'deadbeee' : 'deadbeef';
 $redis->cmd('XADD', $stream, '*', 'foo', 'bar');
-xadd(key => 'site/bad-fp', fp => 'zz');
-xadd(key => 'site/no-time', fp => $bfp, time => undef);
-xadd(key => 'site/other-seed', fp => $bfp, seed => $other);
+xadd(key => 'site/bad-fp', fp => $bfp, set => { fp => 'zz' });
+xadd(key => 'site/no-time', fp => $bfp, drop => ['time']);
+xadd(key => 'site/other-seed', fp => $bfp, set => { seed => $other });
 xadd(key => 'site/future', fp => $bfp, time => int(time * 1000) + 2 * 86400000);
 xadd(key => 'site/ancient', fp => $bfp, time => 1);
 xadd(key => 'site/after-garbage', fp => sprintf('%016x', hex($bfp) ^ ~0));
@@ -193,6 +210,8 @@ $s = wait_repl(sub { $_[0]{refused} == 6 && $_[0]{applied} == 3 },
                'six refused, the next applied');
 cmp_ok($s->{last_lag_ms}, '<', 30000,
        'an entry dated 1970 is refused: the lag is not 56 years');
+is($s->{refused_version} + $s->{refused_mac}, 0,
+   '... none of them for its version or MAC');
 like($t->error_log, qr/stream entry \d+-\d+ refused: no "node" field/,
      'a refused entry is logged with its id and why');
 my @refused = $t->error_log =~ /(stream entry \S+ refused)/g;

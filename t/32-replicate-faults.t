@@ -164,10 +164,10 @@ ok(wait_until(sub { $volatile->cmd('XLEN', 'simhash:crawl') == 1 }),
 my $entry = $volatile->cmd('XRANGE', 'simhash:crawl', '-', '+');
 my %f = @{ $entry->[0][1] // [] };
 is($f{key}, 'site/bicycle.html?x', 'what the node publishes recreates it');
-$volatile->cmd('XADD', 'simhash:crawl', '*', node => 'z',
-               key => 'site/from-z', fp => sprintf('%016x', hex($fp) ^ 0xff),
-               digest => '0' x 16, time => int(time * 1000),
-               seed => $f{seed});
+# another node's entry, signed as it signs them (default options, no seed)
+my @z = map { split / /, $_, 2 } split /\n/,
+        `$ENV{SH_CLI} entry --node z --key site/from-z --fp ${\ sprintf('%016x', hex($fp) ^ 0xff)}`;
+$volatile->cmd('XADD', 'simhash:crawl', '*', @z);
 ok(wait_until(sub { repl($t)->{applied} == 1 }),
    "another node's entry is applied again");
 $t->stop;

@@ -200,8 +200,8 @@ is $rc, 0, 'index build --capacity 3 (4 pages)';
 ($rc, $out, $err) = sh($cli, 'index', 'check', "$tmp/ix.snap");
 is $rc, 0, 'index check of a sound snapshot exits 0';
 my ($entries) = $out =~ /^entries\t(\d+)$/m;
-like $out, qr/^version\t2\ncapacity\t\d+\nentries\t\d+\n/,
-    '... prints the format, capacity and entries';
+like $out, qr/^version\t3\nextraction\t[0-9a-f]{8}\ncapacity\t\d+\nentries\t\d+\n/,
+    '... prints the format, extraction version, capacity and entries';
 like $out, qr/^documents\t$entries$/m, '... every entry has its path';
 like $out, qr/^check\tOK\n\z/m, '... and ends with OK';
 

@@ -16,6 +16,7 @@ set -eu
 # libhiredis-dev: the module's replication; redis-server: its tests.
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
+libssl-dev
 valgrind gdb wget libhiredis-dev redis-server"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
 # (the Linux manual pages rendered to HTML by two independent renderers).

@@ -134,6 +134,7 @@ test_round_trip(void **state)
     for (i = 0; i < 3000; i += 7) {
         sh_index_remove(ix, (uint32_t) i);
     }
+    sh_index_set_version(ix, 0x01c0ffee);
     assert_int_equal(sh_snapshot_save(path, ix, "testkind", user, ulen, err,
                                       sizeof(err)), 0);
     {
@@ -143,13 +144,15 @@ test_round_trip(void **state)
         assert_int_equal(access(tmp, F_OK), -1);    /* renamed away */
     }
     load_ok(0x5eed, &region, &rs, &u, &ul, &info);
-    assert_int_equal(info.version, 2);
+    assert_int_equal(info.version, 3);
+    assert_int_equal(info.extraction, 0x01c0ffee);  /* the index's, kept */
     assert_string_equal(info.kind, "testkind");
     assert_int_equal(info.region_ok, 1);
     assert_int_equal(info.blocks, 4);
     assert_int_equal(info.damaged, 0);
     ix2 = sh_index_attach(region, rs, err, sizeof(err));
     assert_non_null(ix2);
+    assert_int_equal(sh_index_version(ix2), 0x01c0ffee);
     assert_int_equal(ul, ulen);
     assert_memory_equal(u, user, ulen);
     sh_index_stats(ix, &s1);

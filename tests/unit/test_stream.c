@@ -64,38 +64,124 @@ decode(sh_stream_entry_t *e, const char **kv, size_t n, char *err,
     return sh_stream_entry_check(e, err, errlen);
 }
 
+static const unsigned char key_a[SH_STREAM_KEY_LEN] = "tier secret A, 32 bytes long...";
+static const unsigned char key_b[SH_STREAM_KEY_LEN] = "tier secret B, 32 bytes long...";
+
+/* An entry as a node publishes it. */
+static void
+sample(sh_stream_entry_t *e)
+{
+    sh_stream_entry_init(e);
+    e->node = (const unsigned char *) "proxy-3";
+    e->node_len = 7;
+    e->key = (const unsigned char *) "https://example.com/a?b=c";
+    e->key_len = strlen((const char *) e->key);
+    e->hash = 0x0123456789abcdefULL;
+    e->digest = 0xfedcba9876543210ULL;
+    e->time = 1700000000123ULL;
+    e->seed = sh_stream_seed(0xdeadbeef00000001ULL);
+    e->xv = 0x01a3f29c;
+}
+
+/* Encode, then feed the pairs back in `order` (indexes into the fields),
+ * with a field of another name mixed in. */
+static int
+reencode(const sh_stream_entry_t *in, sh_stream_fields_t *f,
+         sh_stream_entry_t *out, char *err, size_t errlen)
+{
+    static const unsigned order[SH_STREAM_NFIELDS] = { 7, 5, 1, 2, 4, 0, 3,
+                                                       6 };
+    unsigned i;
+
+    sh_stream_encode(f, in, key_a);
+    sh_stream_entry_init(out);
+    for (i = 0; i < SH_STREAM_NFIELDS; i++) {
+        unsigned k = order[i];
+
+        if (i == 3 && sh_stream_entry_field(out, "extra", 5, "x", 1, err,
+                                            errlen) != 0)
+        {
+            return -1;
+        }
+        if (sh_stream_entry_field(out, f->name[k], strlen(f->name[k]),
+                                  f->value[k], f->len[k], err, errlen) != 0)
+        {
+            return -1;
+        }
+    }
+    return sh_stream_entry_check(out, err, errlen);
+}
+
 static void
 test_round_trip(void **state)
 {
-    sh_stream_text_t   t;
-    sh_stream_entry_t  e;
+    sh_stream_fields_t f;
+    sh_stream_entry_t  in, e;
     char               err[128];
-    const char        *kv[14];
 
-    sh_stream_text(&t, 0x0123456789abcdefULL, 0xfedcba9876543210ULL,
-                   1700000000123ULL, sh_stream_seed(0xdeadbeef00000001ULL));
-    assert_string_equal(t.fp, "0123456789abcdef");
-    assert_string_equal(t.digest, "fedcba9876543210");
-    assert_string_equal(t.time, "1700000000123");
-    assert_string_equal(t.seed, "deadbeef");
+    sample(&in);
+    assert_int_equal(reencode(&in, &f, &e, err, sizeof(err)), 0);
 
-    /* any order, and a field of another name ignored */
-    kv[0] = "seed";     kv[1] = t.seed;
-    kv[2] = "key";      kv[3] = "https://example.com/a?b=c";
-    kv[4] = "extra";    kv[5] = "whatever";
-    kv[6] = "fp";       kv[7] = "0123456789ABCDEF";
-    kv[8] = "time";     kv[9] = t.time;
-    kv[10] = "node";    kv[11] = "proxy-3";
-    kv[12] = "digest";  kv[13] = t.digest;
+    /* the text of each field */
+    assert_string_equal(f.name[SH_STREAM_F_FP], "fp");
+    assert_string_equal(f.fp, "0123456789abcdef");
+    assert_string_equal(f.digest, "fedcba9876543210");
+    assert_string_equal(f.time, "1700000000123");
+    assert_string_equal(f.seed, "deadbeef");
+    assert_string_equal(f.xv, "01a3f29c");
+    assert_int_equal(strlen(f.mac), 2 * SH_STREAM_MAC_LEN);
 
-    assert_int_equal(decode(&e, kv, 14, err, sizeof(err)), 0);
-    assert_true(e.hash == 0x0123456789abcdefULL);
-    assert_true(e.digest == 0xfedcba9876543210ULL);
-    assert_true(e.time == 1700000000123ULL);
-    assert_true(e.seed == 0xdeadbeef);
+    assert_true(e.hash == in.hash && e.digest == in.digest);
+    assert_true(e.time == in.time && e.seed == in.seed && e.xv == in.xv);
     assert_int_equal(e.node_len, 7);
     assert_memory_equal(e.node, "proxy-3", 7);
-    assert_int_equal(e.key_len, strlen("https://example.com/a?b=c"));
+    assert_int_equal(e.key_len, in.key_len);
+    assert_memory_equal(e.key, in.key, in.key_len);
+    assert_true(sh_stream_verify(&e, key_a));
+}
+
+/* Only a holder of the key makes an entry that verifies; any change to any
+ * field breaks it, and so does moving a byte from node to key. */
+static void
+test_mac(void **state)
+{
+    sh_stream_fields_t f;
+    sh_stream_entry_t  in, e, x;
+    char               err[128];
+    unsigned char      mac[SH_STREAM_MAC_LEN];
+
+    sample(&in);
+    assert_int_equal(reencode(&in, &f, &e, err, sizeof(err)), 0);
+    assert_true(sh_stream_verify(&e, key_a));
+    assert_false(sh_stream_verify(&e, key_b));
+
+    x = e; x.hash ^= 1;             assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.digest ^= 1;           assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.time += 1;             assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.seed ^= 1;             assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.xv ^= 1;               assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.mac[3] ^= 0x10;        assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.key_len--;             assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.key = (const unsigned char *) "https://evil.example/a?b=c";
+    assert_false(sh_stream_verify(&x, key_a));
+
+    /* "proxy-3" + "https..." against "proxy-" + "3https...": the lengths
+       are in the message */
+    {
+        sh_stream_entry_t a = in, b = in;
+
+        a.node = (const unsigned char *) "ab";
+        a.node_len = 2;
+        a.key = (const unsigned char *) "c";
+        a.key_len = 1;
+        b.node = (const unsigned char *) "a";
+        b.node_len = 1;
+        b.key = (const unsigned char *) "bc";
+        b.key_len = 2;
+        sh_stream_mac(mac, &a, key_a);
+        memcpy(b.mac, mac, sizeof(mac));
+        assert_false(sh_stream_verify(&b, key_a));
+    }
 }
 
 static void
@@ -104,9 +190,10 @@ test_malformed(void **state)
     sh_stream_entry_t  e;
     char               err[128];
     static char        longkey[SH_KEY_MAX + 2];
-    const char        *kv[12] = {
+    const char        *kv[16] = {
         "node", "a", "key", "k", "fp", "0000000000000001",
-        "digest", "0000000000000000", "time", "1", "seed", "00000000"
+        "digest", "0000000000000000", "time", "1", "seed", "00000000",
+        "xv", "01000000", "mac", "000102030405060708090a0b0c0d0e0f"
     };
     const char        *bad[][2] = {
         { "fp", "000000000000001" },        /* 15 digits */
@@ -120,14 +207,19 @@ test_malformed(void **state)
         { "seed", "1234567" },
         { "node", "" },
         { "key", "" },
+        { "xv", "0100000" },
+        { "xv", "0100000z" },
+        { "mac", "000102030405060708090a0b0c0d0e0" },
+        { "mac", "000102030405060708090a0b0c0d0e0f00" },
+        { "mac", "000102030405060708090a0b0c0d0e0x" },
     };
     const char        *save[2];
     size_t             i, j;
 
-    assert_int_equal(decode(&e, kv, 12, err, sizeof(err)), 0);
+    assert_int_equal(decode(&e, kv, 16, err, sizeof(err)), 0);
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        for (j = 0; j < 12; j += 2) {
+        for (j = 0; j < 16; j += 2) {
             if (strcmp(kv[j], bad[i][0]) == 0) {
                 break;
             }
@@ -135,23 +227,24 @@ test_malformed(void **state)
         save[0] = kv[j + 1];
         kv[j + 1] = bad[i][1];
         err[0] = '\0';
-        assert_int_equal(decode(&e, kv, 12, err, sizeof(err)), -1);
+        assert_int_equal(decode(&e, kv, 16, err, sizeof(err)), -1);
         assert_non_null(strstr(err, bad[i][0]));
         kv[j + 1] = save[0];
     }
 
-    /* each field missing in turn */
-    for (j = 0; j < 12; j += 2) {
+    /* each field missing in turn: an entry of an earlier release has no
+       xv and no mac */
+    for (j = 0; j < 16; j += 2) {
         save[0] = kv[j];
         kv[j] = "other";
-        assert_int_equal(decode(&e, kv, 12, err, sizeof(err)), -1);
+        assert_int_equal(decode(&e, kv, 16, err, sizeof(err)), -1);
         assert_non_null(strstr(err, save[0]));
         kv[j] = save[0];
     }
 
     /* a field twice */
     kv[2] = "node";
-    assert_int_equal(decode(&e, kv, 12, err, sizeof(err)), -1);
+    assert_int_equal(decode(&e, kv, 16, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "twice"));
     kv[2] = "key";
 
@@ -247,6 +340,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ids),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_mac),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_next_time),

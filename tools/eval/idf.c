@@ -115,7 +115,8 @@ build(const ev_config_t *c, const char *out)
     if (pages == 0) {
         ev_die("%s: no usable page for an IDF table", c->idf_corpus);
     }
-    if (sh_idf_builder_save(b, out, sh_config_seed_digest(cfg), err,
+    if (sh_idf_builder_save(b, out, sh_config_seed_digest(cfg),
+                            sh_config_words_version(cfg), err,
                             sizeof(err)) != 0) {
         ev_die("%s: %s", out, err);
     }

@@ -136,7 +136,8 @@ cmd_idf(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0 && sh_idf_builder_save(b, out, sh_config_seed_digest(cfg),
-                                       err, sizeof(err)) != 0)
+                                       sh_config_words_version(cfg), err,
+                                       sizeof(err)) != 0)
     {
         cli_error("%s", err);
         rc = 1;

@@ -179,6 +179,7 @@ index_build(int argc, char **argv)
         cli_error("%s", err);
         goto done;
     }
+    sh_index_set_version(ix, sh_config_version(cfg));
     /*
      * The index rounds the capacity up to what its region holds (--capacity
      * 3 gives 4), and hands out refs below its own capacity: the path table
@@ -320,8 +321,9 @@ paths_from_keys(paths_t *p, sh_index_t *ix, const char *kind,
 }
 
 static sh_index_t *
-load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
+load_index(const char *file, const sh_config_t *cfg, void **mem, paths_t *p)
 {
+    uint64_t           digest = cfg != NULL ? sh_config_seed_digest(cfg) : 0;
     size_t             rsize, ulen;
     const void        *user;
     char               err[512];
@@ -332,6 +334,13 @@ load_index(const char *file, uint64_t digest, void **mem, paths_t *p)
     if (sh_snapshot_load(file, digest, mem, &rsize, &user, &ulen, &info,
                          err, sizeof(err)) != 0) {
         cli_error("%s", err);
+        return NULL;
+    }
+    if (cfg != NULL && info.extraction != sh_config_version(cfg)) {
+        cli_error("%s: fingerprints of extraction version %08x, these "
+                  "options extract %08x: not comparable", file,
+                  info.extraction, sh_config_version(cfg));
+        free(*mem);
         return NULL;
     }
     if (!info.region_ok || info.damaged) {
@@ -473,7 +482,7 @@ index_query(int argc, char **argv)
     if (cfg == NULL) {
         goto done;
     }
-    ix = load_index(file, sh_config_seed_digest(cfg), &mem, &p);
+    ix = load_index(file, cfg, &mem, &p);
     if (ix == NULL) {
         goto done;
     }
@@ -527,7 +536,7 @@ index_stats(int argc, char **argv)
         usage(argc == 2 ? stdout : stderr);
         return argc == 2 ? 0 : 2;
     }
-    ix = load_index(argv[1], 0, &mem, &p);
+    ix = load_index(argv[1], NULL, &mem, &p);
     if (ix == NULL) {
         return 1;
     }
@@ -751,7 +760,8 @@ index_check(int argc, char **argv)
         printf("check\tFAILED: %s\n", err);
         goto done;
     }
-    printf("version\t%u\n", dt.info.version);
+    printf("version\t%u\nextraction\t%08x\n", dt.info.version,
+           dt.info.extraction);
     c.dt = &dt;
     c.with_doc = 0;
     if (dt.ix != NULL) {

@@ -15,6 +15,7 @@ int cmd_index(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_entry(int argc, char **argv);
 
 static const cli_command_t commands[] = {
     { "fingerprint", cmd_fingerprint, "print the simhash of each page" },
@@ -25,6 +26,7 @@ static const cli_command_t commands[] = {
     { "dedup",       cmd_dedup,       "every near-duplicate pair of a corpus" },
     { "bench",       cmd_bench,       "benchmark PSM against BPHS" },
     { "calibrate",   cmd_calibrate,   "volatility table from a corpus" },
+    { "entry",       cmd_entry,       "write or verify a stream entry" },
 };
 
 static void
