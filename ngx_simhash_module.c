@@ -16,10 +16,12 @@
  *
  *   2. ngx_http_simhash_body_filter: every buffer is copied into our own
  *      buffers for sending later (the upstream's buffers are released at
- *      once, as the image filter does), and the copy is fed to the streaming
- *      extractor (sh_doc_feed, inflating gzip/deflate first) in batches as
- *      it arrives.  Over simhash_max_body we give up: header, held bytes
- *      and the rest are sent unmodified ("skipped").
+ *      once, as the image filter does).  Over simhash_max_body, or past the
+ *      worker's simhash_max_held, we give up: header, held bytes and the
+ *      rest are sent unmodified ("skipped").  At the last buffer the whole
+ *      held body goes to the extractor in one go (feed_held: sh_doc_feed,
+ *      inflating gzip/deflate first), unless its digest shows an identical
+ *      re-fetch.
  *
  *   3. At the last buffer, ngx_http_simhash_finish computes the fingerprint,
  *      ngx_http_simhash_decide consults and updates the zone under its
@@ -27,10 +29,15 @@
  *      header and body (or, for a duplicate in drop mode, an empty body with
  *      the configured status).
  *
+ * Before all that, in the preaccess phase, the loop guard
+ * (module/ngx_http_simhash_guard.c) refuses a request that would come back
+ * to this proxy.
+ *
  * The rest of this file: the variables and the directives that configure
  * a location.  The other subjects have files of their own (the map is in
- * module/ngx_http_simhash.h): the shared memory zone, persistence, and the
- * simhash_stats handler.  docs/module.md is the user documentation.
+ * module/ngx_http_simhash.h): the shared memory zone, persistence, the
+ * simhash_stats handler, replication through Redis and the loop guard.
+ * docs/module.md is the user documentation.
  */
 
 

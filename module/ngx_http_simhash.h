@@ -22,7 +22,10 @@
  *                                 publishing the outbox, reading the
  *                                 stream and applying it
  *   module/ngx_http_simhash_redis.c     hiredis's asynchronous API on
- *                                 nginx's event loop (its own header)
+ *                                 nginx's event loop, every reply bounded
+ *                                 (its own header)
+ *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
+ *                                 upstream is this proxy is refused
  *
  * The core library (src/, prefix sh_) knows nothing of nginx.
  */
@@ -327,7 +330,7 @@ extern ngx_msec_t  ngx_http_simhash_lag_le[NGX_HTTP_SIMHASH_NLAG];
 
 /*
  * The shared part of a zone's replication: its own shared memory zone
- * ("NAME:replicate", sized by outbox=), read by simhash_stats.  The ring
+ * ("NAME:outbox", sized by outbox=), read by simhash_stats.  The ring
  * holds the records this node stored and did not publish yet; it is
  * written and its positions moved under the zone's lock.
  */

@@ -16,7 +16,9 @@ my $t = SimhashTest->new(
     proxy => <<'EOF2',
         location / {
             simhash hubs;
-            simhash_action drop;
+            # keys=any: drop whatever is a duplicate, so that a hub page
+            # survives by its fingerprint, not by the drop policy
+            simhash_action drop keys=any;
             proxy_pass http://%%ORIGIN%%;
         }
 EOF2

@@ -59,10 +59,9 @@ my %own = @{ $redis->cmd('XRANGE', $stream, '-', '+')->[0][1] };
 my $n = 0;
 sub xadd {
     my ($id, $key) = @_;
-    return $redis->cmd('XADD', $stream, $id, node => 'z', key => $key,
-                       fp => sprintf('%016x', hex($own{fp}) ^ ++$n),
-                       digest => '0' x 16, time => int(time * 1000),
-                       seed => $own{seed});
+    return $redis->cmd('XADD', $stream, $id,
+                       RedisTest::entry(node => 'z', key => $key,
+                           fp => sprintf('%016x', hex($own{fp}) ^ ++$n)));
 }
 
 # --- deleted while the node is up --------------------------------------------

@@ -79,12 +79,9 @@ my %own = @{ $redis->cmd('XRANGE', $stream, '-', '+')->[0][1] };
 
 sub xadd {
     my (%e) = @_;
-    my %d = (node => 'z', digest => '0' x 16, time => int(time * 1000),
-             seed => $own{seed}, %e);
+    my %d = (node => 'z', %e);
     my @extra = @{ delete $d{extra} // [] };
-    return $redis->cmd('XADD', $stream, '*',
-                       (map { ($_ => $d{$_}) }
-                        qw(node key fp digest time seed)), @extra);
+    return $redis->cmd('XADD', $stream, '*', RedisTest::entry(%d), @extra);
 }
 
 # --- no pinning through the digest ---------------------------------------------

@@ -140,6 +140,21 @@ sub cmd {
     return $r;
 }
 
+# entry(node => ID, key => K, fp => HEX, [digest, time, xv], [seed =>
+# SECRET]) -> the field/value list of a stream entry as a node of a tier
+# with those extraction defaults (and that simhash_seed) writes it, signed
+# by `simhash entry` ($ENV{SH_CLI}).
+sub entry {
+    my (%e) = @_;
+    my @args = map { ("--$_" => $e{$_}) } grep { defined $e{$_} }
+               qw(seed node key fp digest time xv);
+    my $cmd = join ' ', $ENV{SH_CLI}, 'entry',
+                        map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @args;
+    my @pairs = map { split / /, $_, 2 } split /\n/, `$cmd`;
+    die "$cmd failed" unless @pairs == 16;
+    return @pairs;
+}
+
 sub _send {
     my ($self, $s, @args) = @_;
     my $out = '*' . @args . "\r\n";
