@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include <libxml/parser.h>
-#include <openssl/evp.h>
 #include <libstemmer.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -21,6 +20,7 @@
 #include "sh_features.h"
 #include "sh_html.h"
 #include "sh_idf.h"
+#include "sh_mac.h"
 #include "sh_simhash.h"
 #include "sh_stopwords.h"
 #include "sh_text.h"
@@ -385,17 +385,16 @@ int
 sh_config_derive_key(const sh_config_t *c, const char *purpose,
                      unsigned char *out, size_t len)
 {
-    unsigned char full[EVP_MAX_MD_SIZE];
-    size_t        full_len = 0;
+    unsigned char full[SH_MAC_FULL];
+    sh_mac_part_t part;
 
     /* HMAC-SHA256(hash key, purpose): one-way, so a derived key reveals
        neither the hash key nor another purpose's key */
-    if (len > 32
-        || EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL,
-                     c->keyed ? c->secret : (const unsigned char *) "",
-                     c->keyed ? sizeof(c->secret) : 0, (const unsigned char *) purpose,
-                     strlen(purpose), full, sizeof(full), &full_len) == NULL
-        || full_len < len)
+    part.data = purpose;
+    part.len = strlen(purpose);
+    if (len > sizeof(full)
+        || sh_mac(full, c->keyed ? c->secret : (const unsigned char *) "",
+                  c->keyed ? sizeof(c->secret) : 0, &part, 1) != 0)
     {
         return -1;
     }

@@ -4,12 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 
 #include "sh_keyrec.h"
+#include "sh_mac.h"
 #include "sh_stream.h"
 #include "sh_version.h"
 
@@ -151,19 +149,8 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
 {
     static const char  tag[8] = "SHSTRM01";
     unsigned char      head[8 + 4 + 4], tail[8 + 8 + 8 + 4 + 4], *p;
-    unsigned char      full[EVP_MAX_MD_SIZE];
-    size_t             full_len = 0;
-    EVP_MAC_CTX       *ctx = NULL;
-    OSSL_PARAM         params[2];
-    static EVP_MAC    *hmac;
-
-    /* fetched once per process; a race between threads leaks one */
-    if (hmac == NULL) {
-        hmac = EVP_MAC_fetch(NULL, OSSL_MAC_NAME_HMAC, NULL);
-    }
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                                 (char *) "SHA256", 0);
-    params[1] = OSSL_PARAM_construct_end();
+    unsigned char      full[SH_MAC_FULL];
+    sh_mac_part_t      parts[4];
 
     p = head;
     memcpy(p, tag, sizeof(tag));
@@ -176,24 +163,13 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
     p = put_le(p, e->seed, 4);
     (void) put_le(p, e->xv, 4);
 
-    memset(full, 0, sizeof(full));
-    if (hmac != NULL) {
-        ctx = EVP_MAC_CTX_new(hmac);
-    }
-    if (ctx == NULL
-        || EVP_MAC_init(ctx, key, SH_STREAM_KEY_LEN, params) != 1
-        || EVP_MAC_update(ctx, head, sizeof(head)) != 1
-        || EVP_MAC_update(ctx, e->node, e->node_len) != 1
-        || EVP_MAC_update(ctx, e->key, e->key_len) != 1
-        || EVP_MAC_update(ctx, tail, sizeof(tail)) != 1
-        || EVP_MAC_final(ctx, full, &full_len, sizeof(full)) != 1)
-    {
-        /* out of memory: a MAC of zeros, which no entry will verify
-           against (the verifier fails the same way or computes the real
-           one) */
-        memset(full, 0, sizeof(full));
-    }
-    EVP_MAC_CTX_free(ctx);
+    parts[0].data = head;       parts[0].len = sizeof(head);
+    parts[1].data = e->node;    parts[1].len = e->node_len;
+    parts[2].data = e->key;     parts[2].len = e->key_len;
+    parts[3].data = tail;       parts[3].len = sizeof(tail);
+
+    /* out of memory: a MAC of zeros, which no entry verifies against */
+    (void) sh_mac(full, key, SH_STREAM_KEY_LEN, parts, 4);
     memcpy(mac, full, SH_STREAM_MAC_LEN);
 }
 

@@ -16,6 +16,12 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use SimhashTest;
 
+# the forward-proxy examples load the system's CA bundle for upstream TLS:
+# valgrind reports OpenSSL's assembly there as jumps on uninitialised
+# values, nothing of this module's (t/26-https.t skips likewise)
+plan skip_all => 'the examples load OpenSSL, which valgrind reports'
+    if $SimhashTest::VALGRIND;
+
 my $dir = "$FindBin::Bin/../conf-examples";
 opendir(my $dh, $dir) or die "$dir: $!";
 my @examples = sort grep { /\.conf$/ && !/^mod-/ } readdir $dh;

@@ -24,6 +24,10 @@ use SimhashTest;
 my $top = "$FindBin::Bin/..";
 system('openssl version >/dev/null 2>&1') == 0
     or plan skip_all => 'no openssl';
+# OpenSSL's assembly (the TLS the origin and the proxy speak) is reported
+# by valgrind as jumps on uninitialised values: nothing of this module's
+plan skip_all => 'TLS under valgrind reports OpenSSL itself'
+    if $SimhashTest::VALGRIND;
 
 my ($tls, $bad) = map { SimhashTest::free_port() } 1 .. 2;
 my %port = (3128 => SimhashTest::free_port(), 3127 => SimhashTest::free_port());

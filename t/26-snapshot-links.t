@@ -42,8 +42,9 @@ sub snapshot_ok {
     ok(!-l $f && -f $f, "$what: crawl.snap is a regular file");
     my @st = stat $f;
     is($st[2] & 07777, 0600, "$what: mode 0600");
+    # (one process under valgrind: nothing runs as the workers' user)
     is($st[4], $SimhashTest::WORKER[2], "$what: owned by the workers' user")
-        if @SimhashTest::WORKER;
+        if @SimhashTest::WORKER && !$SimhashTest::VALGRIND;
     ok(!-e "$f.tmp" && !-l "$f.tmp", "$what: no .tmp left");
 }
 

@@ -501,6 +501,23 @@ sub valgrind_options {
    obj:/usr/sbin/nginx
    fun:ngx_single_process_cycle
 }
+{
+   nginx-regex-compile-context
+   Memcheck:Leak
+   match-leak-kinds: definite
+   fun:malloc
+   fun:ngx_alloc
+   ...
+   fun:pcre2_compile_context_create_8
+   fun:ngx_regex_compile
+}
+{
+   openssl-hmac-fetched-once
+   Memcheck:Leak
+   match-leak-kinds: definite
+   ...
+   fun:EVP_MAC_fetch
+}
 EOF
     return ('--leak-check=full', '--show-leak-kinds=definite',
             '--errors-for-leak-kinds=definite', '--num-callers=30',
