@@ -40,8 +40,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ix_edit.h"
-#include "ix_fpset.h"
+#include "page_edit.h"
+#include "pageset.h"
 #include "sh_bigmem.h"
 #include "sh_bphs.h"
 #include "sh_brute.h"
@@ -51,7 +51,7 @@
 #define RANK_NONE   UINT32_MAX
 #define MAXMATCH    65536
 
-enum { Q_TWIN = 0, Q_EDIT = 1, Q_FRESH = 1 + IX_EDIT_NTYPES, Q_NKINDS };
+enum { Q_TWIN = 0, Q_EDIT = 1, Q_FRESH = 1 + PAGE_EDIT_NTYPES, Q_NKINDS };
 
 
 /*
@@ -96,7 +96,7 @@ typedef struct {
     uint64_t    seed;
     const sh_volatility_t *vol;     /* the table lookups use */
     /* data */
-    ix_fpset_t  corp, fresh_set, edit_set;
+    pageset_t  corp, fresh_set, edit_set;
     uint64_t   *real;           /* stored real fingerprints */
     size_t      nreal;
     bq_t       *rq;             /* real queries */
@@ -220,7 +220,7 @@ walk(const char *dir, strvec_t *out)
 
 static int
 fingerprint_dirs(sh_config_t *cfg, const char **dirs, unsigned nd,
-                 const char *cache, ix_fpset_t *out)
+                 const char *cache, pageset_t *out)
 {
     strvec_t v = { 0 };
     unsigned i;
@@ -234,7 +234,7 @@ fingerprint_dirs(sh_config_t *cfg, const char **dirs, unsigned nd,
         return -1;
     }
     qsort(v.p, v.n, sizeof(char *), cmp_str);
-    rc = ix_fpset_from_paths(out, cfg, NULL, v.p, v.n, cache);
+    rc = pageset_from_paths(out, cfg, NULL, v.p, v.n, cache);
     for (i = 0; i < v.n; i++) {
         free(v.p[i]);
     }
@@ -244,13 +244,13 @@ fingerprint_dirs(sh_config_t *cfg, const char **dirs, unsigned nd,
 
 /* Index of path in the sorted corpus, or -1. */
 static long
-find_path(const ix_fpset_t *s, const char *path)
+find_path(const pageset_t *s, const char *path)
 {
     size_t lo = 0, hi = s->n;
 
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int    c = strcmp(ix_fpset_path(s, mid), path);
+        int    c = strcmp(pageset_path(s, mid), path);
 
         if (c == 0) {
             return (long) mid;
@@ -266,7 +266,7 @@ find_path(const ix_fpset_t *s, const char *path)
 
 /* The twin core/REL or alloc/REL of a .../std/REL page, or -1. */
 static long
-find_twin(const ix_fpset_t *s, const char *path)
+find_twin(const pageset_t *s, const char *path)
 {
     const char *p = strstr(path, "/std/");
     const char *alt[2] = { "/core/", "/alloc/" };
@@ -293,21 +293,21 @@ static int
 make_edits(bench_t *b, sh_config_t *cfg, const uint8_t *is_query)
 {
     char     cpath[4096];
-    uint64_t rng = b->seed ^ 0x5bd1e995u, canary = ix_fpset_canary(cfg);
+    uint64_t rng = b->seed ^ 0x5bd1e995u, canary = pageset_canary(cfg);
     size_t   made = 0, tries = 0;
 
     if (b->cache != NULL) {
         snprintf(cpath, sizeof(cpath), "%s.edits", b->cache);
-        if (ix_fpset_load(&b->edit_set, cpath, canary ^ b->edits ^ b->seed)
+        if (pageset_load(&b->edit_set, cpath, canary ^ b->edits ^ b->seed)
             == 0) {
             return 0;
         }
     }
-    ix_fpset_init(&b->edit_set);
+    pageset_init(&b->edit_set);
     while (made < b->edits && tries++ < 20 * (size_t) b->edits + 100) {
-        size_t      i = ix_rand(&rng) % b->corp.n;
-        size_t      d = ix_rand(&rng) % b->corp.n;
-        ix_edit_t   e = (ix_edit_t) (made % IX_EDIT_NTYPES);
+        size_t      i = page_rand(&rng) % b->corp.n;
+        size_t      d = page_rand(&rng) % b->corp.n;
+        page_edit_t   e = (page_edit_t) (made % PAGE_EDIT_NTYPES);
         char       *page, *donor, *ed, name[4200];
         size_t      len, dlen, elen;
         sh_result_t r;
@@ -315,25 +315,25 @@ make_edits(bench_t *b, sh_config_t *cfg, const uint8_t *is_query)
         if (b->corp.fp[i].status != SH_STATUS_OK || is_query[i]) {
             continue;
         }
-        page = ix_read_file(ix_fpset_path(&b->corp, i), &len);
-        donor = ix_read_file(ix_fpset_path(&b->corp, d), &dlen);
-        ed = page ? ix_edit_page(page, len, e, donor, donor ? dlen : 0, &rng,
+        page = page_read_file(pageset_path(&b->corp, i), &len);
+        donor = page_read_file(pageset_path(&b->corp, d), &dlen);
+        ed = page ? page_edit_page(page, len, e, donor, donor ? dlen : 0, &rng,
                                  &elen) : NULL;
-        if (ed != NULL && ix_fingerprint_mem(cfg, ed, elen, &r) == 0
+        if (ed != NULL && pageset_fingerprint(cfg, ed, elen, &r) == 0
             && r.status == SH_STATUS_OK)
         {
             snprintf(name, sizeof(name), "%d %zu %s", (int) e, i,
-                     ix_fpset_path(&b->corp, i));
-            ix_fpset_add(&b->edit_set, name, &r);
+                     pageset_path(&b->corp, i));
+            pageset_add(&b->edit_set, name, &r);
             made++;
-            ix_progress("editing pages", made, b->edits);
+            pageset_progress("editing pages", made, b->edits);
         }
         free(page);
         free(donor);
         free(ed);
     }
     if (b->cache != NULL) {
-        ix_fpset_save(&b->edit_set, cpath, canary ^ b->edits ^ b->seed);
+        pageset_save(&b->edit_set, cpath, canary ^ b->edits ^ b->seed);
     }
     return 0;
 }
@@ -378,7 +378,7 @@ build_workload(bench_t *b, sh_config_t *cfg)
         if (b->corp.fp[i].status != SH_STATUS_OK) {
             continue;
         }
-        tw = find_twin(&b->corp, ix_fpset_path(&b->corp, i));
+        tw = find_twin(&b->corp, pageset_path(&b->corp, i));
         if (tw >= 0) {
             is_query[i] = 1;
             b->rq[b->nrq].hash = b->corp.fp[i].hash;
@@ -399,7 +399,7 @@ build_workload(bench_t *b, sh_config_t *cfg)
     for (i = 0; i < b->edit_set.n; i++) {
         b->rq[b->nrq].hash = b->edit_set.fp[i].hash;
         memcpy(b->rq[b->nrq].w, b->edit_set.fp[i].w, sizeof(b->rq[0].w));
-        b->rq[b->nrq].kind = Q_EDIT + (uint32_t) atoi(ix_fpset_path(
+        b->rq[b->nrq].kind = Q_EDIT + (uint32_t) atoi(pageset_path(
                                                       &b->edit_set, i));
         b->nrq++;
     }
@@ -483,7 +483,7 @@ shuffle64(uint64_t *a, size_t n, uint64_t *rng)
     size_t i;
 
     for (i = n; i > 1; i--) {
-        size_t   j = ix_rand(rng) % i;
+        size_t   j = page_rand(rng) % i;
         uint64_t t = a[i - 1];
 
         a[i - 1] = a[j];
@@ -518,7 +518,7 @@ make_run(bench_t *b, unsigned log2n, run_t *r)
     memcpy(r->q, b->rq, b->nrq * sizeof(bq_t));
     r->nq = b->nrq;
     for (c = 1; c <= copies; c++) {
-        uint64_t mask = ix_rand(&rng);
+        uint64_t mask = page_rand(&rng);
 
         for (i = 0; i < b->nnear; i++) {
             r->st[at++] = b->near[i] ^ mask;
@@ -530,7 +530,7 @@ make_run(bench_t *b, unsigned log2n, run_t *r)
         }
     }
     while (at < n) {
-        r->st[at++] = ix_rand(&rng);
+        r->st[at++] = page_rand(&rng);
     }
     r->n = n;
     /* Stored in random order: insertion order must not help anyone. */
@@ -1479,9 +1479,9 @@ done:
     if (b.dat_recall) {
         fclose(b.dat_recall);
     }
-    ix_fpset_free(&b.corp);
-    ix_fpset_free(&b.fresh_set);
-    ix_fpset_free(&b.edit_set);
+    pageset_free(&b.corp);
+    pageset_free(&b.fresh_set);
+    pageset_free(&b.edit_set);
     free(b.real);
     free(b.rq);
     free(b.near);

@@ -4,7 +4,7 @@
  * paper's Figure 5).
  *
  * Near-duplicate pairs of the corpus are found exactly (brute force), plus
- * pairs made by editing pages the way sites change them (ix_edit.h).  For
+ * pairs made by editing pages the way sites change them (page_edit.h).  For
  * every pair (u, v) and every bit j, |Y| = |W_j(u) - W_j(v)| is one sample
  * of how far a near-duplicate moves a weight; then p(|w|) = P(Y > |w|) =
  * S(|w|) / 2 by symmetry.  Exact duplicates (distance 0) are left out:
@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ix_edit.h"
-#include "ix_fpset.h"
+#include "page_edit.h"
+#include "pageset.h"
 #include "sh_brute.h"
 #include "sh_index.h"
 #include "sh_volatility.h"
@@ -208,7 +208,7 @@ cmd_calibrate(int argc, char **argv)
     char        **paths = NULL, err[512];
     size_t        npaths = 0, i, j, nok = 0;
     sh_config_t  *cfg = NULL;
-    ix_fpset_t    fs, es;
+    pageset_t    fs, es;
     sh_brute_t    br;
     cpairs_t      pairs = { 0 }, qpairs = { 0 };
     uint32_t     *qoff = NULL, *ok = NULL, *eorig = NULL;
@@ -220,8 +220,8 @@ cmd_calibrate(int argc, char **argv)
     int           a, rc = 1;
 
     cli_extract_init(&x);
-    ix_fpset_init(&fs);
-    ix_fpset_init(&es);
+    pageset_init(&fs);
+    pageset_init(&es);
     memset(&br, 0, sizeof(br));
     for (a = 1; a < argc; a++) {
         switch (cli_common_arg(&x, argc, argv, &a, usage)) {
@@ -274,7 +274,7 @@ cmd_calibrate(int argc, char **argv)
     }
     cfg = cli_extract_config(&x);
     if (cfg == NULL
-        || ix_fpset_from_paths(&fs, cfg, x.charset, paths, npaths, cache)
+        || pageset_from_paths(&fs, cfg, x.charset, paths, npaths, cache)
            != 0) {
         goto done;
     }
@@ -292,7 +292,7 @@ cmd_calibrate(int argc, char **argv)
         }
     }
     for (i = nok; i > 1; i--) {
-        size_t   r = ix_rand(&rng) % i;
+        size_t   r = page_rand(&rng) % i;
         uint32_t tmp = ok[i - 1];
 
         ok[i - 1] = ok[r];
@@ -317,7 +317,7 @@ cmd_calibrate(int argc, char **argv)
         goto done;
     }
     for (i = 0; i < nok; i++) {
-        const ix_fp_t *u = &fs.fp[ok[i]];
+        const pageset_fp_t *u = &fs.fp[ok[i]];
         size_t n = sh_brute_lookup(&br, u->hash, SH_H_MAX, SH_MATCH_ALL, m,
                                    65536), taken = 0, tq = 0;
 
@@ -328,7 +328,7 @@ cmd_calibrate(int argc, char **argv)
             qoff[nq] = (uint32_t) qpairs.n;
         }
         for (j = 0; j < n; j++) {
-            const ix_fp_t *v = &fs.fp[ok[m[j].ref]];
+            const pageset_fp_t *v = &fs.fp[ok[m[j].ref]];
 
             if (m[j].ref == i || m[j].distance == 0) {
                 continue;
@@ -346,7 +346,7 @@ cmd_calibrate(int argc, char **argv)
         if (nq < nqueries && tq > 0) {
             nq++;
         }
-        ix_progress("pairs", i + 1, nok);
+        pageset_progress("pairs", i + 1, nok);
     }
     qoff[nq] = (uint32_t) qpairs.n;
 
@@ -359,27 +359,27 @@ cmd_calibrate(int argc, char **argv)
         goto done;
     }
     for (i = 0; i < edits && nok > 0; i++) {
-        size_t      pi = ok[ix_rand(&rng) % nok], di = ok[ix_rand(&rng) % nok];
+        size_t      pi = ok[page_rand(&rng) % nok], di = ok[page_rand(&rng) % nok];
         char       *page, *donor, *ed;
         size_t      len, dlen, elen;
         sh_result_t r;
 
-        page = ix_read_file(ix_fpset_path(&fs, pi), &len);
-        donor = ix_read_file(ix_fpset_path(&fs, di), &dlen);
-        ed = page ? ix_edit_page(page, len, (ix_edit_t) (i % IX_EDIT_NTYPES),
+        page = page_read_file(pageset_path(&fs, pi), &len);
+        donor = page_read_file(pageset_path(&fs, di), &dlen);
+        ed = page ? page_edit_page(page, len, (page_edit_t) (i % PAGE_EDIT_NTYPES),
                                  donor, donor ? dlen : 0, &rng, &elen) : NULL;
-        if (ed != NULL && ix_fingerprint_mem(cfg, ed, elen, &r) == 0
+        if (ed != NULL && pageset_fingerprint(cfg, ed, elen, &r) == 0
             && r.status == SH_STATUS_OK) {
             eorig[es.n] = (uint32_t) pi;
-            ix_fpset_add(&es, "edit", &r);
+            pageset_add(&es, "edit", &r);
         }
         free(page);
         free(donor);
         free(ed);
-        ix_progress("edits", i + 1, edits);
+        pageset_progress("edits", i + 1, edits);
     }
     for (i = 0; i < es.n; i++) {
-        const ix_fp_t *o = &fs.fp[eorig[i]];
+        const pageset_fp_t *o = &fs.fp[eorig[i]];
         unsigned       d = sh_distance(es.fp[i].hash, o->hash);
 
         if (d > 0 && d <= pair_h) {
@@ -445,8 +445,8 @@ done:
     free(eorig);
     free(m);
     sh_brute_free(&br);
-    ix_fpset_free(&fs);
-    ix_fpset_free(&es);
+    pageset_free(&fs);
+    pageset_free(&es);
     sh_config_free(cfg);
     cli_free_list(paths, npaths);
     return rc;

@@ -18,9 +18,9 @@
 #include <time.h>
 
 #include "cli.h"
-#include "ix_edit.h"
-#include "ix_fpset.h"
-#include "ix_rss.h"
+#include "page_edit.h"
+#include "pageset.h"
+#include "peak_rss.h"
 #include "sh_bphs.h"
 #include "sh_bphs_batch.h"
 #include "sh_index.h"
@@ -172,7 +172,7 @@ find(uint32_t *parent, uint32_t x)
 }
 
 static int
-print_clusters(const ix_fpset_t *fs, const batch_t *b, const pairs_t *ps)
+print_clusters(const pageset_t *fs, const batch_t *b, const pairs_t *ps)
 {
     uint32_t *parent = malloc(b->n * sizeof(uint32_t));
     uint32_t *next = malloc(b->n * sizeof(uint32_t));
@@ -212,7 +212,7 @@ print_clusters(const ix_fpset_t *fs, const batch_t *b, const pairs_t *ps)
         }
         for (x = head[i]; x != UINT32_MAX; x = next[x]) {
             if (x < fs->n) {
-                printf("%s%s", x == head[i] ? "" : "\t", ix_fpset_path(fs, x));
+                printf("%s%s", x == head[i] ? "" : "\t", pageset_path(fs, x));
             } else {
                 printf("%srandom:%u", x == head[i] ? "" : "\t", x);
             }
@@ -227,11 +227,11 @@ print_clusters(const ix_fpset_t *fs, const batch_t *b, const pairs_t *ps)
 
 /* A batch member: its page's path, or "random:N" for the background. */
 static void
-print_name(const ix_fpset_t *fs, const uint32_t *page, size_t real,
+print_name(const pageset_t *fs, const uint32_t *page, size_t real,
            uint32_t i)
 {
     if (i < real) {
-        fputs(ix_fpset_path(fs, page[i]), stdout);
+        fputs(pageset_path(fs, page[i]), stdout);
     } else {
         printf("random:%u", i);
     }
@@ -250,7 +250,7 @@ cmd_dedup(int argc, char **argv)
     char        **paths = NULL;
     size_t        npaths = 0, i, real = 0;
     sh_config_t  *cfg = NULL;
-    ix_fpset_t    fs;
+    pageset_t    fs;
     batch_t       b;
     pairs_t       pp = { 0 }, pb = { 0 };
     uint64_t      rng = 0x9e3779b97f4a7c15ull;
@@ -260,7 +260,7 @@ cmd_dedup(int argc, char **argv)
 
     cli_extract_init(&x);
     cli_match_init(&mt);
-    ix_fpset_init(&fs);
+    pageset_init(&fs);
     memset(&b, 0, sizeof(b));
     for (a = 1; a < argc; a++) {
         rule_given |= strcmp(argv[a], "--match") == 0;
@@ -350,7 +350,7 @@ cmd_dedup(int argc, char **argv)
     }
     cfg = cli_extract_config(&x);
     if (cfg == NULL
-        || ix_fpset_from_paths(&fs, cfg, x.charset, paths, npaths, cache)
+        || pageset_from_paths(&fs, cfg, x.charset, paths, npaths, cache)
            != 0) {
         goto done;
     }
@@ -372,8 +372,8 @@ cmd_dedup(int argc, char **argv)
     real = b.n;
     b.nreal = real;
     for (i = 0; i < background; i++) {
-        b.hash[b.n] = ix_rand(&rng);
-        b.w[b.n] = real ? b.w[ix_rand(&rng) % real] : NULL;
+        b.hash[b.n] = page_rand(&rng);
+        b.w[b.n] = real ? b.w[page_rand(&rng) % real] : NULL;
         b.n++;
     }
     /* Page indices in pairs refer to b; map real ones back to paths. */
@@ -391,21 +391,21 @@ cmd_dedup(int argc, char **argv)
             }
         }
         if (strcmp(method, "bphs") != 0) {
-            r0p = ix_rss_reset();
+            r0p = peak_rss_reset();
             if (run_psm(&b, &mt.opts, (unsigned) k, recall, &pp, &pst, &tp)
                 != 0) {
                 free(page);
                 goto done;
             }
-            rp = ix_rss_peak();
+            rp = peak_rss_peak();
         }
         if (strcmp(method, "psm") != 0) {
-            r0b = ix_rss_reset();
+            r0b = peak_rss_reset();
             if (run_bphs(&b, (unsigned) tables, mt.opts.h, &pb, &tb) != 0) {
                 free(page);
                 goto done;
             }
-            rb = ix_rss_peak();
+            rb = peak_rss_peak();
         }
         {
             pairs_t *show = strcmp(method, "bphs") == 0 ? &pb : &pp;
@@ -483,7 +483,7 @@ done:
     free(pb.p);
     free(b.hash);
     free(b.w);
-    ix_fpset_free(&fs);
+    pageset_free(&fs);
     sh_config_free(cfg);
     cli_free_list(paths, npaths);
     cli_match_free(&mt);

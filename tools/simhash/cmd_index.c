@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ix_fpset.h"
+#include "pageset.h"
 #include "sh_keyrec.h"
 #include "sh_snapshot.h"
 
@@ -112,7 +112,7 @@ index_build(int argc, char **argv)
     char        **paths = NULL, err[512];
     size_t        npaths = 0, i, slen = 0, usize;
     sh_config_t  *cfg = NULL;
-    ix_fpset_t    fs;
+    pageset_t    fs;
     void         *mem = NULL;
     sh_index_t   *ix;
     uint32_t     *refpath = NULL;
@@ -121,7 +121,7 @@ index_build(int argc, char **argv)
     size_t        stored = 0, skipped = 0;
 
     cli_extract_init(&x);
-    ix_fpset_init(&fs);
+    pageset_init(&fs);
     for (a = 1; a < argc; a++) {
         switch (cli_common_arg(&x, argc, argv, &a, usage)) {
         case CLI_ARG_HELP:
@@ -162,7 +162,7 @@ index_build(int argc, char **argv)
     if (cfg == NULL) {
         goto done;
     }
-    if (ix_fpset_from_paths(&fs, cfg, x.charset, paths, npaths, NULL) != 0) {
+    if (pageset_from_paths(&fs, cfg, x.charset, paths, npaths, NULL) != 0) {
         goto done;
     }
     if (capacity == 0) {
@@ -214,7 +214,7 @@ index_build(int argc, char **argv)
     /* The user section: offsets into a blob of the stored pages' paths. */
     for (i = 0; i < capacity; i++) {
         if (refpath[i] != UINT32_MAX) {
-            slen += strlen(ix_fpset_path(&fs, refpath[i])) + 1;
+            slen += strlen(pageset_path(&fs, refpath[i])) + 1;
         }
     }
     usize = 4 + capacity * 4 + slen;
@@ -235,7 +235,7 @@ index_build(int argc, char **argv)
                 continue;
             }
             off[i] = (uint32_t) at;
-            strcpy(s + at, ix_fpset_path(&fs, refpath[i]));
+            strcpy(s + at, pageset_path(&fs, refpath[i]));
             at += strlen(s + at) + 1;
         }
     }
@@ -253,7 +253,7 @@ done:
     free(user);
     free(refpath);
     free(mem);
-    ix_fpset_free(&fs);
+    pageset_free(&fs);
     sh_config_free(cfg);
     cli_free_list(paths, npaths);
     return rc;

@@ -1,5 +1,5 @@
 /*
- * ix_fpset.h -- a set of fingerprinted pages (simhash, weights, path) for
+ * pageset.h -- a set of fingerprinted pages (simhash, weights, path) for
  * the index subcommands, and its cache file.
  *
  * Fingerprinting tens of thousands of pages takes minutes; `simhash bench`,
@@ -8,8 +8,8 @@
  * under the current options, so any change to the extraction code or
  * options invalidates it without bookkeeping.
  */
-#ifndef IX_FPSET_H
-#define IX_FPSET_H
+#ifndef PAGESET_H
+#define PAGESET_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,45 +21,45 @@ typedef struct {
     float    w[64];
     uint32_t path;          /* offset into the string blob */
     uint32_t status;        /* sh_status_t */
-} ix_fp_t;
+} pageset_fp_t;
 
 typedef struct {
-    ix_fp_t *fp;
+    pageset_fp_t *fp;
     size_t   n, cap;
     char    *str;
     size_t   slen, scap;
-} ix_fpset_t;
+} pageset_t;
 
-void ix_fpset_init(ix_fpset_t *s);
-void ix_fpset_free(ix_fpset_t *s);
-int  ix_fpset_add(ix_fpset_t *s, const char *path, const sh_result_t *r);
+void pageset_init(pageset_t *s);
+void pageset_free(pageset_t *s);
+int  pageset_add(pageset_t *s, const char *path, const sh_result_t *r);
 
 static inline const char *
-ix_fpset_path(const ix_fpset_t *s, size_t i)
+pageset_path(const pageset_t *s, size_t i)
 {
     return s->str + s->fp[i].path;
 }
 
 /* The canary of a configuration (see above). */
-uint64_t ix_fpset_canary(sh_config_t *cfg);
+uint64_t pageset_canary(sh_config_t *cfg);
 
 /* 0 loaded; 1 missing or stale (not an error); -1 error printed. */
-int ix_fpset_load(ix_fpset_t *s, const char *path, uint64_t canary);
-int ix_fpset_save(const ix_fpset_t *s, const char *path, uint64_t canary);
+int pageset_load(pageset_t *s, const char *path, uint64_t canary);
+int pageset_save(const pageset_t *s, const char *path, uint64_t canary);
 
 /*
  * Fingerprint `paths` into s (pages that fail to open are reported and
  * skipped).  With a cache path: load it if fresh, else fingerprint and
  * save.  Progress on stderr when it is a terminal.
  */
-int ix_fpset_from_paths(ix_fpset_t *s, sh_config_t *cfg, const char *charset,
+int pageset_from_paths(pageset_t *s, sh_config_t *cfg, const char *charset,
                         char **paths, size_t n, const char *cache);
 
 /* Fingerprint an in-memory page. */
-int ix_fingerprint_mem(sh_config_t *cfg, const char *buf, size_t len,
+int pageset_fingerprint(sh_config_t *cfg, const char *buf, size_t len,
                        sh_result_t *res);
 
 /* Progress line on stderr, only if it is a terminal. */
-void ix_progress(const char *what, size_t done, size_t total);
+void pageset_progress(const char *what, size_t done, size_t total);
 
 #endif

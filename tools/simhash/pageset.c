@@ -1,5 +1,5 @@
 /*
- * ix_fpset.c -- fingerprint sets and their cache files.
+ * pageset.c -- fingerprint sets and their cache files.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,18 +9,18 @@
 
 #include <xxhash.h>
 
-#include "ix_fpset.h"
+#include "pageset.h"
 
 #define FPSET_MAGIC "SHFPSET1"
 
 void
-ix_fpset_init(ix_fpset_t *s)
+pageset_init(pageset_t *s)
 {
     memset(s, 0, sizeof(*s));
 }
 
 void
-ix_fpset_free(ix_fpset_t *s)
+pageset_free(pageset_t *s)
 {
     free(s->fp);
     free(s->str);
@@ -28,14 +28,14 @@ ix_fpset_free(ix_fpset_t *s)
 }
 
 int
-ix_fpset_add(ix_fpset_t *s, const char *path, const sh_result_t *r)
+pageset_add(pageset_t *s, const char *path, const sh_result_t *r)
 {
     size_t len = strlen(path) + 1;
-    ix_fp_t *f;
+    pageset_fp_t *f;
 
     if (s->n == s->cap) {
         size_t nc = s->cap ? 2 * s->cap : 1024;
-        void  *p = realloc(s->fp, nc * sizeof(ix_fp_t));
+        void  *p = realloc(s->fp, nc * sizeof(pageset_fp_t));
 
         if (p == NULL) {
             return -1;
@@ -68,7 +68,7 @@ ix_fpset_add(ix_fpset_t *s, const char *path, const sh_result_t *r)
 }
 
 int
-ix_fingerprint_mem(sh_config_t *cfg, const char *buf, size_t len,
+pageset_fingerprint(sh_config_t *cfg, const char *buf, size_t len,
                    sh_result_t *res)
 {
     sh_doc_t *doc = sh_doc_new(cfg, NULL);
@@ -86,7 +86,7 @@ ix_fingerprint_mem(sh_config_t *cfg, const char *buf, size_t len,
 }
 
 uint64_t
-ix_fpset_canary(sh_config_t *cfg)
+pageset_canary(sh_config_t *cfg)
 {
     static const char page[] =
         "<html><head><title>Canary page</title></head><body>"
@@ -102,7 +102,7 @@ ix_fpset_canary(sh_config_t *cfg)
     uint64_t seed = sh_config_seed_digest(cfg), out;
 
     memset(&r, 0, sizeof(r));
-    ix_fingerprint_mem(cfg, page, sizeof(page) - 1, &r);
+    pageset_fingerprint(cfg, page, sizeof(page) - 1, &r);
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, &r.hash, sizeof(r.hash));
     XXH3_64bits_update(st, r.weights, sizeof(r.weights));
@@ -114,7 +114,7 @@ ix_fpset_canary(sh_config_t *cfg)
 }
 
 int
-ix_fpset_save(const ix_fpset_t *s, const char *path, uint64_t canary)
+pageset_save(const pageset_t *s, const char *path, uint64_t canary)
 {
     char     tmp[4096];
     FILE    *f;
@@ -130,10 +130,10 @@ ix_fpset_save(const ix_fpset_t *s, const char *path, uint64_t canary)
     hdr[1] = canary;
     hdr[2] = s->n;
     hdr[3] = s->slen;
-    sum = XXH3_64bits(s->fp, s->n * sizeof(ix_fp_t))
+    sum = XXH3_64bits(s->fp, s->n * sizeof(pageset_fp_t))
           ^ XXH3_64bits(s->str, s->slen);
     if (fwrite(hdr, sizeof(hdr), 1, f) != 1
-        || (s->n && fwrite(s->fp, sizeof(ix_fp_t), s->n, f) != s->n)
+        || (s->n && fwrite(s->fp, sizeof(pageset_fp_t), s->n, f) != s->n)
         || (s->slen && fwrite(s->str, 1, s->slen, f) != s->slen)
         || fwrite(&sum, sizeof(sum), 1, f) != 1 || fclose(f) != 0)
     {
@@ -149,12 +149,12 @@ ix_fpset_save(const ix_fpset_t *s, const char *path, uint64_t canary)
 }
 
 int
-ix_fpset_load(ix_fpset_t *s, const char *path, uint64_t canary)
+pageset_load(pageset_t *s, const char *path, uint64_t canary)
 {
     FILE    *f = fopen(path, "rb");
     uint64_t hdr[4], sum;
 
-    ix_fpset_init(s);
+    pageset_init(s);
     if (f == NULL) {
         return 1;
     }
@@ -167,17 +167,17 @@ ix_fpset_load(ix_fpset_t *s, const char *path, uint64_t canary)
     }
     s->n = s->cap = hdr[2];
     s->slen = s->scap = hdr[3];
-    s->fp = malloc((s->n ? s->n : 1) * sizeof(ix_fp_t));
+    s->fp = malloc((s->n ? s->n : 1) * sizeof(pageset_fp_t));
     s->str = malloc(s->slen ? s->slen : 1);
     if (s->fp == NULL || s->str == NULL
-        || (s->n && fread(s->fp, sizeof(ix_fp_t), s->n, f) != s->n)
+        || (s->n && fread(s->fp, sizeof(pageset_fp_t), s->n, f) != s->n)
         || (s->slen && fread(s->str, 1, s->slen, f) != s->slen)
         || fread(&sum, sizeof(sum), 1, f) != 1
-        || sum != (XXH3_64bits(s->fp, s->n * sizeof(ix_fp_t))
+        || sum != (XXH3_64bits(s->fp, s->n * sizeof(pageset_fp_t))
                    ^ XXH3_64bits(s->str, s->slen)))
     {
         fclose(f);
-        ix_fpset_free(s);
+        pageset_free(s);
         return 1;
     }
     fclose(f);
@@ -185,7 +185,7 @@ ix_fpset_load(ix_fpset_t *s, const char *path, uint64_t canary)
 }
 
 void
-ix_progress(const char *what, size_t done, size_t total)
+pageset_progress(const char *what, size_t done, size_t total)
 {
     static int tty = -1;
 
@@ -203,27 +203,27 @@ ix_progress(const char *what, size_t done, size_t total)
 }
 
 int
-ix_fpset_from_paths(ix_fpset_t *s, sh_config_t *cfg, const char *charset,
+pageset_from_paths(pageset_t *s, sh_config_t *cfg, const char *charset,
                     char **paths, size_t n, const char *cache)
 {
-    uint64_t canary = ix_fpset_canary(cfg);
+    uint64_t canary = pageset_canary(cfg);
     size_t   i;
 
     if (cache != NULL) {
-        int rc = ix_fpset_load(s, cache, canary);
+        int rc = pageset_load(s, cache, canary);
 
         if (rc == 0 && s->n == n) {
             /* Same options and same list: trust it. */
-            for (i = 0; i < n && strcmp(ix_fpset_path(s, i), paths[i]) == 0;
+            for (i = 0; i < n && strcmp(pageset_path(s, i), paths[i]) == 0;
                  i++) {
             }
             if (i == n) {
                 return 0;
             }
         }
-        ix_fpset_free(s);
+        pageset_free(s);
     }
-    ix_fpset_init(s);
+    pageset_init(s);
     for (i = 0; i < n; i++) {
         sh_result_t r;
 
@@ -231,13 +231,13 @@ ix_fpset_from_paths(ix_fpset_t *s, sh_config_t *cfg, const char *charset,
         if (cli_fingerprint_file(cfg, paths[i], charset, &r) != 0) {
             r.status = SH_STATUS_BINARY;      /* unreadable: no print */
         }
-        if (ix_fpset_add(s, paths[i], &r) != 0) {
+        if (pageset_add(s, paths[i], &r) != 0) {
             cli_error("out of memory");
             return -1;
         }
-        ix_progress("fingerprinting", i + 1, n);
+        pageset_progress("fingerprinting", i + 1, n);
     }
-    if (cache != NULL && ix_fpset_save(s, cache, canary) != 0) {
+    if (cache != NULL && pageset_save(s, cache, canary) != 0) {
         return -1;
     }
     return 0;

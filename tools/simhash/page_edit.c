@@ -1,5 +1,5 @@
 /*
- * ix_edit.c -- page edits for the benchmark's near-duplicate queries.
+ * page_edit.c -- page edits for the benchmark's near-duplicate queries.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,9 +8,9 @@
 #include <strings.h>
 
 #include "cli.h"
-#include "ix_edit.h"
+#include "page_edit.h"
 
-static const char *const names[IX_EDIT_NTYPES] = {
+static const char *const names[PAGE_EDIT_NTYPES] = {
     "para-insert", "para-remove", "dates", "ad"
 };
 
@@ -32,13 +32,13 @@ static const char *const filler[] = {
 };
 
 const char *
-ix_edit_name(ix_edit_t e)
+page_edit_name(page_edit_t e)
 {
-    return e < IX_EDIT_NTYPES ? names[e] : "?";
+    return e < PAGE_EDIT_NTYPES ? names[e] : "?";
 }
 
 char *
-ix_read_file(const char *path, size_t *len)
+page_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     char *buf;
@@ -136,7 +136,7 @@ splice(const char *h, size_t len, size_t at, size_t cut, const char *ins,
 }
 
 char *
-ix_edit_page(const char *html, size_t len, ix_edit_t e, const char *donor,
+page_edit_page(const char *html, size_t len, page_edit_t e, const char *donor,
              size_t dlen, uint64_t *rng, size_t *outlen)
 {
     static size_t span[4096][2];
@@ -145,10 +145,10 @@ ix_edit_page(const char *html, size_t len, ix_edit_t e, const char *donor,
     int    k;
 
     switch (e) {
-    case IX_EDIT_PARA_INSERT:
+    case PAGE_EDIT_PARA_INSERT:
         n = donor ? find_paragraphs(donor, dlen, span, 4096) : 0;
         if (n > 0) {
-            size_t d = ix_rand(rng) % n;
+            size_t d = page_rand(rng) % n;
             size_t l = span[d][1] - span[d][0];
 
             if (l > sizeof(ins) - 1) {
@@ -160,35 +160,35 @@ ix_edit_page(const char *html, size_t len, ix_edit_t e, const char *donor,
             k = snprintf(ins, sizeof(ins), "<p>");
             for (i = 0; i < 40; i++) {
                 k += snprintf(ins + k, sizeof(ins) - (size_t) k, "%s ",
-                              filler[ix_rand(rng) % 20]);
+                              filler[page_rand(rng) % 20]);
             }
             snprintf(ins + k, sizeof(ins) - (size_t) k, "</p>");
         }
         n = find_paragraphs(html, len, span, 4096);
-        at = n > 0 ? span[ix_rand(rng) % n][1] : body_start(html, len);
+        at = n > 0 ? span[page_rand(rng) % n][1] : body_start(html, len);
         return splice(html, len, at, 0, ins, strlen(ins), outlen);
 
-    case IX_EDIT_PARA_REMOVE:
+    case PAGE_EDIT_PARA_REMOVE:
         n = find_paragraphs(html, len, span, 4096);
         if (n > 0) {
-            size_t d = ix_rand(rng) % n;
+            size_t d = page_rand(rng) % n;
 
             return splice(html, len, span[d][0], span[d][1] - span[d][0],
                           "", 0, outlen);
         }
         /* Nothing to remove: fall back to a date/counter change. */
         /* fall through */
-    case IX_EDIT_DATES: {
+    case PAGE_EDIT_DATES: {
         char *out;
 
         snprintf(ins, sizeof(ins), "<p class=\"meta\">Last updated "
                  "20%02u-%02u-%02u %02u:%02u, %u views</p>",
-                 (unsigned) (ix_rand(rng) % 30),
-                 (unsigned) (ix_rand(rng) % 12 + 1),
-                 (unsigned) (ix_rand(rng) % 28 + 1),
-                 (unsigned) (ix_rand(rng) % 24),
-                 (unsigned) (ix_rand(rng) % 60),
-                 (unsigned) (ix_rand(rng) % 100000));
+                 (unsigned) (page_rand(rng) % 30),
+                 (unsigned) (page_rand(rng) % 12 + 1),
+                 (unsigned) (page_rand(rng) % 28 + 1),
+                 (unsigned) (page_rand(rng) % 24),
+                 (unsigned) (page_rand(rng) % 60),
+                 (unsigned) (page_rand(rng) % 100000));
         out = splice(html, len, body_start(html, len), 0, ins, strlen(ins),
                      outlen);
         if (out == NULL) {
@@ -197,17 +197,17 @@ ix_edit_page(const char *html, size_t len, ix_edit_t e, const char *donor,
         /* Half of the digits of the page change (versions, line numbers,
          * counters): in markup as well as in text, as a real site would. */
         for (i = 0; i < *outlen; i++) {
-            if (out[i] >= '0' && out[i] <= '9' && (ix_rand(rng) & 1)) {
-                out[i] = (char) ('0' + ix_rand(rng) % 10);
+            if (out[i] >= '0' && out[i] <= '9' && (page_rand(rng) & 1)) {
+                out[i] = (char) ('0' + page_rand(rng) % 10);
             }
         }
         return out;
     }
 
-    case IX_EDIT_AD:
+    case PAGE_EDIT_AD:
     default:
         snprintf(ins, sizeof(ins), "<div class=\"ad\"><p>%s</p></div>",
-                 ads[ix_rand(rng) % (sizeof(ads) / sizeof(ads[0]))]);
+                 ads[page_rand(rng) % (sizeof(ads) / sizeof(ads[0]))]);
         return splice(html, len, body_start(html, len), 0, ins, strlen(ins),
                       outlen);
     }

@@ -1,11 +1,11 @@
 /*
- * ix_rss.c -- per-phase peak RSS from /proc (see ix_rss.h).
+ * peak_rss.c -- per-phase peak RSS from /proc (see peak_rss.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ix_rss.h"
+#include "peak_rss.h"
 
 /* A "Name:   N kB" line of /proc/self/status, in bytes. */
 static size_t
@@ -29,7 +29,7 @@ status_bytes(const char *name)
 }
 
 size_t
-ix_rss_reset(void)
+peak_rss_reset(void)
 {
     /* "5" resets the peak RSS of the process (Linux 4.0 and later). */
     FILE *f = fopen("/proc/self/clear_refs", "w");
@@ -42,7 +42,7 @@ ix_rss_reset(void)
 }
 
 size_t
-ix_rss_peak(void)
+peak_rss_peak(void)
 {
     return status_bytes("VmHWM");
 }
