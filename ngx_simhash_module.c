@@ -174,8 +174,12 @@ static void ngx_http_simhash_skip(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason);
 static void ngx_http_simhash_cleanup(void *data);
 
+static void ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, uint32_t ref, ngx_log_t *log);
+
 static ngx_http_simhash_zone_t **ngx_http_simhash_cycle_zones(
     ngx_cycle_t *cycle, ngx_uint_t *n);
+static ngx_int_t ngx_http_simhash_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_simhash_init_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
@@ -465,32 +469,13 @@ ngx_module_t  ngx_http_simhash_module = {
     ngx_http_simhash_commands,             /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_simhash_init_module,          /* init module */
     ngx_http_simhash_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     ngx_http_simhash_exit_process,         /* exit process */
     ngx_http_simhash_exit_master,          /* exit master */
     NGX_MODULE_V1_PADDING
-};
-
-
-ngx_str_t  ngx_http_simhash_status_names[] = {
-    ngx_string("new"),
-    ngx_string("duplicate"),
-    ngx_string("unchanged"),
-    ngx_string("changed"),
-    ngx_string("skipped")
-};
-
-
-ngx_str_t  ngx_http_simhash_skip_names[] = {
-    ngx_string("too_large"),
-    ngx_string("encoding"),
-    ngx_string("too_short"),
-    ngx_string("binary"),
-    ngx_string("error"),
-    ngx_string("budget")
 };
 
 
@@ -1469,8 +1454,7 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         key.data = doc->data;
         key.len = doc->len;
-        ngx_http_simhash_zone_changed(zone, &key, doc->ref,
-                                      r->connection->log);
+        ngx_http_simhash_changed(zone, &key, doc->ref, r->connection->log);
     }
 
     (void) ngx_atomic_fetch_add(&sh->generation, 1);
@@ -1527,7 +1511,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
                                           0);
 
         if (ref != SH_NOREF) {
-            ngx_http_simhash_zone_changed(zone, key, ref, r->connection->log);
+            ngx_http_simhash_changed(zone, key, ref, r->connection->log);
 
         } else if (ngx_http_simhash_escape(r->pool, key->data, key->len,
                                            &safe)
@@ -1540,6 +1524,23 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * Under the lock, after this node stored a new document or a new version of
+ * one: the zone dates the version, and a replicated zone publishes it.
+ */
+
+static void
+ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    uint32_t ref, ngx_log_t *log)
+{
+    uint64_t  time;
+
+    time = ngx_http_simhash_zone_changed(zone, ref);
+
+    ngx_http_simhash_replicate_publish(zone, key, ref, time, log);
 }
 
 
@@ -1774,19 +1775,6 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
     }
 
     return NGX_OK;
-}
-
-
-/*
- * A score in nats, exactly: it counts sixteenths (SH_SCORE_UNIT), and
- * k/16 has at most four decimals.  At most 15 bytes.
- */
-
-u_char *
-ngx_http_simhash_score(u_char *p, uint32_t score)
-{
-    return ngx_sprintf(p, "%uD.%04uD", score / SH_SCORE_UNIT,
-                       score % SH_SCORE_UNIT * (10000 / SH_SCORE_UNIT));
 }
 
 
@@ -2789,6 +2777,42 @@ ngx_http_simhash_cycle_zones(ngx_cycle_t *cycle, ngx_uint_t *n)
 
 
 /*
+ * The master, once every zone of the new cycle exists (at start, and at a
+ * reload that created or resized a zone): a zone formatted empty with a
+ * file starts from its snapshot.  Loading here, not in the zone's init,
+ * keeps the zone below its persistence.
+ */
+
+static ngx_int_t
+ngx_http_simhash_init_module(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                 i, n;
+    ngx_http_simhash_zone_t  **zones;
+
+    if (ngx_test_config) {
+        return NGX_OK;
+    }
+
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
+
+    for (i = 0; i < n; i++) {
+        if (!zones[i]->load) {
+            continue;
+        }
+
+        zones[i]->load = 0;
+
+        ngx_http_simhash_snapshot_load(zones[i], cycle->log);
+
+        /* what is in memory is what is in the file */
+        zones[i]->sh->saved_generation = zones[i]->sh->generation;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * Each worker: the periodic snapshot saves of every zone with a file;
  * worker 0 also replicates the zones that are.
  */
@@ -2812,7 +2836,7 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
             return NGX_ERROR;
         }
 
-        if (ngx_http_simhash_replicate_init_worker(zones[i], cycle)
+        if (ngx_http_simhash_stream_init_worker(zones[i], cycle)
             != NGX_OK)
         {
             return NGX_ERROR;
@@ -2834,7 +2858,7 @@ ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
     zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
     for (i = 0; i < n; i++) {
-        ngx_http_simhash_replicate_exit_worker(zones[i]);
+        ngx_http_simhash_stream_exit_worker(zones[i]);
     }
 }
 
@@ -2990,26 +3014,6 @@ ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
-}
-
-
-void
-ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where)
-{
-    u_char  *p;
-    size_t   len;
-
-    len = cf->conf_file->file.name.len + 1 + NGX_INT_T_LEN;
-
-    p = ngx_pnalloc(cf->pool, len);
-    if (p == NULL) {
-        ngx_str_set(where, "(unknown)");
-        return;
-    }
-
-    where->data = p;
-    where->len = ngx_sprintf(p, "%V:%ui", &cf->conf_file->file.name,
-                             cf->conf_file->line) - p;
 }
 
 

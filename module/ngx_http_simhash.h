@@ -7,13 +7,18 @@
  *   ngx_simhash_module.c          the response path (header and body
  *                                 filters), the variables, the directives
  *                                 that configure a location
+ *   module/ngx_http_simhash_names.c     how the module spells what it
+ *                                 reports: status and skip names, scores,
+ *                                 "file:line" of a directive
  *   module/ngx_http_simhash_zone.c      the shared memory zone: the index,
  *                                 the documents' keys, eviction, repair
  *                                 after a dead worker, reload and resize;
- *                                 the simhash_zone directive
- *   module/ngx_http_simhash_snapshot.c  persistence: load at start,
- *                                 periodic save by one worker, final save
- *                                 by the master
+ *                                 the storage, calling nothing above it
+ *   module/ngx_http_simhash_zone_conf.c the simhash_zone directive
+ *   module/ngx_http_simhash_snapshot.c  persistence: load at start (from
+ *                                 the module's init_module), periodic
+ *                                 save by one worker, final save by the
+ *                                 master
  *   module/ngx_http_simhash_stats.c     the simhash_stats handler
  *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
  *                                 through a Redis Stream: the
@@ -27,7 +32,10 @@
  *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
  *                                 upstream is this proxy is refused
  *
- * The core library (src/, prefix sh_) knows nothing of nginx.
+ * The layers, each calling only those below it: the response path and the
+ * directives; replication (replicate, stream, redis); persistence
+ * (snapshot); the zone.  The core library (src/, prefix sh_) knows nothing
+ * of nginx.
  */
 
 
@@ -154,6 +162,14 @@ typedef struct {
     ngx_uint_t                   distance;  /* the radius, or the cap on H */
     uint32_t                     threshold; /* threshold=, score units */
     ngx_str_t                    file;      /* full path, "" = none */
+    ngx_uint_t                   load;      /* formatted empty in this
+                                               cycle: the snapshot is
+                                               loaded at init_module */
+    ngx_str_t                    stream;    /* the Redis stream followed
+                                               (simhash_replicate), "" =
+                                               none: the zone and its
+                                               snapshot keep the place
+                                               in it */
     ngx_msec_t                   save;      /* 0 = only at shutdown */
     uint64_t                     seed_digest;
     uint32_t                     version;   /* extraction, sh_version.h */
@@ -250,17 +266,30 @@ typedef struct {
 
 
 extern ngx_module_t  ngx_http_simhash_module;
-extern ngx_str_t     ngx_http_simhash_status_names[];
-extern ngx_str_t     ngx_http_simhash_skip_names[];
 
 
-/* the zone: ngx_http_simhash_zone.c */
+/* how the module spells what it reports: ngx_http_simhash_names.c */
 
+extern ngx_str_t     ngx_http_simhash_status_names[];  /* by status_e */
+extern ngx_str_t     ngx_http_simhash_skip_names[];    /* by skip_e */
+
+/* a score (sh_match.h) in nats, exactly, four decimals: at most 15 bytes */
+u_char *ngx_http_simhash_score(u_char *p, uint32_t score);
+
+/* "file:line" of the directive being parsed, for later messages */
+void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
+
+
+/*
+ * the zone: ngx_http_simhash_zone.c, the storage.  It calls nothing above
+ * it (configuration, snapshots, replication call it).
+ */
+
+#define NGX_HTTP_SIMHASH_MIN_DOCS   16      /* the smallest zone */
+
+ngx_int_t ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data);
+uint32_t ngx_http_simhash_zone_capacity(size_t zone_size);
 void *ngx_http_simhash_old_zone(ngx_shm_zone_t *shm);
-char *ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-ngx_http_simhash_zone_t *ngx_http_simhash_zone_find(
-    ngx_http_simhash_main_conf_t *smcf, ngx_str_t *name);
 
 /*
  * Every change of the zone, and every lookup, happens between lock and
@@ -284,11 +313,12 @@ void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
 
 /*
  * Under the lock, after this node stored a new document or changed one's
- * fingerprint (fingerprint and digest in place): the version is dated now,
- * and goes into the outbox when the zone is replicated.
+ * fingerprint (fingerprint and digest in place): the version is dated now;
+ * returns its time in ms, made unique (sh_stream_next_time), for
+ * ngx_http_simhash_replicate_publish().
  */
-void ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *key, uint32_t ref, ngx_log_t *log);
+uint64_t ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone,
+    uint32_t ref);
 
 /*
  * Copy documents, oldest first, from an index `from` into the zone, with
@@ -311,7 +341,15 @@ void ngx_http_simhash_zone_copy(ngx_http_simhash_copy_t *cp,
     const sh_index_t *from);
 
 
-/* persistence: ngx_http_simhash_snapshot.c */
+/* the simhash_zone directive: ngx_http_simhash_zone_conf.c */
+
+char *ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_http_simhash_zone_t *ngx_http_simhash_zone_find(
+    ngx_http_simhash_main_conf_t *smcf, ngx_str_t *name);
+
+
+/* persistence: ngx_http_simhash_snapshot.c, below replication */
 
 ngx_int_t ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file);
 void ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
@@ -404,18 +442,15 @@ char *ngx_http_simhash_replicate_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
     ngx_http_simhash_main_conf_t *smcf);
-ngx_int_t ngx_http_simhash_replicate_init_worker(
-    ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
-void ngx_http_simhash_replicate_exit_worker(ngx_http_simhash_zone_t *zone);
-
-/* under the lock: a record of this node's new version into the outbox */
-void ngx_http_simhash_outbox_push(ngx_http_simhash_zone_t *zone,
+/* under the lock: this node's new version of a document into the outbox
+ * (nothing when the zone is not replicated) */
+void ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint32_t ref, uint64_t time, ngx_log_t *log);
 
-/* under the lock: where a snapshot's META record says the zone was in the
- * stream it names */
-void ngx_http_simhash_replicate_restore(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log);
+/* worker 0's link to Redis: ngx_http_simhash_stream.c */
+ngx_int_t ngx_http_simhash_stream_init_worker(
+    ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
+void ngx_http_simhash_stream_exit_worker(ngx_http_simhash_zone_t *zone);
 
 
 /* the request side of a forward proxy: ngx_http_simhash_guard.c */
@@ -435,14 +470,6 @@ char *ngx_http_simhash_stats_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_simhash_stats_resolve(ngx_conf_t *cf,
     ngx_http_simhash_loc_conf_t *slcf);
-
-
-/* a score (sh_match.h) in nats, exactly, four decimals: at most 15 bytes */
-u_char *ngx_http_simhash_score(u_char *p, uint32_t score);
-
-
-/* "file:line" of the directive being parsed, for later messages */
-void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
 
 
 #endif /* _NGX_HTTP_SIMHASH_H_INCLUDED_ */

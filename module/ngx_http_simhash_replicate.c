@@ -653,6 +653,7 @@ ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
         }
 
         zone->replicate = rpp[i];
+        zone->stream = rpp[i]->stream;
         rpp[i]->zone = zone;
     }
 
@@ -779,17 +780,22 @@ ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
 
 
 /*
- * A record of this node's new version into the outbox, under the zone's
- * lock (ngx_http_simhash_zone_changed()).
+ * This node's new version of a document (dated by
+ * ngx_http_simhash_zone_changed()) into the outbox, under the zone's lock;
+ * worker 0 publishes it (ngx_http_simhash_stream.c).
  */
 
 void
-ngx_http_simhash_outbox_push(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     uint32_t ref, uint64_t time, ngx_log_t *log)
 {
     ngx_http_simhash_outrec_t   r;
     ngx_http_simhash_outbox_t  *ob;
     ngx_http_simhash_shctx_t   *sh;
+
+    if (zone->replicate == NULL) {
+        return;
+    }
 
     sh = zone->sh;
     ob = zone->replicate->outbox;
@@ -857,51 +863,4 @@ ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
     ob->records++;
 
     return NGX_OK;
-}
-
-
-/*
- * A snapshot's META record says where the zone was in a stream (under the
- * lock, at load).  Only the stream this zone follows now counts.
- */
-
-void
-ngx_http_simhash_replicate_restore(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log)
-{
-    sh_stream_id_t             sid;
-    ngx_http_simhash_shctx_t  *sh;
-
-    sh = zone->sh;
-
-    if (zone->replicate == NULL) {
-        return;
-    }
-
-    if (stream->len != zone->replicate->stream.len
-        || ngx_strncmp(stream->data, zone->replicate->stream.data,
-                       stream->len) != 0)
-    {
-        ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                      "simhash zone \"%V\": the snapshot followed the "
-                      "stream \"%V\", not \"%V\": reading this one from its "
-                      "start", &zone->name, stream, &zone->replicate->stream);
-        return;
-    }
-
-    if (sh_stream_id_parse(&sid, (char *) id->data, id->len) != 0) {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "simhash zone \"%V\": the snapshot's replicate_id "
-                      "\"%V\" is not a stream id: reading the stream from its "
-                      "start", &zone->name, id);
-        return;
-    }
-
-    sh->repl_id = sid;
-    sh->repl_stream = ngx_crc32_long(stream->data, stream->len);
-
-    ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                  "simhash zone \"%V\": the snapshot has the stream \"%V\" "
-                  "up to %V: replication goes on from there",
-                  &zone->name, stream, id);
 }

@@ -92,6 +92,8 @@ static ngx_int_t ngx_http_simhash_meta_line(u_char **pos, u_char *end,
     ngx_str_t *name, ngx_str_t *value);
 static void ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
     const sh_keyrec_t *rec, ngx_log_t *log);
+static void ngx_http_simhash_meta_position(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log);
 static void ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
     const sh_keyrec_t *rec, ngx_log_t *log);
 static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
@@ -404,8 +406,55 @@ ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
     }
 
     if (stream.data && id.data) {
-        ngx_http_simhash_replicate_restore(zone, &stream, &id, log);
+        ngx_http_simhash_meta_position(zone, &stream, &id, log);
     }
+}
+
+
+/*
+ * The snapshot's place in the stream becomes the zone's (under the lock):
+ * only the stream the zone follows now counts.  Replication reads on from
+ * there (ngx_http_simhash_stream.c).
+ */
+
+static void
+ngx_http_simhash_meta_position(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log)
+{
+    sh_stream_id_t             sid;
+    ngx_http_simhash_shctx_t  *sh;
+
+    sh = zone->sh;
+
+    if (zone->stream.len == 0) {
+        return;
+    }
+
+    if (stream->len != zone->stream.len
+        || ngx_strncmp(stream->data, zone->stream.data, stream->len) != 0)
+    {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "simhash zone \"%V\": the snapshot followed the "
+                      "stream \"%V\", not \"%V\": reading this one from its "
+                      "start", &zone->name, stream, &zone->stream);
+        return;
+    }
+
+    if (sh_stream_id_parse(&sid, (char *) id->data, id->len) != 0) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "simhash zone \"%V\": the snapshot's replicate_id "
+                      "\"%V\" is not a stream id: reading the stream from its "
+                      "start", &zone->name, id);
+        return;
+    }
+
+    sh->repl_id = sid;
+    sh->repl_stream = ngx_crc32_long(stream->data, stream->len);
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": the snapshot has the stream \"%V\" "
+                  "up to %V: replication goes on from there",
+                  &zone->name, stream, id);
 }
 
 
@@ -768,8 +817,8 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
      * a restart from this file replays what came after
      */
 
-    meta = ngx_alloc(128 + (zone->replicate ? zone->replicate->stream.len
-                                              + SH_STREAM_ID_LEN + 64 : 0),
+    meta = ngx_alloc(128 + (zone->stream.len ? zone->stream.len
+                                               + SH_STREAM_ID_LEN + 64 : 0),
                      log);
     if (meta == NULL) {
         ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
@@ -787,9 +836,9 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
         *p++ = '\n';
     }
 
-    if (zone->replicate) {
+    if (zone->stream.len) {
         p = ngx_sprintf(p, "replicate_stream=%V\nreplicate_id=",
-                        &zone->replicate->stream);
+                        &zone->stream);
         p += sh_stream_id_format((char *) p, &sv->repl_id);
         *p++ = '\n';
     }
@@ -824,7 +873,7 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
 
             rec.hash = hash;
             rec.digest = sh->digests[rec.ref];
-            rec.time = zone->replicate ? sh->times[rec.ref] : 0;
+            rec.time = zone->stream.len ? sh->times[rec.ref] : 0;
             rec.len = doc->len;
             rec.data = doc->data;
 

@@ -146,7 +146,7 @@ static uint64_t ngx_http_simhash_now(void);
  */
 
 ngx_int_t
-ngx_http_simhash_replicate_init_worker(ngx_http_simhash_zone_t *zone,
+ngx_http_simhash_stream_init_worker(ngx_http_simhash_zone_t *zone,
     ngx_cycle_t *cycle)
 {
     uint32_t                       crc;
@@ -243,7 +243,7 @@ ngx_http_simhash_replicate_init_worker(ngx_http_simhash_zone_t *zone,
 /* The worker exits: both connections closed, nothing is waited for. */
 
 void
-ngx_http_simhash_replicate_exit_worker(ngx_http_simhash_zone_t *zone)
+ngx_http_simhash_stream_exit_worker(ngx_http_simhash_zone_t *zone)
 {
     ngx_http_simhash_link_t  *lk;
 

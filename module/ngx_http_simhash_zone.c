@@ -44,7 +44,6 @@
  * documents are evicted just the same.
  */
 #define NGX_HTTP_SIMHASH_KEY_BUDGET 192
-#define NGX_HTTP_SIMHASH_MIN_DOCS   16
 
 
 static ngx_http_simhash_doc_t *ngx_http_simhash_lookup_key(
@@ -56,11 +55,8 @@ static void ngx_http_simhash_forget(ngx_http_simhash_zone_t *zone,
 static ngx_int_t ngx_http_simhash_evict_oldest(ngx_http_simhash_zone_t *zone);
 static void ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
-static uint32_t ngx_http_simhash_capacity(size_t zone_size);
 static ngx_int_t ngx_http_simhash_format_index(ngx_http_simhash_shctx_t *sh,
     char *err, size_t errlen);
-static ngx_int_t ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone,
-    void *data);
 static ngx_int_t ngx_http_simhash_reset(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 static void ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone,
@@ -285,9 +281,8 @@ ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
 }
 
 
-void
-ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
-    uint32_t ref, ngx_log_t *log)
+uint64_t
+ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone, uint32_t ref)
 {
     uint64_t                   now;
     ngx_time_t                *tp;
@@ -296,7 +291,7 @@ ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     sh = zone->sh;
 
     if (ref >= sh->capacity) {
-        return;
+        return 0;
     }
 
     tp = ngx_timeofday();
@@ -304,9 +299,7 @@ ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
                               sh->times[ref]);
     sh->times[ref] = sh_stream_second(now);
 
-    if (zone->replicate) {
-        ngx_http_simhash_outbox_push(zone, key, ref, now, log);
-    }
+    return now;
 }
 
 
@@ -543,8 +536,10 @@ ngx_http_simhash_format_index(ngx_http_simhash_shctx_t *sh, char *err,
 }
 
 
-static uint32_t
-ngx_http_simhash_capacity(size_t zone_size)
+/* The documents a zone of zone_size bytes holds (see KEY_BUDGET). */
+
+uint32_t
+ngx_http_simhash_zone_capacity(size_t zone_size)
 {
     size_t    avail, need;
     uint32_t  lo, hi, mid;
@@ -580,8 +575,8 @@ ngx_http_simhash_capacity(size_t zone_size)
 }
 
 
-static ngx_int_t
-ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+ngx_int_t
+ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_simhash_zone_t  *ozone = data;
 
@@ -650,7 +645,7 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     shpool->log_nomem = 0;
 
     sh->region_size = sh_index_region_size(
-                           ngx_http_simhash_capacity(shm_zone->shm.size));
+                           ngx_http_simhash_zone_capacity(shm_zone->shm.size));
 
     sh->index = ngx_slab_alloc(shpool, sh->region_size);
     if (sh->index == NULL) {
@@ -697,12 +692,10 @@ ngx_http_simhash_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_http_simhash_migrate(zone, shm_zone->shm.log);
 
-    if (sh->generation == 0 && zone->file.len) {
-        ngx_http_simhash_snapshot_load(zone, shm_zone->shm.log);
+    /* a new zone starts from its snapshot: ngx_http_simhash_init_module
+     * loads it, once every zone of the cycle exists */
 
-        /* what is in memory is what is in the file */
-        sh->saved_generation = sh->generation;
-    }
+    zone->load = (sh->generation == 0 && zone->file.len);
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                   "simhash zone \"%V\": %uz bytes, capacity %uD documents, "
@@ -907,349 +900,4 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "simhash zone \"%V\" resized: %ui documents taken over",
                   &zone->name, cp.copied);
-}
-
-
-/*
- * simhash_zone zone=NAME:SIZE [match=weighted|hamming] [distance=N]
- *              [threshold=T] [file=PATH] [save=TIME]
- *
- * Each parameter is parsed by ngx_http_simhash_zone_param(); the zone is
- * then registered as a shared memory zone of this module.
- */
-
-static char *ngx_http_simhash_zone_param(ngx_conf_t *cf,
-    ngx_http_simhash_zone_t *zone, ngx_str_t *value, ssize_t *size,
-    ngx_uint_t *save_set);
-static char *ngx_http_simhash_zone_size(ngx_conf_t *cf,
-    ngx_http_simhash_zone_t *zone, ngx_str_t *value, ssize_t *size);
-static char *ngx_http_simhash_zone_rule(ngx_conf_t *cf,
-    ngx_http_simhash_zone_t *zone);
-
-
-char *
-ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_simhash_main_conf_t  *smcf = conf;
-
-    char                     *rv;
-    ssize_t                   size;
-    ngx_str_t                *value;
-    ngx_uint_t                i, save_set;
-    ngx_http_simhash_zone_t  *zone, **zp;
-
-    value = cf->args->elts;
-
-    zone = ngx_pcalloc(cf->pool, sizeof(ngx_http_simhash_zone_t));
-    if (zone == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    zone->rule = SH_RULE_DEFAULT;
-    zone->distance = NGX_CONF_UNSET_UINT;
-    zone->threshold = NGX_CONF_UNSET;
-    zone->save = 300000;
-    save_set = 0;
-    size = 0;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-        rv = ngx_http_simhash_zone_param(cf, zone, &value[i], &size,
-                                         &save_set);
-        if (rv != NGX_CONF_OK) {
-            return rv;
-        }
-    }
-
-    if (zone->name.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" must have \"zone=NAME:SIZE\" parameter",
-                           &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_simhash_zone_rule(cf, zone) != NGX_CONF_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (save_set && zone->file.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"save\" needs the \"file\" parameter");
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_simhash_zone_find(smcf, &zone->name)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "duplicate simhash zone \"%V\"", &zone->name);
-        return NGX_CONF_ERROR;
-    }
-
-    zone->shm_zone = ngx_shared_memory_add(cf, &zone->name, size,
-                                           &ngx_http_simhash_module);
-    if (zone->shm_zone == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (zone->shm_zone->data) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "duplicate zone \"%V\"", &zone->name);
-        return NGX_CONF_ERROR;
-    }
-
-    zone->shm_zone->init = ngx_http_simhash_init_zone;
-    zone->shm_zone->data = zone;
-
-#if (NGX_THREADS)
-    /* periodic saves write from nginx's default thread pool */
-    if (zone->file.len && zone->save) {
-        zone->thread_pool = ngx_thread_pool_add(cf, NULL);
-        if (zone->thread_pool == NULL) {
-            return NGX_CONF_ERROR;
-        }
-    }
-#endif
-
-    zp = ngx_array_push(&smcf->zones);
-    if (zp == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    *zp = zone;
-
-    return NGX_CONF_OK;
-}
-
-
-static char *
-ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
-    ngx_str_t *value, ssize_t *size, ngx_uint_t *save_set)
-{
-    ngx_str_t  s;
-    ngx_int_t  n;
-
-    if (ngx_strncmp(value->data, "zone=", 5) == 0) {
-        return ngx_http_simhash_zone_size(cf, zone, value, size);
-    }
-
-    if (ngx_strncmp(value->data, "distance=", 9) == 0) {
-
-        n = ngx_atoi(value->data + 9, value->len - 9);
-
-        if (n == NGX_ERROR || n > SH_MATCH_HMAX) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid distance \"%V\": must be "
-                               "between 0 and %d", value, SH_MATCH_HMAX);
-            return NGX_CONF_ERROR;
-        }
-
-        zone->distance = (ngx_uint_t) n;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "match=", 6) == 0) {
-
-        if (sh_rule_parse((char *) value->data + 6, value->len - 6,
-                          &zone->rule)
-            != 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid \"%V\": must be match=weighted "
-                               "or match=hamming", value);
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "threshold=", 10) == 0) {
-
-        /* nats, up to four decimals: 10^4 units of a nat */
-        n = ngx_atofp(value->data + 10, value->len - 10, 4);
-
-        if (n == NGX_ERROR || n > 1000 * 10000) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid threshold \"%V\": must be a number "
-                               "of nats from 0 to 1000", value);
-            return NGX_CONF_ERROR;
-        }
-
-        zone->threshold = sh_score_from_nats((double) n / 10000);
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "file=", 5) == 0) {
-
-        zone->file.data = value->data + 5;
-        zone->file.len = value->len - 5;
-
-        if (zone->file.len == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
-            return NGX_CONF_ERROR;
-        }
-
-        if (ngx_conf_full_name(cf->cycle, &zone->file, 0) != NGX_OK) {
-            return NGX_CONF_ERROR;
-        }
-
-        if (ngx_http_simhash_snapshot_check(cf, &zone->file) != NGX_OK) {
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "save=", 5) == 0) {
-
-        s.data = value->data + 5;
-        s.len = value->len - 5;
-        *save_set = 1;
-
-        if (s.len == 3 && ngx_strncmp(s.data, "off", 3) == 0) {
-            zone->save = 0;
-            return NGX_CONF_OK;
-        }
-
-        zone->save = ngx_parse_time(&s, 0);
-
-        if (zone->save == (ngx_msec_t) NGX_ERROR || zone->save < 1000) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid save time \"%V\": at least 1s, "
-                               "or off", value);
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       value);
-    return NGX_CONF_ERROR;
-}
-
-
-/*
- * The match rule (src/sh_match.h): match=hamming takes distance= as its
- * radius (default 3, at most 7); match=weighted takes it as the cap on H
- * (default 10, at most 16) and threshold= as T in nats (default 12).
- */
-
-static char *
-ngx_http_simhash_zone_rule(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone)
-{
-    sh_match_opts_t  mo;
-
-    sh_match_opts_init(&mo);
-    sh_match_opts_rule(&mo, zone->rule);
-
-    if (zone->distance == NGX_CONF_UNSET_UINT) {
-        zone->distance = mo.h;
-    }
-
-    if (zone->rule == SH_RULE_HAMMING) {
-
-        if (zone->distance > SH_H_MAX) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid distance=%ui: match=hamming takes "
-                               "0 to %d", zone->distance, SH_H_MAX);
-            return NGX_CONF_ERROR;
-        }
-
-        if (zone->threshold != (uint32_t) NGX_CONF_UNSET) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"threshold\" needs match=weighted");
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (zone->threshold == (uint32_t) NGX_CONF_UNSET) {
-        zone->threshold = mo.threshold;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/* zone=NAME:SIZE */
-
-static char *
-ngx_http_simhash_zone_size(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
-    ngx_str_t *value, ssize_t *size)
-{
-    u_char     *p;
-    ngx_str_t   s;
-
-    zone->name.data = value->data + 5;
-
-    p = (u_char *) ngx_strchr(zone->name.data, ':');
-
-    if (p == NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid zone size \"%V\"", value);
-        return NGX_CONF_ERROR;
-    }
-
-    zone->name.len = p - zone->name.data;
-
-    /* the name goes into the statistics as it is: no quoting needed */
-
-    for (p = zone->name.data; p < zone->name.data + zone->name.len; p++) {
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
-              || (*p >= '0' && *p <= '9')
-              || *p == '_' || *p == '-' || *p == '.'))
-        {
-            break;
-        }
-    }
-
-    if (zone->name.len == 0 || p < zone->name.data + zone->name.len) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid zone name \"%V\": letters, digits, "
-                           "\"_\", \"-\" and \".\" only", value);
-        return NGX_CONF_ERROR;
-    }
-
-    p = zone->name.data + zone->name.len;
-
-    s.data = p + 1;
-    s.len = value->data + value->len - s.data;
-
-    *size = ngx_parse_size(&s);
-
-    if (*size == NGX_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid zone size \"%V\"", value);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_simhash_capacity((size_t) *size) < NGX_HTTP_SIMHASH_MIN_DOCS)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "zone \"%V\" is too small", value);
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/* A zone by name, or NULL; zones are declared anywhere in http{}. */
-
-ngx_http_simhash_zone_t *
-ngx_http_simhash_zone_find(ngx_http_simhash_main_conf_t *smcf,
-    ngx_str_t *name)
-{
-    ngx_uint_t                 i;
-    ngx_http_simhash_zone_t  **zones;
-
-    zones = smcf->zones.elts;
-
-    for (i = 0; i < smcf->zones.nelts; i++) {
-        if (zones[i]->name.len == name->len
-            && ngx_strncmp(zones[i]->name.data, name->data, name->len) == 0)
-        {
-            return zones[i];
-        }
-    }
-
-    return NULL;
 }
