@@ -81,13 +81,16 @@ stats_add(stats_t *s, const stats_t *t)
 }
 
 /* Distance of a pair under a configuration; SH_BITS + 1 when a page got no
- * fingerprint (such a pair is within no h: the proxy would not match it). */
+ * fingerprint or the pair is vetoed (such a pair is within no h: the proxy
+ * would not match it). */
 static unsigned
 pair_distance(const ev_config_t *c, unsigned seed, const ev_pair_t *p)
 {
     const ev_fp_t *a = &c->fp[seed][p->a], *b = &c->fp[seed][p->b];
 
-    if (a->status != SH_STATUS_OK || b->status != SH_STATUS_OK) {
+    if (a->status != SH_STATUS_OK || b->status != SH_STATUS_OK
+        || ev_vetoed(a, b))
+    {
         return SH_BITS + 1;
     }
     return sh_distance(a->hash, b->hash);
