@@ -45,8 +45,11 @@
 
 /* The veto: same template (structure H at most STRUCT_H), other links (link
  * H at least LINKS_H), both pages with at least MIN_LINKS link words.
- * About Jaccard >= 0.85 and < 0.5 of the underlying sets. */
-#define SH_SKETCH_STRUCT_H  8
+ * About Jaccard >= 0.96 and < 0.5 of the underlying sets: the same
+ * markup, not a similar one (pages of one site differ in their content's
+ * markup: structure H is 16 to 21 between two of its documents at the
+ * median), and other links. */
+#define SH_SKETCH_STRUCT_H  4
 #define SH_SKETCH_LINKS_H   17
 #define SH_SKETCH_MIN_LINKS 4
 
