@@ -18,6 +18,7 @@
 #include "sh_doc.h"
 #include "sh_features.h"
 #include "sh_html.h"
+#include "sh_sketch.h"
 #include "sh_text.h"
 
 /*
@@ -28,6 +29,9 @@
  * straight on with the weight decided.
  */
 #define HELD_MAX    (SH_BLOCK_SAMPLE + 16)
+
+/* A link word's first bytes: longer words are told apart by these. */
+#define SH_LINK_WORD_MAX    48
 
 struct sh_doc_s {
     sh_config_t   *cfg;
@@ -63,6 +67,17 @@ struct sh_doc_s {
     uint64_t       zone_bytes[SH_ZONE_N];
     uint64_t       zone_link[SH_ZONE_N];
     int            whole;       /* fingerprinted on whole-page text */
+
+    /* The sketches beside the fingerprint (sh_sketch.h): the last three
+     * start tags, and the link word being read (a word may span the
+     * parser's text pieces, which depend on the chunking). */
+    sh_sketch_t    structure;
+    sh_sketch_t    links;
+    uint64_t       tags[3];
+    uint32_t       ntags;
+    char           word[SH_LINK_WORD_MAX];
+    uint32_t       nword;
+    uint64_t       sets[2 * SH_SKETCH_SET];
 };
 
 /* The block's weight is known: pass the held terms on with it. */
@@ -169,10 +184,74 @@ sample(sh_doc_t *d, const char *text, size_t len)
     }
 }
 
+/* A start tag: the 4-gram it ends goes into the structure sketch. */
+static void
+on_tag(void *arg, uint64_t name)
+{
+    sh_doc_t *d = arg;
+    uint64_t  gram[4];
+
+    if (d->ntags >= 3) {
+        gram[0] = d->tags[0];
+        gram[1] = d->tags[1];
+        gram[2] = d->tags[2];
+        gram[3] = name;
+        sh_sketch_add(&d->structure, XXH3_64bits(gram, sizeof(gram)));
+    }
+    d->tags[0] = d->tags[1];
+    d->tags[1] = d->tags[2];
+    d->tags[2] = name;
+    d->ntags++;
+}
+
+static void
+link_word_end(sh_doc_t *d)
+{
+    if (d->nword > 0) {
+        sh_sketch_add(&d->links, XXH3_64bits(d->word, d->nword));
+        d->nword = 0;
+    }
+}
+
+/*
+ * The words of link text: letters, digits and any non-ASCII byte, ASCII
+ * lower-cased.  A word ends at any other byte, or where the link ends
+ * (the next text outside it, a block's end, the page's end).  Cheap and
+ * independent of the text pipeline, whose words ignore inline tags
+ * ("foo<a>bar</a>" is one word there).
+ */
+static void
+link_words(sh_doc_t *d, const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *) text;
+    size_t               i;
+    unsigned char        c;
+
+    for (i = 0; i < len; i++) {
+        c = p[i];
+        if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') {
+            c |= 0x20;
+        } else if (!(c >= '0' && c <= '9') && c < 0x80) {
+            link_word_end(d);
+            continue;
+        }
+        if (d->nword < SH_LINK_WORD_MAX) {
+            d->word[d->nword] = (char) c;
+        }
+        d->nword += d->nword < SH_LINK_WORD_MAX;
+    }
+}
+
 static int
 on_text(void *arg, const char *text, size_t len)
 {
     sh_doc_t *d = arg;
+
+    if (sh_html_in_link(d->html)) {
+        link_words(d, text, len);
+    } else {
+        link_word_end(d);
+    }
 
     if (d->content != SH_CONTENT_OFF && !d->decided) {
         sample(d, text, len);
@@ -188,6 +267,7 @@ on_block_end(void *arg)
     unsigned       zone;
     int            rc;
 
+    link_word_end(d);
     rc = sh_text_end_block(d->text);    /* the block's last term */
     if (d->content == SH_CONTENT_OFF) {
         return rc;
@@ -254,6 +334,11 @@ sh_doc_new(sh_config_t *cfg, const char *charset)
     if (d->html != NULL && d->content != SH_CONTENT_OFF) {
         sh_html_track_content(d->html);
     }
+    if (d->html != NULL) {
+        sh_html_set_tag_hook(d->html, on_tag, d);
+    }
+    sh_sketch_init(&d->structure, d->sets);
+    sh_sketch_init(&d->links, d->sets + SH_SKETCH_SET);
     /* The previous document's table, if any: its memory is warm. */
     if (cfg->spare != NULL) {
         d->features = cfg->spare;
@@ -340,6 +425,11 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
     if (d->content != SH_CONTENT_OFF && d->nheld > 0) {
         decide(d);      /* the parser stopped inside a block */
     }
+    link_word_end(d);
+    res->sketches.structure = sh_sketch_value(&d->structure);
+    res->sketches.nstructure = d->structure.n;
+    res->sketches.links = sh_sketch_value(&d->links);
+    res->sketches.nlinks = d->links.n;
     res->nbytes = d->nbytes;
     res->ntokens = d->ntokens;
     res->nfeatures = (uint32_t) sh_features_count(d->features);

@@ -71,6 +71,10 @@ struct sh_html_s {
     const xmlChar    *name_ptr[64];
     unsigned char     name_class[64];
     unsigned char     name_mark[64];    /* sh_block_name_mark */
+    uint64_t          name_hash[64];    /* for the tag hook */
+
+    sh_html_tag_fn    tag;              /* every start tag, or NULL */
+    void             *tag_arg;
 
     /* Where the parser may be handed its input, and what it may cost
      * (sh_budget.h); the input scanned but not handed yet. */
@@ -194,6 +198,18 @@ classify(const char *n)
     }
 }
 
+/* FNV-1a: names are short, and the tag hook mixes what it is given */
+static uint64_t
+name_hash(const xmlChar *name)
+{
+    uint64_t v = 0xcbf29ce484222325ULL;
+
+    while (*name) {
+        v = (v ^ *name++) * 0x100000001b3ULL;
+    }
+    return v;
+}
+
 static unsigned
 element_slot(sh_html_t *h, const xmlChar *name)
 {
@@ -204,6 +220,7 @@ element_slot(sh_html_t *h, const xmlChar *name)
         h->name_class[i] = (unsigned char) classify((const char *) name);
         h->name_mark[i] = (unsigned char)
                           sh_block_name_mark((const char *) name);
+        h->name_hash[i] = name_hash(name);
     }
     return i;
 }
@@ -395,6 +412,7 @@ on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
 {
     sh_html_t *h = ctx;
     int        cls;
+    unsigned   slot;
 
     /* A <body> tag walked the whole stack, looking for another. */
     if (over_budget(h, 0, name[0] == 'b' && xmlStrEqual(name, BAD_CAST "body")
@@ -406,7 +424,11 @@ on_start(void *ctx, const xmlChar *name, const xmlChar **attrs)
         stop(h, SH_BUDGET_WHY_DEPTH);
         return;
     }
-    cls = element_class(h, name);
+    slot = element_slot(h, name);
+    cls = h->name_class[slot];
+    if (h->tag != NULL) {
+        h->tag(h->tag_arg, h->name_hash[slot]);
+    }
 
     /* The block ends before any zone change. */
     if (cls == EL_BLOCK) {
@@ -846,4 +868,11 @@ sh_libxml_modelled(const char **why)
         *why = msg;
     }
     return modelled;
+}
+
+void
+sh_html_set_tag_hook(sh_html_t *h, sh_html_tag_fn fn, void *arg)
+{
+    h->tag = fn;
+    h->tag_arg = arg;
 }

@@ -19,6 +19,7 @@
 #define SH_HTML_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sh_budget.h"
 
@@ -51,6 +52,11 @@ int  sh_html_finish(sh_html_t *h);
  * whether the page has had a MAIN zone so far.
  */
 void     sh_html_track_content(sh_html_t *h);
+
+/* Every start tag, in document order, as a hash of its name (the
+ * structure sketch, sh_sketch.h); set before the first byte. */
+typedef void (*sh_html_tag_fn)(void *arg, uint64_t name_hash);
+void sh_html_set_tag_hook(sh_html_t *h, sh_html_tag_fn fn, void *arg);
 unsigned sh_html_zone(const sh_html_t *h);
 int      sh_html_in_link(const sh_html_t *h);
 int      sh_html_has_main(const sh_html_t *h);

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sh_sketch.h"
+
 #define SH_BITS 64
 
 typedef enum {
@@ -34,6 +36,7 @@ typedef struct {
     unsigned    truncated;          /* 1: the feature cap was reached */
     const char *why;                /* TOO_LARGE, TOO_COMPLEX: a word for
                                        the log (sh_budget_why_name) */
+    sh_sketches_t sketches;         /* structure and links (sh_sketch.h) */
 } sh_result_t;
 
 /*

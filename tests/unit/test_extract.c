@@ -128,6 +128,11 @@ assert_same(const sh_result_t *a, const sh_result_t *b)
         fail_msg("fingerprints differ: %016llx vs %016llx",
                  (unsigned long long) a->hash, (unsigned long long) b->hash);
     }
+    /* and the sketches beside it (sh_sketch.h) */
+    assert_true(a->sketches.structure == b->sketches.structure);
+    assert_true(a->sketches.links == b->sketches.links);
+    assert_int_equal(a->sketches.nstructure, b->sketches.nstructure);
+    assert_int_equal(a->sketches.nlinks, b->sketches.nlinks);
 }
 
 static void
@@ -148,13 +153,14 @@ min_one(sh_options_t *o)
 static void
 test_every_split_point(void **state)
 {
-    const char *names[] = { "article.html", "sjis.html", "latin1.html" };
+    const char *names[] = { "article.html", "sjis.html", "latin1.html",
+                            "listing.html" };
     sh_config_t *c = config_with(NULL);
     size_t       i, k, len, sizes[2];
     char        *buf;
     sh_result_t  whole, part;
 
-    for (k = 0; k < 3; k++) {
+    for (k = 0; k < 4; k++) {
         buf = test_read_fixture(names[k], &len);
         whole = fp(c, NULL, buf, len);
         assert_int_equal(whole.status, SH_STATUS_OK);

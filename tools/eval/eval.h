@@ -46,7 +46,16 @@ typedef struct {
     uint32_t   status;          /* sh_status_t */
     uint32_t   nfeatures;
     float      w[SH_BITS];      /* W[j], for the weighted rule (match.c) */
+    sh_sketches_t sk;           /* the listing veto (sh_sketch.h) */
 } ev_fp_t;
+
+/* A pair the listing veto calls two listings of one template: the proxy
+ * never reports it, whatever its distance (ev_* distance functions). */
+static inline int
+ev_vetoed(const ev_fp_t *a, const ev_fp_t *b)
+{
+    return sh_sketch_veto(&a->sk, &b->sk);
+}
 
 typedef struct {
     uint32_t   a, b;            /* page indices */

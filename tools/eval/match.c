@@ -219,8 +219,11 @@ pairs_measure(const ev_run_t *run, const ev_config_t *c,
             if (j < J_STRANGER) {
                 m->nstr += 2;
             }
-            if (fa->status != SH_STATUS_OK || fb->status != SH_STATUS_OK) {
-                continue;       /* no fingerprint: never a match */
+            if (fa->status != SH_STATUS_OK || fb->status != SH_STATUS_OK
+                || ev_vetoed(fa, fb))
+            {
+                continue;       /* no fingerprint, or two listings: never
+                                   a match */
             }
             d = sh_distance(fa->hash, fb->hash);
             if (d > M_CAP_MAX) {

@@ -171,6 +171,7 @@ one_page(job_t *job, sh_config_t *cfg, size_t i, char *buf, truth_t *t)
         job->fp[i].hash = res.status == SH_STATUS_OK ? res.hash : 0;
         job->fp[i].nfeatures = res.nfeatures;
         memcpy(job->fp[i].w, res.weights, sizeof(job->fp[i].w));
+        job->fp[i].sk = res.sketches;
     }
     return 0;
 }

@@ -36,6 +36,7 @@ static const double theta[EV_NTHETA] = { 0.9, 0.8 };
 typedef struct {
     uint64_t n;                             /* pairs */
     uint64_t unfp;                          /* a page not fingerprinted */
+    uint64_t vetoed;                        /* two listings (sh_sketch.h) */
     uint64_t within[EV_HMAX + 1];           /* H <= h */
     uint64_t pos[EV_NTHETA];                /* J >= theta */
     uint64_t tp[EV_NTHETA][EV_HMAX + 1];    /* both */
@@ -63,6 +64,7 @@ stats_add(stats_t *s, const stats_t *t)
 
     s->n += t->n;
     s->unfp += t->unfp;
+    s->vetoed += t->vetoed;
     for (k = 0; k < EV_NTHETA; k++) {
         s->pos[k] += t->pos[k];
         for (h = 0; h <= EV_HMAX; h++) {
@@ -81,7 +83,10 @@ stats_add(stats_t *s, const stats_t *t)
 }
 
 /* Distance of a pair under a configuration; SH_BITS + 1 when a page got no
- * fingerprint (such a pair is within no h: the proxy would not match it). */
+ * fingerprint, VETOED when the pair is two listings (either is within no h:
+ * the proxy would not match it). */
+#define VETOED  (SH_BITS + 2)
+
 static unsigned
 pair_distance(const ev_config_t *c, unsigned seed, const ev_pair_t *p)
 {
@@ -89,6 +94,9 @@ pair_distance(const ev_config_t *c, unsigned seed, const ev_pair_t *p)
 
     if (a->status != SH_STATUS_OK || b->status != SH_STATUS_OK) {
         return SH_BITS + 1;
+    }
+    if (ev_vetoed(a, b)) {
+        return VETOED;
     }
     return sh_distance(a->hash, b->hash);
 }
@@ -102,7 +110,9 @@ stats_pair(stats_t *s, const ev_config_t *c, unsigned seed,
     int k;
 
     s->n++;
-    if (d > SH_BITS) {
+    if (d == VETOED) {
+        s->vetoed++;
+    } else if (d > SH_BITS) {
         s->unfp++;
     }
     for (k = 0; k < EV_NTHETA; k++) {
@@ -346,20 +356,21 @@ write_groups(const ev_run_t *run, const ev_config_t *c, const result_t *r)
 
     snprintf(name, sizeof(name), "groups-%s.md", c->name);
     f = out_open(run, name, "");
-    fprintf(f, "| pairs | n | no fingerprint | J>=0.9 | within h=3 "
-            "| J>=0.9 within h=3 | J>=0.8 | J>=0.8 within h=3 "
+    fprintf(f, "| pairs | n | no fingerprint | two listings | J>=0.9 "
+            "| within h=3 | J>=0.9 within h=3 | J>=0.8 | J>=0.8 within h=3 "
             "| lowest J within h=3 |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (g = 0; g < run->ngroups; g++) {
         const stats_t *s = &r->group[g];
         char mj[32];
 
         fmt_minj(mj, sizeof(mj), s->minj[TARGET_H]);
         fprintf(f, "| %s %s | %llu | %llu | %llu | %llu | %llu | %llu "
-                "| %llu | %s |\n",
+                "| %llu | %llu | %s |\n",
                 run->group_kind[g] == EV_ALIGNED ? "std ~" : "prose",
                 run->groups[g], (unsigned long long) s->n,
                 (unsigned long long) s->unfp,
+                (unsigned long long) s->vetoed,
                 (unsigned long long) s->pos[0],
                 (unsigned long long) s->within[TARGET_H],
                 (unsigned long long) s->tp[0][TARGET_H],

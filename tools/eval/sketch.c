@@ -193,6 +193,9 @@ fp_dist(const sh_result_t *a, const sh_result_t *b)
     if (a->status != SH_STATUS_OK || b->status != SH_STATUS_OK) {
         return a->status == b->status ? 0 : SH_BITS + 1;
     }
+    if (sh_sketch_veto(&a->sketches, &b->sketches)) {
+        return SH_BITS + 1;
+    }
     return sh_distance(a->hash, b->hash);
 }
 

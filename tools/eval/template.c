@@ -354,7 +354,9 @@ dist(const ev_config_t *c, unsigned seed, uint32_t a, uint32_t b)
 {
     const ev_fp_t *x = &c->fp[seed][a], *y = &c->fp[seed][b];
 
-    if (x->status != SH_STATUS_OK || y->status != SH_STATUS_OK) {
+    if (x->status != SH_STATUS_OK || y->status != SH_STATUS_OK
+        || ev_vetoed(x, y))
+    {
         return SH_BITS + 1;
     }
     return sh_distance(x->hash, y->hash);

@@ -90,6 +90,33 @@ cmp_pair(const void *x, const void *y)
     return (p->b > q->b) - (p->b < q->b);
 }
 
+/*
+ * The listing veto (sh_sketch.h), after any index: a pair of real pages
+ * with the same template and other link words is two listings of one
+ * site, not a duplicate.  `page` maps batch indices to the page set.
+ * Returns the pairs taken out.
+ */
+static size_t
+drop_listings(pairs_t *ps, const pageset_t *fs, const uint32_t *page,
+              size_t real)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < ps->n; i++) {
+        const pair_t *q = &ps->p[i];
+
+        if (q->b < real
+            && sh_sketch_veto(&fs->fp[page[q->a]].sk, &fs->fp[page[q->b]].sk))
+        {
+            continue;
+        }
+        ps->p[n++] = *q;
+    }
+    i = ps->n - n;
+    ps->n = n;
+    return i;
+}
+
 /* CPU time of this thread: the machine may be shared. */
 static double
 now(void)
@@ -255,7 +282,7 @@ cmd_dedup(int argc, char **argv)
     pairs_t       pp = { 0 }, pb = { 0 };
     uint64_t      rng = 0x9e3779b97f4a7c15ull;
     double        tp = 0, tb = 0;
-    size_t        rp = 0, rb = 0, r0p = 0, r0b = 0;
+    size_t        rp = 0, rb = 0, r0p = 0, r0b = 0, listings = 0;
     sh_psm_batch_stats_t pst;
 
     cli_extract_init(&x);
@@ -407,6 +434,8 @@ cmd_dedup(int argc, char **argv)
             }
             rb = peak_rss_peak();
         }
+        listings = drop_listings(&pp, &fs, page, real)
+                   + drop_listings(&pb, &fs, page, real);
         {
             pairs_t *show = strcmp(method, "bphs") == 0 ? &pb : &pp;
 
@@ -445,6 +474,10 @@ cmd_dedup(int argc, char **argv)
         free(page);
     }
 
+    if (listings > 0) {
+        fprintf(stderr, "dedup: %zu pairs left out: two listings of one "
+                "template (same markup, other link words)\n", listings);
+    }
     if (strcmp(method, "bphs") != 0) {
         fprintf(stderr, "dedup: psm_a rule=%s n=%zu t=%u k=%u pairs=%zu "
                 "time=%.3fs pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB "

@@ -16,7 +16,9 @@ usage(FILE *f)
 "Print the Hamming distance H (0-64) between the simhashes of two pages,\n"
 "the score (nats) of their difference under FILE_B's weights -- FILE_B is\n"
 "the query, as a newly fetched page is to the module -- and whether the\n"
-"match rule accepts the pair: \"H SCORE match|differ\".\n"
+"match rule accepts the pair: \"H SCORE match|differ|listing\".  \"listing\"\n"
+"is a pair the rule matches but that has the same template and other link\n"
+"words: two listings of one site, not duplicates (sh_sketch.h).\n"
 "Fails when either page is too short to have a fingerprint.\n\n");
     cli_match_usage(f);
     fputc('\n', f);
@@ -97,7 +99,9 @@ cmd_distance(int argc, char **argv)
         ok = sh_match_pair(&mt.opts, res[1].hash, res[1].weights,
                            res[0].hash, &h, &score);
         printf("%u %.4f %s\n", h, sh_score_nats(score),
-               ok ? "match" : "differ");
+               !ok ? "differ"
+               : sh_sketch_veto(&res[0].sketches, &res[1].sketches)
+               ? "listing" : "match");
     }
     sh_config_free(cfg);
     cli_match_free(&mt);

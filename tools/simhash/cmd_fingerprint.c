@@ -4,7 +4,8 @@
  *
  * One line per page: <16 hex digits>\t<feature count>\t<path>, with "-" for
  * the digits when the page is not fingerprinted (sh_status_t).  --weights
- * appends the 64 normalised weights W[0..63].
+ * appends the 64 normalised weights W[0..63]; --sketches the structure and
+ * link sketches and their feature counts (sh_sketch.h).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -24,6 +25,8 @@ usage(FILE *f)
 "\n"
 "  --list PATHS         read the pages' paths from PATHS ('-' = stdin)\n"
 "  --weights            also print the 64 weights W[0..63]\n"
+"  --sketches           also print the structure and link sketches:\n"
+"                       <structure>\\t<tag 4-grams>\\t<links>\\t<link words>\n"
 "\n");
     cli_extract_usage(f);
 }
@@ -37,7 +40,7 @@ cmd_fingerprint(int argc, char **argv)
     const char    *list = NULL;
     char         **paths = NULL;
     size_t         npaths = 0, i;
-    int            weights = 0, rc = 0, j, a;
+    int            weights = 0, sketches = 0, rc = 0, j, a;
 
     cli_extract_init(&x);
     for (a = 1; a < argc; a++) {
@@ -55,6 +58,8 @@ cmd_fingerprint(int argc, char **argv)
             list = argv[++a];
         } else if (strcmp(argv[a], "--weights") == 0) {
             weights = 1;
+        } else if (strcmp(argv[a], "--sketches") == 0) {
+            sketches = 1;
         } else if (argv[a][0] == '-' && argv[a][1] != '\0') {
             cli_error("fingerprint: unknown option %s (see --help)", argv[a]);
             return 2;
@@ -100,6 +105,11 @@ cmd_fingerprint(int argc, char **argv)
                 printf("%c%.6f", j ? ' ' : '\t',
                        res.status == SH_STATUS_OK ? res.weights[j] : 0.0);
             }
+        }
+        if (sketches) {
+            printf("\t%016" PRIx64 "\t%" PRIu32 "\t%016" PRIx64 "\t%" PRIu32,
+                   res.sketches.structure, res.sketches.nstructure,
+                   res.sketches.links, res.sketches.nlinks);
         }
         putchar('\n');
     }

@@ -11,7 +11,7 @@
 
 #include "pageset.h"
 
-#define FPSET_MAGIC "SHFPSET1"
+#define FPSET_MAGIC "SHFPSET2"
 
 void
 pageset_init(pageset_t *s)
@@ -61,6 +61,7 @@ pageset_add(pageset_t *s, const char *path, const sh_result_t *r)
     f->hash = r->hash;
     memcpy(f->w, r->weights, sizeof(f->w));
     f->status = (uint32_t) r->status;
+    f->sk = r->sketches;
     f->path = (uint32_t) s->slen;
     memcpy(s->str + s->slen, path, len);
     s->slen += len;
@@ -107,6 +108,7 @@ pageset_canary(sh_config_t *cfg)
     XXH3_64bits_update(st, &r.hash, sizeof(r.hash));
     XXH3_64bits_update(st, r.weights, sizeof(r.weights));
     XXH3_64bits_update(st, &r.nfeatures, sizeof(r.nfeatures));
+    XXH3_64bits_update(st, &r.sketches, sizeof(r.sketches));
     XXH3_64bits_update(st, &seed, sizeof(seed));
     out = XXH3_64bits_digest(st);
     XXH3_freeState(st);

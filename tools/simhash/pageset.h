@@ -21,6 +21,7 @@ typedef struct {
     float    w[64];
     uint32_t path;          /* offset into the string blob */
     uint32_t status;        /* sh_status_t */
+    sh_sketches_t sk;       /* the listing veto (sh_sketch.h) */
 } pageset_fp_t;
 
 typedef struct {
