@@ -63,6 +63,9 @@
  * common clients and proxies take 8k header lines at most) */
 #define NGX_HTTP_SIMHASH_HEADER_MAX 4096
 
+/* matches looked at when the closest is two listings of one template */
+#define NGX_HTTP_SIMHASH_CANDIDATES 16
+
 
 #define NGX_HTTP_SIMHASH_TAG        0
 #define NGX_HTTP_SIMHASH_DROP       1
@@ -174,6 +177,8 @@ static void ngx_http_simhash_skip(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason);
 static void ngx_http_simhash_cleanup(void *data);
 
+static size_t ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best);
 static void ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint32_t ref, ngx_log_t *log);
 
@@ -1451,6 +1456,7 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     } else {
         (void) sh_index_update(sh->index, doc->ref, res->hash);
+        sh->sketches[doc->ref] = res->sketches;
 
         key.data = doc->data;
         key.len = doc->len;
@@ -1488,6 +1494,12 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     n = sh_index_lookup(sh->index, res->hash, res->weights, &slcf->lookup,
                         &match, 1, &st);
 
+    if (n && match.ref < sh->capacity
+        && sh_sketch_veto(&sh->sketches[match.ref], &res->sketches))
+    {
+        n = ngx_http_simhash_not_listing(zone, slcf, res, &match);
+    }
+
     if (n && match.ref < sh->capacity && sh->docs[match.ref]) {
         doc = sh->docs[match.ref];
 
@@ -1508,7 +1520,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         ngx_http_simhash_zone_write(zone);
 
         ref = ngx_http_simhash_zone_store(zone, key, res->hash, ctx->digest,
-                                          0);
+                                          0, &res->sketches);
 
         if (ref != SH_NOREF) {
             ngx_http_simhash_changed(zone, key, ref, r->connection->log);
@@ -1524,6 +1536,58 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The closest match was vetoed: the stored page and this one are two
+ * listings of one template (the same markup, other link words: see
+ * src/sh_sketch.h), not duplicates.  Another stored page may still match:
+ * the closest of up to NGX_HTTP_SIMHASH_CANDIDATES matches that is not a
+ * listing of this one.  Returns 1 with it in *best, or 0.  Under the lock.
+ */
+
+static size_t
+ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best)
+{
+    size_t                     n, i, found;
+    sh_match_t                 all[NGX_HTTP_SIMHASH_CANDIDATES];
+    sh_lookup_opts_t           opts;
+    sh_lookup_stats_t          st;
+    ngx_http_simhash_shctx_t  *sh;
+
+    sh = zone->sh;
+
+    (void) ngx_atomic_fetch_add(&sh->listings, 1);
+
+    opts = slcf->lookup;
+    opts.mode = SH_MATCH_ALL;
+    opts.learn = 0;             /* the first lookup taught the learner */
+
+    n = sh_index_lookup(sh->index, res->hash, res->weights, &opts, all,
+                        NGX_HTTP_SIMHASH_CANDIDATES, &st);
+    n = ngx_min(n, NGX_HTTP_SIMHASH_CANDIDATES);
+    found = 0;
+
+    for (i = 0; i < n; i++) {
+        if (all[i].ref >= sh->capacity
+            || sh_sketch_veto(&sh->sketches[all[i].ref], &res->sketches))
+        {
+            continue;
+        }
+
+        if (!found
+            || (opts.rule == SH_RULE_WEIGHTED ? all[i].score < best->score
+                                              : all[i].distance
+                                                < best->distance))
+        {
+            *best = all[i];
+            found = 1;
+        }
+    }
+
+    return found;
 }
 
 

@@ -53,6 +53,7 @@
 #include "sh_config.h"
 #include "sh_index.h"
 #include "sh_keyrec.h"
+#include "sh_sketch.h"
 #include "sh_stream.h"
 #include "sh_volatility.h"
 #include "sh_version.h"
@@ -105,6 +106,9 @@ typedef struct {
                                                second of the document's
                                                version (sh_stream.h), which
                                                decides between replicas */
+    sh_sketches_t               *sketches;  /* [capacity], by ref: the
+                                               listing veto's (sh_sketch.h);
+                                               0: none known */
     size_t                       key_bytes; /* sum of stored key lengths */
     size_t                       key_max;   /* longest key ever stored */
 
@@ -113,6 +117,8 @@ typedef struct {
     ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
     ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
     ngx_atomic_t                 identical; /* re-fetches not parsed */
+    ngx_atomic_t                 listings;  /* matches vetoed: two listings
+                                               of one template */
     ngx_atomic_t                 key_evictions;
 
     /* persistence */
@@ -302,12 +308,13 @@ void ngx_http_simhash_zone_write(ngx_http_simhash_zone_t *zone);
 void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
 
 /* under the lock: the document of a key, or NULL; store a new one (SH_NOREF
- * when there is no room), with the second of its version (0: unknown);
- * forget one */
+ * when there is no room), with the second of its version (0: unknown) and
+ * its sketches (NULL: none known); forget one */
 ngx_http_simhash_doc_t *ngx_http_simhash_zone_key(
     ngx_http_simhash_zone_t *zone, ngx_str_t *key);
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *key, uint64_t fingerprint, uint64_t digest, uint32_t time);
+    ngx_str_t *key, uint64_t fingerprint, uint64_t digest, uint32_t time,
+    const sh_sketches_t *sketches);
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_doc_t *doc);
 
@@ -332,6 +339,7 @@ typedef struct {
     uint64_t                    *hashes;    /* by ref; NULL: no check */
     uint64_t                    *digests;   /* by ref; NULL: unknown */
     uint32_t                    *times;     /* by ref; NULL: unknown */
+    sh_sketches_t               *sketches;  /* by ref; NULL: unknown */
     uint32_t                     nkeys;
     ngx_uint_t                   copied;
     ngx_uint_t                   missing;
@@ -413,6 +421,7 @@ typedef struct {
     uint64_t                     hash;
     uint64_t                     digest;
     uint64_t                     time;      /* ms since 1970 */
+    sh_sketches_t                sketches;
 } ngx_http_simhash_outrec_t;
 
 #define NGX_HTTP_SIMHASH_WRAP        0xffffffff

@@ -808,6 +808,7 @@ ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key
     r.reserved = 0;
     r.digest = sh->digests[ref];
     r.time = time;
+    r.sketches = sh->sketches[ref];
 
     if (ngx_http_simhash_ring_put(ob, &r, key->data) == NGX_OK) {
         return;

@@ -304,7 +304,7 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
             ngx_http_simhash_zone_write(zone);
 
             if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest,
-                                            rec.time)
+                                            rec.time, &rec.sketches)
                 != SH_NOREF)
             {
                 (*copied)++;
@@ -874,6 +874,7 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
             rec.hash = hash;
             rec.digest = sh->digests[rec.ref];
             rec.time = zone->stream.len ? sh->times[rec.ref] : 0;
+            rec.sketches = sh->sketches[rec.ref];
             rec.len = doc->len;
             rec.data = doc->data;
 

@@ -33,6 +33,7 @@ enum {
     NGX_HTTP_SIMHASH_V_PROBES,
     NGX_HTTP_SIMHASH_V_BYTES,
     NGX_HTTP_SIMHASH_V_IDENTICAL,
+    NGX_HTTP_SIMHASH_V_LISTINGS,
     NGX_HTTP_SIMHASH_V_RESPONSES,
     NGX_HTTP_SIMHASH_V_SKIPPED = NGX_HTTP_SIMHASH_V_RESPONSES
                                  + NGX_HTTP_SIMHASH_NSTATUS,
@@ -165,6 +166,11 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Re-fetches of identical bytes answered without parsing."),
       NGX_HTTP_SIMHASH_V_IDENTICAL, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("listings"), ngx_string("listings_total"),
+      ngx_string("counter"),
+      ngx_string("Matches set aside: two listings of one template."),
+      NGX_HTTP_SIMHASH_V_LISTINGS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("responses"), ngx_string("responses_total"),
       ngx_string("counter"), ngx_string("Fingerprinted responses by status."),
@@ -500,6 +506,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_PROBES] = ix.probes;
         v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
         v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
+        v[NGX_HTTP_SIMHASH_V_LISTINGS] = sh->listings;
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
             v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];

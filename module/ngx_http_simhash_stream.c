@@ -382,6 +382,7 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
         e.hash = rec->hash;
         e.digest = rec->digest;
         e.time = rec->time;
+        e.sketches = rec->sketches;
 
         /* the entry format is sh_stream's: names, order, text and MAC */
         sh_stream_encode(&fields, &e, zone->mac_key);
@@ -1160,7 +1161,8 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
         ngx_http_simhash_zone_write(zone);
 
         ref = ngx_http_simhash_zone_store(zone, &key, e.hash, 0,
-                                          sh_stream_second(e.time));
+                                          sh_stream_second(e.time),
+                                          &e.sketches);
         applied = (ref != SH_NOREF);
 
     } else if (sh_index_get(sh->index, doc->ref, &hash) == 0
@@ -1170,6 +1172,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
 
         (void) sh_index_update(sh->index, doc->ref, e.hash);
         sh->digests[doc->ref] = 0;
+        sh->sketches[doc->ref] = e.sketches;
         sh->times[doc->ref] = sh_stream_second(e.time);
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
         applied = 1;

@@ -9,7 +9,8 @@
  *                   sh_index_region_size(capacity) bytes (fingerprints, refs,
  *                   age order; offsets only)
  *   sh->docs     -> capacity pointers, docs[ref] = the document's node
- *   sh->digests, sh->times -> per document: the body digest, the second of
+ *   sh->digests, sh->times, sh->sketches -> per document: the body digest,
+ *                   the listing veto's sketches, the second of
  *                   its version
  *   nodes        -> one slab allocation per document: rbtree node keyed by
  *                   crc32(key), ref, the key bytes
@@ -35,8 +36,8 @@
 
 /*
  * Zone sizing: the index region gets the capacity such that the region, the
- * ref-indexed arrays (a node pointer, a body digest and a version second
- * per document) and one document node of KEY_BUDGET bytes per document fit
+ * ref-indexed arrays (a node pointer, a body digest, a version second and
+ * the two sketches per document) and one document node of KEY_BUDGET bytes per document fit
  * in the zone minus a reserve for the slab pool's own bookkeeping.  A
  * document node is a slab allocation of 48 bytes + the key, rounded up to a
  * power of two: 128 bytes for keys up to 80 characters, 256 up to 208.
@@ -188,7 +189,8 @@ ngx_http_simhash_rbtree_insert_value(ngx_rbtree_node_t *temp,
 
 uint32_t
 ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
-    uint64_t fingerprint, uint64_t digest, uint32_t time)
+    uint64_t fingerprint, uint64_t digest, uint32_t time,
+    const sh_sketches_t *sketches)
 {
     size_t                     size;
     uint32_t                   ref, evicted;
@@ -242,6 +244,14 @@ ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     sh->docs[ref] = doc;
     sh->digests[ref] = digest;
     sh->times[ref] = time;
+
+    if (sketches) {
+        sh->sketches[ref] = *sketches;
+
+    } else {
+        ngx_memzero(&sh->sketches[ref], sizeof(sh_sketches_t));
+    }
+
     sh->key_bytes += key->len;
     sh->key_max = ngx_max(sh->key_max, key->len);
 
@@ -357,6 +367,7 @@ typedef struct {
     uint64_t                    *hash;
     uint64_t                    *digest;
     uint32_t                    *time;
+    sh_sketches_t               *sketches;
     ngx_uint_t                   n;
 } ngx_http_simhash_repair_t;
 
@@ -371,6 +382,7 @@ ngx_http_simhash_repair_take(ngx_http_simhash_repair_t *rp, uint32_t ref,
         rp->doc[rp->n] = rp->sh->docs[ref];
         rp->digest[rp->n] = rp->sh->digests[ref];
         rp->time[rp->n] = rp->sh->times[ref];
+        rp->sketches[rp->n] = rp->sh->sketches[ref];
         rp->hash[rp->n++] = hash;
         rp->sh->docs[ref] = NULL;
     }
@@ -407,9 +419,10 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     rp.hash = ngx_alloc(sh->capacity * sizeof(uint64_t), log);
     rp.digest = ngx_alloc(sh->capacity * sizeof(uint64_t), log);
     rp.time = ngx_alloc(sh->capacity * sizeof(uint32_t), log);
+    rp.sketches = ngx_alloc(sh->capacity * sizeof(sh_sketches_t), log);
 
     if (rp.doc == NULL || rp.hash == NULL || rp.digest == NULL
-        || rp.time == NULL)
+        || rp.time == NULL || rp.sketches == NULL)
     {
         /* sh->writer stays: the next holder of the mutex tries again */
         goto done;
@@ -458,6 +471,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
                     ngx_http_simhash_rbtree_insert_value);
     ngx_memzero(sh->digests, sh->capacity * sizeof(uint64_t));
     ngx_memzero(sh->times, sh->capacity * sizeof(uint32_t));
+    ngx_memzero(sh->sketches, sh->capacity * sizeof(sh_sketches_t));
     sh->key_bytes = 0;
     kept = 0;
 
@@ -476,6 +490,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
         sh->docs[ref] = doc;
         sh->digests[ref] = rp.digest[i];
         sh->times[ref] = rp.time[i];
+        sh->sketches[ref] = rp.sketches[i];
         ngx_rbtree_insert(&sh->rbtree, &doc->node);
         sh->key_bytes += doc->len;
         kept++;
@@ -505,6 +520,10 @@ done:
 
     if (rp.time) {
         ngx_free(rp.time);
+    }
+
+    if (rp.sketches) {
+        ngx_free(rp.sketches);
     }
 }
 
@@ -560,7 +579,7 @@ ngx_http_simhash_zone_capacity(size_t zone_size)
 
         need = sh_index_region_size(mid)
                + (size_t) mid * (sizeof(void *) + sizeof(uint64_t)
-                                 + sizeof(uint32_t)
+                                 + sizeof(uint32_t) + sizeof(sh_sketches_t)
                                  + NGX_HTTP_SIMHASH_KEY_BUDGET);
 
         if (need <= avail) {
@@ -672,8 +691,12 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
                                sh->capacity * sizeof(ngx_http_simhash_doc_t *));
     sh->digests = ngx_slab_calloc(shpool, sh->capacity * sizeof(uint64_t));
     sh->times = ngx_slab_calloc(shpool, sh->capacity * sizeof(uint32_t));
+    sh->sketches = ngx_slab_calloc(shpool,
+                                   sh->capacity * sizeof(sh_sketches_t));
 
-    if (sh->docs == NULL || sh->digests == NULL || sh->times == NULL) {
+    if (sh->docs == NULL || sh->digests == NULL || sh->times == NULL
+        || sh->sketches == NULL)
+    {
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                       "simhash zone \"%V\" is too small", &zone->name);
         return NGX_ERROR;
@@ -773,7 +796,8 @@ ngx_http_simhash_copy_visit(void *arg, uint32_t ref, uint64_t hash)
 
     if (ngx_http_simhash_zone_store(cp->zone, key, hash,
                                     cp->digests ? cp->digests[ref] : 0,
-                                    cp->times ? cp->times[ref] : 0)
+                                    cp->times ? cp->times[ref] : 0,
+                                    cp->sketches ? &cp->sketches[ref] : NULL)
         != SH_NOREF)
     {
         cp->copied++;
@@ -860,6 +884,7 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     cp.hashes = NULL;
     cp.digests = osh->digests;
     cp.times = osh->times;
+    cp.sketches = osh->sketches;
     cp.nkeys = osh->capacity;
     cp.copied = 0;
     cp.missing = 0;

@@ -426,10 +426,9 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
         decide(d);      /* the parser stopped inside a block */
     }
     link_word_end(d);
-    res->sketches.structure = sh_sketch_value(&d->structure);
-    res->sketches.nstructure = d->structure.n;
-    res->sketches.links = sh_sketch_value(&d->links);
-    res->sketches.nlinks = d->links.n;
+    sh_sketches_set(&res->sketches, &d->structure, &d->links);
+    res->nstructure = d->structure.n;
+    res->nlinks = d->links.n;
     res->nbytes = d->nbytes;
     res->ntokens = d->ntokens;
     res->nfeatures = (uint32_t) sh_features_count(d->features);

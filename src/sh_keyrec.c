@@ -11,6 +11,7 @@
 #define HEAD     24         /* bytes before a record's data */
 #define HEAD_V2  16
 #define TIME     4          /* the time of a DOC_TIMED, after the head */
+#define SKETCH   16         /* a DOC_SKETCHED's sketches, after the time */
 
 size_t
 sh_keyrec_size(size_t len)
@@ -21,8 +22,8 @@ sh_keyrec_size(size_t len)
 size_t
 sh_keyrec_room(size_t records, size_t data_bytes, size_t longest)
 {
-    size_t total = records * (HEAD + TIME) + data_bytes;
-    size_t rec = sh_keyrec_size(longest) + TIME;
+    size_t total = records * (HEAD + TIME + SKETCH) + data_bytes;
+    size_t rec = sh_keyrec_size(longest) + TIME + SKETCH;
 
     /* A block is closed only when the next record does not fit, so each
      * holds at least SH_SNAP_BLOCK - rec bytes and wastes less than rec. */
@@ -48,7 +49,14 @@ sh_keyrec_put(sh_keyrec_writer_t *w, const sh_keyrec_t *rec)
     size_t   pad = 0;
     uint16_t type = (uint16_t) rec->type, len = (uint16_t) rec->len;
 
-    if (rec->type == SH_KEYREC_DOC && rec->time != 0) {
+    if (rec->type == SH_KEYREC_DOC
+        && (rec->sketches.structure | rec->sketches.links) != 0)
+    {
+        type = SH_KEYREC_DOC_SKETCHED;
+        head += TIME + SKETCH;
+        need += TIME + SKETCH;
+
+    } else if (rec->type == SH_KEYREC_DOC && rec->time != 0) {
         type = SH_KEYREC_DOC_TIMED;
         head += TIME;
         need += TIME;
@@ -73,6 +81,10 @@ sh_keyrec_put(sh_keyrec_writer_t *w, const sh_keyrec_t *rec)
     memcpy(w->p + 16, &rec->digest, 8);
     if (head > HEAD) {
         memcpy(w->p + HEAD, &rec->time, TIME);
+    }
+    if (head > HEAD + TIME) {
+        memcpy(w->p + HEAD + TIME, &rec->sketches.structure, 8);
+        memcpy(w->p + HEAD + TIME + 8, &rec->sketches.links, 8);
     }
     memcpy(w->p + head, rec->data, rec->len);
     w->p += need;
@@ -124,6 +136,7 @@ next_v2(sh_keyrec_reader_t *rd, sh_keyrec_t *rec, char *err, size_t errlen)
     rec->type = SH_KEYREC_DOC;
     rec->digest = 0;
     rec->time = 0;
+    memset(&rec->sketches, 0, sizeof(rec->sketches));
     rec->data = rd->p + HEAD_V2;
     rd->p += HEAD_V2 + rec->len;
     rd->n++;
@@ -165,9 +178,10 @@ sh_keyrec_next(sh_keyrec_reader_t *rd, sh_keyrec_t *rec, char *err,
     if (left >= HEAD) {
         memcpy(&len, rd->p + 2, 2);
     }
-    head = (type == SH_KEYREC_DOC_TIMED) ? HEAD + TIME : HEAD;
+    head = (type == SH_KEYREC_DOC_TIMED) ? HEAD + TIME
+           : (type == SH_KEYREC_DOC_SKETCHED) ? HEAD + TIME + SKETCH : HEAD;
     if ((type != SH_KEYREC_DOC && type != SH_KEYREC_META
-         && type != SH_KEYREC_DOC_TIMED)
+         && type != SH_KEYREC_DOC_TIMED && type != SH_KEYREC_DOC_SKETCHED)
         || left < head || left - head < len
         || (type != SH_KEYREC_META && len == 0))
     {
@@ -181,8 +195,13 @@ sh_keyrec_next(sh_keyrec_reader_t *rd, sh_keyrec_t *rec, char *err,
     memcpy(&rec->hash, rd->p + 8, 8);
     memcpy(&rec->digest, rd->p + 16, 8);
     rec->time = 0;
+    memset(&rec->sketches, 0, sizeof(rec->sketches));
     if (head > HEAD) {
         memcpy(&rec->time, rd->p + HEAD, TIME);
+    }
+    if (head > HEAD + TIME) {
+        memcpy(&rec->sketches.structure, rd->p + HEAD + TIME, 8);
+        memcpy(&rec->sketches.links, rd->p + HEAD + TIME + 8, 8);
     }
     rec->data = rd->p + head;
     rd->p += head + len;

@@ -14,7 +14,9 @@
  * is known (a replicated zone's) is a DOC_TIMED record: the same head,
  * then uint32 time (seconds since 1970), then the key; the reader returns
  * it as a DOC with rec.time set, so that readers of documents need not
- * know the difference.  Zones that are not replicated write plain DOC
+ * know the difference.  A document with sketches (sh_sketch.h) is a
+ * DOC_SKETCHED record: the head, the time (0 if unknown), uint64 structure,
+ * uint64 links, then the key; read back as a DOC with rec.sketches set.  Zones that are not replicated write plain DOC
  * records, which readers older than DOC_TIMED still take.  A record never
  * straddles a block of SH_SNAP_BLOCK bytes: the rest of a block that cannot
  * hold the next record is zeros (type 0, padding).  So a block that fails its
@@ -34,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sh_sketch.h"
+
 #define SH_KEYREC_KIND      "ngxshk3"
 #define SH_KEYREC_KIND_V2   "ngxshk2"
 #define SH_KEY_MAX          65535   /* the longest key the module keeps */
@@ -42,7 +46,8 @@ enum {
     SH_KEYREC_PAD = 0,
     SH_KEYREC_DOC = 1,
     SH_KEYREC_META = 2,
-    SH_KEYREC_DOC_TIMED = 3     /* written for a DOC with a time */
+    SH_KEYREC_DOC_TIMED = 3,    /* written for a DOC with a time */
+    SH_KEYREC_DOC_SKETCHED = 4  /* written for a DOC with sketches */
 };
 
 typedef struct {
@@ -53,6 +58,8 @@ typedef struct {
     uint64_t             digest;    /* of the raw body; 0 = unknown */
     uint32_t             time;      /* DOC: its version, seconds since 1970;
                                        0 = unknown */
+    sh_sketches_t        sketches;  /* DOC: the listing veto's (sh_sketch.h);
+                                       0 = none known */
     const unsigned char *data;      /* the key, or the META text */
 } sh_keyrec_t;
 

@@ -37,6 +37,8 @@ typedef struct {
     const char *why;                /* TOO_LARGE, TOO_COMPLEX: a word for
                                        the log (sh_budget_why_name) */
     sh_sketches_t sketches;         /* structure and links (sh_sketch.h) */
+    uint32_t    nstructure;         /* distinct features of each sketch */
+    uint32_t    nlinks;
 } sh_result_t;
 
 /*

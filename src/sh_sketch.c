@@ -72,12 +72,29 @@ sh_sketch_value(const sh_sketch_t *s)
     return v;
 }
 
+void
+sh_sketches_set(sh_sketches_t *sk, const sh_sketch_t *structure,
+                const sh_sketch_t *links)
+{
+    if (structure->n == 0 || links->n < SH_SKETCH_MIN_LINKS) {
+        sk->structure = 0;
+        sk->links = 0;
+        return;
+    }
+    sk->structure = sh_sketch_value(structure);
+    sk->links = sh_sketch_value(links);
+}
+
+static int
+usable(const sh_sketches_t *s)
+{
+    return (s->structure | s->links) != 0;
+}
+
 int
 sh_sketch_veto(const sh_sketches_t *a, const sh_sketches_t *b)
 {
-    if (a->nlinks < SH_SKETCH_MIN_LINKS || b->nlinks < SH_SKETCH_MIN_LINKS
-        || a->nstructure == 0 || b->nstructure == 0)
-    {
+    if (!usable(a) || !usable(b)) {
         return 0;
     }
     return sh_distance(a->structure, b->structure) <= SH_SKETCH_STRUCT_H

@@ -53,11 +53,14 @@
 #define SH_SKETCH_LINKS_H   17
 #define SH_SKETCH_MIN_LINKS 4
 
+/*
+ * A page's two sketches, as stored beside its fingerprint (16 bytes).  Both
+ * 0: none that counts (no tag, or fewer than SH_SKETCH_MIN_LINKS distinct
+ * link words), and such a page is never vetoed.
+ */
 typedef struct {
     uint64_t structure;
     uint64_t links;
-    uint32_t nstructure;    /* distinct features kept in each */
-    uint32_t nlinks;
 } sh_sketches_t;
 
 /* One sketch being built: a bounded set and 64 signed counts. */
@@ -71,6 +74,10 @@ typedef struct {
 void     sh_sketch_init(sh_sketch_t *s, uint64_t *set);
 void     sh_sketch_add(sh_sketch_t *s, uint64_t feature);
 uint64_t sh_sketch_value(const sh_sketch_t *s);
+
+/* The sketches of a page whose sets hold nstructure and nlinks features. */
+void sh_sketches_set(sh_sketches_t *sk, const sh_sketch_t *structure,
+                     const sh_sketch_t *links);
 
 /* 1: a and b are two listings of one template, not duplicates. */
 int sh_sketch_veto(const sh_sketches_t *a, const sh_sketches_t *b);

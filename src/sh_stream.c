@@ -12,7 +12,7 @@
 #include "sh_version.h"
 
 const char *const sh_stream_field_names[SH_STREAM_NFIELDS] = {
-    "node", "key", "fp", "digest", "time", "seed", "xv", "mac"
+    "node", "key", "fp", "digest", "time", "seed", "xv", "sk", "mac"
 };
 
 /* Decimal digits of s[0..len) as a uint64: 0, or -1 (empty, not a digit,
@@ -140,20 +140,24 @@ put_le(unsigned char *p, uint64_t v, unsigned bytes)
 /*
  * The MAC covers every field in a fixed binary form, with the lengths of
  * the two variable ones, so that no two entries share a message: a field
- * cannot be moved into its neighbour.
+ * cannot be moved into its neighbour.  An entry with sketches (the sk
+ * field) is signed under another tag with them at the end, so that they
+ * cannot be stripped or added; one without (an earlier release's) is
+ * signed as it always was.
  */
 void
 sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
               const sh_stream_entry_t *e,
               const unsigned char key[SH_STREAM_KEY_LEN])
 {
-    static const char  tag[8] = "SHSTRM01";
-    unsigned char      head[8 + 4 + 4], tail[8 + 8 + 8 + 4 + 4], *p;
+    static const char  tag[8] = "SHSTRM01", tag_sk[8] = "SHSTRM02";
+    unsigned char      head[8 + 4 + 4], tail[8 + 8 + 8 + 4 + 4 + 16], *p;
+    int                sk = (e->seen & (1u << SH_STREAM_F_SK)) != 0;
     unsigned char      full[SH_MAC_FULL];
     sh_mac_part_t      parts[4];
 
     p = head;
-    memcpy(p, tag, sizeof(tag));
+    memcpy(p, sk ? tag_sk : tag, sizeof(tag));
     p = put_le(p + sizeof(tag), e->node_len, 4);
     (void) put_le(p, e->key_len, 4);
 
@@ -161,12 +165,16 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
     p = put_le(p, e->digest, 8);
     p = put_le(p, e->time, 8);
     p = put_le(p, e->seed, 4);
-    (void) put_le(p, e->xv, 4);
+    p = put_le(p, e->xv, 4);
+    if (sk) {
+        p = put_le(p, e->sketches.structure, 8);
+        (void) put_le(p, e->sketches.links, 8);
+    }
 
     parts[0].data = head;       parts[0].len = sizeof(head);
     parts[1].data = e->node;    parts[1].len = e->node_len;
     parts[2].data = e->key;     parts[2].len = e->key_len;
-    parts[3].data = tail;       parts[3].len = sizeof(tail);
+    parts[3].data = tail;       parts[3].len = sizeof(tail) - (sk ? 0 : 16);
 
     /* out of memory: a MAC of zeros, which no entry verifies against */
     (void) sh_mac(full, key, SH_STREAM_KEY_LEN, parts, 4);
@@ -187,8 +195,11 @@ void
 sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
                  const unsigned char key[SH_STREAM_KEY_LEN])
 {
-    unsigned char mac[SH_STREAM_MAC_LEN];
-    unsigned      f, i;
+    unsigned char     mac[SH_STREAM_MAC_LEN];
+    unsigned          f, i;
+    sh_stream_entry_t signed_e = *e;
+
+    signed_e.seen |= 1u << SH_STREAM_F_SK;      /* written: signed with it */
 
     snprintf(out->fp, sizeof(out->fp), "%016llx",
              (unsigned long long) e->hash);
@@ -198,7 +209,10 @@ sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
              (unsigned long long) e->time);
     snprintf(out->seed, sizeof(out->seed), "%08x", (unsigned) e->seed);
     sh_version_format(out->xv, e->xv);
-    sh_stream_mac(mac, e, key);
+    snprintf(out->sk, sizeof(out->sk), "%016llx%016llx",
+             (unsigned long long) e->sketches.structure,
+             (unsigned long long) e->sketches.links);
+    sh_stream_mac(mac, &signed_e, key);
     for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
         snprintf(out->mac + 2 * i, 3, "%02x", mac[i]);
     }
@@ -212,6 +226,7 @@ sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
     out->value[SH_STREAM_F_TIME] = out->time;
     out->value[SH_STREAM_F_SEED] = out->seed;
     out->value[SH_STREAM_F_XV] = out->xv;
+    out->value[SH_STREAM_F_SK] = out->sk;
     out->value[SH_STREAM_F_MAC] = out->mac;
 
     for (f = 0; f < SH_STREAM_NFIELDS; f++) {
@@ -290,6 +305,14 @@ sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
         rc = parse_hex(value, value_len, 8, &v);
         e->xv = (uint32_t) v;
         break;
+    case SH_STREAM_F_SK:
+        rc = value_len == 32 ? 0 : -1;
+        if (rc == 0) {
+            rc = parse_hex(value, 16, 16, &e->sketches.structure) != 0
+                 || parse_hex(value + 16, 16, 16, &e->sketches.links) != 0
+                 ? -1 : 0;
+        }
+        break;
     default: /* SH_STREAM_F_MAC */
         rc = parse_mac(value, value_len, e->mac);
         break;
@@ -310,7 +333,7 @@ sh_stream_entry_check(const sh_stream_entry_t *e, char *err, size_t errlen)
     unsigned f;
 
     for (f = 0; f < SH_STREAM_NFIELDS; f++) {
-        if (!(e->seen & (1u << f))) {
+        if (!(e->seen & (1u << f)) && f != SH_STREAM_F_SK) {
             snprintf(err, errlen, "no \"%s\" field",
                      sh_stream_field_names[f]);
             return -1;

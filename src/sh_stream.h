@@ -18,7 +18,11 @@
  *     xv      the extraction version of the fingerprint (sh_version.h), 8
  *             hex digits: an entry of another version is refused, so a tier
  *             in the middle of an upgrade never mixes the two
- *     mac     HMAC-SHA256 of all the fields above, truncated to 128 bits,
+ *     sk      the page's sketches (sh_sketch.h), structure then links, 32
+ *             hex digits (zeros: none); optional: an entry without it (of
+ *             an earlier release) is a document without sketches
+ *     mac     HMAC-SHA256 of all the fields above, truncated to 128 bits
+ *             (with sk, under another tag: sk cannot be stripped),
  *             32 hex digits, under a key derived from the tier's secret
  *             (simhash_seed; sh_config_derive_key): whoever can read the
  *             stream cannot forge an entry, only replay one unchanged
@@ -41,6 +45,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "sh_sketch.h"
 
 #define SH_STREAM_ID_LEN    42      /* "MS-SEQ" and the NUL */
 #define SH_STREAM_NODE_MAX  64      /* bytes of a node id */
@@ -66,6 +72,7 @@ enum {
     SH_STREAM_F_TIME,
     SH_STREAM_F_SEED,
     SH_STREAM_F_XV,
+    SH_STREAM_F_SK,
     SH_STREAM_F_MAC,
     SH_STREAM_NFIELDS
 };
@@ -86,6 +93,7 @@ typedef struct {
     uint64_t             time;      /* ms since 1970 */
     uint32_t             seed;
     uint32_t             xv;        /* extraction version */
+    sh_sketches_t        sketches;  /* sk; 0: none */
     unsigned char        mac[SH_STREAM_MAC_LEN];
     unsigned             seen;      /* a bit per field */
 } sh_stream_entry_t;
@@ -106,6 +114,7 @@ typedef struct {
     char        time[21];
     char        seed[9];
     char        xv[9];
+    char        sk[33];
     char        mac[2 * SH_STREAM_MAC_LEN + 1];
 } sh_stream_fields_t;
 

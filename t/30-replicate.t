@@ -146,7 +146,7 @@ sub entry {
                qw(node key fp digest time xv);
     my @pairs = map { split / /, $_, 2 }
                 split /\n/, `$ENV{SH_CLI} entry @args`;
-    die "simhash entry @args failed" unless @pairs == 16;
+    die "simhash entry @args failed" unless @pairs == 18;
     return @pairs;
 }
 sub xadd {

@@ -75,8 +75,9 @@ my $first = $redis->cmd('XRANGE', $stream, '-', '+')->[0];
 my %f = @{ $first->[1] };
 like($f{xv}, qr/^[0-9a-f]{8}$/, 'xv: the extraction version, 8 hex digits');
 like($f{mac}, qr/^[0-9a-f]{32}$/, 'mac: 32 hex digits');
+like($f{sk}, qr/^[0-9a-f]{32}$/, 'sk: the sketches, 32 hex digits');
 my $text = join '', map { "$_ $f{$_}\n" }
-                    qw(node key fp digest time seed xv mac);
+                    qw(node key fp digest time seed xv sk mac);
 sub verify {
     my ($entry, @opts) = @_;
     my $cmd = join ' ', $ENV{SH_CLI}, 'entry', @opts, '--verify',
@@ -97,7 +98,7 @@ sub signed {
            `$ENV{SH_CLI} entry --seed $secret --node z @args`;
 }
 my $bfp = sprintf('%016x', hex($fp) ^ 0xffff_0000);
-my @order = qw(node key fp digest time seed xv mac);
+my @order = qw(node key fp digest time seed xv sk mac);
 # The fields of %$e in the stream's order, some replaced.
 sub with {
     my ($e, %set) = @_;

@@ -131,8 +131,8 @@ assert_same(const sh_result_t *a, const sh_result_t *b)
     /* and the sketches beside it (sh_sketch.h) */
     assert_true(a->sketches.structure == b->sketches.structure);
     assert_true(a->sketches.links == b->sketches.links);
-    assert_int_equal(a->sketches.nstructure, b->sketches.nstructure);
-    assert_int_equal(a->sketches.nlinks, b->sketches.nlinks);
+    assert_int_equal(a->nstructure, b->nstructure);
+    assert_int_equal(a->nlinks, b->nlinks);
 }
 
 static void

@@ -95,8 +95,8 @@ test_distance_follows_the_sets(void **state)
 static void
 test_veto_rule(void **state)
 {
-    sh_sketches_t a = { 0x0123456789abcdefull, 0xfedcba9876543210ull, 100,
-                        50 };
+    sh_sketches_t a = { 0x0123456789abcdefull, 0xfedcba9876543210ull };
+    sh_sketches_t none = { 0, 0 };
     sh_sketches_t b = a;
 
     assert_false(sh_sketch_veto(&a, &b));           /* the same page */
@@ -114,8 +114,35 @@ test_veto_rule(void **state)
     assert_false(sh_sketch_veto(&a, &b));
 
     b.links = a.links ^ 0xffffffull;
-    b.nlinks = SH_SKETCH_MIN_LINKS - 1;             /* too few link words */
-    assert_false(sh_sketch_veto(&a, &b));
+    assert_true(sh_sketch_veto(&a, &b));
+    assert_false(sh_sketch_veto(&a, &none));        /* no sketches */
+    assert_false(sh_sketch_veto(&none, &a));
+}
+
+/* Fewer than SH_SKETCH_MIN_LINKS distinct link words: no sketches. */
+static void
+test_too_few_links_no_sketches(void **state)
+{
+    static uint64_t more[SH_SKETCH_SET];
+    sh_sketch_t     st, ln;
+    sh_sketches_t   sk;
+    unsigned        i;
+
+    memset(slots, 0, sizeof(slots));
+    memset(more, 0, sizeof(more));
+    sh_sketch_init(&st, slots);
+    sh_sketch_init(&ln, more);
+    for (i = 0; i < 20; i++) {
+        sh_sketch_add(&st, rnd());
+    }
+    for (i = 0; i < SH_SKETCH_MIN_LINKS - 1; i++) {
+        sh_sketch_add(&ln, rnd());
+    }
+    sh_sketches_set(&sk, &st, &ln);
+    assert_true(sk.structure == 0 && sk.links == 0);
+    sh_sketch_add(&ln, rnd());
+    sh_sketches_set(&sk, &st, &ln);
+    assert_true(sk.structure != 0 || sk.links != 0);
 }
 
 static sh_result_t
@@ -193,6 +220,7 @@ main(void)
         cmocka_unit_test(test_bounded),
         cmocka_unit_test(test_distance_follows_the_sets),
         cmocka_unit_test(test_veto_rule),
+        cmocka_unit_test(test_too_few_links_no_sketches),
         cmocka_unit_test(test_listings_of_one_template_are_vetoed),
     };
 

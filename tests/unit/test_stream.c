@@ -81,6 +81,8 @@ sample(sh_stream_entry_t *e)
     e->time = 1700000000123ULL;
     e->seed = sh_stream_seed(0xdeadbeef00000001ULL);
     e->xv = 0x01a3f29c;
+    e->sketches.structure = 0x1111222233334444ULL;
+    e->sketches.links = 0x5555666677778888ULL;
 }
 
 /* Encode, then feed the pairs back in `order` (indexes into the fields),
@@ -89,8 +91,8 @@ static int
 reencode(const sh_stream_entry_t *in, sh_stream_fields_t *f,
          sh_stream_entry_t *out, char *err, size_t errlen)
 {
-    static const unsigned order[SH_STREAM_NFIELDS] = { 7, 5, 1, 2, 4, 0, 3,
-                                                       6 };
+    static const unsigned order[SH_STREAM_NFIELDS] = { 8, 5, 1, 2, 4, 0, 3,
+                                                       7, 6 };
     unsigned i;
 
     sh_stream_encode(f, in, key_a);
@@ -129,10 +131,13 @@ test_round_trip(void **state)
     assert_string_equal(f.time, "1700000000123");
     assert_string_equal(f.seed, "deadbeef");
     assert_string_equal(f.xv, "01a3f29c");
+    assert_string_equal(f.sk, "11112222333344445555666677778888");
     assert_int_equal(strlen(f.mac), 2 * SH_STREAM_MAC_LEN);
 
     assert_true(e.hash == in.hash && e.digest == in.digest);
     assert_true(e.time == in.time && e.seed == in.seed && e.xv == in.xv);
+    assert_true(e.sketches.structure == in.sketches.structure
+                && e.sketches.links == in.sketches.links);
     assert_int_equal(e.node_len, 7);
     assert_memory_equal(e.node, "proxy-3", 7);
     assert_int_equal(e.key_len, in.key_len);
@@ -161,6 +166,25 @@ test_mac(void **state)
     x = e; x.seed ^= 1;             assert_false(sh_stream_verify(&x, key_a));
     x = e; x.xv ^= 1;               assert_false(sh_stream_verify(&x, key_a));
     x = e; x.mac[3] ^= 0x10;        assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.sketches.links ^= 1;   assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.sketches.structure ^= 1;
+    assert_false(sh_stream_verify(&x, key_a));
+
+    /* sk stripped from a signed entry: it does not verify */
+    x = e;
+    x.seen &= ~(1u << SH_STREAM_F_SK);
+    memset(&x.sketches, 0, sizeof(x.sketches));
+    assert_false(sh_stream_verify(&x, key_a));
+
+    /* an entry of an earlier release (no sk) verifies as it was signed,
+       and sk cannot be added to it */
+    x = e;
+    x.seen &= ~(1u << SH_STREAM_F_SK);
+    memset(&x.sketches, 0, sizeof(x.sketches));
+    sh_stream_mac(x.mac, &x, key_a);
+    assert_true(sh_stream_verify(&x, key_a));
+    x.seen |= 1u << SH_STREAM_F_SK;
+    assert_false(sh_stream_verify(&x, key_a));
     x = e; x.key_len--;             assert_false(sh_stream_verify(&x, key_a));
     x = e; x.key = (const unsigned char *) "https://evil.example/a?b=c";
     assert_false(sh_stream_verify(&x, key_a));

@@ -108,8 +108,8 @@ cmd_fingerprint(int argc, char **argv)
         }
         if (sketches) {
             printf("\t%016" PRIx64 "\t%" PRIu32 "\t%016" PRIx64 "\t%" PRIu32,
-                   res.sketches.structure, res.sketches.nstructure,
-                   res.sketches.links, res.sketches.nlinks);
+                   res.sketches.structure, res.nstructure,
+                   res.sketches.links, res.nlinks);
         }
         putchar('\n');
     }
