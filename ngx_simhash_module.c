@@ -1143,6 +1143,11 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         return ngx_http_simhash_send(r, ctx);
     }
 
+    if (res.status == SH_STATUS_OK && sh_doc_whole(ctx->doc)) {
+        /* its own content is links: fingerprinted on its whole text */
+        (void) ngx_atomic_fetch_add(&slcf->zone->sh->whole_text, 1);
+    }
+
     sh_doc_free(ctx->doc);
     ctx->doc = NULL;
 

@@ -119,6 +119,9 @@ typedef struct {
     ngx_atomic_t                 identical; /* re-fetches not parsed */
     ngx_atomic_t                 listings;  /* matches vetoed: two listings
                                                of one template */
+    ngx_atomic_t                 whole_text;    /* pages whose content is
+                                                   links, fingerprinted on
+                                                   their whole text */
     ngx_atomic_t                 key_evictions;
 
     /* persistence */

@@ -34,6 +34,7 @@ enum {
     NGX_HTTP_SIMHASH_V_BYTES,
     NGX_HTTP_SIMHASH_V_IDENTICAL,
     NGX_HTTP_SIMHASH_V_LISTINGS,
+    NGX_HTTP_SIMHASH_V_WHOLE_TEXT,
     NGX_HTTP_SIMHASH_V_RESPONSES,
     NGX_HTTP_SIMHASH_V_SKIPPED = NGX_HTTP_SIMHASH_V_RESPONSES
                                  + NGX_HTTP_SIMHASH_NSTATUS,
@@ -171,6 +172,11 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Matches set aside: two listings of one template."),
       NGX_HTTP_SIMHASH_V_LISTINGS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("whole_text"), ngx_string("whole_text_total"),
+      ngx_string("counter"),
+      ngx_string("Pages whose content is links, fingerprinted whole."),
+      NGX_HTTP_SIMHASH_V_WHOLE_TEXT, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("responses"), ngx_string("responses_total"),
       ngx_string("counter"), ngx_string("Fingerprinted responses by status."),
@@ -507,6 +513,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
         v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
         v[NGX_HTTP_SIMHASH_V_LISTINGS] = sh->listings;
+        v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = sh->whole_text;
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
             v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];

@@ -21,6 +21,9 @@ my $t = SimhashTest->new(
             simhash_action drop keys=any;
             proxy_pass http://%%ORIGIN%%;
         }
+        location = /stats {
+            simhash_stats;
+        }
 EOF2
 );
 $t->start;
@@ -60,6 +63,9 @@ for my $p ('/walks/index.html', '/birds/index.html') {
     is($h->{'x-simhash-status'}, 'new', "$p: new");
     like($body, qr{<li><a href=}, "$p: its links are delivered");
 }
+
+is($t->stats->{zones}{hubs}{whole_text}, 2,
+   'stats: both fingerprinted on their whole text (their content is links)');
 
 # The same article under two templates: still a duplicate, dropped.
 my $article = join '', map { "<p>$_</p>\n" } (

@@ -14,6 +14,12 @@ different such pages.
      page whose visible text is at least half link text; all pairs within
      a package by `simhash dedup`.  Reported: the share of those pages
      called a duplicate of a page with J < 0.5 (link text counts as text).
+  3. Reported pairs: every pair the rule reports over all the pages of the
+     packages together (`simhash dedup`).  Reported: the share of them whose
+     Jaccard is below 0.5 both on the whole page and on its main content
+     (the element a generator puts the document in: role=main, rustdoc's
+     section#main-content, mdbook's div#content, <main>; else the body
+     without DocBook's navheader and navfooter).
 
 Options of the CLI under test come from HUB_OPTS (e.g. "--content off").
 """
@@ -58,6 +64,108 @@ class Text(html.parser.HTMLParser):
         self.words += w
         if self.link:
             self.link_words += len(w)
+
+
+class Main(html.parser.HTMLParser):
+    """The visible words of a page's main content (see step 3)."""
+
+    NAV = ("navheader", "navfooter")
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.words, self.marked = [], []
+        self.stack, self.skip, self.main, self.nav = [], 0, None, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        depth = len(self.stack)
+        self.stack.append(tag)
+        if tag in ("script", "style", "noscript", "template"):
+            self.skip += 1
+        if self.main is None and (a.get("role") == "main" or tag == "main"
+                                  or (tag == "section"
+                                      and a.get("id") == "main-content")
+                                  or (tag == "div"
+                                      and a.get("id") == "content")):
+            self.main = depth
+        if self.nav is None and set((a.get("class") or "").split()) \
+                & set(self.NAV):
+            self.nav = depth
+
+    def handle_endtag(self, tag):
+        if tag not in self.stack:
+            return
+        while self.stack:
+            t = self.stack.pop()
+            if t in ("script", "style", "noscript", "template"):
+                self.skip = max(0, self.skip - 1)
+            if self.main is not None and len(self.stack) <= self.main:
+                self.main = -1              # ended: later text is not main
+            if self.nav is not None and len(self.stack) <= self.nav:
+                self.nav = None
+            if t == tag:
+                break
+
+    def handle_data(self, data):
+        if self.skip or self.nav is not None:
+            return
+        w = WORD.findall(data.lower())
+        self.words += w
+        if self.main is not None and self.main >= 0:
+            self.marked += w
+
+    def content(self):
+        return self.marked if self.marked else self.words
+
+
+def main_words(src):
+    p = Main()
+    try:
+        p.feed(src)
+        p.close()
+    except Exception:
+        pass
+    return p.content()
+
+
+def reported_pairs():
+    pages = []
+    for pkg in PACKAGES:
+        pages += package_pages(pkg)
+    if not pages:
+        print("reported pairs: no documentation package installed, skipped")
+        return
+    lst = os.path.join(OUT, "all-docs.lst")
+    with open(lst, "w") as f:
+        f.write("\n".join(pages) + "\n")
+    r = run(["dedup", "--list", lst])
+    cache = {}
+
+    def truth(p):
+        if p not in cache:
+            src = read(p)
+            cache[p] = (shingles(text_of(src).words),
+                        shingles(main_words(src)))
+        return cache[p]
+
+    n = both = 0
+    worst = []
+    for line in r.stdout.split("\n"):
+        a = line.split("\t")
+        if len(a) < 3 or not a[0].startswith("/"):
+            continue
+        n += 1
+        (wa, ma), (wb, mb) = truth(a[0]), truth(a[1])
+        jw, jm = jaccard(wa, wb), jaccard(ma, mb)
+        if jw < 0.5 and jm < 0.5:
+            both += 1
+            worst.append((max(jw, jm), jw, jm, a[0], a[1]))
+    print("reported pairs (%d pages of %s): %d pairs, %d with J < 0.5 on "
+          "both the whole page and the main content (%.2f%%)"
+          % (len(pages), " ".join(PACKAGES), n, both,
+             100.0 * both / max(n, 1)))
+    for _, jw, jm, a, b in sorted(worst)[:5]:
+        print("  J=%.2f main J=%.2f %s %s" % (jw, jm, a, b))
 
 
 def read(path):
@@ -210,7 +318,7 @@ def doc_hubs():
 def main():
     os.makedirs(OUT, exist_ok=True)
     print("hub pages, options: %s" % (" ".join(OPTS) or "defaults"))
-    what = os.environ.get("HUB_PARTS", "swap docs").split()
+    what = os.environ.get("HUB_PARTS", "swap docs pairs").split()
     if "swap" in what:
         corpus = subprocess.run(["bench/webpages.sh", BUILD],
                                 capture_output=True, text=True).stdout.strip()
@@ -220,6 +328,8 @@ def main():
             print("link swap: real-web corpus unavailable, skipped")
     if "docs" in what:
         doc_hubs()
+    if "pairs" in what:
+        reported_pairs()
 
 
 main()
