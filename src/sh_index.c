@@ -38,6 +38,16 @@
  * and every scan starting beyond it starts there instead.  Correct always,
  * slow only for such inputs.
  *
+ * Equal fingerprints (one soft-404 page under many URLs, or stream entries
+ * that all carry one) would form one run that every insert of the same
+ * value steps through, and that pushes every entry homed inside it further
+ * right: k of them cost O(k^2) under the zone's lock.  So the table holds
+ * at most RUN_MAX (64) documents of one fingerprint; further ones are stored
+ * (refs, age order, sh_index_get) but not in the table, as SHADOWS: a
+ * lookup finds their fingerprint through the RUN_MAX that are, and that is
+ * all a near-duplicate decision needs.  A shadow whose table copies were
+ * all evicted or removed is found by no lookup until the fingerprint is
+ * inserted again (it is then the next page with it that is `new`).
  * The age order (oldest first, for eviction and sh_index_foreach) is a
  * doubly linked list through the document records; free refs form a list
  * too, and refs never handed out yet are counted by a high-water mark so
@@ -57,6 +67,19 @@
 #define EMPTY           UINT64_MAX
 #define REF_FREE        0xFFFFFFFEu     /* docs[ref].prev of a free ref */
 #define T_MAX           40u
+#define RUN_MAX         SH_INDEX_RUN_MAX
+
+/*
+ * Slots an insert looks at, counted only in a build that defines
+ * SH_INDEX_STEPS (tests/unit/test_index_run.c): how the tests tell a
+ * bounded insert from a linear one without a clock.
+ */
+#ifdef SH_INDEX_STEPS
+static unsigned long long sh_index_steps;
+#define STEPS(n)        (sh_index_steps += (n))
+#else
+#define STEPS(n)        ((void) 0)
+#endif
 
 typedef struct {
     uint64_t hash;
@@ -332,7 +355,29 @@ table_put(sh_index_t *ix, uint32_t s, uint64_t v, uint32_t ref)
     ix_refs(ix)[s] = ref;
 }
 
-static void
+/* RUN_MAX slots from s (which holds v) all hold v. */
+static int
+run_full(const sh_index_t *ix, uint32_t s, uint64_t v)
+{
+    const uint64_t *sl = ix_slots(ix);
+    const uint32_t *rf = ix_refs(ix);
+    uint32_t        i;
+
+    if (ix->nslots - s < RUN_MAX) {
+        return 0;
+    }
+    for (i = 1; i < RUN_MAX; i++) {
+        STEPS(1);
+        if (rf[s + i] == SH_NOREF || sl[s + i] != v) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* 1: (v, ref) is in the table; 0: it is a shadow (RUN_MAX copies of v are
+ * there already). */
+static int
 table_insert(sh_index_t *ix, uint64_t v, uint32_t ref)
 {
     uint64_t *sl = ix_slots(ix);
@@ -346,13 +391,19 @@ table_insert(sh_index_t *ix, uint64_t v, uint32_t ref)
      * or past home ends the search there; one before home is skipped (it
      * can only be met when starting early at `spill`). */
     while (s < n) {
+        STEPS(1);
         if (rf[s] == SH_NOREF) {
             if (s >= hv) {
                 table_put(ix, s, v, ref);
-                return;
+                return 1;
             }
             s++;
-        } else if (sl[s] <= v) {
+        } else if (sl[s] < v) {
+            s++;
+        } else if (sl[s] == v) {
+            if (run_full(ix, s, v)) {
+                return 0;
+            }
             s++;
         } else {
             break;
@@ -361,12 +412,13 @@ table_insert(sh_index_t *ix, uint64_t v, uint32_t ref)
 
     /* Make room by shifting the run starting at s right by one. */
     for (e = s; e < n && rf[e] != SH_NOREF; e++) {
+        STEPS(1);
     }
     if (e < n) {
         memmove(sl + s + 1, sl + s, (size_t) (e - s) * sizeof(*sl));
         memmove(rf + s + 1, rf + s, (size_t) (e - s) * sizeof(*rf));
         table_put(ix, s, v, ref);
-        return;
+        return 1;
     }
 
     /* The table is full from s to its end: shift left into the nearest
@@ -380,6 +432,7 @@ table_insert(sh_index_t *ix, uint64_t v, uint32_t ref)
     if (e < ix->spill) {
         ix->spill = e;
     }
+    return 1;
 }
 
 /* Slot of (v, ref), or -1. */
@@ -492,7 +545,7 @@ sh_index_remove(sh_index_t *ix, uint32_t ref)
     if (ix->entries == 0) {
         ix->spill = ix->nslots;     /* nothing can precede its home now */
     }
-    return s >= 0 ? 0 : -1;
+    return 0;                       /* in the table, or a shadow */
 }
 
 uint32_t
@@ -527,7 +580,8 @@ sh_index_insert(sh_index_t *ix, uint64_t hash, uint32_t *evicted)
     }
     d[ref].hash = hash;
     age_append(ix, ref);
-    table_insert(ix, hash, ref);
+    (void) table_insert(ix, hash, ref);     /* or a shadow: stored all the
+                                               same */
     ix->entries++;
     return ref;
 }
@@ -1022,7 +1076,7 @@ sh_index_check(const sh_index_t *ix, char *err, size_t errlen)
         have_last = 1;
         n++;
     }
-    if (n != ix->entries) {
+    if (n > ix->entries) {
         FAIL("table holds %u entries, header says %u", n, ix->entries);
     }
 
@@ -1030,7 +1084,8 @@ sh_index_check(const sh_index_t *ix, char *err, size_t errlen)
     prev = SH_NOREF;
     n = 0;
     for (ref = ix->oldest; ref != SH_NOREF; ref = d[ref].next) {
-        if (ref >= ix->hwm || seen[ref] != 1 || d[ref].prev != prev) {
+        /* seen 0: a shadow (stored, not in the table) */
+        if (ref >= ix->hwm || seen[ref] > 1 || d[ref].prev != prev) {
             FAIL("age list broken at document %u", ref);
         }
         seen[ref] = 2;
@@ -1041,6 +1096,12 @@ sh_index_check(const sh_index_t *ix, char *err, size_t errlen)
     }
     if (n != ix->entries || prev != ix->newest) {
         FAIL("age list has %u documents, header says %u", n, ix->entries);
+    }
+
+    for (ref = 0; ref < ix->hwm; ref++) {
+        if (seen[ref] == 1) {
+            FAIL("document %u is in the table, not in the age list", ref);
+        }
     }
 
     /* The free list holds every other ref below the high-water mark. */

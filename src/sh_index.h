@@ -73,6 +73,10 @@ typedef struct {
 
 #define SH_PROBES_MAX   4096    /* cap on k, VOSH subsets per lookup */
 
+/* Documents of one exact fingerprint that lookups return at most (the
+ * others are stored, not searched: see sh_index.c, "shadows"). */
+#define SH_INDEX_RUN_MAX    64u
+
 typedef struct {
     uint32_t probes;        /* buckets probed, x itself included */
     uint32_t scanned;       /* entries compared */
