@@ -53,7 +53,7 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check run eval bench fuzz \
-        stress deb sid clean
+        stress deb sid sid-eval clean
 
 all: lib cli module
 
@@ -150,6 +150,11 @@ deb: deps
 sid: deps
 	@tools/deps.sh deb
 	@tools/sid.sh $(BUILD)
+
+sid-eval: deps
+	@tools/deps.sh deb
+	@tools/deps.sh eval
+	@tools/sid-eval.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -105,7 +105,12 @@ git ls-files -z --cached --others --exclude-standard \
 # the tests' nginx workers run as nobody
 chmod -R a+rX "$SRC"
 
-# ---- build and test inside ----
+# ---- build and test inside (SID_BUILD_ONLY=1: build only, for
+# tools/sid-eval.sh) ----
+if [ "${SID_BUILD_ONLY:-0}" = 1 ]; then
+    in_chroot "$ROOT" /bin/bash -c 'cd /opt/src && make -s all' sid-build
+    exit 0
+fi
 # shellcheck disable=SC2086
 in_chroot "$ROOT" /bin/bash -c '
     set -eu
