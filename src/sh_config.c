@@ -366,6 +366,7 @@ sh_config_free(sh_config_t *c)
     free(c->stem_cache);
     sh_features_free(c->spare);
     free(c->spare_held);
+    free(c->spare_sets);
     free(c);
 }
 

@@ -45,6 +45,8 @@ struct sh_config_s {
                                            table, reused by the next */
     uint64_t          *spare_held;      /* and its block term buffer
                                            (sh_doc.c, content weighting) */
+    uint64_t          *spare_sets;      /* and its sketches' sets, zeroed
+                                           (2 x SH_SKETCH_SET) */
 };
 
 #endif

@@ -77,7 +77,8 @@ struct sh_doc_s {
     uint32_t       ntags;
     char           word[SH_LINK_WORD_MAX];
     uint32_t       nword;
-    uint64_t       sets[2 * SH_SKETCH_SET];
+    uint64_t      *sets;        /* 2 x SH_SKETCH_SET, the previous page's
+                                   (cleared) when there was one */
 };
 
 /* The block's weight is known: pass the held terms on with it. */
@@ -337,8 +338,17 @@ sh_doc_new(sh_config_t *cfg, const char *charset)
     if (d->html != NULL) {
         sh_html_set_tag_hook(d->html, on_tag, d);
     }
-    sh_sketch_init(&d->structure, d->sets);
-    sh_sketch_init(&d->links, d->sets + SH_SKETCH_SET);
+    /* Zeroing 32 KB a page cost more than the sketches: the last page's
+     * sets come back with only their taken slots cleared. */
+    d->sets = cfg->spare_sets;
+    cfg->spare_sets = NULL;
+    if (d->sets == NULL) {
+        d->sets = calloc(2 * SH_SKETCH_SET, sizeof(uint64_t));
+    }
+    if (d->sets != NULL) {
+        sh_sketch_init(&d->structure, d->sets);
+        sh_sketch_init(&d->links, d->sets + SH_SKETCH_SET);
+    }
     /* The previous document's table, if any: its memory is warm. */
     if (cfg->spare != NULL) {
         d->features = cfg->spare;
@@ -348,7 +358,7 @@ sh_doc_new(sh_config_t *cfg, const char *charset)
                                       cfg->opts.max_features);
     }
     if (d->decode == NULL || d->html == NULL || d->text == NULL
-        || d->features == NULL)
+        || d->features == NULL || d->sets == NULL)
     {
         sh_doc_free(d);
         return NULL;
@@ -496,6 +506,13 @@ sh_doc_free(sh_doc_t *d)
         d->cfg->spare = d->features;
     } else {
         sh_features_free(d->features);
+    }
+    if (d->sets != NULL && d->cfg->spare_sets == NULL) {
+        sh_sketch_clear(&d->structure);
+        sh_sketch_clear(&d->links);
+        d->cfg->spare_sets = d->sets;
+    } else {
+        free(d->sets);
     }
     free(d);
 }

@@ -210,17 +210,23 @@ name_hash(const xmlChar *name)
     return v;
 }
 
-static unsigned
+/* A name met for the first time in its slot: what the element is. */
+static __attribute__((noinline)) void
+element_learn(sh_html_t *h, unsigned i, const xmlChar *name)
+{
+    h->name_ptr[i] = name;
+    h->name_class[i] = (unsigned char) classify((const char *) name);
+    h->name_mark[i] = (unsigned char) sh_block_name_mark((const char *) name);
+    h->name_hash[i] = name_hash(name);
+}
+
+static inline unsigned
 element_slot(sh_html_t *h, const xmlChar *name)
 {
     unsigned i = (unsigned) (((uintptr_t) name >> 3) & 63);
 
     if (h->name_ptr[i] != name) {
-        h->name_ptr[i] = name;
-        h->name_class[i] = (unsigned char) classify((const char *) name);
-        h->name_mark[i] = (unsigned char)
-                          sh_block_name_mark((const char *) name);
-        h->name_hash[i] = name_hash(name);
+        element_learn(h, i, name);
     }
     return i;
 }

@@ -49,7 +49,7 @@ sh_sketch_add(sh_sketch_t *s, uint64_t f)
         return;
     }
     s->set[i] = key;
-    s->n++;
+    s->used[s->n++] = (uint16_t) i;
     for (b = 0; b < 8; b++) {
         const int8_t *sg = sign8[(f >> (8 * b)) & 0xFF];
         int32_t      *c = s->count + 8 * b;
@@ -58,6 +58,18 @@ sh_sketch_add(sh_sketch_t *s, uint64_t f)
             c[j] += sg[j];
         }
     }
+}
+
+void
+sh_sketch_clear(sh_sketch_t *s)
+{
+    uint32_t i;
+
+    for (i = 0; i < s->n; i++) {
+        s->set[s->used[i]] = 0;
+    }
+    s->n = 0;
+    memset(s->count, 0, sizeof(s->count));
 }
 
 uint64_t

@@ -68,10 +68,14 @@ typedef struct {
     uint64_t *set;          /* SH_SKETCH_SET slots, 0 = free */
     uint32_t  n;
     int32_t   count[64];
+    uint16_t  used[SH_SKETCH_SET / 2];  /* the slots taken, in order */
 } sh_sketch_t;
 
 /* set: caller-provided SH_SKETCH_SET slots, all zero. */
 void     sh_sketch_init(sh_sketch_t *s, uint64_t *set);
+/* Zero the slots taken (not the whole set: a page takes a few hundred),
+ * so that the set can serve the next page. */
+void     sh_sketch_clear(sh_sketch_t *s);
 void     sh_sketch_add(sh_sketch_t *s, uint64_t feature);
 uint64_t sh_sketch_value(const sh_sketch_t *s);
 

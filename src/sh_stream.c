@@ -150,15 +150,15 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
               const sh_stream_entry_t *e,
               const unsigned char key[SH_STREAM_KEY_LEN])
 {
-    static const char  tag[8] = "SHSTRM01", tag_sk[8] = "SHSTRM02";
+    static const char  tag[] = "SHSTRM01", tag_sk[] = "SHSTRM02";
     unsigned char      head[8 + 4 + 4], tail[8 + 8 + 8 + 4 + 4 + 16], *p;
     int                sk = (e->seen & (1u << SH_STREAM_F_SK)) != 0;
     unsigned char      full[SH_MAC_FULL];
     sh_mac_part_t      parts[4];
 
     p = head;
-    memcpy(p, sk ? tag_sk : tag, sizeof(tag));
-    p = put_le(p + sizeof(tag), e->node_len, 4);
+    memcpy(p, sk ? tag_sk : tag, sizeof(tag) - 1);      /* no NUL */
+    p = put_le(p + sizeof(tag) - 1, e->node_len, 4);
     (void) put_le(p, e->key_len, 4);
 
     p = put_le(tail, e->hash, 8);

@@ -48,6 +48,26 @@ test_set_semantics(void **state)
     assert_true(sh_sketch_value(&many) == v);
 }
 
+/* Clearing zeroes exactly the slots taken: the set serves the next page. */
+static void
+test_clear(void **state)
+{
+    sh_sketch_t s;
+    unsigned    i;
+
+    fresh(&s);
+    for (i = 0; i < 300; i++) {
+        sh_sketch_add(&s, rnd());
+    }
+    assert_int_equal(s.n, 300);
+    sh_sketch_clear(&s);
+    assert_int_equal(s.n, 0);
+    assert_true(sh_sketch_value(&s) == 0);
+    for (i = 0; i < SH_SKETCH_SET; i++) {
+        assert_true(slots[i] == 0);
+    }
+}
+
 /* The set stops at half its slots; what was kept is kept. */
 static void
 test_bounded(void **state)
@@ -218,6 +238,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_semantics),
         cmocka_unit_test(test_bounded),
+        cmocka_unit_test(test_clear),
         cmocka_unit_test(test_distance_follows_the_sets),
         cmocka_unit_test(test_veto_rule),
         cmocka_unit_test(test_too_few_links_no_sketches),
