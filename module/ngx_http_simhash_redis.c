@@ -78,20 +78,37 @@ static ngx_int_t ngx_http_simhash_redis_cost(const redisReadTask *task,
 static void *ngx_http_simhash_redis_string(const redisReadTask *task,
     char *str, size_t len);
 static void *ngx_http_simhash_redis_array(const redisReadTask *task,
-    int elements);
+    ngx_http_simhash_redis_count_t elements);
 static void *ngx_http_simhash_redis_integer(const redisReadTask *task,
     long long value);
 static void *ngx_http_simhash_redis_nil(const redisReadTask *task);
+#if (HIREDIS_MAJOR >= 1)
+static void *ngx_http_simhash_redis_double(const redisReadTask *task,
+    double value, char *str, size_t len);
+static void *ngx_http_simhash_redis_bool(const redisReadTask *task,
+    int value);
+#endif
 
 
 /* hiredis's own object functions, which ours call once a reply passed */
 static redisReplyObjectFunctions  *ngx_http_simhash_redis_hiredis_fn;
 
+/*
+ * hiredis 1.0 (Debian 13 and later) reads RESP3 too: arrays are counted in
+ * size_t, and doubles and booleans have functions of their own, which a
+ * hostile server may send whatever was asked.  0.14 (Debian 12) has four.
+ */
 static redisReplyObjectFunctions  ngx_http_simhash_redis_fn = {
     ngx_http_simhash_redis_string,
     ngx_http_simhash_redis_array,
     ngx_http_simhash_redis_integer,
+#if (HIREDIS_MAJOR >= 1)
+    ngx_http_simhash_redis_double,
     ngx_http_simhash_redis_nil,
+    ngx_http_simhash_redis_bool,
+#else
+    ngx_http_simhash_redis_nil,
+#endif
     NULL                                /* hiredis's freeObject */
 };
 
@@ -868,7 +885,8 @@ ngx_http_simhash_redis_string(const redisReadTask *task, char *str,
 
 
 static void *
-ngx_http_simhash_redis_array(const redisReadTask *task, int elements)
+ngx_http_simhash_redis_array(const redisReadTask *task,
+    ngx_http_simhash_redis_count_t elements)
 {
     if (elements > NGX_HTTP_SIMHASH_REDIS_MAX_ELEMENTS) {
         if (ngx_http_simhash_redis_reading) {
@@ -909,3 +927,31 @@ ngx_http_simhash_redis_nil(const redisReadTask *task)
 
     return ngx_http_simhash_redis_hiredis_fn->createNil(task);
 }
+
+
+#if (HIREDIS_MAJOR >= 1)
+
+static void *
+ngx_http_simhash_redis_double(const redisReadTask *task, double value,
+    char *str, size_t len)
+{
+    if (ngx_http_simhash_redis_cost(task, len) != NGX_OK) {
+        return NULL;
+    }
+
+    return ngx_http_simhash_redis_hiredis_fn->createDouble(task, value, str,
+                                                           len);
+}
+
+
+static void *
+ngx_http_simhash_redis_bool(const redisReadTask *task, int value)
+{
+    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
+        return NULL;
+    }
+
+    return ngx_http_simhash_redis_hiredis_fn->createBool(task, value);
+}
+
+#endif

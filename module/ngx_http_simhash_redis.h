@@ -31,6 +31,15 @@
 #include <hiredis/async.h>
 
 
+/* the element count of an array reply: int in hiredis 0.14, size_t from
+ * 1.0 */
+#if (HIREDIS_MAJOR >= 1)
+typedef size_t  ngx_http_simhash_redis_count_t;
+#else
+typedef int     ngx_http_simhash_redis_count_t;
+#endif
+
+
 /* a Redis server, from the URL of simhash_replicate */
 typedef struct {
     ngx_str_t                    url;       /* for the log: no password */

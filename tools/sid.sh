@@ -30,7 +30,8 @@ ROOT=${SH_SID_ROOT:-/var/tmp/sh-sid}
 SUITE=sid
 SID_TESTS=${SID_TESTS:-"t/01-basic.t t/02-changed.t t/04-encoding.t
 t/05-edges.t t/10-config.t t/14-options.t t/20-identical.t t/23-content.t
-t/24-budget.t t/cli.t"}
+t/24-budget.t t/cli.t t/30-replicate.t t/34-redis-hostile.t
+t/34-replicate-auth.t t/38-listings.t"}
 PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
 wget libhiredis-dev redis-server dpkg-dev"
