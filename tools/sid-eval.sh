@@ -58,6 +58,10 @@ unshare --mount --pid --fork --mount-proc="$ROOT/proc" /bin/bash -c '
     mkdir -p "$r/opt/src/build/eval" "$r/opt/eval-sid" "$r/usr/share/doc"
     mount --bind "$out" "$r/opt/src/build/eval"
     mount -o remount,bind,ro "$r/opt/src/build/eval"
+    # the lists name pages under the host path of BUILD/eval as well
+    mkdir -p "$r$out"
+    mount --bind "$out" "$r$out"
+    mount -o remount,bind,ro "$r$out"
     mount --bind /usr/share/doc "$r/usr/share/doc"
     mount -o remount,bind,ro "$r/usr/share/doc"
     mount --bind "$sidout" "$r/opt/eval-sid"
