@@ -58,7 +58,9 @@ sub attack {
     my $fake = FakeRedis->new(on => \%on)->start;
     my $n = node($fake->url);
     $n->start;
-    my ($worker) = $n->children;
+    # the master may not have forked its worker yet on a busy machine
+    my $worker;
+    wait_until(sub { ($worker) = $n->children; defined $worker });
     ok($worker, "$name: the worker");
     my $before = status_kb($worker, 'VmRSS');
 
