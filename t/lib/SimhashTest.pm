@@ -418,6 +418,9 @@ sub start {
     my $end = time + 10;
     sleep 0.02 while !$self->pid && time < $end;
     $self->_wait_port($self->{port}) or croak "proxy port not answering";
+    # the master listens before it forks: a test that looks at a worker
+    # (its memory, its CPU time) needs one to exist
+    sleep 0.02 while !$self->children && time < $end + 10;
     push @live, $self;
     $self->{running} = 1;
     return $self;
