@@ -432,6 +432,7 @@ sub start_valgrind {
     my ($self, @vg) = @_;
     $self->{workers} = 1;
     $self->write_config;
+    unlink "$self->{prefix}/logs/nginx.pid";
     my $log = "$self->{prefix}/logs/valgrind.log";
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
@@ -443,17 +444,22 @@ sub start_valgrind {
             or POSIX::_exit(127);
     }
     $self->{vg_pid} = $pid;
+    # nginx listens before its modules' init_module (snapshots are loaded
+    # there) and writes its pid file after: a test that reads the log of
+    # the load right after start needs both
     my $end = time + 60;
     while (time < $end) {
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                      PeerPort => $self->{port},
-                                      Proto => 'tcp');
-        if ($s) { close $s; last; }
+        if ($self->pid) {
+            my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                          PeerPort => $self->{port},
+                                          Proto => 'tcp');
+            if ($s) { close $s; return $self; }
+        }
         croak "valgrind exited: " . ($self->read_file($log) // '')
             if waitpid($pid, WNOHANG) == $pid;
         sleep 0.1;
     }
-    return $self;
+    croak "nginx under valgrind not ready after 60 s";
 }
 
 # With master_process off, a TERM that arrives while nginx is busy sets its
