@@ -645,6 +645,101 @@ sh_index_foreach(const sh_index_t *ix, sh_index_visit_fn fn, void *arg)
     }
 }
 
+/* ---- Copying the documents out and back (sh_store_image.c). ---- */
+
+_Static_assert(sizeof(sh_index_doc_t) == sizeof(sh_docrec_t)
+               && SH_INDEX_FREE == REF_FREE,
+               "sh_index_doc_t is the record as stored");
+
+int
+sh_index_links(const sh_index_t *ix, uint32_t ref, uint32_t *older,
+               uint32_t *newer)
+{
+    if (!ref_live(ix, ref)) {
+        return -1;
+    }
+    *older = ix_docs(ix)[ref].prev;
+    *newer = ix_docs(ix)[ref].next;
+    return 0;
+}
+
+void
+sh_index_ends(const sh_index_t *ix, sh_index_ends_t *e)
+{
+    e->hwm = ix->hwm;
+    e->entries = ix->entries;
+    e->oldest = ix->oldest;
+    e->newest = ix->newest;
+    e->free_head = ix->free_head;
+}
+
+void
+sh_index_export(const sh_index_t *ix, uint32_t from, uint32_t n,
+                sh_index_doc_t *out)
+{
+    if (from < ix->hwm) {
+        n = n < ix->hwm - from ? n : ix->hwm - from;
+        memcpy(out, ix_docs(ix) + from, (size_t) n * sizeof(*out));
+    }
+}
+
+sh_index_doc_t *
+sh_index_import_area(sh_index_t *ix)
+{
+    return (sh_index_doc_t *) ix_docs(ix);
+}
+
+int
+sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
+                const sh_index_ends_t *e, char *err, size_t errlen)
+{
+    sh_docrec_t *d = ix_docs(ix);
+    uint32_t     ref, live = 0;
+
+    if (ix->entries != 0 || ix->hwm != 0) {
+        set_err(err, errlen, "%s", "import into an index that is not empty");
+        return -1;
+    }
+    if (e->hwm > ix->capacity || e->entries > e->hwm
+        || (e->oldest != SH_NOREF && e->oldest >= e->hwm)
+        || (e->newest != SH_NOREF && e->newest >= e->hwm)
+        || (e->free_head != SH_NOREF && e->free_head >= e->hwm))
+    {
+        set_err(err, errlen, "%s", "copied index: ends out of range");
+        return -1;
+    }
+    if (docs != NULL) {
+        memcpy(d, docs, (size_t) e->hwm * sizeof(*d));
+    }
+    for (ref = 0; ref < e->hwm; ref++) {
+        if (d[ref].prev == REF_FREE) {
+            continue;
+        }
+        if ((d[ref].prev != SH_NOREF && d[ref].prev >= e->hwm)
+            || (d[ref].next != SH_NOREF && d[ref].next >= e->hwm)
+            || ++live > e->entries)
+        {
+            break;
+        }
+        (void) table_insert(ix, d[ref].hash, ref);
+    }
+    ix->hwm = e->hwm;
+    ix->entries = e->entries;
+    ix->oldest = e->oldest;
+    ix->newest = e->newest;
+    ix->free_head = e->free_head;
+    if (ref < e->hwm || live != e->entries
+        || sh_index_check(ix, err, errlen) != 0)
+    {
+        if (err != NULL && errlen > 0 && (ref < e->hwm || live != e->entries))
+        {
+            set_err(err, errlen, "%s", "copied index: records inconsistent");
+        }
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- Lookup. ---- */
 
 void

@@ -181,4 +181,48 @@ unsigned sh_index_probes_for(const sh_index_t *ix,
 void sh_index_learn_counts(const sh_index_t *ix, sh_learn_counts_t *c);
 void sh_index_learn_reset(sh_index_t *ix);
 
+/*
+ * For a caller that copies the documents out in slices while the index
+ * keeps changing (sh_store_image.h): the age neighbours of a stored
+ * document, older and newer (SH_NOREF at either end), the ends of the
+ * order, and the per-document records themselves.
+ */
+int sh_index_links(const sh_index_t *ix, uint32_t ref, uint32_t *older,
+                   uint32_t *newer);
+
+typedef struct {
+    uint32_t hwm;           /* refs [0, hwm) handed out so far */
+    uint32_t entries;
+    uint32_t oldest;
+    uint32_t newest;
+    uint32_t free_head;     /* free refs below hwm, linked through newer */
+} sh_index_ends_t;
+
+void sh_index_ends(const sh_index_t *ix, sh_index_ends_t *e);
+
+#define SH_INDEX_FREE   0xFFFFFFFEu     /* older of a free ref */
+
+typedef struct {
+    uint64_t hash;
+    uint32_t older;         /* SH_INDEX_FREE: the ref is free */
+    uint32_t newer;         /* of a free ref: the next free one */
+} sh_index_doc_t;
+
+/* Copy the records of refs [from, from + n) (all below the hwm). */
+void sh_index_export(const sh_index_t *ix, uint32_t from, uint32_t n,
+                     sh_index_doc_t *out);
+
+/* The records of a freshly formatted index, to be written before an
+ * import that passes docs = NULL (they are then read in place). */
+sh_index_doc_t *sh_index_import_area(sh_index_t *ix);
+
+/*
+ * Fill a freshly formatted index whose capacity is at least e->hwm with
+ * exported records and ends: the fingerprint table is rebuilt from them.
+ * -1 and a message if they are not consistent (a damaged copy); the index
+ * must then be formatted again.
+ */
+int sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
+                    const sh_index_ends_t *e, char *err, size_t errlen);
+
 #endif

@@ -1,0 +1,750 @@
+/*
+ * sh_store_image.c -- the sliced copy of a store and its loading back
+ * (sh_store_image.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "sh_store_image.h"
+#include "sh_store_internal.h"
+
+#define IMG_MAGIC       "SHIMAGE"
+#define IMG_VERSION     1u
+#define IMG_RECS        1u
+#define IMG_TEXT        2u
+#define IMG_END         3u
+#define GROUP           (1u << ST_DIRTY_SHIFT)
+#define CHAIN_SEED      0x5348494d41474531ULL   /* "SHIMAGE1" */
+#define SECRET_CHECK    "sh_store image: the key secret"
+
+enum { P_BASE, P_TEXT, P_DIRTY, P_DONE };
+
+typedef struct {
+    uint32_t type;
+    uint32_t n;             /* RECS: refs; TEXT: bytes; END: 0 */
+    uint64_t first;         /* RECS: the first ref; TEXT: its position */
+} frame_t;
+
+typedef struct {
+    sh_index_doc_t ix;
+    sh_store_doc_t doc;
+} rec_t;                    /* 56 bytes */
+
+typedef struct {
+    char     magic[8];
+    uint32_t version;
+    uint32_t endian;
+    uint32_t capacity;      /* the source's */
+    uint32_t extraction;    /* the index's extraction version */
+    sh_index_ends_t ends;
+    uint32_t pad;
+    uint64_t text_size;
+    uint64_t text_tail;
+    uint64_t text_head;
+    uint64_t evictions;
+    uint64_t text_evictions;
+    uint64_t secret_check;
+    uint64_t seed_digest;
+    uint64_t chain;         /* of every frame before this one */
+} trailer_t;
+
+static void
+set_err(char *err, size_t errlen, const char *msg)
+{
+    if (err != NULL && errlen > 0) {
+        snprintf(err, errlen, "%s", msg);
+    }
+}
+
+static uint32_t
+groups(const sh_store_t *st)
+{
+    return (st->capacity + GROUP - 1) / GROUP;
+}
+
+static int
+dirty_test_clear(sh_store_t *st, uint32_t g)
+{
+    unsigned char *b = st_dirty(st) + (g >> 3);
+    unsigned char  m = (unsigned char) (1u << (g & 7));
+
+    if (*b & m) {
+        *b &= (unsigned char) ~m;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- Saving. ---- */
+
+typedef struct {
+    sh_image_saver_t *sv;
+    size_t            len;      /* filled so far */
+    size_t            chained;  /* of it, in the chain hash */
+} out_t;
+
+/* Append a frame (header and payload) whose payload the caller copies to
+ * the returned pointer; the chain hash is taken when the step ends. */
+static unsigned char *
+frame(out_t *o, uint32_t type, uint32_t n, uint64_t first, size_t payload)
+{
+    frame_t f;
+    unsigned char *p = o->sv->buf + o->len;
+
+    f.type = type;
+    f.n = n;
+    f.first = first;
+    memcpy(p, &f, sizeof(f));
+    o->len += sizeof(f) + ST_ALIGN8(payload);
+    memset(p + sizeof(f) + payload, 0, ST_ALIGN8(payload) - payload);
+    return p + sizeof(f);
+}
+
+static size_t
+room(const out_t *o)
+{
+    return o->sv->size - o->len;
+}
+
+/* refs [first, first + n) of the store, all below its hwm */
+static void
+copy_recs(out_t *o, uint32_t first, uint32_t n)
+{
+    sh_store_t     *st = o->sv->st;
+    rec_t          *r = (rec_t *) frame(o, IMG_RECS, n, first,
+                                        (size_t) n * sizeof(rec_t));
+    sh_index_doc_t  ix[GROUP];
+    uint32_t        i, k, m;
+
+    for (i = 0; i < n; i += m) {
+        m = n - i < GROUP ? n - i : GROUP;
+        sh_index_export(sh_store_index(st), first + i, m, ix);
+        for (k = 0; k < m; k++) {
+            r[i + k].ix = ix[k];
+            r[i + k].doc = st_docs(st)[first + i + k];
+        }
+    }
+}
+
+static size_t
+recs_bytes(uint32_t n)
+{
+    return sizeof(frame_t) + (size_t) n * sizeof(rec_t);
+}
+
+/* The refs of group g below the hwm: how many (0: none handed out). */
+static uint32_t
+group_refs(const sh_store_t *st, uint32_t g)
+{
+    sh_index_ends_t e;
+    uint64_t        first = (uint64_t) g * GROUP;
+
+    sh_index_ends(sh_store_index_const(st), &e);
+    if (first >= e.hwm) {
+        return 0;
+    }
+    return e.hwm - first < GROUP ? (uint32_t) (e.hwm - first) : GROUP;
+}
+
+/* Catch the ring up to its head, as room allows; 1 when caught up. */
+static int
+copy_text(out_t *o)
+{
+    sh_image_saver_t *sv = o->sv;
+    sh_store_t       *st = sv->st;
+    uint64_t          off, n;
+
+    if (sv->text_next < st->text_tail) {
+        sv->text_next = st->text_tail;  /* evicted before it was copied */
+    }
+    while (sv->text_next < st->text_head) {
+        off = sv->text_next % st->text_size;
+        n = st->text_head - sv->text_next;
+        n = n < st->text_size - off ? n : st->text_size - off;
+        if (room(o) < sizeof(frame_t) + 64) {
+            return 0;
+        }
+        if (n > room(o) - sizeof(frame_t) - 8) {
+            n = (room(o) - sizeof(frame_t) - 8) & ~(uint64_t) 7;
+        }
+        memcpy(frame(o, IMG_TEXT, (uint32_t) n, sv->text_next, n),
+               st_text(st) + off, n);
+        sv->text_next += n;
+    }
+    return 1;
+}
+
+static void
+trailer(out_t *o)
+{
+    sh_store_t *st = o->sv->st;
+    trailer_t   t;
+
+    memset(&t, 0, sizeof(t));
+    memcpy(t.magic, IMG_MAGIC, sizeof(IMG_MAGIC));
+    t.version = IMG_VERSION;
+    t.endian = ST_ENDIAN;
+    t.capacity = st->capacity;
+    t.extraction = sh_index_version(sh_store_index_const(st));
+    sh_index_ends(sh_store_index_const(st), &t.ends);
+    t.text_size = st->text_size;
+    t.text_tail = st->text_tail;
+    t.text_head = st->text_head;
+    t.evictions = st->evictions;
+    t.text_evictions = st->text_evictions;
+    t.secret_check = sh_store_keyhash(st, SECRET_CHECK,
+                                      sizeof(SECRET_CHECK) - 1);
+    t.seed_digest = sh_index_seed_digest(sh_store_index_const(st));
+    t.chain = o->sv->chain;
+    memcpy(frame(o, IMG_END, 0, 0, sizeof(t)), &t, sizeof(t));
+}
+
+static size_t
+payload_size(const frame_t *f)
+{
+    return f->type == IMG_RECS ? (size_t) f->n * sizeof(rec_t)
+           : f->type == IMG_TEXT ? ST_ALIGN8((size_t) f->n)
+           : sizeof(trailer_t);
+}
+
+/* Chain the frames filled since the last call into the image's hash, one
+ * frame at a time (as the loader checks them). */
+static void
+chain(out_t *o)
+{
+    sh_image_saver_t *sv = o->sv;
+    frame_t           f;
+    size_t            size;
+
+    while (o->chained < o->len) {
+        memcpy(&f, sv->buf + o->chained, sizeof(f));
+        size = sizeof(f) + payload_size(&f);
+        sv->chain = XXH3_64bits_withSeed(sv->buf + o->chained, size,
+                                         sv->chain);
+        o->chained += size;
+    }
+}
+
+void
+sh_image_save_begin(sh_image_saver_t *sv, sh_store_t *st,
+                    unsigned char *buf, size_t size)
+{
+    memset(sv, 0, sizeof(*sv));
+    sv->st = st;
+    sv->buf = buf;
+    sv->size = size;
+    sv->phase = P_BASE;
+    sv->text_next = st->text_tail;
+    sv->chain = CHAIN_SEED;
+    memset(st_dirty(st), 0, st->dirty_bytes);
+    st->saving = 1;
+}
+
+int
+sh_image_save_complete(const sh_image_saver_t *sv)
+{
+    return sv->phase == P_DONE;
+}
+
+void
+sh_image_save_abort(sh_image_saver_t *sv)
+{
+    sv->st->saving = 0;
+    sv->phase = P_DONE;
+}
+
+/* What the last step must copy: every dirty group, the ring's rest, the
+ * trailer.  Does it fit one buffer? */
+static int
+final_fits(sh_image_saver_t *sv)
+{
+    sh_store_t *st = sv->st;
+    uint64_t    need = 2 * (sizeof(frame_t) + sizeof(trailer_t));
+    uint32_t    g, n = groups(st);
+    uint64_t    tail = sv->text_next > st->text_tail ? sv->text_next
+                                                     : st->text_tail;
+    const unsigned char *b = st_dirty(st);
+
+    need += st->text_head - tail + 2 * (sizeof(frame_t) + 8);
+    for (g = 0; g < n && need <= sv->size; g += 8) {
+        if (b[g >> 3] != 0) {
+            need += (uint64_t) __builtin_popcount(b[g >> 3])
+                    * recs_bytes(GROUP);
+        }
+    }
+    return need <= sv->size;
+}
+
+static void
+copy_dirty(out_t *o, int all)
+{
+    sh_image_saver_t *sv = o->sv;
+    sh_store_t       *st = sv->st;
+    uint32_t          n = groups(st), refs;
+
+    for (; sv->group < n; sv->group++) {
+        if (st_dirty(st)[sv->group >> 3] == 0) {
+            sv->group |= 7;         /* the whole byte is clear */
+            continue;
+        }
+        if (!all && room(o) < recs_bytes(GROUP) + 8) {
+            return;
+        }
+        if (dirty_test_clear(st, sv->group)) {
+            refs = group_refs(st, sv->group);
+            if (refs > 0) {
+                copy_recs(o, sv->group * GROUP, refs);
+            }
+            sv->found++;
+            sv->recopied++;
+        }
+    }
+}
+
+long
+sh_image_save_step(sh_image_saver_t *sv)
+{
+    sh_store_t      *st = sv->st;
+    sh_index_ends_t  e;
+    out_t            o = { sv, 0, 0 };
+    uint32_t         n;
+
+    switch (sv->phase) {
+
+    case P_BASE:
+        /* from a group's start: the hwm may have grown inside the group
+         * the last step ended in */
+        sv->next_ref -= sv->next_ref % GROUP;
+        sh_index_ends(sh_store_index_const(st), &e);
+        while (sv->next_ref < e.hwm && room(&o) >= recs_bytes(GROUP) + 8) {
+            n = (uint32_t) ((room(&o) - sizeof(frame_t) - 8) / sizeof(rec_t));
+            n -= n % GROUP;
+            if (n > e.hwm - sv->next_ref) {
+                n = e.hwm - sv->next_ref;
+            }
+            /* whole groups only: a group's mark is cleared only when all
+             * of it was copied in one hold */
+            {
+                uint32_t g, g0 = sv->next_ref / GROUP;
+                uint32_t g1 = (sv->next_ref + n + GROUP - 1) / GROUP;
+
+                for (g = g0; g < g1; g++) {
+                    (void) dirty_test_clear(st, g);
+                }
+            }
+            copy_recs(&o, sv->next_ref, n);
+            sv->next_ref += n;
+        }
+        if (sv->next_ref >= e.hwm) {
+            sv->phase = P_TEXT;
+        }
+        break;
+
+    case P_TEXT:
+        if (copy_text(&o)) {
+            sv->phase = P_DIRTY;
+            sv->passes = 1;
+            sv->group = 0;
+            sv->found = 0;
+        }
+        break;
+
+    case P_DIRTY:
+        if (sv->group >= groups(st)) {
+            /* a pass has ended (and its frames were written): the rest
+             * in this hold if it fits, else another pass */
+            if (final_fits(sv)) {
+                sv->group = 0;
+                (void) copy_text(&o);
+                copy_dirty(&o, 1);
+                chain(&o);
+                trailer(&o);
+                o.chained = o.len;
+                st->saving = 0;
+                sv->phase = P_DONE;
+                break;
+            }
+            if (++sv->passes > SH_IMAGE_PASSES) {
+                sh_image_save_abort(sv);
+                return -1;
+            }
+            sv->group = 0;
+            sv->found = 0;
+        }
+        if (copy_text(&o)) {
+            copy_dirty(&o, 0);
+        }
+        break;
+
+    case P_DONE:
+    default:
+        return 0;
+    }
+
+    chain(&o);
+    sv->bytes += o.len;
+    if (o.len == 0 && sv->phase != P_DONE) {
+        /* a phase ended with nothing to copy: go on at once */
+        return sh_image_save_step(sv);
+    }
+    return (long) o.len;
+}
+
+/* ---- Loading. ---- */
+
+typedef struct {
+    const unsigned char *image;
+    size_t               len;
+    const trailer_t     *t;
+} parsed_t;
+
+/* Walk the frames, checking bounds and the chain; the trailer at the end. */
+static int
+parse(parsed_t *p, const unsigned char *image, size_t len, char *err,
+      size_t errlen)
+{
+    size_t         at = 0, size;
+    frame_t        f;
+    uint64_t       h = CHAIN_SEED;
+    trailer_t      t;
+
+    p->image = image;
+    p->len = len;
+    p->t = NULL;
+    while (at + sizeof(frame_t) <= len) {
+        memcpy(&f, image + at, sizeof(f));
+        if (f.type != IMG_RECS && f.type != IMG_TEXT && f.type != IMG_END) {
+            set_err(err, errlen, "image: a frame of unknown type");
+            return -1;
+        }
+        size = payload_size(&f);
+        if (size > len - at - sizeof(frame_t)) {
+            set_err(err, errlen, "image: truncated");
+            return -1;
+        }
+        if (f.type == IMG_END) {
+            memcpy(&t, image + at + sizeof(frame_t), sizeof(t));
+            if (memcmp(t.magic, IMG_MAGIC, sizeof(IMG_MAGIC)) != 0
+                || t.version != IMG_VERSION || t.endian != ST_ENDIAN)
+            {
+                set_err(err, errlen, "image: not a store image of this "
+                        "version");
+                return -1;
+            }
+            if (t.chain != h) {
+                set_err(err, errlen, "image: checksum mismatch (damaged)");
+                return -1;
+            }
+            if (at + sizeof(frame_t) + size != len) {
+                set_err(err, errlen, "image: bytes after its end");
+                return -1;
+            }
+            p->t = (const trailer_t *) (image + at + sizeof(frame_t));
+            return 0;
+        }
+        h = XXH3_64bits_withSeed(image + at, sizeof(frame_t) + size, h);
+        at += sizeof(frame_t) + size;
+    }
+    set_err(err, errlen, "image: truncated (no end)");
+    return -1;
+}
+
+/* Call fn for every frame but the end, in order. */
+typedef int (*frame_fn)(void *arg, const frame_t *f,
+                        const unsigned char *payload);
+
+static int
+frames(const parsed_t *p, frame_fn fn, void *arg)
+{
+    size_t  at = 0;
+    frame_t f;
+
+    for (;;) {
+        memcpy(&f, p->image + at, sizeof(f));
+        if (f.type == IMG_END) {
+            return 0;
+        }
+        if (fn(arg, &f, p->image + at + sizeof(f)) != 0) {
+            return -1;
+        }
+        at += sizeof(frame_t) + payload_size(&f);
+    }
+}
+
+/* -- in place: the same geometry -- */
+
+typedef struct {
+    sh_store_t     *st;
+    sh_index_doc_t *ix;
+    uint32_t        hwm;
+} place_t;
+
+static int
+place(void *arg, const frame_t *f, const unsigned char *payload)
+{
+    place_t     *pl = arg;
+    sh_store_t  *st = pl->st;
+    uint32_t     i;
+    uint64_t     off, n, k;
+    rec_t        r;
+
+    if (f->type == IMG_RECS) {
+        if (f->first > pl->hwm || f->n > pl->hwm - f->first) {
+            return -1;
+        }
+        for (i = 0; i < f->n; i++) {
+            memcpy(&r, payload + (size_t) i * sizeof(r), sizeof(r));
+            pl->ix[f->first + i] = r.ix;
+            st_docs(st)[f->first + i] = r.doc;
+        }
+        return 0;
+    }
+    /* TEXT: to the same positions of a ring of the same size */
+    for (k = 0; k < f->n; k += n) {
+        off = (f->first + k) % st->text_size;
+        n = f->n - k < st->text_size - off ? f->n - k : st->text_size - off;
+        memcpy(st_text(st) + off, payload + k, n);
+    }
+    return 0;
+}
+
+static int
+load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
+              char *err, size_t errlen)
+{
+    const trailer_t *t = p->t;
+    sh_index_t      *ix = sh_store_index(st);
+    place_t          pl = { st, sh_index_import_area(ix), t->ends.hwm };
+    sh_store_doc_t  *d;
+    const char      *text;
+    uint32_t         ref;
+
+    st->text_tail = t->text_tail;
+    st->text_head = t->text_head;
+    if (frames(p, place, &pl) != 0) {
+        set_err(err, errlen, "image: records beyond its refs");
+        return -1;
+    }
+    if (sh_index_import(ix, NULL, &t->ends, err, errlen) != 0) {
+        return -1;
+    }
+    st->texts = 0;
+    for (ref = 0; ref < t->ends.hwm; ref++) {
+        d = &st_docs(st)[ref];
+        if (pl.ix[ref].older == SH_INDEX_FREE) {
+            continue;
+        }
+        if (d->keyhash == 0) {
+            set_err(err, errlen, "image: a document without a key hash");
+            return -1;
+        }
+        st_keys_insert(st, ref, d->keyhash);
+        if (d->text != SH_STORE_NOTEXT) {
+            st->texts++;
+            if (sh_store_key(st, ref, &text) == 0) {
+                st->texts--;
+                d->text = SH_STORE_NOTEXT;
+            }
+        }
+    }
+    st->evictions = t->evictions;
+    st->text_evictions = t->text_evictions;
+    info->texts = st->texts;
+    return 0;
+}
+
+/* -- replay: another geometry -- */
+
+typedef struct {
+    const trailer_t      *t;
+    const unsigned char **rec;      /* the last copy of each ref */
+    const unsigned char **text;     /* TEXT frames, in position order */
+    size_t                ntext;
+} index_t;
+
+static int
+collect(void *arg, const frame_t *f, const unsigned char *payload)
+{
+    index_t  *x = arg;
+    uint32_t  i;
+
+    if (f->type == IMG_RECS) {
+        if (f->first > x->t->ends.hwm || f->n > x->t->ends.hwm - f->first) {
+            return -1;
+        }
+        for (i = 0; i < f->n; i++) {
+            x->rec[f->first + i] = payload + (size_t) i * sizeof(rec_t);
+        }
+    } else {
+        x->text[x->ntext++] = payload - sizeof(frame_t);
+    }
+    return 0;
+}
+
+/* Copy len bytes at ring position pos from the TEXT frames (an entry may
+ * straddle two of them); -1 if some are not in the image. */
+static int
+text_copy(const index_t *x, uint64_t pos, size_t len, unsigned char *out)
+{
+    size_t  lo = 0, hi = x->ntext, n;
+    frame_t f;
+
+    while (lo < hi) {               /* the last frame starting <= pos */
+        size_t mid = (lo + hi) / 2;
+
+        memcpy(&f, x->text[mid], sizeof(f));
+        if (f.first <= pos) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo == 0) {
+        return -1;
+    }
+    for (lo--; len > 0; lo++) {
+        if (lo >= x->ntext) {
+            return -1;
+        }
+        memcpy(&f, x->text[lo], sizeof(f));
+        if (pos < f.first || pos >= f.first + f.n) {
+            return -1;
+        }
+        n = f.first + f.n - pos < len ? (size_t) (f.first + f.n - pos) : len;
+        memcpy(out, x->text[lo] + sizeof(frame_t) + (pos - f.first), n);
+        out += n;
+        pos += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int
+load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
+            char *err, size_t errlen)
+{
+    const trailer_t *t = p->t;
+    index_t          x;
+    size_t           nframes = p->len / sizeof(frame_t);
+    uint32_t         ref, n;
+    rec_t            r;
+    st_text_t        e;
+    uint64_t         pos, base;
+    unsigned char   *key;
+    uint32_t         old;
+    size_t           klen;
+    int              rc = -1;
+
+    x.t = t;
+    x.ntext = 0;
+    x.rec = calloc(t->ends.hwm ? t->ends.hwm : 1, sizeof(*x.rec));
+    x.text = malloc((nframes ? nframes : 1) * sizeof(*x.text));
+    key = malloc(SH_STORE_KEY_MAX + 1);
+    if (x.rec == NULL || x.text == NULL || key == NULL) {
+        set_err(err, errlen, "out of memory");
+        goto done;
+    }
+    if (frames(p, collect, &x) != 0) {
+        set_err(err, errlen, "image: records beyond its refs");
+        goto done;
+    }
+    ref = t->ends.oldest;
+    for (n = 0; ref != SH_NOREF && n < t->ends.entries; n++) {
+        if (ref >= t->ends.hwm || x.rec[ref] == NULL) {
+            set_err(err, errlen, "image: the age order is broken");
+            goto done;
+        }
+        memcpy(&r, x.rec[ref], sizeof(r));
+        klen = 0;
+        if (r.doc.text != SH_STORE_NOTEXT) {
+            base = t->text_head >> 3;
+            pos = (base - (uint32_t) ((uint32_t) base - r.doc.text)) << 3;
+            if (pos >= t->text_tail && pos < t->text_head
+                && text_copy(&x, pos, sizeof(e), (unsigned char *) &e) == 0
+                && e.ref == ref && e.check == (uint16_t) r.doc.keyhash
+                && text_copy(&x, pos + sizeof(e), e.len, key) == 0)
+            {
+                klen = e.len;
+            }
+        }
+        /* a key hash stored already: two keys of one hash, told apart by
+         * text the copy did not keep; the newer is kept */
+        old = r.doc.keyhash ? sh_store_find_hash(st, r.doc.keyhash)
+                            : SH_NOREF;
+        if (old != SH_NOREF) {
+            (void) sh_store_remove(st, old);
+        }
+        if (r.doc.keyhash == 0
+            || sh_store_put(st, klen ? (const char *) key : NULL, klen,
+                            r.doc.keyhash, r.ix.hash, &r.doc, NULL)
+               == SH_NOREF)
+        {
+            set_err(err, errlen, "image: a document could not be stored");
+            goto done;
+        }
+        ref = r.ix.newer;
+    }
+    info->texts = st->texts;
+    info->replayed = 1;
+    rc = 0;
+
+done:
+    free(x.rec);
+    free(x.text);
+    free(key);
+    return rc;
+}
+
+int
+sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
+              sh_image_info_t *info, char *err, size_t errlen)
+{
+    parsed_t        p;
+    sh_index_ends_t e;
+    const trailer_t *t;
+
+    memset(info, 0, sizeof(*info));
+    sh_index_ends(sh_store_index_const(st), &e);
+    if (e.entries != 0 || e.hwm != 0) {
+        set_err(err, errlen, "image: the store to fill is not empty");
+        return -1;
+    }
+    if (((uintptr_t) image & 7) != 0) {
+        set_err(err, errlen, "image: not 8-byte aligned in memory");
+        return -1;
+    }
+    if (parse(&p, image, len, err, errlen) != 0) {
+        return -1;
+    }
+    t = p.t;
+    if (t->secret_check != sh_store_keyhash(st, SECRET_CHECK,
+                                            sizeof(SECRET_CHECK) - 1)
+        || t->seed_digest != sh_index_seed_digest(sh_store_index_const(st)))
+    {
+        set_err(err, errlen, "image: written under another hash key "
+                "(simhash_seed)");
+        return -1;
+    }
+    if (t->ends.entries > t->ends.hwm || t->text_tail > t->text_head
+        || t->text_head - t->text_tail > t->text_size)
+    {
+        set_err(err, errlen, "image: inconsistent trailer");
+        return -1;
+    }
+    info->source_capacity = t->capacity;
+    sh_index_set_version(sh_store_index(st), t->extraction);
+    if (st->capacity >= t->ends.hwm && st->text_size == t->text_size) {
+        if (load_in_place(st, &p, info, err, errlen) != 0) {
+            return -1;
+        }
+    } else if (load_replay(st, &p, info, err, errlen) != 0) {
+        return -1;
+    }
+    sh_index_ends(sh_store_index_const(st), &e);
+    info->documents = e.entries;
+    return 0;
+}
