@@ -57,7 +57,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sh_bigmem.h"
 #include "sh_popcnt.h"
+#include "sh_radix.h"
 #include "sh_index.h"
 #include "sh_vosh.h"
 
@@ -651,6 +653,46 @@ _Static_assert(sizeof(sh_index_doc_t) == sizeof(sh_docrec_t)
                && SH_INDEX_FREE == REF_FREE,
                "sh_index_doc_t is the record as stored");
 
+/*
+ * Fill an empty table with n (fingerprint, ref) pairs at once: sorted, each
+ * goes to its home or right after the one before, whichever is later, so
+ * that every invariant holds with one sequential pass (instead of n
+ * inserts, each a cache miss).  Beyond RUN_MAX copies of one fingerprint
+ * the rest are shadows, as an insert makes them; a pathological set that
+ * runs off the table's end is finished by ordinary inserts.
+ */
+static void
+table_build(sh_index_t *ix, sh_pair_t *p, uint32_t n)
+{
+    uint64_t *sl = ix_slots(ix);
+    uint32_t *rf = ix_refs(ix);
+    uint32_t  i, s, next = 0, same = 0, h;
+
+    if (sh_radix_sort(p, n) != 0) {
+        for (i = 0; i < n; i++) {
+            (void) table_insert(ix, p[i].key, p[i].value);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        same = i > 0 && p[i].key == p[i - 1].key ? same + 1 : 0;
+        if (same >= RUN_MAX) {
+            continue;               /* a shadow */
+        }
+        h = ix_home(ix, p[i].key);
+        s = h > next ? h : next;
+        if (s >= ix->nslots) {
+            break;
+        }
+        sl[s] = p[i].key;
+        rf[s] = p[i].value;
+        next = s + 1;
+    }
+    for (; i < n; i++) {
+        (void) table_insert(ix, p[i].key, p[i].value);
+    }
+}
+
 int
 sh_index_links(const sh_index_t *ix, uint32_t ref, uint32_t *older,
                uint32_t *newer)
@@ -695,6 +737,7 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
 {
     sh_docrec_t *d = ix_docs(ix);
     uint32_t     ref, live = 0;
+    sh_pair_t   *pairs;
 
     if (ix->entries != 0 || ix->hwm != 0) {
         set_err(err, errlen, "%s", "import into an index that is not empty");
@@ -711,18 +754,31 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
     if (docs != NULL) {
         memcpy(d, docs, (size_t) e->hwm * sizeof(*d));
     }
+    pairs = sh_big_alloc((e->entries ? e->entries : 1) * sizeof(*pairs));
     for (ref = 0; ref < e->hwm; ref++) {
         if (d[ref].prev == REF_FREE) {
             continue;
         }
         if ((d[ref].prev != SH_NOREF && d[ref].prev >= e->hwm)
             || (d[ref].next != SH_NOREF && d[ref].next >= e->hwm)
-            || ++live > e->entries)
+            || live >= e->entries)
         {
+            live++;
             break;
         }
-        (void) table_insert(ix, d[ref].hash, ref);
+        if (pairs != NULL) {
+            pairs[live].key = d[ref].hash;
+            pairs[live].value = ref;
+        } else {
+            (void) table_insert(ix, d[ref].hash, ref);  /* no memory: one
+                                                           by one */
+        }
+        live++;
     }
+    if (pairs != NULL && ref == e->hwm) {
+        table_build(ix, pairs, live);
+    }
+    free(pairs);
     ix->hwm = e->hwm;
     ix->entries = e->entries;
     ix->oldest = e->oldest;

@@ -29,6 +29,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_radix.h"
 #include "sh_store_internal.h"
 
 #define REFRESH_MAX     2048    /* key bytes copied to the front on touch */
@@ -313,6 +314,39 @@ keys_delete(sh_store_t *st, uint32_t ref, uint64_t keyhash)
         }
     }
     k[i] = SH_NOREF;
+}
+
+/*
+ * Fill the empty key table with n (key hash, ref) pairs at once: sorted,
+ * each goes to its home or right after the one before, whichever is later
+ * (one sequential pass instead of n cache misses); the few that run off
+ * the end wrap around through ordinary inserts.
+ */
+void
+st_keys_build(sh_store_t *st, sh_pair_t *p, uint32_t n)
+{
+    uint32_t *k = st_keys(st);
+    uint32_t  i, s, h, next = 0, nwrap = 0;
+
+    if (sh_radix_sort(p, n) != 0) {
+        for (i = 0; i < n; i++) {
+            st_keys_insert(st, p[i].value, p[i].key);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        h = home(st, p[i].key);
+        s = h > next ? h : next;
+        if (s >= st->kslots) {
+            p[nwrap++] = p[i];      /* after every placed one: safe */
+            continue;
+        }
+        k[s] = p[i].value;
+        next = s + 1;
+    }
+    for (i = 0; i < nwrap; i++) {
+        st_keys_insert(st, p[i].value, p[i].key);
+    }
 }
 
 uint32_t

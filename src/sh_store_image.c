@@ -9,6 +9,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_bigmem.h"
 #include "sh_store_image.h"
 #include "sh_store_internal.h"
 
@@ -520,8 +521,9 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     sh_index_t      *ix = sh_store_index(st);
     place_t          pl = { st, sh_index_import_area(ix), t->ends.hwm };
     sh_store_doc_t  *d;
-    const char      *text;
-    uint32_t         ref;
+    sh_pair_t       *pairs;
+    uint64_t         pos;
+    uint32_t         ref, n = 0;
 
     st->text_tail = t->text_tail;
     st->text_head = t->text_head;
@@ -532,25 +534,38 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     if (sh_index_import(ix, NULL, &t->ends, err, errlen) != 0) {
         return -1;
     }
+    pairs = sh_big_alloc((t->ends.entries ? t->ends.entries : 1)
+                         * sizeof(*pairs));
+    if (pairs == NULL) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
     st->texts = 0;
     for (ref = 0; ref < t->ends.hwm; ref++) {
         d = &st_docs(st)[ref];
         if (pl.ix[ref].older == SH_INDEX_FREE) {
             continue;
         }
-        if (d->keyhash == 0) {
+        if (d->keyhash == 0 || n >= t->ends.entries) {
+            free(pairs);
             set_err(err, errlen, "image: a document without a key hash");
             return -1;
         }
-        st_keys_insert(st, ref, d->keyhash);
+        pairs[n].key = d->keyhash;
+        pairs[n++].value = ref;
+        /* the ring entry itself is checked when it is read
+         * (sh_store_key): here only where it is */
         if (d->text != SH_STORE_NOTEXT) {
-            st->texts++;
-            if (sh_store_key(st, ref, &text) == 0) {
-                st->texts--;
+            pos = st_text_pos(st, d->text);
+            if (pos >= st->text_tail && pos < st->text_head) {
+                st->texts++;
+            } else {
                 d->text = SH_STORE_NOTEXT;
             }
         }
     }
+    st_keys_build(st, pairs, n);
+    free(pairs);
     st->evictions = t->evictions;
     st->text_evictions = t->text_evictions;
     info->texts = st->texts;

@@ -5,6 +5,7 @@
 #ifndef SH_STORE_INTERNAL_H
 #define SH_STORE_INTERNAL_H
 
+#include "sh_radix.h"
 #include "sh_store.h"
 
 #define ST_MAGIC        "SHSTORE"
@@ -97,5 +98,9 @@ st_text_pos(const sh_store_t *st, uint32_t text)
 
 /* Enter ref, whose record holds keyhash, in the key table. */
 void st_keys_insert(sh_store_t *st, uint32_t ref, uint64_t keyhash);
+
+/* Fill the EMPTY key table with n pairs (key hash, ref) at once; p is
+ * reordered. */
+void st_keys_build(sh_store_t *st, sh_pair_t *p, uint32_t n);
 
 #endif

@@ -14,6 +14,7 @@ int cmd_idf(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_store_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_entry(int argc, char **argv);
 
@@ -25,6 +26,7 @@ static const cli_command_t commands[] = {
     { "index",       cmd_index,       "build, query, inspect a PSM index" },
     { "dedup",       cmd_dedup,       "every near-duplicate pair of a corpus" },
     { "bench",       cmd_bench,       "benchmark PSM against BPHS" },
+    { "store-bench", cmd_store_bench, "the compact store at 2^20..2^27" },
     { "calibrate",   cmd_calibrate,   "volatility table from a corpus" },
     { "entry",       cmd_entry,       "write or verify a stream entry" },
 };

@@ -1,0 +1,427 @@
+/*
+ * cmd_store_bench.c -- `simhash store-bench`: the compact document store
+ * (sh_store.h) at the sizes a big crawl needs, side by side in one run.
+ *
+ * Workload.  The fingerprints and weights are real (the pages of --list,
+ * fingerprinted once and cached), relocated as `simhash bench` does: copy
+ * c of page p stores p's fingerprint XOR a random mask of its own, so every
+ * copy is the same problem at an unrelated place of the table.  Keys are
+ * real too: each page's path under a host of its copy, "https://hC.example
+ * /PATH", a URL of realistic length.
+ *
+ * Per size: the shared memory it takes (an anonymous shared mapping, as an
+ * nginx zone is), the time to fill it, then queries as a request makes
+ * them: the key of a page (half of them stored, half new) and a PSM lookup
+ * of a near copy of a stored page (2 bits flipped) under its own weights;
+ * their latency one by one, p50 and p99, and their rate.  Then a sliced
+ * copy to an image file (sh_store_image.h) with changes between the steps
+ * as a busy zone has: the longest hold of the lock; and a fresh zone
+ * filled back from the file: start-up time and GB/s.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pageset.h"
+#include "sh_store.h"
+#include "sh_store_image.h"
+
+#define STEP_BUF        (1u << 20)      /* bytes a hold of the lock copies */
+#define OPS_PER_STEP    200             /* changes between two holds */
+
+typedef struct {
+    pageset_t     pages;
+    const char  **path;         /* the URL path of each page */
+    unsigned      log2n[8];
+    unsigned      nn;
+    unsigned      queries;
+    uint64_t      text_per_doc;
+    uint64_t      text_max;
+    const char   *image_dir;
+    unsigned char secret[SH_STORE_SECRET_LEN];
+} sb_t;
+
+static double
+now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t
+mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Document i: page i % R, copy i / R. */
+static size_t
+key_of(const sb_t *b, uint64_t i, char *out, size_t size)
+{
+    size_t p = (size_t) (i % b->pages.n);
+
+    return (size_t) snprintf(out, size, "https://h%llu.example%s",
+                             (unsigned long long) (i / b->pages.n),
+                             b->path[p]);
+}
+
+static uint64_t
+fp_of(const sb_t *b, uint64_t i)
+{
+    uint64_t c = i / b->pages.n;
+
+    return b->pages.fp[i % b->pages.n].hash ^ (c ? mix(c) : 0);
+}
+
+/*
+ * A zone's memory: an anonymous shared mapping, as nginx's, written once
+ * all over before it is timed.  On this machine (a virtual machine) the
+ * first write of a page costs far more than any later one (a 1 GB memset:
+ * 2 to 5 s the first time, 0.05 s the next): that is the machine's price
+ * of fresh memory, paid by any program, reported apart from the store's.
+ */
+static void *
+shared(size_t size, double *touch)
+{
+    double t = now();
+    void  *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED) {
+        return NULL;
+    }
+    memset(p, 0, size);
+    *touch = now() - t;
+    return p;
+}
+
+static int
+run_one(sb_t *b, unsigned log2n)
+{
+    uint64_t          n = 1ull << log2n, i, text;
+    size_t            size, len;
+    void             *region;
+    sh_store_t       *st;
+    sh_store_doc_t    d;
+    sh_store_stats_t  s;
+    sh_lookup_opts_t  o;
+    sh_match_t        m[4];
+    char              key[4096], err[256], path[4096];
+    double            t0, t1, *lat, sum = 0, touch;
+    unsigned          q, hits = 0, found = 0;
+
+    text = n * b->text_per_doc;
+    text = text > b->text_max ? b->text_max : text;
+    size = sh_store_region_size((uint32_t) n, text);
+    region = shared(size, &touch);
+    if (region == NULL) {
+        fprintf(stderr, "store-bench: 2^%u: cannot map %zu bytes\n", log2n,
+                size);
+        return -1;
+    }
+
+    t0 = now();
+    st = sh_store_init(region, size, text, b->secret, 1, err, sizeof(err));
+    if (st == NULL) {
+        fprintf(stderr, "store-bench: %s\n", err);
+        return -1;
+    }
+    t1 = now();
+    printf("2^%u documents: zone %.2f GB (documents %.2f GB = %.1f bytes "
+           "each; key text ring %.2f GB); first write of its memory %.2f s, "
+           "formatted in %.2f s\n", log2n, size / 1e9, (size - text) / 1e9,
+           (double) (size - text) / n, text / 1e9, touch, t1 - t0);
+
+    /* fill */
+    memset(&d, 0, sizeof(d));
+    t0 = now();
+    for (i = 0; i < n; i++) {
+        len = key_of(b, i, key, sizeof(key));
+        d.digest = mix(i);
+        d.time = (uint32_t) i;
+        d.sketches = b->pages.fp[i % b->pages.n].sk;
+        if (sh_store_put(st, key, len, sh_store_keyhash(st, key, len),
+                         fp_of(b, i), &d, NULL) == SH_NOREF)
+        {
+            fprintf(stderr, "store-bench: put failed at %llu\n",
+                    (unsigned long long) i);
+            return -1;
+        }
+    }
+    t1 = now();
+    sh_store_stats(st, &s);
+    printf("  filled: %llu documents in %.1f s (%.2f M/s); key text kept "
+           "for %.1f%% of them, %.1f bytes of ring each\n",
+           (unsigned long long) s.entries, t1 - t0, n / (t1 - t0) / 1e6,
+           100.0 * s.texts / s.entries,
+           s.texts ? (double) s.text_used / s.texts : 0.0);
+
+    /* queries, one at a time */
+    lat = malloc(b->queries * sizeof(double));
+    if (lat == NULL) {
+        return -1;
+    }
+    sh_lookup_opts_init(&o);
+    o.mode = SH_MATCH_CLOSEST;
+    for (q = 0; q < b->queries; q++) {
+        uint64_t r = mix(q * 7919ull + log2n), doc = r % n;
+        uint64_t fp = fp_of(b, doc) ^ (1ull << (r >> 40 & 63))
+                      ^ (1ull << (r >> 50 & 63));
+        const float *w = b->pages.fp[doc % b->pages.n].w;
+
+        len = (q & 1) ? key_of(b, doc, key, sizeof(key))
+                      : key_of(b, doc + n, key, sizeof(key));  /* new */
+        t0 = now();
+        hits += sh_store_find(st, key, len) != SH_NOREF;
+        found += sh_index_lookup(sh_store_index(st), fp, w, &o, m, 4, NULL)
+                 > 0;
+        lat[q] = now() - t0;
+        sum += lat[q];
+    }
+    qsort(lat, b->queries, sizeof(double), cmp_double);
+    printf("  queries (key + PSM lookup): %.0f k/s; latency p50 %.2f us, "
+           "p99 %.2f us; keys found %u of %u (half are new), near copies "
+           "found %.1f%%\n", b->queries / sum / 1e3,
+           lat[b->queries / 2] * 1e6, lat[b->queries * 99 / 100] * 1e6,
+           hits, b->queries, 100.0 * found / b->queries);
+    free(lat);
+
+    /* the sliced copy to a file, the zone changing between holds */
+    if (b->image_dir != NULL) {
+        unsigned char   *buf = malloc(STEP_BUF);
+        sh_image_saver_t sv;
+        sh_image_info_t  info;
+        long             k;
+        double           hold, max_hold = 0, start;
+        unsigned         steps = 0, op;
+        uint64_t         next = n, bytes = 0;
+        int              fd;
+        struct stat      fst;
+        struct rusage    ru0, ru1;
+        const unsigned char *image;
+
+        snprintf(path, sizeof(path), "%s/store-2^%u.img", b->image_dir,
+                 log2n);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || buf == NULL) {
+            fprintf(stderr, "store-bench: %s: %s\n", path, strerror(errno));
+            return -1;
+        }
+        memset(buf, 0, STEP_BUF);      /* faulted in before any hold */
+        start = now();
+        t0 = now();
+        sh_image_save_begin(&sv, st, buf, STEP_BUF);
+        for (;;) {
+            k = sh_image_save_step(&sv);
+            hold = now() - t0;
+            max_hold = hold > max_hold ? hold : max_hold;
+            if (k < 0) {
+                fprintf(stderr, "store-bench: the copy gave up\n");
+                return -1;
+            }
+            if (k == 0) {
+                break;
+            }
+            if (write(fd, buf, (size_t) k) != k) {
+                fprintf(stderr, "store-bench: write: %s\n", strerror(errno));
+                return -1;
+            }
+            bytes += (uint64_t) k;
+            steps++;
+            if (!sh_image_save_complete(&sv)) {
+                for (op = 0; op < OPS_PER_STEP; op++, next++) {
+                    len = key_of(b, next, key, sizeof(key));
+                    (void) sh_store_put(st, key, len,
+                                        sh_store_keyhash(st, key, len),
+                                        fp_of(b, next), &d, NULL);
+                }
+            }
+            t0 = now();
+        }
+        fsync(fd);
+        close(fd);
+        printf("  save: %.2f GB image in %u holds, longest hold %.2f ms, "
+               "%.1f s in all (%u changes meanwhile, %llu groups copied "
+               "again)\n", bytes / 1e9, steps, max_hold * 1e3,
+               now() - start, steps * OPS_PER_STEP,
+               (unsigned long long) sv.recopied);
+
+        /* start again from the file: a fresh zone */
+        munmap(region, size);
+        region = shared(size, &touch);
+        printf("  a fresh zone's memory: first write %.2f s\n", touch);
+        fd = open(path, O_RDONLY);
+        if (region == NULL || fd < 0 || fstat(fd, &fst) != 0) {
+            fprintf(stderr, "store-bench: reload failed\n");
+            return -1;
+        }
+        image = mmap(NULL, (size_t) fst.st_size, PROT_READ,
+                     MAP_SHARED | MAP_POPULATE, fd,
+                     0);
+        if (image == MAP_FAILED) {
+            return -1;
+        }
+        /* warm page cache: read it all once */
+        {
+            uint64_t  x = 0, w;
+            off_t     off;
+            double    tr = now();
+
+            for (off = 0; off + 8 <= fst.st_size; off += 8) {
+                memcpy(&w, image + off, 8);
+                x += w;
+            }
+            printf("  image read once: %.2f s (%llx)\n", now() - tr,
+                   (unsigned long long) x & 0xf);
+        }
+        getrusage(RUSAGE_SELF, &ru0);
+        t0 = now();
+        st = sh_store_init(region, size, text, b->secret, 1, err,
+                           sizeof(err));
+        t1 = now();
+        if (st == NULL
+            || sh_image_load(st, image, (size_t) fst.st_size, &info, err,
+                             sizeof(err)) != 0)
+        {
+            fprintf(stderr, "store-bench: load: %s\n", err);
+            return -1;
+        }
+        getrusage(RUSAGE_SELF, &ru1);
+        printf("  start from the image: format %.2f s, load %.2f s "
+               "(%.2f GB/s), %u documents, %llu with text, %ld page "
+               "faults\n", t1 - t0,
+               now() - t1, fst.st_size / (now() - t1) / 1e9, info.documents,
+               (unsigned long long) info.texts, ru1.ru_minflt - ru0.ru_minflt);
+        munmap((void *) image, (size_t) fst.st_size);
+        close(fd);
+        unlink(path);
+        free(buf);
+    }
+    munmap(region, size);
+    return 0;
+}
+
+int
+cmd_store_bench(int argc, char **argv)
+{
+    static sb_t  b;
+    const char  *list = NULL, *cache = NULL, *prefix = "/usr/share/doc";
+    char       **paths = NULL, line[4096];
+    size_t       npaths = 0, cap = 0, i, plen;
+    sh_options_t opts;
+    sh_config_t *cfg;
+    char         err[256];
+    FILE        *f;
+    int          a;
+
+    b.queries = 200000;
+    b.text_per_doc = 128;
+    b.text_max = 4ull << 30;
+    for (a = 1; a < argc; a++) {
+        const char *o = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
+
+        if (val == NULL) {
+            fprintf(stderr, "store-bench: %s needs a value\n", o);
+            return 2;
+        }
+        a++;
+        if (strcmp(o, "--list") == 0) {
+            list = val;
+        } else if (strcmp(o, "--cache") == 0) {
+            cache = val;
+        } else if (strcmp(o, "--prefix") == 0) {
+            prefix = val;
+        } else if (strcmp(o, "--queries") == 0) {
+            b.queries = (unsigned) strtoul(val, NULL, 10);
+        } else if (strcmp(o, "--text-per-doc") == 0) {
+            b.text_per_doc = strtoull(val, NULL, 10);
+        } else if (strcmp(o, "--text-max") == 0) {
+            b.text_max = strtoull(val, NULL, 10) << 20;
+        } else if (strcmp(o, "--image-dir") == 0) {
+            b.image_dir = val;
+        } else if (strcmp(o, "--log2n") == 0) {
+            char *p = (char *) val;
+
+            while (*p && b.nn < 8) {
+                b.log2n[b.nn++] = (unsigned) strtoul(p, &p, 10);
+                p += *p == ',';
+            }
+        } else {
+            fprintf(stderr, "usage: simhash store-bench --list FILE "
+                    "[--cache FILE] [--log2n 20,27] [--queries N] "
+                    "[--text-per-doc B] [--text-max MB] [--image-dir DIR] "
+                    "[--prefix P]\n");
+            return 2;
+        }
+    }
+    if (list == NULL || b.nn == 0 || b.queries < 100) {
+        fprintf(stderr, "store-bench: --list and --log2n are required\n");
+        return 2;
+    }
+    f = fopen(list, "r");
+    if (f == NULL) {
+        fprintf(stderr, "store-bench: %s: %s\n", list, strerror(errno));
+        return 1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (npaths == cap) {
+            cap = cap ? cap * 2 : 1024;
+            paths = realloc(paths, cap * sizeof(*paths));
+        }
+        paths[npaths++] = strdup(line);
+    }
+    fclose(f);
+
+    sh_options_init(&opts);
+    cfg = sh_config_new(&opts, err, sizeof(err));
+    if (cfg == NULL) {
+        fprintf(stderr, "store-bench: %s\n", err);
+        return 1;
+    }
+    pageset_init(&b.pages);
+    if (pageset_from_paths(&b.pages, cfg, NULL, paths, npaths, cache) != 0
+        || b.pages.n == 0)
+    {
+        fprintf(stderr, "store-bench: no pages\n");
+        return 1;
+    }
+    b.path = malloc(b.pages.n * sizeof(*b.path));
+    plen = strlen(prefix);
+    for (i = 0; i < b.pages.n; i++) {
+        const char *p = pageset_path(&b.pages, i);
+
+        b.path[i] = strncmp(p, prefix, plen) == 0 ? p + plen : p;
+    }
+    sh_store_secret((const unsigned char *) "store-bench", 11, b.secret);
+    printf("pages %zu (real fingerprints, relocated copies), %u queries "
+           "per size\n", b.pages.n, b.queries);
+    for (a = 0; a < (int) b.nn; a++) {
+        if (run_one(&b, b.log2n[a]) != 0) {
+            return 1;
+        }
+        fflush(stdout);
+    }
+    return 0;
+}
