@@ -70,6 +70,7 @@
 #define REF_FREE        0xFFFFFFFEu     /* docs[ref].prev of a free ref */
 #define T_MAX           40u
 #define RUN_MAX         SH_INDEX_RUN_MAX
+#define IMPORT_CHECK_MAX (1u << 22)  /* imports checked in full */
 
 /*
  * Slots an insert looks at, counted only in a build that defines
@@ -784,8 +785,12 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
     ix->oldest = e->oldest;
     ix->newest = e->newest;
     ix->free_head = e->free_head;
+    /* the full check walks the age order, one cache miss a document
+     * (13 s at 2^27): a big import relies on its source's checksum and
+     * on the bounds checked above, which keep every access in the region */
     if (ref < e->hwm || live != e->entries
-        || sh_index_check(ix, err, errlen) != 0)
+        || (e->entries <= IMPORT_CHECK_MAX
+            && sh_index_check(ix, err, errlen) != 0))
     {
         if (err != NULL && errlen > 0 && (ref < e->hwm || live != e->entries))
         {

@@ -1,10 +1,11 @@
 /*
  * sh_radix.c -- LSD radix sort of (key, value) pairs (sh_radix.h).
  *
- * Four passes of 16 bits, each a count and a scatter between the array and
- * one buffer of the same size.  A pass whose digit is the same for every
- * pair is skipped (the count says so), which keys that vary only in some
- * bits make common.
+ * Six passes of 11 bits, each a count and a scatter between the array and
+ * one buffer of the same size.  2,048 buckets keep the scatter's write
+ * streams in the cache and the TLB; 65,536 made every write of a 2^27 sort
+ * a miss (measured: the load of a 2^27 store spent most of its time
+ * there).  A pass whose digit is the same for every pair is skipped.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@
 #include "sh_bigmem.h"
 #include "sh_radix.h"
 
-#define DIGITS  65536
+#define BITS    11
+#define DIGITS  (1u << BITS)
 
 int
 sh_radix_sort(sh_pair_t *a, size_t n)
@@ -33,7 +35,7 @@ sh_radix_sort(sh_pair_t *a, size_t n)
         return -1;
     }
     dst = buf;
-    for (shift = 0; shift < 64; shift += 16) {
+    for (shift = 0; shift < 64; shift += BITS) {
         memset(count, 0, DIGITS * sizeof(*count));
         for (i = 0; i < n; i++) {
             count[(src[i].key >> shift) & (DIGITS - 1)]++;

@@ -1,6 +1,6 @@
 /*
  * sh_radix.h -- sorting (key, value) pairs by their 64-bit key: an LSD
- * radix sort, 16 bits a pass, for the bulk builds of tables whose slots
+ * radix sort, 11 bits a pass, for the bulk builds of tables whose slots
  * follow the key's order (sh_index_import, the store's key table), where
  * inserting n keys one by one would cost n cache misses.
  */

@@ -213,7 +213,8 @@ run_one(sb_t *b, unsigned log2n)
         sh_image_saver_t sv;
         sh_image_info_t  info;
         long             k;
-        double           hold, max_hold = 0, start;
+        double           hold, max_hold = 0, start, *holds;
+        size_t           nholds = 0, maxholds = 1u << 20;
         unsigned         steps = 0, op;
         uint64_t         next = n, bytes = 0;
         int              fd;
@@ -229,6 +230,10 @@ run_one(sb_t *b, unsigned log2n)
             return -1;
         }
         memset(buf, 0, STEP_BUF);      /* faulted in before any hold */
+        holds = malloc(maxholds * sizeof(*holds));
+        if (holds == NULL) {
+            return -1;
+        }
         start = now();
         t0 = now();
         sh_image_save_begin(&sv, st, buf, STEP_BUF);
@@ -236,6 +241,9 @@ run_one(sb_t *b, unsigned log2n)
             k = sh_image_save_step(&sv);
             hold = now() - t0;
             max_hold = hold > max_hold ? hold : max_hold;
+            if (nholds < maxholds) {
+                holds[nholds++] = hold;
+            }
             if (k < 0) {
                 fprintf(stderr, "store-bench: the copy gave up\n");
                 return -1;
@@ -261,11 +269,16 @@ run_one(sb_t *b, unsigned log2n)
         }
         fsync(fd);
         close(fd);
-        printf("  save: %.2f GB image in %u holds, longest hold %.2f ms, "
-               "%.1f s in all (%u changes meanwhile, %llu groups copied "
-               "again)\n", bytes / 1e9, steps, max_hold * 1e3,
+        qsort(holds, nholds, sizeof(*holds), cmp_double);
+        printf("  save: %.2f GB image in %u holds of the lock: p50 %.2f ms, "
+               "p99 %.2f ms, p99.9 %.2f ms, longest %.2f ms; %.1f s in all "
+               "(%u changes meanwhile, %llu groups copied again)\n",
+               bytes / 1e9, steps, holds[nholds / 2] * 1e3,
+               holds[nholds * 99 / 100] * 1e3,
+               holds[nholds * 999 / 1000] * 1e3, max_hold * 1e3,
                now() - start, steps * OPS_PER_STEP,
                (unsigned long long) sv.recopied);
+        free(holds);
 
         /* start again from the file: a fresh zone */
         munmap(region, size);
