@@ -241,6 +241,7 @@ sh_image_save_begin(sh_image_saver_t *sv, sh_store_t *st,
     sv->phase = P_BASE;
     sv->text_next = st->text_tail;
     sv->chain = CHAIN_SEED;
+    sv->repairs = st->repairs;
     memset(st_dirty(st), 0, st->dirty_bytes);
     st->saving = 1;
 }
@@ -313,6 +314,11 @@ sh_image_save_step(sh_image_saver_t *sv)
     sh_index_ends_t  e;
     out_t            o = { sv, 0, 0 };
     uint32_t         n;
+
+    if (sv->phase != P_DONE && st->repairs != sv->repairs) {
+        sv->phase = P_DONE;         /* rebuilt under us: start again */
+        return -1;
+    }
 
     switch (sv->phase) {
 

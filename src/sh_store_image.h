@@ -58,6 +58,7 @@ typedef struct {
     uint64_t       chain;       /* hash of the image's frames so far */
     uint64_t       bytes;       /* of the image so far */
     uint64_t       recopied;    /* groups copied again */
+    uint64_t       repairs;     /* the store's, at the start */
 } sh_image_saver_t;
 
 /*
@@ -73,7 +74,8 @@ void sh_image_save_begin(sh_image_saver_t *sv, sh_store_t *st,
  * length (> 0: write them out after letting go of the lock, then call
  * again), 0 once the image is complete (the END frame was in the previous
  * return), or -1 if the store changes faster than it can be copied
- * (SH_IMAGE_PASSES passes did not converge): the copy is abandoned.
+ * (SH_IMAGE_PASSES passes did not converge) or was repaired meanwhile
+ * (sh_store_repair): the copy is abandoned.
  */
 long sh_image_save_step(sh_image_saver_t *sv);
 

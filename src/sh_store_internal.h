@@ -50,6 +50,7 @@ struct sh_store_s {
     uint64_t      text_evictions;
     uint64_t      evictions;
     uint64_t      collisions;
+    uint64_t      repairs;      /* a copy that sees it change gives up */
     unsigned char secret[SH_STORE_SECRET_LEN];
 };
 

@@ -9,6 +9,7 @@
 
 #include "sh_store.h"
 #include "sh_store_image.h"
+#include "sh_store_internal.h"
 
 #define KEYS    25000
 
@@ -509,6 +510,94 @@ test_copy_gives_up_under_churn(void **state)
     free(mem);
 }
 
+/*
+ * A writer that died in the middle of a change leaves the index, the key
+ * table and the ring disagreeing: repair rebuilds them from the records,
+ * every document the index still holds is found again, and a copy that
+ * was running gives up.
+ */
+static void
+test_repair_after_dead_writer(void **state)
+{
+    void             *mem;
+    sh_store_t       *st;
+    sh_index_doc_t   *raw;
+    sh_index_ends_t   e;
+    sh_image_saver_t  sv;
+    unsigned char    *buf = malloc(SH_IMAGE_BUF_MIN);
+    uint32_t         *k, i, lost = 99;
+    unsigned          n;
+    char              err[256];
+
+    model_reset();
+    st = new_store(&mem, 2000, 32 * 1024);
+    for (i = 0; i < 6000; i++) {
+        random_op(st, 3000);
+    }
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    assert_true(sh_image_save_step(&sv) > 0);
+
+    /* the damage: a key table entry gone, an age link cut short, the
+     * ring's tail past its head */
+    k = st_keys(st);
+    for (i = 0, n = 0; i < st->kslots && n < 3; i++) {
+        if (k[i] != SH_NOREF) {
+            k[i] = SH_NOREF;
+            n++;
+        }
+    }
+    sh_index_ends(sh_store_index(st), &e);
+    raw = sh_index_import_area(sh_store_index(st));
+    raw[e.oldest].newer = e.newest;
+    st->text_tail = st->text_head + 8;
+    assert_int_not_equal(sh_store_check(st, err, sizeof(err)), 0);
+
+    assert_int_equal(sh_store_repair(st, &lost), (long) model_count());
+    assert_int_equal(lost, 0);
+    check_ok(st);
+    {
+        char     key[128];
+        size_t   len;
+        unsigned kk;
+
+        for (kk = 0; kk < 3000; kk++) {
+            key_of(kk, key, &len);
+            assert_int_equal(sh_store_find(st, key, len) != SH_NOREF,
+                             model[kk].stored);
+        }
+    }
+    assert_int_equal(sh_image_save_step(&sv), -1);      /* gave up */
+
+    /* the cut link changed the age order: the model takes the store's */
+    {
+        char     key[128];
+        size_t   len;
+        unsigned kk;
+        uint32_t ref, older, newer;
+
+        sh_index_ends(sh_store_index(st), &e);
+        for (ref = e.oldest; ref != SH_NOREF; ref = newer) {
+            for (kk = 0; kk < 3000; kk++) {
+                key_of(kk, key, &len);
+                if (sh_store_find(st, key, len) == ref) {
+                    model[kk].stamp = ++clock_now;
+                    break;
+                }
+            }
+            assert_int_equal(sh_index_links(sh_store_index(st), ref, &older,
+                                            &newer), 0);
+        }
+    }
+
+    /* and the store goes on working */
+    for (i = 0; i < 2000; i++) {
+        random_op(st, 3000);
+    }
+    check_ok(st);
+    free(buf);
+    free(mem);
+}
+
 static void
 test_damaged_image_refused(void **state)
 {
@@ -576,6 +665,7 @@ main(void)
         cmocka_unit_test(test_copy_in_slices_is_consistent),
         cmocka_unit_test(test_copy_into_smaller_zone),
         cmocka_unit_test(test_copy_gives_up_under_churn),
+        cmocka_unit_test(test_repair_after_dead_writer),
         cmocka_unit_test(test_damaged_image_refused),
     };
     unsigned i;
