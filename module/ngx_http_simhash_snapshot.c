@@ -300,7 +300,7 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
         key.data = (u_char *) rec.data;
         key.len = rec.len;
 
-        if (ngx_http_simhash_zone_key(zone, &key) == NULL) {
+        if (ngx_http_simhash_zone_key(zone, &key) == SH_NOREF) {
             ngx_http_simhash_zone_write(zone);
 
             if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest,
@@ -712,6 +712,7 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     size_t                     size;
     ngx_int_t                  rc;
     ngx_msec_t                 t;
+    sh_store_stats_t           ss;
     sh_index_t                *ix;
     ngx_http_simhash_ages_t    ages;
     ngx_http_simhash_zone_t   *zone;
@@ -720,10 +721,13 @@ ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     zone = sv->zone;
     sh = zone->sh;
 
-    /* the keys may grow while we copy: room for 1/8 more, the rest waits */
+    /* the keys may grow while we copy: room for 1/8 more, the rest waits
+     * (an estimate: the ring's bytes in use bound the keys' bytes) */
+
+    sh_store_stats(sh->store, &ss);
 
     size = sh_keyrec_room(sh->capacity + 1,
-                          sh->key_bytes + sh->key_bytes / 8 + 256,
+                          ss.text_used + ss.text_used / 8 + 256,
                           ngx_max(sh->key_max, 256));
 
     sv->region_size = sh->region_size;
@@ -802,7 +806,9 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
     ngx_msec_t                 t;
     sh_keyrec_t                rec;
     sh_keyrec_writer_t         w;
-    ngx_http_simhash_doc_t    *doc;
+    size_t                     len;
+    const char                *text;
+    const sh_store_doc_t      *doc;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -862,7 +868,8 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
 
         for ( /* void */ ; i < end; i++) {
             rec.ref = ages->doc[i].ref;
-            doc = rec.ref < sh->capacity ? sh->docs[rec.ref] : NULL;
+            doc = sh_store_doc(sh->store, rec.ref);
+            len = sh_store_key(sh->store, rec.ref, &text);
 
             if (doc == NULL
                 || sh_index_get(sh->index, rec.ref, &hash) != 0
@@ -871,12 +878,19 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
                 continue;
             }
 
+            if (len == 0) {
+                /* its key's text left the ring: this file format keeps
+                 * documents by their key only */
+                sv->dropped++;
+                continue;
+            }
+
             rec.hash = hash;
-            rec.digest = sh->digests[rec.ref];
-            rec.time = zone->stream.len ? sh->times[rec.ref] : 0;
-            rec.sketches = sh->sketches[rec.ref];
-            rec.len = doc->len;
-            rec.data = doc->data;
+            rec.digest = doc->digest;
+            rec.time = zone->stream.len ? doc->time : 0;
+            rec.sketches = doc->sketches;
+            rec.len = len;
+            rec.data = (const unsigned char *) text;
 
             if (sh_keyrec_put(&w, &rec) != 0) {
                 sv->dropped++;

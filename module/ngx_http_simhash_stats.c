@@ -477,6 +477,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
     uint64_t                      *v;
     ngx_uint_t                     i, j, n;
     sh_index_stats_t               ix;
+    sh_store_stats_t               ss;
     ngx_http_simhash_zone_t      **zones, *zone;
     ngx_http_simhash_shctx_t      *sh;
     ngx_http_simhash_loc_conf_t   *slcf;
@@ -498,6 +499,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 
         ngx_http_simhash_zone_lock(zone, r->connection->log);
         sh_index_stats(sh->index, &ix);
+        sh_store_stats(sh->store, &ss);
         ngx_http_simhash_zone_unlock(zone);
 
         s[n].zone = zone;
@@ -507,7 +509,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_CAPACITY] = ix.capacity;
         v[NGX_HTTP_SIMHASH_V_ENTRIES] = ix.entries;
         v[NGX_HTTP_SIMHASH_V_DISTANCE] = zone->distance;
-        v[NGX_HTTP_SIMHASH_V_EVICTIONS] = ix.evictions + sh->key_evictions;
+        v[NGX_HTTP_SIMHASH_V_EVICTIONS] = ss.evictions;
         v[NGX_HTTP_SIMHASH_V_LOOKUPS] = ix.lookups;
         v[NGX_HTTP_SIMHASH_V_PROBES] = ix.probes;
         v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
