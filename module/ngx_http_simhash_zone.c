@@ -197,14 +197,26 @@ static void
 ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 {
     long                       kept;
-    uint32_t                   lost;
+    char                       why[256];
+    uint32_t                   dropped;
     ngx_pid_t                  pid;
     ngx_http_simhash_shctx_t  *sh;
 
     sh = zone->sh;
     pid = (ngx_pid_t) sh->writer;
 
-    kept = sh_store_repair(sh->store, &lost);
+    if (sh_store_check(sh->store, why, sizeof(why)) == 0) {
+        ngx_cpystrn((u_char *) why, (u_char *) "consistent", sizeof(why));
+    }
+
+    /*
+     * Every change writes a document's record before the index and the
+     * key table point to it, so the records are what holds: a document
+     * whose record has no key hash was being stored by the dead worker,
+     * and is dropped; no complete one is lost.
+     */
+
+    kept = sh_store_repair(sh->store, &dropped);
 
     if (kept < 0) {
         /* out of memory: sh->writer stays, the next holder tries again */
@@ -216,8 +228,9 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     ngx_log_error(NGX_LOG_ERR, log, 0,
                   "simhash zone \"%V\": worker process %P died while "
-                  "changing it; rebuilt with %l documents, %uD lost",
-                  &zone->name, pid, kept, lost);
+                  "changing it; rebuilt with %l documents, 0 lost (the "
+                  "index was: %s); %uD half-stored dropped",
+                  &zone->name, pid, kept, why, dropped);
 }
 
 

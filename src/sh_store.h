@@ -157,9 +157,11 @@ void sh_store_stats(const sh_store_t *st, sh_store_stats_t *s);
  * without a fingerprint or a key hash is dropped, a text that is not its
  * own is forgotten.  A copy in progress (sh_store_image.h) is abandoned.
  * Needs memory for 16 bytes a document.  Returns the documents kept, or
- * -1 when out of memory (nothing changed).
+ * -1 when out of memory (nothing changed); *dropped: the documents that
+ * had no key hash (a put the writer did not finish: every change writes
+ * the record before the tables point to it).
  */
-long sh_store_repair(sh_store_t *st, uint32_t *lost);
+long sh_store_repair(sh_store_t *st, uint32_t *dropped);
 
 /* Full structural check: the index, every record against the key table,
  * the ring; 0 if consistent. */
