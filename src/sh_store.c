@@ -110,6 +110,14 @@ sh_store_capacity_for(size_t bytes, uint64_t text_bytes)
             hi = mid - 1;
         }
     }
+    /*
+     * The index takes the largest capacity its region holds, and several
+     * capacities share a region size: step down to one that is its own
+     * region's, so that the index never hands out a ref past the records.
+     */
+    while (lo > 0 && sh_index_capacity_for(sh_index_region_size(lo)) != lo) {
+        lo--;
+    }
     return lo;
 }
 

@@ -655,11 +655,31 @@ test_damaged_image_refused(void **state)
     free(mem);
 }
 
+/* Every region size formats: the store's capacity is always its index's. */
+static void
+test_every_size_formats(void **state)
+{
+    size_t      size;
+    void       *mem;
+    char        err[256];
+
+    assert_int_equal(posix_memalign(&mem, 64, 1u << 20), 0);
+    for (size = 40000; size < (1u << 20); size += 997) {
+        if (sh_store_init(mem, size, 16384, secret, 1, err, sizeof(err))
+            == NULL)
+        {
+            fail_msg("%zu bytes: %s", size, err);
+        }
+    }
+    free(mem);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_follows_model),
+        cmocka_unit_test(test_every_size_formats),
         cmocka_unit_test(test_text_evicted_keeps_document),
         cmocka_unit_test(test_touch_refreshes_text),
         cmocka_unit_test(test_copy_in_slices_is_consistent),
