@@ -372,6 +372,110 @@ fail:
     return -1;
 }
 
+/* ---- A file written in pieces. ---- */
+
+struct sh_snapshot_writer_s {
+    int  dfd;
+    int  fd;
+    char path[4096];
+    char base[1024];
+    char tmpbase[1024 + 4];
+};
+
+sh_snapshot_writer_t *
+sh_snapshot_writer_open(const char *path, const sh_snapshot_owner_t *owner,
+                        char *err, size_t errlen)
+{
+    sh_snapshot_writer_t *w = calloc(1, sizeof(*w));
+    char                  tmp[4096 + 4];
+
+    if (w == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    w->fd = -1;
+    if ((size_t) snprintf(w->path, sizeof(w->path), "%s", path)
+        >= sizeof(w->path))
+    {
+        snprintf(err, errlen, "%s: path too long", path);
+        free(w);
+        return NULL;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    w->dfd = open_parent(path, w->base, sizeof(w->base), err, errlen);
+    if (w->dfd < 0) {
+        free(w);
+        return NULL;
+    }
+    snprintf(w->tmpbase, sizeof(w->tmpbase), "%s.tmp", w->base);
+    if (check_dir(w->dfd, path, err, errlen) != 0
+        || (w->fd = create_tmp(w->dfd, w->tmpbase, tmp, owner, err, errlen))
+           < 0)
+    {
+        close(w->dfd);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int
+sh_snapshot_writer_write(sh_snapshot_writer_t *w, const void *buf,
+                         size_t len, char *err, size_t errlen)
+{
+    if (write_all(w->fd, buf, len) != 0) {
+        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void
+sh_snapshot_writer_abort(sh_snapshot_writer_t *w)
+{
+    if (w->fd >= 0) {
+        close(w->fd);
+        (void) unlinkat(w->dfd, w->tmpbase, 0);
+    }
+    close(w->dfd);
+    free(w);
+}
+
+int
+sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err, size_t errlen)
+{
+    int rc = -1;
+
+    if (fsync(w->fd) != 0) {
+        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
+        sh_snapshot_writer_abort(w);
+        return -1;
+    }
+    if (close(w->fd) != 0) {
+        w->fd = -1;
+        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
+        (void) unlinkat(w->dfd, w->tmpbase, 0);
+        goto done;
+    }
+    w->fd = -1;
+    /* renameat replaces a link at PATH itself, never what it points to */
+    if (renameat(w->dfd, w->tmpbase, w->dfd, w->base) != 0) {
+        snprintf(err, errlen, "%s: %s", w->path, strerror(errno));
+        (void) unlinkat(w->dfd, w->tmpbase, 0);
+        goto done;
+    }
+    if (fsync(w->dfd) != 0) {
+        snprintf(err, errlen, "%s: cannot sync directory: %s", w->path,
+                 strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    close(w->dfd);
+    free(w);
+    return rc;
+}
+
 static uint32_t
 bswap32(uint32_t x)
 {

@@ -83,6 +83,23 @@ int sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
                            char *err, size_t errlen);
 
 /*
+ * The same safe creation and durable replacement, for a file written in
+ * pieces (sh_store_file.h): open creates PATH.tmp afresh, write appends,
+ * commit fsyncs it, renames it over PATH and fsyncs the directory; abort
+ * removes it.  commit and abort free the writer.
+ */
+typedef struct sh_snapshot_writer_s sh_snapshot_writer_t;
+
+sh_snapshot_writer_t *sh_snapshot_writer_open(const char *path,
+                                              const sh_snapshot_owner_t *owner,
+                                              char *err, size_t errlen);
+int  sh_snapshot_writer_write(sh_snapshot_writer_t *w, const void *buf,
+                              size_t len, char *err, size_t errlen);
+int  sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err,
+                               size_t errlen);
+void sh_snapshot_writer_abort(sh_snapshot_writer_t *w);
+
+/*
  * Load PATH into freshly malloc'd memory.  On success *region (free() it)
  * holds *region_size bytes, valid as an index when info->region_ok, and
  * *user / *user_len point inside the same allocation (without the kind:

@@ -10,6 +10,11 @@
 #include "sh_store.h"
 #include "sh_store_image.h"
 #include "sh_store_internal.h"
+#include "sh_store_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define KEYS    25000
 
@@ -674,6 +679,81 @@ test_every_size_formats(void **state)
     free(mem);
 }
 
+/* A snapshot file: settings and image through the safe writer, read back
+ * whole, the store restored; a damaged header is refused. */
+static void
+test_store_file_round_trip(void **state)
+{
+    void             *mem, *mem2;
+    sh_store_t       *st, *back;
+    char              dir[] = "/tmp/test_store.XXXXXX", path[256], err[256];
+    unsigned char    *buf = malloc(SH_IMAGE_BUF_MIN), *file;
+    const unsigned char *meta, *image;
+    size_t            meta_len, image_len;
+    sh_snapshot_writer_t *w;
+    sh_image_saver_t  sv;
+    sh_image_info_t   info;
+    struct stat       sb;
+    long              n;
+    int               fd;
+    unsigned          i;
+    static const char settings[] = "distance=10\nmatch=weighted\n";
+
+    model_reset();
+    st = new_store(&mem, 3000, 32 * 1024);
+    for (i = 0; i < 5000; i++) {
+        random_op(st, 4000);
+    }
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/zone.snap", dir);
+
+    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+    assert_non_null(w);
+    assert_int_equal(sh_store_file_begin(w, settings, sizeof(settings) - 1,
+                                         err, sizeof(err)), 0);
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    while ((n = sh_image_save_step(&sv)) > 0) {
+        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
+                                                  sizeof(err)), 0);
+    }
+    assert_int_equal(n, 0);
+    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
+
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, SH_SNAPSHOT_MODE);
+    assert_int_equal(posix_memalign((void **) &file, 64, (size_t) sb.st_size),
+                     0);
+    assert_int_equal(read(fd, file, (size_t) sb.st_size), sb.st_size);
+    close(fd);
+
+    assert_true(sh_store_file_is(file, (size_t) sb.st_size));
+    assert_int_equal(sh_store_file_parse(file, (size_t) sb.st_size, &meta,
+                                         &meta_len, &image, &image_len, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(meta_len, sizeof(settings) - 1);
+    assert_memory_equal(meta, settings, meta_len);
+    back = new_store(&mem2, 3000, 32 * 1024);
+    if (sh_image_load(back, image, image_len, &info, err, sizeof(err)) != 0) {
+        fail_msg("load: %s", err);
+    }
+    compare_model(back, 4000);
+
+    file[20] ^= 1;                  /* the settings' length */
+    assert_int_equal(sh_store_file_parse(file, (size_t) sb.st_size, &meta,
+                                         &meta_len, &image, &image_len, err,
+                                         sizeof(err)), -1);
+    assert_non_null(strstr(err, "damaged"));
+
+    unlink(path);
+    rmdir(dir);
+    free(file);
+    free(buf);
+    free(mem2);
+    free(mem);
+}
+
 int
 main(void)
 {
@@ -687,6 +767,7 @@ main(void)
         cmocka_unit_test(test_copy_gives_up_under_churn),
         cmocka_unit_test(test_repair_after_dead_writer),
         cmocka_unit_test(test_damaged_image_refused),
+        cmocka_unit_test(test_store_file_round_trip),
     };
     unsigned i;
 
