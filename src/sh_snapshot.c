@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -552,6 +553,39 @@ open_regular(const char *path, struct stat *sb, char *err, size_t errlen)
        open() itself */
     (void) fcntl(fd, F_SETFL, 0);
     return fd;
+}
+
+int
+sh_snapshot_map(const char *path, const unsigned char **data, size_t *len,
+                char *err, size_t errlen)
+{
+    struct stat sb;
+    void       *p;
+    int         fd = open_regular(path, &sb, err, errlen);
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (sb.st_size <= 0) {
+        snprintf(err, errlen, "%s: empty", path);
+        close(fd);
+        return -1;
+    }
+    p = mmap(NULL, (size_t) sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    *data = p;
+    *len = (size_t) sb.st_size;
+    return 0;
+}
+
+void
+sh_snapshot_unmap(const unsigned char *data, size_t len)
+{
+    (void) munmap((void *) data, len);
 }
 
 /* The header: everything that makes the file unusable if wrong. */

@@ -100,6 +100,15 @@ int  sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err,
 void sh_snapshot_writer_abort(sh_snapshot_writer_t *w);
 
 /*
+ * Map a whole snapshot file read-only (a regular file with no other name,
+ * not through a link, as sh_snapshot_load reads): 0, or -1 and the reason.
+ * The mapping is page-aligned; unmap it with sh_snapshot_unmap.
+ */
+int  sh_snapshot_map(const char *path, const unsigned char **data,
+                     size_t *len, char *err, size_t errlen);
+void sh_snapshot_unmap(const unsigned char *data, size_t len);
+
+/*
  * Load PATH into freshly malloc'd memory.  On success *region (free() it)
  * holds *region_size bytes, valid as an index when info->region_ok, and
  * *user / *user_len point inside the same allocation (without the kind:

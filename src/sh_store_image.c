@@ -722,7 +722,8 @@ done:
 
 int
 sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
-              sh_image_info_t *info, char *err, size_t errlen)
+              uint32_t expect_extraction, sh_image_info_t *info, char *err,
+              size_t errlen)
 {
     parsed_t        p;
     sh_index_ends_t e;
@@ -757,6 +758,12 @@ sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
         return -1;
     }
     info->source_capacity = t->capacity;
+    info->extraction = t->extraction;
+    if (expect_extraction != 0 && t->extraction != expect_extraction) {
+        snprintf(err, errlen, "image: fingerprints of extraction version "
+                 "%08x, not %08x", t->extraction, expect_extraction);
+        return -1;
+    }
     sh_index_set_version(sh_store_index(st), t->extraction);
     if (st->capacity >= t->ends.hwm && st->text_size == t->text_size) {
         if (load_in_place(st, &p, info, err, errlen) != 0) {

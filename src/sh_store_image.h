@@ -88,6 +88,7 @@ void sh_image_save_abort(sh_image_saver_t *sv);
 typedef struct {
     uint32_t documents;         /* restored */
     uint32_t source_capacity;
+    uint32_t extraction;        /* of the image's fingerprints */
     uint64_t texts;             /* documents restored with their text */
     int      replayed;          /* 1: the geometry differed, so documents
                                    were stored one by one (oldest first,
@@ -96,6 +97,8 @@ typedef struct {
 
 /*
  * Fill an EMPTY store `st` (freshly formatted) from a complete image.
+ * expect_extraction != 0 refuses an image of another extraction version
+ * (sh_version.h) before anything is stored (info->extraction says which).
  * The same secret and seed digest are required (else -1: its key hashes
  * would mean nothing).  A store of the image's geometry (capacity at least
  * the image's refs, ring of the same size) takes the records in place; any
@@ -104,6 +107,7 @@ typedef struct {
  * again.
  */
 int sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
-                  sh_image_info_t *info, char *err, size_t errlen);
+                  uint32_t expect_extraction, sh_image_info_t *info,
+                  char *err, size_t errlen);
 
 #endif

@@ -433,7 +433,7 @@ test_copy_in_slices_is_consistent(void **state)
     compare_model(st, KEYS);            /* the source, as of the last step */
 
     back = new_store(&mem2, 5000, 64 * 1024);
-    if (sh_image_load(back, im.data, im.len, &info, err, sizeof(err)) != 0) {
+    if (sh_image_load(back, im.data, im.len, 0, &info, err, sizeof(err)) != 0) {
         fail_msg("load: %s", err);
     }
     assert_int_equal(info.replayed, 0);
@@ -470,7 +470,7 @@ test_copy_into_smaller_zone(void **state)
     }
     assert_int_equal(save(st, &im, 0, 3000, &steps), 0);
     back = new_store(&mem2, 700, 64 * 1024);
-    if (sh_image_load(back, im.data, im.len, &info, err, sizeof(err)) != 0) {
+    if (sh_image_load(back, im.data, im.len, 0, &info, err, sizeof(err)) != 0) {
         fail_msg("load: %s", err);
     }
     sh_store_stats(back, &s);
@@ -623,14 +623,14 @@ test_damaged_image_refused(void **state)
 
     back = new_store(&mem2, 1000, 16384);
     im.data[im.len / 2] ^= 0x40;
-    assert_int_equal(sh_image_load(back, im.data, im.len, &info, err,
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0, &info, err,
                                    sizeof(err)), -1);
     assert_non_null(strstr(err, "image:"));
     im.data[im.len / 2] ^= 0x40;
 
     free(mem2);
     back = new_store(&mem2, 1000, 16384);
-    assert_int_equal(sh_image_load(back, im.data, im.len - 8, &info, err,
+    assert_int_equal(sh_image_load(back, im.data, im.len - 8, 0, &info, err,
                                    sizeof(err)), -1);
     assert_non_null(strstr(err, "truncated"));
 
@@ -645,14 +645,14 @@ test_damaged_image_refused(void **state)
         back = sh_store_init(mem2, size, 16384, other, 77, err, sizeof(err));
         assert_non_null(back);
     }
-    assert_int_equal(sh_image_load(back, im.data, im.len, &info, err,
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0, &info, err,
                                    sizeof(err)), -1);
     assert_non_null(strstr(err, "hash key"));
 
     /* and the intact image loads */
     free(mem2);
     back = new_store(&mem2, 1000, 16384);
-    assert_int_equal(sh_image_load(back, im.data, im.len, &info, err,
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0, &info, err,
                                    sizeof(err)), 0);
     compare_model(back, 2000);
     free(mem2);
@@ -735,7 +735,7 @@ test_store_file_round_trip(void **state)
     assert_int_equal(meta_len, sizeof(settings) - 1);
     assert_memory_equal(meta, settings, meta_len);
     back = new_store(&mem2, 3000, 32 * 1024);
-    if (sh_image_load(back, image, image_len, &info, err, sizeof(err)) != 0) {
+    if (sh_image_load(back, image, image_len, 0, &info, err, sizeof(err)) != 0) {
         fail_msg("load: %s", err);
     }
     compare_model(back, 4000);

@@ -314,7 +314,7 @@ run_one(sb_t *b, unsigned log2n)
                            sizeof(err));
         t1 = now();
         if (st == NULL
-            || sh_image_load(st, image, (size_t) fst.st_size, &info, err,
+            || sh_image_load(st, image, (size_t) fst.st_size, 0, &info, err,
                              sizeof(err)) != 0)
         {
             fprintf(stderr, "store-bench: load: %s\n", err);
