@@ -317,6 +317,10 @@ uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     uint32_t ref);
 
+/* Under the lock: empty the zone (format its store again). */
+ngx_int_t ngx_http_simhash_zone_empty(ngx_http_simhash_zone_t *zone,
+    char *err, size_t errlen);
+
 /* Under the lock: how a response names a stored document: its key, or
  * while its text is gone NGX_HTTP_SIMHASH_ID_PREFIX and its id, written to
  * id[NGX_HTTP_SIMHASH_NAME_MAX]; name points into the zone or into id. */

@@ -55,6 +55,9 @@ typedef struct {
 } ngx_http_simhash_save_t;
 
 
+static ngx_int_t ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
+    const unsigned char *file, size_t len, ngx_uint_t *copied, char *err,
+    size_t errlen, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_load_records(
     ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
     const void *user, size_t user_len, ngx_uint_t *copied, char *err,
@@ -136,13 +139,76 @@ ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
 }
 
 
+/*
+ * A file of the store's format (sh_store_file.h): its settings, then its
+ * image straight into the zone's store, which is empty at start.  Another
+ * extraction version or hash key is refused before anything is stored.
+ */
+
+static ngx_int_t
+ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
+    const unsigned char *file, size_t len, ngx_uint_t *copied, char *err,
+    size_t errlen, ngx_log_t *log)
+{
+    size_t                 meta_len, image_len;
+    ngx_int_t              rc;
+    sh_keyrec_t            rec;
+    sh_image_info_t        info;
+    const unsigned char   *meta, *image;
+
+    if (sh_store_file_parse(file, len, &meta, &meta_len, &image, &image_len,
+                            err, errlen)
+        != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_simhash_zone_lock(zone, log);
+    ngx_http_simhash_zone_write(zone);
+
+    rc = NGX_OK;
+
+    if (sh_image_load(zone->sh->store, image, image_len, zone->version,
+                      &info, err, errlen)
+        != 0)
+    {
+        /* the store may hold part of the image: start from empty */
+        char  why[256];
+
+        if (ngx_http_simhash_zone_empty(zone, why, sizeof(why)) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          "simhash zone \"%V\": %s", &zone->name, why);
+        }
+
+        rc = NGX_ERROR;
+
+    } else {
+        ngx_memzero(&rec, sizeof(sh_keyrec_t));
+        rec.type = SH_KEYREC_META;
+        rec.data = meta;
+        rec.len = meta_len;
+        ngx_http_simhash_meta_rule(zone, &rec, log);
+        ngx_http_simhash_meta_replicate(zone, &rec, log);
+
+        *copied = info.documents;
+        (void) ngx_atomic_fetch_add(&zone->sh->generation, 1);
+        zone->sh->saved_generation = zone->sh->generation;
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    return rc;
+}
+
+
 void
 ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log)
 {
     char                 err[512];
     void                *region;
-    size_t               region_size, user_len;
+    size_t               region_size, user_len, len;
+    const unsigned char *file;
     ngx_int_t            rc;
     ngx_uint_t           copied;
     ngx_msec_t           start;
@@ -163,6 +229,22 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
 
     region = NULL;
     copied = 0;
+
+    if (sh_snapshot_map((char *) zone->file.data, &file, &len, err,
+                        sizeof(err))
+        == 0)
+    {
+        if (sh_store_file_is(file, len)) {
+            rc = ngx_http_simhash_load_store(zone, file, len, &copied, err,
+                                             sizeof(err), log);
+            sh_snapshot_unmap(file, len);
+            goto loaded;
+        }
+
+        sh_snapshot_unmap(file, len);
+    }
+
+    /* an older format: its documents are stored one by one */
 
     if (sh_snapshot_load((char *) zone->file.data, zone->seed_digest,
                          &region, &region_size, &user, &user_len, &info,
@@ -185,6 +267,8 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     }
 
     free(region);
+
+loaded:
 
     if (rc == NGX_ERROR) {
         ngx_log_error(NGX_LOG_ERR, log, 0,

@@ -416,6 +416,16 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 }
 
 
+/* Under the lock: the zone emptied (a load that failed half way). */
+
+ngx_int_t
+ngx_http_simhash_zone_empty(ngx_http_simhash_zone_t *zone, char *err,
+    size_t errlen)
+{
+    return ngx_http_simhash_format(zone->sh, err, errlen);
+}
+
+
 /* Empty the zone and format the store under the current seed. */
 
 static ngx_int_t

@@ -649,6 +649,14 @@ test_damaged_image_refused(void **state)
                                    sizeof(err)), -1);
     assert_non_null(strstr(err, "hash key"));
 
+    /* fingerprints of another extraction version: refused, store empty */
+    free(mem2);
+    back = new_store(&mem2, 1000, 16384);
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0x1234, &info, err,
+                                   sizeof(err)), -1);
+    assert_non_null(strstr(err, "extraction version"));
+    assert_int_equal(sh_store_find(back, "x", 1), SH_NOREF);
+
     /* and the intact image loads */
     free(mem2);
     back = new_store(&mem2, 1000, 16384);
