@@ -193,6 +193,15 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
         *copied = info.documents;
         (void) ngx_atomic_fetch_add(&zone->sh->generation, 1);
         zone->sh->saved_generation = zone->sh->generation;
+
+        if (info.damaged) {
+            /* the intact frames' documents are in: say what was lost */
+            ngx_snprintf((u_char *) err, errlen,
+                         "%uD of its frames fail their checksum or are cut "
+                         "off; the documents of the others were restored%Z",
+                         info.damaged);
+            rc = NGX_DECLINED;
+        }
     }
 
     ngx_http_simhash_zone_unlock(zone);

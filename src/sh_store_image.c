@@ -28,6 +28,8 @@ typedef struct {
     uint32_t type;
     uint32_t n;             /* RECS: refs; TEXT: bytes; END: 0 */
     uint64_t first;         /* RECS: the first ref; TEXT: its position */
+    uint64_t sum;           /* XXH3 of the payload: a damaged frame costs
+                               only its own documents */
 } frame_t;
 
 typedef struct {
@@ -99,6 +101,7 @@ frame(out_t *o, uint32_t type, uint32_t n, uint64_t first, size_t payload)
     f.type = type;
     f.n = n;
     f.first = first;
+    f.sum = 0;                      /* sealed when the step ends */
     memcpy(p, &f, sizeof(f));
     o->len += sizeof(f) + ST_ALIGN8(payload);
     memset(p + sizeof(f) + payload, 0, ST_ALIGN8(payload) - payload);
@@ -212,6 +215,17 @@ payload_size(const frame_t *f)
            : sizeof(trailer_t);
 }
 
+/* A frame's own checksum, of its payload, into its header. */
+static void
+seal(unsigned char *frame_at)
+{
+    frame_t f;
+
+    memcpy(&f, frame_at, sizeof(f));
+    f.sum = XXH3_64bits(frame_at + sizeof(f), payload_size(&f));
+    memcpy(frame_at, &f, sizeof(f));
+}
+
 /* Chain the frames filled since the last call into the image's hash, one
  * frame at a time (as the loader checks them). */
 static void
@@ -222,6 +236,7 @@ chain(out_t *o)
     size_t            size;
 
     while (o->chained < o->len) {
+        seal(sv->buf + o->chained);
         memcpy(&f, sv->buf + o->chained, sizeof(f));
         size = sizeof(f) + payload_size(&f);
         sv->chain = XXH3_64bits_withSeed(sv->buf + o->chained, size,
@@ -370,6 +385,7 @@ sh_image_save_step(sh_image_saver_t *sv)
                 copy_dirty(&o, 1);
                 chain(&o);
                 trailer(&o);
+                seal(sv->buf + o.chained);
                 o.chained = o.len;
                 st->saving = 0;
                 sv->phase = P_DONE;
@@ -405,11 +421,24 @@ sh_image_save_step(sh_image_saver_t *sv)
 
 typedef struct {
     const unsigned char *image;
-    size_t               len;
-    const trailer_t     *t;
+    size_t               len;       /* of the frames that parse */
+    const trailer_t     *t;         /* NULL: no intact trailer */
+    uint32_t             damaged;   /* frames failing their checksum */
+    int                  cut;       /* the frames end before the trailer */
+    int                  whole;     /* every frame and the chain intact */
 } parsed_t;
 
-/* Walk the frames, checking bounds and the chain; the trailer at the end. */
+static int
+frame_intact(const frame_t *f, const unsigned char *payload)
+{
+    return XXH3_64bits(payload, payload_size(f)) == f->sum;
+}
+
+/*
+ * Walk the frames: their headers must parse (a header that does not ends
+ * the walk there: what follows cannot be found); each payload is checked
+ * against its own sum, the whole against the chain in the trailer.
+ */
 static int
 parse(parsed_t *p, const unsigned char *image, size_t len, char *err,
       size_t errlen)
@@ -419,45 +448,47 @@ parse(parsed_t *p, const unsigned char *image, size_t len, char *err,
     uint64_t       h = CHAIN_SEED;
     trailer_t      t;
 
+    memset(p, 0, sizeof(*p));
     p->image = image;
-    p->len = len;
-    p->t = NULL;
     while (at + sizeof(frame_t) <= len) {
         memcpy(&f, image + at, sizeof(f));
         if (f.type != IMG_RECS && f.type != IMG_TEXT && f.type != IMG_END) {
-            set_err(err, errlen, "image: a frame of unknown type");
-            return -1;
+            break;
         }
         size = payload_size(&f);
         if (size > len - at - sizeof(frame_t)) {
-            set_err(err, errlen, "image: truncated");
-            return -1;
+            break;
         }
         if (f.type == IMG_END) {
             memcpy(&t, image + at + sizeof(frame_t), sizeof(t));
-            if (memcmp(t.magic, IMG_MAGIC, sizeof(IMG_MAGIC)) != 0
-                || t.version != IMG_VERSION || t.endian != ST_ENDIAN)
+            if (frame_intact(&f, image + at + sizeof(frame_t))
+                && memcmp(t.magic, IMG_MAGIC, sizeof(IMG_MAGIC)) == 0)
             {
-                set_err(err, errlen, "image: not a store image of this "
-                        "version");
-                return -1;
+                if (t.version != IMG_VERSION || t.endian != ST_ENDIAN) {
+                    set_err(err, errlen, "image: not a store image of this "
+                            "version");
+                    return -1;
+                }
+                p->t = (const trailer_t *) (image + at + sizeof(frame_t));
+                p->whole = p->damaged == 0 && t.chain == h
+                           && at + sizeof(frame_t) + size == len;
             }
-            if (t.chain != h) {
-                set_err(err, errlen, "image: checksum mismatch (damaged)");
-                return -1;
-            }
-            if (at + sizeof(frame_t) + size != len) {
-                set_err(err, errlen, "image: bytes after its end");
-                return -1;
-            }
-            p->t = (const trailer_t *) (image + at + sizeof(frame_t));
+            p->len = at;
             return 0;
+        }
+        if (!frame_intact(&f, image + at + sizeof(frame_t))) {
+            p->damaged++;
         }
         h = XXH3_64bits_withSeed(image + at, sizeof(frame_t) + size, h);
         at += sizeof(frame_t) + size;
     }
-    set_err(err, errlen, "image: truncated (no end)");
-    return -1;
+    p->len = at;
+    p->cut = 1;
+    if (at == 0) {
+        set_err(err, errlen, "image: truncated or damaged from its start");
+        return -1;
+    }
+    return 0;
 }
 
 /* Call fn for every frame but the end, in order. */
@@ -470,16 +501,16 @@ frames(const parsed_t *p, frame_fn fn, void *arg)
     size_t  at = 0;
     frame_t f;
 
-    for (;;) {
+    while (at < p->len) {
         memcpy(&f, p->image + at, sizeof(f));
-        if (f.type == IMG_END) {
-            return 0;
-        }
-        if (fn(arg, &f, p->image + at + sizeof(f)) != 0) {
+        if (frame_intact(&f, p->image + at + sizeof(f))
+            && fn(arg, &f, p->image + at + sizeof(f)) != 0)
+        {
             return -1;
         }
         at += sizeof(frame_t) + payload_size(&f);
     }
+    return 0;
 }
 
 /* -- in place: the same geometry -- */
@@ -656,8 +687,9 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     st_text_t        e;
     uint64_t         pos, base;
     unsigned char   *key;
-    uint32_t         old;
+    uint32_t         old, next_free;
     size_t           klen;
+    unsigned char   *done_ref = NULL;
     int              rc = -1;
 
     x.t = t;
@@ -673,13 +705,46 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
         set_err(err, errlen, "image: records beyond its refs");
         goto done;
     }
+    /*
+     * The age order as far as its links reach records that are there;
+     * when the image is damaged, the records the order lost follow in ref
+     * order (their places in it are gone with the damaged frames).
+     */
+    done_ref = calloc(t->ends.hwm ? t->ends.hwm : 1, 1);
+    if (done_ref == NULL) {
+        set_err(err, errlen, "out of memory");
+        goto done;
+    }
     ref = t->ends.oldest;
-    for (n = 0; ref != SH_NOREF && n < t->ends.entries; n++) {
-        if (ref >= t->ends.hwm || x.rec[ref] == NULL) {
-            set_err(err, errlen, "image: the age order is broken");
-            goto done;
+    next_free = 0;
+    for (n = 0; n < t->ends.hwm + t->ends.entries; n++) {
+        if (ref == SH_NOREF || ref >= t->ends.hwm || x.rec[ref] == NULL
+            || done_ref[ref])
+        {
+            if (!p->damaged && !p->cut && n < t->ends.entries) {
+                set_err(err, errlen, "image: the age order is broken");
+                goto done;
+            }
+            if (!p->damaged && !p->cut) {
+                break;
+            }
+            /* salvage: the next record not stored yet */
+            while (next_free < t->ends.hwm
+                   && (x.rec[next_free] == NULL || done_ref[next_free]))
+            {
+                next_free++;
+            }
+            if (next_free == t->ends.hwm) {
+                break;
+            }
+            ref = next_free;
         }
+        done_ref[ref] = 1;
         memcpy(&r, x.rec[ref], sizeof(r));
+        if (r.ix.older == SH_INDEX_FREE) {
+            ref = SH_NOREF;
+            continue;
+        }
         klen = 0;
         if (r.doc.text != SH_STORE_NOTEXT) {
             base = t->text_head >> 3;
@@ -699,8 +764,8 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
         if (old != SH_NOREF) {
             (void) sh_store_remove(st, old);
         }
-        if (r.doc.keyhash == 0
-            || sh_store_put(st, klen ? (const char *) key : NULL, klen,
+        if (r.doc.keyhash != 0
+            && sh_store_put(st, klen ? (const char *) key : NULL, klen,
                             r.doc.keyhash, r.ix.hash, &r.doc, NULL)
                == SH_NOREF)
         {
@@ -717,6 +782,7 @@ done:
     free(x.rec);
     free(x.text);
     free(key);
+    free(done_ref);
     return rc;
 }
 
@@ -743,6 +809,12 @@ sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
         return -1;
     }
     t = p.t;
+    if (t == NULL) {
+        /* what it was written under cannot be checked: nothing is used */
+        set_err(err, errlen, p.cut ? "image: truncated" : "image: its end "
+                "is damaged");
+        return -1;
+    }
     if (t->secret_check != sh_store_keyhash(st, SECRET_CHECK,
                                             sizeof(SECRET_CHECK) - 1)
         || t->seed_digest != sh_index_seed_digest(sh_store_index_const(st)))
@@ -765,7 +837,13 @@ sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
         return -1;
     }
     sh_index_set_version(sh_store_index(st), t->extraction);
-    if (st->capacity >= t->ends.hwm && st->text_size == t->text_size) {
+    info->damaged = p.damaged + (uint32_t) p.cut;
+    if (!p.whole) {
+        /* damaged: every intact frame's documents, one by one */
+        if (load_replay(st, &p, info, err, errlen) != 0) {
+            return -1;
+        }
+    } else if (st->capacity >= t->ends.hwm && st->text_size == t->text_size) {
         if (load_in_place(st, &p, info, err, errlen) != 0) {
             return -1;
         }

@@ -90,9 +90,13 @@ typedef struct {
     uint32_t source_capacity;
     uint32_t extraction;        /* of the image's fingerprints */
     uint64_t texts;             /* documents restored with their text */
-    int      replayed;          /* 1: the geometry differed, so documents
-                                   were stored one by one (oldest first,
-                                   the newest kept) */
+    int      replayed;          /* 1: the geometry differed, or the image
+                                   was damaged, so documents were stored
+                                   one by one (oldest first, the newest
+                                   kept) */
+    uint32_t damaged;           /* frames that failed their checksum (or a
+                                   cut end): their documents are lost, the
+                                   others restored */
 } sh_image_info_t;
 
 /*
