@@ -19,6 +19,10 @@
 #define IMG_TEXT        2u
 #define IMG_END         3u
 #define GROUP           (1u << ST_DIRTY_SHIFT)
+#define FRAME_REFS      (4 * GROUP)     /* refs a RECS frame holds at most */
+#define FRAME_TEXT      (16 * 1024)     /* ring bytes a TEXT frame holds */
+/* Small frames keep damage small: a flipped byte costs one frame's
+ * documents (256) or texts (16 KB), for 24 bytes of header each. */
 #define CHAIN_SEED      0x5348494d41474531ULL   /* "SHIMAGE1" */
 #define SECRET_CHECK    "sh_store image: the key secret"
 
@@ -169,6 +173,7 @@ copy_text(out_t *o)
         off = sv->text_next % st->text_size;
         n = st->text_head - sv->text_next;
         n = n < st->text_size - off ? n : st->text_size - off;
+        n = n < FRAME_TEXT ? n : FRAME_TEXT;
         if (room(o) < sizeof(frame_t) + 64) {
             return 0;
         }
@@ -343,7 +348,13 @@ sh_image_save_step(sh_image_saver_t *sv)
         sv->next_ref -= sv->next_ref % GROUP;
         sh_index_ends(sh_store_index_const(st), &e);
         while (sv->next_ref < e.hwm && room(&o) >= recs_bytes(GROUP) + 8) {
-            n = (uint32_t) ((room(&o) - sizeof(frame_t) - 8) / sizeof(rec_t));
+            /* whole frames of FRAME_REFS, or one shorter frame */
+            n = (uint32_t) ((room(&o) - 8) / recs_bytes(FRAME_REFS))
+                * FRAME_REFS;
+            if (n == 0) {
+                n = (uint32_t) ((room(&o) - sizeof(frame_t) - 8)
+                                / sizeof(rec_t));
+            }
             n -= n % GROUP;
             if (n > e.hwm - sv->next_ref) {
                 n = e.hwm - sv->next_ref;
@@ -358,7 +369,14 @@ sh_image_save_step(sh_image_saver_t *sv)
                     (void) dirty_test_clear(st, g);
                 }
             }
-            copy_recs(&o, sv->next_ref, n);
+            {
+                uint32_t k, m;
+
+                for (k = 0; k < n; k += m) {
+                    m = n - k < FRAME_REFS ? n - k : FRAME_REFS;
+                    copy_recs(&o, sv->next_ref + k, m);
+                }
+            }
             sv->next_ref += n;
         }
         if (sv->next_ref >= e.hwm) {
