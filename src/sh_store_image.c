@@ -872,3 +872,79 @@ sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
     info->documents = e.entries;
     return 0;
 }
+
+/* ---- Inspecting. ---- */
+
+typedef struct {
+    const trailer_t *t;
+    unsigned char   *state;     /* by ref: 0 none, 1 stored, 2 free */
+    unsigned char   *text;      /* by ref: 1 with text */
+    uint32_t         frames;
+} inspect_t;
+
+static int
+inspect_frame(void *arg, const frame_t *f, const unsigned char *payload)
+{
+    inspect_t *x = arg;
+    rec_t      r;
+    uint32_t   i;
+
+    x->frames++;
+    if (f->type != IMG_RECS) {
+        return 0;
+    }
+    for (i = 0; i < f->n && f->first + i < x->t->ends.hwm; i++) {
+        memcpy(&r, payload + (size_t) i * sizeof(r), sizeof(r));
+        x->state[f->first + i] = r.ix.older == SH_INDEX_FREE ? 2 : 1;
+        x->text[f->first + i] = r.doc.text != SH_STORE_NOTEXT;
+    }
+    return 0;
+}
+
+int
+sh_image_inspect(const unsigned char *image, size_t len,
+                 sh_image_summary_t *s, char *err, size_t errlen)
+{
+    parsed_t  p;
+    inspect_t x;
+    uint32_t  ref;
+
+    memset(s, 0, sizeof(*s));
+    if (((uintptr_t) image & 7) != 0) {
+        set_err(err, errlen, "image: not 8-byte aligned in memory");
+        return -1;
+    }
+    if (parse(&p, image, len, err, errlen) != 0) {
+        return -1;
+    }
+    if (p.t == NULL) {
+        set_err(err, errlen, p.cut ? "image: truncated" : "image: its end "
+                "is damaged");
+        return -1;
+    }
+    s->capacity = p.t->capacity;
+    s->entries = p.t->ends.entries;
+    s->extraction = p.t->extraction;
+    s->seed_digest = p.t->seed_digest;
+    s->damaged = p.damaged + (uint32_t) p.cut;
+    s->whole = p.whole;
+    x.t = p.t;
+    x.frames = 0;
+    x.state = calloc(p.t->ends.hwm ? p.t->ends.hwm : 1, 1);
+    x.text = calloc(p.t->ends.hwm ? p.t->ends.hwm : 1, 1);
+    if (x.state == NULL || x.text == NULL) {
+        free(x.state);
+        free(x.text);
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    (void) frames(&p, inspect_frame, &x);
+    for (ref = 0; ref < p.t->ends.hwm; ref++) {
+        s->documents += x.state[ref] == 1;
+        s->texts += x.state[ref] == 1 && x.text[ref];
+    }
+    s->frames = x.frames + p.damaged;
+    free(x.state);
+    free(x.text);
+    return 0;
+}

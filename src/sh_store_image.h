@@ -114,4 +114,23 @@ int sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
                   uint32_t expect_extraction, sh_image_info_t *info,
                   char *err, size_t errlen);
 
+/* What an image holds, read without a store (`simhash index check`). */
+typedef struct {
+    uint32_t capacity;          /* the source's */
+    uint32_t entries;           /* documents it held at its last step */
+    uint32_t extraction;
+    uint64_t seed_digest;
+    uint32_t frames;
+    uint32_t damaged;           /* frames failing their checksum, or a cut
+                                   end */
+    int      whole;             /* every frame, the chain and the end */
+    uint32_t documents;         /* documents in the intact frames */
+    uint64_t texts;             /* of them, with their key's text */
+} sh_image_summary_t;
+
+/* 0 and the summary; -1 and a message when nothing of it is usable (its
+ * end, which says what it was written under, is damaged or cut off). */
+int sh_image_inspect(const unsigned char *image, size_t len,
+                     sh_image_summary_t *s, char *err, size_t errlen);
+
 #endif
