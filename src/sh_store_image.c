@@ -804,10 +804,32 @@ done:
     return rc;
 }
 
+static int load_image(sh_store_t *st, const unsigned char *image,
+                      size_t len, uint32_t expect_extraction, int keyed,
+                      sh_image_info_t *info, char *err, size_t errlen);
+
 int
 sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
               uint32_t expect_extraction, sh_image_info_t *info, char *err,
               size_t errlen)
+{
+    return load_image(st, image, len, expect_extraction, 1, info, err,
+                      errlen);
+}
+
+int
+sh_image_load_unkeyed(sh_store_t *st, const unsigned char *image,
+                      size_t len, uint32_t expect_extraction,
+                      sh_image_info_t *info, char *err, size_t errlen)
+{
+    return load_image(st, image, len, expect_extraction, 0, info, err,
+                      errlen);
+}
+
+static int
+load_image(sh_store_t *st, const unsigned char *image, size_t len,
+           uint32_t expect_extraction, int keyed, sh_image_info_t *info,
+           char *err, size_t errlen)
 {
     parsed_t        p;
     sh_index_ends_t e;
@@ -833,8 +855,9 @@ sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
                 "is damaged");
         return -1;
     }
-    if (t->secret_check != sh_store_keyhash(st, SECRET_CHECK,
-                                            sizeof(SECRET_CHECK) - 1)
+    if ((keyed && t->secret_check != sh_store_keyhash(st, SECRET_CHECK,
+                                                      sizeof(SECRET_CHECK)
+                                                      - 1))
         || t->seed_digest != sh_index_seed_digest(sh_store_index_const(st)))
     {
         set_err(err, errlen, "image: written under another hash key "
@@ -926,6 +949,7 @@ sh_image_inspect(const unsigned char *image, size_t len,
     s->entries = p.t->ends.entries;
     s->extraction = p.t->extraction;
     s->seed_digest = p.t->seed_digest;
+    s->text_size = p.t->text_size;
     s->damaged = p.damaged + (uint32_t) p.cut;
     s->whole = p.whole;
     x.t = p.t;

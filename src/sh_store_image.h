@@ -114,12 +114,22 @@ int sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
                   uint32_t expect_extraction, sh_image_info_t *info,
                   char *err, size_t errlen);
 
+/*
+ * The same, for a tool without the zone's secret (`simhash index query`):
+ * the key hashes are taken as they are, so lookups by fingerprint work and
+ * lookups by key do not.  The seed digest must still match.
+ */
+int sh_image_load_unkeyed(sh_store_t *st, const unsigned char *image,
+                          size_t len, uint32_t expect_extraction,
+                          sh_image_info_t *info, char *err, size_t errlen);
+
 /* What an image holds, read without a store (`simhash index check`). */
 typedef struct {
     uint32_t capacity;          /* the source's */
     uint32_t entries;           /* documents it held at its last step */
     uint32_t extraction;
     uint64_t seed_digest;
+    uint64_t text_size;         /* of the source's key text ring */
     uint32_t frames;
     uint32_t damaged;           /* frames failing their checksum, or a cut
                                    end */

@@ -322,6 +322,114 @@ paths_from_keys(paths_t *p, sh_index_t *ix, const char *kind,
     return 0;
 }
 
+/*
+ * A snapshot in the store's format (the module's zones, format 4): its
+ * image in a store on the heap, and a path table of its keys (a key whose
+ * text left the ring shows as its id).  NULL and *handled 0 when the file
+ * is of another format.
+ */
+static sh_index_t *
+load_store_index(const char *file, const sh_config_t *cfg, void **mem,
+                 paths_t *p, int *handled)
+{
+    const unsigned char *data, *meta, *image;
+    size_t               len, meta_len, image_len, size, at = 0;
+    unsigned char        secret[SH_STORE_SECRET_LEN];
+    char                 err[512];
+    sh_image_summary_t   sum;
+    sh_image_info_t      info;
+    sh_store_t          *st = NULL;
+    uint32_t             ref, cap;
+    char                *buf;
+    uint32_t            *off;
+    char                *str;
+    const char          *text;
+
+    *handled = 0;
+    if (sh_snapshot_map(file, &data, &len, err, sizeof(err)) != 0) {
+        return NULL;
+    }
+    if (!sh_store_file_is(data, len)) {
+        sh_snapshot_unmap(data, len);
+        return NULL;
+    }
+    *handled = 1;
+    *mem = NULL;
+    memset(secret, 0, sizeof(secret));
+    if (sh_store_file_parse(data, len, &meta, &meta_len, &image, &image_len,
+                            err, sizeof(err)) != 0
+        || sh_image_inspect(image, image_len, &sum, err, sizeof(err)) != 0)
+    {
+        goto failed;
+    }
+    if (!sum.whole) {
+        snprintf(err, sizeof(err), "damaged (%u of %u frames): `simhash "
+                 "index check` says more", sum.damaged, sum.frames);
+        goto failed;
+    }
+    size = sh_store_region_size(sum.capacity, sum.text_size);
+    if (size == 0 || posix_memalign(mem, 64, size) != 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        *mem = NULL;
+        goto failed;
+    }
+    st = sh_store_init(*mem, size, sum.text_size, secret,
+                       cfg != NULL ? sh_config_seed_digest(cfg)
+                                   : sum.seed_digest,
+                       err, sizeof(err));
+    if (st == NULL
+        || sh_image_load_unkeyed(st, image, image_len,
+                                 cfg != NULL ? sh_config_version(cfg) : 0,
+                                 &info, err, sizeof(err)) != 0)
+    {
+        goto failed;
+    }
+    sh_snapshot_unmap(data, len);
+
+    /* the path table: each stored document's key, or its id */
+    cap = sum.capacity;
+    buf = malloc((size_t) cap * 4 + (size_t) cap * 32
+                 + (size_t) sum.text_size + 1);
+    if (buf == NULL) {
+        cli_error("out of memory");
+        free(*mem);
+        *mem = NULL;
+        return NULL;
+    }
+    off = (uint32_t *) (void *) buf;
+    str = buf + (size_t) cap * 4;
+    for (ref = 0; ref < cap; ref++) {
+        off[ref] = UINT32_MAX;
+        if (sh_store_doc(st, ref) == NULL) {
+            continue;
+        }
+        off[ref] = (uint32_t) at;
+        len = sh_store_key(st, ref, &text);
+        if (len > 0) {
+            memcpy(str + at, text, len);
+        } else {
+            len = (size_t) snprintf(str + at, 32, "simhash-id:");
+            sh_store_id(st, ref, str + at + len);
+            len += SH_STORE_ID_LEN;
+        }
+        str[at + len] = '\0';
+        at += len + 1;
+    }
+    p->off = off;
+    p->str = str;
+    p->count = cap;
+    p->slen = at;
+    p->own = buf;
+    return sh_store_index(st);
+
+failed:
+    sh_snapshot_unmap(data, len);
+    cli_error("%s: %s", file, err);
+    free(*mem);
+    *mem = NULL;
+    return NULL;
+}
+
 static sh_index_t *
 load_index(const char *file, const sh_config_t *cfg, void **mem, paths_t *p)
 {
@@ -333,6 +441,14 @@ load_index(const char *file, const sh_config_t *cfg, void **mem, paths_t *p)
     sh_snapshot_info_t info;
 
     p->own = NULL;
+    {
+        int handled;
+
+        ix = load_store_index(file, cfg, mem, p, &handled);
+        if (handled) {
+            return ix;
+        }
+    }
     if (sh_snapshot_load(file, digest, mem, &rsize, &user, &ulen, &info,
                          err, sizeof(err)) != 0) {
         cli_error("%s", err);
