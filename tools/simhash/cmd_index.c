@@ -987,6 +987,23 @@ dump_visit(void *arg, uint32_t ref, uint64_t hash)
     return 0;
 }
 
+/* dump of a store-format snapshot: its path table (keys or ids) */
+static int
+dump_paths_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    const paths_t *p = arg;
+
+    printf("%016llx\t%u\t", (unsigned long long) hash, ref);
+    if (ref < p->count && p->off[ref] != UINT32_MAX) {
+        print_doc(p->str + p->off[ref],
+                  (uint32_t) strlen(p->str + p->off[ref]));
+    } else {
+        putchar('-');
+    }
+    putchar('\n');
+    return 0;
+}
+
 static int
 index_dump(int argc, char **argv)
 {
@@ -998,6 +1015,24 @@ index_dump(int argc, char **argv)
     if (argc != 2 || cli_is_help(argv[1])) {
         usage(argc == 2 ? stdout : stderr);
         return argc == 2 ? 0 : 2;
+    }
+    {
+        void       *mem = NULL;
+        paths_t     p;
+        sh_index_t *ix;
+        int         handled;
+
+        memset(&p, 0, sizeof(p));
+        ix = load_store_index(argv[1], NULL, &mem, &p, &handled);
+        if (handled) {
+            if (ix == NULL) {
+                return 1;
+            }
+            sh_index_foreach(ix, dump_paths_visit, &p);
+            free(p.own);
+            free(mem);
+            return fflush(stdout) == 0 ? 0 : 1;
+        }
     }
     if (docs_load(&dt, argv[1], err, sizeof(err)) != 0) {
         cli_error("%s: %s", argv[1], err);
