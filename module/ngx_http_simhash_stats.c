@@ -35,6 +35,9 @@ enum {
     NGX_HTTP_SIMHASH_V_IDENTICAL,
     NGX_HTTP_SIMHASH_V_LISTINGS,
     NGX_HTTP_SIMHASH_V_WHOLE_TEXT,
+    NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE,
+    NGX_HTTP_SIMHASH_V_KEY_TEXTS,
+    NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS,
     NGX_HTTP_SIMHASH_V_RESPONSES,
     NGX_HTTP_SIMHASH_V_SKIPPED = NGX_HTTP_SIMHASH_V_RESPONSES
                                  + NGX_HTTP_SIMHASH_NSTATUS,
@@ -177,6 +180,22 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Pages whose content is links, fingerprinted whole."),
       NGX_HTTP_SIMHASH_V_WHOLE_TEXT, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("key_text_bytes"), ngx_string("key_text_bytes"),
+      ngx_string("gauge"),
+      ngx_string("Size of the ring that keeps the documents' keys."),
+      NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("key_texts"), ngx_string("key_texts"),
+      ngx_string("gauge"),
+      ngx_string("Documents whose key is kept (the others are named by "
+                 "their id)."),
+      NGX_HTTP_SIMHASH_V_KEY_TEXTS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("key_text_evictions"),
+      ngx_string("key_text_evictions_total"), ngx_string("counter"),
+      ngx_string("Keys that left the ring while their document stayed."),
+      NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("responses"), ngx_string("responses_total"),
       ngx_string("counter"), ngx_string("Fingerprinted responses by status."),
@@ -516,6 +535,9 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
         v[NGX_HTTP_SIMHASH_V_LISTINGS] = sh->listings;
         v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = sh->whole_text;
+        v[NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE] = ss.text_bytes;
+        v[NGX_HTTP_SIMHASH_V_KEY_TEXTS] = ss.texts;
+        v[NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS] = ss.text_evictions;
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
             v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];

@@ -69,6 +69,10 @@ $z = $zone->('keys');
 cmp_ok($z->{capacity}, '>=', $m, "the zone holds $m documents");
 is($z->{entries}, $m, 'long keys: every page stored');
 is($z->{evictions}, 0, 'long keys: none evicted for its key length');
+cmp_ok($z->{key_text_evictions}, '>', 0,
+       "stats: keys that left the ring ($z->{key_text_evictions})");
+cmp_ok($z->{key_texts}, '<', $m, "stats: keys kept ($z->{key_texts})");
+cmp_ok($z->{key_text_bytes}, '>', 0, 'stats: the ring\'s size');
 is($t->status_of("/long/gen/1.html"), 'unchanged',
    'long keys: the oldest is still known');
 my $r = $t->get("/long/gen/1.html?copy");
