@@ -160,6 +160,8 @@ typedef struct {
     sh_rule_t                    rule;      /* match= */
     ngx_uint_t                   distance;  /* the radius, or the cap on H */
     uint32_t                     threshold; /* threshold=, score units */
+    size_t                       keys;      /* keys=: the key text ring's
+                                               bytes; 0: its share */
     ngx_str_t                    file;      /* full path, "" = none */
     ngx_uint_t                   load;      /* formatted empty in this
                                                cycle: the snapshot is
@@ -289,7 +291,7 @@ void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
 #define NGX_HTTP_SIMHASH_MIN_DOCS   16      /* the smallest zone */
 
 ngx_int_t ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data);
-uint32_t ngx_http_simhash_zone_capacity(size_t zone_size);
+uint32_t ngx_http_simhash_zone_capacity(size_t zone_size, size_t keys);
 void *ngx_http_simhash_old_zone(ngx_shm_zone_t *shm);
 
 /*

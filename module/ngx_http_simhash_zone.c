@@ -241,7 +241,7 @@ ngx_http_simhash_repair(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
  */
 
 static size_t
-ngx_http_simhash_zone_avail(size_t zone_size, uint64_t *text)
+ngx_http_simhash_zone_avail(size_t zone_size, size_t keys, uint64_t *text)
 {
     size_t  avail;
 
@@ -251,19 +251,19 @@ ngx_http_simhash_zone_avail(size_t zone_size, uint64_t *text)
     }
 
     avail = zone_size - zone_size / 32 - 16 * 1024;
-    *text = (uint64_t) avail / 100 * NGX_HTTP_SIMHASH_TEXT_SHARE;
+    *text = keys ? keys : (uint64_t) avail / 100 * NGX_HTTP_SIMHASH_TEXT_SHARE;
 
-    return avail;
+    return *text < avail ? avail : 0;
 }
 
 
 uint32_t
-ngx_http_simhash_zone_capacity(size_t zone_size)
+ngx_http_simhash_zone_capacity(size_t zone_size, size_t keys)
 {
     size_t    avail;
     uint64_t  text;
 
-    avail = ngx_http_simhash_zone_avail(zone_size, &text);
+    avail = ngx_http_simhash_zone_avail(zone_size, keys, &text);
 
     return avail ? sh_store_capacity_for(avail, text) : 0;
 }
@@ -364,7 +364,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     shpool->log_nomem = 0;
 
-    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size, &sh->text_size);
+    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size, zone->keys,
+                                        &sh->text_size);
     sh->store_size = sh_store_region_size(sh_store_capacity_for(avail,
                                                                 sh->text_size),
                                           sh->text_size);
