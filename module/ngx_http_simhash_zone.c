@@ -549,8 +549,10 @@ ngx_http_simhash_old_zone(ngx_shm_zone_t *shm)
 
 /*
  * A reload that resized the zone: take the documents of the old one over,
- * oldest first, with their keys; a document whose text left the old ring
- * cannot be stored under its key, and is left out.
+ * oldest first (a smaller zone keeps the newest), each with its key's
+ * text when the old ring still has it, else by its key's hash alone (the
+ * seed, hence the hash's key, is the same: a resize under another seed
+ * starts empty).
  */
 
 typedef struct {
@@ -566,18 +568,19 @@ ngx_http_simhash_migrate_visit(void *arg, uint32_t ref, uint64_t hash)
 {
     ngx_http_simhash_migrate_t  *mg = arg;
 
-    ngx_str_t              key;
+    size_t                 len;
     const char            *text;
+    sh_store_t            *to;
     const sh_store_doc_t  *d;
 
+    to = mg->zone->sh->store;
     d = sh_store_doc(mg->from, ref);
-    key.len = sh_store_key(mg->from, ref, &text);
-    key.data = (u_char *) text;
+    len = sh_store_key(mg->from, ref, &text);
 
-    if (d == NULL || key.len == 0
-        || ngx_http_simhash_zone_key(mg->zone, &key) != SH_NOREF
-        || ngx_http_simhash_zone_store(mg->zone, &key, hash, d->digest,
-                                       d->time, &d->sketches)
+    if (d == NULL
+        || sh_store_find_hash(to, d->keyhash) != SH_NOREF
+        || sh_store_put(to, len ? text : NULL, len, d->keyhash, hash, d,
+                        NULL)
            == SH_NOREF)
     {
         mg->missing++;
@@ -585,6 +588,8 @@ ngx_http_simhash_migrate_visit(void *arg, uint32_t ref, uint64_t hash)
     }
 
     mg->copied++;
+    mg->zone->sh->key_max = ngx_max(mg->zone->sh->key_max, len);
+    (void) ngx_atomic_fetch_add(&mg->zone->sh->generation, 1);
 
     return 0;
 }
