@@ -1,20 +1,23 @@
 
 /*
- * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
- * index region and, as its user section, one record per document, oldest
- * first (sh_keyrec.h): its key, its fingerprint (in a replicated zone also
- * the second of its version), and the zone's settings in a META record
- * (its match rule: match=, distance=, threshold=; the rule is applied at
- * lookup, so a snapshot taken under another rule loads all the same, and
- * the log says the rule changed; in a replicated zone also the stream and
- * the id of the last entry applied: replicate_stream=, replicate_id=,
- * from which replication goes on after a restart).  Loading stores every
- * document again, in that order: a snapshot fits a zone of any size (a
- * smaller zone keeps the newest documents).
+ * Persistence of a simhash zone.  A save writes the store's format
+ * (sh_store_file.h): a header, the zone's settings (its match rule:
+ * match=, distance=, threshold=; in a replicated zone also the stream and
+ * the id of the last entry applied, from which replication goes on after
+ * a restart), then the store's image (sh_store_image.h), copied from the
+ * zone in slices of 1 MB by a thread-pool task, so that no worker waits on
+ * the lock for more than one slice.  The file follows what the zone
+ * holds, not its size.
+ *
+ * A start reads it back with pread, in chunks: a zone of the file's
+ * geometry takes the records in place, any other stores the documents
+ * again, oldest first (a smaller zone keeps the newest).  Files of the
+ * older formats (the index region and one record per document,
+ * sh_snapshot.h and sh_keyrec.h) still load, one document at a time.
  *
  * A damaged file never costs more than its damage, and is never lost: the
- * records are checksummed in blocks, so a flipped byte costs one block of
- * documents (about a thousand) and the rest is restored; a file that cannot
+ * image is checksummed frame by frame, so a flipped byte costs one frame
+ * of documents (at most 256) and the rest is restored; a file that cannot
  * be used at all starts the zone empty.  Either way the damaged file is
  * renamed aside (PATH.damaged-TIME), so that the next save cannot overwrite
  * it, and the log says where it went.
@@ -34,6 +37,8 @@
 #define NGX_HTTP_SIMHASH_SAVE_BUF   (1024 * 1024)   /* bytes a hold of the
                                                        lock copies */
 #define NGX_HTTP_SIMHASH_META_MAX   1024
+/* a store file's header and settings fit in this (sh_store_file.h) */
+#define NGX_HTTP_SIMHASH_HEAD_MAX   (SH_STORE_FILE_META_MAX + 4096)
 
 
 /* a snapshot being saved: see ngx_http_simhash_save_write() */
@@ -143,33 +148,40 @@ ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
  * A file of the store's format (sh_store_file.h): its settings, then its
  * image straight into the zone's store, which is empty at start.  Another
  * extraction version or hash key is refused before anything is stored.
+ * The image is read with pread in chunks, not mapped (sh_store_image.c
+ * says why); `head` holds the file's first bytes: its header and
+ * settings.
  */
 
 static ngx_int_t
-ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
-    const unsigned char *file, size_t len, ngx_uint_t *copied, char *err,
-    size_t errlen, ngx_log_t *log)
+ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
+    const unsigned char *head, size_t head_len, uint64_t file_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
 {
     size_t                 meta_len, image_len;
+    uint64_t               image_off;
     ngx_int_t              rc;
     sh_keyrec_t            rec;
     sh_image_info_t        info;
     const unsigned char   *meta, *image;
 
-    if (sh_store_file_parse(file, len, &meta, &meta_len, &image, &image_len,
-                            err, errlen)
+    if (sh_store_file_parse(head, head_len, &meta, &meta_len, &image,
+                            &image_len, err, errlen)
         != 0)
     {
         return NGX_ERROR;
     }
+
+    image_off = (uint64_t) (image - head);
 
     ngx_http_simhash_zone_lock(zone, log);
     ngx_http_simhash_zone_write(zone);
 
     rc = NGX_OK;
 
-    if (sh_image_load(zone->sh->store, image, image_len, zone->version,
-                      &info, err, errlen)
+    if (sh_image_load_fd(zone->sh->store, fd, image_off,
+                         file_len - image_off, zone->version, &info, err,
+                         errlen)
         != 0)
     {
         /* the store may hold part of the image: start from empty */
@@ -210,14 +222,47 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
 }
 
 
+/*
+ * The file's first bytes (header and settings of the store format) into
+ * head; 1 if it is of that format, 0 if not (an older format), -1 if it
+ * cannot be read.
+ */
+
+static ngx_int_t
+ngx_http_simhash_read_head(int fd, uint64_t file_len, unsigned char *head,
+    size_t *head_len, char *err, size_t errlen)
+{
+    ssize_t  n;
+    size_t   want;
+
+    want = file_len < NGX_HTTP_SIMHASH_HEAD_MAX
+           ? (size_t) file_len : NGX_HTTP_SIMHASH_HEAD_MAX;
+
+    n = pread(fd, head, want, 0);
+
+    if (n < 0 || (size_t) n != want) {
+        ngx_snprintf((u_char *) err, errlen, "cannot be read: %s%Z",
+                     n < 0 ? strerror(ngx_errno) : "cut short");
+        return -1;
+    }
+
+    *head_len = want;
+
+    return sh_store_file_is(head, want) ? 1 : 0;
+}
+
+
 void
 ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log)
 {
+    int                  fd;
+    ngx_int_t            format;
     char                 err[512];
     void                *region;
-    size_t               region_size, user_len, len;
-    const unsigned char *file;
+    size_t               region_size, user_len, head_len;
+    uint64_t             file_len;
+    unsigned char       *head;
     ngx_int_t            rc;
     ngx_uint_t           copied;
     ngx_msec_t           start;
@@ -239,18 +284,34 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     region = NULL;
     copied = 0;
 
-    if (sh_snapshot_map((char *) zone->file.data, &file, &len, err,
-                        sizeof(err))
-        == 0)
-    {
-        if (sh_store_file_is(file, len)) {
-            rc = ngx_http_simhash_load_store(zone, file, len, &copied, err,
+    fd = sh_snapshot_open((char *) zone->file.data, &file_len, err,
+                          sizeof(err));
+
+    if (fd >= 0) {
+        head = ngx_alloc(NGX_HTTP_SIMHASH_HEAD_MAX, log);
+
+        format = head == NULL ? -1
+                 : ngx_http_simhash_read_head(fd, file_len, head, &head_len,
+                                              err, sizeof(err));
+        rc = NGX_ERROR;
+
+        if (format == 1) {
+            rc = ngx_http_simhash_load_store(zone, fd, head, head_len,
+                                             file_len, &copied, err,
                                              sizeof(err), log);
-            sh_snapshot_unmap(file, len);
-            goto loaded;
+        } else if (head == NULL) {
+            ngx_snprintf((u_char *) err, sizeof(err), "out of memory%Z");
         }
 
-        sh_snapshot_unmap(file, len);
+        if (head != NULL) {
+            ngx_free(head);
+        }
+
+        (void) close(fd);
+
+        if (format != 0) {
+            goto loaded;
+        }
     }
 
     /* an older format: its documents are stored one by one */

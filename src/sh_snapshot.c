@@ -556,6 +556,24 @@ open_regular(const char *path, struct stat *sb, char *err, size_t errlen)
 }
 
 int
+sh_snapshot_open(const char *path, uint64_t *size, char *err, size_t errlen)
+{
+    struct stat sb;
+    int         fd = open_regular(path, &sb, err, errlen);
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (sb.st_size <= 0) {
+        snprintf(err, errlen, "%s: empty", path);
+        close(fd);
+        return -1;
+    }
+    *size = (uint64_t) sb.st_size;
+    return fd;
+}
+
+int
 sh_snapshot_map(const char *path, const unsigned char **data, size_t *len,
                 char *err, size_t errlen)
 {

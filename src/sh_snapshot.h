@@ -100,6 +100,15 @@ int  sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err,
 void sh_snapshot_writer_abort(sh_snapshot_writer_t *w);
 
 /*
+ * Open a snapshot file for reading with the same checks as sh_snapshot_map:
+ * the descriptor (the caller closes it) and the file's size in *size, or
+ * -1 and the reason.  A zone reads its image through it with pread
+ * (sh_image_load_fd), never through a mapping.
+ */
+int  sh_snapshot_open(const char *path, uint64_t *size, char *err,
+                      size_t errlen);
+
+/*
  * Map a whole snapshot file read-only (a regular file with no other name,
  * not through a link, as sh_snapshot_load reads): 0, or -1 and the reason.
  * The mapping is page-aligned; unmap it with sh_snapshot_unmap.

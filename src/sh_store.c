@@ -332,29 +332,25 @@ keys_delete(sh_store_t *st, uint32_t ref, uint64_t keyhash)
  * the end wrap around through ordinary inserts.
  */
 void
-st_keys_build(sh_store_t *st, sh_pair_t *p, uint32_t n)
+st_keys_build(sh_store_t *st, uint64_t *keyhash, uint32_t *ref, uint32_t n)
 {
     uint32_t *k = st_keys(st);
     uint32_t  i, s, h, next = 0, nwrap = 0;
 
-    if (sh_radix_sort(p, n) != 0) {
-        for (i = 0; i < n; i++) {
-            st_keys_insert(st, p[i].value, p[i].key);
-        }
-        return;
-    }
+    sh_radix_sort(keyhash, ref, n);
     for (i = 0; i < n; i++) {
-        h = home(st, p[i].key);
+        h = home(st, keyhash[i]);
         s = h > next ? h : next;
         if (s >= st->kslots) {
-            p[nwrap++] = p[i];      /* after every placed one: safe */
+            keyhash[nwrap] = keyhash[i];    /* after every placed one: */
+            ref[nwrap++] = ref[i];          /* safe to overwrite */
             continue;
         }
-        k[s] = p[i].value;
+        k[s] = ref[i];
         next = s + 1;
     }
     for (i = 0; i < nwrap; i++) {
-        st_keys_insert(st, p[i].value, p[i].key);
+        st_keys_insert(st, ref[i], keyhash[i]);
     }
 }
 
@@ -726,7 +722,7 @@ sh_store_repair(sh_store_t *st, uint32_t *lost)
     sh_index_ends_t  e, ne;
     sh_index_doc_t  *docs;
     sh_store_doc_t  *d;
-    sh_pair_t       *pairs;
+    uint32_t        *vals;
     repair_t         r;
     uint64_t        *hash, seed = sh_index_seed_digest(ix);
     uint32_t         version = sh_index_version(ix), i, ref, kept = 0;
@@ -742,12 +738,12 @@ sh_store_repair(sh_store_t *st, uint32_t *lost)
     r.order = malloc((r.max ? r.max : 1) * sizeof(*r.order));
     r.seen = calloc(r.max ? r.max : 1, 1);
     hash = malloc((r.max ? r.max : 1) * sizeof(*hash));
-    pairs = malloc((r.max ? r.max : 1) * sizeof(*pairs));
-    if (r.order == NULL || r.seen == NULL || hash == NULL || pairs == NULL) {
+    vals = malloc((r.max ? r.max : 1) * sizeof(*vals));
+    if (r.order == NULL || r.seen == NULL || hash == NULL || vals == NULL) {
         free(r.order);
         free(r.seen);
         free(hash);
-        free(pairs);
+        free(vals);
         return -1;
     }
 
@@ -812,10 +808,10 @@ sh_store_repair(sh_store_t *st, uint32_t *lost)
         k[i] = SH_NOREF;
     }
     for (i = 0; i < kept; i++) {
-        pairs[i].key = st_docs(st)[r.order[i]].keyhash;
-        pairs[i].value = r.order[i];
+        hash[i] = st_docs(st)[r.order[i]].keyhash;     /* free again */
+        vals[i] = r.order[i];
     }
-    st_keys_build(st, pairs, kept);
+    st_keys_build(st, hash, vals, kept);
 
     /* the ring: its ends if they still make sense, each text checked */
     if (st->text_tail > st->text_head
@@ -846,7 +842,7 @@ sh_store_repair(sh_store_t *st, uint32_t *lost)
     free(r.order);
     free(r.seen);
     free(hash);
-    free(pairs);
+    free(vals);
     return (long) kept;
 }
 

@@ -115,6 +115,16 @@ int sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
                   char *err, size_t errlen);
 
 /*
+ * The same from a file: the image's `len` bytes at offset `off` of `fd`,
+ * read with pread in chunks of 4 MB (two passes: the check, then the
+ * records; a file is not mapped, see sh_store_image.c).  This is how a
+ * zone starts from its snapshot.
+ */
+int sh_image_load_fd(sh_store_t *st, int fd, uint64_t off, uint64_t len,
+                     uint32_t expect_extraction, sh_image_info_t *info,
+                     char *err, size_t errlen);
+
+/*
  * The same, for a tool without the zone's secret (`simhash index query`):
  * the key hashes are taken as they are, so lookups by fingerprint work and
  * lookups by key do not.  The seed digest must still match.

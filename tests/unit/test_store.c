@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define KEYS    25000
+#define KEYS    100000
 
 /* What the store must hold, key by key. */
 typedef struct {
@@ -102,6 +102,23 @@ model_oldest(void)
 }
 
 /* One random operation on store and model alike. */
+/* 1: fingerprints an adversary picks (test_pathological_fingerprints) */
+static int pathological;
+
+static uint64_t
+fingerprint_for(unsigned k)
+{
+    if (pathological && k % 3 == 0) {
+        return 0x123456789ABCDEF0ULL;   /* one page under many URLs */
+    }
+    if (pathological && k % 3 == 1) {
+        return 0xFFFFFFFFFFFF0000ULL | k;   /* piled at the top of the
+                                               space, past the table's
+                                               spare tail */
+    }
+    return rnd();
+}
+
 static void
 random_op(sh_store_t *st, unsigned nkeys)
 {
@@ -129,7 +146,7 @@ random_op(sh_store_t *st, unsigned nkeys)
             model_store(old, 0);
         }
         model_store(k, 1);
-        model[k].fp = rnd();
+        model[k].fp = fingerprint_for(k);
         model[k].digest = d.digest;
         model[k].stamp = ++clock_now;
         ref = sh_store_put(st, key, len, sh_store_keyhash(st, key, len),
@@ -817,11 +834,191 @@ test_store_file_round_trip(void **state)
     free(mem);
 }
 
+/*
+ * The bulk build of a load (sorted in place, then spread from the end of
+ * the table) under fingerprints that defeat it: a thousand copies of one
+ * (shadows beyond RUN_MAX) and a thousand piled at the top of the space,
+ * which run past the table's end and are finished by inserts.  The loaded
+ * store passes its full check and holds what the model does.
+ */
+static void
+test_pathological_fingerprints(void **state)
+{
+    void            *mem, *mem2;
+    sh_store_t      *st, *back;
+    image_t          im;
+    unsigned         i, steps;
+    sh_image_info_t  info;
+    char             err[256];
+
+    (void) state;
+    model_reset();
+    pathological = 1;
+    st = new_store(&mem, 3000, 64 * 1024);
+    for (i = 0; i < 8000; i++) {
+        random_op(st, 3200);
+    }
+    check_ok(st);
+    assert_int_equal(save(st, &im, 0, 3200, &steps), 0);
+    back = new_store(&mem2, 3000, 64 * 1024);
+    if (sh_image_load(back, im.data, im.len, 0, &info, err, sizeof(err)) != 0) {
+        fail_msg("load: %s", err);
+    }
+    assert_int_equal(info.replayed, 0);
+    assert_int_equal(info.documents, model_count());
+    check_ok(back);
+    compare_model(back, 3200);
+    /* and every stored fingerprint is found by a lookup (the table, not
+     * only the records) */
+    for (i = 0; i < 3200; i++) {
+        sh_lookup_opts_t o;
+        sh_match_t       m;
+
+        if (!model[i].stored) {
+            continue;
+        }
+        sh_lookup_opts_init(&o);
+        o.h = 0;
+        o.mode = SH_MATCH_FIRST;
+        assert_int_equal(sh_index_lookup(sh_store_index(back), model[i].fp,
+                                         NULL, &o, &m, 1, NULL), 1);
+        assert_true(m.hash == model[i].fp);
+    }
+    pathological = 0;
+    free(mem2);
+    free(im.data);
+    free(mem);
+}
+
+/* Write st as a snapshot file at path; the image's offset and length. */
+static void
+write_file(sh_store_t *st, const char *path, uint64_t *off, uint64_t *len)
+{
+    unsigned char        *buf = malloc(SH_IMAGE_BUF_MIN);
+    char                  err[256];
+    sh_snapshot_writer_t *w;
+    sh_image_saver_t      sv;
+    long                  n;
+    uint64_t              total = 0;
+    static const char     settings[] = "distance=10\n";
+
+    assert_non_null(buf);
+    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+    assert_non_null(w);
+    assert_int_equal(sh_store_file_begin(w, settings, sizeof(settings) - 1,
+                                         err, sizeof(err)), 0);
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    while ((n = sh_image_save_step(&sv)) > 0) {
+        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
+                                                  sizeof(err)), 0);
+        total += (uint64_t) n;
+    }
+    assert_int_equal(n, 0);
+    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
+    free(buf);
+    *len = total;
+    {
+        struct stat sb;
+
+        assert_int_equal(stat(path, &sb), 0);
+        *off = (uint64_t) sb.st_size - total;
+    }
+}
+
+/*
+ * A zone starts from its file with pread in chunks (sh_image_load_fd): an
+ * image of several chunks (frames straddle their ends) loads in place as
+ * the memory one does; a damaged frame costs its documents only (the
+ * replay, from the file read whole); a file cut short is refused; a
+ * smaller zone takes the newest.
+ */
+static void
+test_load_from_file_in_chunks(void **state)
+{
+    void            *mem, *mem2;
+    sh_store_t      *st, *back;
+    char             dir[] = "/tmp/test_store.XXXXXX", path[256], err[256];
+    uint64_t         off, len;
+    sh_image_info_t  info;
+    sh_store_stats_t s;
+    unsigned         i;
+    unsigned char    c;
+    int              fd;
+
+    (void) state;
+    model_reset();
+    st = new_store(&mem, 90000, 4u << 20);
+    for (i = 0; i < 200000; i++) {
+        random_op(st, KEYS);
+    }
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/zone.snap", dir);
+    write_file(st, path, &off, &len);
+    assert_true(len > (5u << 20));      /* more than one chunk */
+
+    fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    back = new_store(&mem2, 90000, 4u << 20);
+    if (sh_image_load_fd(back, fd, off, len, 0, &info, err, sizeof(err))
+        != 0)
+    {
+        fail_msg("load: %s", err);
+    }
+    assert_int_equal(info.replayed, 0);
+    assert_int_equal(info.damaged, 0);
+    compare_model(back, KEYS);
+    free(mem2);
+
+    /* cut short: its end is gone, nothing is used */
+    back = new_store(&mem2, 90000, 4u << 20);
+    assert_int_equal(sh_image_load_fd(back, fd, off, len - 100, 0, &info,
+                                      err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "truncated"));
+    free(mem2);
+
+    /* a smaller zone: the newest documents, replayed */
+    back = new_store(&mem2, 30000, 4u << 20);
+    if (sh_image_load_fd(back, fd, off, len, 0, &info, err, sizeof(err))
+        != 0)
+    {
+        fail_msg("load: %s", err);
+    }
+    sh_store_stats(back, &s);
+    assert_int_equal(info.replayed, 1);
+    assert_int_equal(info.documents, s.capacity);
+    check_ok(back);
+    free(mem2);
+
+    /* one byte flipped in the middle: one frame's documents lost */
+    assert_int_equal(pread(fd, &c, 1, (off_t) (off + len / 2)), 1);
+    c ^= 0x10;
+    assert_int_equal(pwrite(fd, &c, 1, (off_t) (off + len / 2)), 1);
+    back = new_store(&mem2, 90000, 4u << 20);
+    if (sh_image_load_fd(back, fd, off, len, 0, &info, err, sizeof(err))
+        != 0)
+    {
+        fail_msg("load: %s", err);
+    }
+    assert_int_equal(info.damaged, 1);
+    assert_int_equal(info.replayed, 1);
+    assert_true(info.documents < model_count());
+    assert_true(info.documents + 16 * 1024 >= model_count());
+    check_ok(back);
+    free(mem2);
+
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+    free(mem);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_follows_model),
+        cmocka_unit_test(test_load_from_file_in_chunks),
+        cmocka_unit_test(test_pathological_fingerprints),
         cmocka_unit_test(test_every_size_formats),
         cmocka_unit_test(test_text_evicted_keeps_document),
         cmocka_unit_test(test_touch_refreshes_text),
