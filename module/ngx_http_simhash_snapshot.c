@@ -61,8 +61,10 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
-    const unsigned char *file, size_t len, ngx_uint_t *copied, char *err,
-    size_t errlen, ngx_log_t *log);
+    int fd, const unsigned char *head, size_t head_len, uint64_t file_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_read_head(int fd, uint64_t file_len,
+    unsigned char *head, size_t *head_len, char *err, size_t errlen);
 static ngx_int_t ngx_http_simhash_load_records(
     ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
     const void *user, size_t user_len, ngx_uint_t *copied, char *err,
