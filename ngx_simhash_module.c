@@ -163,7 +163,7 @@ static ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key,
     size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    ngx_http_simhash_doc_t *doc, sh_result_t *res);
+    uint32_t ref, sh_result_t *res);
 static ngx_int_t ngx_http_simhash_match(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     ngx_str_t *key, sh_result_t *res);
@@ -1199,11 +1199,12 @@ static ngx_int_t
 ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
+    uint32_t                   ref;
     uint64_t                   hash;
     ngx_int_t                  rc;
     XXH3_state_t               st;
     ngx_chain_t               *cl;
-    ngx_http_simhash_doc_t    *doc;
+    const sh_store_doc_t      *doc;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -1228,11 +1229,12 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
-    doc = ngx_http_simhash_zone_key(zone, &ctx->key);
+    ref = ngx_http_simhash_zone_key(zone, &ctx->key);
+    doc = sh_store_doc(sh->store, ref);
 
     if (doc == NULL
-        || sh->digests[doc->ref] != ctx->digest
-        || sh_index_get(sh->index, doc->ref, &hash) != 0)
+        || doc->digest != ctx->digest
+        || sh_index_get(sh->index, ref, &hash) != 0)
     {
         ngx_http_simhash_zone_unlock(zone);
         return NGX_DECLINED;
@@ -1240,7 +1242,7 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
-        (void) sh_index_touch(sh->index, doc->ref);
+        (void) sh_store_touch(sh->store, ref);
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
     }
 
@@ -1349,8 +1351,8 @@ static ngx_int_t
 ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res)
 {
+    uint32_t                  ref;
     ngx_int_t                 rc;
-    ngx_http_simhash_doc_t   *doc;
     ngx_http_simhash_zone_t  *zone;
 
     zone = slcf->zone;
@@ -1367,10 +1369,10 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
-    doc = ngx_http_simhash_zone_key(zone, &ctx->key);
+    ref = ngx_http_simhash_zone_key(zone, &ctx->key);
 
-    rc = doc ? ngx_http_simhash_refetch(r, ctx, slcf, doc, res)
-             : NGX_DECLINED;
+    rc = ref != SH_NOREF ? ngx_http_simhash_refetch(r, ctx, slcf, ref, res)
+                         : NGX_DECLINED;
 
     if (rc == NGX_DECLINED) {
         rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res);
@@ -1401,13 +1403,12 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
 static ngx_int_t
 ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
-    ngx_http_simhash_loc_conf_t *slcf, ngx_http_simhash_doc_t *doc,
-    sh_result_t *res)
+    ngx_http_simhash_loc_conf_t *slcf, uint32_t ref, sh_result_t *res)
 {
     int                        same;
     unsigned                   h;
     uint64_t                   old;
-    ngx_str_t                  key;
+    sh_store_doc_t             d;
     sh_match_opts_t            mo;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
@@ -1415,18 +1416,8 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     zone = slcf->zone;
     sh = zone->sh;
 
-    if (sh_index_get(sh->index, doc->ref, &old) != 0) {
-        /* cannot happen: a node lives exactly as long as its entry */
-        if (ngx_http_simhash_escape(r->pool, doc->data, doc->len, &key)
-            == NGX_OK)
-        {
-            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                          "simhash: \"%V\" has no entry in zone \"%V\"",
-                          &key, &zone->name);
-        }
-
-        ngx_http_simhash_zone_write(zone);
-        ngx_http_simhash_zone_forget(zone, doc);
+    if (sh_index_get(sh->index, ref, &old) != 0) {
+        /* cannot happen: the key table holds stored documents only */
         return NGX_DECLINED;
     }
 
@@ -1454,18 +1445,19 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_http_simhash_zone_write(zone);
 
-    sh->digests[doc->ref] = ctx->digest;
+    d = *sh_store_doc(sh->store, ref);
+    d.digest = ctx->digest;
 
     if (ctx->status == NGX_HTTP_SIMHASH_UNCHANGED) {
-        (void) sh_index_touch(sh->index, doc->ref);
+        sh_store_set(sh->store, ref, &d);
+        (void) sh_store_touch(sh->store, ref);
 
     } else {
-        (void) sh_index_update(sh->index, doc->ref, res->hash);
-        sh->sketches[doc->ref] = res->sketches;
+        d.sketches = res->sketches;
+        sh_store_set(sh->store, ref, &d);
+        (void) sh_store_update(sh->store, ref, res->hash);
 
-        key.data = doc->data;
-        key.len = doc->len;
-        ngx_http_simhash_changed(zone, &key, doc->ref, r->connection->log);
+        ngx_http_simhash_changed(zone, &ctx->key, ref, r->connection->log);
     }
 
     (void) ngx_atomic_fetch_add(&sh->generation, 1);
@@ -1486,12 +1478,13 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 {
     size_t                     n;
     uint32_t                   ref;
-    ngx_str_t                  safe;
+    ngx_str_t                  safe, name;
     sh_match_t                 match;
     sh_lookup_stats_t          st;
-    ngx_http_simhash_doc_t    *doc;
+    const sh_store_doc_t      *doc;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
+    u_char                     id[NGX_HTTP_SIMHASH_NAME_MAX];
 
     zone = slcf->zone;
     sh = zone->sh;
@@ -1499,15 +1492,14 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     n = sh_index_lookup(sh->index, res->hash, res->weights, &slcf->lookup,
                         &match, 1, &st);
 
-    if (n && match.ref < sh->capacity
-        && sh_sketch_veto(&sh->sketches[match.ref], &res->sketches))
-    {
+    doc = n ? sh_store_doc(sh->store, match.ref) : NULL;
+
+    if (doc && sh_sketch_veto(&doc->sketches, &res->sketches)) {
         n = ngx_http_simhash_not_listing(zone, slcf, res, &match);
+        doc = n ? sh_store_doc(sh->store, match.ref) : NULL;
     }
 
-    if (n && match.ref < sh->capacity && sh->docs[match.ref]) {
-        doc = sh->docs[match.ref];
-
+    if (doc) {
         ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
         ctx->distance = match.distance;
         ctx->score = match.score;
@@ -1515,7 +1507,9 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         /* copied while locked: the document may be evicted right after */
 
-        return ngx_http_simhash_escape(r->pool, doc->data, doc->len,
+        ngx_http_simhash_zone_name(zone, match.ref, &name, id);
+
+        return ngx_http_simhash_escape(r->pool, name.data, name.len,
                                        &ctx->duplicate_of);
     }
 
@@ -1557,6 +1551,7 @@ ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best)
 {
     size_t                     n, i, found;
+    const sh_store_doc_t      *doc;
     sh_match_t                 all[NGX_HTTP_SIMHASH_CANDIDATES];
     sh_lookup_opts_t           opts;
     sh_lookup_stats_t          st;
@@ -1576,9 +1571,9 @@ ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
     found = 0;
 
     for (i = 0; i < n; i++) {
-        if (all[i].ref >= sh->capacity
-            || sh_sketch_veto(&sh->sketches[all[i].ref], &res->sketches))
-        {
+        doc = sh_store_doc(sh->store, all[i].ref);
+
+        if (doc == NULL || sh_sketch_veto(&doc->sketches, &res->sketches)) {
             continue;
         }
 
@@ -2581,7 +2576,10 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
 
     if (sh_config_derive_key(cfg, "stream mac", zone->mac_key,
                              sizeof(zone->mac_key))
-        != 0)
+        != 0
+        || sh_config_derive_key(cfg, "store keys", zone->key_secret,
+                                sizeof(zone->key_secret))
+           != 0)
     {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "simhash zone \"%V\": cannot derive the stream key",
@@ -2802,7 +2800,10 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
 
         if (sh_config_derive_key(cfg, "stream mac", zones[i]->mac_key,
                                  sizeof(zones[i]->mac_key))
-            != 0)
+            != 0
+            || sh_config_derive_key(cfg, "store keys", zones[i]->key_secret,
+                                    sizeof(zones[i]->key_secret))
+               != 0)
         {
             sh_config_free(cfg);
             return NGX_ERROR;

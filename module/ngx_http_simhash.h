@@ -54,6 +54,7 @@
 #include "sh_index.h"
 #include "sh_keyrec.h"
 #include "sh_sketch.h"
+#include "sh_store.h"
 #include "sh_stream.h"
 #include "sh_volatility.h"
 #include "sh_version.h"
@@ -81,35 +82,25 @@ typedef enum {
 } ngx_http_simhash_skip_e;
 
 
-/* one document's key, in the slab; docs[ref] points here */
-typedef struct {
-    ngx_rbtree_node_t            node;      /* node.key: crc32 of the key */
-    uint32_t                     ref;
-    uint16_t                     len;
-    u_char                       data[1];
-} ngx_http_simhash_doc_t;
+/* how a response names a stored document whose key's text has left the
+ * ring: this prefix and its id (sh_store_id) */
+#define NGX_HTTP_SIMHASH_ID_PREFIX   "simhash-id:"
+#define NGX_HTTP_SIMHASH_NAME_MAX                                            \
+    (sizeof(NGX_HTTP_SIMHASH_ID_PREFIX) + SH_STORE_ID_LEN)
 
 
 /* the shared part of a zone: at shpool->data */
 typedef struct {
-    ngx_rbtree_t                 rbtree;    /* key hash -> document */
-    ngx_rbtree_node_t            sentinel;
-    sh_index_t                  *index;
-    size_t                       region_size;
+    sh_store_t                  *store;     /* every document: sh_store.h */
+    size_t                       store_size;
+    uint64_t                     text_size; /* of its key text ring */
+    sh_index_t                  *index;     /* the store's */
+    size_t                       region_size;   /* the index's */
     uint32_t                     capacity;
     uint64_t                     seed_digest;
     uint32_t                     version;   /* extraction, sh_version.h */
-    ngx_http_simhash_doc_t     **docs;      /* [capacity], by ref */
-    uint64_t                    *digests;   /* [capacity], by ref: of the
-                                               raw body; 0 = unknown */
-    uint32_t                    *times;     /* [capacity], by ref: the
-                                               second of the document's
-                                               version (sh_stream.h), which
-                                               decides between replicas */
-    sh_sketches_t               *sketches;  /* [capacity], by ref: the
-                                               listing veto's (sh_sketch.h);
-                                               0: none known */
-    size_t                       key_bytes; /* sum of stored key lengths */
+    u_char                       secret[SH_STORE_SECRET_LEN];  /* the key
+                                               hash's, from simhash_seed */
     size_t                       key_max;   /* longest key ever stored */
 
     /* counters: relaxed atomic increments, read without the lock */
@@ -122,7 +113,6 @@ typedef struct {
     ngx_atomic_t                 whole_text;    /* pages whose content is
                                                    links, fingerprinted on
                                                    their whole text */
-    ngx_atomic_t                 key_evictions;
 
     /* persistence */
     ngx_atomic_t                 generation;        /* changes so far */
@@ -170,6 +160,8 @@ typedef struct {
     sh_rule_t                    rule;      /* match= */
     ngx_uint_t                   distance;  /* the radius, or the cap on H */
     uint32_t                     threshold; /* threshold=, score units */
+    size_t                       keys;      /* keys=: the key text ring's
+                                               bytes; 0: its share */
     ngx_str_t                    file;      /* full path, "" = none */
     ngx_uint_t                   load;      /* formatted empty in this
                                                cycle: the snapshot is
@@ -184,6 +176,8 @@ typedef struct {
     uint32_t                     version;   /* extraction, sh_version.h */
     u_char                       mac_key[SH_STREAM_KEY_LEN];  /* stream
                                                entries' (sh_stream.h) */
+    u_char                       key_secret[32];  /* the store's key
+                                               hash's (sh_store.h) */
     ngx_uint_t                   keyed;     /* simhash_seed was given */
     ngx_uint_t                   seed_set;
     ngx_str_t                    seed_where;  /* "file:line" of that user */
@@ -297,7 +291,7 @@ void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
 #define NGX_HTTP_SIMHASH_MIN_DOCS   16      /* the smallest zone */
 
 ngx_int_t ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data);
-uint32_t ngx_http_simhash_zone_capacity(size_t zone_size);
+uint32_t ngx_http_simhash_zone_capacity(size_t zone_size, size_t keys);
 void *ngx_http_simhash_old_zone(ngx_shm_zone_t *shm);
 
 /*
@@ -310,16 +304,30 @@ void ngx_http_simhash_zone_lock(ngx_http_simhash_zone_t *zone,
 void ngx_http_simhash_zone_write(ngx_http_simhash_zone_t *zone);
 void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
 
-/* under the lock: the document of a key, or NULL; store a new one (SH_NOREF
- * when there is no room), with the second of its version (0: unknown) and
- * its sketches (NULL: none known); forget one */
-ngx_http_simhash_doc_t *ngx_http_simhash_zone_key(
-    ngx_http_simhash_zone_t *zone, ngx_str_t *key);
+/*
+ * Under the lock: the document of a key (its ref), or SH_NOREF; store a
+ * new one (the oldest is evicted when the zone is full), with the second
+ * of its version (0: unknown) and its sketches (NULL: none known); forget
+ * one.  A document's record: sh_store_doc(zone->sh->store, ref); change it
+ * with sh_store_set, sh_store_touch, sh_store_update.
+ */
+uint32_t ngx_http_simhash_zone_key(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key);
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint64_t fingerprint, uint64_t digest, uint32_t time,
     const sh_sketches_t *sketches);
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_doc_t *doc);
+    uint32_t ref);
+
+/* Under the lock: empty the zone (format its store again). */
+ngx_int_t ngx_http_simhash_zone_empty(ngx_http_simhash_zone_t *zone,
+    char *err, size_t errlen);
+
+/* Under the lock: how a response names a stored document: its key, or
+ * while its text is gone NGX_HTTP_SIMHASH_ID_PREFIX and its id, written to
+ * id[NGX_HTTP_SIMHASH_NAME_MAX]; name points into the zone or into id. */
+void ngx_http_simhash_zone_name(ngx_http_simhash_zone_t *zone, uint32_t ref,
+    ngx_str_t *name, u_char *id);
 
 /*
  * Under the lock, after this node stored a new document or changed one's

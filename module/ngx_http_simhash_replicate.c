@@ -789,6 +789,7 @@ void
 ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     uint32_t ref, uint64_t time, ngx_log_t *log)
 {
+    const sh_store_doc_t       *d;
     ngx_http_simhash_outrec_t   r;
     ngx_http_simhash_outbox_t  *ob;
     ngx_http_simhash_shctx_t   *sh;
@@ -800,15 +801,18 @@ ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key
     sh = zone->sh;
     ob = zone->replicate->outbox;
 
-    if (ob == NULL || sh_index_get(sh->index, ref, &r.hash) != 0) {
+    d = sh_store_doc(sh->store, ref);
+
+    if (ob == NULL || d == NULL || sh_index_get(sh->index, ref, &r.hash) != 0)
+    {
         return;
     }
 
     r.len = (uint32_t) key->len;
     r.reserved = 0;
-    r.digest = sh->digests[ref];
+    r.digest = d->digest;
     r.time = time;
-    r.sketches = sh->sketches[ref];
+    r.sketches = d->sketches;
 
     if (ngx_http_simhash_ring_put(ob, &r, key->data) == NGX_OK) {
         return;

@@ -1,20 +1,23 @@
 
 /*
- * Persistence of a simhash zone.  The snapshot file (sh_snapshot.h) holds the
- * index region and, as its user section, one record per document, oldest
- * first (sh_keyrec.h): its key, its fingerprint (in a replicated zone also
- * the second of its version), and the zone's settings in a META record
- * (its match rule: match=, distance=, threshold=; the rule is applied at
- * lookup, so a snapshot taken under another rule loads all the same, and
- * the log says the rule changed; in a replicated zone also the stream and
- * the id of the last entry applied: replicate_stream=, replicate_id=,
- * from which replication goes on after a restart).  Loading stores every
- * document again, in that order: a snapshot fits a zone of any size (a
- * smaller zone keeps the newest documents).
+ * Persistence of a simhash zone.  A save writes the store's format
+ * (sh_store_file.h): a header, the zone's settings (its match rule:
+ * match=, distance=, threshold=; in a replicated zone also the stream and
+ * the id of the last entry applied, from which replication goes on after
+ * a restart), then the store's image (sh_store_image.h), copied from the
+ * zone in slices of 1 MB by a thread-pool task, so that no worker waits on
+ * the lock for more than one slice.  The file follows what the zone
+ * holds, not its size.
+ *
+ * A start reads it back with pread, in chunks: a zone of the file's
+ * geometry takes the records in place, any other stores the documents
+ * again, oldest first (a smaller zone keeps the newest).  Files of the
+ * older formats (the index region and one record per document,
+ * sh_snapshot.h and sh_keyrec.h) still load, one document at a time.
  *
  * A damaged file never costs more than its damage, and is never lost: the
- * records are checksummed in blocks, so a flipped byte costs one block of
- * documents (about a thousand) and the rest is restored; a file that cannot
+ * image is checksummed frame by frame, so a flipped byte costs one frame
+ * of documents (at most 256) and the rest is restored; a file that cannot
  * be used at all starts the zone empty.  Either way the damaged file is
  * renamed aside (PATH.damaged-TIME), so that the next save cannot overwrite
  * it, and the log says where it went.
@@ -27,24 +30,29 @@
 
 #include "ngx_http_simhash.h"
 #include "sh_snapshot.h"
+#include "sh_store_file.h"
+#include "sh_store_image.h"
 
 
-#define NGX_HTTP_SIMHASH_SAVE_CHUNK 16384   /* records per hold of the lock */
+#define NGX_HTTP_SIMHASH_SAVE_BUF   (1024 * 1024)   /* bytes a hold of the
+                                                       lock copies */
+#define NGX_HTTP_SIMHASH_META_MAX   1024
+/* a store file's header and settings fit in this (sh_store_file.h) */
+#define NGX_HTTP_SIMHASH_HEAD_MAX   (SH_STORE_FILE_META_MAX + 4096)
 
 
-/* a snapshot being saved: see ngx_http_simhash_save_copy() */
+/* a snapshot being saved: see ngx_http_simhash_save_write() */
 typedef struct {
     ngx_http_simhash_zone_t     *zone;
-    u_char                      *region;
-    size_t                       region_size;
-    u_char                      *user;
-    size_t                       user_len;
+    u_char                      *buf;       /* the step buffer */
     ngx_atomic_uint_t            generation;
-    sh_stream_id_t               repl_id;   /* at the copy of the region */
+    sh_stream_id_t               repl_id;   /* at the first hold */
     ngx_uint_t                   docs;
-    ngx_uint_t                   dropped;   /* keys that did not fit */
+    ngx_uint_t                   holds;
+    uint64_t                     bytes;
+    uint64_t                     recopied;
     ngx_msec_t                   copy_ms;   /* the longest hold */
-    ngx_msec_t                   write_ms;
+    ngx_msec_t                   write_ms;  /* the whole save */
     ngx_int_t                    rc;
     sh_snapshot_owner_t          owner;
     unsigned                     owned:1;   /* owner is set */
@@ -52,20 +60,11 @@ typedef struct {
 } ngx_http_simhash_save_t;
 
 
-/* the documents of a saved region, oldest first: see save_copy() */
-typedef struct {
-    uint32_t                     ref;
-    uint64_t                     hash;
-} ngx_http_simhash_aged_t;
-
-
-typedef struct {
-    ngx_http_simhash_aged_t     *doc;
-    ngx_uint_t                   n;
-    ngx_uint_t                   max;
-} ngx_http_simhash_ages_t;
-
-
+static ngx_int_t ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
+    int fd, const unsigned char *head, size_t head_len, uint64_t file_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_read_head(int fd, uint64_t file_len,
+    unsigned char *head, size_t *head_len, char *err, size_t errlen);
 static ngx_int_t ngx_http_simhash_load_records(
     ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
     const void *user, size_t user_len, ngx_uint_t *copied, char *err,
@@ -80,10 +79,6 @@ static void ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone,
 static ngx_msec_t ngx_http_simhash_msec(void);
 static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
-static ngx_int_t ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv,
-    ngx_log_t *log);
-static ngx_int_t ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
-    ngx_http_simhash_ages_t *ages, ngx_log_t *log);
 static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
@@ -151,13 +146,125 @@ ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
 }
 
 
+/*
+ * A file of the store's format (sh_store_file.h): its settings, then its
+ * image straight into the zone's store, which is empty at start.  Another
+ * extraction version or hash key is refused before anything is stored.
+ * The image is read with pread in chunks, not mapped (sh_store_image.c
+ * says why); `head` holds the file's first bytes: its header and
+ * settings.
+ */
+
+static ngx_int_t
+ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
+    const unsigned char *head, size_t head_len, uint64_t file_len,
+    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
+{
+    size_t                 meta_len, image_len;
+    uint64_t               image_off;
+    ngx_int_t              rc;
+    sh_keyrec_t            rec;
+    sh_image_info_t        info;
+    const unsigned char   *meta, *image;
+
+    if (sh_store_file_parse(head, head_len, &meta, &meta_len, &image,
+                            &image_len, err, errlen)
+        != 0)
+    {
+        return NGX_ERROR;
+    }
+
+    image_off = (uint64_t) (image - head);
+
+    ngx_http_simhash_zone_lock(zone, log);
+    ngx_http_simhash_zone_write(zone);
+
+    rc = NGX_OK;
+
+    if (sh_image_load_fd(zone->sh->store, fd, image_off,
+                         file_len - image_off, zone->version, &info, err,
+                         errlen)
+        != 0)
+    {
+        /* the store may hold part of the image: start from empty */
+        char  why[256];
+
+        if (ngx_http_simhash_zone_empty(zone, why, sizeof(why)) != NGX_OK) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          "simhash zone \"%V\": %s", &zone->name, why);
+        }
+
+        rc = NGX_ERROR;
+
+    } else {
+        ngx_memzero(&rec, sizeof(sh_keyrec_t));
+        rec.type = SH_KEYREC_META;
+        rec.data = meta;
+        rec.len = meta_len;
+        ngx_http_simhash_meta_rule(zone, &rec, log);
+        ngx_http_simhash_meta_replicate(zone, &rec, log);
+
+        *copied = info.documents;
+        (void) ngx_atomic_fetch_add(&zone->sh->generation, 1);
+        zone->sh->saved_generation = zone->sh->generation;
+
+        if (info.damaged) {
+            /* the intact frames' documents are in: say what was lost */
+            ngx_snprintf((u_char *) err, errlen,
+                         "%uD of its frames fail their checksum or are cut "
+                         "off; the documents of the others were restored%Z",
+                         info.damaged);
+            rc = NGX_DECLINED;
+        }
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    return rc;
+}
+
+
+/*
+ * The file's first bytes (header and settings of the store format) into
+ * head; 1 if it is of that format, 0 if not (an older format), -1 if it
+ * cannot be read.
+ */
+
+static ngx_int_t
+ngx_http_simhash_read_head(int fd, uint64_t file_len, unsigned char *head,
+    size_t *head_len, char *err, size_t errlen)
+{
+    ssize_t  n;
+    size_t   want;
+
+    want = file_len < NGX_HTTP_SIMHASH_HEAD_MAX
+           ? (size_t) file_len : NGX_HTTP_SIMHASH_HEAD_MAX;
+
+    n = pread(fd, head, want, 0);
+
+    if (n < 0 || (size_t) n != want) {
+        ngx_snprintf((u_char *) err, errlen, "cannot be read: %s%Z",
+                     n < 0 ? strerror(ngx_errno) : "cut short");
+        return -1;
+    }
+
+    *head_len = want;
+
+    return sh_store_file_is(head, want) ? 1 : 0;
+}
+
+
 void
 ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log)
 {
+    int                  fd;
+    ngx_int_t            format;
     char                 err[512];
     void                *region;
-    size_t               region_size, user_len;
+    size_t               region_size, user_len, head_len;
+    uint64_t             file_len;
+    unsigned char       *head;
     ngx_int_t            rc;
     ngx_uint_t           copied;
     ngx_msec_t           start;
@@ -178,6 +285,38 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
 
     region = NULL;
     copied = 0;
+
+    fd = sh_snapshot_open((char *) zone->file.data, &file_len, err,
+                          sizeof(err));
+
+    if (fd >= 0) {
+        head = ngx_alloc(NGX_HTTP_SIMHASH_HEAD_MAX, log);
+
+        format = head == NULL ? -1
+                 : ngx_http_simhash_read_head(fd, file_len, head, &head_len,
+                                              err, sizeof(err));
+        rc = NGX_ERROR;
+
+        if (format == 1) {
+            rc = ngx_http_simhash_load_store(zone, fd, head, head_len,
+                                             file_len, &copied, err,
+                                             sizeof(err), log);
+        } else if (head == NULL) {
+            ngx_snprintf((u_char *) err, sizeof(err), "out of memory%Z");
+        }
+
+        if (head != NULL) {
+            ngx_free(head);
+        }
+
+        (void) close(fd);
+
+        if (format != 0) {
+            goto loaded;
+        }
+    }
+
+    /* an older format: its documents are stored one by one */
 
     if (sh_snapshot_load((char *) zone->file.data, zone->seed_digest,
                          &region, &region_size, &user, &user_len, &info,
@@ -200,6 +339,8 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     }
 
     free(region);
+
+loaded:
 
     if (rc == NGX_ERROR) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
@@ -300,7 +441,7 @@ ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
         key.data = (u_char *) rec.data;
         key.len = rec.len;
 
-        if (ngx_http_simhash_zone_key(zone, &key) == NULL) {
+        if (ngx_http_simhash_zone_key(zone, &key) == SH_NOREF) {
             ngx_http_simhash_zone_write(zone);
 
             if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest,
@@ -691,141 +832,41 @@ ngx_http_simhash_msec(void)
  * sh->save_lock saves; the master saves at exit, when no worker is left.
  */
 
-static int
-ngx_http_simhash_age_visit(void *arg, uint32_t ref, uint64_t hash)
-{
-    ngx_http_simhash_ages_t  *ages = arg;
-
-    if (ages->n < ages->max) {
-        ages->doc[ages->n].ref = ref;
-        ages->doc[ages->n].hash = hash;
-        ages->n++;
-    }
-
-    return 0;
-}
-
-
-static ngx_int_t
-ngx_http_simhash_save_copy(ngx_http_simhash_save_t *sv, ngx_log_t *log)
-{
-    size_t                     size;
-    ngx_int_t                  rc;
-    ngx_msec_t                 t;
-    sh_index_t                *ix;
-    ngx_http_simhash_ages_t    ages;
-    ngx_http_simhash_zone_t   *zone;
-    ngx_http_simhash_shctx_t  *sh;
-
-    zone = sv->zone;
-    sh = zone->sh;
-
-    /* the keys may grow while we copy: room for 1/8 more, the rest waits */
-
-    size = sh_keyrec_room(sh->capacity + 1,
-                          sh->key_bytes + sh->key_bytes / 8 + 256,
-                          ngx_max(sh->key_max, 256));
-
-    sv->region_size = sh->region_size;
-    sv->region = ngx_alloc(sh->region_size, log);
-    sv->user = ngx_alloc(size, log);
-    ages.doc = ngx_alloc(sh->capacity * sizeof(ngx_http_simhash_aged_t),
-                         log);
-
-    if (sv->region == NULL || sv->user == NULL || ages.doc == NULL) {
-        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
-                    sizeof(sv->err));
-        sv->rc = NGX_ERROR;
-        rc = NGX_ERROR;
-        goto done;
-    }
-
-    /* fault the pages in now, not while holding the lock */
-
-    ngx_memzero(sv->region, sh->region_size);
-    ngx_memzero(sv->user, size);
-    sv->user_len = size;
-
-    /* the index: one memcpy under the lock */
-
-    ngx_http_simhash_zone_lock(zone, log);
-
-    t = ngx_http_simhash_msec();
-    sv->generation = sh->generation;
-    sv->repl_id = sh->repl_id;
-    ngx_memcpy(sv->region, sh->index, sh->region_size);
-    sv->copy_ms = ngx_http_simhash_msec() - t;
-
-    ngx_http_simhash_zone_unlock(zone);
-
-    /* its documents, oldest first, read from the copy without the lock */
-
-    ix = sh_index_attach(sv->region, sv->region_size, sv->err,
-                         sizeof(sv->err));
-    if (ix == NULL) {
-        sv->rc = NGX_ERROR;
-        rc = NGX_ERROR;
-        goto done;
-    }
-
-    ages.n = 0;
-    ages.max = sh->capacity;
-    sh_index_foreach(ix, ngx_http_simhash_age_visit, &ages);
-
-    rc = ngx_http_simhash_save_keys(sv, &ages, log);
-
-done:
-
-    if (ages.doc) {
-        ngx_free(ages.doc);
-    }
-
-    return rc;
-}
-
-
 /*
- * The records, in the copy's age order, NGX_HTTP_SIMHASH_SAVE_CHUNK
- * documents per hold of the lock, each with its key.  Documents may change
- * between the holds: a document is written only while the zone still has
- * the fingerprint the copy has for its ref, so a key never lands on another
- * document (one changed meanwhile is left out, and saved next time).
+ * The lock, for the save (which may run in a thread of nginx's pool): the
+ * zone's mutex, but never while a dead writer's repair is pending (that is
+ * for the next request to do, in the event loop, where it can log).
  */
 
 static ngx_int_t
-ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
-    ngx_http_simhash_ages_t *ages, ngx_log_t *log)
+ngx_http_simhash_save_lock(ngx_http_simhash_zone_t *zone)
 {
-    u_char                    *meta, *p;
-    uint64_t                   hash;
-    ngx_uint_t                 i, end;
-    ngx_msec_t                 t;
-    sh_keyrec_t                rec;
-    sh_keyrec_writer_t         w;
-    ngx_http_simhash_doc_t    *doc;
-    ngx_http_simhash_zone_t   *zone;
-    ngx_http_simhash_shctx_t  *sh;
+    ngx_uint_t  tries;
 
-    zone = sv->zone;
-    sh = zone->sh;
+    for (tries = 0; tries < 5000; tries++) {
+        ngx_shmtx_lock(&zone->shpool->mutex);
 
-    sh_keyrec_writer_init(&w, sv->user, sv->user_len);
+        if (!zone->sh->writer) {
+            return NGX_OK;
+        }
 
-    /*
-     * the settings the documents were matched under and, when replicated,
-     * the stream and the last entry applied before the copy of the region:
-     * a restart from this file replays what came after
-     */
-
-    meta = ngx_alloc(128 + (zone->stream.len ? zone->stream.len
-                                               + SH_STREAM_ID_LEN + 64 : 0),
-                     log);
-    if (meta == NULL) {
-        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
-                    sizeof(sv->err));
-        sv->rc = NGX_ERROR;
-        return NGX_ERROR;
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        ngx_msleep(1);
     }
+
+    return NGX_ERROR;
+}
+
+
+/* the settings the documents were matched under and, when replicated, the
+ * stream and the last entry applied at the first hold: a restart from this
+ * file replays what came after (entries applied twice change nothing) */
+
+static size_t
+ngx_http_simhash_save_meta(ngx_http_simhash_save_t *sv, u_char *meta)
+{
+    u_char                   *p;
+    ngx_http_simhash_zone_t  *zone = sv->zone;
 
     p = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
                     sh_rule_name(zone->rule));
@@ -836,94 +877,132 @@ ngx_http_simhash_save_keys(ngx_http_simhash_save_t *sv,
         *p++ = '\n';
     }
 
-    if (zone->stream.len) {
+    if (zone->stream.len
+        && zone->stream.len < NGX_HTTP_SIMHASH_META_MAX - 256)
+    {
         p = ngx_sprintf(p, "replicate_stream=%V\nreplicate_id=",
                         &zone->stream);
         p += sh_stream_id_format((char *) p, &sv->repl_id);
         *p++ = '\n';
     }
 
-    ngx_memzero(&rec, sizeof(sh_keyrec_t));
-    rec.type = SH_KEYREC_META;
-    rec.data = meta;
-    rec.len = p - meta;
-    (void) sh_keyrec_put(&w, &rec);
-
-    ngx_free(meta);
-
-    rec.type = SH_KEYREC_DOC;
-
-    for (i = 0; i < ages->n; i = end) {
-        end = ngx_min(i + NGX_HTTP_SIMHASH_SAVE_CHUNK, ages->n);
-
-        ngx_http_simhash_zone_lock(zone, log);
-
-        t = ngx_http_simhash_msec();
-
-        for ( /* void */ ; i < end; i++) {
-            rec.ref = ages->doc[i].ref;
-            doc = rec.ref < sh->capacity ? sh->docs[rec.ref] : NULL;
-
-            if (doc == NULL
-                || sh_index_get(sh->index, rec.ref, &hash) != 0
-                || hash != ages->doc[i].hash)
-            {
-                continue;
-            }
-
-            rec.hash = hash;
-            rec.digest = sh->digests[rec.ref];
-            rec.time = zone->stream.len ? sh->times[rec.ref] : 0;
-            rec.sketches = sh->sketches[rec.ref];
-            rec.len = doc->len;
-            rec.data = doc->data;
-
-            if (sh_keyrec_put(&w, &rec) != 0) {
-                sv->dropped++;
-                continue;
-            }
-
-            sv->docs++;
-        }
-
-        t = ngx_http_simhash_msec() - t;
-
-        ngx_http_simhash_zone_unlock(zone);
-
-        sv->copy_ms = ngx_max(sv->copy_ms, t);
-    }
-
-    sv->user_len = sh_keyrec_written(&w);
-
-    return NGX_OK;
+    return p - meta;
 }
 
+
+/*
+ * The save, without an nginx call that logs or allocates from a pool (it
+ * may run in a thread): PATH.tmp created afresh, the settings, then the
+ * store's image one buffer per hold of the lock (sh_store_image.h), each
+ * buffer written with the lock released; fsync, rename.
+ */
 
 static void
 ngx_http_simhash_save_write(void *data, ngx_log_t *log)
 {
     ngx_http_simhash_save_t  *sv = data;
 
-    sh_index_t  *ix;
+    long                       n;
+    size_t                     len;
+    u_char                     meta[NGX_HTTP_SIMHASH_META_MAX];
+    ngx_msec_t                 start, t;
+    sh_image_saver_t           isv;
+    sh_store_stats_t           st;
+    sh_snapshot_writer_t      *w;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
 
-    sv->write_ms = ngx_http_simhash_msec();
+    zone = sv->zone;
+    sh = zone->sh;
+    sv->rc = NGX_ERROR;
+    start = ngx_http_simhash_msec();
 
-    ix = sh_index_attach(sv->region, sv->region_size, sv->err,
-                         sizeof(sv->err));
-
-    if (ix == NULL
-        || sh_snapshot_save_owned((char *) sv->zone->file.data, ix,
-                                  SH_KEYREC_KIND, sv->user, sv->user_len,
-                                  sv->owned ? &sv->owner : NULL,
-                                  sv->err, sizeof(sv->err))
-           != 0)
-    {
-        sv->rc = NGX_ERROR;
+    w = sh_snapshot_writer_open((char *) zone->file.data,
+                                sv->owned ? &sv->owner : NULL, sv->err,
+                                sizeof(sv->err));
+    if (w == NULL) {
         return;
     }
 
-    sv->write_ms = ngx_http_simhash_msec() - sv->write_ms;
+    if (ngx_http_simhash_save_lock(zone) != NGX_OK) {
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "a dead worker's repair "
+                    "of the zone is pending", sizeof(sv->err));
+        sh_snapshot_writer_abort(w);
+        return;
+    }
+
+    sh_image_save_begin(&isv, sh->store, sv->buf, NGX_HTTP_SIMHASH_SAVE_BUF);
+    sv->generation = sh->generation;
+    sv->repl_id = sh->repl_id;
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    len = ngx_http_simhash_save_meta(sv, meta);
+
+    if (sh_store_file_begin(w, meta, len, sv->err, sizeof(sv->err)) != 0) {
+        goto failed;
+    }
+
+    for ( ;; ) {
+        if (ngx_http_simhash_save_lock(zone) != NGX_OK) {
+            ngx_cpystrn((u_char *) sv->err, (u_char *) "a dead worker's "
+                        "repair of the zone is pending", sizeof(sv->err));
+            goto failed;
+        }
+
+        t = ngx_http_simhash_msec();
+        n = sh_image_save_step(&isv);
+
+        if (n > 0 && sh_image_save_complete(&isv)) {
+            sh_store_stats(sh->store, &st);
+            sv->docs = st.entries;
+        }
+
+        t = ngx_http_simhash_msec() - t;
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+
+        sv->copy_ms = ngx_max(sv->copy_ms, t);
+
+        if (n < 0) {
+            ngx_cpystrn((u_char *) sv->err, (u_char *) "the zone changed "
+                        "faster than it could be copied", sizeof(sv->err));
+            goto failed;
+        }
+
+        if (n == 0) {
+            break;
+        }
+
+        sv->holds++;
+        sv->bytes += (uint64_t) n;
+
+        if (sh_snapshot_writer_write(w, sv->buf, (size_t) n, sv->err,
+                                     sizeof(sv->err))
+            != 0)
+        {
+            goto failed;
+        }
+    }
+
+    sv->recopied = isv.recopied;
+
+    if (sh_snapshot_writer_commit(w, sv->err, sizeof(sv->err)) != 0) {
+        return;
+    }
+
+    sv->write_ms = ngx_http_simhash_msec() - start;
     sv->rc = NGX_OK;
+    return;
+
+failed:
+
+    if (!sh_image_save_complete(&isv)) {
+        if (ngx_http_simhash_save_lock(zone) == NGX_OK) {
+            sh_image_save_abort(&isv);
+            ngx_shmtx_unlock(&zone->shpool->mutex);
+        }
+    }
+
+    sh_snapshot_writer_abort(w);
 }
 
 
@@ -936,14 +1015,9 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     zone = sv->zone;
     sh = zone->sh;
 
-    if (sv->region) {
-        ngx_free(sv->region);
-        sv->region = NULL;
-    }
-
-    if (sv->user) {
-        ngx_free(sv->user);
-        sv->user = NULL;
+    if (sv->buf) {
+        ngx_free(sv->buf);
+        sv->buf = NULL;
     }
 
     sh->last_save = ngx_time();
@@ -962,16 +1036,10 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
 
     ngx_log_error(NGX_LOG_INFO, log, 0,
                   "simhash zone \"%V\" saved to \"%V\": %ui documents, "
-                  "the lock held %M ms at most, %M ms writing",
-                  &zone->name, &zone->file, sv->docs, sv->copy_ms,
-                  sv->write_ms);
-
-    if (sv->dropped) {
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "simhash zone \"%V\": %ui documents stored meanwhile "
-                      "did not fit the save and wait for the next one",
-                      &zone->name, sv->dropped);
-    }
+                  "%uL bytes in %ui holds of the lock, the longest %M ms "
+                  "(%uL groups copied again), %M ms in all",
+                  &zone->name, &zone->file, sv->docs, sv->bytes, sv->holds,
+                  sv->copy_ms, sv->recopied, sv->write_ms);
 
     return NGX_OK;
 }
@@ -1017,7 +1085,15 @@ ngx_http_simhash_save(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     sv.zone = zone;
     ngx_http_simhash_save_owner(&sv);
 
-    if (ngx_http_simhash_save_copy(&sv, log) == NGX_OK) {
+    sv.buf = ngx_alloc(NGX_HTTP_SIMHASH_SAVE_BUF, log);
+
+    if (sv.buf == NULL) {
+        ngx_cpystrn((u_char *) sv.err, (u_char *) "out of memory",
+                    sizeof(sv.err));
+        sv.rc = NGX_ERROR;
+
+    } else {
+        ngx_memzero(sv.buf, NGX_HTTP_SIMHASH_SAVE_BUF);
         ngx_http_simhash_save_write(&sv, log);
     }
 
@@ -1109,8 +1185,17 @@ ngx_http_simhash_save_handler(ngx_event_t *ev)
         sv = task->ctx;
         ngx_memzero(sv, sizeof(ngx_http_simhash_save_t));
         sv->zone = zone;
+        sv->buf = ngx_alloc(NGX_HTTP_SIMHASH_SAVE_BUF, ev->log);
 
-        if (ngx_http_simhash_save_copy(sv, ev->log) == NGX_OK) {
+        if (sv->buf == NULL) {
+            ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
+                        sizeof(sv->err));
+            sv->rc = NGX_ERROR;
+
+        } else {
+            /* faulted in here, not during a hold of the lock */
+            ngx_memzero(sv->buf, NGX_HTTP_SIMHASH_SAVE_BUF);
+
             task->handler = ngx_http_simhash_save_write;
             task->event.handler = ngx_http_simhash_save_done;
             task->event.data = task;

@@ -35,6 +35,9 @@ enum {
     NGX_HTTP_SIMHASH_V_IDENTICAL,
     NGX_HTTP_SIMHASH_V_LISTINGS,
     NGX_HTTP_SIMHASH_V_WHOLE_TEXT,
+    NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE,
+    NGX_HTTP_SIMHASH_V_KEY_TEXTS,
+    NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS,
     NGX_HTTP_SIMHASH_V_RESPONSES,
     NGX_HTTP_SIMHASH_V_SKIPPED = NGX_HTTP_SIMHASH_V_RESPONSES
                                  + NGX_HTTP_SIMHASH_NSTATUS,
@@ -177,6 +180,22 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Pages whose content is links, fingerprinted whole."),
       NGX_HTTP_SIMHASH_V_WHOLE_TEXT, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("key_text_bytes"), ngx_string("key_text_bytes"),
+      ngx_string("gauge"),
+      ngx_string("Size of the ring that keeps the documents' keys."),
+      NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("key_texts"), ngx_string("key_texts"),
+      ngx_string("gauge"),
+      ngx_string("Documents whose key is kept (the others are named by "
+                 "their id)."),
+      NGX_HTTP_SIMHASH_V_KEY_TEXTS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("key_text_evictions"),
+      ngx_string("key_text_evictions_total"), ngx_string("counter"),
+      ngx_string("Keys that left the ring while their document stayed."),
+      NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("responses"), ngx_string("responses_total"),
       ngx_string("counter"), ngx_string("Fingerprinted responses by status."),
@@ -477,6 +496,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
     uint64_t                      *v;
     ngx_uint_t                     i, j, n;
     sh_index_stats_t               ix;
+    sh_store_stats_t               ss;
     ngx_http_simhash_zone_t      **zones, *zone;
     ngx_http_simhash_shctx_t      *sh;
     ngx_http_simhash_loc_conf_t   *slcf;
@@ -498,6 +518,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 
         ngx_http_simhash_zone_lock(zone, r->connection->log);
         sh_index_stats(sh->index, &ix);
+        sh_store_stats(sh->store, &ss);
         ngx_http_simhash_zone_unlock(zone);
 
         s[n].zone = zone;
@@ -507,13 +528,16 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_CAPACITY] = ix.capacity;
         v[NGX_HTTP_SIMHASH_V_ENTRIES] = ix.entries;
         v[NGX_HTTP_SIMHASH_V_DISTANCE] = zone->distance;
-        v[NGX_HTTP_SIMHASH_V_EVICTIONS] = ix.evictions + sh->key_evictions;
+        v[NGX_HTTP_SIMHASH_V_EVICTIONS] = ss.evictions;
         v[NGX_HTTP_SIMHASH_V_LOOKUPS] = ix.lookups;
         v[NGX_HTTP_SIMHASH_V_PROBES] = ix.probes;
         v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
         v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
         v[NGX_HTTP_SIMHASH_V_LISTINGS] = sh->listings;
         v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = sh->whole_text;
+        v[NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE] = ss.text_bytes;
+        v[NGX_HTTP_SIMHASH_V_KEY_TEXTS] = ss.texts;
+        v[NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS] = ss.text_evictions;
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
             v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];

@@ -1118,7 +1118,8 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     ngx_str_t                       key;
     ngx_uint_t                      own, applied;
     sh_stream_entry_t               e;
-    ngx_http_simhash_doc_t         *doc;
+    sh_store_doc_t                  d;
+    const sh_store_doc_t           *doc;
     ngx_http_simhash_zone_t        *zone;
     ngx_http_simhash_shctx_t       *sh;
     ngx_http_simhash_outbox_t      *ob;
@@ -1155,7 +1156,8 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
      * (milliseconds) is stored again.
      */
 
-    doc = ngx_http_simhash_zone_key(zone, &key);
+    ref = ngx_http_simhash_zone_key(zone, &key);
+    doc = sh_store_doc(sh->store, ref);
 
     if (doc == NULL) {
         ngx_http_simhash_zone_write(zone);
@@ -1165,15 +1167,17 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
                                           &e.sketches);
         applied = (ref != SH_NOREF);
 
-    } else if (sh_index_get(sh->index, doc->ref, &hash) == 0
-               && sh_stream_newer(e.time, e.hash, sh->times[doc->ref], hash))
+    } else if (sh_index_get(sh->index, ref, &hash) == 0
+               && sh_stream_newer(e.time, e.hash, doc->time, hash))
     {
         ngx_http_simhash_zone_write(zone);
 
-        (void) sh_index_update(sh->index, doc->ref, e.hash);
-        sh->digests[doc->ref] = 0;
-        sh->sketches[doc->ref] = e.sketches;
-        sh->times[doc->ref] = sh_stream_second(e.time);
+        d = *doc;
+        d.digest = 0;
+        d.sketches = e.sketches;
+        d.time = sh_stream_second(e.time);
+        sh_store_set(sh->store, ref, &d);
+        (void) sh_store_update(sh->store, ref, e.hash);
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
         applied = 1;
     }

@@ -16,8 +16,8 @@
 
 
 /*
- * simhash_zone zone=NAME:SIZE [match=weighted|hamming] [distance=N]
- *              [threshold=T] [file=PATH] [save=TIME]
+ * simhash_zone zone=NAME:SIZE [keys=SIZE] [match=weighted|hamming]
+ *              [distance=N] [threshold=T] [file=PATH] [save=TIME]
  *
  * Each parameter is parsed by ngx_http_simhash_zone_param(); the zone is
  * then registered as a shared memory zone of this module.
@@ -74,6 +74,23 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     }
 
     if (ngx_http_simhash_zone_rule(cf, zone) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_simhash_zone_capacity((size_t) size, zone->keys)
+        < NGX_HTTP_SIMHASH_MIN_DOCS)
+    {
+        for (i = 1; i < cf->args->nelts; i++) {
+            if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+                break;
+            }
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           zone->keys ? "zone \"%V\" is too small for "
+                                        "keys=%uz"
+                                      : "zone \"%V\" is too small",
+                           &value[i], zone->keys);
         return NGX_CONF_ERROR;
     }
 
@@ -179,6 +196,24 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
         }
 
         zone->threshold = sh_score_from_nats((double) n / 10000);
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "keys=", 5) == 0) {
+
+        s.data = value->data + 5;
+        s.len = value->len - 5;
+
+        n = ngx_parse_size(&s);
+
+        if (n == NGX_ERROR || n < 4096) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid \"%V\": the key text ring's size, "
+                               "at least 4k", value);
+            return NGX_CONF_ERROR;
+        }
+
+        zone->keys = (size_t) n;
         return NGX_CONF_OK;
     }
 
@@ -323,14 +358,6 @@ ngx_http_simhash_zone_size(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
     if (*size == NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid zone size \"%V\"", value);
-        return NGX_CONF_ERROR;
-    }
-
-    if (ngx_http_simhash_zone_capacity((size_t) *size)
-        < NGX_HTTP_SIMHASH_MIN_DOCS)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "zone \"%V\" is too small", value);
         return NGX_CONF_ERROR;
     }
 

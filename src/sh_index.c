@@ -226,14 +226,26 @@ sh_index_t_for(size_t capacity)
 
 /* ---- Format and attach. ---- */
 
+/* Every slot empty. */
+static void
+table_clear(sh_index_t *ix)
+{
+    uint64_t *slots = ix_slots(ix);
+    uint32_t *refs = ix_refs(ix);
+    uint32_t  i;
+
+    for (i = 0; i < ix->nslots; i++) {
+        slots[i] = EMPTY;
+        refs[i] = SH_NOREF;
+    }
+}
+
 sh_index_t *
 sh_index_init(void *region, size_t size, unsigned t, uint64_t seed_digest,
               char *err, size_t errlen)
 {
     sh_index_t *ix = region;
-    uint32_t    capacity, m, nslots, i;
-    uint64_t   *slots;
-    uint32_t   *refs;
+    uint32_t    capacity, m, nslots;
 
     if (region == NULL || ((uintptr_t) region & 7) != 0) {
         set_err(err, errlen, "%s", "index region must be 8-byte aligned");
@@ -269,12 +281,7 @@ sh_index_init(void *region, size_t size, unsigned t, uint64_t seed_digest,
     ix->off_refs = ix->off_slots + ALIGN64((uint64_t) nslots * 8);
     ix->off_docs = ix->off_refs + ALIGN64((uint64_t) nslots * 4);
 
-    slots = ix_slots(ix);
-    refs = ix_refs(ix);
-    for (i = 0; i < nslots; i++) {
-        slots[i] = EMPTY;
-        refs[i] = SH_NOREF;
-    }
+    table_clear(ix);
     return ix;
 }
 
@@ -655,43 +662,77 @@ _Static_assert(sizeof(sh_index_doc_t) == sizeof(sh_docrec_t)
                "sh_index_doc_t is the record as stored");
 
 /*
- * Fill an empty table with n (fingerprint, ref) pairs at once: sorted, each
- * goes to its home or right after the one before, whichever is later, so
- * that every invariant holds with one sequential pass (instead of n
- * inserts, each a cache miss).  Beyond RUN_MAX copies of one fingerprint
- * the rest are shadows, as an insert makes them; a pathological set that
- * runs off the table's end is finished by ordinary inserts.
+ * Fill the table from the n (fingerprint, ref) pairs the caller put at the
+ * start of its own arrays, slots[0..n) and refs[0..n): no memory but the
+ * table's (sh_radix.h says why).  Sorted in place, each pair goes to its
+ * home or right after the one before, whichever is later, so that every
+ * invariant holds after sequential passes (instead of n inserts, each a
+ * cache miss).  Beyond RUN_MAX copies of one fingerprint the rest are
+ * shadows, as an insert makes them.
+ *
+ * The pairs are first moved to the END of the arrays: a pair's place is
+ * then never after the place it is read from (places grow by at least one
+ * a pair, sources by exactly one), so one forward pass writes each where
+ * it goes over sources already read.  Only a pathological set piling up
+ * at the very end of the space can overtake its sources; from there on the
+ * pairs are set aside and finished by ordinary inserts.  -1 when even that
+ * has no memory.
  */
-static void
-table_build(sh_index_t *ix, sh_pair_t *p, uint32_t n)
+static int
+table_build(sh_index_t *ix, uint32_t n)
 {
-    uint64_t *sl = ix_slots(ix);
-    uint32_t *rf = ix_refs(ix);
-    uint32_t  i, s, next = 0, same = 0, h;
+    uint64_t *sl = ix_slots(ix), *rest_sl = NULL;
+    uint32_t *rf = ix_refs(ix), *rest_rf = NULL;
+    uint32_t  i, k, s, src, base, next = 0, same = 0, h, nrest = 0;
 
-    if (sh_radix_sort(p, n) != 0) {
-        for (i = 0; i < n; i++) {
-            (void) table_insert(ix, p[i].key, p[i].value);
+    sh_radix_sort(sl, rf, n);
+    for (i = 0, k = 0; i < n; i++) {
+        same = i > 0 && sl[i] == sl[i - 1] ? same + 1 : 0;
+        if (same < RUN_MAX) {       /* else a shadow: stored, not here */
+            sl[k] = sl[i];
+            rf[k] = rf[i];
+            k++;
         }
-        return;
     }
-    for (i = 0; i < n; i++) {
-        same = i > 0 && p[i].key == p[i - 1].key ? same + 1 : 0;
-        if (same >= RUN_MAX) {
-            continue;               /* a shadow */
-        }
-        h = ix_home(ix, p[i].key);
+    n = k;
+    base = ix->nslots - n;
+    memmove(sl + base, sl, (size_t) n * sizeof(*sl));
+    memmove(rf + base, rf, (size_t) n * sizeof(*rf));
+    for (k = 0; k < n; k++) {
+        src = base + k;
+        h = ix_home(ix, sl[src]);
         s = h > next ? h : next;
-        if (s >= ix->nslots) {
+        if (s > src) {
+            nrest = n - k;
+            rest_sl = malloc((size_t) nrest * sizeof(*rest_sl));
+            rest_rf = malloc((size_t) nrest * sizeof(*rest_rf));
+            if (rest_sl == NULL || rest_rf == NULL) {
+                free(rest_sl);
+                free(rest_rf);
+                return -1;
+            }
+            memcpy(rest_sl, sl + src, (size_t) nrest * sizeof(*rest_sl));
+            memcpy(rest_rf, rf + src, (size_t) nrest * sizeof(*rest_rf));
             break;
         }
-        sl[s] = p[i].key;
-        rf[s] = p[i].value;
+        for (; next < s; next++) {
+            sl[next] = EMPTY;
+            rf[next] = SH_NOREF;
+        }
+        sl[s] = sl[src];
+        rf[s] = rf[src];
         next = s + 1;
     }
-    for (; i < n; i++) {
-        (void) table_insert(ix, p[i].key, p[i].value);
+    for (; next < ix->nslots; next++) {
+        sl[next] = EMPTY;
+        rf[next] = SH_NOREF;
     }
+    for (i = 0; i < nrest; i++) {
+        (void) table_insert(ix, rest_sl[i], rest_rf[i]);
+    }
+    free(rest_sl);
+    free(rest_rf);
+    return 0;
 }
 
 int
@@ -732,13 +773,23 @@ sh_index_import_area(sh_index_t *ix)
     return (sh_index_doc_t *) ix_docs(ix);
 }
 
+uint64_t *
+sh_index_scratch(sh_index_t *ix, uint32_t **values, uint32_t *n)
+{
+    if (ix->entries != 0 || ix->hwm != 0) {
+        return NULL;
+    }
+    *values = ix_refs(ix);
+    *n = ix->nslots;
+    return ix_slots(ix);
+}
+
 int
 sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
                 const sh_index_ends_t *e, char *err, size_t errlen)
 {
     sh_docrec_t *d = ix_docs(ix);
     uint32_t     ref, live = 0;
-    sh_pair_t   *pairs;
 
     if (ix->entries != 0 || ix->hwm != 0) {
         set_err(err, errlen, "%s", "import into an index that is not empty");
@@ -755,7 +806,8 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
     if (docs != NULL) {
         memcpy(d, docs, (size_t) e->hwm * sizeof(*d));
     }
-    pairs = sh_big_alloc((e->entries ? e->entries : 1) * sizeof(*pairs));
+    /* the pairs gathered at the start of the table's own arrays (entries
+     * <= capacity < nslots), then built there */
     for (ref = 0; ref < e->hwm; ref++) {
         if (d[ref].prev == REF_FREE) {
             continue;
@@ -767,19 +819,20 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
             live++;
             break;
         }
-        if (pairs != NULL) {
-            pairs[live].key = d[ref].hash;
-            pairs[live].value = ref;
-        } else {
-            (void) table_insert(ix, d[ref].hash, ref);  /* no memory: one
-                                                           by one */
-        }
+        ix_slots(ix)[live] = d[ref].hash;
+        ix_refs(ix)[live] = ref;
         live++;
     }
-    if (pairs != NULL && ref == e->hwm) {
-        table_build(ix, pairs, live);
+    if (ref < e->hwm || live != e->entries) {
+        table_clear(ix);
+        set_err(err, errlen, "%s", "copied index: records inconsistent");
+        return -1;
     }
-    free(pairs);
+    if (table_build(ix, live) != 0) {
+        table_clear(ix);
+        set_err(err, errlen, "%s", "out of memory");
+        return -1;
+    }
     ix->hwm = e->hwm;
     ix->entries = e->entries;
     ix->oldest = e->oldest;
@@ -788,14 +841,9 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
     /* the full check walks the age order, one cache miss a document
      * (13 s at 2^27): a big import relies on its source's checksum and
      * on the bounds checked above, which keep every access in the region */
-    if (ref < e->hwm || live != e->entries
-        || (e->entries <= IMPORT_CHECK_MAX
-            && sh_index_check(ix, err, errlen) != 0))
+    if (e->entries <= IMPORT_CHECK_MAX
+        && sh_index_check(ix, err, errlen) != 0)
     {
-        if (err != NULL && errlen > 0 && (ref < e->hwm || live != e->entries))
-        {
-            set_err(err, errlen, "%s", "copied index: records inconsistent");
-        }
         return -1;
     }
     return 0;

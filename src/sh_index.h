@@ -217,6 +217,16 @@ void sh_index_export(const sh_index_t *ix, uint32_t from, uint32_t n,
 sh_index_doc_t *sh_index_import_area(sh_index_t *ix);
 
 /*
+ * Scratch for a bulk build that comes before an import: the table arrays
+ * of a freshly formatted index hold *n pairs (uint64_t, uint32_t), which
+ * the import then rewrites whole (the store's key table is built there
+ * while a zone loads, with no fresh memory: sh_radix.h).  NULL if the
+ * index is not empty.  Anything but an import after its use leaves the
+ * index to be formatted again.
+ */
+uint64_t *sh_index_scratch(sh_index_t *ix, uint32_t **values, uint32_t *n);
+
+/*
  * Fill a freshly formatted index whose capacity is at least e->hwm with
  * exported records and ends: the fingerprint table is rebuilt from them.
  * -1 and a message if they are not consistent (a damaged copy); the index

@@ -1,64 +1,115 @@
 /*
- * sh_radix.c -- LSD radix sort of (key, value) pairs (sh_radix.h).
+ * sh_radix.c -- in-place MSD radix sort of parallel (key, value) arrays
+ * (sh_radix.h): an "American flag" sort.
  *
- * Six passes of 11 bits, each a count and a scatter between the array and
- * one buffer of the same size.  2,048 buckets keep the scatter's write
- * streams in the cache and the TLB; 65,536 made every write of a 2^27 sort
- * a miss (measured: the load of a 2^27 store spent most of its time
- * there).  A pass whose digit is the same for every pair is skipped.
+ * The sort key is the 96 bits of key then value, read a byte at a time
+ * from the top.  Each level counts the pairs per byte value, then moves
+ * every pair to its byte's bucket by following cycles of swaps (no second
+ * array), then sorts each bucket by the next byte.  Buckets of at most
+ * SMALL pairs are finished by insertion.  256 buckets keep the moves to
+ * 256 streams a level, within the cache and TLB's reach even at 2^27
+ * pairs; random keys need about log256(n / SMALL) levels (3 at 2^27).
+ * Equal keys go on into the value's bytes, so a run of one key (the same
+ * fingerprint under many URLs) is ordered by value at the same cost, and
+ * the depth never exceeds 12 levels (12 x 2 KB of counts on the stack).
  */
-#include <stdlib.h>
 #include <string.h>
 
-#include "sh_bigmem.h"
 #include "sh_radix.h"
 
-#define BITS    11
-#define DIGITS  (1u << BITS)
+#define SMALL       32
+#define LEVELS      12              /* bytes of key (8) and value (4) */
 
-int
-sh_radix_sort(sh_pair_t *a, size_t n)
+static inline unsigned
+digit(uint64_t k, uint32_t v, unsigned level)
 {
-    sh_pair_t *buf, *src = a, *dst, *t;
-    size_t    *count, i, sum, c;
-    unsigned   shift;
+    return level < 8 ? (unsigned) (k >> (56 - 8 * level)) & 255
+                     : (unsigned) (v >> (24 - 8 * (level - 8))) & 255;
+}
 
-    if (n < 2) {
-        return 0;
+static void
+insertion(uint64_t *key, uint32_t *val, size_t n)
+{
+    size_t   i, j;
+    uint64_t k;
+    uint32_t v;
+
+    for (i = 1; i < n; i++) {
+        k = key[i];
+        v = val[i];
+        for (j = i; j > 0 && (key[j - 1] > k
+                              || (key[j - 1] == k && val[j - 1] > v)); j--)
+        {
+            key[j] = key[j - 1];
+            val[j] = val[j - 1];
+        }
+        key[j] = k;
+        val[j] = v;
     }
-    buf = sh_big_alloc(n * sizeof(*buf));   /* 2 MB pages: a fault each, not
-                                               one per 4 KB */
-    count = malloc(DIGITS * sizeof(*count));
-    if (buf == NULL || count == NULL) {
-        free(buf);
-        free(count);
-        return -1;
-    }
-    dst = buf;
-    for (shift = 0; shift < 64; shift += BITS) {
-        memset(count, 0, DIGITS * sizeof(*count));
+}
+
+static void
+sort_level(uint64_t *key, uint32_t *val, size_t n, unsigned level)
+{
+    size_t   head[256], end[256], count[256], i, sum, start;
+    unsigned d, e;
+    uint64_t k, tk;
+    uint32_t v, tv;
+
+    for (; level < LEVELS; level++) {
+        if (n <= SMALL) {
+            break;
+        }
+        memset(count, 0, sizeof(count));
         for (i = 0; i < n; i++) {
-            count[(src[i].key >> shift) & (DIGITS - 1)]++;
+            count[digit(key[i], val[i], level)]++;
         }
-        if (count[(src[0].key >> shift) & (DIGITS - 1)] == n) {
-            continue;               /* one digit for all: already in order */
+        if (count[digit(key[0], val[0], level)] == n) {
+            continue;               /* one byte for all: the next level */
         }
-        for (i = 0, sum = 0; i < DIGITS; i++) {
-            c = count[i];
-            count[i] = sum;
-            sum += c;
+        for (d = 0, sum = 0; d < 256; d++) {
+            head[d] = sum;
+            sum += count[d];
+            end[d] = sum;
         }
-        for (i = 0; i < n; i++) {
-            dst[count[(src[i].key >> shift) & (DIGITS - 1)]++] = src[i];
+        /* Cycle leader: take the pair at the first unsorted place of
+         * bucket d, swap it into the bucket its byte names, and go on with
+         * the pair found there until one belongs to d. */
+        for (d = 0; d < 256; d++) {
+            while (head[d] < end[d]) {
+                k = key[head[d]];
+                v = val[head[d]];
+                e = digit(k, v, level);
+                while (e != d) {
+                    tk = key[head[e]];
+                    tv = val[head[e]];
+                    key[head[e]] = k;
+                    val[head[e]] = v;
+                    head[e]++;
+                    k = tk;
+                    v = tv;
+                    e = digit(k, v, level);
+                }
+                key[head[d]] = k;
+                val[head[d]] = v;
+                head[d]++;
+            }
         }
-        t = src;
-        src = dst;
-        dst = t;
+        for (d = 0, start = 0; d < 256; start = end[d], d++) {
+            if (end[d] - start > 1) {
+                sort_level(key + start, val + start, end[d] - start,
+                           level + 1);
+            }
+        }
+        return;
     }
-    if (src != a) {
-        memcpy(a, src, n * sizeof(*a));
+    insertion(key, val, n);
+}
+
+void
+sh_radix_sort(uint64_t *key, uint32_t *value, size_t n)
+{
+    if (n > 1) {
+        sort_level(key, value, n, 0);
     }
-    free(buf);
-    free(count);
-    return 0;
 }

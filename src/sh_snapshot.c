@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -372,6 +373,110 @@ fail:
     return -1;
 }
 
+/* ---- A file written in pieces. ---- */
+
+struct sh_snapshot_writer_s {
+    int  dfd;
+    int  fd;
+    char path[4096];
+    char base[1024];
+    char tmpbase[1024 + 4];
+};
+
+sh_snapshot_writer_t *
+sh_snapshot_writer_open(const char *path, const sh_snapshot_owner_t *owner,
+                        char *err, size_t errlen)
+{
+    sh_snapshot_writer_t *w = calloc(1, sizeof(*w));
+    char                  tmp[4096 + 4];
+
+    if (w == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    w->fd = -1;
+    if ((size_t) snprintf(w->path, sizeof(w->path), "%s", path)
+        >= sizeof(w->path))
+    {
+        snprintf(err, errlen, "%s: path too long", path);
+        free(w);
+        return NULL;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    w->dfd = open_parent(path, w->base, sizeof(w->base), err, errlen);
+    if (w->dfd < 0) {
+        free(w);
+        return NULL;
+    }
+    snprintf(w->tmpbase, sizeof(w->tmpbase), "%s.tmp", w->base);
+    if (check_dir(w->dfd, path, err, errlen) != 0
+        || (w->fd = create_tmp(w->dfd, w->tmpbase, tmp, owner, err, errlen))
+           < 0)
+    {
+        close(w->dfd);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int
+sh_snapshot_writer_write(sh_snapshot_writer_t *w, const void *buf,
+                         size_t len, char *err, size_t errlen)
+{
+    if (write_all(w->fd, buf, len) != 0) {
+        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void
+sh_snapshot_writer_abort(sh_snapshot_writer_t *w)
+{
+    if (w->fd >= 0) {
+        close(w->fd);
+        (void) unlinkat(w->dfd, w->tmpbase, 0);
+    }
+    close(w->dfd);
+    free(w);
+}
+
+int
+sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err, size_t errlen)
+{
+    int rc = -1;
+
+    if (fsync(w->fd) != 0) {
+        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
+        sh_snapshot_writer_abort(w);
+        return -1;
+    }
+    if (close(w->fd) != 0) {
+        w->fd = -1;
+        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
+        (void) unlinkat(w->dfd, w->tmpbase, 0);
+        goto done;
+    }
+    w->fd = -1;
+    /* renameat replaces a link at PATH itself, never what it points to */
+    if (renameat(w->dfd, w->tmpbase, w->dfd, w->base) != 0) {
+        snprintf(err, errlen, "%s: %s", w->path, strerror(errno));
+        (void) unlinkat(w->dfd, w->tmpbase, 0);
+        goto done;
+    }
+    if (fsync(w->dfd) != 0) {
+        snprintf(err, errlen, "%s: cannot sync directory: %s", w->path,
+                 strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    close(w->dfd);
+    free(w);
+    return rc;
+}
+
 static uint32_t
 bswap32(uint32_t x)
 {
@@ -448,6 +553,57 @@ open_regular(const char *path, struct stat *sb, char *err, size_t errlen)
        open() itself */
     (void) fcntl(fd, F_SETFL, 0);
     return fd;
+}
+
+int
+sh_snapshot_open(const char *path, uint64_t *size, char *err, size_t errlen)
+{
+    struct stat sb;
+    int         fd = open_regular(path, &sb, err, errlen);
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (sb.st_size <= 0) {
+        snprintf(err, errlen, "%s: empty", path);
+        close(fd);
+        return -1;
+    }
+    *size = (uint64_t) sb.st_size;
+    return fd;
+}
+
+int
+sh_snapshot_map(const char *path, const unsigned char **data, size_t *len,
+                char *err, size_t errlen)
+{
+    struct stat sb;
+    void       *p;
+    int         fd = open_regular(path, &sb, err, errlen);
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (sb.st_size <= 0) {
+        snprintf(err, errlen, "%s: empty", path);
+        close(fd);
+        return -1;
+    }
+    p = mmap(NULL, (size_t) sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    *data = p;
+    *len = (size_t) sb.st_size;
+    return 0;
+}
+
+void
+sh_snapshot_unmap(const unsigned char *data, size_t len)
+{
+    (void) munmap((void *) data, len);
 }
 
 /* The header: everything that makes the file unusable if wrong. */

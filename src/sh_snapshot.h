@@ -83,6 +83,41 @@ int sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
                            char *err, size_t errlen);
 
 /*
+ * The same safe creation and durable replacement, for a file written in
+ * pieces (sh_store_file.h): open creates PATH.tmp afresh, write appends,
+ * commit fsyncs it, renames it over PATH and fsyncs the directory; abort
+ * removes it.  commit and abort free the writer.
+ */
+typedef struct sh_snapshot_writer_s sh_snapshot_writer_t;
+
+sh_snapshot_writer_t *sh_snapshot_writer_open(const char *path,
+                                              const sh_snapshot_owner_t *owner,
+                                              char *err, size_t errlen);
+int  sh_snapshot_writer_write(sh_snapshot_writer_t *w, const void *buf,
+                              size_t len, char *err, size_t errlen);
+int  sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err,
+                               size_t errlen);
+void sh_snapshot_writer_abort(sh_snapshot_writer_t *w);
+
+/*
+ * Open a snapshot file for reading with the same checks as sh_snapshot_map:
+ * the descriptor (the caller closes it) and the file's size in *size, or
+ * -1 and the reason.  A zone reads its image through it with pread
+ * (sh_image_load_fd), never through a mapping.
+ */
+int  sh_snapshot_open(const char *path, uint64_t *size, char *err,
+                      size_t errlen);
+
+/*
+ * Map a whole snapshot file read-only (a regular file with no other name,
+ * not through a link, as sh_snapshot_load reads): 0, or -1 and the reason.
+ * The mapping is page-aligned; unmap it with sh_snapshot_unmap.
+ */
+int  sh_snapshot_map(const char *path, const unsigned char **data,
+                     size_t *len, char *err, size_t errlen);
+void sh_snapshot_unmap(const unsigned char *data, size_t len);
+
+/*
  * Load PATH into freshly malloc'd memory.  On success *region (free() it)
  * holds *region_size bytes, valid as an index when info->region_ok, and
  * *user / *user_len point inside the same allocation (without the kind:

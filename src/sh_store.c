@@ -24,6 +24,7 @@
  * entries; an entry still named by its record takes the text from it.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define XXH_INLINE_ALL
@@ -108,6 +109,14 @@ sh_store_capacity_for(size_t bytes, uint64_t text_bytes)
         } else {
             hi = mid - 1;
         }
+    }
+    /*
+     * The index takes the largest capacity its region holds, and several
+     * capacities share a region size: step down to one that is its own
+     * region's, so that the index never hands out a ref past the records.
+     */
+    while (lo > 0 && sh_index_capacity_for(sh_index_region_size(lo)) != lo) {
+        lo--;
     }
     return lo;
 }
@@ -323,29 +332,25 @@ keys_delete(sh_store_t *st, uint32_t ref, uint64_t keyhash)
  * the end wrap around through ordinary inserts.
  */
 void
-st_keys_build(sh_store_t *st, sh_pair_t *p, uint32_t n)
+st_keys_build(sh_store_t *st, uint64_t *keyhash, uint32_t *ref, uint32_t n)
 {
     uint32_t *k = st_keys(st);
     uint32_t  i, s, h, next = 0, nwrap = 0;
 
-    if (sh_radix_sort(p, n) != 0) {
-        for (i = 0; i < n; i++) {
-            st_keys_insert(st, p[i].value, p[i].key);
-        }
-        return;
-    }
+    sh_radix_sort(keyhash, ref, n);
     for (i = 0; i < n; i++) {
-        h = home(st, p[i].key);
+        h = home(st, keyhash[i]);
         s = h > next ? h : next;
         if (s >= st->kslots) {
-            p[nwrap++] = p[i];      /* after every placed one: safe */
+            keyhash[nwrap] = keyhash[i];    /* after every placed one: */
+            ref[nwrap++] = ref[i];          /* safe to overwrite */
             continue;
         }
-        k[s] = p[i].value;
+        k[s] = ref[i];
         next = s + 1;
     }
     for (i = 0; i < nwrap; i++) {
-        st_keys_insert(st, p[i].value, p[i].key);
+        st_keys_insert(st, ref[i], keyhash[i]);
     }
 }
 
@@ -687,6 +692,158 @@ sh_store_stats(const sh_store_t *st, sh_store_stats_t *s)
     s->text_evictions = st->text_evictions;
     s->evictions = st->evictions;
     s->collisions = __atomic_load_n(&st->collisions, __ATOMIC_RELAXED);
+}
+
+/* ---- Repair. ---- */
+
+typedef struct {
+    uint32_t *order;
+    uint32_t  n;
+    uint32_t  max;
+    uint8_t  *seen;
+} repair_t;
+
+static int
+repair_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    repair_t *r = arg;
+
+    if (ref < r->max && !r->seen[ref] && r->n < r->max) {
+        r->seen[ref] = 1;
+        r->order[r->n++] = ref;
+    }
+    return 0;
+}
+
+long
+sh_store_repair(sh_store_t *st, uint32_t *lost)
+{
+    sh_index_t      *ix = sh_store_index(st);
+    sh_index_ends_t  e, ne;
+    sh_index_doc_t  *docs;
+    sh_store_doc_t  *d;
+    uint32_t        *vals;
+    repair_t         r;
+    uint64_t        *hash, seed = sh_index_seed_digest(ix);
+    uint32_t         version = sh_index_version(ix), i, ref, kept = 0;
+    uint32_t        *k = st_keys(st), free_head = SH_NOREF;
+    char             err[256];
+
+    sh_index_ends(ix, &e);
+    if (e.hwm > st->capacity) {
+        e.hwm = st->capacity;
+    }
+    r.max = e.hwm;
+    r.n = 0;
+    r.order = malloc((r.max ? r.max : 1) * sizeof(*r.order));
+    r.seen = calloc(r.max ? r.max : 1, 1);
+    hash = malloc((r.max ? r.max : 1) * sizeof(*hash));
+    vals = malloc((r.max ? r.max : 1) * sizeof(*vals));
+    if (r.order == NULL || r.seen == NULL || hash == NULL || vals == NULL) {
+        free(r.order);
+        free(r.seen);
+        free(hash);
+        free(vals);
+        return -1;
+    }
+
+    /* the age order as far as it still goes, then the refs it lost */
+    sh_index_foreach(ix, repair_visit, &r);
+    for (ref = 0; ref < e.hwm; ref++) {
+        uint64_t h;
+
+        if (!r.seen[ref] && sh_index_get(ix, ref, &h) == 0) {
+            repair_visit(&r, ref, h);
+        }
+    }
+    for (i = 0; i < r.n; i++) {
+        (void) sh_index_get(ix, r.order[i], &hash[i]);
+    }
+
+    /* a fresh index, the same refs in that order */
+    (void) sh_index_init(ix, st->index_size, 0, seed, NULL, 0);
+    sh_index_set_version(ix, version);
+    docs = sh_index_import_area(ix);
+    memset(r.seen, 0, r.max);
+    for (i = 0; i < r.n; i++) {
+        ref = r.order[i];
+        if (st_docs(st)[ref].keyhash == 0) {
+            continue;               /* a put the writer did not finish */
+        }
+        r.order[kept] = ref;
+        hash[kept++] = hash[i];
+        r.seen[ref] = 1;
+    }
+    for (i = 0; i < kept; i++) {
+        ref = r.order[i];
+        docs[ref].hash = hash[i];
+        docs[ref].older = i ? r.order[i - 1] : SH_NOREF;
+        docs[ref].newer = i + 1 < kept ? r.order[i + 1] : SH_NOREF;
+    }
+    for (ref = e.hwm; ref-- > 0; ) {
+        if (!r.seen[ref]) {
+            docs[ref].hash = 0;
+            docs[ref].older = SH_INDEX_FREE;
+            docs[ref].newer = free_head;
+            free_head = ref;
+            st_docs(st)[ref].keyhash = 0;
+            st_docs(st)[ref].text = SH_STORE_NOTEXT;
+        }
+    }
+    ne.hwm = e.hwm;
+    ne.entries = kept;
+    ne.oldest = kept ? r.order[0] : SH_NOREF;
+    ne.newest = kept ? r.order[kept - 1] : SH_NOREF;
+    ne.free_head = free_head;
+    if (sh_index_import(ix, NULL, &ne, err, sizeof(err)) != 0) {
+        /* cannot happen: built consistent above; start empty rather
+         * than run on a broken index */
+        (void) sh_index_init(ix, st->index_size, 0, seed, NULL, 0);
+        sh_index_set_version(ix, version);
+        kept = 0;
+    }
+
+    /* the key table, from the records */
+    for (i = 0; i < st->kslots; i++) {
+        k[i] = SH_NOREF;
+    }
+    for (i = 0; i < kept; i++) {
+        hash[i] = st_docs(st)[r.order[i]].keyhash;     /* free again */
+        vals[i] = r.order[i];
+    }
+    st_keys_build(st, hash, vals, kept);
+
+    /* the ring: its ends if they still make sense, each text checked */
+    if (st->text_tail > st->text_head
+        || st->text_head - st->text_tail > st->text_size
+        || ((st->text_head | st->text_tail) & 7) != 0)
+    {
+        st->text_tail = st->text_head = 0;
+    }
+    st->texts = 0;
+    for (i = 0; i < kept; i++) {
+        const char *text;
+
+        d = &st_docs(st)[r.order[i]];
+        if (d->text != SH_STORE_NOTEXT) {
+            st->texts++;
+            if (sh_store_key(st, r.order[i], &text) == 0) {
+                d->text = SH_STORE_NOTEXT;
+                st->texts--;
+            }
+        }
+    }
+
+    st->saving = 0;
+    st->repairs++;
+    if (lost != NULL) {
+        *lost = e.entries > kept ? e.entries - kept : 0;
+    }
+    free(r.order);
+    free(r.seen);
+    free(hash);
+    free(vals);
+    return (long) kept;
 }
 
 /* ---- Check. ---- */

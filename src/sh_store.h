@@ -149,6 +149,20 @@ void sh_store_id(const sh_store_t *st, uint32_t ref, char *out);
 
 void sh_store_stats(const sh_store_t *st, sh_store_stats_t *s);
 
+/*
+ * After a writer died in the middle of a change: rebuild the index's age
+ * order and table, the key table and the ring's bookkeeping from the
+ * records themselves.  Documents keep their refs; the age order is what
+ * the old one still says, documents it lost follow, newest last; a record
+ * without a fingerprint or a key hash is dropped, a text that is not its
+ * own is forgotten.  A copy in progress (sh_store_image.h) is abandoned.
+ * Needs memory for 16 bytes a document.  Returns the documents kept, or
+ * -1 when out of memory (nothing changed); *dropped: the documents that
+ * had no key hash (a put the writer did not finish: every change writes
+ * the record before the tables point to it).
+ */
+long sh_store_repair(sh_store_t *st, uint32_t *dropped);
+
 /* Full structural check: the index, every record against the key table,
  * the ring; 0 if consistent. */
 int sh_store_check(const sh_store_t *st, char *err, size_t errlen);

@@ -2,9 +2,11 @@
  * sh_store_image.c -- the sliced copy of a store and its loading back
  * (sh_store_image.h).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -19,6 +21,13 @@
 #define IMG_TEXT        2u
 #define IMG_END         3u
 #define GROUP           (1u << ST_DIRTY_SHIFT)
+#define FRAME_REFS      (4 * GROUP)     /* refs a RECS frame holds at most */
+#define FRAME_TEXT      (16 * 1024)     /* ring bytes a TEXT frame holds */
+#define PAYLOAD_MAX     (FRAME_TEXT > FRAME_REFS * sizeof(rec_t) \
+                         ? FRAME_TEXT : FRAME_REFS * sizeof(rec_t))
+#define READ_BUF        (4u << 20)      /* a file's image is read in these */
+/* Small frames keep damage small: a flipped byte costs one frame's
+ * documents (256) or texts (16 KB), for 24 bytes of header each. */
 #define CHAIN_SEED      0x5348494d41474531ULL   /* "SHIMAGE1" */
 #define SECRET_CHECK    "sh_store image: the key secret"
 
@@ -28,6 +37,8 @@ typedef struct {
     uint32_t type;
     uint32_t n;             /* RECS: refs; TEXT: bytes; END: 0 */
     uint64_t first;         /* RECS: the first ref; TEXT: its position */
+    uint64_t sum;           /* XXH3 of the payload: a damaged frame costs
+                               only its own documents */
 } frame_t;
 
 typedef struct {
@@ -99,6 +110,7 @@ frame(out_t *o, uint32_t type, uint32_t n, uint64_t first, size_t payload)
     f.type = type;
     f.n = n;
     f.first = first;
+    f.sum = 0;                      /* sealed when the step ends */
     memcpy(p, &f, sizeof(f));
     o->len += sizeof(f) + ST_ALIGN8(payload);
     memset(p + sizeof(f) + payload, 0, ST_ALIGN8(payload) - payload);
@@ -166,6 +178,7 @@ copy_text(out_t *o)
         off = sv->text_next % st->text_size;
         n = st->text_head - sv->text_next;
         n = n < st->text_size - off ? n : st->text_size - off;
+        n = n < FRAME_TEXT ? n : FRAME_TEXT;
         if (room(o) < sizeof(frame_t) + 64) {
             return 0;
         }
@@ -212,6 +225,17 @@ payload_size(const frame_t *f)
            : sizeof(trailer_t);
 }
 
+/* A frame's own checksum, of its payload, into its header. */
+static void
+seal(unsigned char *frame_at)
+{
+    frame_t f;
+
+    memcpy(&f, frame_at, sizeof(f));
+    f.sum = XXH3_64bits(frame_at + sizeof(f), payload_size(&f));
+    memcpy(frame_at, &f, sizeof(f));
+}
+
 /* Chain the frames filled since the last call into the image's hash, one
  * frame at a time (as the loader checks them). */
 static void
@@ -222,6 +246,7 @@ chain(out_t *o)
     size_t            size;
 
     while (o->chained < o->len) {
+        seal(sv->buf + o->chained);
         memcpy(&f, sv->buf + o->chained, sizeof(f));
         size = sizeof(f) + payload_size(&f);
         sv->chain = XXH3_64bits_withSeed(sv->buf + o->chained, size,
@@ -241,6 +266,7 @@ sh_image_save_begin(sh_image_saver_t *sv, sh_store_t *st,
     sv->phase = P_BASE;
     sv->text_next = st->text_tail;
     sv->chain = CHAIN_SEED;
+    sv->repairs = st->repairs;
     memset(st_dirty(st), 0, st->dirty_bytes);
     st->saving = 1;
 }
@@ -314,6 +340,11 @@ sh_image_save_step(sh_image_saver_t *sv)
     out_t            o = { sv, 0, 0 };
     uint32_t         n;
 
+    if (sv->phase != P_DONE && st->repairs != sv->repairs) {
+        sv->phase = P_DONE;         /* rebuilt under us: start again */
+        return -1;
+    }
+
     switch (sv->phase) {
 
     case P_BASE:
@@ -322,7 +353,13 @@ sh_image_save_step(sh_image_saver_t *sv)
         sv->next_ref -= sv->next_ref % GROUP;
         sh_index_ends(sh_store_index_const(st), &e);
         while (sv->next_ref < e.hwm && room(&o) >= recs_bytes(GROUP) + 8) {
-            n = (uint32_t) ((room(&o) - sizeof(frame_t) - 8) / sizeof(rec_t));
+            /* whole frames of FRAME_REFS, or one shorter frame */
+            n = (uint32_t) ((room(&o) - 8) / recs_bytes(FRAME_REFS))
+                * FRAME_REFS;
+            if (n == 0) {
+                n = (uint32_t) ((room(&o) - sizeof(frame_t) - 8)
+                                / sizeof(rec_t));
+            }
             n -= n % GROUP;
             if (n > e.hwm - sv->next_ref) {
                 n = e.hwm - sv->next_ref;
@@ -337,7 +374,14 @@ sh_image_save_step(sh_image_saver_t *sv)
                     (void) dirty_test_clear(st, g);
                 }
             }
-            copy_recs(&o, sv->next_ref, n);
+            {
+                uint32_t k, m;
+
+                for (k = 0; k < n; k += m) {
+                    m = n - k < FRAME_REFS ? n - k : FRAME_REFS;
+                    copy_recs(&o, sv->next_ref + k, m);
+                }
+            }
             sv->next_ref += n;
         }
         if (sv->next_ref >= e.hwm) {
@@ -364,6 +408,7 @@ sh_image_save_step(sh_image_saver_t *sv)
                 copy_dirty(&o, 1);
                 chain(&o);
                 trailer(&o);
+                seal(sv->buf + o.chained);
                 o.chained = o.len;
                 st->saving = 0;
                 sv->phase = P_DONE;
@@ -397,83 +442,186 @@ sh_image_save_step(sh_image_saver_t *sv)
 
 /* ---- Loading. ---- */
 
+/*
+ * Where the frames are read from: an image in memory, or a file read with
+ * pread into one reused buffer.  A file is never mapped for a load: on a
+ * virtual machine the first touch of a mapped page-cache page costs ~1 us
+ * (measured: a 600 MB copy out of a fresh mapping runs at 0.8 GB/s the
+ * first time, 16 GB/s the next; pread into a buffer of 4 MB, 10-20 GB/s
+ * at once; BENCHMARKS.md).  The frames are read in order, so the buffer
+ * slides forward: each refill starts at the frame that did not fit.
+ */
 typedef struct {
-    const unsigned char *image;
-    size_t               len;
-    const trailer_t     *t;
-} parsed_t;
+    const unsigned char *mem;       /* NULL: read from fd */
+    int                  fd;
+    uint64_t             off;       /* the image's offset in the file */
+    uint64_t             len;       /* the image's length */
+    unsigned char       *buf;       /* READ_BUF bytes */
+    uint64_t             bpos;      /* image position of buf[0] */
+    size_t               bhave;
+    int                  failed;    /* a read failed (errno kept) */
+} src_t;
 
-/* Walk the frames, checking bounds and the chain; the trailer at the end. */
-static int
-parse(parsed_t *p, const unsigned char *image, size_t len, char *err,
-      size_t errlen)
+/* n contiguous bytes at image position pos (n <= READ_BUF), or NULL past
+ * the end or when the file cannot be read. */
+static const unsigned char *
+src_at(src_t *s, uint64_t pos, size_t n)
 {
-    size_t         at = 0, size;
-    frame_t        f;
-    uint64_t       h = CHAIN_SEED;
-    trailer_t      t;
+    size_t  want, got;
+    ssize_t r;
 
-    p->image = image;
-    p->len = len;
-    p->t = NULL;
-    while (at + sizeof(frame_t) <= len) {
-        memcpy(&f, image + at, sizeof(f));
-        if (f.type != IMG_RECS && f.type != IMG_TEXT && f.type != IMG_END) {
-            set_err(err, errlen, "image: a frame of unknown type");
-            return -1;
-        }
-        size = payload_size(&f);
-        if (size > len - at - sizeof(frame_t)) {
-            set_err(err, errlen, "image: truncated");
-            return -1;
-        }
-        if (f.type == IMG_END) {
-            memcpy(&t, image + at + sizeof(frame_t), sizeof(t));
-            if (memcmp(t.magic, IMG_MAGIC, sizeof(IMG_MAGIC)) != 0
-                || t.version != IMG_VERSION || t.endian != ST_ENDIAN)
-            {
-                set_err(err, errlen, "image: not a store image of this "
-                        "version");
-                return -1;
-            }
-            if (t.chain != h) {
-                set_err(err, errlen, "image: checksum mismatch (damaged)");
-                return -1;
-            }
-            if (at + sizeof(frame_t) + size != len) {
-                set_err(err, errlen, "image: bytes after its end");
-                return -1;
-            }
-            p->t = (const trailer_t *) (image + at + sizeof(frame_t));
-            return 0;
-        }
-        h = XXH3_64bits_withSeed(image + at, sizeof(frame_t) + size, h);
-        at += sizeof(frame_t) + size;
+    if (pos > s->len || n > s->len - pos) {
+        return NULL;
     }
-    set_err(err, errlen, "image: truncated (no end)");
-    return -1;
+    if (s->mem != NULL) {
+        return s->mem + pos;
+    }
+    if (pos >= s->bpos && pos + n <= s->bpos + s->bhave) {
+        return s->buf + (pos - s->bpos);
+    }
+    if (n > READ_BUF) {
+        return NULL;
+    }
+    want = s->len - pos < READ_BUF ? (size_t) (s->len - pos) : READ_BUF;
+    for (got = 0; got < want; got += (size_t) r) {
+        r = pread(s->fd, s->buf + got, want - got,
+                  (off_t) (s->off + pos + got));
+        if (r < 0 && errno == EINTR) {
+            r = 0;
+            continue;
+        }
+        if (r <= 0) {
+            s->failed = 1;
+            s->bhave = 0;
+            return NULL;
+        }
+    }
+    s->bpos = pos;
+    s->bhave = want;
+    return s->buf;
 }
 
-/* Call fn for every frame but the end, in order. */
+/*
+ * The frame at image position pos: its header (copied to *f) and a
+ * pointer to header and payload, contiguous; NULL where no frame parses
+ * (an unknown type, a payload past the end or larger than any frame).
+ */
+static const unsigned char *
+src_frame(src_t *s, uint64_t pos, frame_t *f)
+{
+    const unsigned char *h = src_at(s, pos, sizeof(frame_t));
+    size_t               size;
+
+    if (h == NULL) {
+        return NULL;
+    }
+    memcpy(f, h, sizeof(*f));
+    if (f->type != IMG_RECS && f->type != IMG_TEXT && f->type != IMG_END) {
+        return NULL;
+    }
+    size = payload_size(f);
+    if (size > PAYLOAD_MAX) {
+        return NULL;
+    }
+    return src_at(s, pos, sizeof(frame_t) + size);
+}
+
+typedef struct {
+    src_t               *src;
+    uint64_t             len;       /* of the frames that parse */
+    const trailer_t     *t;         /* NULL: no intact trailer; else &tcopy */
+    trailer_t            tcopy;
+    uint32_t             damaged;   /* frames failing their checksum */
+    int                  cut;       /* the frames end before the trailer */
+    int                  whole;     /* every frame and the chain intact */
+} parsed_t;
+
+static int
+frame_intact(const frame_t *f, const unsigned char *payload)
+{
+    return XXH3_64bits(payload, payload_size(f)) == f->sum;
+}
+
+/*
+ * Walk the frames: their headers must parse (a header that does not ends
+ * the walk there: what follows cannot be found); each payload is checked
+ * against its own sum, the whole against the chain in the trailer.
+ */
+static int
+parse(parsed_t *p, src_t *src, char *err, size_t errlen)
+{
+    uint64_t             at = 0, size;
+    frame_t              f;
+    uint64_t             h = CHAIN_SEED;
+    const unsigned char *fr;
+
+    memset(p, 0, sizeof(*p));
+    p->src = src;
+    while ((fr = src_frame(src, at, &f)) != NULL) {
+        size = payload_size(&f);
+        if (f.type == IMG_END) {
+            memcpy(&p->tcopy, fr + sizeof(frame_t), sizeof(p->tcopy));
+            if (frame_intact(&f, fr + sizeof(frame_t))
+                && memcmp(p->tcopy.magic, IMG_MAGIC, sizeof(IMG_MAGIC)) == 0)
+            {
+                if (p->tcopy.version != IMG_VERSION
+                    || p->tcopy.endian != ST_ENDIAN)
+                {
+                    set_err(err, errlen, "image: not a store image of this "
+                            "version");
+                    return -1;
+                }
+                p->t = &p->tcopy;
+                p->whole = p->damaged == 0 && p->tcopy.chain == h
+                           && at + sizeof(frame_t) + size == src->len;
+            }
+            p->len = at;
+            return 0;
+        }
+        if (!frame_intact(&f, fr + sizeof(frame_t))) {
+            p->damaged++;
+        }
+        h = XXH3_64bits_withSeed(fr, sizeof(frame_t) + size, h);
+        at += sizeof(frame_t) + size;
+    }
+    if (src->failed) {
+        set_err(err, errlen, "image: cannot be read");
+        return -1;
+    }
+    p->len = at;
+    p->cut = 1;
+    if (at == 0) {
+        set_err(err, errlen, "image: truncated or damaged from its start");
+        return -1;
+    }
+    return 0;
+}
+
+/* Call fn for every intact frame but the end, in order.  A parse that
+ * found the image whole has checked every sum: they are not taken again. */
 typedef int (*frame_fn)(void *arg, const frame_t *f,
                         const unsigned char *payload);
 
 static int
 frames(const parsed_t *p, frame_fn fn, void *arg)
 {
-    size_t  at = 0;
-    frame_t f;
+    uint64_t             at = 0;
+    frame_t              f;
+    const unsigned char *fr;
 
-    for (;;) {
-        memcpy(&f, p->image + at, sizeof(f));
-        if (f.type == IMG_END) {
-            return 0;
+    while (at < p->len) {
+        fr = src_frame(p->src, at, &f);
+        if (fr == NULL) {
+            return -1;              /* a file changed, or unreadable */
         }
-        if (fn(arg, &f, p->image + at + sizeof(f)) != 0) {
+        if ((p->whole || frame_intact(&f, fr + sizeof(f)))
+            && fn(arg, &f, fr + sizeof(f)) != 0)
+        {
             return -1;
         }
         at += sizeof(frame_t) + payload_size(&f);
     }
+    return 0;
 }
 
 /* -- in place: the same geometry -- */
@@ -521,23 +669,24 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     sh_index_t      *ix = sh_store_index(st);
     place_t          pl = { st, sh_index_import_area(ix), t->ends.hwm };
     sh_store_doc_t  *d;
-    sh_pair_t       *pairs;
-    uint64_t         pos;
-    uint32_t         ref, n = 0;
+    uint64_t         pos, *keyhash;
+    uint32_t         ref, n = 0, room, *refs;
 
     st->text_tail = t->text_tail;
     st->text_head = t->text_head;
     if (frames(p, place, &pl) != 0) {
-        set_err(err, errlen, "image: records beyond its refs");
+        set_err(err, errlen, p->src->failed ? "image: cannot be read"
+                             : "image: records beyond its refs");
         return -1;
     }
-    if (sh_index_import(ix, NULL, &t->ends, err, errlen) != 0) {
-        return -1;
-    }
-    pairs = sh_big_alloc((t->ends.entries ? t->ends.entries : 1)
-                         * sizeof(*pairs));
-    if (pairs == NULL) {
-        set_err(err, errlen, "out of memory");
+    /*
+     * The key table first, its pairs sorted in the index's own table
+     * arrays, which the import then rewrites: no scratch memory at all
+     * (sh_radix.h).  Every document but a free ref has a key hash.
+     */
+    keyhash = sh_index_scratch(ix, &refs, &room);
+    if (keyhash == NULL || t->ends.entries > room) {
+        set_err(err, errlen, "image: more documents than the index holds");
         return -1;
     }
     st->texts = 0;
@@ -547,12 +696,11 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
             continue;
         }
         if (d->keyhash == 0 || n >= t->ends.entries) {
-            free(pairs);
             set_err(err, errlen, "image: a document without a key hash");
             return -1;
         }
-        pairs[n].key = d->keyhash;
-        pairs[n++].value = ref;
+        keyhash[n] = d->keyhash;
+        refs[n++] = ref;
         /* the ring entry itself is checked when it is read
          * (sh_store_key): here only where it is */
         if (d->text != SH_STORE_NOTEXT) {
@@ -564,8 +712,10 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
             }
         }
     }
-    st_keys_build(st, pairs, n);
-    free(pairs);
+    st_keys_build(st, keyhash, refs, n);
+    if (sh_index_import(ix, NULL, &t->ends, err, errlen) != 0) {
+        return -1;
+    }
     st->evictions = t->evictions;
     st->text_evictions = t->text_evictions;
     info->texts = st->texts;
@@ -650,8 +800,9 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     st_text_t        e;
     uint64_t         pos, base;
     unsigned char   *key;
-    uint32_t         old;
+    uint32_t         old, next_free;
     size_t           klen;
+    unsigned char   *done_ref = NULL;
     int              rc = -1;
 
     x.t = t;
@@ -667,13 +818,46 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
         set_err(err, errlen, "image: records beyond its refs");
         goto done;
     }
+    /*
+     * The age order as far as its links reach records that are there;
+     * when the image is damaged, the records the order lost follow in ref
+     * order (their places in it are gone with the damaged frames).
+     */
+    done_ref = calloc(t->ends.hwm ? t->ends.hwm : 1, 1);
+    if (done_ref == NULL) {
+        set_err(err, errlen, "out of memory");
+        goto done;
+    }
     ref = t->ends.oldest;
-    for (n = 0; ref != SH_NOREF && n < t->ends.entries; n++) {
-        if (ref >= t->ends.hwm || x.rec[ref] == NULL) {
-            set_err(err, errlen, "image: the age order is broken");
-            goto done;
+    next_free = 0;
+    for (n = 0; n < t->ends.hwm + t->ends.entries; n++) {
+        if (ref == SH_NOREF || ref >= t->ends.hwm || x.rec[ref] == NULL
+            || done_ref[ref])
+        {
+            if (!p->damaged && !p->cut && n < t->ends.entries) {
+                set_err(err, errlen, "image: the age order is broken");
+                goto done;
+            }
+            if (!p->damaged && !p->cut) {
+                break;
+            }
+            /* salvage: the next record not stored yet */
+            while (next_free < t->ends.hwm
+                   && (x.rec[next_free] == NULL || done_ref[next_free]))
+            {
+                next_free++;
+            }
+            if (next_free == t->ends.hwm) {
+                break;
+            }
+            ref = next_free;
         }
+        done_ref[ref] = 1;
         memcpy(&r, x.rec[ref], sizeof(r));
+        if (r.ix.older == SH_INDEX_FREE) {
+            ref = SH_NOREF;
+            continue;
+        }
         klen = 0;
         if (r.doc.text != SH_STORE_NOTEXT) {
             base = t->text_head >> 3;
@@ -693,8 +877,8 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
         if (old != SH_NOREF) {
             (void) sh_store_remove(st, old);
         }
-        if (r.doc.keyhash == 0
-            || sh_store_put(st, klen ? (const char *) key : NULL, klen,
+        if (r.doc.keyhash != 0
+            && sh_store_put(st, klen ? (const char *) key : NULL, klen,
                             r.doc.keyhash, r.ix.hash, &r.doc, NULL)
                == SH_NOREF)
         {
@@ -711,12 +895,127 @@ done:
     free(x.rec);
     free(x.text);
     free(key);
+    free(done_ref);
     return rc;
+}
+
+static int load_image(sh_store_t *st, src_t *src, uint32_t expect_extraction,
+                      int keyed, sh_image_info_t *info, char *err,
+                      size_t errlen);
+
+static int
+load_memory(sh_store_t *st, const unsigned char *image, size_t len,
+            uint32_t expect_extraction, int keyed, sh_image_info_t *info,
+            char *err, size_t errlen)
+{
+    src_t src;
+
+    if (((uintptr_t) image & 7) != 0) {
+        memset(info, 0, sizeof(*info));
+        set_err(err, errlen, "image: not 8-byte aligned in memory");
+        return -1;
+    }
+    memset(&src, 0, sizeof(src));
+    src.mem = image;
+    src.len = len;
+    return load_image(st, &src, expect_extraction, keyed, info, err, errlen);
 }
 
 int
 sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
-              sh_image_info_t *info, char *err, size_t errlen)
+              uint32_t expect_extraction, sh_image_info_t *info, char *err,
+              size_t errlen)
+{
+    return load_memory(st, image, len, expect_extraction, 1, info, err,
+                       errlen);
+}
+
+int
+sh_image_load_unkeyed(sh_store_t *st, const unsigned char *image,
+                      size_t len, uint32_t expect_extraction,
+                      sh_image_info_t *info, char *err, size_t errlen)
+{
+    return load_memory(st, image, len, expect_extraction, 0, info, err,
+                       errlen);
+}
+
+int
+sh_image_load_fd(sh_store_t *st, int fd, uint64_t off, uint64_t len,
+                 uint32_t expect_extraction, sh_image_info_t *info,
+                 char *err, size_t errlen)
+{
+    src_t src;
+    int   rc;
+
+    memset(&src, 0, sizeof(src));
+    src.fd = fd;
+    src.off = off;
+    src.len = len;
+    src.buf = malloc(READ_BUF);
+    if (src.buf == NULL) {
+        memset(info, 0, sizeof(*info));
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    rc = load_image(st, &src, expect_extraction, 1, info, err, errlen);
+    free(src.buf);
+    return rc;
+}
+
+/*
+ * The replay (another geometry, or a damaged image) finds records and
+ * texts anywhere in the image: a file's is read into memory whole first.
+ * It is the rare path, and its cost is the stores it makes, not the read.
+ */
+static int
+replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info, char *err,
+       size_t errlen)
+{
+    src_t                mem;
+    parsed_t             q;
+    unsigned char       *all;
+    const unsigned char *b;
+    uint64_t             at;
+    size_t               n;
+    int                  rc;
+
+    if (p->src->mem != NULL) {
+        return load_replay(st, p, info, err, errlen);
+    }
+    all = sh_big_alloc(p->src->len ? p->src->len : 1);
+    if (all == NULL) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    for (at = 0; at < p->src->len; at += n) {
+        n = p->src->len - at < READ_BUF ? (size_t) (p->src->len - at)
+                                        : READ_BUF;
+        b = src_at(p->src, at, n);
+        if (b == NULL) {
+            free(all);
+            set_err(err, errlen, "image: cannot be read");
+            return -1;
+        }
+        memcpy(all + at, b, n);
+    }
+    memset(&mem, 0, sizeof(mem));
+    mem.mem = all;
+    mem.len = p->src->len;
+    rc = parse(&q, &mem, err, errlen);
+    if (rc == 0 && (q.t == NULL || q.t->chain != p->t->chain)) {
+        set_err(err, errlen, "image: changed while it was read");
+        rc = -1;
+    }
+    if (rc == 0) {
+        rc = load_replay(st, &q, info, err, errlen);
+    }
+    free(all);
+    return rc;
+}
+
+static int
+load_image(sh_store_t *st, src_t *src, uint32_t expect_extraction, int keyed,
+           sh_image_info_t *info, char *err, size_t errlen)
 {
     parsed_t        p;
     sh_index_ends_t e;
@@ -728,16 +1027,19 @@ sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
         set_err(err, errlen, "image: the store to fill is not empty");
         return -1;
     }
-    if (((uintptr_t) image & 7) != 0) {
-        set_err(err, errlen, "image: not 8-byte aligned in memory");
-        return -1;
-    }
-    if (parse(&p, image, len, err, errlen) != 0) {
+    if (parse(&p, src, err, errlen) != 0) {
         return -1;
     }
     t = p.t;
-    if (t->secret_check != sh_store_keyhash(st, SECRET_CHECK,
-                                            sizeof(SECRET_CHECK) - 1)
+    if (t == NULL) {
+        /* what it was written under cannot be checked: nothing is used */
+        set_err(err, errlen, p.cut ? "image: truncated" : "image: its end "
+                "is damaged");
+        return -1;
+    }
+    if ((keyed && t->secret_check != sh_store_keyhash(st, SECRET_CHECK,
+                                                      sizeof(SECRET_CHECK)
+                                                      - 1))
         || t->seed_digest != sh_index_seed_digest(sh_store_index_const(st)))
     {
         set_err(err, errlen, "image: written under another hash key "
@@ -751,15 +1053,109 @@ sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
         return -1;
     }
     info->source_capacity = t->capacity;
+    info->extraction = t->extraction;
+    if (expect_extraction != 0 && t->extraction != expect_extraction) {
+        snprintf(err, errlen, "image: fingerprints of extraction version "
+                 "%08x, not %08x", t->extraction, expect_extraction);
+        return -1;
+    }
     sh_index_set_version(sh_store_index(st), t->extraction);
-    if (st->capacity >= t->ends.hwm && st->text_size == t->text_size) {
+    info->damaged = p.damaged + (uint32_t) p.cut;
+    if (!p.whole) {
+        /* damaged: every intact frame's documents, one by one */
+        if (replay(st, &p, info, err, errlen) != 0) {
+            return -1;
+        }
+    } else if (st->capacity >= t->ends.hwm && st->text_size == t->text_size) {
         if (load_in_place(st, &p, info, err, errlen) != 0) {
             return -1;
         }
-    } else if (load_replay(st, &p, info, err, errlen) != 0) {
+    } else if (replay(st, &p, info, err, errlen) != 0) {
         return -1;
     }
     sh_index_ends(sh_store_index_const(st), &e);
     info->documents = e.entries;
+    return 0;
+}
+
+/* ---- Inspecting. ---- */
+
+typedef struct {
+    const trailer_t *t;
+    unsigned char   *state;     /* by ref: 0 none, 1 stored, 2 free */
+    unsigned char   *text;      /* by ref: 1 with text */
+    uint32_t         frames;
+} inspect_t;
+
+static int
+inspect_frame(void *arg, const frame_t *f, const unsigned char *payload)
+{
+    inspect_t *x = arg;
+    rec_t      r;
+    uint32_t   i;
+
+    x->frames++;
+    if (f->type != IMG_RECS) {
+        return 0;
+    }
+    for (i = 0; i < f->n && f->first + i < x->t->ends.hwm; i++) {
+        memcpy(&r, payload + (size_t) i * sizeof(r), sizeof(r));
+        x->state[f->first + i] = r.ix.older == SH_INDEX_FREE ? 2 : 1;
+        x->text[f->first + i] = r.doc.text != SH_STORE_NOTEXT;
+    }
+    return 0;
+}
+
+int
+sh_image_inspect(const unsigned char *image, size_t len,
+                 sh_image_summary_t *s, char *err, size_t errlen)
+{
+    parsed_t  p;
+    inspect_t x;
+    uint32_t  ref;
+
+    src_t     src;
+
+    memset(s, 0, sizeof(*s));
+    if (((uintptr_t) image & 7) != 0) {
+        set_err(err, errlen, "image: not 8-byte aligned in memory");
+        return -1;
+    }
+    memset(&src, 0, sizeof(src));
+    src.mem = image;
+    src.len = len;
+    if (parse(&p, &src, err, errlen) != 0) {
+        return -1;
+    }
+    if (p.t == NULL) {
+        set_err(err, errlen, p.cut ? "image: truncated" : "image: its end "
+                "is damaged");
+        return -1;
+    }
+    s->capacity = p.t->capacity;
+    s->entries = p.t->ends.entries;
+    s->extraction = p.t->extraction;
+    s->seed_digest = p.t->seed_digest;
+    s->text_size = p.t->text_size;
+    s->damaged = p.damaged + (uint32_t) p.cut;
+    s->whole = p.whole;
+    x.t = p.t;
+    x.frames = 0;
+    x.state = calloc(p.t->ends.hwm ? p.t->ends.hwm : 1, 1);
+    x.text = calloc(p.t->ends.hwm ? p.t->ends.hwm : 1, 1);
+    if (x.state == NULL || x.text == NULL) {
+        free(x.state);
+        free(x.text);
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    (void) frames(&p, inspect_frame, &x);
+    for (ref = 0; ref < p.t->ends.hwm; ref++) {
+        s->documents += x.state[ref] == 1;
+        s->texts += x.state[ref] == 1 && x.text[ref];
+    }
+    s->frames = x.frames + p.damaged;
+    free(x.state);
+    free(x.text);
     return 0;
 }

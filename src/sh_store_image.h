@@ -58,6 +58,7 @@ typedef struct {
     uint64_t       chain;       /* hash of the image's frames so far */
     uint64_t       bytes;       /* of the image so far */
     uint64_t       recopied;    /* groups copied again */
+    uint64_t       repairs;     /* the store's, at the start */
 } sh_image_saver_t;
 
 /*
@@ -73,7 +74,8 @@ void sh_image_save_begin(sh_image_saver_t *sv, sh_store_t *st,
  * length (> 0: write them out after letting go of the lock, then call
  * again), 0 once the image is complete (the END frame was in the previous
  * return), or -1 if the store changes faster than it can be copied
- * (SH_IMAGE_PASSES passes did not converge): the copy is abandoned.
+ * (SH_IMAGE_PASSES passes did not converge) or was repaired meanwhile
+ * (sh_store_repair): the copy is abandoned.
  */
 long sh_image_save_step(sh_image_saver_t *sv);
 
@@ -86,14 +88,21 @@ void sh_image_save_abort(sh_image_saver_t *sv);
 typedef struct {
     uint32_t documents;         /* restored */
     uint32_t source_capacity;
+    uint32_t extraction;        /* of the image's fingerprints */
     uint64_t texts;             /* documents restored with their text */
-    int      replayed;          /* 1: the geometry differed, so documents
-                                   were stored one by one (oldest first,
-                                   the newest kept) */
+    int      replayed;          /* 1: the geometry differed, or the image
+                                   was damaged, so documents were stored
+                                   one by one (oldest first, the newest
+                                   kept) */
+    uint32_t damaged;           /* frames that failed their checksum (or a
+                                   cut end): their documents are lost, the
+                                   others restored */
 } sh_image_info_t;
 
 /*
  * Fill an EMPTY store `st` (freshly formatted) from a complete image.
+ * expect_extraction != 0 refuses an image of another extraction version
+ * (sh_version.h) before anything is stored (info->extraction says which).
  * The same secret and seed digest are required (else -1: its key hashes
  * would mean nothing).  A store of the image's geometry (capacity at least
  * the image's refs, ring of the same size) takes the records in place; any
@@ -102,6 +111,46 @@ typedef struct {
  * again.
  */
 int sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
-                  sh_image_info_t *info, char *err, size_t errlen);
+                  uint32_t expect_extraction, sh_image_info_t *info,
+                  char *err, size_t errlen);
+
+/*
+ * The same from a file: the image's `len` bytes at offset `off` of `fd`,
+ * read with pread in chunks of 4 MB (two passes: the check, then the
+ * records; a file is not mapped, see sh_store_image.c).  This is how a
+ * zone starts from its snapshot.
+ */
+int sh_image_load_fd(sh_store_t *st, int fd, uint64_t off, uint64_t len,
+                     uint32_t expect_extraction, sh_image_info_t *info,
+                     char *err, size_t errlen);
+
+/*
+ * The same, for a tool without the zone's secret (`simhash index query`):
+ * the key hashes are taken as they are, so lookups by fingerprint work and
+ * lookups by key do not.  The seed digest must still match.
+ */
+int sh_image_load_unkeyed(sh_store_t *st, const unsigned char *image,
+                          size_t len, uint32_t expect_extraction,
+                          sh_image_info_t *info, char *err, size_t errlen);
+
+/* What an image holds, read without a store (`simhash index check`). */
+typedef struct {
+    uint32_t capacity;          /* the source's */
+    uint32_t entries;           /* documents it held at its last step */
+    uint32_t extraction;
+    uint64_t seed_digest;
+    uint64_t text_size;         /* of the source's key text ring */
+    uint32_t frames;
+    uint32_t damaged;           /* frames failing their checksum, or a cut
+                                   end */
+    int      whole;             /* every frame, the chain and the end */
+    uint32_t documents;         /* documents in the intact frames */
+    uint64_t texts;             /* of them, with their key's text */
+} sh_image_summary_t;
+
+/* 0 and the summary; -1 and a message when nothing of it is usable (its
+ * end, which says what it was written under, is damaged or cut off). */
+int sh_image_inspect(const unsigned char *image, size_t len,
+                     sh_image_summary_t *s, char *err, size_t errlen);
 
 #endif

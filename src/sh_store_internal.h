@@ -50,6 +50,7 @@ struct sh_store_s {
     uint64_t      text_evictions;
     uint64_t      evictions;
     uint64_t      collisions;
+    uint64_t      repairs;      /* a copy that sees it change gives up */
     unsigned char secret[SH_STORE_SECRET_LEN];
 };
 
@@ -99,8 +100,9 @@ st_text_pos(const sh_store_t *st, uint32_t text)
 /* Enter ref, whose record holds keyhash, in the key table. */
 void st_keys_insert(sh_store_t *st, uint32_t ref, uint64_t keyhash);
 
-/* Fill the EMPTY key table with n pairs (key hash, ref) at once; p is
- * reordered. */
-void st_keys_build(sh_store_t *st, sh_pair_t *p, uint32_t n);
+/* Fill the EMPTY key table with n pairs (keyhash[i], ref[i]) at once; the
+ * arrays are reordered (sorted in place, sh_radix.h). */
+void st_keys_build(sh_store_t *st, uint64_t *keyhash, uint32_t *ref,
+                   uint32_t n);
 
 #endif

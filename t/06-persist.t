@@ -77,21 +77,26 @@ is($t->status_of('/sourdough.html'), 'unchanged',
    'restart: keys survive too');
 $t->stop('quit');
 
-# a graceful stop saves as well; then damage the index region: the
-# records alone rebuild the zone, and the damaged file is kept aside
+# a graceful stop saves as well; then damage the keys' text: the records
+# alone rebuild the zone (a document is found by its key's hash), and the
+# damaged file is kept aside
 my $good = $t->read_file($snap);
+my ($text) = grep { $_->{type} eq 'TEXT' } SimhashTest::store_frames($good);
+ok($text, 'the snapshot holds the keys\' text');
 my $bad = $good;
-substr($bad, 1000, 16) = 'corrupt snapshot';
+substr($bad, $text->{at} + 8, 16) = 'corrupt snapshot';
 $t->write_file('data/crawl.snap', $bad);
 $t->start;
-like($t->error_log, qr/\[error\].*snapshot "\Q$snap\E" is damaged: the region fails its checksum; the 3 documents were restored from their records/,
-     'damaged region: logged as an error, documents rebuilt from records');
-is($crawl->()->{entries}, 3, 'damaged region: nothing lost');
+like($t->error_log, qr/\[error\].*snapshot "\Q$snap\E" is damaged: 1 of its frames fail their checksum or are cut off; the documents of the others were restored/,
+     'damaged text: logged as an error, documents rebuilt from records');
+is($crawl->()->{entries}, 3, 'damaged text: nothing lost');
 my ($aside) = $t->error_log
              =~ /the damaged snapshot is kept as "(\Q$snap\E\.damaged-\d+)"/;
-ok($aside && -f $aside, 'damaged region: the file is kept aside');
+ok($aside && -f $aside, 'damaged text: the file is kept aside');
 is($t->read_file($aside), $bad, '... byte for byte');
-is($t->status_of('/council.html?x=2'), 'duplicate', 'damaged region: serving');
+is($t->status_of('/council.html?x=2'), 'duplicate', 'damaged text: serving');
+is($t->status_of('/council.html'), 'unchanged',
+   'damaged text: a page whose key lost its text is still known');
 $t->stop;
 unlink $aside;
 

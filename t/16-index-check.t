@@ -39,7 +39,7 @@ ok(-s $snap, 'snapshot saved at exit');
 my $out = `$cli index check $snap`;
 is($? >> 8, 0, 'index check: exit 0');
 like($out, qr/^entries\t3$/m, 'three documents (the reprint is a duplicate)');
-like($out, qr/^format\tnginx module \(keys\)$/m, 'the module\'s format');
+like($out, qr/^format\tnginx module \(store\)$/m, 'the module\'s format');
 like($out, qr/^documents\t3$/m, 'every document has its key');
 like($out, qr/^check\tOK$/m, 'OK');
 
@@ -52,20 +52,22 @@ is_deeply([map { (split /\t/)[2] } @dump],
 my @same = grep { my ($h, undef, $k) = split /\t/; $fp{$k} eq $h } @dump;
 is(scalar @same, 3, 'each with the fingerprint its response carried');
 
-# a damaged block of documents: the check says what is lost, and nginx
+# a damaged frame of documents: the check says what is lost, and nginx
 # restores the rest and says the same
 my $good = $t->read_file($snap);
 my $bytes = $good;
-substr($bytes, length($bytes) - 20, 4) = 'XXXX';
+my ($recs) = grep { $_->{type} eq 'RECS' } SimhashTest::store_frames($good);
+my $nframes = grep { $_->{type} ne 'END' } SimhashTest::store_frames($good);
+substr($bytes, $recs->{at} + 20, 4) = 'XXXX';
 $t->write_file('data/crawl.snap', $bytes);
 $out = `$cli index check $snap`;
-is($? >> 8, 1, 'damaged block: index check exits 1');
-like($out, qr/^damaged_blocks\t1 of 1$/m, '... the damaged block');
+is($? >> 8, 1, 'damaged frame: index check exits 1');
+like($out, qr/^damaged_frames\t1 of $nframes$/m, '... the damaged frame');
 like($out, qr/^lost\t3$/m, '... the documents lost with it');
 like($out, qr/^check\tDAMAGED: 3 documents lost, 0 restorable$/m,
      '... in one line');
 $t->start;
-like($t->error_log, qr/snapshot "\Q$snap\E" is damaged: 1 of 1 blocks of documents failed their checksum/,
+like($t->error_log, qr/snapshot "\Q$snap\E" is damaged: 1 of its frames fail their checksum/,
      'nginx: the same damage');
 $t->stop;
 

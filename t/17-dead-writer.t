@@ -31,7 +31,7 @@ my $t = SimhashTest->new(
         location = /stats { simhash_stats; }
 EOF
 
-my $n = 700;
+my $n = 800;
 my @pages = $t->random_pages($n, 120, 1717);
 $t->write_file("html/gen/$_.html", $pages[$_ - 1]) for 1 .. $n;
 $t->start;

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # A damaged snapshot costs what is damaged, never the zone: a flipped byte
-# in one block of documents loses that block's documents only, the rest is
+# in one frame of documents loses that frame's documents only, the rest is
 # restored, and the file is kept aside.  A FIFO at the snapshot path fails
 # nginx -t instead of hanging the start.  A snapshot written before
 # extraction versions (format 1) is refused with one line, counted and kept
@@ -15,7 +15,6 @@ use POSIX qw(mkfifo);
 use SimhashTest;
 
 my $cli = $ENV{SH_CLI};
-my $block = 128 * 1024;     # SH_SNAP_BLOCK
 
 # simhash_content off: the format 1 snapshot below holds fingerprints of
 # the previous release, which weighed the whole page's text.
@@ -32,8 +31,8 @@ my $t = SimhashTest->new(
 my $snap = $t->prefix . '/data/crawl.snap';
 my $entries = sub { $t->stats->{zones}{crawl}{entries} };
 
-# 400 different pages under long keys (about 1 KB each): about 128
-# documents a block, 4 blocks
+# 400 different pages under long keys (about 1 KB each): two frames of
+# records (256 a frame), the keys' text in frames of its own
 my $n = 400;
 my @pages = $t->random_pages($n, 120, 18);
 $t->write_file("html/gen/$_.html", $pages[$_]) for 0 .. $n - 1;
@@ -46,28 +45,25 @@ is($new, $n, "$n different pages: all new");
 $t->stop;
 
 my $good = $t->read_file($snap);
-my $region = unpack('Q', substr($good, 32, 8));
-my $blocks_at = 128 + $region + 8;
-cmp_ok(length($good), '>', $blocks_at + 3 * ($block + 8),
-       'the documents span at least 4 blocks');
+my @recs = grep { $_->{type} eq 'RECS' } SimhashTest::store_frames($good);
+cmp_ok(scalar @recs, '>=', 2, 'the documents span at least 2 frames');
 
-# flip one byte in the second block
+# flip one byte in the first frame of documents (the oldest 256)
 my $bad = $good;
-substr($bad, $blocks_at + $block + 8 + 5000, 1) ^= "\x20";
+substr($bad, $recs[0]{at} + 1000, 1) ^= "\x20";
 $t->write_file('data/crawl.snap', $bad);
 
 $t->start;
-my ($read) = $t->error_log
-    =~ /snapshot "\Q$snap\E" is damaged: 1 of (\d+) blocks of documents failed their checksum \(what they held is lost\), (\d+) documents read/
-    ? ($2) : ();
-ok($read, "one block lost, logged ($read of $n documents read)");
-cmp_ok($read, '>=', $n - 200, '... no more than one block of documents');
-cmp_ok($read, '<=', $n - 50, '... and that block had documents');
-is($entries->(), $read, 'the zone holds every document read');
-is($t->status_of($url->(0)), 'unchanged', 'the oldest (block 0) is known');
+like($t->error_log, qr/snapshot "\Q$snap\E" is damaged: 1 of its frames fail their checksum or are cut off; the documents of the others were restored/,
+     'one frame lost, logged');
+my $read = $entries->();
+cmp_ok($read, '>=', $n - 256, '... no more than one frame of documents');
+cmp_ok($read, '<=', $n - 50, '... and that frame had documents');
 is($t->status_of($url->($n - 1)), 'unchanged', 'the newest is known');
-my @lost = grep { $t->status_of($url->($_)) eq 'new' } 100 .. 300;
-is(scalar @lost, $n - $read, 'the lost ones are exactly one block');
+is($t->status_of($url->(300)), 'unchanged', 'one in the other frame too');
+my @lost = grep { $t->status_of($url->($_)) eq 'new' } 0 .. 299;
+is(scalar @lost, $n - $read, 'the lost ones are exactly one frame');
+is($lost[0], 0, '... the oldest');
 my ($aside) = $t->error_log
     =~ /the damaged snapshot is kept as "(\Q$snap\E\.damaged-\d+)"/;
 ok($aside && $t->read_file($aside) eq $bad, 'the damaged file is kept aside');
@@ -91,7 +87,8 @@ like($out, qr/\[emerg\] .*invalid snapshot file: \Q$fifo\E: not a regular file i
      '... saying it is not a regular file') or diag($out);
 
 # a format 1 snapshot of an earlier release: refused, kept aside, counted;
-# the zone starts empty and saves in format 3 under its own version
+# the zone starts empty and saves in format 4 (the store's) under its own
+# version
 my $old = $t->prefix . '/data/old.snap';
 my $v1 = $t->read_file(
     "$FindBin::Bin/../tests/fixtures/snapshots/module-v1.snap");
@@ -110,8 +107,8 @@ $t->stop;
 SKIP: {
     skip 'SH_CLI is not set', 2 unless $cli && -x $cli;
     my $check = `$cli index check $old`;
-    like($check, qr/^version\t3\nextraction\t[0-9a-f]{8}$/m,
-         'saved again in format 3, with its extraction version');
+    like($check, qr/^version\t4\nextraction\t[0-9a-f]{8}$/m,
+         'saved again in format 4, with its extraction version');
     like($check, qr/^documents\t1$/m, '... holding the one new document');
 }
 

@@ -368,6 +368,28 @@ sub pid {
     return $pid =~ /^\d+$/ ? $pid : undef;
 }
 
+# The frames of a snapshot in the store's format (src/sh_store_file.h,
+# src/sh_store_image.h): a list of { type => RECS|TEXT|END, at => offset of
+# its payload, size => its bytes, n => records or text bytes }.
+sub store_frames {
+    my ($bytes) = @_;
+    my ($magic, $version, $endian, $meta_len) = unpack('a8 V V Q<', $bytes);
+    return () unless $magic eq 'SHZSTOR1';
+    my $at = 32 + $meta_len;
+    $at += (8 - $at % 8) % 8;
+    my @frames;
+    my %name = (1 => 'RECS', 2 => 'TEXT', 3 => 'END');
+    while ($at + 24 <= length $bytes) {
+        my ($type, $n) = unpack('V V', substr($bytes, $at, 8));
+        my $size = $type == 1 ? $n * 56 : $type == 2 ? ($n + 7) & ~7 : 112;
+        push @frames, { type => $name{$type} // '?', at => $at + 24,
+                        size => $size, n => $n };
+        last if $type == 3;
+        $at += 24 + $size;
+    }
+    return @frames;
+}
+
 sub error_log { $_[0]->read_file('logs/error.log') // '' }
 
 # The master's child processes (its workers, cache helpers), from /proc:

@@ -9,8 +9,14 @@
 
 #include "sh_store.h"
 #include "sh_store_image.h"
+#include "sh_store_internal.h"
+#include "sh_store_file.h"
 
-#define KEYS    25000
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KEYS    100000
 
 /* What the store must hold, key by key. */
 typedef struct {
@@ -96,6 +102,23 @@ model_oldest(void)
 }
 
 /* One random operation on store and model alike. */
+/* 1: fingerprints an adversary picks (test_pathological_fingerprints) */
+static int pathological;
+
+static uint64_t
+fingerprint_for(unsigned k)
+{
+    if (pathological && k % 3 == 0) {
+        return 0x123456789ABCDEF0ULL;   /* one page under many URLs */
+    }
+    if (pathological && k % 3 == 1) {
+        return 0xFFFFFFFFFFFF0000ULL | k;   /* piled at the top of the
+                                               space, past the table's
+                                               spare tail */
+    }
+    return rnd();
+}
+
 static void
 random_op(sh_store_t *st, unsigned nkeys)
 {
@@ -123,7 +146,7 @@ random_op(sh_store_t *st, unsigned nkeys)
             model_store(old, 0);
         }
         model_store(k, 1);
-        model[k].fp = rnd();
+        model[k].fp = fingerprint_for(k);
         model[k].digest = d.digest;
         model[k].stamp = ++clock_now;
         ref = sh_store_put(st, key, len, sh_store_keyhash(st, key, len),
@@ -427,7 +450,7 @@ test_copy_in_slices_is_consistent(void **state)
     compare_model(st, KEYS);            /* the source, as of the last step */
 
     back = new_store(&mem2, 5000, 64 * 1024);
-    if (sh_image_load(back, im.data, im.len, &info, err, sizeof(err)) != 0) {
+    if (sh_image_load(back, im.data, im.len, 0, &info, err, sizeof(err)) != 0) {
         fail_msg("load: %s", err);
     }
     assert_int_equal(info.replayed, 0);
@@ -464,7 +487,7 @@ test_copy_into_smaller_zone(void **state)
     }
     assert_int_equal(save(st, &im, 0, 3000, &steps), 0);
     back = new_store(&mem2, 700, 64 * 1024);
-    if (sh_image_load(back, im.data, im.len, &info, err, sizeof(err)) != 0) {
+    if (sh_image_load(back, im.data, im.len, 0, &info, err, sizeof(err)) != 0) {
         fail_msg("load: %s", err);
     }
     sh_store_stats(back, &s);
@@ -509,6 +532,94 @@ test_copy_gives_up_under_churn(void **state)
     free(mem);
 }
 
+/*
+ * A writer that died in the middle of a change leaves the index, the key
+ * table and the ring disagreeing: repair rebuilds them from the records,
+ * every document the index still holds is found again, and a copy that
+ * was running gives up.
+ */
+static void
+test_repair_after_dead_writer(void **state)
+{
+    void             *mem;
+    sh_store_t       *st;
+    sh_index_doc_t   *raw;
+    sh_index_ends_t   e;
+    sh_image_saver_t  sv;
+    unsigned char    *buf = malloc(SH_IMAGE_BUF_MIN);
+    uint32_t         *k, i, lost = 99;
+    unsigned          n;
+    char              err[256];
+
+    model_reset();
+    st = new_store(&mem, 2000, 32 * 1024);
+    for (i = 0; i < 6000; i++) {
+        random_op(st, 3000);
+    }
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    assert_true(sh_image_save_step(&sv) > 0);
+
+    /* the damage: a key table entry gone, an age link cut short, the
+     * ring's tail past its head */
+    k = st_keys(st);
+    for (i = 0, n = 0; i < st->kslots && n < 3; i++) {
+        if (k[i] != SH_NOREF) {
+            k[i] = SH_NOREF;
+            n++;
+        }
+    }
+    sh_index_ends(sh_store_index(st), &e);
+    raw = sh_index_import_area(sh_store_index(st));
+    raw[e.oldest].newer = e.newest;
+    st->text_tail = st->text_head + 8;
+    assert_int_not_equal(sh_store_check(st, err, sizeof(err)), 0);
+
+    assert_int_equal(sh_store_repair(st, &lost), (long) model_count());
+    assert_int_equal(lost, 0);
+    check_ok(st);
+    {
+        char     key[128];
+        size_t   len;
+        unsigned kk;
+
+        for (kk = 0; kk < 3000; kk++) {
+            key_of(kk, key, &len);
+            assert_int_equal(sh_store_find(st, key, len) != SH_NOREF,
+                             model[kk].stored);
+        }
+    }
+    assert_int_equal(sh_image_save_step(&sv), -1);      /* gave up */
+
+    /* the cut link changed the age order: the model takes the store's */
+    {
+        char     key[128];
+        size_t   len;
+        unsigned kk;
+        uint32_t ref, older, newer;
+
+        sh_index_ends(sh_store_index(st), &e);
+        for (ref = e.oldest; ref != SH_NOREF; ref = newer) {
+            for (kk = 0; kk < 3000; kk++) {
+                key_of(kk, key, &len);
+                if (sh_store_find(st, key, len) == ref) {
+                    model[kk].stamp = ++clock_now;
+                    break;
+                }
+            }
+            assert_int_equal(sh_index_links(sh_store_index(st), ref, &older,
+                                            &newer), 0);
+        }
+    }
+
+    /* and the store goes on working */
+    for (i = 0; i < 2000; i++) {
+        random_op(st, 3000);
+    }
+    check_ok(st);
+    free(buf);
+    free(mem);
+}
+
 static void
 test_damaged_image_refused(void **state)
 {
@@ -527,16 +638,18 @@ test_damaged_image_refused(void **state)
     }
     assert_int_equal(save(st, &im, 0, 2000, &steps), 0);
 
+    /* the trailer damaged: what the image was written under cannot be
+     * checked, nothing is used */
     back = new_store(&mem2, 1000, 16384);
-    im.data[im.len / 2] ^= 0x40;
-    assert_int_equal(sh_image_load(back, im.data, im.len, &info, err,
+    im.data[im.len - 20] ^= 0x40;
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0, &info, err,
                                    sizeof(err)), -1);
     assert_non_null(strstr(err, "image:"));
-    im.data[im.len / 2] ^= 0x40;
+    im.data[im.len - 20] ^= 0x40;
 
     free(mem2);
     back = new_store(&mem2, 1000, 16384);
-    assert_int_equal(sh_image_load(back, im.data, im.len - 8, &info, err,
+    assert_int_equal(sh_image_load(back, im.data, im.len - 8, 0, &info, err,
                                    sizeof(err)), -1);
     assert_non_null(strstr(err, "truncated"));
 
@@ -551,18 +664,351 @@ test_damaged_image_refused(void **state)
         back = sh_store_init(mem2, size, 16384, other, 77, err, sizeof(err));
         assert_non_null(back);
     }
-    assert_int_equal(sh_image_load(back, im.data, im.len, &info, err,
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0, &info, err,
                                    sizeof(err)), -1);
     assert_non_null(strstr(err, "hash key"));
+
+    /* fingerprints of another extraction version: refused, store empty */
+    free(mem2);
+    back = new_store(&mem2, 1000, 16384);
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0x1234, &info, err,
+                                   sizeof(err)), -1);
+    assert_non_null(strstr(err, "extraction version"));
+    assert_int_equal(sh_store_find(back, "x", 1), SH_NOREF);
 
     /* and the intact image loads */
     free(mem2);
     back = new_store(&mem2, 1000, 16384);
-    assert_int_equal(sh_image_load(back, im.data, im.len, &info, err,
+    assert_int_equal(sh_image_load(back, im.data, im.len, 0, &info, err,
                                    sizeof(err)), 0);
     compare_model(back, 2000);
     free(mem2);
     free(im.data);
+    free(mem);
+}
+
+/* Every region size formats: the store's capacity is always its index's. */
+static void
+test_every_size_formats(void **state)
+{
+    size_t      size;
+    void       *mem;
+    char        err[256];
+
+    assert_int_equal(posix_memalign(&mem, 64, 1u << 20), 0);
+    for (size = 40000; size < (1u << 20); size += 997) {
+        if (sh_store_init(mem, size, 16384, secret, 1, err, sizeof(err))
+            == NULL)
+        {
+            fail_msg("%zu bytes: %s", size, err);
+        }
+    }
+    free(mem);
+}
+
+/* A damaged frame costs its own documents: the others are restored, each
+ * exactly as it was. */
+static void
+test_damaged_frame_costs_its_documents(void **state)
+{
+    void            *mem, *mem2;
+    sh_store_t      *st, *back;
+    image_t          im;
+    unsigned         i, k, steps, found = 0;
+    sh_image_info_t  info;
+    char             err[256], key[128];
+    size_t           len;
+    uint32_t         ref;
+    uint64_t         fp;
+
+    model_reset();
+    st = new_store(&mem, 12000, 64 * 1024);
+    for (i = 0; i < 15000; i++) {
+        random_op(st, 14000);
+    }
+    assert_int_equal(save(st, &im, 0, 14000, &steps), 0);
+    assert_true(steps >= 3);
+
+    im.data[im.len / 5] ^= 0x40;        /* inside the first records */
+    back = new_store(&mem2, 12000, 64 * 1024);
+    if (sh_image_load(back, im.data, im.len, 0, &info, err, sizeof(err))
+        != 0)
+    {
+        fail_msg("load: %s", err);
+    }
+    assert_int_equal(info.damaged, 1);
+    /* at most one frame's records lost: 256 (FRAME_REFS) */
+    assert_true(info.documents + 256 >= model_count());
+    assert_true(info.documents < model_count());
+    check_ok(back);
+    for (k = 0; k < 14000; k++) {
+        key_of(k, key, &len);
+        ref = sh_store_find(back, key, len);
+        if (ref == SH_NOREF) {
+            continue;
+        }
+        assert_true(model[k].stored);
+        assert_int_equal(sh_index_get(sh_store_index(back), ref, &fp), 0);
+        assert_true(fp == model[k].fp);
+        assert_true(sh_store_doc(back, ref)->digest == model[k].digest);
+        found++;
+    }
+    assert_int_equal(found, info.documents);
+    free(mem2);
+    free(im.data);
+    free(mem);
+}
+
+/* A snapshot file: settings and image through the safe writer, read back
+ * whole, the store restored; a damaged header is refused. */
+static void
+test_store_file_round_trip(void **state)
+{
+    void             *mem, *mem2;
+    sh_store_t       *st, *back;
+    char              dir[] = "/tmp/test_store.XXXXXX", path[256], err[256];
+    unsigned char    *buf = malloc(SH_IMAGE_BUF_MIN), *file;
+    const unsigned char *meta, *image;
+    size_t            meta_len, image_len;
+    sh_snapshot_writer_t *w;
+    sh_image_saver_t  sv;
+    sh_image_info_t   info;
+    struct stat       sb;
+    long              n;
+    int               fd;
+    unsigned          i;
+    static const char settings[] = "distance=10\nmatch=weighted\n";
+
+    model_reset();
+    st = new_store(&mem, 3000, 32 * 1024);
+    for (i = 0; i < 5000; i++) {
+        random_op(st, 4000);
+    }
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/zone.snap", dir);
+
+    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+    assert_non_null(w);
+    assert_int_equal(sh_store_file_begin(w, settings, sizeof(settings) - 1,
+                                         err, sizeof(err)), 0);
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    while ((n = sh_image_save_step(&sv)) > 0) {
+        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
+                                                  sizeof(err)), 0);
+    }
+    assert_int_equal(n, 0);
+    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
+
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, SH_SNAPSHOT_MODE);
+    assert_int_equal(posix_memalign((void **) &file, 64, (size_t) sb.st_size),
+                     0);
+    assert_int_equal(read(fd, file, (size_t) sb.st_size), sb.st_size);
+    close(fd);
+
+    assert_true(sh_store_file_is(file, (size_t) sb.st_size));
+    assert_int_equal(sh_store_file_parse(file, (size_t) sb.st_size, &meta,
+                                         &meta_len, &image, &image_len, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(meta_len, sizeof(settings) - 1);
+    assert_memory_equal(meta, settings, meta_len);
+    back = new_store(&mem2, 3000, 32 * 1024);
+    if (sh_image_load(back, image, image_len, 0, &info, err, sizeof(err)) != 0) {
+        fail_msg("load: %s", err);
+    }
+    compare_model(back, 4000);
+
+    file[20] ^= 1;                  /* the settings' length */
+    assert_int_equal(sh_store_file_parse(file, (size_t) sb.st_size, &meta,
+                                         &meta_len, &image, &image_len, err,
+                                         sizeof(err)), -1);
+    assert_non_null(strstr(err, "damaged"));
+
+    unlink(path);
+    rmdir(dir);
+    free(file);
+    free(buf);
+    free(mem2);
+    free(mem);
+}
+
+/*
+ * The bulk build of a load (sorted in place, then spread from the end of
+ * the table) under fingerprints that defeat it: a thousand copies of one
+ * (shadows beyond RUN_MAX) and a thousand piled at the top of the space,
+ * which run past the table's end and are finished by inserts.  The loaded
+ * store passes its full check and holds what the model does.
+ */
+static void
+test_pathological_fingerprints(void **state)
+{
+    void            *mem, *mem2;
+    sh_store_t      *st, *back;
+    image_t          im;
+    unsigned         i, steps;
+    sh_image_info_t  info;
+    char             err[256];
+
+    (void) state;
+    model_reset();
+    pathological = 1;
+    st = new_store(&mem, 3000, 64 * 1024);
+    for (i = 0; i < 8000; i++) {
+        random_op(st, 3200);
+    }
+    check_ok(st);
+    assert_int_equal(save(st, &im, 0, 3200, &steps), 0);
+    back = new_store(&mem2, 3000, 64 * 1024);
+    if (sh_image_load(back, im.data, im.len, 0, &info, err, sizeof(err)) != 0) {
+        fail_msg("load: %s", err);
+    }
+    assert_int_equal(info.replayed, 0);
+    assert_int_equal(info.documents, model_count());
+    check_ok(back);
+    compare_model(back, 3200);
+    /* and every stored fingerprint is found by a lookup (the table, not
+     * only the records) */
+    for (i = 0; i < 3200; i++) {
+        sh_lookup_opts_t o;
+        sh_match_t       m;
+
+        if (!model[i].stored) {
+            continue;
+        }
+        sh_lookup_opts_init(&o);
+        o.h = 0;
+        o.mode = SH_MATCH_FIRST;
+        assert_int_equal(sh_index_lookup(sh_store_index(back), model[i].fp,
+                                         NULL, &o, &m, 1, NULL), 1);
+        assert_true(m.hash == model[i].fp);
+    }
+    pathological = 0;
+    free(mem2);
+    free(im.data);
+    free(mem);
+}
+
+/* Write st as a snapshot file at path; the image's offset and length. */
+static void
+write_file(sh_store_t *st, const char *path, uint64_t *off, uint64_t *len)
+{
+    unsigned char        *buf = malloc(SH_IMAGE_BUF_MIN);
+    char                  err[256];
+    sh_snapshot_writer_t *w;
+    sh_image_saver_t      sv;
+    long                  n;
+    uint64_t              total = 0;
+    static const char     settings[] = "distance=10\n";
+
+    assert_non_null(buf);
+    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+    assert_non_null(w);
+    assert_int_equal(sh_store_file_begin(w, settings, sizeof(settings) - 1,
+                                         err, sizeof(err)), 0);
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    while ((n = sh_image_save_step(&sv)) > 0) {
+        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
+                                                  sizeof(err)), 0);
+        total += (uint64_t) n;
+    }
+    assert_int_equal(n, 0);
+    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
+    free(buf);
+    *len = total;
+    {
+        struct stat sb;
+
+        assert_int_equal(stat(path, &sb), 0);
+        *off = (uint64_t) sb.st_size - total;
+    }
+}
+
+/*
+ * A zone starts from its file with pread in chunks (sh_image_load_fd): an
+ * image of several chunks (frames straddle their ends) loads in place as
+ * the memory one does; a damaged frame costs its documents only (the
+ * replay, from the file read whole); a file cut short is refused; a
+ * smaller zone takes the newest.
+ */
+static void
+test_load_from_file_in_chunks(void **state)
+{
+    void            *mem, *mem2;
+    sh_store_t      *st, *back;
+    char             dir[] = "/tmp/test_store.XXXXXX", path[256], err[256];
+    uint64_t         off, len;
+    sh_image_info_t  info;
+    sh_store_stats_t s;
+    unsigned         i;
+    unsigned char    c;
+    int              fd;
+
+    (void) state;
+    model_reset();
+    st = new_store(&mem, 90000, 4u << 20);
+    for (i = 0; i < 200000; i++) {
+        random_op(st, KEYS);
+    }
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/zone.snap", dir);
+    write_file(st, path, &off, &len);
+    assert_true(len > (5u << 20));      /* more than one chunk */
+
+    fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    back = new_store(&mem2, 90000, 4u << 20);
+    if (sh_image_load_fd(back, fd, off, len, 0, &info, err, sizeof(err))
+        != 0)
+    {
+        fail_msg("load: %s", err);
+    }
+    assert_int_equal(info.replayed, 0);
+    assert_int_equal(info.damaged, 0);
+    compare_model(back, KEYS);
+    free(mem2);
+
+    /* cut short: its end is gone, nothing is used */
+    back = new_store(&mem2, 90000, 4u << 20);
+    assert_int_equal(sh_image_load_fd(back, fd, off, len - 100, 0, &info,
+                                      err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "truncated"));
+    free(mem2);
+
+    /* a smaller zone: the newest documents, replayed */
+    back = new_store(&mem2, 30000, 4u << 20);
+    if (sh_image_load_fd(back, fd, off, len, 0, &info, err, sizeof(err))
+        != 0)
+    {
+        fail_msg("load: %s", err);
+    }
+    sh_store_stats(back, &s);
+    assert_int_equal(info.replayed, 1);
+    assert_int_equal(info.documents, s.capacity);
+    check_ok(back);
+    free(mem2);
+
+    /* one byte flipped in the middle: one frame's documents lost */
+    assert_int_equal(pread(fd, &c, 1, (off_t) (off + len / 2)), 1);
+    c ^= 0x10;
+    assert_int_equal(pwrite(fd, &c, 1, (off_t) (off + len / 2)), 1);
+    back = new_store(&mem2, 90000, 4u << 20);
+    if (sh_image_load_fd(back, fd, off, len, 0, &info, err, sizeof(err))
+        != 0)
+    {
+        fail_msg("load: %s", err);
+    }
+    assert_int_equal(info.damaged, 1);
+    assert_int_equal(info.replayed, 1);
+    assert_true(info.documents < model_count());
+    assert_true(info.documents + 16 * 1024 >= model_count());
+    check_ok(back);
+    free(mem2);
+
+    close(fd);
+    unlink(path);
+    rmdir(dir);
     free(mem);
 }
 
@@ -571,12 +1017,18 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_follows_model),
+        cmocka_unit_test(test_load_from_file_in_chunks),
+        cmocka_unit_test(test_pathological_fingerprints),
+        cmocka_unit_test(test_every_size_formats),
         cmocka_unit_test(test_text_evicted_keeps_document),
         cmocka_unit_test(test_touch_refreshes_text),
         cmocka_unit_test(test_copy_in_slices_is_consistent),
         cmocka_unit_test(test_copy_into_smaller_zone),
         cmocka_unit_test(test_copy_gives_up_under_churn),
+        cmocka_unit_test(test_repair_after_dead_writer),
         cmocka_unit_test(test_damaged_image_refused),
+        cmocka_unit_test(test_store_file_round_trip),
+        cmocka_unit_test(test_damaged_frame_costs_its_documents),
     };
     unsigned i;
 

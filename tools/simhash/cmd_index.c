@@ -22,6 +22,8 @@
 #include "pageset.h"
 #include "sh_keyrec.h"
 #include "sh_snapshot.h"
+#include "sh_store_file.h"
+#include "sh_store_image.h"
 
 #define PATHS_KIND  "SHPATHS1"
 
@@ -320,6 +322,114 @@ paths_from_keys(paths_t *p, sh_index_t *ix, const char *kind,
     return 0;
 }
 
+/*
+ * A snapshot in the store's format (the module's zones, format 4): its
+ * image in a store on the heap, and a path table of its keys (a key whose
+ * text left the ring shows as its id).  NULL and *handled 0 when the file
+ * is of another format.
+ */
+static sh_index_t *
+load_store_index(const char *file, const sh_config_t *cfg, void **mem,
+                 paths_t *p, int *handled)
+{
+    const unsigned char *data, *meta, *image;
+    size_t               len, meta_len, image_len, size, at = 0;
+    unsigned char        secret[SH_STORE_SECRET_LEN];
+    char                 err[512];
+    sh_image_summary_t   sum;
+    sh_image_info_t      info;
+    sh_store_t          *st = NULL;
+    uint32_t             ref, cap;
+    char                *buf;
+    uint32_t            *off;
+    char                *str;
+    const char          *text;
+
+    *handled = 0;
+    if (sh_snapshot_map(file, &data, &len, err, sizeof(err)) != 0) {
+        return NULL;
+    }
+    if (!sh_store_file_is(data, len)) {
+        sh_snapshot_unmap(data, len);
+        return NULL;
+    }
+    *handled = 1;
+    *mem = NULL;
+    memset(secret, 0, sizeof(secret));
+    if (sh_store_file_parse(data, len, &meta, &meta_len, &image, &image_len,
+                            err, sizeof(err)) != 0
+        || sh_image_inspect(image, image_len, &sum, err, sizeof(err)) != 0)
+    {
+        goto failed;
+    }
+    if (!sum.whole) {
+        snprintf(err, sizeof(err), "damaged (%u of %u frames): `simhash "
+                 "index check` says more", sum.damaged, sum.frames);
+        goto failed;
+    }
+    size = sh_store_region_size(sum.capacity, sum.text_size);
+    if (size == 0 || posix_memalign(mem, 64, size) != 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        *mem = NULL;
+        goto failed;
+    }
+    st = sh_store_init(*mem, size, sum.text_size, secret,
+                       cfg != NULL ? sh_config_seed_digest(cfg)
+                                   : sum.seed_digest,
+                       err, sizeof(err));
+    if (st == NULL
+        || sh_image_load_unkeyed(st, image, image_len,
+                                 cfg != NULL ? sh_config_version(cfg) : 0,
+                                 &info, err, sizeof(err)) != 0)
+    {
+        goto failed;
+    }
+    sh_snapshot_unmap(data, len);
+
+    /* the path table: each stored document's key, or its id */
+    cap = sum.capacity;
+    buf = malloc((size_t) cap * 4 + (size_t) cap * 32
+                 + (size_t) sum.text_size + 1);
+    if (buf == NULL) {
+        cli_error("out of memory");
+        free(*mem);
+        *mem = NULL;
+        return NULL;
+    }
+    off = (uint32_t *) (void *) buf;
+    str = buf + (size_t) cap * 4;
+    for (ref = 0; ref < cap; ref++) {
+        off[ref] = UINT32_MAX;
+        if (sh_store_doc(st, ref) == NULL) {
+            continue;
+        }
+        off[ref] = (uint32_t) at;
+        len = sh_store_key(st, ref, &text);
+        if (len > 0) {
+            memcpy(str + at, text, len);
+        } else {
+            len = (size_t) snprintf(str + at, 32, "simhash-id:");
+            sh_store_id(st, ref, str + at + len);
+            len += SH_STORE_ID_LEN;
+        }
+        str[at + len] = '\0';
+        at += len + 1;
+    }
+    p->off = off;
+    p->str = str;
+    p->count = cap;
+    p->slen = at;
+    p->own = buf;
+    return sh_store_index(st);
+
+failed:
+    sh_snapshot_unmap(data, len);
+    cli_error("%s: %s", file, err);
+    free(*mem);
+    *mem = NULL;
+    return NULL;
+}
+
 static sh_index_t *
 load_index(const char *file, const sh_config_t *cfg, void **mem, paths_t *p)
 {
@@ -331,6 +441,14 @@ load_index(const char *file, const sh_config_t *cfg, void **mem, paths_t *p)
     sh_snapshot_info_t info;
 
     p->own = NULL;
+    {
+        int handled;
+
+        ix = load_store_index(file, cfg, mem, p, &handled);
+        if (handled) {
+            return ix;
+        }
+    }
     if (sh_snapshot_load(file, digest, mem, &rsize, &user, &ulen, &info,
                          err, sizeof(err)) != 0) {
         cli_error("%s", err);
@@ -738,6 +856,44 @@ report_damage(const docs_t *dt, size_t with_doc)
     return 1;
 }
 
+/*
+ * `check` of a snapshot in the store's format (sh_store_file.h, the
+ * module's zones since format 4): what its image holds and what damage
+ * cost, without the zone's secret (the key hashes are not needed).
+ */
+static int
+index_check_store(const char *file, const unsigned char *data, size_t len)
+{
+    const unsigned char *meta, *image;
+    size_t               meta_len, image_len;
+    sh_image_summary_t   s;
+    char                 err[512];
+
+    printf("format\tnginx module (store)\n");
+    if (sh_store_file_parse(data, len, &meta, &meta_len, &image, &image_len,
+                            err, sizeof(err)) != 0
+        || sh_image_inspect(image, image_len, &s, err, sizeof(err)) != 0)
+    {
+        printf("check\tFAILED: %s\n", err);
+        return 1;
+    }
+    printf("version\t4\nextraction\t%08x\ncapacity\t%u\nentries\t%u\n"
+           "seed_digest\t%016llx\ndocuments\t%u\nwith_key_text\t%llu\n"
+           "frames\t%u\n", s.extraction, s.capacity, s.entries,
+           (unsigned long long) s.seed_digest, s.documents,
+           (unsigned long long) s.texts, s.frames);
+    if (s.whole) {
+        printf("check\tOK\n");
+        return 0;
+    }
+    printf("damaged_frames\t%u of %u\nlost\t%u\n", s.damaged, s.frames,
+           s.entries > s.documents ? s.entries - s.documents : 0);
+    printf("check\tDAMAGED: %u documents lost, %u restorable\n",
+           s.entries > s.documents ? s.entries - s.documents : 0,
+           s.documents);
+    return 1;
+}
+
 static int
 index_check(int argc, char **argv)
 {
@@ -750,6 +906,20 @@ index_check(int argc, char **argv)
     if (argc != 2 || cli_is_help(argv[1])) {
         usage(argc == 2 ? stdout : stderr);
         return argc == 2 ? 0 : 2;
+    }
+
+    {
+        const unsigned char *data;
+        size_t               len;
+
+        if (sh_snapshot_map(argv[1], &data, &len, err, sizeof(err)) == 0) {
+            if (sh_store_file_is(data, len)) {
+                rc = index_check_store(argv[1], data, len);
+                sh_snapshot_unmap(data, len);
+                return rc;
+            }
+            sh_snapshot_unmap(data, len);
+        }
     }
 
     /* the load verifies the checksums and runs sh_index_check() */
@@ -817,6 +987,23 @@ dump_visit(void *arg, uint32_t ref, uint64_t hash)
     return 0;
 }
 
+/* dump of a store-format snapshot: its path table (keys or ids) */
+static int
+dump_paths_visit(void *arg, uint32_t ref, uint64_t hash)
+{
+    const paths_t *p = arg;
+
+    printf("%016llx\t%u\t", (unsigned long long) hash, ref);
+    if (ref < p->count && p->off[ref] != UINT32_MAX) {
+        print_doc(p->str + p->off[ref],
+                  (uint32_t) strlen(p->str + p->off[ref]));
+    } else {
+        putchar('-');
+    }
+    putchar('\n');
+    return 0;
+}
+
 static int
 index_dump(int argc, char **argv)
 {
@@ -828,6 +1015,24 @@ index_dump(int argc, char **argv)
     if (argc != 2 || cli_is_help(argv[1])) {
         usage(argc == 2 ? stdout : stderr);
         return argc == 2 ? 0 : 2;
+    }
+    {
+        void       *mem = NULL;
+        paths_t     p;
+        sh_index_t *ix;
+        int         handled;
+
+        memset(&p, 0, sizeof(p));
+        ix = load_store_index(argv[1], NULL, &mem, &p, &handled);
+        if (handled) {
+            if (ix == NULL) {
+                return 1;
+            }
+            sh_index_foreach(ix, dump_paths_visit, &p);
+            free(p.own);
+            free(mem);
+            return fflush(stdout) == 0 ? 0 : 1;
+        }
     }
     if (docs_load(&dt, argv[1], err, sizeof(err)) != 0) {
         cli_error("%s: %s", argv[1], err);
