@@ -57,7 +57,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sh_bigmem.h"
 #include "sh_popcnt.h"
 #include "sh_radix.h"
 #include "sh_index.h"

@@ -577,26 +577,21 @@ int
 sh_snapshot_map(const char *path, const unsigned char **data, size_t *len,
                 char *err, size_t errlen)
 {
-    struct stat sb;
-    void       *p;
-    int         fd = open_regular(path, &sb, err, errlen);
+    uint64_t size;
+    void    *p;
+    int      fd = sh_snapshot_open(path, &size, err, errlen);
 
     if (fd < 0) {
         return -1;
     }
-    if (sb.st_size <= 0) {
-        snprintf(err, errlen, "%s: empty", path);
-        close(fd);
-        return -1;
-    }
-    p = mmap(NULL, (size_t) sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    p = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     *data = p;
-    *len = (size_t) sb.st_size;
+    *len = (size_t) size;
     return 0;
 }
 

@@ -65,12 +65,16 @@ check_ok(const sh_store_t *st)
     }
 }
 
+/* 1: fingerprints an adversary picks (test_pathological_fingerprints) */
+static int pathological;
+
 static void
 model_reset(void)
 {
     memset(model, 0, sizeof(model));
     clock_now = 0;
     model_n = 0;
+    pathological = 0;
 }
 
 static unsigned
@@ -102,9 +106,6 @@ model_oldest(void)
 }
 
 /* One random operation on store and model alike. */
-/* 1: fingerprints an adversary picks (test_pathological_fingerprints) */
-static int pathological;
-
 static uint64_t
 fingerprint_for(unsigned k)
 {
@@ -759,6 +760,42 @@ test_damaged_frame_costs_its_documents(void **state)
     free(mem);
 }
 
+/* Write st as a snapshot file at path with these settings; the image's
+ * offset and length in it. */
+static void
+write_file(sh_store_t *st, const char *path, const char *settings,
+           uint64_t *off, uint64_t *len)
+{
+    unsigned char        *buf = malloc(SH_IMAGE_BUF_MIN);
+    char                  err[256];
+    sh_snapshot_writer_t *w;
+    sh_image_saver_t      sv;
+    long                  n;
+    uint64_t              total = 0;
+
+    assert_non_null(buf);
+    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+    assert_non_null(w);
+    assert_int_equal(sh_store_file_begin(w, settings, strlen(settings), err,
+                                         sizeof(err)), 0);
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    while ((n = sh_image_save_step(&sv)) > 0) {
+        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
+                                                  sizeof(err)), 0);
+        total += (uint64_t) n;
+    }
+    assert_int_equal(n, 0);
+    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
+    free(buf);
+    *len = total;
+    {
+        struct stat sb;
+
+        assert_int_equal(stat(path, &sb), 0);
+        *off = (uint64_t) sb.st_size - total;
+    }
+}
+
 /* A snapshot file: settings and image through the safe writer, read back
  * whole, the store restored; a damaged header is refused. */
 static void
@@ -767,14 +804,12 @@ test_store_file_round_trip(void **state)
     void             *mem, *mem2;
     sh_store_t       *st, *back;
     char              dir[] = "/tmp/test_store.XXXXXX", path[256], err[256];
-    unsigned char    *buf = malloc(SH_IMAGE_BUF_MIN), *file;
+    unsigned char    *file;
     const unsigned char *meta, *image;
     size_t            meta_len, image_len;
-    sh_snapshot_writer_t *w;
-    sh_image_saver_t  sv;
+    uint64_t          off, len;
     sh_image_info_t   info;
     struct stat       sb;
-    long              n;
     int               fd;
     unsigned          i;
     static const char settings[] = "distance=10\nmatch=weighted\n";
@@ -786,18 +821,7 @@ test_store_file_round_trip(void **state)
     }
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/zone.snap", dir);
-
-    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
-    assert_non_null(w);
-    assert_int_equal(sh_store_file_begin(w, settings, sizeof(settings) - 1,
-                                         err, sizeof(err)), 0);
-    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
-    while ((n = sh_image_save_step(&sv)) > 0) {
-        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
-                                                  sizeof(err)), 0);
-    }
-    assert_int_equal(n, 0);
-    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
+    write_file(st, path, settings, &off, &len);
 
     fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
@@ -814,6 +838,9 @@ test_store_file_round_trip(void **state)
                                          sizeof(err)), 0);
     assert_int_equal(meta_len, sizeof(settings) - 1);
     assert_memory_equal(meta, settings, meta_len);
+    /* the image where the writer put it */
+    assert_int_equal(image - file, off);
+    assert_int_equal(image_len, len);
     back = new_store(&mem2, 3000, 32 * 1024);
     if (sh_image_load(back, image, image_len, 0, &info, err, sizeof(err)) != 0) {
         fail_msg("load: %s", err);
@@ -829,7 +856,6 @@ test_store_file_round_trip(void **state)
     unlink(path);
     rmdir(dir);
     free(file);
-    free(buf);
     free(mem2);
     free(mem);
 }
@@ -884,45 +910,9 @@ test_pathological_fingerprints(void **state)
                                          NULL, &o, &m, 1, NULL), 1);
         assert_true(m.hash == model[i].fp);
     }
-    pathological = 0;
     free(mem2);
     free(im.data);
     free(mem);
-}
-
-/* Write st as a snapshot file at path; the image's offset and length. */
-static void
-write_file(sh_store_t *st, const char *path, uint64_t *off, uint64_t *len)
-{
-    unsigned char        *buf = malloc(SH_IMAGE_BUF_MIN);
-    char                  err[256];
-    sh_snapshot_writer_t *w;
-    sh_image_saver_t      sv;
-    long                  n;
-    uint64_t              total = 0;
-    static const char     settings[] = "distance=10\n";
-
-    assert_non_null(buf);
-    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
-    assert_non_null(w);
-    assert_int_equal(sh_store_file_begin(w, settings, sizeof(settings) - 1,
-                                         err, sizeof(err)), 0);
-    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
-    while ((n = sh_image_save_step(&sv)) > 0) {
-        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
-                                                  sizeof(err)), 0);
-        total += (uint64_t) n;
-    }
-    assert_int_equal(n, 0);
-    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
-    free(buf);
-    *len = total;
-    {
-        struct stat sb;
-
-        assert_int_equal(stat(path, &sb), 0);
-        *off = (uint64_t) sb.st_size - total;
-    }
 }
 
 /*
@@ -953,7 +943,7 @@ test_load_from_file_in_chunks(void **state)
     }
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/zone.snap", dir);
-    write_file(st, path, &off, &len);
+    write_file(st, path, "distance=10\n", &off, &len);
     assert_true(len > (5u << 20));      /* more than one chunk */
 
     fd = open(path, O_RDWR);
