@@ -2577,7 +2577,7 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
     if (sh_config_derive_key(cfg, "stream mac", zone->mac_key,
                              sizeof(zone->mac_key))
         != 0
-        || sh_config_derive_key(cfg, "store keys", zone->key_secret,
+        || sh_config_derive_key(cfg, SH_STORE_KEY_PURPOSE, zone->key_secret,
                                 sizeof(zone->key_secret))
            != 0)
     {
@@ -2801,7 +2801,8 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
         if (sh_config_derive_key(cfg, "stream mac", zones[i]->mac_key,
                                  sizeof(zones[i]->mac_key))
             != 0
-            || sh_config_derive_key(cfg, "store keys", zones[i]->key_secret,
+            || sh_config_derive_key(cfg, SH_STORE_KEY_PURPOSE,
+                                    zones[i]->key_secret,
                                     sizeof(zones[i]->key_secret))
                != 0)
         {

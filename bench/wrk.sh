@@ -37,7 +37,10 @@
 # Environment: DURATION (seconds per run, default 10), CONNECTIONS
 # (default 32), THREADS (wrk threads, default 2), SIZE (docs page bytes,
 # default 25000), MAXDOCS (docs pages, default 400), CORPORA (default
-# "docs web"), SCENARIOS (default "new identical mix").
+# "docs web"), SCENARIOS (default "new identical mix"), NEW_ZONE and
+# REFETCH_ZONE (what follows zone=NAME: in each zone's simhash_zone,
+# default "64m"; bench/45-store-wrk.sh gives one of them a snapshot of
+# 2^27 documents to start from).
 set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +55,8 @@ SIZE=${SIZE:-25000}
 MAXDOCS=${MAXDOCS:-400}
 CORPORA=${CORPORA:-docs web}
 SCENARIOS=${SCENARIOS:-new identical mix}
+NEW_ZONE=${NEW_ZONE:-64m}
+REFETCH_ZONE=${REFETCH_ZONE:-64m}
 NGINX=${NGINX:-nginx}
 command -v "$NGINX" >/dev/null 2>&1 || NGINX=/usr/sbin/nginx
 
@@ -195,8 +200,8 @@ http {
     scgi_temp_path        $PREFIX/tmp/scgi;
     keepalive_requests    100000;
 
-    simhash_zone zone=new:64m;
-    simhash_zone zone=refetch:64m;
+    simhash_zone zone=new:$NEW_ZONE;
+    simhash_zone zone=refetch:$REFETCH_ZONE;
 
     # the origin: version a of each page, or b when the request asks
     map \$http_x_bench_version \$bench_version { default a; b b; }
@@ -238,12 +243,27 @@ nginx_prefix() {
     "$NGINX" -p "$PREFIX/" -c "$PREFIX/conf/nginx.conf" \
              -e "$PREFIX/logs/error.log" "$@"
 }
-# on exit: nginx stopped, its error log kept in OUT, the prefix removed
-trap 'nginx_prefix -s stop 2>/dev/null || true; sleep 0.2
+# on exit: nginx stopped (and gone: a zone with file= saves first), its
+# error log kept in OUT, the prefix removed
+trap 'master=$(cat "$PREFIX/logs/nginx.pid" 2>/dev/null || true)
+      nginx_prefix -s stop 2>/dev/null || true
+      while [ -n "$master" ] && kill -0 "$master" 2>/dev/null; do
+          sleep 0.2; done
       cp "$PREFIX/logs/error.log" "$OUT/" 2>/dev/null || true
       rm -rf "$PREFIX"' EXIT
+# start-up: nginx returns once its zones are loaded (the master loads a
+# snapshot before it forks), then until the proxy answers, 60 s at most
+t0=$(date +%s.%N)
 nginx_prefix
-sleep 0.3
+tries=0
+until perl -MHTTP::Tiny -e 'exit !HTTP::Tiny->new(timeout => 5)->get(
+          "http://127.0.0.1:'"$NEW"'/stats")->{success}' 2>/dev/null; do
+    tries=$((tries + 1))
+    [ $tries -lt 1200 ] || { echo "nginx does not answer" >&2; exit 1; }
+    sleep 0.05
+done
+echo "nginx answers $(perl -e "printf '%.2f', $(date +%s.%N) - $t0") s" \
+     "after it was started (zones: new $NEW_ZONE, refetch $REFETCH_ZONE)"
 
 # --- wrk's requests ---------------------------------------------------------
 

@@ -49,6 +49,10 @@
 #define SH_STORE_SECRET_LEN 192         /* XXH3's secret: the key hash's */
 #define SH_STORE_ID_LEN     16          /* hex digits of sh_store_id */
 
+/* What a zone derives the key secret from its options' hash key for
+ * (sh_config_derive_key): a tool that writes a zone's snapshot uses it */
+#define SH_STORE_KEY_PURPOSE "store keys"
+
 typedef struct sh_store_s sh_store_t;
 
 /* A document's record. */

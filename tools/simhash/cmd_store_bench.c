@@ -14,9 +14,14 @@
  * them: the key of a page (half of them stored, half new) and a PSM lookup
  * of a near copy of a stored page (2 bits flipped) under its own weights;
  * their latency one by one, p50 and p99, and their rate.  Then a sliced
- * copy to an image file (sh_store_image.h) with changes between the steps
- * as a busy zone has: the longest hold of the lock; and a fresh zone
- * filled back from the file: start-up time and GB/s.
+ * copy to a snapshot file (sh_store_file.h, sh_store_image.h) with changes
+ * between the steps as a busy zone has: the longest hold of the lock; and
+ * a fresh zone filled back from the file: start-up time and GB/s.
+ *
+ * The store is keyed and seeded as a zone of the default options is, so
+ * each file is a snapshot nginx loads (--keep keeps it, and the line it
+ * prints says the simhash_zone that takes it in place): bench/wrk.sh
+ * measures the module on a zone of 2^27 documents that way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +36,10 @@
 
 #include "cli.h"
 #include "pageset.h"
+#include "sh_config.h"
+#include "sh_snapshot.h"
 #include "sh_store.h"
+#include "sh_store_file.h"
 #include "sh_store_image.h"
 
 #define STEP_BUF        (1u << 20)      /* bytes a hold of the lock copies */
@@ -46,7 +54,10 @@ typedef struct {
     uint64_t      text_per_doc;
     uint64_t      text_max;
     const char   *image_dir;
+    int           keep;         /* keep the snapshot files */
     unsigned char secret[SH_STORE_SECRET_LEN];
+    uint64_t      seed_digest;  /* the default options': a zone's */
+    uint32_t      version;
 } sb_t;
 
 static double
@@ -91,7 +102,9 @@ fp_of(const sb_t *b, uint64_t i)
 {
     uint64_t c = i / b->pages.n;
 
-    return b->pages.fp[i % b->pages.n].hash ^ (c ? mix(c) : 0);
+    /* copy 0 too: no stored document is a page itself, so the pages
+     * bench/wrk.sh serves are new to a zone this filled */
+    return b->pages.fp[i % b->pages.n].hash ^ mix(c + 1);
 }
 
 /*
@@ -111,9 +124,45 @@ shared(size_t size, double *touch)
     if (p == MAP_FAILED) {
         return NULL;
     }
+#ifdef MADV_HUGEPAGE
+    /* 2 MB pages where the system allows them for shared memory, as the
+     * module asks for its zones (ngx_http_simhash_zone_init) */
+    (void) madvise(p, size, MADV_HUGEPAGE);
+#endif
     memset(p, 0, size);
     *touch = now() - t;
     return p;
+}
+
+/* A store formatted as a zone of the default options is (module/
+ * ngx_http_simhash_zone.c): their key secret, seed and extraction. */
+static sh_store_t *
+format(const sb_t *b, void *region, size_t size, uint64_t text, char *err,
+       size_t errlen)
+{
+    sh_store_t *st = sh_store_init(region, size, text, b->secret,
+                                   b->seed_digest, err, errlen);
+
+    if (st != NULL) {
+        sh_index_set_version(sh_store_index(st), b->version);
+    }
+    return st;
+}
+
+/*
+ * The simhash_zone that loads an image of this store in place (capacity
+ * at least this one's, the ring of the same size): nginx's slab allocator
+ * keeps 1/32 of a zone and 16 KB for itself (ngx_http_simhash_zone_avail),
+ * 1 MB more leaves room for its rounding.
+ */
+static void
+print_zone_line(uint64_t size, uint64_t text, const char *path)
+{
+    uint64_t mb = 1u << 20, zone = (size + 16 * 1024) / 31 * 32 + mb;
+
+    printf("  nginx takes it in place with: simhash_zone zone=NAME:%llum "
+           "keys=%llum file=%s\n", (unsigned long long) ((zone + mb - 1) / mb),
+           (unsigned long long) (text / mb), path);
 }
 
 static int
@@ -142,7 +191,7 @@ run_one(sb_t *b, unsigned log2n)
     }
 
     t0 = now();
-    st = sh_store_init(region, size, text, b->secret, 1, err, sizeof(err));
+    st = format(b, region, size, text, err, sizeof(err));
     if (st == NULL) {
         fprintf(stderr, "store-bench: %s\n", err);
         return -1;
@@ -220,12 +269,17 @@ run_one(sb_t *b, unsigned log2n)
         int              fd;
         struct stat      fst;
         struct rusage    ru0, ru1;
+        size_t           meta_len, image_len;
+        const unsigned char *meta, *image;
+        sh_snapshot_writer_t *w;
 
-        snprintf(path, sizeof(path), "%s/store-2^%u.img", b->image_dir,
+        snprintf(path, sizeof(path), "%s/store-2^%u.snap", b->image_dir,
                  log2n);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || buf == NULL) {
-            fprintf(stderr, "store-bench: %s: %s\n", path, strerror(errno));
+        w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+        if (w == NULL || buf == NULL
+            || sh_store_file_begin(w, "", 0, err, sizeof(err)) != 0)
+        {
+            fprintf(stderr, "store-bench: %s\n", err);
             return -1;
         }
         memset(buf, 0, STEP_BUF);      /* faulted in before any hold */
@@ -250,8 +304,10 @@ run_one(sb_t *b, unsigned log2n)
             if (k == 0) {
                 break;
             }
-            if (write(fd, buf, (size_t) k) != k) {
-                fprintf(stderr, "store-bench: write: %s\n", strerror(errno));
+            if (sh_snapshot_writer_write(w, buf, (size_t) k, err,
+                                         sizeof(err)) != 0)
+            {
+                fprintf(stderr, "store-bench: %s\n", err);
                 return -1;
             }
             bytes += (uint64_t) k;
@@ -266,8 +322,10 @@ run_one(sb_t *b, unsigned log2n)
             }
             t0 = now();
         }
-        fsync(fd);
-        close(fd);
+        if (sh_snapshot_writer_commit(w, err, sizeof(err)) != 0) {
+            fprintf(stderr, "store-bench: %s\n", err);
+            return -1;
+        }
         qsort(holds, nholds, sizeof(*holds), cmp_double);
         printf("  save: %.2f GB image in %u holds of the lock: p50 %.2f ms, "
                "p99 %.2f ms, p99.9 %.2f ms, longest %.2f ms; %.1f s in all "
@@ -303,14 +361,22 @@ run_one(sb_t *b, unsigned log2n)
             }
             printf("  image read once: %.2f s\n", now() - tr);
         }
+        /* the header and settings: where the image starts */
+        if (pread(fd, buf, STEP_BUF, 0) <= 0) {
+            return -1;
+        }
         getrusage(RUSAGE_SELF, &ru0);
         t0 = now();
-        st = sh_store_init(region, size, text, b->secret, 1, err,
-                           sizeof(err));
+        st = format(b, region, size, text, err, sizeof(err));
         t1 = now();
         if (st == NULL
-            || sh_image_load_fd(st, fd, 0, (uint64_t) fst.st_size, 0, &info,
-                                err, sizeof(err)) != 0)
+            || sh_store_file_parse(buf, (size_t) (fst.st_size < STEP_BUF
+                                                  ? fst.st_size : STEP_BUF),
+                                   &meta, &meta_len, &image, &image_len, err,
+                                   sizeof(err)) != 0
+            || sh_image_load_fd(st, fd, (uint64_t) (image - buf),
+                                (uint64_t) fst.st_size - (image - buf),
+                                b->version, &info, err, sizeof(err)) != 0)
         {
             fprintf(stderr, "store-bench: load: %s\n", err);
             return -1;
@@ -322,7 +388,11 @@ run_one(sb_t *b, unsigned log2n)
                now() - t1, fst.st_size / (now() - t1) / 1e9, info.documents,
                (unsigned long long) info.texts, ru1.ru_minflt - ru0.ru_minflt);
         close(fd);
-        unlink(path);
+        if (b->keep) {
+            print_zone_line(size, text, path);
+        } else {
+            unlink(path);
+        }
         free(buf);
     }
     munmap(region, size);
@@ -367,6 +437,8 @@ cmd_store_bench(int argc, char **argv)
             b.text_max = strtoull(val, NULL, 10) << 20;
         } else if (strcmp(o, "--image-dir") == 0) {
             b.image_dir = val;
+        } else if (strcmp(o, "--keep") == 0) {
+            b.keep = strcmp(val, "yes") == 0;
         } else if (strcmp(o, "--log2n") == 0) {
             char *p = (char *) val;
 
@@ -378,7 +450,7 @@ cmd_store_bench(int argc, char **argv)
             fprintf(stderr, "usage: simhash store-bench --list FILE "
                     "[--cache FILE] [--log2n 20,27] [--queries N] "
                     "[--text-per-doc B] [--text-max MB] [--image-dir DIR] "
-                    "[--prefix P]\n");
+                    "[--keep yes] [--prefix P]\n");
             return 2;
         }
     }
@@ -421,7 +493,19 @@ cmd_store_bench(int argc, char **argv)
 
         b.path[i] = strncmp(p, prefix, plen) == 0 ? p + plen : p;
     }
-    sh_store_secret((const unsigned char *) "store-bench", 11, b.secret);
+    {
+        unsigned char key[32];
+
+        if (sh_config_derive_key(cfg, SH_STORE_KEY_PURPOSE, key,
+                                 sizeof(key)) != 0)
+        {
+            fprintf(stderr, "store-bench: no key\n");
+            return 1;
+        }
+        sh_store_secret(key, sizeof(key), b.secret);
+        b.seed_digest = sh_config_seed_digest(cfg);
+        b.version = sh_config_version(cfg);
+    }
     printf("pages %zu (real fingerprints, relocated copies), %u queries "
            "per size\n", b.pages.n, b.queries);
     for (a = 0; a < (int) b.nn; a++) {
