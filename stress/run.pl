@@ -771,15 +771,6 @@ sub phase_e {
     my $vg = StressNginx->new(name => 'valgrind', dir => $d, port => $p{proxy},
                               conf => proxy_conf($d, \%p, workers => 1));
     StressNginx::write_file($vg->conf_file, $vg->{conf});
-    StressNginx::write_file("$d/conf/nginx.supp", <<'EOF');
-{
-   nginx-set-environment
-   Memcheck:Leak
-   match-leak-kinds: definite
-   ...
-   fun:ngx_set_environment
-}
-EOF
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         open(STDIN, '<', '/dev/null');
@@ -787,7 +778,7 @@ EOF
         exec('valgrind', "--log-file=$d/logs/valgrind.log",
              '--leak-check=full', '--show-leak-kinds=definite',
              '--errors-for-leak-kinds=definite', '--num-callers=30',
-             "--suppressions=$d/conf/nginx.supp", $StressNginx::NGINX,
+             "--suppressions=$TOP/tools/valgrind-nginx.supp", $StressNginx::NGINX,
              $vg->nginx_args, '-g', 'daemon off; master_process off;')
             or POSIX::_exit(127);
     }
@@ -809,7 +800,7 @@ EOF
         $r->{requests} > 0 && $r->{s5xx} == 0);
     row('E', 'valgrind: errors (definite leaks count)', $errors // '?',
         defined $errors && $errors == 0);
-    row('E', 'valgrind: definitely lost (suppressed: nginx env)',
+    row('E', 'valgrind: definitely lost (suppressed: tools/valgrind-nginx.supp)',
         ($lost // 0) . ' bytes');
 }
 

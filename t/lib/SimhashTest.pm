@@ -508,48 +508,12 @@ sub stop_valgrind {
 }
 
 # The options of the suite-wide valgrind mode: every error counts, and a
-# definite leak too, except nginx's own two: the copy of its environment,
-# and the event module's connection and event arrays (ngx_alloc'd by
-# ngx_event_process_init, a static function called through init_process,
-# never freed; whether valgrind still finds a pointer to them after the
-# cycle's pool is destroyed at exit depends on stale words on the stack).
+# definite leak too, except the allocations nginx (and the module's HMAC)
+# make once and hold for the process's life (tools/valgrind-nginx.supp
+# says which and why).
 sub valgrind_options {
     my ($self) = @_;
-    my $supp = $self->write_file('logs/nginx.supp', <<'EOF');
-{
-   nginx-set-environment
-   Memcheck:Leak
-   match-leak-kinds: definite
-   ...
-   fun:ngx_set_environment
-}
-{
-   nginx-event-process-init
-   Memcheck:Leak
-   match-leak-kinds: definite
-   fun:malloc
-   fun:ngx_alloc
-   obj:/usr/sbin/nginx
-   fun:ngx_single_process_cycle
-}
-{
-   nginx-regex-compile-context
-   Memcheck:Leak
-   match-leak-kinds: definite
-   fun:malloc
-   fun:ngx_alloc
-   ...
-   fun:pcre2_compile_context_create_8
-   fun:ngx_regex_compile
-}
-{
-   openssl-hmac-fetched-once
-   Memcheck:Leak
-   match-leak-kinds: definite
-   ...
-   fun:EVP_MAC_fetch
-}
-EOF
+    my $supp = "$TOP/tools/valgrind-nginx.supp";
     return ('--leak-check=full', '--show-leak-kinds=definite',
             '--errors-for-leak-kinds=definite', '--num-callers=30',
             "--suppressions=$supp");
