@@ -584,6 +584,12 @@ mark_on(sh_dust_t *d, const dcand_t *c)
     h->bloom |= bloom_bit(c->kind, c->arg);
     if (c->kind == SH_DUST_HOST_ALIAS) {
         h->alias_to = c->arg;
+        /* the target's URLs are canonical forms: its observations must
+         * fill the canonical table too */
+        h = host_find(d, c->arg);
+        if (h != NULL) {
+            h->bloom |= bloom_bit(c->kind, c->host);
+        }
     }
 }
 
