@@ -85,8 +85,13 @@ typedef struct {
     uint64_t key;               /* 0: free */
     uint64_t rep;
     uint64_t url;               /* hash of the URL that set it */
-    uint64_t aux;               /* alias entries: its host */
+    uint64_t aux;               /* pair entries: the canonical form of
+                                   the URL; alias entries: its host;
+                                   reverse entries: the rule's argument */
+    uint64_t pattern;           /* reverse entries: the rule's pattern */
     uint64_t stamp;
+    uint8_t  kind;              /* reverse entries: the rule's kind */
+    uint8_t  pad[7];
 } devid_t;
 
 typedef struct {
@@ -671,6 +676,15 @@ evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
         copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
                   sc->patlen);
     }
+    /* a candidate made from a reverse pair has no text yet */
+    if (c->arglen == 0 && a->textlen > 0) {
+        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a->text,
+                  a->textlen);
+    }
+    if (c->patlen == 0 && sc->patlen > 0) {
+        copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
+                  sc->patlen);
+    }
     if (same) {
         c->support++;
         d->stats.support++;
@@ -751,6 +765,7 @@ canon_get(sh_dust_t *d, uint64_t key, int create, int *found)
 #define KEY_PAIR    0x2f8ad1c39e6b5074ULL
 #define KEY_IDENT   0x7c15e2b9a0d4f863ULL
 #define KEY_ALIAS   0xe93b6a07d5c2184fULL
+#define KEY_REV     0x4b90c6e2a1f3d857ULL
 
 /* ---- A URL's atomic rules and scope. ---- */
 
@@ -865,11 +880,13 @@ merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from)
 
 /*
  * c(u): the rewrite of every rule on for u's scope, the rules applied in
- * applied[] (cands), their count returned.
+ * applied[] and their atoms' indices in which[] (-1: the host alias),
+ * their count returned.
  */
 static unsigned
 canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
-          const atom_t *a, unsigned na, sh_url_rw_t *rw, dcand_t **applied)
+          const atom_t *a, unsigned na, sh_url_rw_t *rw, dcand_t **applied,
+          int *which)
 {
     dcand_t *c, *w;
     uint64_t host = sc->host;
@@ -881,6 +898,7 @@ canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
         if (c != NULL && on(c)) {
             rw->host = h->alias_to;
             host = h->alias_to;
+            which[n] = -1;
             applied[n++] = c;
             h = host_find(d, host);
         }
@@ -900,6 +918,7 @@ canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
             ? w : cand_find(d, host, sc->pattern, a[i].kind, a[i].arg);
         if (c != NULL && on(c)) {
             merge_rw(rw, &a[i].rw);
+            which[n] = (int) i;
             applied[n++] = c;
         }
     }
@@ -934,21 +953,36 @@ alias_pair(sh_dust_t *d, uint64_t other, const sh_url_t *u, int same,
 
 /* ---- Observe and predict. ---- */
 
+/*
+ * An observation's evidence, for each atomic rule R that changes u:
+ *   pair     K(scope, R, R'(u)): the last other URL R mapped there;
+ *   forward  R'(u) itself, fetched before u (its identity entry);
+ *   reverse  u itself is R(w) of an earlier w (w left a reverse entry
+ *            under R(w), which u's identity finds).
+ * R'(u) is R(u) composed with the rules already on for u's scope, so
+ * that a rule whose pairs only line up once another is on (utm_source
+ * behind a session id) is learned too; an active rule's own pairs are
+ * taken without composition, so that its evidence stays its own.  A
+ * re-fetch of a URL already seen makes no forward or reverse pair (it
+ * was counted when first seen).
+ */
 int
 sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
                 uint64_t now)
 {
     sh_url_t     u;
-    atom_t       a[ATOMS_MAX];
+    atom_t       a[ATOMS_MAX], ra;
     dcand_t     *applied[ATOMS_MAX + 1];
-    sh_url_rw_t  rw;
-    scope_t      sc;
+    int          which[ATOMS_MAX + 1];
+    uint8_t      isactive[ATOMS_MAX];
+    sh_url_rw_t  rw, rwi;
+    scope_t      sc, rs;
     dhost_t     *h;
     devid_t     *e;
     dcanon_t    *ce;
-    uint64_t     hu, hr, seq0 = d->change_seq;
-    unsigned     i, n, na;
-    int          found;
+    uint64_t     hu, hr, hc, seq0 = d->change_seq;
+    unsigned     i, n, na = 0;
+    int          found, refetch;
 
     if (sh_url_parse(&u, url, len) != 0) {
         d->stats.refused++;
@@ -964,35 +998,93 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     h->last = now;
     scope_of(&u, &sc);
     hu = sh_url_hash(&u, NULL);
+    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 0, &found);
+    refetch = e != NULL && e->url == hu;
 
     n = atoms(&u, a);
-    for (i = 0; i < n; i++) {
-        hr = sh_url_hash(&u, &a[i].rw);
+    memset(isactive, 0, n);
+    memset(&rw, 0, sizeof(rw));
+    if (h->bloom != 0 || h->alias_to != 0) {
+        na = canonical(d, &u, &sc, h, a, n, &rw, applied, which);
+        for (i = 0; i < na; i++) {
+            if (which[i] >= 0) {
+                isactive[which[i]] = 1;
+            }
+        }
+    }
 
-        /* another URL that this rule maps to the same place */
+    hc = na > 0 ? sh_url_hash(&u, &rw) : hu;
+    for (i = 0; i < n; i++) {
+        rwi = a[i].rw;
+        if (na > 0 && !isactive[i]) {
+            merge_rw(&rwi, &rw);
+            rwi.host = rw.host;
+        }
+        hr = sh_url_hash(&u, &rwi);
+        if (!isactive[i] && hr == hc) {
+            continue;           /* nothing beyond the rules already on */
+        }
+
+        /* two URLs of one canonical form say nothing of a rule composed
+         * with the rules that made them one */
         e = evid_get(d, nonzero(step(cand_key(sc.host, sc.pattern,
                                               a[i].kind, a[i].arg)
                                      ^ KEY_PAIR, hr)), 1, &found);
-        if (found && e->url != hu) {
+        if (found && e->url != hu && (isactive[i] || e->aux != hc)) {
             evidence(d, &sc, &a[i], e->rep == rep, now);
         }
         e->rep = rep;
         e->url = hu;
+        e->aux = hc;
 
-        /* the rewritten URL itself, fetched */
-        e = evid_get(d, nonzero(step(KEY_IDENT, hr)), 0, &found);
-        if (found && e->url != hu) {
-            evidence(d, &sc, &a[i], e->rep == rep, now);
+        if (!refetch) {
+            e = evid_get(d, nonzero(step(KEY_IDENT, hr)), 0, &found);
+            if (found && e->url != hu) {
+                evidence(d, &sc, &a[i], e->rep == rep, now);
+            } else if (na > 0 && !isactive[i]) {
+                /* a URL whose canonical form R'(u) is */
+                ce = canon_get(d, hr, 0, &found);
+                if (ce != NULL && ce->url != hu) {
+                    evidence(d, &sc, &a[i], ce->rep == rep, now);
+                }
+            }
+        }
+
+        e = evid_get(d, nonzero(step(KEY_REV, hr)), 1, &found);
+        e->rep = rep;
+        e->url = hu;
+        e->aux = a[i].arg;
+        e->pattern = sc.pattern;
+        e->kind = a[i].kind;
+    }
+
+    /* u, or its canonical form, is R'(w) of an earlier w */
+    for (i = 0; !refetch && i < (hc != hu ? 2u : 1u); i++) {
+        e = evid_get(d, nonzero(step(KEY_REV, i ? hc : hu)), 0, &found);
+        if (found && e->url != hu && e->kind != 0) {
+            memset(&ra, 0, sizeof(ra));
+            ra.kind = e->kind;
+            ra.arg = e->aux;
+            rs = sc;
+            if (e->pattern != sc.pattern) {
+                rs.pattern = e->pattern;
+                rs.pat = "";
+                rs.patlen = 0;
+            }
+            found = e->rep == rep;
+            e->url = hu;        /* this pair is counted */
+            e->rep = rep;
+            evidence(d, &rs, &ra, found, now);
+            break;
         }
     }
 
     /* the same path and query on another host */
-    rw = (sh_url_rw_t) { .no_host = 1 };
-    e = evid_get(d, nonzero(step(KEY_ALIAS, sh_url_hash(&u, &rw))), 1,
+    rwi = (sh_url_rw_t) { .no_host = 1 };
+    e = evid_get(d, nonzero(step(KEY_ALIAS, sh_url_hash(&u, &rwi))), 1,
                  &found);
     if (found && e->aux != u.host_hash && e->url != hu) {
         alias_pair(d, e->aux, &u, e->rep == rep, now);
-        h = host_find(d, u.host_hash);  /* (not moved: hosts stay put) */
     }
     e->rep = rep;
     e->url = hu;
@@ -1002,27 +1094,90 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     e->rep = rep;
     e->url = hu;
 
-    if (h != NULL && (h->bloom != 0 || h->alias_to != 0)) {
-        na = canonical(d, &u, &sc, h, a, n, &rw, applied);
-        if (na > 0 || h->bloom != 0) {
-            ce = canon_get(d, sh_url_hash(&u, &rw), 1, &found);
-            if (found && na > 0 && ce->url != hu) {
-                for (i = 0; i < na; i++) {
-                    scope_t cs = { applied[i]->host, applied[i]->pattern,
-                                   "", 0 };
-                    atom_t  ca;
+    /* the canonical table: checked and refreshed while rules are on */
+    if (h->bloom != 0 || h->alias_to != 0) {
+        ce = canon_get(d, sh_url_hash(&u, &rw), 1, &found);
+        if (found && na > 0 && ce->url != hu) {
+            for (i = 0; i < na; i++) {
+                scope_t cs = { applied[i]->host, applied[i]->pattern, "", 0 };
+                atom_t  ca;
 
-                    memset(&ca, 0, sizeof(ca));
-                    ca.kind = applied[i]->kind;
-                    ca.arg = applied[i]->arg;
-                    evidence(d, &cs, &ca, ce->rep == rep, now);
-                }
+                memset(&ca, 0, sizeof(ca));
+                ca.kind = applied[i]->kind;
+                ca.arg = applied[i]->arg;
+                evidence(d, &cs, &ca, ce->rep == rep, now);
             }
-            ce->rep = rep;
-            ce->url = hu;
         }
+        ce->rep = rep;
+        ce->url = hu;
     }
     return (int) (d->change_seq - seq0);
+}
+
+/*
+ * Where a prediction's rep comes from: the canonical table, else the
+ * evidence of each applied rule alone -- an active rule R maps u and u'
+ * together only if they are one document, so the last URL that R mapped
+ * to R(u), or R(u) itself fetched, names u's document even when it was
+ * fetched before R turned on (the canonical table only knows what came
+ * after).  At most 2 probes a rule.
+ */
+static int
+find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
+         dcand_t **applied, const int *which, unsigned na,
+         const sh_url_rw_t *rw, uint64_t *rep, int *used)
+{
+    sh_url_rw_t nh;
+    dcanon_t   *ce;
+    devid_t    *e;
+    uint64_t    hu = sh_url_hash(u, NULL), hr;
+    unsigned    i;
+    int         found;
+
+    ce = canon_get(d, sh_url_hash(u, rw), 0, &found);
+    if (ce != NULL && ce->url != hu) {
+        *rep = ce->rep;
+        *used = -1;
+        return 1;
+    }
+    for (i = 0; i < na; i++) {
+        if (which[i] < 0) {
+            nh = (sh_url_rw_t) { .no_host = 1 };
+            e = evid_get(d, nonzero(step(KEY_ALIAS, sh_url_hash(u, &nh))), 0,
+                         &found);
+            if (e != NULL && e->aux == applied[i]->arg && e->url != hu) {
+                *rep = e->rep;
+                *used = (int) i;
+                return 1;
+            }
+            continue;
+        }
+        hr = sh_url_hash(u, &a[which[i]].rw);
+        e = evid_get(d, nonzero(step(cand_key(sc->host, sc->pattern,
+                                              a[which[i]].kind,
+                                              a[which[i]].arg)
+                                     ^ KEY_PAIR, hr)), 0, &found);
+        if (e == NULL || e->url == hu) {
+            e = evid_get(d, nonzero(step(KEY_IDENT, hr)), 0, &found);
+        }
+        if (e != NULL && e->url != hu) {
+            *rep = e->rep;
+            *used = (int) i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void
+why_add(sh_dust_why_t *why, const dcand_t *c)
+{
+    why->kinds |= 1u << c->kind;
+    if (why->nrules < SH_DUST_WHY_MAX) {
+        why->rule[why->nrules].kind = (sh_dust_kind_t) c->kind;
+        memcpy(why->rule[why->nrules].arg, c->arg_text, c->arglen);
+        why->nrules++;
+    }
 }
 
 int
@@ -1032,12 +1187,11 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     sh_url_t     u;
     atom_t       a[ATOMS_MAX];
     dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1], used;
     sh_url_rw_t  rw;
     scope_t      sc;
     dhost_t     *h;
-    dcanon_t    *ce;
     unsigned     i, n, na;
-    int          found;
 
     if (sh_url_parse(&u, url, len) != 0) {
         d->stats.refused++;
@@ -1050,15 +1204,12 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     }
     scope_of(&u, &sc);
     n = atoms(&u, a);
-    na = canonical(d, &u, &sc, h, a, n, &rw, applied);
-    if (na == 0) {
+    na = canonical(d, &u, &sc, h, a, n, &rw, applied, which);
+    if (na == 0 || !find_rep(d, &u, &sc, a, applied, which, na, &rw, rep,
+                             &used))
+    {
         return 0;
     }
-    ce = canon_get(d, sh_url_hash(&u, &rw), 0, &found);
-    if (ce == NULL || ce->url == sh_url_hash(&u, NULL)) {
-        return 0;
-    }
-    *rep = ce->rep;
     h->predictions++;
     h->last = now;
     d->stats.predicted++;
@@ -1066,13 +1217,8 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
         memset(why, 0, sizeof(*why));
         why->host_hash = u.host_hash;
         for (i = 0; i < na; i++) {
-            why->kinds |= 1u << applied[i]->kind;
-            if (why->nrules < SH_DUST_WHY_MAX) {
-                why->rule[why->nrules].kind =
-                    (sh_dust_kind_t) applied[i]->kind;
-                memcpy(why->rule[why->nrules].arg, applied[i]->arg_text,
-                       applied[i]->arglen);
-                why->nrules++;
+            if (used < 0 || (unsigned) used == i) {
+                why_add(why, applied[i]);
             }
         }
     }
