@@ -211,7 +211,9 @@ static void
 copy_text(char *dst, size_t cap, uint8_t *dlen, const char *src, size_t n)
 {
     n = n > cap ? cap : n;
-    memcpy(dst, src, n);
+    if (n > 0) {                /* an argument-free rule's text is NULL */
+        memcpy(dst, src, n);
+    }
     *dlen = (uint8_t) n;
 }
 
@@ -1120,7 +1122,8 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
  * together only if they are one document, so the last URL that R mapped
  * to R(u), or R(u) itself fetched, names u's document even when it was
  * fetched before R turned on (the canonical table only knows what came
- * after).  At most 2 probes a rule.
+ * after).  At most 2 probes a rule, after one identity and one
+ * canonical probe.
  */
 static int
 find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
@@ -1134,6 +1137,11 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
     unsigned    i;
     int         found;
 
+    /* a URL already seen is the store's to answer: no prediction */
+    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 0, &found);
+    if (e != NULL && e->url == hu) {
+        return 0;
+    }
     ce = canon_get(d, sh_url_hash(u, rw), 0, &found);
     if (ce != NULL && ce->url != hu) {
         *rep = ce->rep;

@@ -173,6 +173,18 @@ test_sid_defaults(void **state)
                      0);
     assert_int_equal(pred(f.d, NULL, NULL, "http://s.example/doc/500?sid=a1"),
                      0);
+    /* a document fetched only before the rule was on: its pairs know it */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://s.example/doc/5?sid=zz"),
+                     1);
+    assert_int_equal(rep, DOCREP(5));
+    /* a URL seen before is not predicted, even with pairs */
+    assert_int_equal(obs(f.d, DOCREP(5), "http://s.example/doc/5?sid=b5"), 0);
+    assert_int_equal(obs(f.d, DOCREP(5), "http://s.example/doc/5?sid=c5"), 0);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://s.example/doc/5?sid=b5"),
+                     0);
+    assert_int_equal(pred(f.d, &rep, NULL, "http://s.example/doc/5?sid=d5"),
+                     1);
+    assert_int_equal(rep, DOCREP(5));
     /* another host has learned nothing */
     assert_int_equal(obs(f.d, 7, "http://o.example/doc/500?sid=a1"), 0);
     assert_int_equal(pred(f.d, NULL, NULL, "http://o.example/doc/500?sid=b"),
