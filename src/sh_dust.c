@@ -1,0 +1,1913 @@
+/*
+ * sh_dust.c -- the DUST learner in one relocatable region (sh_dust.h).
+ *
+ * Layout (each part 64-byte aligned, found by offsets in the header):
+ *
+ *   header      sizes, offsets, options, counters, the secret
+ *   hosts       dhost_t[host_sets * HOST_WAYS]
+ *   candidates  dcand_t[cand_sets * CAND_WAYS]
+ *   evidence    devid_t[evid_sets * EVID_WAYS]: scoped pairs, identity
+ *               entries (one per URL seen), alias entries (path sans host)
+ *   canonical   dcanon_t[canon_sets * CANON_WAYS]
+ *   changes     sh_dust_change_t[SH_DUST_CHANGES], a ring
+ *
+ * Every table is set-associative: a key's set is fixed by its hash, a miss
+ * takes a free way or the least recently used one (a stamp from the
+ * region's clock, which counts touches, so replacement is deterministic).
+ *
+ * A host keeps a 64-bit hint of its active rules (one bit per kind and
+ * argument, hashed): an observation or prediction of a host with no bit
+ * set makes no candidate probe at all, which is what keeps a site without
+ * DUST at the cost of the evidence probes.  Bits are set when a rule turns
+ * on (or is touched while on) and never cleared but with the host's slot:
+ * a stale bit costs a probe, never a wrong rewrite.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "sh_dust.h"
+
+#define DUST_MAGIC      "SHDUST1"
+#define DUST_VERSION    1u
+#define IMAGE_MAGIC     "SHDUSTIM"
+#define IMAGE_VERSION   1u
+#define IMAGE_HDR       64
+#define HOST_REC_LEN    120     /* 56 bytes of fields, 64 of text */
+
+#define HOST_WAYS       8
+#define CAND_WAYS       8
+#define EVID_WAYS       4
+#define CANON_WAYS      4
+
+#define PAT_ROOT        0x51c7e3a9d2b4f681ULL   /* the pattern "/" */
+#define COUNT_MAX       (1u << 20)              /* then halve */
+#define ATOMS_MAX       (SH_URL_PARAMS_MAX + SH_URL_SEGS_MAX + 3)
+
+typedef struct {
+    uint64_t hash;              /* 0: free */
+    uint64_t alias_to;          /* the target of its active alias, 0 */
+    uint64_t bloom;             /* hint: bits of its active rules */
+    uint64_t stamp;
+    uint64_t last;
+    uint64_t requests;
+    uint64_t predictions;
+    uint64_t saved;
+    uint32_t pins;              /* manual rules: the host is not evicted */
+    uint16_t wild;              /* host-wide manual rules */
+    uint8_t  textlen;
+    uint8_t  pad;
+    char     text[SH_DUST_HOST_TEXT];
+} dhost_t;
+
+typedef struct {
+    uint64_t host;              /* 0: free */
+    uint64_t pattern;           /* 0: host-wide */
+    uint64_t arg;
+    uint64_t stamp;
+    uint64_t last;
+    uint32_t support;
+    uint32_t against;
+    uint32_t retired_support;   /* support when last retired */
+    uint8_t  kind;
+    uint8_t  state;
+    uint8_t  arglen;
+    uint8_t  patlen;
+    char     arg_text[SH_DUST_ARG_TEXT];
+    char     pat_text[SH_DUST_PAT_TEXT];
+} dcand_t;
+
+typedef struct {
+    uint64_t key;               /* 0: free */
+    uint64_t rep;
+    uint64_t url;               /* hash of the URL that set it */
+    uint64_t aux;               /* pair entries: the canonical form of
+                                   the URL; alias entries: its host;
+                                   reverse entries: the rule's argument */
+    uint64_t pattern;           /* reverse entries: the rule's pattern */
+    uint64_t stamp;
+    uint8_t  kind;              /* reverse entries: the rule's kind */
+    uint8_t  pad[7];
+} devid_t;
+
+typedef struct {
+    uint64_t key;
+    uint64_t rep;
+    uint64_t url;
+    uint64_t stamp;
+} dcanon_t;
+
+struct sh_dust_s {
+    char            magic[8];
+    uint32_t        version;
+    uint32_t        header_bytes;
+    uint64_t        size;
+    uint32_t        host_sets, cand_sets, evid_sets, canon_sets;
+    uint64_t        off_hosts, off_cands, off_evid, off_canon, off_changes;
+    uint64_t        clock;
+    uint64_t        change_seq;
+    sh_dust_opts_t  opts;
+    sh_dust_stats_t stats;
+    uint64_t        secret_digest;
+    unsigned char   secret[SH_URL_SECRET_LEN];
+};
+
+/* One atomic rule that changes a URL. */
+typedef struct {
+    uint8_t      kind;
+    uint64_t     arg;
+    const char  *text;          /* its argument as the URL spells it */
+    uint32_t     textlen;
+    sh_url_rw_t  rw;
+} atom_t;
+
+/* ---- Small helpers. ---- */
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static inline uint64_t
+mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t
+step(uint64_t h, uint64_t x)
+{
+    return mix64((h + 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL ^ x);
+}
+
+static inline uint64_t
+nonzero(uint64_t h)
+{
+    return h ? h : 1;
+}
+
+static size_t
+round64(size_t n)
+{
+    return (n + 63) & ~(size_t) 63;
+}
+
+static uint32_t
+sets_for(uint32_t slots, uint32_t ways)
+{
+    uint32_t s = 1;
+
+    while ((uint64_t) s * ways < slots && s < (1u << 30)) {
+        s <<= 1;
+    }
+    return s;
+}
+
+static inline dhost_t *
+hosts(const sh_dust_t *d)
+{
+    return (dhost_t *) ((char *) d + d->off_hosts);
+}
+
+static inline dcand_t *
+cands(const sh_dust_t *d)
+{
+    return (dcand_t *) ((char *) d + d->off_cands);
+}
+
+static inline devid_t *
+evids(const sh_dust_t *d)
+{
+    return (devid_t *) ((char *) d + d->off_evid);
+}
+
+static inline dcanon_t *
+canons(const sh_dust_t *d)
+{
+    return (dcanon_t *) ((char *) d + d->off_canon);
+}
+
+static inline sh_dust_change_t *
+ring(const sh_dust_t *d)
+{
+    return (sh_dust_change_t *) ((char *) d + d->off_changes);
+}
+
+static void
+copy_text(char *dst, size_t cap, uint8_t *dlen, const char *src, size_t n)
+{
+    n = n > cap ? cap : n;
+    if (n > 0) {                /* an argument-free rule's text is NULL */
+        memcpy(dst, src, n);
+    }
+    *dlen = (uint8_t) n;
+}
+
+/* ---- Sizes, format, attach. ---- */
+
+void
+sh_dust_opts_init(sh_dust_opts_t *o)
+{
+    o->hosts = 1024;
+    o->candidates = 8192;
+    o->evidence_slots = 65536;
+    o->canonical_slots = 65536;
+    o->min_evidence = 8;
+    o->min_precision = 0.95;
+    o->z = 2.58;
+}
+
+static size_t
+layout(uint32_t hs, uint32_t cs, uint32_t es, uint32_t ns, uint64_t *off)
+{
+    size_t n = round64(sizeof(sh_dust_t));
+
+    off[0] = n;
+    n += round64((size_t) hs * HOST_WAYS * sizeof(dhost_t));
+    off[1] = n;
+    n += round64((size_t) cs * CAND_WAYS * sizeof(dcand_t));
+    off[2] = n;
+    n += round64((size_t) es * EVID_WAYS * sizeof(devid_t));
+    off[3] = n;
+    n += round64((size_t) ns * CANON_WAYS * sizeof(dcanon_t));
+    off[4] = n;
+    n += round64(SH_DUST_CHANGES * sizeof(sh_dust_change_t));
+    return n;
+}
+
+size_t
+sh_dust_region_size(uint32_t h, uint32_t c, uint32_t e, uint32_t n)
+{
+    uint64_t off[5];
+
+    return layout(sets_for(h, HOST_WAYS), sets_for(c, CAND_WAYS),
+                  sets_for(e, EVID_WAYS), sets_for(n, CANON_WAYS), off);
+}
+
+sh_dust_t *
+sh_dust_init(void *region, size_t size, const void *secret,
+             size_t secret_len, const sh_dust_opts_t *opts, char *err,
+             size_t errlen)
+{
+    sh_dust_t      *d = region;
+    sh_dust_opts_t  o;
+    uint64_t        off[5];
+    size_t          need;
+
+    if (opts == NULL) {
+        sh_dust_opts_init(&o);
+    } else {
+        o = *opts;
+    }
+    if (((uintptr_t) region & 7) != 0) {
+        set_err(err, errlen, "dust region not 8-byte aligned");
+        return NULL;
+    }
+    if (o.hosts == 0 || o.candidates == 0 || o.evidence_slots == 0
+        || o.canonical_slots == 0 || !(o.min_precision >= 0.0
+                                        && o.min_precision <= 1.0)
+        || !(o.z >= 0.0 && o.z <= 10.0))
+    {
+        set_err(err, errlen, "dust: bad options");
+        return NULL;
+    }
+    need = layout(sets_for(o.hosts, HOST_WAYS),
+                  sets_for(o.candidates, CAND_WAYS),
+                  sets_for(o.evidence_slots, EVID_WAYS),
+                  sets_for(o.canonical_slots, CANON_WAYS), off);
+    if (size < need) {
+        set_err(err, errlen, "dust region too small: %zu bytes, need %zu",
+                size, need);
+        return NULL;
+    }
+    memset(region, 0, need);
+    memcpy(d->magic, DUST_MAGIC, sizeof(DUST_MAGIC));
+    d->version = DUST_VERSION;
+    d->header_bytes = sizeof(sh_dust_t);
+    d->size = need;
+    d->host_sets = sets_for(o.hosts, HOST_WAYS);
+    d->cand_sets = sets_for(o.candidates, CAND_WAYS);
+    d->evid_sets = sets_for(o.evidence_slots, EVID_WAYS);
+    d->canon_sets = sets_for(o.canonical_slots, CANON_WAYS);
+    d->off_hosts = off[0];
+    d->off_cands = off[1];
+    d->off_evid = off[2];
+    d->off_canon = off[3];
+    d->off_changes = off[4];
+    o.hosts = d->host_sets * HOST_WAYS;
+    o.candidates = d->cand_sets * CAND_WAYS;
+    o.evidence_slots = d->evid_sets * EVID_WAYS;
+    o.canonical_slots = d->canon_sets * CANON_WAYS;
+    d->opts = o;
+    d->stats.region_bytes = need;
+    sh_url_secret(secret, secret_len, d->secret);
+    d->secret_digest = XXH3_64bits(d->secret, sizeof(d->secret));
+    return d;
+}
+
+sh_dust_t *
+sh_dust_attach(void *region, size_t size, char *err, size_t errlen)
+{
+    sh_dust_t *d = region;
+    uint64_t   off[5];
+    size_t     need;
+
+    if (size < sizeof(sh_dust_t)
+        || memcmp(d->magic, DUST_MAGIC, sizeof(DUST_MAGIC)) != 0)
+    {
+        set_err(err, errlen, "not a dust region (bad magic)");
+        return NULL;
+    }
+    if (d->version != DUST_VERSION || d->header_bytes != sizeof(sh_dust_t))
+    {
+        set_err(err, errlen, "dust region of another version");
+        return NULL;
+    }
+    need = layout(d->host_sets, d->cand_sets, d->evid_sets, d->canon_sets,
+                  off);
+    if (need != d->size || size < need || off[0] != d->off_hosts
+        || off[1] != d->off_cands || off[2] != d->off_evid
+        || off[3] != d->off_canon || off[4] != d->off_changes)
+    {
+        set_err(err, errlen, "dust region damaged or truncated");
+        return NULL;
+    }
+    return d;
+}
+
+/* ---- Hosts. ---- */
+
+static dhost_t *
+host_find(sh_dust_t *d, uint64_t hash)
+{
+    dhost_t *set = hosts(d) + (hash & (d->host_sets - 1)) * HOST_WAYS;
+    unsigned i;
+
+    for (i = 0; i < HOST_WAYS; i++) {
+        if (set[i].hash == hash) {
+            return &set[i];
+        }
+    }
+    return NULL;
+}
+
+/* Find or make the entry of a host; NULL if every way is pinned. */
+static dhost_t *
+host_get(sh_dust_t *d, uint64_t hash, const char *text, size_t len)
+{
+    dhost_t *set = hosts(d) + (hash & (d->host_sets - 1)) * HOST_WAYS;
+    dhost_t *v = NULL;
+    unsigned i;
+
+    for (i = 0; i < HOST_WAYS; i++) {
+        if (set[i].hash == hash) {
+            set[i].stamp = ++d->clock;
+            if (set[i].textlen == 0 && text != NULL) {
+                copy_text(set[i].text, SH_DUST_HOST_TEXT, &set[i].textlen,
+                          text, len);
+            }
+            return &set[i];
+        }
+        if (set[i].pins != 0) {
+            continue;
+        }
+        if (v == NULL || set[i].hash == 0
+            || (v->hash != 0 && set[i].stamp < v->stamp))
+        {
+            v = &set[i];
+        }
+    }
+    if (v == NULL) {
+        return NULL;
+    }
+    if (v->hash != 0) {
+        d->stats.host_evictions++;
+    }
+    memset(v, 0, sizeof(*v));
+    v->hash = hash;
+    v->stamp = ++d->clock;
+    if (text != NULL) {
+        copy_text(v->text, SH_DUST_HOST_TEXT, &v->textlen, text, len);
+    }
+    return v;
+}
+
+static inline uint64_t
+bloom_bit(uint8_t kind, uint64_t arg)
+{
+    return 1ULL << (step(kind, arg) >> 58);
+}
+
+/* ---- Candidates. ---- */
+
+static inline uint64_t
+cand_key(uint64_t host, uint64_t pattern, uint8_t kind, uint64_t arg)
+{
+    return step(step(step(host, pattern), kind), arg);
+}
+
+static dcand_t *
+cand_find(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+          uint64_t arg)
+{
+    uint64_t k = cand_key(host, pattern, kind, arg);
+    dcand_t *set = cands(d) + (k & (d->cand_sets - 1)) * CAND_WAYS;
+    unsigned i;
+
+    for (i = 0; i < CAND_WAYS; i++) {
+        if (set[i].host == host && set[i].pattern == pattern
+            && set[i].kind == kind && set[i].arg == arg)
+        {
+            return &set[i];
+        }
+    }
+    return NULL;
+}
+
+static inline int
+manual(const dcand_t *c)
+{
+    return c->state == SH_DUST_PINNED || c->state == SH_DUST_FORBIDDEN;
+}
+
+static inline int
+on(const dcand_t *c)
+{
+    return c->state == SH_DUST_ACTIVE || c->state == SH_DUST_PINNED;
+}
+
+/*
+ * A free way, else the least recently used plain candidate or retired
+ * rule, else the least recently used active one; never a manual rule.
+ */
+static dcand_t *
+cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+         uint64_t arg)
+{
+    uint64_t k = cand_key(host, pattern, kind, arg);
+    dcand_t *set = cands(d) + (k & (d->cand_sets - 1)) * CAND_WAYS;
+    dcand_t *v = NULL;
+    unsigned i;
+    int      vrank = 0, rank;
+
+    for (i = 0; i < CAND_WAYS; i++) {
+        if (set[i].host == 0) {
+            v = &set[i];
+            break;
+        }
+        if (manual(&set[i])) {
+            continue;
+        }
+        rank = on(&set[i]) ? 1 : 2;
+        if (v == NULL || rank > vrank
+            || (rank == vrank && set[i].stamp < v->stamp))
+        {
+            v = &set[i];
+            vrank = rank;
+        }
+    }
+    if (v == NULL) {
+        return NULL;
+    }
+    if (v->host != 0) {
+        d->stats.candidate_evictions++;
+        if (v->kind == SH_DUST_HOST_ALIAS && on(v)) {
+            dhost_t *h = host_find(d, v->host);
+
+            if (h != NULL && h->alias_to == v->arg) {
+                h->alias_to = 0;
+            }
+        }
+    }
+    memset(v, 0, sizeof(*v));
+    v->host = host;
+    v->pattern = pattern;
+    v->kind = kind;
+    v->arg = arg;
+    v->stamp = ++d->clock;
+    return v;
+}
+
+static double
+wilson_lower(uint32_t s, uint32_t a, double z)
+{
+    double n = (double) s + a, p, z2, c;
+
+    if (n == 0) {
+        return 0.0;
+    }
+    p = s / n;
+    z2 = z * z;
+    c = p + z2 / (2 * n)
+        - z * sqrt(p * (1 - p) / n + z2 / (4 * n * n));
+    return c / (1 + z2 / n);
+}
+
+static int
+qualifies(const sh_dust_t *d, const dcand_t *c)
+{
+    return c->support >= d->opts.min_evidence
+           && wilson_lower(c->support, c->against, d->opts.z)
+              >= d->opts.min_precision;
+}
+
+static void
+host_text(sh_dust_t *d, uint64_t hash, char *out)
+{
+    dhost_t *h = host_find(d, hash);
+    size_t   n = h ? h->textlen : 0;
+
+    if (n > 0) {
+        memcpy(out, h->text, n);
+    }
+    out[n] = '\0';
+}
+
+static void
+rule_info(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
+{
+    uint32_t n = c->support + c->against;
+
+    memset(r, 0, sizeof(*r));
+    r->host_hash = c->host;
+    r->pattern_hash = c->pattern;
+    r->arg_hash = c->arg;
+    host_text(d, c->host, r->host);
+    if (c->pattern == 0) {
+        strcpy(r->pattern, "*");
+    } else if (c->pattern == PAT_ROOT) {
+        strcpy(r->pattern, "/");
+    } else {
+        r->pattern[0] = '/';
+        memcpy(r->pattern + 1, c->pat_text, c->patlen);
+        r->pattern[1 + c->patlen] = '/';
+        r->pattern[2 + c->patlen] = '\0';
+    }
+    memcpy(r->arg, c->arg_text, c->arglen);
+    r->arg[c->arglen] = '\0';
+    r->kind = (sh_dust_kind_t) c->kind;
+    r->state = (sh_dust_state_t) c->state;
+    r->support = c->support;
+    r->against = c->against;
+    r->precision = n ? (double) c->support / n : 0.0;
+    r->lower = wilson_lower(c->support, c->against, d->opts.z);
+    r->last = c->last;
+}
+
+static void
+record(sh_dust_t *d, const dcand_t *c, sh_dust_state_t from, uint64_t now)
+{
+    sh_dust_change_t *ch = &ring(d)[d->change_seq % SH_DUST_CHANGES];
+
+    ch->seq = ++d->change_seq;
+    ch->time = now;
+    ch->from = from;
+    rule_info(d, c, &ch->rule);
+}
+
+/* The host learns that c is on: its hint bit, its alias. */
+static void
+mark_on(sh_dust_t *d, const dcand_t *c)
+{
+    dhost_t *h = host_find(d, c->host);
+
+    if (h == NULL) {
+        return;
+    }
+    h->bloom |= bloom_bit(c->kind, c->arg);
+    if (c->kind == SH_DUST_HOST_ALIAS) {
+        h->alias_to = c->arg;
+        /* the target's URLs are canonical forms: its observations must
+         * fill the canonical table too */
+        h = host_find(d, c->arg);
+        if (h != NULL) {
+            h->bloom |= bloom_bit(c->kind, c->host);
+        }
+    }
+}
+
+static void
+mark_off(sh_dust_t *d, const dcand_t *c)
+{
+    dhost_t *h;
+
+    if (c->kind == SH_DUST_HOST_ALIAS
+        && (h = host_find(d, c->host)) != NULL && h->alias_to == c->arg)
+    {
+        h->alias_to = 0;
+    }
+}
+
+/* The learned state after new counts: activate, retire, or neither. */
+static int
+evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
+{
+    dcand_t *w;
+    uint8_t  from = c->state;
+
+    if (manual(c)) {
+        return 0;
+    }
+    if (c->state == SH_DUST_ACTIVE) {
+        if (qualifies(d, c)) {
+            mark_on(d, c);      /* the host may have lost its hint */
+            return 0;
+        }
+        c->state = SH_DUST_RETIRED;
+        c->retired_support = c->support;
+        d->stats.retirements++;
+        mark_off(d, c);
+    } else {
+        if (!qualifies(d, c)
+            || (c->state == SH_DUST_RETIRED
+                && c->support < 2 * (uint64_t) c->retired_support))
+        {
+            return 0;
+        }
+        /* a host-wide forbid outranks any pattern's evidence */
+        w = c->pattern ? cand_find(d, c->host, 0, c->kind, c->arg) : NULL;
+        if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
+            return 0;
+        }
+        c->state = SH_DUST_ACTIVE;
+        d->stats.activations++;
+        mark_on(d, c);
+    }
+    record(d, c, (sh_dust_state_t) from, now);
+    return 1;
+}
+
+typedef struct {
+    uint64_t    host;
+    uint64_t    pattern;
+    const char *pat;            /* the pattern's component, for display */
+    uint32_t    patlen;
+} scope_t;
+
+/* One pair for (scope, atom): support if same, else against. */
+static int
+evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
+         uint64_t now)
+{
+    dcand_t *c = cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
+
+    if (c == NULL) {
+        if (!same) {
+            return 0;           /* a candidate starts with support */
+        }
+        c = cand_new(d, sc->host, sc->pattern, a->kind, a->arg);
+        if (c == NULL) {
+            return 0;
+        }
+        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a->text,
+                  a->textlen);
+        copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
+                  sc->patlen);
+    }
+    /* a candidate made from a reverse pair has no text yet */
+    if (c->arglen == 0 && a->textlen > 0) {
+        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a->text,
+                  a->textlen);
+    }
+    if (c->patlen == 0 && sc->patlen > 0) {
+        copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
+                  sc->patlen);
+    }
+    if (same) {
+        c->support++;
+        d->stats.support++;
+    } else {
+        c->against++;
+        d->stats.against++;
+    }
+    if (c->support + c->against > COUNT_MAX) {
+        c->support /= 2;
+        c->against /= 2;
+        c->retired_support /= 2;
+    }
+    c->stamp = ++d->clock;
+    c->last = now;
+    return evaluate(d, c, now);
+}
+
+/* ---- Evidence and canonical tables. ---- */
+
+static devid_t *
+evid_get(sh_dust_t *d, uint64_t key, int create, int *found)
+{
+    devid_t *set = evids(d) + (key & (d->evid_sets - 1)) * EVID_WAYS;
+    devid_t *v = NULL;
+    unsigned i;
+
+    *found = 0;
+    for (i = 0; i < EVID_WAYS; i++) {
+        if (set[i].key == key) {
+            *found = 1;
+            set[i].stamp = ++d->clock;
+            return &set[i];
+        }
+        if (v == NULL || set[i].key == 0
+            || (v->key != 0 && set[i].stamp < v->stamp))
+        {
+            v = &set[i];
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    memset(v, 0, sizeof(*v));
+    v->key = key;
+    v->stamp = ++d->clock;
+    return v;
+}
+
+static dcanon_t *
+canon_get(sh_dust_t *d, uint64_t key, int create, int *found)
+{
+    dcanon_t *set = canons(d) + (key & (d->canon_sets - 1)) * CANON_WAYS;
+    dcanon_t *v = NULL;
+    unsigned  i;
+
+    *found = 0;
+    for (i = 0; i < CANON_WAYS; i++) {
+        if (set[i].key == key) {
+            *found = 1;
+            set[i].stamp = ++d->clock;
+            return &set[i];
+        }
+        if (v == NULL || set[i].key == 0
+            || (v->key != 0 && set[i].stamp < v->stamp))
+        {
+            v = &set[i];
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    memset(v, 0, sizeof(*v));
+    v->key = key;
+    v->stamp = ++d->clock;
+    return v;
+}
+
+#define KEY_PAIR    0x2f8ad1c39e6b5074ULL
+#define KEY_IDENT   0x7c15e2b9a0d4f863ULL
+#define KEY_ALIAS   0xe93b6a07d5c2184fULL
+#define KEY_REV     0x4b90c6e2a1f3d857ULL
+
+/* ---- A URL's atomic rules and scope. ---- */
+
+static unsigned
+atoms(const sh_url_t *u, atom_t *out)
+{
+    unsigned i, j, n = 0;
+    uint32_t seen = 0, mask;
+
+    for (i = 0; i < u->nparams; i++) {
+        if (seen >> i & 1) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nparams; j++) {
+            if (u->params[j].name_hash == u->params[i].name_hash) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_PARAM;
+        out[n].arg = u->params[i].name_hash;
+        out[n].text = u->params[i].name.p;
+        out[n].textlen = u->params[i].name.len;
+        out[n].rw.drop_params = mask;
+        n++;
+    }
+    if (u->nparams >= 2 && !u->sorted) {
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_SORT_PARAMS;
+        out[n].rw.sort = 1;
+        n++;
+    }
+    if (u->nsegs >= 2 && u->segs[u->nsegs - 1].seg.len == 0) {
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_TRAILING_SLASH;
+        out[n].rw.trailing_slash = 1;
+        n++;
+    }
+    if (u->nsegs >= 1) {
+        const sh_url_seg_t *s = &u->segs[u->nsegs - 1];
+        const char         *dot = s->seg.len > 1
+                                  ? memchr(s->seg.p + 1, '.', s->seg.len - 1)
+                                  : NULL;
+
+        /* a file name with an extension: index.html, default.aspx */
+        if (dot != NULL && s->seg.p[0] != '.') {
+            memset(&out[n], 0, sizeof(out[n]));
+            out[n].kind = SH_DUST_INDEX_FILE;
+            out[n].arg = s->hash;
+            out[n].text = s->seg.p;
+            out[n].textlen = s->seg.len;
+            out[n].rw.index_file = 1;
+            n++;
+        }
+    }
+    if (u->upper) {
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_PATH_CASE;
+        out[n].rw.lower = 1;
+        n++;
+    }
+    seen = 0;
+    for (i = 0; u->nsegs >= 2 && i < u->nsegs; i++) {
+        if ((seen >> i & 1) || u->segs[i].seg.len == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nsegs; j++) {
+            if (u->segs[j].hash == u->segs[i].hash) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_COMPONENT;
+        out[n].arg = u->segs[i].hash;
+        out[n].text = u->segs[i].seg.p;
+        out[n].textlen = u->segs[i].seg.len;
+        out[n].rw.drop_segs = mask;
+        n++;
+    }
+    return n;
+}
+
+static void
+scope_of(const sh_url_t *u, scope_t *sc)
+{
+    sc->host = u->host_hash;
+    if (u->nsegs >= 2) {
+        sc->pattern = nonzero(u->segs[0].hash);
+        sc->pat = u->segs[0].seg.p;
+        sc->patlen = u->segs[0].seg.len;
+    } else {
+        sc->pattern = PAT_ROOT;
+        sc->pat = "";
+        sc->patlen = 0;
+    }
+}
+
+static void
+merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from)
+{
+    to->drop_params |= from->drop_params;
+    to->drop_segs |= from->drop_segs;
+    to->sort |= from->sort;
+    to->index_file |= from->index_file;
+    to->trailing_slash |= from->trailing_slash;
+    to->lower |= from->lower;
+}
+
+/*
+ * c(u): the rewrite of every rule on for u's scope, the rules applied in
+ * applied[] and their atoms' indices in which[] (-1: the host alias),
+ * their count returned.
+ */
+static unsigned
+canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
+          const atom_t *a, unsigned na, sh_url_rw_t *rw, dcand_t **applied,
+          int *which)
+{
+    dcand_t *c, *w;
+    uint64_t host = sc->host;
+    unsigned i, n = 0;
+
+    memset(rw, 0, sizeof(*rw));
+    if (h->alias_to != 0) {
+        c = cand_find(d, host, 0, SH_DUST_HOST_ALIAS, h->alias_to);
+        if (c != NULL && on(c)) {
+            rw->host = h->alias_to;
+            host = h->alias_to;
+            which[n] = -1;
+            applied[n++] = c;
+            h = host_find(d, host);
+        }
+    }
+    if (h == NULL || h->bloom == 0) {
+        return n;
+    }
+    for (i = 0; i < na; i++) {
+        if (!(h->bloom & bloom_bit(a[i].kind, a[i].arg))) {
+            continue;
+        }
+        w = h->wild ? cand_find(d, host, 0, a[i].kind, a[i].arg) : NULL;
+        if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
+            continue;
+        }
+        c = (w != NULL && w->state == SH_DUST_PINNED)
+            ? w : cand_find(d, host, sc->pattern, a[i].kind, a[i].arg);
+        if (c != NULL && on(c)) {
+            merge_rw(rw, &a[i].rw);
+            which[n] = (int) i;
+            applied[n++] = c;
+        }
+    }
+    return n;
+}
+
+/* Pairs of the same path on two hosts: HOST_ALIAS(larger -> smaller). */
+static int
+alias_pair(sh_dust_t *d, uint64_t other, const sh_url_t *u, int same,
+           uint64_t now)
+{
+    uint64_t from = u->host_hash > other ? u->host_hash : other;
+    uint64_t to = u->host_hash > other ? other : u->host_hash;
+    dhost_t *th = host_find(d, to);
+    scope_t  sc;
+    atom_t   a;
+
+    if (host_find(d, from) == NULL) {
+        return 0;
+    }
+    memset(&a, 0, sizeof(a));
+    a.kind = SH_DUST_HOST_ALIAS;
+    a.arg = to;
+    a.text = th ? th->text : "";
+    a.textlen = th ? th->textlen : 0;
+    sc.host = from;
+    sc.pattern = 0;
+    sc.pat = "";
+    sc.patlen = 0;
+    return evidence(d, &sc, &a, same, now);
+}
+
+/* ---- Observe and predict. ---- */
+
+/*
+ * An observation's evidence, for each atomic rule R that changes u:
+ *   pair     K(scope, R, R'(u)): the last other URL R mapped there;
+ *   forward  R'(u) itself, fetched before u (its identity entry);
+ *   reverse  u itself is R(w) of an earlier w (w left a reverse entry
+ *            under R(w), which u's identity finds).
+ * R'(u) is R(u) composed with the rules already on for u's scope, so
+ * that a rule whose pairs only line up once another is on (utm_source
+ * behind a session id) is learned too; an active rule's own pairs are
+ * taken without composition, so that its evidence stays its own.  A
+ * re-fetch of a URL already seen makes no forward or reverse pair (it
+ * was counted when first seen).
+ */
+int
+sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
+                uint64_t now)
+{
+    sh_url_t     u;
+    atom_t       a[ATOMS_MAX], ra;
+    dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1];
+    uint8_t      isactive[ATOMS_MAX];
+    sh_url_rw_t  rw, rwi;
+    scope_t      sc, rs;
+    dhost_t     *h;
+    devid_t     *e;
+    dcanon_t    *ce;
+    uint64_t     hu, hr, hc, seq0 = d->change_seq;
+    unsigned     i, n, na = 0;
+    int          found, refetch;
+
+    if (sh_url_parse(&u, url, len) != 0) {
+        d->stats.refused++;
+        return -1;
+    }
+    sh_url_hash_parts(&u, d->secret);
+    d->stats.observed++;
+    h = host_get(d, u.host_hash, u.host.p, u.host.len);
+    if (h == NULL) {
+        return 0;               /* every way pinned: no room to learn */
+    }
+    h->requests++;
+    h->last = now;
+    scope_of(&u, &sc);
+    hu = sh_url_hash(&u, NULL);
+    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 0, &found);
+    refetch = e != NULL && e->url == hu;
+
+    n = atoms(&u, a);
+    memset(isactive, 0, n);
+    memset(&rw, 0, sizeof(rw));
+    if (h->bloom != 0 || h->alias_to != 0) {
+        na = canonical(d, &u, &sc, h, a, n, &rw, applied, which);
+        for (i = 0; i < na; i++) {
+            if (which[i] >= 0) {
+                isactive[which[i]] = 1;
+            }
+        }
+    }
+
+    hc = na > 0 ? sh_url_hash(&u, &rw) : hu;
+    for (i = 0; i < n; i++) {
+        rwi = a[i].rw;
+        if (na > 0 && !isactive[i]) {
+            merge_rw(&rwi, &rw);
+            rwi.host = rw.host;
+        }
+        hr = sh_url_hash(&u, &rwi);
+        if (!isactive[i] && hr == hc) {
+            continue;           /* nothing beyond the rules already on */
+        }
+
+        /* two URLs of one canonical form say nothing of a rule composed
+         * with the rules that made them one */
+        e = evid_get(d, nonzero(step(cand_key(sc.host, sc.pattern,
+                                              a[i].kind, a[i].arg)
+                                     ^ KEY_PAIR, hr)), 1, &found);
+        if (found && e->url != hu && (isactive[i] || e->aux != hc)) {
+            evidence(d, &sc, &a[i], e->rep == rep, now);
+        }
+        e->rep = rep;
+        e->url = hu;
+        e->aux = hc;
+
+        if (!refetch) {
+            e = evid_get(d, nonzero(step(KEY_IDENT, hr)), 0, &found);
+            if (found && e->url != hu) {
+                evidence(d, &sc, &a[i], e->rep == rep, now);
+            } else if (na > 0 && !isactive[i]) {
+                /* a URL whose canonical form R'(u) is */
+                ce = canon_get(d, hr, 0, &found);
+                if (ce != NULL && ce->url != hu) {
+                    evidence(d, &sc, &a[i], ce->rep == rep, now);
+                }
+            }
+        }
+
+        e = evid_get(d, nonzero(step(KEY_REV, hr)), 1, &found);
+        e->rep = rep;
+        e->url = hu;
+        e->aux = a[i].arg;
+        e->pattern = sc.pattern;
+        e->kind = a[i].kind;
+    }
+
+    /* u, or its canonical form, is R'(w) of an earlier w */
+    for (i = 0; !refetch && i < (hc != hu ? 2u : 1u); i++) {
+        e = evid_get(d, nonzero(step(KEY_REV, i ? hc : hu)), 0, &found);
+        if (found && e->url != hu && e->kind != 0) {
+            memset(&ra, 0, sizeof(ra));
+            ra.kind = e->kind;
+            ra.arg = e->aux;
+            rs = sc;
+            if (e->pattern != sc.pattern) {
+                rs.pattern = e->pattern;
+                rs.pat = "";
+                rs.patlen = 0;
+            }
+            found = e->rep == rep;
+            e->url = hu;        /* this pair is counted */
+            e->rep = rep;
+            evidence(d, &rs, &ra, found, now);
+            break;
+        }
+    }
+
+    /* the same path and query on another host */
+    rwi = (sh_url_rw_t) { .no_host = 1 };
+    e = evid_get(d, nonzero(step(KEY_ALIAS, sh_url_hash(&u, &rwi))), 1,
+                 &found);
+    if (found && e->aux != u.host_hash && e->url != hu) {
+        alias_pair(d, e->aux, &u, e->rep == rep, now);
+    }
+    e->rep = rep;
+    e->url = hu;
+    e->aux = u.host_hash;
+
+    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 1, &found);
+    e->rep = rep;
+    e->url = hu;
+
+    /* the canonical table: checked and refreshed while rules are on */
+    if (h->bloom != 0 || h->alias_to != 0) {
+        ce = canon_get(d, sh_url_hash(&u, &rw), 1, &found);
+        if (found && na > 0 && ce->url != hu) {
+            for (i = 0; i < na; i++) {
+                scope_t cs = { applied[i]->host, applied[i]->pattern, "", 0 };
+                atom_t  ca;
+
+                memset(&ca, 0, sizeof(ca));
+                ca.kind = applied[i]->kind;
+                ca.arg = applied[i]->arg;
+                evidence(d, &cs, &ca, ce->rep == rep, now);
+            }
+        }
+        ce->rep = rep;
+        ce->url = hu;
+    }
+    return (int) (d->change_seq - seq0);
+}
+
+/*
+ * Where a prediction's rep comes from: the canonical table, else the
+ * evidence of each applied rule alone -- an active rule R maps u and u'
+ * together only if they are one document, so the last URL that R mapped
+ * to R(u), or R(u) itself fetched, names u's document even when it was
+ * fetched before R turned on (the canonical table only knows what came
+ * after).  At most 2 probes a rule, after one identity and one
+ * canonical probe.
+ */
+static int
+find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
+         dcand_t **applied, const int *which, unsigned na,
+         const sh_url_rw_t *rw, uint64_t *rep, int *used)
+{
+    sh_url_rw_t nh;
+    dcanon_t   *ce;
+    devid_t    *e;
+    uint64_t    hu = sh_url_hash(u, NULL), hr;
+    unsigned    i;
+    int         found;
+
+    /* a URL already seen is the store's to answer: no prediction */
+    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 0, &found);
+    if (e != NULL && e->url == hu) {
+        return 0;
+    }
+    ce = canon_get(d, sh_url_hash(u, rw), 0, &found);
+    if (ce != NULL && ce->url != hu) {
+        *rep = ce->rep;
+        *used = -1;
+        return 1;
+    }
+    for (i = 0; i < na; i++) {
+        if (which[i] < 0) {
+            nh = (sh_url_rw_t) { .no_host = 1 };
+            e = evid_get(d, nonzero(step(KEY_ALIAS, sh_url_hash(u, &nh))), 0,
+                         &found);
+            if (e != NULL && e->aux == applied[i]->arg && e->url != hu) {
+                *rep = e->rep;
+                *used = (int) i;
+                return 1;
+            }
+            continue;
+        }
+        hr = sh_url_hash(u, &a[which[i]].rw);
+        e = evid_get(d, nonzero(step(cand_key(sc->host, sc->pattern,
+                                              a[which[i]].kind,
+                                              a[which[i]].arg)
+                                     ^ KEY_PAIR, hr)), 0, &found);
+        if (e == NULL || e->url == hu) {
+            e = evid_get(d, nonzero(step(KEY_IDENT, hr)), 0, &found);
+        }
+        if (e != NULL && e->url != hu) {
+            *rep = e->rep;
+            *used = (int) i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void
+why_add(sh_dust_why_t *why, const dcand_t *c)
+{
+    why->kinds |= 1u << c->kind;
+    if (why->nrules < SH_DUST_WHY_MAX) {
+        why->rule[why->nrules].kind = (sh_dust_kind_t) c->kind;
+        memcpy(why->rule[why->nrules].arg, c->arg_text, c->arglen);
+        why->nrules++;
+    }
+}
+
+int
+sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
+                uint64_t *rep, sh_dust_why_t *why)
+{
+    sh_url_t     u;
+    atom_t       a[ATOMS_MAX];
+    dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1], used;
+    sh_url_rw_t  rw;
+    scope_t      sc;
+    dhost_t     *h;
+    unsigned     i, n, na;
+
+    if (sh_url_parse(&u, url, len) != 0) {
+        d->stats.refused++;
+        return -1;
+    }
+    sh_url_hash_parts(&u, d->secret);
+    h = host_find(d, u.host_hash);
+    if (h == NULL || (h->bloom == 0 && h->alias_to == 0)) {
+        return 0;
+    }
+    scope_of(&u, &sc);
+    n = atoms(&u, a);
+    na = canonical(d, &u, &sc, h, a, n, &rw, applied, which);
+    if (na == 0 || !find_rep(d, &u, &sc, a, applied, which, na, &rw, rep,
+                             &used))
+    {
+        return 0;
+    }
+    h->predictions++;
+    h->last = now;
+    d->stats.predicted++;
+    if (why != NULL) {
+        memset(why, 0, sizeof(*why));
+        why->host_hash = u.host_hash;
+        for (i = 0; i < na; i++) {
+            if (used < 0 || (unsigned) used == i) {
+                why_add(why, applied[i]);
+            }
+        }
+    }
+    return 1;
+}
+
+void
+sh_dust_saved(sh_dust_t *d, const sh_dust_why_t *why)
+{
+    dhost_t *h = host_find(d, why->host_hash);
+
+    d->stats.saved++;
+    if (h != NULL) {
+        h->saved++;
+    }
+}
+
+const char *
+sh_dust_kind_name(sh_dust_kind_t kind)
+{
+    switch (kind) {
+    case SH_DUST_DROP_PARAM:        return "drop_param";
+    case SH_DUST_SORT_PARAMS:       return "sort_params";
+    case SH_DUST_TRAILING_SLASH:    return "trailing_slash";
+    case SH_DUST_INDEX_FILE:        return "index_file";
+    case SH_DUST_PATH_CASE:         return "path_case";
+    case SH_DUST_DROP_COMPONENT:    return "drop_component";
+    case SH_DUST_HOST_ALIAS:        return "host_alias";
+    }
+    return "unknown";
+}
+
+const char *
+sh_dust_state_name(sh_dust_state_t state)
+{
+    switch (state) {
+    case SH_DUST_CANDIDATE: return "candidate";
+    case SH_DUST_ACTIVE:    return "active";
+    case SH_DUST_RETIRED:   return "retired";
+    case SH_DUST_PINNED:    return "pinned";
+    case SH_DUST_FORBIDDEN: return "forbidden";
+    }
+    return "unknown";
+}
+
+size_t
+sh_dust_why_format(const sh_dust_why_t *why, char *buf, size_t size)
+{
+    size_t   n = 0;
+    unsigned i;
+    int      k;
+
+    if (size == 0) {
+        return 0;
+    }
+    buf[0] = '\0';
+    for (i = 0; i < why->nrules && n < size; i++) {
+        if (why->rule[i].arg[0] != '\0') {
+            k = snprintf(buf + n, size - n, "%s%s(%s)", i ? " " : "",
+                         sh_dust_kind_name(why->rule[i].kind),
+                         why->rule[i].arg);
+        } else {
+            k = snprintf(buf + n, size - n, "%s%s", i ? " " : "",
+                         sh_dust_kind_name(why->rule[i].kind));
+        }
+        if (k < 0) {
+            break;
+        }
+        n += (size_t) k;
+    }
+    return n < size ? n : size - 1;
+}
+
+/* ---- Pins and lookups by text. ---- */
+
+uint64_t
+sh_dust_host_hash(const sh_dust_t *d, const char *host, size_t len)
+{
+    return sh_url_hash_lower(d->secret, host, len);
+}
+
+/* A pattern's hash and component: "/doc/", "doc", "/" or NULL ("*"). */
+static int
+pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
+           const char **comp, size_t *len)
+{
+    size_t n;
+
+    *comp = "";
+    *len = 0;
+    if (p == NULL || strcmp(p, "*") == 0) {
+        *hash = 0;
+        return 0;
+    }
+    while (*p == '/') {
+        p++;
+    }
+    n = strlen(p);
+    while (n > 0 && p[n - 1] == '/') {
+        n--;
+    }
+    if (n == 0) {
+        *hash = PAT_ROOT;
+        return 0;
+    }
+    if (memchr(p, '/', n) != NULL || n > SH_URL_LEN_MAX) {
+        return -1;
+    }
+    *hash = nonzero(sh_url_hash_bytes(d->secret, p, n));
+    *comp = p;
+    *len = n;
+    return 0;
+}
+
+static int
+arg_of(const sh_dust_t *d, sh_dust_kind_t kind, const char *arg,
+       uint64_t *hash)
+{
+    size_t n = arg ? strlen(arg) : 0;
+
+    *hash = 0;
+    switch (kind) {
+    case SH_DUST_SORT_PARAMS:
+    case SH_DUST_TRAILING_SLASH:
+    case SH_DUST_PATH_CASE:
+        return 0;
+    case SH_DUST_DROP_PARAM:
+        if (n == 0 || n > SH_URL_LEN_MAX) {
+            return -1;
+        }
+        *hash = sh_url_hash_decoded(d->secret, arg, n);
+        return 0;
+    case SH_DUST_INDEX_FILE:
+    case SH_DUST_DROP_COMPONENT:
+        if (n == 0 || n > SH_URL_LEN_MAX || memchr(arg, '/', n) != NULL) {
+            return -1;
+        }
+        *hash = sh_url_hash_bytes(d->secret, arg, n);
+        return 0;
+    case SH_DUST_HOST_ALIAS:
+        if (n == 0 || n > SH_URL_HOST_MAX) {
+            return -1;
+        }
+        *hash = sh_url_hash_lower(d->secret, arg, n);
+        return 0;
+    }
+    return -1;
+}
+
+int
+sh_dust_pin(sh_dust_t *d, const char *host, const char *pattern,
+            sh_dust_kind_t kind, const char *arg, int mode, uint64_t now)
+{
+    const char *comp;
+    size_t      clen, hlen;
+    uint64_t    hh, ph, ah;
+    dhost_t    *h;
+    dcand_t    *c;
+    uint8_t     from;
+
+    if (host == NULL || (hlen = strlen(host)) == 0 || hlen > SH_URL_HOST_MAX
+        || arg_of(d, kind, arg, &ah) != 0
+        || pattern_of(d, kind == SH_DUST_HOST_ALIAS ? NULL : pattern, &ph,
+                      &comp, &clen) != 0
+        || (mode != SH_DUST_PIN_ON && mode != SH_DUST_PIN_OFF
+            && mode != SH_DUST_PIN_CLEAR))
+    {
+        return -1;
+    }
+    hh = sh_url_hash_lower(d->secret, host, hlen);
+    c = cand_find(d, hh, ph, (uint8_t) kind, ah);
+    if (mode == SH_DUST_PIN_CLEAR) {
+        if (c == NULL || !manual(c)) {
+            return 0;
+        }
+        h = host_find(d, hh);
+        if (h != NULL) {
+            h->pins--;
+            h->wild -= ph == 0;
+        }
+        from = c->state;
+        c->state = SH_DUST_CANDIDATE;
+        mark_off(d, c);
+        if (!evaluate(d, c, now)) {
+            record(d, c, (sh_dust_state_t) from, now);
+        }
+        return 0;
+    }
+    h = host_get(d, hh, host, hlen);
+    if (h == NULL) {
+        return -1;
+    }
+    if (c == NULL) {
+        c = cand_new(d, hh, ph, (uint8_t) kind, ah);
+        if (c == NULL) {
+            return -1;
+        }
+        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, arg ? arg : "",
+                  arg ? strlen(arg) : 0);
+        copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, comp, clen);
+    }
+    if (!manual(c)) {
+        h->pins++;
+        h->wild += ph == 0;
+    }
+    from = c->state;
+    c->state = mode == SH_DUST_PIN_ON ? SH_DUST_PINNED : SH_DUST_FORBIDDEN;
+    c->stamp = ++d->clock;
+    if (c->state == SH_DUST_PINNED) {
+        mark_on(d, c);
+    } else {
+        mark_off(d, c);
+    }
+    if (from != c->state) {
+        record(d, c, (sh_dust_state_t) from, now);
+    }
+    return 0;
+}
+
+int
+sh_dust_rule(const sh_dust_t *cd, const char *host, const char *pattern,
+             sh_dust_kind_t kind, const char *arg, sh_dust_rule_info_t *out)
+{
+    sh_dust_t  *d = (sh_dust_t *) cd;  /* lookups only */
+    const char *comp;
+    size_t      clen;
+    uint64_t    ph, ah;
+    dcand_t    *c;
+
+    if (host == NULL || arg_of(d, kind, arg, &ah) != 0
+        || pattern_of(d, kind == SH_DUST_HOST_ALIAS ? NULL : pattern, &ph,
+                      &comp, &clen) != 0)
+    {
+        return -1;
+    }
+    c = cand_find(d, sh_url_hash_lower(d->secret, host, strlen(host)), ph,
+                  (uint8_t) kind, ah);
+    if (c == NULL) {
+        return -1;
+    }
+    rule_info(d, c, out);
+    return 0;
+}
+
+/* ---- Introspection. ---- */
+
+void
+sh_dust_foreach_host(const sh_dust_t *d, sh_dust_host_cb cb, void *ctx)
+{
+    const dhost_t      *h = hosts(d);
+    sh_dust_host_info_t hi;
+    size_t              i, n = (size_t) d->host_sets * HOST_WAYS;
+
+    for (i = 0; i < n; i++) {
+        if (h[i].hash == 0) {
+            continue;
+        }
+        memset(&hi, 0, sizeof(hi));
+        hi.host_hash = h[i].hash;
+        memcpy(hi.host, h[i].text, h[i].textlen);
+        hi.alias_to = h[i].alias_to;
+        hi.requests = h[i].requests;
+        hi.predictions = h[i].predictions;
+        hi.saved = h[i].saved;
+        hi.last = h[i].last;
+        if (cb(&hi, ctx) != 0) {
+            return;
+        }
+    }
+}
+
+void
+sh_dust_foreach_rule(const sh_dust_t *cd, uint64_t host_hash, int all,
+                     sh_dust_rule_cb cb, void *ctx)
+{
+    sh_dust_t          *d = (sh_dust_t *) cd;  /* host_find: lookups only */
+    const dcand_t      *c = cands(d);
+    sh_dust_rule_info_t r;
+    size_t              i, n = (size_t) d->cand_sets * CAND_WAYS;
+
+    for (i = 0; i < n; i++) {
+        if (c[i].host == 0 || (host_hash != 0 && c[i].host != host_hash)
+            || (!all && c[i].state == SH_DUST_CANDIDATE))
+        {
+            continue;
+        }
+        rule_info(d, &c[i], &r);
+        if (cb(&r, ctx) != 0) {
+            return;
+        }
+    }
+}
+
+size_t
+sh_dust_changes(const sh_dust_t *d, uint64_t *since, sh_dust_change_t *out,
+                size_t max)
+{
+    uint64_t s = *since, first;
+    size_t   n = 0;
+
+    first = d->change_seq > SH_DUST_CHANGES
+            ? d->change_seq - SH_DUST_CHANGES : 0;
+    if (s < first) {
+        s = first;
+    }
+    while (s < d->change_seq && n < max) {
+        out[n++] = ring(d)[s % SH_DUST_CHANGES];
+        s++;
+    }
+    *since = s;
+    return n;
+}
+
+uint64_t
+sh_dust_change_seq(const sh_dust_t *d)
+{
+    return d->change_seq;
+}
+
+void
+sh_dust_stats(const sh_dust_t *d, sh_dust_stats_t *s)
+{
+    const dhost_t *h = hosts(d);
+    const dcand_t *c = cands(d);
+    size_t         i;
+
+    *s = d->stats;
+    s->hosts = s->candidates = s->active = 0;
+    for (i = 0; i < (size_t) d->host_sets * HOST_WAYS; i++) {
+        s->hosts += h[i].hash != 0;
+    }
+    for (i = 0; i < (size_t) d->cand_sets * CAND_WAYS; i++) {
+        if (c[i].host != 0) {
+            s->candidates++;
+            s->active += on(&c[i]);
+        }
+    }
+}
+
+/* ---- Records: fixed little-endian layouts. ---- */
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+    unsigned i;
+
+    for (i = 0; i < 8; i++) {
+        p[i] = (unsigned char) (v >> (8 * i));
+    }
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        p[i] = (unsigned char) (v >> (8 * i));
+    }
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    unsigned i;
+
+    for (i = 0; i < 8; i++) {
+        v |= (uint64_t) p[i] << (8 * i);
+    }
+    return v;
+}
+
+static uint32_t
+get32(const unsigned char *p)
+{
+    return (uint32_t) get64((const unsigned char[8]) {
+        p[0], p[1], p[2], p[3], 0, 0, 0, 0 });
+}
+
+/*
+ * A rule record, SH_DUST_RULE_REC_LEN bytes:
+ *    0  'D' 'R' version kind state arglen patlen hostlen
+ *    8  host hash, pattern hash, arg hash (3 x 8)
+ *   32  support, against, retired_support (3 x 4), 4 zero bytes
+ *   48  last (8)
+ *   56  arg text (32), pattern text (24), host text (64)
+ *  176 - 8 = 168  XXH3 of bytes 0..168
+ */
+static void
+rule_encode(sh_dust_t *d, const dcand_t *c, unsigned char *r)
+{
+    dhost_t *h = host_find(d, c->host);
+
+    memset(r, 0, SH_DUST_RULE_REC_LEN);
+    r[0] = 'D';
+    r[1] = 'R';
+    r[2] = 1;
+    r[3] = c->kind;
+    r[4] = c->state;
+    r[5] = c->arglen;
+    r[6] = c->patlen;
+    r[7] = h ? h->textlen : 0;
+    put64(r + 8, c->host);
+    put64(r + 16, c->pattern);
+    put64(r + 24, c->arg);
+    put32(r + 32, c->support);
+    put32(r + 36, c->against);
+    put32(r + 40, c->retired_support);
+    put64(r + 48, c->last);
+    memcpy(r + 56, c->arg_text, c->arglen);
+    memcpy(r + 88, c->pat_text, c->patlen);
+    if (h != NULL) {
+        memcpy(r + 112, h->text, h->textlen);
+    }
+    put64(r + 168, XXH3_64bits(r, 168));
+}
+
+int
+sh_dust_export_rule(const sh_dust_t *cd, const sh_dust_rule_info_t *ri,
+                    unsigned char out[SH_DUST_RULE_REC_LEN])
+{
+    sh_dust_t *d = (sh_dust_t *) cd;
+    dcand_t   *c = cand_find(d, ri->host_hash, ri->pattern_hash,
+                             (uint8_t) ri->kind, ri->arg_hash);
+
+    if (c == NULL) {
+        return -1;
+    }
+    rule_encode(d, c, out);
+    return 0;
+}
+
+/* replace: the record's counts and state as they are (an image);
+ * otherwise merged (replication). */
+static int
+rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
+            uint64_t now)
+{
+    uint64_t host, pattern, arg;
+    uint8_t  kind, state, from;
+    dhost_t *h;
+    dcand_t *c;
+
+    if (len != SH_DUST_RULE_REC_LEN || r[0] != 'D' || r[1] != 'R'
+        || r[2] != 1 || get64(r + 168) != XXH3_64bits(r, 168))
+    {
+        return -1;
+    }
+    kind = r[3];
+    state = r[4];
+    host = get64(r + 8);
+    pattern = get64(r + 16);
+    arg = get64(r + 24);
+    if (kind < SH_DUST_DROP_PARAM || kind > SH_DUST_HOST_ALIAS
+        || state > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
+        || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT || host == 0)
+    {
+        return -1;
+    }
+    h = host_get(d, host, r[7] ? (const char *) r + 112 : NULL, r[7]);
+    c = cand_find(d, host, pattern, kind, arg);
+    if (c == NULL) {
+        c = cand_new(d, host, pattern, kind, arg);
+        if (c == NULL) {
+            return -1;
+        }
+        memcpy(c->arg_text, r + 56, r[5]);
+        c->arglen = r[5];
+        memcpy(c->pat_text, r + 88, r[6]);
+        c->patlen = r[6];
+    }
+    from = c->state;
+    if (replace) {
+        c->support = get32(r + 32);
+        c->against = get32(r + 36);
+        c->retired_support = get32(r + 40);
+        c->last = get64(r + 48);
+    } else {
+        c->support = c->support > get32(r + 32) ? c->support
+                                                : get32(r + 32);
+        c->against = c->against > get32(r + 36) ? c->against
+                                                : get32(r + 36);
+        c->last = c->last > get64(r + 48) ? c->last : get64(r + 48);
+    }
+    c->stamp = ++d->clock;
+
+    if (state == SH_DUST_PINNED || state == SH_DUST_FORBIDDEN) {
+        if (!manual(c) && h != NULL) {
+            h->pins++;
+            h->wild += pattern == 0;
+        }
+        c->state = state;
+    } else if (replace) {
+        if (manual(c) && h != NULL) {
+            h->pins--;
+            h->wild -= pattern == 0;
+        }
+        c->state = state;       /* what the saving node had decided */
+    }
+    if (on(c)) {
+        mark_on(d, c);
+    } else {
+        mark_off(d, c);
+    }
+    if (!manual(c) && !replace) {
+        if (evaluate(d, c, now)) {
+            return 0;
+        }
+    }
+    if (from != c->state && !replace) {
+        record(d, c, (sh_dust_state_t) from, now);
+    }
+    return 0;
+}
+
+int
+sh_dust_import_rule(sh_dust_t *d, const unsigned char *rec, size_t len,
+                    uint64_t now)
+{
+    return rule_decode(d, rec, len, 0, now);
+}
+
+/* ---- Image. ---- */
+
+static size_t
+count_used(const sh_dust_t *d, size_t *nh, size_t *nc)
+{
+    const dhost_t *h = hosts(d);
+    const dcand_t *c = cands(d);
+    size_t         i;
+
+    *nh = *nc = 0;
+    for (i = 0; i < (size_t) d->host_sets * HOST_WAYS; i++) {
+        *nh += h[i].hash != 0;
+    }
+    for (i = 0; i < (size_t) d->cand_sets * CAND_WAYS; i++) {
+        *nc += c[i].host != 0;
+    }
+    return IMAGE_HDR + *nh * HOST_REC_LEN + *nc * SH_DUST_RULE_REC_LEN;
+}
+
+size_t
+sh_dust_image_size(const sh_dust_t *d)
+{
+    size_t nh, nc;
+
+    return count_used(d, &nh, &nc);
+}
+
+/*
+ * Image: a 64-byte header
+ *    0 magic "SHDUSTIM", 8 version, 12 host record length, 16 rule record
+ *   length, 20 hosts, 24 rules (u32 each), 28 zero, 32 secret digest,
+ *   40 total length, 48 XXH3 of the header's first 48 bytes and the body,
+ *   56 zero
+ * then the host records (HOST_REC_LEN: hash, alias_to, requests,
+ * predictions, saved, last (6 x 8); text length (1), 7 zero bytes, the
+ * text (64)), then the rule records.
+ */
+size_t
+sh_dust_image_save(const sh_dust_t *cd, void *buf, size_t size)
+{
+    sh_dust_t     *d = (sh_dust_t *) cd;
+    unsigned char *p = buf, *r;
+    const dhost_t *h = hosts(d);
+    const dcand_t *c = cands(d);
+    size_t         nh, nc, need = count_used(d, &nh, &nc), i;
+    XXH3_state_t   st;
+    uint8_t        tl;
+
+    if (size < need) {
+        return 0;
+    }
+    memset(p, 0, IMAGE_HDR);
+    memcpy(p, IMAGE_MAGIC, 8);
+    put32(p + 8, IMAGE_VERSION);
+    put32(p + 12, HOST_REC_LEN);
+    put32(p + 16, SH_DUST_RULE_REC_LEN);
+    put32(p + 20, (uint32_t) nh);
+    put32(p + 24, (uint32_t) nc);
+    put64(p + 32, d->secret_digest);
+    put64(p + 40, need);
+    r = p + IMAGE_HDR;
+    for (i = 0; i < (size_t) d->host_sets * HOST_WAYS; i++) {
+        if (h[i].hash == 0) {
+            continue;
+        }
+        memset(r, 0, HOST_REC_LEN);
+        put64(r, h[i].hash);
+        put64(r + 8, h[i].alias_to);
+        put64(r + 16, h[i].requests);
+        put64(r + 24, h[i].predictions);
+        put64(r + 32, h[i].saved);
+        put64(r + 40, h[i].last);
+        tl = h[i].textlen > HOST_REC_LEN - 56 ? HOST_REC_LEN - 56
+                                              : h[i].textlen;
+        r[48] = tl;
+        memcpy(r + 56, h[i].text, tl);
+        r += HOST_REC_LEN;
+    }
+    for (i = 0; i < (size_t) d->cand_sets * CAND_WAYS; i++) {
+        if (c[i].host != 0) {
+            rule_encode(d, &c[i], r);
+            r += SH_DUST_RULE_REC_LEN;
+        }
+    }
+    (void) XXH3_64bits_reset(&st);
+    (void) XXH3_64bits_update(&st, p, 48);
+    (void) XXH3_64bits_update(&st, p + IMAGE_HDR, need - IMAGE_HDR);
+    put64(p + 48, XXH3_64bits_digest(&st));
+    return need;
+}
+
+int
+sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
+                   size_t errlen)
+{
+    const unsigned char *p = buf, *r;
+    XXH3_state_t         st;
+    size_t               nh, nc, i;
+    dhost_t             *h;
+
+    if (len < IMAGE_HDR || memcmp(p, IMAGE_MAGIC, 8) != 0) {
+        set_err(err, errlen, "not a dust image");
+        return -1;
+    }
+    if (get32(p + 8) != IMAGE_VERSION || get32(p + 12) != HOST_REC_LEN
+        || get32(p + 16) != SH_DUST_RULE_REC_LEN)
+    {
+        set_err(err, errlen, "dust image of another version");
+        return -1;
+    }
+    nh = get32(p + 20);
+    nc = get32(p + 24);
+    if (get64(p + 40) != len
+        || len != IMAGE_HDR + nh * HOST_REC_LEN + nc * SH_DUST_RULE_REC_LEN)
+    {
+        set_err(err, errlen, "dust image truncated");
+        return -1;
+    }
+    (void) XXH3_64bits_reset(&st);
+    (void) XXH3_64bits_update(&st, p, 48);
+    (void) XXH3_64bits_update(&st, p + IMAGE_HDR, len - IMAGE_HDR);
+    if (get64(p + 48) != XXH3_64bits_digest(&st)) {
+        set_err(err, errlen, "dust image damaged (checksum)");
+        return -1;
+    }
+    if (get64(p + 32) != d->secret_digest) {
+        set_err(err, errlen, "dust image made under another secret");
+        return -1;
+    }
+    r = p + IMAGE_HDR + nh * HOST_REC_LEN;
+    for (i = 0; i < nc; i++) {
+        const unsigned char *q = r + i * SH_DUST_RULE_REC_LEN;
+
+        if (q[0] != 'D' || q[1] != 'R' || q[2] != 1
+            || get64(q + 168) != XXH3_64bits(q, 168))
+        {
+            set_err(err, errlen, "dust image: bad rule record %zu", i);
+            return -1;
+        }
+    }
+
+    memset(hosts(d), 0, (size_t) d->host_sets * HOST_WAYS * sizeof(dhost_t));
+    memset(cands(d), 0, (size_t) d->cand_sets * CAND_WAYS * sizeof(dcand_t));
+    r = p + IMAGE_HDR;
+    for (i = 0; i < nh; i++, r += HOST_REC_LEN) {
+        uint8_t tl = r[48] > HOST_REC_LEN - 56 ? HOST_REC_LEN - 56 : r[48];
+
+        h = host_get(d, get64(r), tl ? (const char *) r + 56 : NULL, tl);
+        if (h == NULL) {
+            continue;
+        }
+        h->requests = get64(r + 16);
+        h->predictions = get64(r + 24);
+        h->saved = get64(r + 32);
+        h->last = get64(r + 40);
+    }
+    for (i = 0; i < nc; i++, r += SH_DUST_RULE_REC_LEN) {
+        (void) rule_decode(d, r, SH_DUST_RULE_REC_LEN, 1, 0);
+    }
+    return 0;
+}

@@ -1,0 +1,460 @@
+/*
+ * sh_url.c -- URL parts and their keyed hashes (sh_url.h).
+ *
+ * The rewritten URL's hash is a chain over 64-bit part hashes: authority,
+ * scheme, each kept path segment, a separator, each kept parameter in
+ * order.  The part hashes are XXH3 under the secret, so the chain's inputs
+ * are unknown to a client; the chain itself only has to tell sequences
+ * apart, which a strong 64-bit finalizer per step does.
+ */
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "sh_url.h"
+
+#define EMPTY_SEG   0x8c6a2f0d5b3e1947ULL   /* the hash of "" as a segment */
+#define QUERY_SEP   0x3d1f7a95c2e4b068ULL
+#define NO_HOST     0xa4e19b7c05d3f28eULL
+#define CHAIN_SEED  0x6b43a9b5c1d2e3f7ULL
+
+static inline uint64_t
+mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t
+step(uint64_t h, uint64_t x)
+{
+    return mix64((h + 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL ^ x);
+}
+
+static inline int
+hexval(int c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    c |= 0x20;
+    return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+}
+
+static inline unsigned char
+lower(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') ? c | 0x20 : c;
+}
+
+/* Percent-decode a name into out (at most len bytes); its length. */
+static size_t
+decode(const char *p, size_t len, unsigned char *out)
+{
+    size_t i, n = 0;
+    int    hi, lo;
+
+    for (i = 0; i < len; i++) {
+        if (p[i] == '%' && i + 2 < len
+            && (hi = hexval((unsigned char) p[i + 1])) >= 0
+            && (lo = hexval((unsigned char) p[i + 2])) >= 0)
+        {
+            out[n++] = (unsigned char) (hi << 4 | lo);
+            i += 2;
+        } else if (p[i] == '+') {
+            out[n++] = ' ';
+        } else {
+            out[n++] = (unsigned char) p[i];
+        }
+    }
+    return n;
+}
+
+void
+sh_url_secret(const void *key, size_t len,
+              unsigned char out[SH_URL_SECRET_LEN])
+{
+    static const char salt[] = "sh_url dust hash";
+    unsigned char     seed[32 + sizeof(salt)];
+
+    len = len > 32 ? 32 : len;
+    memcpy(seed, salt, sizeof(salt));
+    if (len > 0) {
+        memcpy(seed + sizeof(salt), key, len);
+    }
+    (void) XXH3_generateSecret(out, SH_URL_SECRET_LEN, seed,
+                               sizeof(salt) + len);
+}
+
+const char *
+sh_url_strerror(sh_url_error_t e)
+{
+    switch (e) {
+    case SH_URL_OK:         return "ok";
+    case SH_URL_ETOOLONG:   return "URL too long";
+    case SH_URL_EPARAMS:    return "too many query parameters";
+    case SH_URL_ESEGS:      return "too many path segments";
+    case SH_URL_EHOST:      return "empty or too long authority";
+    case SH_URL_ENOTABS:    return "not an absolute URL";
+    }
+    return "unknown";
+}
+
+static int
+refuse(sh_url_t *u, sh_url_error_t e)
+{
+    u->error = e;
+    return -1;
+}
+
+int
+sh_url_parse(sh_url_t *u, const char *s, size_t len)
+{
+    size_t      i, start, end, pend, qend;
+    const char *q;
+    unsigned    n;
+
+    u->error = SH_URL_OK;
+    u->nsegs = 0;
+    u->nparams = 0;
+    u->upper = 0;
+    u->sorted = 1;
+    if (len > SH_URL_LEN_MAX) {
+        return refuse(u, SH_URL_ETOOLONG);
+    }
+
+    /* scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) "://" */
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char) s[i];
+
+        if (!((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
+            && !(i > 0 && ((c >= '0' && c <= '9') || c == '+' || c == '-'
+                           || c == '.')))
+        {
+            break;
+        }
+    }
+    if (i == 0 || len - i < 3 || memcmp(s + i, "://", 3) != 0) {
+        return refuse(u, SH_URL_ENOTABS);
+    }
+    u->scheme.p = s;
+    u->scheme.len = (uint32_t) i;
+
+    start = i + 3;
+    for (end = start; end < len; end++) {
+        if (s[end] == '/' || s[end] == '?' || s[end] == '#') {
+            break;
+        }
+    }
+    if (end == start || end - start > SH_URL_HOST_MAX) {
+        return refuse(u, SH_URL_EHOST);
+    }
+    u->host.p = s + start;
+    u->host.len = (uint32_t) (end - start);
+
+    /* the fragment goes first: nothing after '#' counts */
+    q = memchr(s + end, '#', len - end);
+    if (q != NULL) {
+        len = (size_t) (q - s);
+    }
+    q = memchr(s + end, '?', len - end);
+    pend = q ? (size_t) (q - s) : len;
+    qend = len;
+
+    if (pend == end) {
+        u->path.p = "/";
+        u->path.len = 1;
+    } else {
+        u->path.p = s + end;
+        u->path.len = (uint32_t) (pend - end);
+    }
+
+    /* segments: the path after its leading '/', split on '/' */
+    start = 1;
+    n = 0;
+    for (i = 1; i <= u->path.len; i++) {
+        if (i == u->path.len || u->path.p[i] == '/') {
+            if (n == SH_URL_SEGS_MAX) {
+                return refuse(u, SH_URL_ESEGS);
+            }
+            u->segs[n].seg.p = u->path.p + start;
+            u->segs[n].seg.len = (uint32_t) (i - start);
+            n++;
+            start = i + 1;
+        } else if (u->path.p[i] >= 'A' && u->path.p[i] <= 'Z') {
+            u->upper = 1;
+        }
+    }
+    u->nsegs = n;
+
+    u->query.p = q ? q + 1 : s + len;
+    u->query.len = q ? (uint32_t) (qend - pend - 1) : 0;
+
+    n = 0;
+    start = 0;
+    for (i = 0; i <= u->query.len; i++) {
+        const char     *p = u->query.p;
+        const char     *eq;
+        sh_url_param_t *pa;
+
+        if (i < u->query.len && p[i] != '&') {
+            continue;
+        }
+        if (i > start) {
+            if (n == SH_URL_PARAMS_MAX) {
+                return refuse(u, SH_URL_EPARAMS);
+            }
+            pa = &u->params[n++];
+            eq = memchr(p + start, '=', i - start);
+            pa->name.p = p + start;
+            if (eq != NULL) {
+                pa->name.len = (uint32_t) (eq - (p + start));
+                pa->value.p = eq + 1;
+                pa->value.len = (uint32_t) (p + i - (eq + 1));
+            } else {
+                pa->name.len = (uint32_t) (i - start);
+                pa->value.p = p + i;
+                pa->value.len = 0;
+            }
+        }
+        start = i + 1;
+    }
+    u->nparams = n;
+    return 0;
+}
+
+uint64_t
+sh_url_hash_bytes(const unsigned char *secret, const void *p, size_t len)
+{
+    return XXH3_64bits_withSecret(p, len, secret, SH_URL_SECRET_LEN);
+}
+
+uint64_t
+sh_url_hash_lower(const unsigned char *secret, const char *p, size_t len)
+{
+    unsigned char buf[SH_URL_LEN_MAX];
+    size_t        i;
+
+    len = len > sizeof(buf) ? sizeof(buf) : len;
+    for (i = 0; i < len; i++) {
+        buf[i] = lower((unsigned char) p[i]);
+    }
+    return XXH3_64bits_withSecret(buf, len, secret, SH_URL_SECRET_LEN);
+}
+
+uint64_t
+sh_url_hash_decoded(const unsigned char *secret, const char *p, size_t len)
+{
+    unsigned char buf[SH_URL_LEN_MAX];
+
+    len = len > sizeof(buf) ? sizeof(buf) : len;
+    return XXH3_64bits_withSecret(buf, decode(p, len, buf), secret,
+                                  SH_URL_SECRET_LEN);
+}
+
+int
+sh_url_name_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    unsigned char da[SH_URL_LEN_MAX], db[SH_URL_LEN_MAX];
+    size_t        na, nb;
+
+    if (alen > SH_URL_LEN_MAX || blen > SH_URL_LEN_MAX) {
+        return 0;
+    }
+    na = decode(a, alen, da);
+    nb = decode(b, blen, db);
+    return na == nb && memcmp(da, db, na) == 0;
+}
+
+/* Order of two parameters: decoded names, then raw values. */
+static int
+param_cmp(const sh_url_param_t *a, const unsigned char *da, size_t na,
+          const sh_url_param_t *b, const unsigned char *db, size_t nb)
+{
+    size_t m = na < nb ? na : nb;
+    int    c = memcmp(da, db, m);
+
+    if (c != 0 || na != nb) {
+        return c != 0 ? c : (na < nb ? -1 : 1);
+    }
+    m = a->value.len < b->value.len ? a->value.len : b->value.len;
+    c = memcmp(a->value.p, b->value.p, m);
+    if (c != 0 || a->value.len == b->value.len) {
+        return c;
+    }
+    return a->value.len < b->value.len ? -1 : 1;
+}
+
+void
+sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
+{
+    /* decoded names, back to back: their total is at most the URL's */
+    unsigned char   buf[SH_URL_LEN_MAX];
+    uint16_t        doff[SH_URL_PARAMS_MAX], dlen[SH_URL_PARAMS_MAX];
+    size_t          used = 0;
+    unsigned        i, j;
+    uint8_t         t;
+
+    u->scheme_hash = sh_url_hash_lower(secret, u->scheme.p, u->scheme.len);
+    u->host_hash = sh_url_hash_lower(secret, u->host.p, u->host.len);
+
+    for (i = 0; i < u->nsegs; i++) {
+        sh_url_seg_t *sg = &u->segs[i];
+
+        if (sg->seg.len == 0) {
+            sg->hash = sg->lower = EMPTY_SEG;
+            continue;
+        }
+        sg->hash = sh_url_hash_bytes(secret, sg->seg.p, sg->seg.len);
+        sg->lower = u->upper ? sh_url_hash_lower(secret, sg->seg.p,
+                                                 sg->seg.len)
+                             : sg->hash;
+    }
+
+    for (i = 0; i < u->nparams; i++) {
+        sh_url_param_t *pa = &u->params[i];
+        size_t          n = decode(pa->name.p, pa->name.len, buf + used);
+
+        doff[i] = (uint16_t) used;
+        dlen[i] = (uint16_t) n;
+        pa->name_hash = XXH3_64bits_withSecret(buf + used, n, secret,
+                                               SH_URL_SECRET_LEN);
+        pa->hash = mix64(pa->name_hash * 0xC2B2AE3D27D4EB4FULL
+                         ^ sh_url_hash_bytes(secret, pa->value.p,
+                                             pa->value.len));
+        used += n;
+        u->order[i] = (uint8_t) i;
+    }
+
+    /* insertion sort of at most SH_URL_PARAMS_MAX indices */
+    u->sorted = 1;
+    for (i = 1; i < u->nparams; i++) {
+        t = u->order[i];
+        for (j = i; j > 0; j--) {
+            uint8_t o = u->order[j - 1];
+
+            if (param_cmp(&u->params[o], buf + doff[o], dlen[o],
+                          &u->params[t], buf + doff[t], dlen[t]) <= 0)
+            {
+                break;
+            }
+            u->order[j] = o;
+            u->sorted = 0;
+        }
+        u->order[j] = t;
+    }
+}
+
+/* The kept segments' hashes under rw, path rewrites applied. */
+static unsigned
+path_hashes(const sh_url_t *u, const sh_url_rw_t *rw, uint64_t *out,
+            unsigned *idx)
+{
+    unsigned i, k = 0;
+
+    for (i = 0; i < u->nsegs; i++) {
+        if (rw && (rw->drop_segs >> i & 1)) {
+            continue;
+        }
+        out[k] = (rw && rw->lower) ? u->segs[i].lower : u->segs[i].hash;
+        idx[k++] = i;
+    }
+    if (k == 0) {
+        out[0] = EMPTY_SEG;
+        idx[0] = SH_URL_SEGS_MAX;       /* "/" */
+        return 1;
+    }
+    if (rw && rw->index_file && idx[k - 1] == u->nsegs - 1) {
+        out[k - 1] = EMPTY_SEG;
+        idx[k - 1] = SH_URL_SEGS_MAX;
+    }
+    if (rw && rw->trailing_slash && k >= 2 && out[k - 1] == EMPTY_SEG) {
+        k--;
+    }
+    return k;
+}
+
+uint64_t
+sh_url_hash(const sh_url_t *u, const sh_url_rw_t *rw)
+{
+    uint64_t h = CHAIN_SEED, segs[SH_URL_SEGS_MAX];
+    unsigned idx[SH_URL_SEGS_MAX], i, k, p;
+
+    if (rw && rw->no_host) {
+        h = step(h, NO_HOST);
+    } else {
+        h = step(h, (rw && rw->host) ? rw->host : u->host_hash);
+    }
+    h = step(h, u->scheme_hash);
+    k = path_hashes(u, rw, segs, idx);
+    for (i = 0; i < k; i++) {
+        h = step(h, segs[i]);
+    }
+    h = step(h, QUERY_SEP);
+    for (i = 0; i < u->nparams; i++) {
+        p = (rw && rw->sort) ? u->order[i] : i;
+        if (rw && (rw->drop_params >> p & 1)) {
+            continue;
+        }
+        h = step(h, u->params[p].hash);
+    }
+    h = mix64(h ^ CHAIN_SEED);
+    return h ? h : 1;
+}
+
+static void
+put(char *buf, size_t size, size_t *n, const char *p, size_t len, int low)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++, (*n)++) {
+        if (*n + 1 < size) {
+            buf[*n] = low ? (char) lower((unsigned char) p[i]) : p[i];
+        }
+    }
+}
+
+size_t
+sh_url_write(const sh_url_t *u, const sh_url_rw_t *rw, const char *host,
+             size_t hostlen, char *buf, size_t size)
+{
+    uint64_t segs[SH_URL_SEGS_MAX];
+    unsigned idx[SH_URL_SEGS_MAX], i, k, p, first = 1;
+    size_t   n = 0;
+
+    put(buf, size, &n, u->scheme.p, u->scheme.len, 0);
+    put(buf, size, &n, "://", 3, 0);
+    if (host != NULL) {
+        put(buf, size, &n, host, hostlen, 0);
+    } else {
+        put(buf, size, &n, u->host.p, u->host.len, 0);
+    }
+    k = path_hashes(u, rw, segs, idx);
+    for (i = 0; i < k; i++) {
+        put(buf, size, &n, "/", 1, 0);
+        if (idx[i] < u->nsegs) {
+            put(buf, size, &n, u->segs[idx[i]].seg.p,
+                u->segs[idx[i]].seg.len, rw && rw->lower);
+        }
+    }
+    for (i = 0; i < u->nparams; i++) {
+        p = (rw && rw->sort) ? u->order[i] : i;
+        if (rw && (rw->drop_params >> p & 1)) {
+            continue;
+        }
+        put(buf, size, &n, first ? "?" : "&", 1, 0);
+        first = 0;
+        put(buf, size, &n, u->params[p].name.p, u->params[p].name.len, 0);
+        if (u->params[p].value.len > 0) {
+            put(buf, size, &n, "=", 1, 0);
+            put(buf, size, &n, u->params[p].value.p, u->params[p].value.len,
+                0);
+        }
+    }
+    if (size > 0) {
+        buf[n < size ? n : size - 1] = '\0';
+    }
+    return n;
+}

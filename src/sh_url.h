@@ -1,0 +1,149 @@
+/*
+ * sh_url.h -- an absolute URL split into its parts at a bounded cost, and
+ * keyed hashes of the URL under rewrites (the DUST learner's view of a URL,
+ * sh_dust.h).
+ *
+ * sh_url_parse keeps spans into the caller's string and allocates nothing:
+ * scheme, authority (host and port), path segments, query parameters in
+ * order; the fragment is dropped.  It refuses, with a reason, what it would
+ * not bound: more than SH_URL_LEN_MAX bytes, more than SH_URL_PARAMS_MAX
+ * parameters, more than SH_URL_SEGS_MAX path segments, an authority longer
+ * than SH_URL_HOST_MAX, a URL that is not absolute.  A refused URL is
+ * passed through untouched by its callers (never learned from, never
+ * rewritten): that is the hostile-input bound.  Parsing and hashing are
+ * linear in the URL's length, at most SH_URL_LEN_MAX bytes.
+ *
+ * Equality of parts, as the learner sees it:
+ *   - scheme and authority: ASCII case-insensitive;
+ *   - a parameter's NAME by its percent-decoded bytes ("%73id" is "sid";
+ *     '+' is a space, as in form encoding; a malformed escape stays as it
+ *     is), its VALUE by its raw bytes; "a" and "a=" are the same (an empty
+ *     value); empty pieces ("&&") are skipped;
+ *   - path segments by their raw bytes (lowercased only under the
+ *     PATH_CASE rewrite).
+ *
+ * Hashing.  sh_url_hash_parts computes one keyed 64-bit hash per part
+ * (XXH3 under a secret: a client cannot aim two URLs at one hash); then
+ * sh_url_hash combines them under a rewrite (parameters or segments
+ * dropped, parameters sorted, trailing slash, index file, path lowercased,
+ * another host) in O(segments + parameters) multiply-xor steps, without
+ * building the rewritten string.  Two URLs whose rewritten forms are equal
+ * get equal hashes; sh_url_write builds the string itself for display.
+ */
+#ifndef SH_URL_H
+#define SH_URL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SH_URL_LEN_MAX      4096    /* bytes of a URL */
+#define SH_URL_PARAMS_MAX   32      /* query parameters */
+#define SH_URL_SEGS_MAX     16      /* path segments */
+#define SH_URL_HOST_MAX     255     /* bytes of the authority */
+#define SH_URL_SECRET_LEN   192     /* XXH3's secret */
+
+/* Why sh_url_parse refused (u->error). */
+typedef enum {
+    SH_URL_OK = 0,
+    SH_URL_ETOOLONG,        /* more than SH_URL_LEN_MAX bytes */
+    SH_URL_EPARAMS,         /* more than SH_URL_PARAMS_MAX parameters */
+    SH_URL_ESEGS,           /* more than SH_URL_SEGS_MAX path segments */
+    SH_URL_EHOST,           /* empty authority or longer than the max */
+    SH_URL_ENOTABS          /* no "scheme://" */
+} sh_url_error_t;
+
+typedef struct {
+    const char *p;
+    uint32_t    len;
+} sh_url_span_t;
+
+typedef struct {
+    sh_url_span_t name;     /* raw, as in the URL */
+    sh_url_span_t value;    /* raw; empty for "a" and "a=" */
+    uint64_t      name_hash;    /* of the decoded name (hash_parts) */
+    uint64_t      hash;         /* of (decoded name, value) */
+} sh_url_param_t;
+
+typedef struct {
+    sh_url_span_t seg;
+    uint64_t      hash;         /* raw bytes (hash_parts) */
+    uint64_t      lower;        /* ASCII-lowercased bytes */
+} sh_url_seg_t;
+
+typedef struct {
+    sh_url_error_t error;
+    sh_url_span_t  scheme;
+    sh_url_span_t  host;        /* the authority: host[:port] */
+    sh_url_span_t  path;        /* "/" when the URL has none */
+    sh_url_span_t  query;       /* without '?', without the fragment */
+    unsigned       nsegs;       /* >= 1: "/" is one empty segment */
+    unsigned       nparams;
+    int            upper;       /* the path has an ASCII capital */
+    sh_url_seg_t   segs[SH_URL_SEGS_MAX];
+    sh_url_param_t params[SH_URL_PARAMS_MAX];
+    uint8_t        order[SH_URL_PARAMS_MAX];  /* params by (decoded name,
+                                                 value): hash_parts */
+    int            sorted;      /* params already in that order */
+    uint64_t       scheme_hash;
+    uint64_t       host_hash;   /* of the lowercased authority */
+} sh_url_t;
+
+/*
+ * A rewrite: what sh_url_hash and sh_url_write apply.  Masks are over the
+ * positions in u->params and u->segs.  Path rewrites apply in this order:
+ * segments dropped (a path left empty becomes "/"), index file (the last
+ * segment, if kept, becomes empty: "/d/index.html" -> "/d/"), trailing
+ * slash (a final empty segment after another one goes: "/d/" -> "/d",
+ * never "/" itself), lowercase; then parameters dropped, then sorted.
+ */
+typedef struct {
+    uint64_t host;              /* another host's hash (HOST_ALIAS); 0 =
+                                   the URL's own */
+    uint32_t drop_params;
+    uint32_t drop_segs;
+    unsigned sort:1;
+    unsigned index_file:1;
+    unsigned trailing_slash:1;
+    unsigned lower:1;
+    unsigned no_host:1;         /* hash without the authority (the key
+                                   that pairs one path on two hosts) */
+} sh_url_rw_t;
+
+/* The hashing secret from up to 32 bytes of key material. */
+void sh_url_secret(const void *key, size_t len,
+                   unsigned char out[SH_URL_SECRET_LEN]);
+
+/* 0, or -1 with u->error set (u is then unusable). */
+int sh_url_parse(sh_url_t *u, const char *s, size_t len);
+
+const char *sh_url_strerror(sh_url_error_t e);
+
+/* Fill the part hashes and the parameters' sorted order. */
+void sh_url_hash_parts(sh_url_t *u, const unsigned char *secret);
+
+/* The hash of u rewritten by rw (NULL: u itself); never 0. */
+uint64_t sh_url_hash(const sh_url_t *u, const sh_url_rw_t *rw);
+
+/* A hash of bytes under the secret (host names given as text). */
+uint64_t sh_url_hash_bytes(const unsigned char *secret, const void *p,
+                           size_t len);
+/* The same, of the ASCII-lowercased bytes (an authority). */
+uint64_t sh_url_hash_lower(const unsigned char *secret, const char *p,
+                           size_t len);
+/* The same, of the percent-decoded bytes (a parameter's name). */
+uint64_t sh_url_hash_decoded(const unsigned char *secret, const char *p,
+                             size_t len);
+
+/* Decoded parameter names equal ("%73id" and "sid"). */
+int sh_url_name_eq(const char *a, size_t alen, const char *b, size_t blen);
+
+/*
+ * Write u rewritten by rw (NULL: u) into buf, NUL-terminated; returns the
+ * length it has (which may be >= size: then truncated).  rw->host cannot
+ * be spelled here: `host` (NULL: u's own) gives the alias's text.
+ */
+size_t sh_url_write(const sh_url_t *u, const sh_url_rw_t *rw,
+                    const char *host, size_t hostlen, char *buf,
+                    size_t size);
+
+#endif

@@ -1,0 +1,953 @@
+/*
+ * test_dust.c -- the DUST learner (sh_dust.h) on simulated sites: session
+ * ids learned and predicted, content parameters never active, a rule
+ * active in one path pattern only, retirement, pins and forbids, the path
+ * and host rules, a site without DUST, LRU bounds, hostile URLs, the image
+ * and rule records, and the region copied to another address.
+ */
+#define TEST_RNG_SEED 0x5d1f3c2b7a694e81ull
+#include "test_util.h"
+
+#include "sh_dust.h"
+
+#define SECRET      "dust test secret"
+
+typedef struct {
+    void      *mem;
+    size_t     size;
+    sh_dust_t *d;
+} fix_t;
+
+static void
+make(fix_t *f, const sh_dust_opts_t *o)
+{
+    char err[256];
+
+    f->size = sh_dust_region_size(o->hosts, o->candidates, o->evidence_slots,
+                                  o->canonical_slots);
+    f->mem = aligned_alloc(64, (f->size + 63) & ~(size_t) 63);
+    assert_non_null(f->mem);
+    f->d = sh_dust_init(f->mem, f->size, SECRET, strlen(SECRET), o, err,
+                        sizeof(err));
+    if (f->d == NULL) {
+        fail_msg("init: %s", err);
+    }
+}
+
+static void
+unmake(fix_t *f)
+{
+    free(f->mem);
+}
+
+/* Small tables; activation after exactly 8 clean pairs: 8 / (8 + 1.28^2)
+ * = 0.83 >= 0.80, while 7 pairs give 0.81 -- min_evidence binds. */
+static void
+fast_opts(sh_dust_opts_t *o)
+{
+    sh_dust_opts_init(o);
+    o->hosts = 64;
+    o->candidates = 1024;
+    o->evidence_slots = 16384;
+    o->canonical_slots = 16384;
+    o->min_evidence = 8;
+    o->min_precision = 0.80;
+    o->z = 1.28;
+}
+
+static int
+obs(sh_dust_t *d, uint64_t rep, const char *fmt, ...)
+{
+    char    url[8192];
+    va_list ap;
+    int     n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(url, sizeof(url), fmt, ap);
+    va_end(ap);
+    return sh_dust_observe(d, url, (size_t) n, rep, 1000);
+}
+
+/* 1 and *rep, or 0 */
+static int
+pred(sh_dust_t *d, uint64_t *rep, sh_dust_why_t *why, const char *fmt, ...)
+{
+    char     url[8192];
+    va_list  ap;
+    int      n;
+    uint64_t r = 0;
+
+    va_start(ap, fmt);
+    n = vsnprintf(url, sizeof(url), fmt, ap);
+    va_end(ap);
+    n = sh_dust_predict(d, url, (size_t) n, 1000, &r, why);
+    if (rep != NULL) {
+        *rep = r;
+    }
+    return n;
+}
+
+static int
+state_of(sh_dust_t *d, const char *host, const char *pattern,
+         sh_dust_kind_t kind, const char *arg)
+{
+    sh_dust_rule_info_t r;
+
+    if (sh_dust_rule(d, host, pattern, kind, arg, &r) != 0) {
+        return -1;
+    }
+    return (int) r.state;
+}
+
+static uint32_t
+support_of(sh_dust_t *d, const char *host, const char *pattern,
+           sh_dust_kind_t kind, const char *arg)
+{
+    sh_dust_rule_info_t r;
+
+    return sh_dust_rule(d, host, pattern, kind, arg, &r) == 0 ? r.support : 0;
+}
+
+#define IMAGE_BYTE(i, n) ((i) == 0 ? 33 : (i) == 1 ? (n) / 2 : (n) - 1)
+#define DOCREP(n)   (0x1000000ull + (uint64_t) (n))
+
+/* Session ids, with the defaults: no prediction before the Wilson bound
+ * holds (127 clean pairs), the rule on right after, then the right rep for
+ * a sid never seen. */
+static void
+test_sid_defaults(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    uint32_t       s = 0;
+    char           text[128];
+    int            n, on_at = -1;
+
+    (void) state;
+    sh_dust_opts_init(&o);
+    make(&f, &o);
+    for (n = 1; n <= 200; n++) {
+        int c1, c2;
+
+        c1 = obs(f.d, DOCREP(n), "http://s.example/doc/%d?sid=%llx", n,
+                 (unsigned long long) rnd());
+        c2 = obs(f.d, DOCREP(n), "http://s.example/doc/%d?sid=%llx", n,
+                 (unsigned long long) rnd());
+        assert_true(c1 >= 0 && c2 >= 0);
+        s = support_of(f.d, "s.example", "/doc/", SH_DUST_DROP_PARAM, "sid");
+        if (on_at < 0 && c1 + c2 > 0) {
+            on_at = n;
+            /* n / (n + 2.58^2) >= 0.95 first at n = 127 */
+            assert_int_equal(s, 127);
+            assert_int_equal(c1 + c2, 1);
+        }
+        if (on_at < 0) {
+            assert_int_not_equal(state_of(f.d, "s.example", "/doc/",
+                                          SH_DUST_DROP_PARAM, "sid"),
+                                 SH_DUST_ACTIVE);
+            /* nothing predicted while learning */
+            assert_int_equal(pred(f.d, NULL, NULL,
+                                  "http://s.example/doc/%d?sid=new", n), 0);
+        }
+    }
+    assert_true(on_at > 0);
+    assert_int_equal(state_of(f.d, "s.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    (void) s;
+
+    /* a document fetched after the rule turned on is predicted for any
+     * other sid; its rep, and why */
+    assert_int_equal(obs(f.d, DOCREP(500), "http://s.example/doc/500?sid=a1"),
+                     0);
+    assert_int_equal(pred(f.d, &rep, &why, "http://s.example/doc/500?sid=zz"),
+                     1);
+    assert_int_equal(rep, DOCREP(500));
+    assert_int_equal(why.kinds, 1u << SH_DUST_DROP_PARAM);
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_param(sid)");
+    sh_dust_saved(f.d, &why);
+    /* an unknown document is not; an exact re-fetch is not */
+    assert_int_equal(pred(f.d, NULL, NULL, "http://s.example/doc/501?sid=zz"),
+                     0);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://s.example/doc/500?sid=a1"),
+                     0);
+    /* a document fetched only before the rule was on: its pairs know it */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://s.example/doc/5?sid=zz"),
+                     1);
+    assert_int_equal(rep, DOCREP(5));
+    /* a URL seen before is not predicted, even with pairs */
+    assert_int_equal(obs(f.d, DOCREP(5), "http://s.example/doc/5?sid=b5"), 0);
+    assert_int_equal(obs(f.d, DOCREP(5), "http://s.example/doc/5?sid=c5"), 0);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://s.example/doc/5?sid=b5"),
+                     0);
+    assert_int_equal(pred(f.d, &rep, NULL, "http://s.example/doc/5?sid=d5"),
+                     1);
+    assert_int_equal(rep, DOCREP(5));
+    /* another host has learned nothing */
+    assert_int_equal(obs(f.d, 7, "http://o.example/doc/500?sid=a1"), 0);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://o.example/doc/500?sid=b"),
+                     0);
+    unmake(&f);
+}
+
+/*
+ * A crawl of a session-id site through predict-then-fetch, the module's
+ * loop: predicted URLs are skipped (1 in 16 fetched anyway to verify),
+ * the others fetched and observed.  >= 80% of the avoidable fetches
+ * avoided, no prediction wrong.
+ */
+static void
+test_sid_crawl(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep, preds = 0;
+    unsigned       docs = 10000, variants = 4, i, total, avoided = 0;
+    unsigned      *order;
+    char           url[128];
+    int            n;
+
+    (void) state;
+    sh_dust_opts_init(&o);
+    make(&f, &o);
+    total = docs * variants;
+    order = malloc(total * sizeof(*order));
+    assert_non_null(order);
+    for (i = 0; i < total; i++) {
+        order[i] = i % docs;
+    }
+    for (i = total - 1; i > 0; i--) {       /* shuffled */
+        unsigned j = (unsigned) (rnd() % (i + 1)), t = order[i];
+
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (i = 0; i < total; i++) {
+        /* a session id in every URL; a tracking tag on a third */
+        if (rnd() % 3 == 0) {
+            n = snprintf(url, sizeof(url), "http://crawl.example/item/%u?"
+                         "PHPSESSID=%016llx&utm_source=x%u", order[i],
+                         (unsigned long long) rnd(), (unsigned) (rnd() % 3));
+        } else {
+            n = snprintf(url, sizeof(url), "http://crawl.example/item/%u?"
+                         "PHPSESSID=%016llx", order[i],
+                         (unsigned long long) rnd());
+        }
+        if (sh_dust_predict(f.d, url, (size_t) n, 1, &rep, NULL) == 1) {
+            assert_int_equal(rep, DOCREP(order[i]));    /* nothing lost */
+            if (++preds % 16 != 0) {
+                avoided++;
+                continue;
+            }
+        }
+        assert_true(sh_dust_observe(f.d, url, (size_t) n, DOCREP(order[i]),
+                                    1) >= 0);
+    }
+    /* avoidable: every fetch but the first of each document */
+    print_message("crawl: %u fetches, %u avoidable, %u avoided, %llu "
+                  "predictions\n", total, total - docs, avoided,
+                  (unsigned long long) preds);
+    assert_true(avoided * 100 >= (total - docs) * 80);
+    free(order);
+    unmake(&f);
+}
+
+/* `page` changes the text: never a candidate, never active, no
+ * prediction, even on a site whose sid rule is active. */
+static void
+test_page_never(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep;
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 300; n++) {
+        obs(f.d, DOCREP(n), "http://p.example/list/?page=%d&sid=%llx", n,
+            (unsigned long long) rnd());
+        obs(f.d, DOCREP(n), "http://p.example/list/?page=%d&sid=%llx", n,
+            (unsigned long long) rnd());
+        /* and an exact re-fetch */
+        obs(f.d, DOCREP(n), "http://p.example/list/?page=%d", n);
+        obs(f.d, DOCREP(n), "http://p.example/list/?page=%d", n);
+    }
+    assert_int_equal(state_of(f.d, "p.example", "/list/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "p.example", "/list/", SH_DUST_DROP_PARAM,
+                              "page"), -1);
+    for (n = 1; n <= 300; n++) {
+        assert_int_equal(pred(f.d, NULL, NULL,
+                              "http://p.example/list/?page=%d", n), 0);
+        assert_int_equal(pred(f.d, NULL, NULL,
+                              "http://p.example/list/?page=%d&sid=q", n + 1000),
+                         0);
+    }
+    /* the sid rule still predicts, with the page's own rep */
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://p.example/list/?page=17&sid=q"), 1);
+    assert_int_equal(rep, DOCREP(17));
+    unmake(&f);
+}
+
+/* `view` is ignored under /doc/ and means something under /list/. */
+static void
+test_scope_pattern(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep;
+    int            n, v;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 40; n++) {
+        for (v = 0; v < 3; v++) {
+            obs(f.d, DOCREP(n), "http://v.example/doc/%d?view=%d", n, v);
+            obs(f.d, DOCREP(1000 + 10 * n + v),
+                "http://v.example/list/%d?view=%d", n, v);
+        }
+    }
+    assert_int_equal(state_of(f.d, "v.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "view"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "v.example", "/list/",
+                                  SH_DUST_DROP_PARAM, "view"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, NULL, "http://v.example/doc/7?view=9"),
+                     1);
+    assert_int_equal(rep, DOCREP(7));
+    assert_int_equal(pred(f.d, NULL, NULL, "http://v.example/list/7?view=9"),
+                     0);
+    unmake(&f);
+}
+
+/* An active rule whose pairs start to disagree: retired on the very
+ * observation that takes its bound below the threshold; the change
+ * list says so. */
+static void
+test_retire(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    sh_dust_change_t    ch[8];
+    fix_t               f;
+    uint64_t            since = 0;
+    size_t              k;
+    int                 n, rc;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 20; n++) {
+        obs(f.d, DOCREP(n), "http://r.example/doc/%d?sid=a%d", n, n);
+        obs(f.d, DOCREP(n), "http://r.example/doc/%d?sid=b%d", n, n);
+    }
+    assert_int_equal(sh_dust_rule(f.d, "r.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "sid", &r), 0);
+    assert_int_equal(r.state, SH_DUST_ACTIVE);
+    k = sh_dust_changes(f.d, &since, ch, 8);
+    assert_int_equal(k, 1);
+    assert_int_equal(ch[0].from, SH_DUST_CANDIDATE);
+    assert_int_equal(ch[0].rule.state, SH_DUST_ACTIVE);
+    assert_string_equal(ch[0].rule.host, "r.example");
+    assert_string_equal(ch[0].rule.pattern, "/doc/");
+    assert_string_equal(ch[0].rule.arg, "sid");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/doc/3?sid=q"),
+                     1);
+
+    /* now every sid is a different text */
+    for (n = 1; n <= 20; n++) {
+        rc = obs(f.d, 0x9000000ull + (uint64_t) n,
+                 "http://r.example/doc/%d?sid=c%d", n, n);
+        assert_int_equal(sh_dust_rule(f.d, "r.example", "/doc/",
+                                      SH_DUST_DROP_PARAM, "sid", &r), 0);
+        if (r.lower < o.min_precision) {
+            assert_int_equal(r.state, SH_DUST_RETIRED);
+            assert_int_equal(rc, 1);
+            break;
+        }
+        assert_int_equal(r.state, SH_DUST_ACTIVE);
+        assert_int_equal(rc, 0);
+    }
+    assert_true(n <= 10);           /* a few disagreements at most */
+    k = sh_dust_changes(f.d, &since, ch, 8);
+    assert_int_equal(k, 1);
+    assert_int_equal(ch[0].from, SH_DUST_ACTIVE);
+    assert_int_equal(ch[0].rule.state, SH_DUST_RETIRED);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/doc/3?sid=q"),
+                     0);
+
+    /* it does not come back on a few agreeing pairs */
+    for (n = 21; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://r.example/doc/%d?sid=a%d", n, n);
+        obs(f.d, DOCREP(n), "http://r.example/doc/%d?sid=b%d", n, n);
+    }
+    assert_int_equal(state_of(f.d, "r.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_RETIRED);
+    unmake(&f);
+}
+
+static void
+test_pin_forbid(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    /* pinned host-wide with no evidence at all */
+    assert_int_equal(sh_dust_pin(f.d, "m.example", NULL, SH_DUST_DROP_PARAM,
+                                 "utm_source", SH_DUST_PIN_ON, 1), 0);
+    assert_int_equal(obs(f.d, DOCREP(1), "http://m.example/a/1"), 0);
+    assert_int_equal(obs(f.d, DOCREP(2), "http://m.example/b/2?x=1"), 0);
+    assert_int_equal(pred(f.d, &rep, &why,
+                          "http://m.example/a/1?utm_source=news"), 1);
+    assert_int_equal(rep, DOCREP(1));
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://m.example/b/2?utm_source=n&x=1"), 1);
+    assert_int_equal(rep, DOCREP(2));
+    assert_int_equal(state_of(f.d, "m.example", NULL, SH_DUST_DROP_PARAM,
+                              "utm_source"), SH_DUST_PINNED);
+
+    /* forbidden for /doc/: the evidence does not turn it on */
+    assert_int_equal(sh_dust_pin(f.d, "m.example", "/doc/",
+                                 SH_DUST_DROP_PARAM, "sid", SH_DUST_PIN_OFF,
+                                 1), 0);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://m.example/doc/%d?sid=a", n);
+        obs(f.d, DOCREP(n), "http://m.example/doc/%d?sid=b", n);
+    }
+    assert_int_equal(state_of(f.d, "m.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_FORBIDDEN);
+    assert_true(support_of(f.d, "m.example", "/doc/", SH_DUST_DROP_PARAM,
+                           "sid") >= 30);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://m.example/doc/4?sid=c"),
+                     0);
+    /* cleared: the evidence decides, and it says on */
+    assert_int_equal(sh_dust_pin(f.d, "m.example", "/doc/",
+                                 SH_DUST_DROP_PARAM, "sid", SH_DUST_PIN_CLEAR,
+                                 1), 0);
+    assert_int_equal(state_of(f.d, "m.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(4), "http://m.example/doc/4?sid=d");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://m.example/doc/4?sid=c"),
+                     1);
+    assert_int_equal(rep, DOCREP(4));
+
+    /* a host-wide forbid outranks a pattern's evidence */
+    assert_int_equal(sh_dust_pin(f.d, "m.example", NULL, SH_DUST_DROP_PARAM,
+                                 "ref", SH_DUST_PIN_OFF, 1), 0);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://m.example/doc/%d?ref=a", n);
+        obs(f.d, DOCREP(n), "http://m.example/doc/%d?ref=b", n);
+    }
+    assert_int_not_equal(state_of(f.d, "m.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "ref"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://m.example/doc/4?ref=c"),
+                     0);
+
+    /* bad arguments */
+    assert_int_equal(sh_dust_pin(f.d, "m.example", NULL, SH_DUST_DROP_PARAM,
+                                 NULL, SH_DUST_PIN_ON, 1), -1);
+    assert_int_equal(sh_dust_pin(f.d, "m.example", "/a/b/",
+                                 SH_DUST_TRAILING_SLASH, NULL, SH_DUST_PIN_ON,
+                                 1), -1);
+    assert_int_equal(sh_dust_pin(f.d, "", NULL, SH_DUST_SORT_PARAMS, NULL,
+                                 SH_DUST_PIN_ON, 1), -1);
+    unmake(&f);
+}
+
+/* Pairs of URLs of one document, written two ways, for n documents. */
+static void
+learn_pairs(sh_dust_t *d, const char *a, const char *b, int docs)
+{
+    int n;
+
+    for (n = 1; n <= docs; n++) {
+        obs(d, DOCREP(n), a, n);
+        obs(d, DOCREP(n), b, n);
+    }
+}
+
+static void
+test_path_rules(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_why_t       why;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    uint64_t            rep;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    /* trailing slash */
+    learn_pairs(f.d, "http://t.example/t/%d", "http://t.example/t/%d/", 12);
+    assert_int_equal(state_of(f.d, "t.example", "/t/",
+                              SH_DUST_TRAILING_SLASH, NULL), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(50), "http://t.example/t/50");
+    assert_int_equal(pred(f.d, &rep, &why, "http://t.example/t/50/"), 1);
+    assert_int_equal(rep, DOCREP(50));
+    assert_int_equal(why.kinds, 1u << SH_DUST_TRAILING_SLASH);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://t.example/t/50"), 0);
+
+    /* index file */
+    learn_pairs(f.d, "http://i.example/i/%d/", "http://i.example/i/%d/"
+                "index.html", 12);
+    assert_int_equal(state_of(f.d, "i.example", "/i/", SH_DUST_INDEX_FILE,
+                              "index.html"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(51), "http://i.example/i/51/");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://i.example/i/51/index.html"), 1);
+    assert_int_equal(rep, DOCREP(51));
+    /* another file in that directory is not an index */
+    assert_int_equal(pred(f.d, NULL, NULL, "http://i.example/i/51/a.html"),
+                     0);
+
+    /* print view as a first component */
+    learn_pairs(f.d, "http://q.example/a/%d", "http://q.example/print/a/%d",
+                12);
+    assert_int_equal(state_of(f.d, "q.example", "/print/",
+                              SH_DUST_DROP_COMPONENT, "print"),
+                     SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(52), "http://q.example/a/52");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://q.example/print/a/52"), 1);
+    assert_int_equal(rep, DOCREP(52));
+
+    /* path case */
+    learn_pairs(f.d, "http://c.example/doc/p%d", "http://c.example/Doc/P%d",
+                12);
+    assert_int_equal(state_of(f.d, "c.example", "/Doc/", SH_DUST_PATH_CASE,
+                              NULL), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(53), "http://c.example/doc/p53");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://c.example/Doc/P53"), 1);
+    assert_int_equal(rep, DOCREP(53));
+
+    /* parameter order */
+    learn_pairs(f.d, "http://o.example/s/x?a=1&b=%d", "http://o.example/s/"
+                "x?b=%d&a=1", 12);
+    assert_int_equal(state_of(f.d, "o.example", "/s/", SH_DUST_SORT_PARAMS,
+                              NULL), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(54), "http://o.example/s/x?a=1&b=54");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://o.example/s/x?b=54&a=1"),
+                     1);
+    assert_int_equal(rep, DOCREP(54));
+
+    /* host alias: one direction, whichever the hashes chose */
+    learn_pairs(f.d, "http://alias.example/x/%d",
+                "http://www.alias.example/x/%d", 12);
+    assert_int_equal(sh_dust_rule(f.d, "alias.example", NULL,
+                                  SH_DUST_HOST_ALIAS, "www.alias.example",
+                                  &r) == 0
+                     || sh_dust_rule(f.d, "www.alias.example", NULL,
+                                     SH_DUST_HOST_ALIAS, "alias.example",
+                                     &r) == 0, 1);
+    assert_int_equal(r.state, SH_DUST_ACTIVE);
+    assert_string_equal(r.pattern, "*");
+    if (strcmp(r.host, "alias.example") == 0) {
+        assert_string_equal(r.arg, "www.alias.example");
+        obs(f.d, DOCREP(55), "http://www.alias.example/x/55");
+        assert_int_equal(pred(f.d, &rep, &why,
+                              "http://alias.example/x/55"), 1);
+    } else {
+        assert_string_equal(r.host, "www.alias.example");
+        assert_string_equal(r.arg, "alias.example");
+        obs(f.d, DOCREP(55), "http://alias.example/x/55");
+        assert_int_equal(pred(f.d, &rep, &why,
+                              "http://www.alias.example/x/55"), 1);
+    }
+    assert_int_equal(rep, DOCREP(55));
+    assert_int_equal(why.kinds, 1u << SH_DUST_HOST_ALIAS);
+    unmake(&f);
+}
+
+/* All distinct URLs and documents, exact and changed re-fetches: no rule,
+ * no prediction. */
+static void
+test_no_dust(void **state)
+{
+    sh_dust_opts_t  o;
+    sh_dust_stats_t st;
+    fix_t           f;
+    int             n, k;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (k = 0; k < 3; k++) {
+        for (n = 1; n <= 400; n++) {
+            uint64_t rep = k == 2 && n % 5 == 0 ? DOCREP(n + 10000)
+                                                : DOCREP(n);
+
+            obs(f.d, rep, "http://n.example/p/%d?id=%d&lang=en", n, n);
+            obs(f.d, rep + 50000, "http://n.example/item?id=%d", n);
+            obs(f.d, rep + 90000, "http://n.example/a/%d/", n);
+            obs(f.d, rep + 70000, "http://n.example/a/%d", n);
+            obs(f.d, rep + 80000, "http://n.example/Case/%d", n);
+            obs(f.d, rep + 85000, "http://n.example/case/%d", n);
+            obs(f.d, rep + 95000, "http://n.example/s?a=%d&b=1", n);
+            obs(f.d, rep + 96000, "http://n.example/s?b=1&a=%d", n);
+        }
+    }
+    for (n = 1; n <= 500; n++) {
+        assert_int_equal(pred(f.d, NULL, NULL,
+                              "http://n.example/p/%d?id=%d&lang=en", n, n), 0);
+        assert_int_equal(pred(f.d, NULL, NULL,
+                              "http://n.example/p/%d?id=%d&lang=de", n, n), 0);
+        assert_int_equal(pred(f.d, NULL, NULL, "http://n.example/item?id=%d",
+                              n), 0);
+        assert_int_equal(pred(f.d, NULL, NULL, "http://n.example/a/%d/", n),
+                         0);
+        assert_int_equal(pred(f.d, NULL, NULL, "http://n.example/Case/%d", n),
+                         0);
+        assert_int_equal(pred(f.d, NULL, NULL, "http://n.example/s?b=1&a=%d",
+                              n), 0);
+    }
+    sh_dust_stats(f.d, &st);
+    assert_int_equal(st.active, 0);
+    assert_int_equal(st.predicted, 0);
+    assert_int_equal(st.activations, 0);
+    unmake(&f);
+}
+
+static int
+count_host(const sh_dust_host_info_t *h, void *ctx)
+{
+    int *c = ctx;
+    int  n;
+
+    if (sscanf(h->host, "h%d.example", &n) == 1) {
+        c[n]++;
+    }
+    return 0;
+}
+
+/* More hosts than slots: the oldest go, a pinned one stays. */
+static void
+test_lru_hosts(void **state)
+{
+    sh_dust_opts_t  o;
+    sh_dust_stats_t st;
+    fix_t           f;
+    int             n, seen[64];
+
+    (void) state;
+    fast_opts(&o);
+    o.hosts = 8;            /* one set of 8 ways */
+    o.candidates = 8;
+    make(&f, &o);
+    assert_int_equal(sh_dust_pin(f.d, "h0.example", NULL, SH_DUST_DROP_PARAM,
+                                 "sid", SH_DUST_PIN_ON, 1), 0);
+    for (n = 1; n < 40; n++) {
+        obs(f.d, DOCREP(n), "http://h%d.example/doc/%d?sid=a", n, n);
+        obs(f.d, DOCREP(n), "http://h%d.example/doc/%d?sid=b", n, n);
+    }
+    sh_dust_stats(f.d, &st);
+    assert_int_equal(st.hosts, 8);
+    assert_int_equal(st.host_evictions, 39 - 7);
+    assert_true(st.candidates <= 8);
+    memset(seen, 0, sizeof(seen));
+    sh_dust_foreach_host(f.d, count_host, seen);
+    assert_int_equal(seen[0], 1);               /* pinned */
+    for (n = 1; n < 40; n++) {
+        assert_int_equal(seen[n], n >= 33);     /* the 7 newest */
+    }
+    /* the pinned rule survived the candidates' turnover */
+    assert_int_equal(state_of(f.d, "h0.example", NULL, SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_PINNED);
+    unmake(&f);
+}
+
+/* 64 KB URLs, 1,000 parameters: refused, counted, nothing learned. */
+static void
+test_hostile(void **state)
+{
+    sh_dust_opts_t  o;
+    sh_dust_stats_t st;
+    fix_t           f;
+    char           *big, *p;
+    uint64_t        rep;
+    int             i, n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    big = malloc(70000);
+    assert_non_null(big);
+    p = big + sprintf(big, "http://x.example/doc/1?");
+    memset(p, 'a', 65536);
+    p[65536] = '\0';
+    assert_int_equal(sh_dust_observe(f.d, big, strlen(big), 1, 1), -1);
+    assert_int_equal(sh_dust_predict(f.d, big, strlen(big), 1, &rep, NULL),
+                     -1);
+    p = big + sprintf(big, "http://x.example/doc/1?");
+    for (i = 0; i < 1000; i++) {
+        p += sprintf(p, "&s%d=%d", i, i);
+    }
+    assert_int_equal(sh_dust_observe(f.d, big, strlen(big), 1, 1), -1);
+    p = big + sprintf(big, "http://x.example/doc/1?");
+    for (i = 0; i < 1000; i++) {
+        p += sprintf(p, "&s");
+    }
+    assert_int_equal(sh_dust_observe(f.d, big, strlen(big), 1, 1), -1);
+    sh_dust_stats(f.d, &st);
+    assert_int_equal(st.refused, 4);
+    assert_int_equal(st.observed, 0);
+    assert_int_equal(st.hosts, 0);
+
+    /* percent-encoded and repeated names are one parameter */
+    for (n = 1; n <= 12; n++) {
+        obs(f.d, DOCREP(n), "http://x.example/doc/%d?%%73id=a&sid=b", n);
+        obs(f.d, DOCREP(n), "http://x.example/doc/%d?s%%69d=c", n);
+    }
+    assert_int_equal(state_of(f.d, "x.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "x.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "%73id"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(40), "http://x.example/doc/40");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://x.example/doc/40?sid=1&%%73id=2&sid"), 1);
+    assert_int_equal(rep, DOCREP(40));
+    free(big);
+    unmake(&f);
+}
+
+typedef struct {
+    char   lines[64][256];
+    int    n;
+} listing_t;
+
+static int
+list_rule(const sh_dust_rule_info_t *r, void *ctx)
+{
+    listing_t *l = ctx;
+
+    if (l->n < 64) {
+        snprintf(l->lines[l->n++], 256, "%s %s %s(%s) %s %u/%u",
+                 r->host, r->pattern, sh_dust_kind_name(r->kind), r->arg,
+                 sh_dust_state_name(r->state), r->support, r->against);
+    }
+    return 0;
+}
+
+static int
+cmp_line(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static void
+listing(sh_dust_t *d, listing_t *l)
+{
+    memset(l, 0, sizeof(*l));
+    sh_dust_foreach_rule(d, 0, 1, list_rule, l);
+    qsort(l->lines, (size_t) l->n, sizeof(l->lines[0]), cmp_line);
+}
+
+static void
+learn_some(sh_dust_t *d)
+{
+    int n;
+
+    for (n = 1; n <= 20; n++) {
+        obs(d, DOCREP(n), "http://im.example/doc/%d?sid=a%d", n, n);
+        obs(d, DOCREP(n), "http://im.example/doc/%d?sid=b%d", n, n);
+        obs(d, DOCREP(n), "http://im.example/doc/%d/", n);
+        obs(d, DOCREP(n), "http://im.example/doc/%d", n);
+    }
+    assert_int_equal(sh_dust_pin(d, "im.example", "/x/", SH_DUST_DROP_PARAM,
+                                 "ref", SH_DUST_PIN_OFF, 1), 0);
+}
+
+static void
+test_image(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f, g;
+    listing_t           a, b;
+    unsigned char      *img, rec[SH_DUST_RULE_REC_LEN];
+    size_t              n;
+    uint64_t            rep;
+    char                err[256];
+    int                 i;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    learn_some(f.d);
+    listing(f.d, &a);
+    assert_true(a.n >= 3);
+
+    n = sh_dust_image_size(f.d);
+    img = malloc(n);
+    assert_non_null(img);
+    assert_int_equal(sh_dust_image_save(f.d, img, n - 1), 0);
+    assert_int_equal(sh_dust_image_save(f.d, img, n), n);
+
+    make(&g, &o);
+    assert_int_equal(sh_dust_image_load(g.d, img, n, err, sizeof(err)), 0);
+    listing(g.d, &b);
+    assert_int_equal(a.n, b.n);
+    for (i = 0; i < a.n; i++) {
+        assert_string_equal(a.lines[i], b.lines[i]);
+    }
+    /* the loaded rules work: only the canonical forms have to refill */
+    assert_int_equal(pred(g.d, NULL, NULL, "http://im.example/doc/5?sid=z"),
+                     0);
+    obs(g.d, DOCREP(5), "http://im.example/doc/5");
+    assert_int_equal(pred(g.d, &rep, NULL, "http://im.example/doc/5?sid=z"),
+                     1);
+    assert_int_equal(rep, DOCREP(5));
+    assert_int_equal(pred(g.d, &rep, NULL, "http://im.example/doc/5/"), 1);
+
+    /* damaged, truncated, another secret: refused, nothing changed */
+    for (i = 0; i < 3; i++) {
+        img[IMAGE_BYTE(i, n)] ^= 0x40;
+        assert_int_equal(sh_dust_image_load(g.d, img, n, err, sizeof(err)),
+                         -1);
+        img[IMAGE_BYTE(i, n)] ^= 0x40;
+    }
+    assert_int_equal(sh_dust_image_load(g.d, img, n - 1, err, sizeof(err)),
+                     -1);
+    listing(g.d, &b);
+    assert_int_equal(a.n, b.n);
+    unmake(&g);
+    {
+        char other_err[256];
+        sh_dust_t *h;
+        void      *mem = aligned_alloc(64, (f.size + 63) & ~(size_t) 63);
+
+        h = sh_dust_init(mem, f.size, "other", 5, &o, other_err,
+                         sizeof(other_err));
+        assert_non_null(h);
+        assert_int_equal(sh_dust_image_load(h, img, n, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "secret"));
+        free(mem);
+    }
+
+    /* one rule as a record, to a fresh node: merged, idempotent */
+    make(&g, &o);
+    assert_int_equal(sh_dust_rule(f.d, "im.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "sid", &r), 0);
+    assert_int_equal(sh_dust_export_rule(f.d, &r, rec), 0);
+    assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec), 1), 0);
+    assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec), 1), 0);
+    {
+        sh_dust_rule_info_t r2;
+
+        assert_int_equal(sh_dust_rule(g.d, "im.example", "/doc/",
+                                      SH_DUST_DROP_PARAM, "sid", &r2), 0);
+        assert_int_equal(r2.state, SH_DUST_ACTIVE);
+        assert_int_equal(r2.support, r.support);
+        assert_int_equal(r2.against, r.against);
+        assert_string_equal(r2.host, "im.example");
+    }
+    rec[40] ^= 1;
+    assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec), 1), -1);
+    assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec) - 1, 1), -1);
+    unmake(&g);
+    free(img);
+    unmake(&f);
+}
+
+/* The same calls on a copy of the region at another address give the
+ * same answers and the same bytes. */
+static void
+test_relocatable(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    void          *copy;
+    sh_dust_t     *c;
+    char           err[256], url[128];
+    uint64_t       r1, r2;
+    int            n, len, p1, p2;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    learn_some(f.d);
+    copy = aligned_alloc(64, (f.size + 63) & ~(size_t) 63);
+    assert_non_null(copy);
+    memcpy(copy, f.mem, f.size);
+    memset(f.mem, 0, 64);           /* the original unusable... */
+    assert_null(sh_dust_attach(f.mem, f.size, err, sizeof(err)));
+    memcpy(f.mem, copy, 64);        /* ...and back */
+    c = sh_dust_attach(copy, f.size, err, sizeof(err));
+    assert_non_null(c);
+    assert_null(sh_dust_attach(copy, f.size - 1, err, sizeof(err)));
+    for (n = 1; n <= 200; n++) {
+        len = snprintf(url, sizeof(url), "http://im.example/doc/%d?sid=%d",
+                       n % 37, n);
+        p1 = sh_dust_predict(f.d, url, (size_t) len, 2, &r1, NULL);
+        p2 = sh_dust_predict(c, url, (size_t) len, 2, &r2, NULL);
+        assert_int_equal(p1, p2);
+        if (p1 == 1) {
+            assert_int_equal(r1, r2);
+        }
+        assert_int_equal(sh_dust_observe(f.d, url, (size_t) len,
+                                         DOCREP(n % 37), 2),
+                         sh_dust_observe(c, url, (size_t) len,
+                                         DOCREP(n % 37), 2));
+    }
+    assert_memory_equal(f.mem, copy, f.size);
+    free(copy);
+    unmake(&f);
+}
+
+static void
+test_init_errors(void **state)
+{
+    sh_dust_opts_t o;
+    char           err[256];
+    void          *mem;
+    size_t         size;
+
+    (void) state;
+    fast_opts(&o);
+    size = sh_dust_region_size(o.hosts, o.candidates, o.evidence_slots,
+                               o.canonical_slots);
+    mem = aligned_alloc(64, (size + 63) & ~(size_t) 63);
+    assert_null(sh_dust_init(mem, size - 1, "k", 1, &o, err, sizeof(err)));
+    assert_non_null(strstr(err, "too small"));
+    o.min_precision = 1.5;
+    assert_null(sh_dust_init(mem, size, "k", 1, &o, err, sizeof(err)));
+    memset(mem, 0, size);
+    assert_null(sh_dust_attach(mem, size, err, sizeof(err)));
+    free(mem);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sid_defaults),
+        cmocka_unit_test(test_sid_crawl),
+        cmocka_unit_test(test_page_never),
+        cmocka_unit_test(test_scope_pattern),
+        cmocka_unit_test(test_retire),
+        cmocka_unit_test(test_pin_forbid),
+        cmocka_unit_test(test_path_rules),
+        cmocka_unit_test(test_no_dust),
+        cmocka_unit_test(test_lru_hosts),
+        cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_image),
+        cmocka_unit_test(test_relocatable),
+        cmocka_unit_test(test_init_errors),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
