@@ -30,7 +30,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "sh_radix.h"
 #include "sh_store_internal.h"
 
 #define REFRESH_MAX     2048    /* key bytes copied to the front on touch */
@@ -326,30 +325,29 @@ keys_delete(sh_store_t *st, uint32_t ref, uint64_t keyhash)
 }
 
 /*
- * Fill the empty key table with n (key hash, ref) pairs at once: sorted,
- * each goes to its home or right after the one before, whichever is later
- * (one sequential pass instead of n cache misses); the few that run off
- * the end wrap around through ordinary inserts.
+ * Fill the empty key table with n (key hash, ref) pairs at once: inserted
+ * one by one, each insert first asking for the home slot of the pair
+ * KEYS_AHEAD places later, so that the cache misses of a table larger than
+ * the caches overlap instead of following one another.  Linear probing
+ * makes a valid table whatever the order of the inserts (lookups and the
+ * backward-shift deletion need only that no entry is separated from its
+ * home by a hole).  The way before, a radix sort of the pairs into home
+ * order and one sequential pass, moved every 12-byte pair three times to
+ * a random place: with the index's own sort, 60% of a 2^25 load.
  */
+#define KEYS_AHEAD  16
+
 void
-st_keys_build(sh_store_t *st, uint64_t *keyhash, uint32_t *ref, uint32_t n)
+st_keys_build(sh_store_t *st, const uint64_t *keyhash, const uint32_t *ref,
+              uint32_t n)
 {
     uint32_t *k = st_keys(st);
-    uint32_t  i, s, h, next = 0, nwrap = 0;
+    uint32_t  i;
 
-    sh_radix_sort(keyhash, ref, n);
     for (i = 0; i < n; i++) {
-        h = home(st, keyhash[i]);
-        s = h > next ? h : next;
-        if (s >= st->kslots) {
-            keyhash[nwrap] = keyhash[i];    /* after every placed one: */
-            ref[nwrap++] = ref[i];          /* safe to overwrite */
-            continue;
+        if (i + KEYS_AHEAD < n) {
+            __builtin_prefetch(&k[home(st, keyhash[i + KEYS_AHEAD])], 1);
         }
-        k[s] = ref[i];
-        next = s + 1;
-    }
-    for (i = 0; i < nwrap; i++) {
         st_keys_insert(st, ref[i], keyhash[i]);
     }
 }

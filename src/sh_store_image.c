@@ -680,9 +680,9 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
         return -1;
     }
     /*
-     * The key table first, its pairs sorted in the index's own table
-     * arrays, which the import then rewrites: no scratch memory at all
-     * (sh_radix.h).  Every document but a free ref has a key hash.
+     * The key table first, its pairs gathered in the index's own table
+     * arrays, which the import then rewrites: no scratch memory at all.
+     * Every document but a free ref has a key hash.
      */
     keyhash = sh_index_scratch(ix, &refs, &room);
     if (keyhash == NULL || t->ends.entries > room) {

@@ -5,7 +5,6 @@
 #ifndef SH_STORE_INTERNAL_H
 #define SH_STORE_INTERNAL_H
 
-#include "sh_radix.h"
 #include "sh_store.h"
 
 #define ST_MAGIC        "SHSTORE"
@@ -100,9 +99,8 @@ st_text_pos(const sh_store_t *st, uint32_t text)
 /* Enter ref, whose record holds keyhash, in the key table. */
 void st_keys_insert(sh_store_t *st, uint32_t ref, uint64_t keyhash);
 
-/* Fill the EMPTY key table with n pairs (keyhash[i], ref[i]) at once; the
- * arrays are reordered (sorted in place, sh_radix.h). */
-void st_keys_build(sh_store_t *st, uint64_t *keyhash, uint32_t *ref,
-                   uint32_t n);
+/* Fill the EMPTY key table with n pairs (keyhash[i], ref[i]) at once. */
+void st_keys_build(sh_store_t *st, const uint64_t *keyhash,
+                   const uint32_t *ref, uint32_t n);
 
 #endif
