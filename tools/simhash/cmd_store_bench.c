@@ -399,6 +399,15 @@ run_one(sb_t *b, unsigned log2n)
     return 0;
 }
 
+static void
+usage(FILE *f)
+{
+    fprintf(f, "usage: simhash store-bench --list FILE [--cache FILE] "
+            "[--log2n 20,27] [--queries N]\n"
+            "         [--text-per-doc B] [--text-max MB] [--image-dir DIR] "
+            "[--keep yes] [--prefix P]\n");
+}
+
 int
 cmd_store_bench(int argc, char **argv)
 {
@@ -418,6 +427,10 @@ cmd_store_bench(int argc, char **argv)
     for (a = 1; a < argc; a++) {
         const char *o = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
 
+        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
         if (val == NULL) {
             fprintf(stderr, "store-bench: %s needs a value\n", o);
             return 2;
@@ -447,10 +460,7 @@ cmd_store_bench(int argc, char **argv)
                 p += *p == ',';
             }
         } else {
-            fprintf(stderr, "usage: simhash store-bench --list FILE "
-                    "[--cache FILE] [--log2n 20,27] [--queries N] "
-                    "[--text-per-doc B] [--text-max MB] [--image-dir DIR] "
-                    "[--keep yes] [--prefix P]\n");
+            usage(stderr);
             return 2;
         }
     }
