@@ -196,7 +196,169 @@ is($hits->(), $before + 2, 'Authorization: fetched');
 is($status, 204, 'simhash_dust_credentials on: predicted');
 is($hits->(), $before + 2, 'simhash_dust_credentials on: not fetched');
 
+# -- the stats: the learner's counters and its rules
+
+my $st = $t->stats->{zones}{crawl};
+ok($st->{dust}{observations} >= 160, 'stats: observations counted');
+ok($st->{dust}{predictions} >= 5, 'stats: predictions counted');
+ok($st->{dust}{saved} >= 3, 'stats: fetches saved counted');
+is($st->{dust}{activations}, 1, 'stats: one rule turned on');
+my $sid = $rule->('site.test', 'drop_param', 'sid');
+ok($sid, 'stats: the sid rule is listed');
+is($sid->{state}, 'active', 'stats: active');
+is($sid->{pattern}, '/doc/', 'stats: its pattern');
+ok($sid->{support} >= 60, 'stats: its support');
+is($sid->{against}, 0, 'stats: nothing against');
+ok($sid->{precision_lower} >= 0.9, 'stats: its bound');
+ok($sid->{host_saved} >= 3, 'stats: fetches saved on its host');
+my $prom = $t->get('/stats?format=prometheus')->{content};
+like($prom, qr/^simhash_dust_saved_total\{zone="crawl"\} \d+$/m,
+     'Prometheus: fetches saved');
+like($prom, qr/^simhash_dust_rule_support\{zone="crawl",host="site\.test",pattern="\/doc\/",kind="drop_param",arg="sid",state="active"\} \d+$/m,
+     'Prometheus: the rule');
+
+# -- pins: drop_param(ref) pinned on pinned.test predicts at once
+$before = $hits->();
+($status, $h) = $t->raw_get('/pinned/doc/p20.html?ref=a');
+ok(!exists $h->{'x-simhash-predicted'},
+   'pinned host: the first variant not predicted (nothing known)');
+($status, $h) = $t->raw_get('/pinned/doc/p20.html?ref=b');
+is($status, 204, 'pinned rule: predicted without any pair');
+is($h->{'x-simhash-predicted'}, 'drop_param(ref)', 'pinned rule: named');
+is($hits->(), $before + 1, 'pinned rule: one fetch in all');
+is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
+   'stats: pinned');
+
+# forbid: drop_param(utm) never turns on, whatever the evidence
+for my $i (21 .. 90) {
+    $t->get("/tag/doc/p$i.html?utm=x$i");
+    $t->get("/tag/doc/p$i.html?utm=y$i");
+}
+$r = $t->get('/tag/doc/p22.html?utm=z');
+ok(!exists $r->{headers}{'x-simhash-predicted'},
+   'forbidden rule: no prediction');
+my $utm = $rule->('site.test', 'drop_param', 'utm');
+is($utm && $utm->{state}, 'forbidden', 'stats: forbidden');
+ok($utm && $utm->{support} >= 60, 'forbidden: with the evidence to be on');
+
+# -- a site without DUST: distinct pages, with parameters: no prediction
+my $predicted = 0;
+for my $i (1 .. 20) {
+    for my $u ("/other/q$i.html", "/other/q$i.html?view=$i") {
+        $r = $t->get($u);
+        $predicted++ if exists $r->{headers}{'x-simhash-predicted'};
+    }
+}
+is($predicted, 0, 'a site without DUST: no prediction');
+my ($other) = grep { $_->{host} eq 'other.test' }
+              @{ $t->stats->{zones}{crawl}{dust_rules} };
+ok(!$other, 'a site without DUST: no rule');
+
+# -- hostile URLs: passed through, the worker alive
+my @workers = $t->children;
+my $long = '/doc/p30.html?sid=' . ('a' x (64 * 1024));
+($status) = $t->raw_get($long);
+ok($status == 200 || $status == 204, "a 64 KB URL: answered ($status)");
+my $many = '/doc/p31.html?' . join('&', map { "k$_=$_" } 1 .. 1000);
+($status, $h) = $t->raw_get($many);
+ok($status == 200 || $status == 204, "1,000 parameters: answered ($status)");
+ok(!exists $h->{'x-simhash-predicted'}, '1,000 parameters: not predicted');
+($status, $h) = $t->raw_get('/doc/p32.html?%73id=enc&%00=%ff&a%=b');
+ok($status == 200 || $status == 204, "percent-encoded names: answered");
+($status, $h) = $t->raw_get('/doc/p33.html?sid=1&sid=2&sid=3&sid=');
+ok($status == 200 || $status == 204, "repeated parameters: answered");
+is(join(',', $t->children), join(',', @workers), 'the worker is alive');
+ok($t->stats->{zones}{crawl}{dust}{refused} >= 2,
+   'stats: the refused URLs counted');
+unlike($t->error_log, qr/signal/, 'no worker died');
+
+# -- restart: the rules come back with the snapshot
+$t->stop;
+my $snap = $t->prefix . '/data/crawl.snap';
+SKIP: {
+    skip 'no SH_CLI', 2 unless $ENV{SH_CLI} && -x $ENV{SH_CLI};
+    my $out = `$ENV{SH_CLI} index rules $snap`;
+    like($out, qr/^site\.test\t\/doc\/\tdrop_param\(sid\)\tactive\t\d+\t0\t0\.9\d+$/m,
+         'simhash index rules: the learned rule');
+    like($out, qr/^pinned\.test\t\/doc\/\tdrop_param\(ref\)\tpinned\t/m,
+         'simhash index rules: the pinned rule');
+}
+$t->start;
+like($t->error_log, qr/simhash zone "crawl": DUST rules restored/,
+     'restart: rules restored');
+is($rule->('site.test', 'drop_param', 'sid')->{state}, 'active',
+   'restart: the sid rule is still on');
+# the evidence refills: one fetch of a page, then its variants predicted
+$t->get('/tag/doc/p40.html?sid=after1');
+$before = $hits->();
+($status, $h) = $t->raw_get('/doc/p40.html?sid=after2');
+is($status, 204, 'restart: predicted without learning again');
+is($hits->(), $before, 'restart: not fetched');
+
+# -- retirement: the session id starts to select the content
+$t->write_file('html/flag', '');
+my $off_at;
+for my $i (1 .. 30) {
+    $t->get("/tag/doc/p" . (60 + $i) . ".html?sid=s$i");
+    $t->get("/tag/doc/p" . (60 + $i) . ".html?sid=s" . ($i + 20));
+    if ($t->error_log =~ /rule drop_param\(sid\) for site\.test \/doc\/ off/) {
+        $off_at = $i;
+        last;
+    }
+}
+ok($off_at, 'retirement: the rule is retired once pairs disagree (after '
+            . ($off_at // 'never') . ')');
+like($t->error_log, qr/\[info\].*rule drop_param\(sid\) for site\.test \/doc\/ off \(was active\): \d+ pairs, [1-9]\d* against/,
+     'retirement: logged');
+is($rule->('site.test', 'drop_param', 'sid')->{state}, 'retired',
+   'stats: retired');
+$before = $hits->();
+($status, $h) = $t->raw_get('/doc/p12.html?sid=final');
+ok(!exists $h->{'x-simhash-predicted'}, 'retired: no prediction');
+is($hits->(), $before + 1, 'retired: fetched');
+unlink $t->prefix . '/html/flag';
+
 $t->stop;
 $t->check_log;
+
+# -- nginx -t
+my @bad = (
+    [ 'simhash_zone zone=z:1m dust=10k;',
+      qr/dust=10240 is too small for the DUST learner of zone "z": at least \d+ bytes/ ],
+    [ 'simhash_zone zone=z:1m dust=1m dust_precision=1.5;',
+      qr/invalid "dust_precision=1\.5"/ ],
+    [ 'simhash_zone zone=z:1m dust=1m dust_evidence=0;',
+      qr/invalid "dust_evidence=0"/ ],
+    [ 'simhash_zone zone=z:1m; simhash_dust_rule zone=z host=a.test '
+      . 'drop_param=sid pin;',
+      qr/simhash zone "z" has no DUST learner .* in .*nginx\.conf:\d+/ ],
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=z '
+      . 'host=a.test drop_params=sid pin;',
+      qr/invalid rule "drop_params=sid"/ ],
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=z '
+      . 'host=a.test drop_param=sid keep;',
+      qr/invalid "keep": the last parameter is "pin" or "forbid"/ ],
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=y '
+      . 'host=a.test sort_params pin;',
+      qr/unknown simhash zone "y"/ ],
+);
+for my $b (@bad) {
+    my $n = SimhashTest->new(http => $b->[0],
+                             proxy => 'location / { simhash z; }');
+    $n->write_config;
+    my ($rc, $out) = $n->nginx_t;
+    ok($rc != 0, "nginx -t refuses: $b->[0]");
+    like($out, $b->[1], "nginx -t says why: $b->[0]");
+}
+for my $b (['simhash_dust on;', qr/simhash_dust needs a DUST learner: simhash zone "z" has no dust=SIZE/],
+           ['simhash_dust maybe;', qr/invalid value "maybe"/],
+           ['simhash_dust_verify 120%;', qr/invalid rate "120%"/]) {
+    my $n = SimhashTest->new(http => 'simhash_zone zone=z:1m;',
+                             proxy => "location / { simhash z; $b->[0] }");
+    $n->write_config;
+    my ($rc, $out) = $n->nginx_t;
+    ok($rc != 0, "nginx -t refuses: $b->[0]");
+    like($out, $b->[1], "nginx -t says why: $b->[0]");
+}
 
 done_testing;
