@@ -318,6 +318,32 @@ ok(!exists $h->{'x-simhash-predicted'}, 'retired: no prediction');
 is($hits->(), $before + 1, 'retired: fetched');
 unlink $t->prefix . '/html/flag';
 
+# -- a damaged rules section costs the rules, never the documents
+$t->stop;
+{
+    open(my $fh, '+<', $snap) or die "$snap: $!";
+    binmode $fh;
+    my $size = -s $fh;
+    seek($fh, $size - 32, 0);
+    read($fh, my $footer, 32);
+    is(substr($footer, 0, 8), 'SHZTAIL1', 'the snapshot ends with the tail');
+    my $len = unpack('V', substr($footer, 8, 4));
+    seek($fh, $size - 32 - int($len / 2), 0);
+    read($fh, my $c, 1);
+    seek($fh, $size - 32 - int($len / 2), 0);
+    print $fh chr(ord($c) ^ 0x20);
+    close $fh;
+}
+$t->start;
+like($t->error_log, qr/snapshot "\Q$snap\E" is damaged: its DUST rules are damaged and were not restored; every document was/,
+     'a damaged rules section: said');
+ok($t->stats->{zones}{crawl}{snapshot}{restored} >= 100,
+   'a damaged rules section: the documents restored');
+ok(!$rule->('site.test', 'drop_param', 'sid'),
+   'a damaged rules section: the learned rules are gone');
+is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
+   'a damaged rules section: the configuration\'s pins are there');
+
 $t->stop;
 $t->check_log;
 
