@@ -740,10 +740,12 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
             ctx->early = 0;
             ctx->phase = NGX_HTTP_SIMHASH_NONE;
 
-            if (ngx_http_simhash_add_header(r, &ngx_http_simhash_h_predicted,
-                                            ctx->predicted.data,
-                                            ctx->predicted.len)
-                != NGX_OK)
+            if (slcf->reveal != NGX_HTTP_SIMHASH_REVEAL_OFF
+                && ngx_http_simhash_add_header(r,
+                                        &ngx_http_simhash_h_predicted,
+                                        ctx->predicted.data,
+                                        ctx->predicted.len)
+                   != NGX_OK)
             {
                 return NGX_ERROR;
             }
@@ -2067,7 +2069,9 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (ctx->predicted.len
+    /* a prediction tells the status: hidden with it */
+
+    if (ctx->predicted.len && !ctx->hide_status
         && ngx_http_simhash_add_header(r, &ngx_http_simhash_h_predicted,
                                        ctx->predicted.data,
                                        ctx->predicted.len)
