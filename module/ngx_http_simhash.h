@@ -559,12 +559,16 @@ char *ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf,
 ngx_int_t ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
     ngx_http_simhash_main_conf_t *smcf);
 
-/* in the zone's init: a fresh zone, a kept one (ozone: the old
- * configuration's), a resized one (from: the old zone's learner) */
+/* in the zone's init: a fresh zone, or a kept one (ozone: the old
+ * configuration's); under both zones' locks, a resized one takes the
+ * rules of the old (ozone) */
 ngx_int_t ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
 void ngx_http_simhash_dust_migrate(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
+/* after the snapshot's rules were loaded: the configuration's pins again */
+void ngx_http_simhash_dust_repin(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
 
 /* under the lock: one decision of the module; returns the number of rule
  * changes (then ngx_http_simhash_dust_log() after the lock is released) */

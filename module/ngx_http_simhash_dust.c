@@ -55,6 +55,8 @@ static ngx_int_t ngx_http_simhash_dust_reopts(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_dust_pins(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_dust_pin_all(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
 static ngx_uint_t ngx_http_simhash_dust_pin_eq(
     ngx_http_simhash_dust_pin_t *a, ngx_http_simhash_dust_pin_t *b);
 static int ngx_http_simhash_dust_rule_cb(const sh_dust_rule_info_t *ri,
@@ -651,6 +653,93 @@ ngx_http_simhash_dust_migrate(ngx_http_simhash_zone_t *zone,
     }
 
     ngx_free(image);
+
+    /* the image replaced the pins: this configuration's again */
+
+    (void) ngx_http_simhash_dust_pin_all(zone, ozone, log);
+}
+
+
+/*
+ * After the snapshot's rules replaced the learner's: the manual rules of
+ * the file that this configuration no longer has go back to the evidence
+ * (a simhash_dust_rule removed while nginx was stopped), and this
+ * configuration's pins are applied again.
+ */
+
+typedef struct {
+    ngx_http_simhash_zone_t     *zone;
+    sh_dust_rule_info_t          stale[16];
+    ngx_uint_t                   n;
+} ngx_http_simhash_dust_stale_t;
+
+
+static int
+ngx_http_simhash_dust_stale_cb(const sh_dust_rule_info_t *ri, void *data)
+{
+    ngx_http_simhash_dust_stale_t  *st = data;
+
+    ngx_uint_t                    i, n;
+    ngx_http_simhash_dust_pin_t  *pins;
+
+    if (ri->state != SH_DUST_PINNED && ri->state != SH_DUST_FORBIDDEN) {
+        return 0;
+    }
+
+    pins = st->zone->dust_pins ? st->zone->dust_pins->elts : NULL;
+    n = st->zone->dust_pins ? st->zone->dust_pins->nelts : 0;
+
+    for (i = 0; i < n; i++) {
+        if (pins[i].kind == ri->kind
+            && ngx_strcmp(pins[i].host, ri->host) == 0
+            && (pins[i].pattern ? ngx_strcmp(pins[i].pattern, ri->pattern)
+                                  == 0
+                                : ngx_strcmp(ri->pattern, "*") == 0)
+            && ngx_strcmp((pins[i].arg ? pins[i].arg : (u_char *) ""),
+                          ri->arg) == 0)
+        {
+            return 0;
+        }
+    }
+
+    st->stale[st->n++] = *ri;
+
+    return st->n == sizeof(st->stale) / sizeof(st->stale[0]);
+}
+
+
+void
+ngx_http_simhash_dust_repin(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    ngx_uint_t                     i, rounds;
+    ngx_http_simhash_dust_stale_t  st;
+
+    st.zone = zone;
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    for (rounds = 0; rounds < 64; rounds++) {
+        st.n = 0;
+        sh_dust_foreach_rule(zone->sh->dust, 0, 0,
+                             ngx_http_simhash_dust_stale_cb, &st);
+
+        for (i = 0; i < st.n; i++) {
+            (void) sh_dust_pin(zone->sh->dust, st.stale[i].host,
+                               ngx_strcmp(st.stale[i].pattern, "*") == 0
+                               ? NULL : st.stale[i].pattern,
+                               st.stale[i].kind,
+                               st.stale[i].arg[0] ? st.stale[i].arg : NULL,
+                               SH_DUST_PIN_CLEAR, (uint64_t) ngx_time());
+        }
+
+        if (st.n < sizeof(st.stale) / sizeof(st.stale[0])) {
+            break;
+        }
+    }
+
+    (void) ngx_http_simhash_dust_pin_all(zone, NULL, log);
+
+    ngx_http_simhash_zone_unlock(zone);
 }
 
 
@@ -671,6 +760,22 @@ static ngx_int_t
 ngx_http_simhash_dust_pins(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
+    ngx_int_t  rc;
+
+    ngx_http_simhash_zone_lock(zone, log);
+    rc = ngx_http_simhash_dust_pin_all(zone, ozone, log);
+    ngx_http_simhash_zone_unlock(zone);
+
+    return rc;
+}
+
+
+/* Under the lock. */
+
+static ngx_int_t
+ngx_http_simhash_dust_pin_all(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
+{
     ngx_int_t                     rc;
     ngx_uint_t                    i, j, n, on;
     ngx_http_simhash_dust_pin_t  *pins, *opins;
@@ -678,8 +783,6 @@ ngx_http_simhash_dust_pins(ngx_http_simhash_zone_t *zone,
     pins = zone->dust_pins ? zone->dust_pins->elts : NULL;
     n = zone->dust_pins ? zone->dust_pins->nelts : 0;
     rc = NGX_OK;
-
-    ngx_http_simhash_zone_lock(zone, log);
 
     /* the pins that the last configuration had and this one has not */
 
@@ -722,8 +825,6 @@ ngx_http_simhash_dust_pins(ngx_http_simhash_zone_t *zone,
     /* the pins' own changes are no news: they are in the configuration */
 
     zone->sh->dust_logged = sh_dust_change_seq(zone->sh->dust);
-
-    ngx_http_simhash_zone_unlock(zone);
 
     return rc;
 }

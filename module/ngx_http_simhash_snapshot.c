@@ -323,6 +323,9 @@ ngx_http_simhash_load_rules(ngx_http_simhash_zone_t *zone, int fd,
             ngx_log_error(NGX_LOG_NOTICE, log, 0,
                           "simhash zone \"%V\": DUST rules restored",
                           &zone->name);
+
+            /* the file's rules replaced the learner's: the pins again */
+            ngx_http_simhash_dust_repin(zone, log);
         }
 
         rc = NGX_OK;

@@ -283,9 +283,23 @@ SKIP: {
     like($out, qr/^pinned\.test\t\/doc\/\tdrop_param\(ref\)\tpinned\t/m,
          'simhash index rules: the pinned rule');
 }
+# the configuration changed meanwhile: the utm forbid gone, a pin added
+my $pins2 = <<'END';
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      drop_param=ref pin;
+    simhash_dust_rule zone=crawl host=site.test pattern=/doc/
+                      sort_params pin;
+END
+$t->set(http => "$zone\n$pins2");
 $t->start;
 like($t->error_log, qr/simhash zone "crawl": DUST rules restored/,
      'restart: rules restored');
+is($rule->('site.test', 'sort_params', '')->{state}, 'pinned',
+   'restart: a pin added to the configuration applies over the file');
+my $utm2 = $rule->('site.test', 'drop_param', 'utm');
+ok(!$utm2 || $utm2->{state} ne 'forbidden',
+   'restart: a forbid gone from the configuration is lifted ('
+   . ($utm2 ? $utm2->{state} : 'not listed') . ')');
 is($rule->('site.test', 'drop_param', 'sid')->{state}, 'active',
    'restart: the sid rule is still on');
 # the evidence refills: one fetch of a page, then its variants predicted
