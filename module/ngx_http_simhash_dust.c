@@ -153,10 +153,22 @@ ngx_http_simhash_dust_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 char *
 ngx_http_simhash_dust_size(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone)
 {
-    size_t      size;
-    ngx_uint_t  units;
+    size_t          size;
+    ngx_uint_t      units;
+    sh_dust_opts_t  def;
 
     if (zone->dust == 0) {
+        sh_dust_opts_init(&def);
+
+        if (zone->dust_opts.min_precision != def.min_precision
+            || zone->dust_opts.min_evidence != def.min_evidence)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"dust_precision\" and \"dust_evidence\" "
+                               "need the \"dust\" parameter");
+            return NGX_CONF_ERROR;
+        }
+
         return NGX_CONF_OK;
     }
 

@@ -369,6 +369,8 @@ my @bad = (
       qr/invalid "dust_precision=1\.5"/ ],
     [ 'simhash_zone zone=z:1m dust=1m dust_evidence=0;',
       qr/invalid "dust_evidence=0"/ ],
+    [ 'simhash_zone zone=z:1m dust_precision=0.9;',
+      qr/"dust_precision" and "dust_evidence" need the "dust" parameter/ ],
     [ 'simhash_zone zone=z:1m; simhash_dust_rule zone=z host=a.test '
       . 'drop_param=sid pin;',
       qr/simhash zone "z" has no DUST learner .* in .*nginx\.conf:\d+/ ],
