@@ -147,6 +147,8 @@ static ngx_int_t ngx_http_simhash_dust_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_dust_answer(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_uint_t ngx_http_simhash_credentials(ngx_http_request_t *r);
+static ngx_int_t ngx_http_simhash_rules_text(ngx_pool_t *pool, u_char *text,
+    size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
@@ -606,10 +608,10 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 
     ctx->early = 1;
     ctx->key = key;
-    ctx->predicted.len = p->rule_len;
-    ctx->predicted.data = ngx_pnalloc(r->pool, p->rule_len);
 
-    if (ctx->predicted.data == NULL
+    if (ngx_http_simhash_rules_text(r->pool, p->rule, p->rule_len,
+                                    &ctx->predicted)
+        != NGX_OK
         || ngx_http_simhash_escape(r->pool, p->name.data, p->name.len,
                                    &ctx->duplicate_of)
            != NGX_OK
@@ -618,8 +620,6 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ngx_memcpy(ctx->predicted.data, p->rule, p->rule_len);
 
     ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
 
@@ -640,6 +640,46 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
     ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
 
     return ngx_http_simhash_dust_answer(r, ctx, slcf);
+}
+
+
+/*
+ * The rules of a prediction as they may go into a header: their arguments
+ * are spelled as URLs spelled them, so a control byte, DEL or a byte >=
+ * 0x80 is percent-encoded (a header line cannot be ended or split by a
+ * site's parameter names); the spaces between rules stay.
+ */
+
+static ngx_int_t
+ngx_http_simhash_rules_text(ngx_pool_t *pool, u_char *text, size_t len,
+    ngx_str_t *out)
+{
+    u_char  *p;
+    size_t   i;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    out->data = ngx_pnalloc(pool, 3 * len);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < len; i++) {
+        if (text[i] < 0x20 || text[i] >= 0x7f) {
+            *p++ = '%';
+            *p++ = hex[text[i] >> 4];
+            *p++ = hex[text[i] & 0xf];
+
+        } else {
+            *p++ = text[i];
+        }
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
 }
 
 

@@ -59,6 +59,7 @@ static ngx_int_t ngx_http_simhash_dust_pin_all(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
 static ngx_uint_t ngx_http_simhash_dust_pin_eq(
     ngx_http_simhash_dust_pin_t *a, ngx_http_simhash_dust_pin_t *b);
+static void ngx_http_simhash_dust_text(u_char *out, char *text);
 static int ngx_http_simhash_dust_rule_cb(const sh_dust_rule_info_t *ri,
     void *data);
 static int ngx_http_simhash_dust_host_cb(const sh_dust_host_info_t *h,
@@ -869,6 +870,32 @@ ngx_http_simhash_dust_observe(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 }
 
 
+/* A rule's text for a log line: controls, DEL, >= 0x80 percent-encoded. */
+
+static void
+ngx_http_simhash_dust_text(u_char *out, char *text)
+{
+    u_char  c;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    while (*text) {
+        c = (u_char) *text++;
+
+        if (c < 0x20 || c >= 0x7f) {
+            *out++ = '%';
+            *out++ = hex[c >> 4];
+            *out++ = hex[c & 0xf];
+
+        } else {
+            *out++ = c;
+        }
+    }
+
+    *out = '\0';
+}
+
+
 /*
  * The rule changes not logged yet, each once whichever worker caused it:
  * copied under the lock, logged after it.
@@ -881,6 +908,9 @@ ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     sh_dust_change_t           ch[NGX_HTTP_SIMHASH_DUST_LOG_MAX];
     sh_dust_rule_info_t       *ri;
     ngx_http_simhash_shctx_t  *sh;
+    u_char                     host[3 * SH_DUST_HOST_TEXT + 1];
+    u_char                     arg[3 * SH_DUST_ARG_TEXT + 1];
+    u_char                     pat[3 * SH_DUST_PAT_TEXT + 9];
 
     sh = zone->sh;
 
@@ -896,12 +926,17 @@ ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     for (i = 0; i < n; i++) {
         ri = &ch[i].rule;
 
+        /* spelled as URLs spell them: nothing that could end a line */
+        ngx_http_simhash_dust_text(host, ri->host);
+        ngx_http_simhash_dust_text(arg, ri->arg);
+        ngx_http_simhash_dust_text(pat, ri->pattern);
+
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "simhash zone \"%V\": rule %s%s%s%s for %s %s %s "
                       "(was %s): %uD pairs, %uD against, precision >= %.3f",
                       &zone->name, sh_dust_kind_name(ri->kind),
-                      ri->arg[0] ? "(" : "", ri->arg, ri->arg[0] ? ")" : "",
-                      ri->host[0] ? ri->host : "(unknown host)", ri->pattern,
+                      arg[0] ? "(" : "", arg, arg[0] ? ")" : "",
+                      host[0] ? (char *) host : "(unknown host)", pat,
                       ri->state == SH_DUST_ACTIVE ? "on"
                       : ri->state == SH_DUST_RETIRED ? "off"
                       : sh_dust_state_name(ri->state),

@@ -21,9 +21,11 @@ use SimhashTest;
 # the first pages (p5) is evicted from its set by the time it is asked for
 my $zone = 'simhash_zone zone=crawl:4m dust=4m dust_precision=0.9 '
          . 'dust_evidence=8 file=%%PREFIX%%/data/crawl.snap save=1s;';
-my $pins = <<'END';
+my $pins = <<"END";
     simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
                       drop_param=ref pin;
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      drop_param=s\xc3\xa9 pin;
     simhash_dust_rule zone=crawl host=site.test pattern=/doc/
                       drop_param=utm forbid;
 END
@@ -228,6 +230,15 @@ is($h->{'x-simhash-predicted'}, 'drop_param(ref)', 'pinned rule: named');
 is($hits->(), $before + 1, 'pinned rule: one fetch in all');
 is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
    'stats: pinned');
+
+# a rule's argument is spelled as URLs spell it: in a header, a byte that
+# is not printable ASCII is percent-encoded
+$t->raw_get("/pinned/doc/p21.html?s\xc3\xa9=1");
+($status, $h) = $t->raw_get("/pinned/doc/p21.html?s\xc3\xa9=2");
+is($h->{'x-simhash-predicted'}, 'drop_param(s%C3%A9)',
+   'a non-ASCII argument: percent-encoded in X-Simhash-Predicted');
+ok($rule->('pinned.test', 'drop_param', 's%C3%A9'),
+   'a non-ASCII argument: percent-encoded in the stats');
 
 # forbid: drop_param(utm) never turns on, whatever the evidence
 for my $i (21 .. 90) {
