@@ -548,7 +548,12 @@ ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "simhash zone \"%V\": simhash_seed changed, the DUST "
                       "learner starts empty", &zone->name);
+
+        /* the old cycle's workers still use it */
+
+        ngx_http_simhash_zone_lock(zone, log);
         rc = ngx_http_simhash_dust_format(zone, log);
+        ngx_http_simhash_zone_unlock(zone);
 
     } else if (sh->dust_opts.min_precision != zone->dust_opts.min_precision
                || sh->dust_opts.min_evidence != zone->dust_opts.min_evidence)
