@@ -395,6 +395,20 @@ ok(!$rule->('site.test', 'drop_param', 'sid'),
 is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
    'a damaged rules section: the configuration\'s pins are there');
 
+# -- another simhash_seed: the learner starts empty (its hashes were keyed
+# by the old one), the pins applied again
+SKIP: {
+    skip $SimhashTest::NO_RELOAD, 3 if $SimhashTest::NO_RELOAD;
+
+    $t->get('/tag/doc/p50.html?sid=seed1');
+    ok($t->stats->{zones}{crawl}{dust}{hosts} >= 1, 'hosts before');
+    $t->set(http => "$zone\n$pins2\nsimhash_seed another-secret;")->reload;
+    like($t->error_log, qr/simhash_seed changed, the DUST learner starts empty/,
+         'another seed: the learner starts empty');
+    is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
+       'another seed: the pins again');
+}
+
 $t->stop;
 $t->check_log;
 
