@@ -415,7 +415,7 @@ $t->check_log;
 # -- nginx -t
 my @bad = (
     [ 'simhash_zone zone=z:1m dust=10k;',
-      qr/dust=10240 is too small for the DUST learner of zone "z": at least \d+ bytes/ ],
+      qr/dust=10240 is too small for the DUST learner of zone "z": at least \d+ bytes \(16 hosts\) in \S+nginx\.conf:\d+/ ],
     [ 'simhash_zone zone=z:1m dust=1m dust_precision=1.5;',
       qr/invalid "dust_precision=1\.5"/ ],
     [ 'simhash_zone zone=z:1m dust=1m dust_evidence=0;',
