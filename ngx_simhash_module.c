@@ -31,7 +31,10 @@
  *
  * Before all that, in the preaccess phase, the loop guard
  * (module/ngx_http_simhash_guard.c) refuses a request that would come back
- * to this proxy.
+ * to this proxy; and in the precontent phase, with simhash_dust on, the
+ * DUST learner (module/ngx_http_simhash_dust.c) may predict that the URL
+ * is a duplicate of a stored page: drop mode then answers at once, without
+ * the upstream (ngx_http_simhash_dust_handler, below).
  *
  * The rest of this file: the variables and the directives that configure
  * a location.  The other subjects have files of their own (the map is in
@@ -86,7 +89,8 @@ typedef struct {
 typedef enum {
     NGX_HTTP_SIMHASH_READ = 0,  /* holding the body, fingerprinting */
     NGX_HTTP_SIMHASH_PASS,      /* header sent, body passes untouched */
-    NGX_HTTP_SIMHASH_DONE       /* everything sent */
+    NGX_HTTP_SIMHASH_DONE,      /* everything sent */
+    NGX_HTTP_SIMHASH_NONE       /* not a response of ours: nothing decided */
 } ngx_http_simhash_phase_e;
 
 
@@ -128,9 +132,23 @@ typedef struct {
     ngx_str_t                    duplicate_of;
     unsigned                     hide_status:1;     /* simhash_reveal off */
     unsigned                     revealed:1;        /* reveal applied */
+
+    /* simhash_dust: the document this response turned out to be (the
+     * key hash of the original, or of its own key), for the learner; the
+     * rules of a prediction made before the fetch ("" = none); early: the
+     * ctx was made then, the header filter has not seen it yet */
+    uint64_t                     rep;
+    ngx_str_t                    predicted;
+    unsigned                     early:1;
 } ngx_http_simhash_ctx_t;
 
 
+static ngx_int_t ngx_http_simhash_dust_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_simhash_dust_answer(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+static ngx_uint_t ngx_http_simhash_credentials(ngx_http_request_t *r);
+static ngx_int_t ngx_http_simhash_rules_text(ngx_pool_t *pool, u_char *text,
+    size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
@@ -159,6 +177,8 @@ static ngx_int_t ngx_http_simhash_key(ngx_http_request_t *r,
 static ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     sh_result_t *res);
+static ngx_int_t ngx_http_simhash_observe(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key,
     size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
@@ -253,6 +273,14 @@ static ngx_conf_enum_t  ngx_http_simhash_reveal_modes[] = {
     { ngx_string("off"), NGX_HTTP_SIMHASH_REVEAL_OFF },
     { ngx_string("status"), NGX_HTTP_SIMHASH_REVEAL_STATUS },
     { ngx_string("key"), NGX_HTTP_SIMHASH_REVEAL_KEY },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_conf_enum_t  ngx_http_simhash_dust_modes[] = {
+    { ngx_string("off"), NGX_HTTP_SIMHASH_DUST_OFF },
+    { ngx_string("learn"), NGX_HTTP_SIMHASH_DUST_LEARN },
+    { ngx_string("on"), NGX_HTTP_SIMHASH_DUST_ON },
     { ngx_null_string, 0 }
 };
 
@@ -442,6 +470,34 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       0,
       NULL },
 
+    { ngx_string("simhash_dust"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, dust),
+      &ngx_http_simhash_dust_modes },
+
+    { ngx_string("simhash_dust_verify"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_simhash_dust_verify_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("simhash_dust_credentials"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_simhash_loc_conf_t, dust_credentials),
+      NULL },
+
+    { ngx_string("simhash_dust_rule"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_simhash_dust_rule_directive,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("simhash_stats"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
       ngx_http_simhash_stats_directive,
@@ -490,10 +546,203 @@ static ngx_str_t  ngx_http_simhash_h_dup = ngx_string("X-Simhash-Duplicate-Of");
 static ngx_str_t  ngx_http_simhash_h_distance =
     ngx_string("X-Simhash-Distance");
 static ngx_str_t  ngx_http_simhash_h_score = ngx_string("X-Simhash-Score");
+static ngx_str_t  ngx_http_simhash_h_predicted =
+    ngx_string("X-Simhash-Predicted");
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+/*
+ * 0. The request, simhash_dust on: a predicted duplicate?  GET and HEAD
+ * only (and, unless simhash_dust_credentials is on, without Authorization
+ * or Cookie: a personalised page is not the one another URL had).  In drop
+ * mode, under the location's keys= rule, the answer is the drop status at
+ * once, without the upstream; but one prediction in simhash_dust_verify
+ * is fetched anyway and its decision, observed, checks the rule.  In tag
+ * mode the page is fetched and the prediction rides along.
+ */
+
+static ngx_int_t
+ngx_http_simhash_dust_handler(ngx_http_request_t *r)
+{
+    ngx_str_t                       key, safe;
+    ngx_http_simhash_ctx_t         *ctx;
+    ngx_http_simhash_loc_conf_t    *slcf;
+    ngx_http_simhash_prediction_t  *p;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    if (slcf->zone == NULL
+        || slcf->dust != NGX_HTTP_SIMHASH_DUST_ON
+        || r != r->main
+        || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))
+        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL
+        || (!slcf->dust_credentials && ngx_http_simhash_credentials(r)))
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_complex_value(r, slcf->key, &key) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (key.len == 0 || key.len > SH_KEY_MAX) {
+        return NGX_DECLINED;
+    }
+
+    p = ngx_palloc(r->pool, sizeof(ngx_http_simhash_prediction_t));
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ngx_http_simhash_dust_predict(r, slcf->zone, &key, p) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_simhash_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->early = 1;
+    ctx->key = key;
+
+    if (ngx_http_simhash_rules_text(r->pool, p->rule, p->rule_len,
+                                    &ctx->predicted)
+        != NGX_OK
+        || ngx_http_simhash_escape(r->pool, p->name.data, p->name.len,
+                                   &ctx->duplicate_of)
+           != NGX_OK
+        || ngx_http_simhash_escape(r->pool, key.data, key.len, &safe)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "simhash dust: predicted duplicate of \"%V\" by %V",
+                   &ctx->duplicate_of, &ctx->predicted);
+
+    if (slcf->action != NGX_HTTP_SIMHASH_DROP
+        || !ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of, 0)
+        || (slcf->dust_verify
+            && (ngx_uint_t) ngx_random() % 1000000 < slcf->dust_verify))
+    {
+        /* fetched: the response's decision is what counts */
+        ngx_str_null(&ctx->duplicate_of);
+        return NGX_DECLINED;
+    }
+
+    ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+
+    return ngx_http_simhash_dust_answer(r, ctx, slcf);
+}
+
+
+/*
+ * The rules of a prediction as they may go into a header: their arguments
+ * are spelled as URLs spelled them, so a control byte, DEL or a byte >=
+ * 0x80 is percent-encoded (a header line cannot be ended or split by a
+ * site's parameter names); the spaces between rules stay.
+ */
+
+static ngx_int_t
+ngx_http_simhash_rules_text(ngx_pool_t *pool, u_char *text, size_t len,
+    ngx_str_t *out)
+{
+    u_char  *p;
+    size_t   i;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    out->data = ngx_pnalloc(pool, 3 * len);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < len; i++) {
+        if (text[i] < 0x20 || text[i] >= 0x7f) {
+            *p++ = '%';
+            *p++ = hex[text[i] >> 4];
+            *p++ = hex[text[i] & 0xf];
+
+        } else {
+            *p++ = text[i];
+        }
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+/* Whether the request carries credentials: Authorization, Cookie. */
+
+static ngx_uint_t
+ngx_http_simhash_credentials(ngx_http_request_t *r)
+{
+    if (r->headers_in.authorization) {
+        return 1;
+    }
+
+#if (nginx_version >= 1023000)
+    return r->headers_in.cookie != NULL;
+#else
+    return r->headers_in.cookies.nelts != 0;
+#endif
+}
+
+
+/*
+ * The drop status with an empty body and the tags of a duplicate, sent
+ * from the request phase: the upstream is never contacted.  The request is
+ * finalized here; NGX_DONE stops the phases.
+ */
+
+static ngx_int_t
+ngx_http_simhash_dust_answer(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* the header filter passes a ctx that is not early */
+
+    ctx->early = 0;
+    ctx->phase = NGX_HTTP_SIMHASH_DONE;
+    ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
+
+    r->headers_out.status = slcf->drop_code;
+    r->headers_out.content_length_n = 0;
+    r->allow_ranges = 0;
+
+    if (ngx_http_simhash_set_headers(r, ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        ngx_http_finalize_request(r, rc);
+        return NGX_DONE;
+    }
+
+    ngx_http_finalize_request(r, ngx_http_send_special(r, NGX_HTTP_LAST));
+
+    return NGX_DONE;
+}
 
 
 /* 1. The header: is this response ours? */
@@ -508,10 +757,11 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
     ngx_http_simhash_loc_conf_t  *slcf;
 
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_simhash_module);
 
-    if (slcf->zone == NULL
-        || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL)
-    {
+    /* a ctx made early holds a prediction only: the response is ours */
+
+    if (slcf->zone == NULL || (ctx != NULL && !ctx->early)) {
         return ngx_http_next_header_filter(r);
     }
 
@@ -525,16 +775,35 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
         || r->header_only
         || ngx_http_test_content_type(r, &slcf->types) == NULL)
     {
+        if (ctx) {
+            /* a predicted request's other response: only the prediction */
+            ctx->early = 0;
+            ctx->phase = NGX_HTTP_SIMHASH_NONE;
+
+            if (slcf->reveal != NGX_HTTP_SIMHASH_REVEAL_OFF
+                && ngx_http_simhash_add_header(r,
+                                        &ngx_http_simhash_h_predicted,
+                                        ctx->predicted.data,
+                                        ctx->predicted.len)
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+
         return ngx_http_next_header_filter(r);
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_simhash_ctx_t));
     if (ctx == NULL) {
-        return NGX_ERROR;
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_simhash_ctx_t));
+        if (ctx == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
     }
 
-    ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
-
+    ctx->early = 0;
     ctx->cfg = slcf->cfg;
     ctx->last = &ctx->held;
 
@@ -1246,7 +1515,14 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
     }
 
+    ctx->rep = doc->keyhash;
+    rc = ngx_http_simhash_observe(r, ctx, slcf);
+
     ngx_http_simhash_zone_unlock(zone);
+
+    if (rc) {
+        ngx_http_simhash_dust_log(zone, r->connection->log);
+    }
 
     ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
     ctx->hash = hash;
@@ -1352,7 +1628,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res)
 {
     uint32_t                  ref;
-    ngx_int_t                 rc;
+    ngx_int_t                 rc, changes;
     ngx_http_simhash_zone_t  *zone;
 
     zone = slcf->zone;
@@ -1378,10 +1654,16 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res);
     }
 
+    changes = (rc == NGX_OK) ? ngx_http_simhash_observe(r, ctx, slcf) : 0;
+
     ngx_http_simhash_zone_unlock(zone);
 
     if (rc != NGX_OK) {
         return rc;
+    }
+
+    if (changes) {
+        ngx_http_simhash_dust_log(zone, r->connection->log);
     }
 
     (void) ngx_atomic_fetch_add(&zone->sh->responses[ctx->status], 1);
@@ -1392,6 +1674,26 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
                    ctx->distance, &ctx->duplicate_of);
 
     return NGX_OK;
+}
+
+
+/*
+ * Under the lock: the decision, to the DUST learner (simhash_dust learn or
+ * on).  The URL is the document key; a GET's only: the key names what a
+ * GET of it returns.  Returns the number of rule changes it caused.
+ */
+
+static ngx_int_t
+ngx_http_simhash_observe(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    if (slcf->dust == NGX_HTTP_SIMHASH_DUST_OFF
+        || r->method != NGX_HTTP_GET)
+    {
+        return 0;
+    }
+
+    return ngx_http_simhash_dust_observe(slcf->zone, &ctx->key, ctx->rep);
 }
 
 
@@ -1431,6 +1733,9 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ctx->status = same ? NGX_HTTP_SIMHASH_UNCHANGED
                        : NGX_HTTP_SIMHASH_CHANGED;
+
+    /* the URL is its own document, unchanged or not */
+    ctx->rep = sh_store_doc(sh->store, ref)->keyhash;
 
     if (!slcf->insert) {
         return NGX_OK;
@@ -1501,6 +1806,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     if (doc) {
         ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
+        ctx->rep = doc->keyhash;
         ctx->distance = match.distance;
         ctx->score = match.score;
         ctx->has_distance = 1;
@@ -1514,6 +1820,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     }
 
     ctx->status = NGX_HTTP_SIMHASH_NEW;
+    ctx->rep = sh_store_keyhash(sh->store, (char *) key->data, key->len);
 
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
@@ -1802,6 +2109,17 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    /* a prediction tells the status: hidden with it */
+
+    if (ctx->predicted.len && !ctx->hide_status
+        && ngx_http_simhash_add_header(r, &ngx_http_simhash_h_predicted,
+                                       ctx->predicted.data,
+                                       ctx->predicted.len)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     if (ctx->duplicate_of.len > NGX_HTTP_SIMHASH_HEADER_MAX) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "simhash: the key of the duplicate is %uz bytes, "
@@ -1924,7 +2242,8 @@ enum {
     NGX_HTTP_SIMHASH_VAR_STATUS,
     NGX_HTTP_SIMHASH_VAR_DUP,
     NGX_HTTP_SIMHASH_VAR_DISTANCE,
-    NGX_HTTP_SIMHASH_VAR_SCORE
+    NGX_HTTP_SIMHASH_VAR_SCORE,
+    NGX_HTTP_SIMHASH_VAR_PREDICTED
 };
 
 
@@ -1944,6 +2263,9 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 
     { ngx_string("simhash_score"), NULL, ngx_http_simhash_variable,
       NGX_HTTP_SIMHASH_VAR_SCORE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_predicted"), NULL, ngx_http_simhash_variable,
+      NGX_HTTP_SIMHASH_VAR_PREDICTED, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("simhash_host"), NULL, ngx_http_simhash_host_variable,
       0, 0, 0 },
@@ -1983,7 +2305,19 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
 
     ctx = ngx_http_get_module_ctx(r->main, ngx_http_simhash_module);
 
-    if (ctx == NULL || ctx->phase == NGX_HTTP_SIMHASH_READ) {
+    if (data == NGX_HTTP_SIMHASH_VAR_PREDICTED) {
+        /* known before the response: the rules, "" when none */
+        v->len = ctx ? ctx->predicted.len : 0;
+        v->data = ctx ? ctx->predicted.data : (u_char *) "";
+        v->valid = 1;
+        v->no_cacheable = 1;
+        v->not_found = 0;
+        return NGX_OK;
+    }
+
+    if (ctx == NULL || ctx->phase == NGX_HTTP_SIMHASH_READ
+        || ctx->phase == NGX_HTTP_SIMHASH_NONE)
+    {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -2283,6 +2617,9 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->word_weight = NGX_CONF_UNSET;
     conf->shingle_weight = NGX_CONF_UNSET;
     conf->content = NGX_CONF_UNSET_UINT;
+    conf->dust = NGX_CONF_UNSET_UINT;
+    conf->dust_verify = NGX_CONF_UNSET_UINT;
+    conf->dust_credentials = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -2348,6 +2685,12 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               NGX_HTTP_SIMHASH_REVEAL_KEY);
     ngx_conf_merge_ptr_value(conf->reveal_scope, prev->reveal_scope, NULL);
 
+    /* simhash_dust_verify: one prediction in 16 fetched anyway */
+    ngx_conf_merge_uint_value(conf->dust, prev->dust,
+                              NGX_HTTP_SIMHASH_DUST_OFF);
+    ngx_conf_merge_uint_value(conf->dust_verify, prev->dust_verify, 62500);
+    ngx_conf_merge_value(conf->dust_credentials, prev->dust_credentials, 0);
+
     if (conf->volatility_set == NGX_CONF_UNSET) {
         conf->volatility_set = prev->volatility_set;
         conf->volatility = prev->volatility;
@@ -2396,6 +2739,14 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "unknown simhash zone \"%V\" in %V",
                       &conf->zone_name, &conf->zone_where);
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->dust != NGX_HTTP_SIMHASH_DUST_OFF && conf->zone->dust == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "simhash_dust needs a DUST learner: simhash zone "
+                      "\"%V\" has no dust=SIZE, in %V", &conf->zone->name,
+                      &conf->zone_where);
         return NGX_CONF_ERROR;
     }
 
@@ -2579,6 +2930,9 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
         != 0
         || sh_config_derive_key(cfg, SH_STORE_KEY_PURPOSE, zone->key_secret,
                                 sizeof(zone->key_secret))
+           != 0
+        || sh_config_derive_key(cfg, "dust", zone->dust_secret,
+                                sizeof(zone->dust_secret))
            != 0)
     {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -2747,7 +3101,9 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     sh_options_t                   opts;
     sh_config_t                   *cfg;
     ngx_uint_t                     i;
+    ngx_http_handler_pt           *h;
     ngx_http_simhash_zone_t      **zones;
+    ngx_http_core_main_conf_t     *cmcf;
     ngx_http_simhash_main_conf_t  *smcf;
 
     ngx_http_next_header_filter = ngx_http_top_header_filter;
@@ -2760,11 +3116,31 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    /*
+     * Predictions run in the precontent phase: after the rewrite phase
+     * (the key's variables are final), after the access phase (a client
+     * that allow/deny, auth_basic or auth_request refuse is refused, not
+     * told what a URL duplicates) and after limit_req and limit_conn
+     * (preaccess: an answered request still counts), and just before the
+     * content handler that would contact the upstream.
+     */
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_simhash_dust_handler;
+
     ngx_http_simhash_libxml_check(cf);
 
     smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
 
-    if (ngx_http_simhash_replicate_resolve(cf, smcf) != NGX_OK) {
+    if (ngx_http_simhash_replicate_resolve(cf, smcf) != NGX_OK
+        || ngx_http_simhash_dust_resolve(cf, smcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -2804,6 +3180,9 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
             || sh_config_derive_key(cfg, SH_STORE_KEY_PURPOSE,
                                     zones[i]->key_secret,
                                     sizeof(zones[i]->key_secret))
+               != 0
+            || sh_config_derive_key(cfg, "dust", zones[i]->dust_secret,
+                                    sizeof(zones[i]->dust_secret))
                != 0)
         {
             sh_config_free(cfg);

@@ -31,6 +31,11 @@
  *                                 (its own header)
  *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
  *                                 upstream is this proxy is refused
+ *   module/ngx_http_simhash_dust.c      the DUST learner (src/sh_dust.h)
+ *                                 in the zone: its region, the
+ *                                 directives, observing decisions,
+ *                                 predictions, its rules for the stats
+ *                                 and the snapshot
  *
  * The layers, each calling only those below it: the response path and the
  * directives; replication (replicate, stream, redis); persistence
@@ -51,6 +56,7 @@
 #endif
 
 #include "sh_config.h"
+#include "sh_dust.h"
 #include "sh_index.h"
 #include "sh_keyrec.h"
 #include "sh_sketch.h"
@@ -137,6 +143,17 @@ typedef struct {
     uint32_t                     repl_stream;
     sh_stream_id_t               repl_since;
 
+    /* the DUST learner (ngx_http_simhash_dust.c), NULL when the zone has
+     * none; a separate slab allocation of dust_size bytes, under the
+     * zone's lock like the store; dust_logged: the last rule change
+     * logged (each is logged once, by whichever worker sees it first) */
+    sh_dust_t                   *dust;
+    size_t                       dust_size;
+    sh_dust_opts_t               dust_opts;
+    uint64_t                     dust_logged;
+    u_char                       dust_key[32];  /* the secret it was
+                                                   formatted under */
+
     /*
      * pid of the worker changing the index, the tree or the document array
      * (under the mutex), 0 otherwise: found set by the next holder of the
@@ -183,6 +200,16 @@ typedef struct {
     ngx_str_t                    seed_where;  /* "file:line" of that user */
     ngx_event_t                  save_event;  /* per worker */
     ngx_http_simhash_replicate_t  *replicate;   /* NULL: not replicated */
+
+    /* dust=SIZE: the learner's region (0: none), what it adds to the
+     * shared memory zone, its options (dust_precision=, dust_evidence=,
+     * table sizes from dust=), its hash key (from simhash_seed), and the
+     * simhash_dust_rule pins: ngx_http_simhash_dust_pin_t */
+    size_t                       dust;
+    size_t                       dust_shm;
+    sh_dust_opts_t               dust_opts;
+    u_char                       dust_secret[32];
+    ngx_array_t                 *dust_pins;
 #if (NGX_THREADS)
     ngx_thread_pool_t           *thread_pool;
     ngx_thread_task_t           *save_task;   /* per worker */
@@ -201,6 +228,9 @@ typedef struct {
     ngx_array_t                  server_names;  /* the loop guard's:
                                                    ngx_http_simhash_
                                                    server_name_t */
+    ngx_array_t                  dust_pins;     /* simhash_dust_rule:
+                                                   ngx_http_simhash_
+                                                   dust_pin_t */
 } ngx_http_simhash_main_conf_t;
 
 
@@ -262,7 +292,18 @@ typedef struct {
     ngx_http_complex_value_t    *loop_guard;
     ngx_uint_t                   drop_keys;
     ngx_uint_t                   drop_score;
+
+    /* ngx_http_simhash_dust.c: simhash_dust off|learn|on, the share of
+     * predictions fetched anyway (in millionths), whether requests with
+     * credentials may be predicted */
+    ngx_uint_t                   dust;
+    ngx_uint_t                   dust_verify;
+    ngx_flag_t                   dust_credentials;
 } ngx_http_simhash_loc_conf_t;
+
+#define NGX_HTTP_SIMHASH_DUST_OFF    0
+#define NGX_HTTP_SIMHASH_DUST_LEARN  1
+#define NGX_HTTP_SIMHASH_DUST_ON     2
 
 #define NGX_HTTP_SIMHASH_DROP_KEYS_PATH  0
 #define NGX_HTTP_SIMHASH_DROP_KEYS_ANY   1
@@ -482,6 +523,77 @@ ngx_int_t ngx_http_simhash_request_scheme_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 ngx_uint_t ngx_http_simhash_drop_allowed(ngx_http_simhash_loc_conf_t *slcf,
     ngx_str_t *key, ngx_str_t *duplicate_of, uint32_t score);
+
+
+/* the DUST learner in the zone: ngx_http_simhash_dust.c */
+
+/* a simhash_dust_rule, kept for every (re)initialisation of its zone */
+typedef struct {
+    ngx_str_t                    zone_name;
+    ngx_str_t                    where;     /* "file:line" */
+    u_char                      *host;      /* NUL-terminated */
+    u_char                      *pattern;   /* NULL: host-wide */
+    u_char                      *arg;       /* NULL: the kind takes none */
+    sh_dust_kind_t               kind;
+    ngx_uint_t                   mode;      /* SH_DUST_PIN_ON, _OFF */
+} ngx_http_simhash_dust_pin_t;
+
+/* a prediction for a request: the rule text, the original's name */
+typedef struct {
+    u_char                       rule[128];
+    size_t                       rule_len;
+    ngx_str_t                    name;      /* raw, in the request's pool */
+    sh_dust_why_t                why;
+} ngx_http_simhash_prediction_t;
+
+/* simhash_zone's dust=, dust_precision=, dust_evidence= parameters:
+ * NGX_DECLINED when `value` is none of them */
+ngx_int_t ngx_http_simhash_dust_param(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone, ngx_str_t *value);
+char *ngx_http_simhash_dust_size(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
+char *ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+char *ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
+    ngx_http_simhash_main_conf_t *smcf);
+
+/* in the zone's init: a fresh zone, or a kept one (ozone: the old
+ * configuration's); under both zones' locks, a resized one takes the
+ * rules of the old (ozone) */
+ngx_int_t ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
+void ngx_http_simhash_dust_migrate(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
+/* after the snapshot's rules were loaded: the configuration's pins again */
+void ngx_http_simhash_dust_repin(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
+
+/* under the lock: one decision of the module; returns the number of rule
+ * changes (then ngx_http_simhash_dust_log() after the lock is released) */
+ngx_int_t ngx_http_simhash_dust_observe(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, uint64_t rep);
+void ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
+
+/* NGX_OK with a prediction whose original is still stored, NGX_DECLINED */
+ngx_int_t ngx_http_simhash_dust_predict(ngx_http_request_t *r,
+    ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    ngx_http_simhash_prediction_t *p);
+void ngx_http_simhash_dust_saved(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_prediction_t *p, ngx_log_t *log);
+
+/* the rules of a zone for the stats: an array of sh_dust_rule_info_t with
+ * each rule's host counters in ngx_http_simhash_dust_rule_t */
+typedef struct {
+    sh_dust_rule_info_t          rule;
+    uint64_t                     saved;     /* its host's fetches saved */
+    uint64_t                     predictions;
+} ngx_http_simhash_dust_rule_t;
+
+ngx_array_t *ngx_http_simhash_dust_rules(ngx_pool_t *pool,
+    ngx_http_simhash_zone_t *zone, sh_dust_stats_t *st, ngx_log_t *log);
 
 
 /* statistics: ngx_http_simhash_stats.c */

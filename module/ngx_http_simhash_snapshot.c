@@ -9,6 +9,11 @@
  * the lock for more than one slice.  The file follows what the zone
  * holds, not its size.
  *
+ * A zone with a DUST learner (ngx_http_simhash_dust.c) adds its rules
+ * after the image, as the file's tail section (sh_store_file.h says why
+ * there): older files, without one, load as they did; a damaged section
+ * costs the rules, never the documents.
+ *
  * A start reads it back with pread, in chunks: a zone of the file's
  * geometry takes the records in place, any other stores the documents
  * again, oldest first (a smaller zone keeps the newest).  Files of the
@@ -63,6 +68,9 @@ typedef struct {
 static ngx_int_t ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
     int fd, const unsigned char *head, size_t head_len, uint64_t file_len,
     ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_load_rules(ngx_http_simhash_zone_t *zone,
+    int fd, uint64_t off, uint64_t len, uint64_t sum, char *err,
+    size_t errlen, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_read_head(int fd, uint64_t file_len,
     unsigned char *head, size_t *head_len, char *err, size_t errlen);
 static ngx_int_t ngx_http_simhash_load_records(
@@ -79,6 +87,8 @@ static void ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone,
 static ngx_msec_t ngx_http_simhash_msec(void);
 static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
+    sh_snapshot_writer_t *w);
 static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
@@ -161,11 +171,13 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
     ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
 {
     size_t                 meta_len, image_len;
-    uint64_t               image_off;
-    ngx_int_t              rc;
+    ssize_t                n;
+    uint64_t               image_off, rest, tail_off, tail_len, tail_sum;
+    ngx_int_t              rc, tail;
     sh_keyrec_t            rec;
     sh_image_info_t        info;
     const unsigned char   *meta, *image;
+    u_char                 footer[SH_STORE_FILE_TAIL_LEN];
 
     if (sh_store_file_parse(head, head_len, &meta, &meta_len, &image,
                             &image_len, err, errlen)
@@ -176,14 +188,31 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
 
     image_off = (uint64_t) (image - head);
 
+    /* the rules' section at the end, if any: the image stops before it */
+
+    rest = file_len - image_off;
+    tail = 0;
+
+    if (rest >= SH_STORE_FILE_TAIL_LEN) {
+        n = pread(fd, footer, SH_STORE_FILE_TAIL_LEN,
+                  (off_t) (file_len - SH_STORE_FILE_TAIL_LEN));
+
+        tail = n == SH_STORE_FILE_TAIL_LEN
+               && sh_store_file_tail_find(footer, rest, &tail_off, &tail_len,
+                                          &tail_sum);
+    }
+
+    if (tail) {
+        rest = tail_off;
+    }
+
     ngx_http_simhash_zone_lock(zone, log);
     ngx_http_simhash_zone_write(zone);
 
     rc = NGX_OK;
 
-    if (sh_image_load_fd(zone->sh->store, fd, image_off,
-                         file_len - image_off, zone->version, &info, err,
-                         errlen)
+    if (sh_image_load_fd(zone->sh->store, fd, image_off, rest,
+                         zone->version, &info, err, errlen)
         != 0)
     {
         /* the store may hold part of the image: start from empty */
@@ -219,6 +248,90 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
     }
 
     ngx_http_simhash_zone_unlock(zone);
+
+    if (rc == NGX_OK && tail) {
+        rc = ngx_http_simhash_load_rules(zone, fd, image_off + tail_off,
+                                         tail_len, tail_sum, err, errlen,
+                                         log);
+
+    } else if (rc == NGX_DECLINED && tail) {
+        /* damaged frames: err says so, the rules still come back */
+        char  why[256];
+
+        (void) ngx_http_simhash_load_rules(zone, fd, image_off + tail_off,
+                                           tail_len, tail_sum, why,
+                                           sizeof(why), log);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The DUST rules of the file's tail into the zone's learner.  NGX_OK, or
+ * NGX_DECLINED when the section is damaged (the documents are in; err says
+ * the rules were lost).  Rules of another seed are not damage: they are
+ * left out with a warning.
+ */
+
+static ngx_int_t
+ngx_http_simhash_load_rules(ngx_http_simhash_zone_t *zone, int fd,
+    uint64_t off, uint64_t len, uint64_t sum, char *err, size_t errlen,
+    ngx_log_t *log)
+{
+    u_char    *buf;
+    char       why[256];
+    ssize_t    n;
+    ngx_int_t  rc;
+
+    if (zone->sh->dust == NULL) {
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "simhash zone \"%V\": the snapshot's DUST rules are "
+                      "left out: the zone has no dust=", &zone->name);
+        return NGX_OK;
+    }
+
+    buf = len < 256 * 1024 * 1024 ? ngx_alloc((size_t) len + 1, log) : NULL;
+    if (buf == NULL) {
+        ngx_snprintf((u_char *) err, errlen, "its DUST rules (%uL bytes) "
+                     "could not be read: out of memory%Z", len);
+        return NGX_DECLINED;
+    }
+
+    n = pread(fd, buf, (size_t) len, (off_t) off);
+    rc = NGX_OK;
+
+    if (n < 0 || (uint64_t) n != len
+        || !sh_store_file_tail_ok(buf, (size_t) len, sum))
+    {
+        ngx_snprintf((u_char *) err, errlen, "its DUST rules are damaged "
+                     "and were not restored; every document was%Z");
+        rc = NGX_DECLINED;
+
+    } else {
+        ngx_http_simhash_zone_lock(zone, log);
+        rc = sh_dust_image_load(zone->sh->dust, buf, (size_t) len, why,
+                                sizeof(why));
+        ngx_http_simhash_zone_unlock(zone);
+
+        if (rc != 0) {
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "simhash zone \"%V\": the snapshot's DUST rules "
+                          "are left out: %s", &zone->name, why);
+
+        } else {
+            ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                          "simhash zone \"%V\": DUST rules restored",
+                          &zone->name);
+
+            /* the file's rules replaced the learner's: the pins again */
+            ngx_http_simhash_dust_repin(zone, log);
+        }
+
+        rc = NGX_OK;
+    }
+
+    ngx_free(buf);
 
     return rc;
 }
@@ -891,6 +1004,57 @@ ngx_http_simhash_save_meta(ngx_http_simhash_save_t *sv, u_char *meta)
 
 
 /*
+ * The DUST rules after the image, as the file's tail: copied under one
+ * hold of the lock (the image of the hosts and rules, about 1.5 MB for the
+ * default tables when full), written after it.  Like the rest of the save,
+ * no nginx call that logs or allocates from a pool.
+ */
+
+static ngx_int_t
+ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
+    sh_snapshot_writer_t *w)
+{
+    void                      *buf;
+    size_t                     len;
+    ngx_int_t                  rc;
+    ngx_http_simhash_zone_t   *zone;
+
+    zone = sv->zone;
+    buf = NULL;
+    len = 0;
+
+    if (ngx_http_simhash_save_lock(zone) != NGX_OK) {
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "a dead worker's repair "
+                    "of the zone is pending", sizeof(sv->err));
+        return NGX_ERROR;
+    }
+
+    len = sh_dust_image_size(zone->sh->dust);
+    buf = malloc(len);
+
+    if (buf != NULL && sh_dust_image_save(zone->sh->dust, buf, len) != len) {
+        free(buf);
+        buf = NULL;
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    if (buf == NULL) {
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory for the "
+                    "DUST rules", sizeof(sv->err));
+        return NGX_ERROR;
+    }
+
+    rc = sh_store_file_tail(w, buf, len, sv->err, sizeof(sv->err)) == 0
+         ? NGX_OK : NGX_ERROR;
+
+    free(buf);
+
+    return rc;
+}
+
+
+/*
  * The save, without an nginx call that logs or allocates from a pool (it
  * may run in a thread): PATH.tmp created afresh, the settings, then the
  * store's image one buffer per hold of the lock (sh_store_image.h), each
@@ -984,6 +1148,10 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
     }
 
     sv->recopied = isv.recopied;
+
+    if (sh->dust && ngx_http_simhash_save_rules(sv, w) != NGX_OK) {
+        goto failed;
+    }
 
     if (sh_snapshot_writer_commit(w, sv->err, sizeof(sv->err)) != 0) {
         return;

@@ -12,6 +12,13 @@
  * sized from the same table before anything is written, the way the
  * stub_status module sizes its own: every name's length plus the longest a
  * number can print.
+ *
+ * A zone with a DUST learner also lists its rules (the active, retired,
+ * pinned and forbidden ones: not the candidates), in JSON as the array
+ * "dust_rules", in Prometheus as gauges labelled by host, pattern, kind,
+ * argument and state.  Their texts come from URLs: bytes that could end a
+ * JSON string or a label (quotes, backslashes, controls, spaces, non-ASCII)
+ * are percent-encoded.
  */
 
 
@@ -65,6 +72,18 @@ enum {
     NGX_HTTP_SIMHASH_V_LAG_SUM = NGX_HTTP_SIMHASH_V_LAG_LE
                                  + NGX_HTTP_SIMHASH_NLAG,
     NGX_HTTP_SIMHASH_V_LAG_COUNT,
+    NGX_HTTP_SIMHASH_V_DUST_BYTES,
+    NGX_HTTP_SIMHASH_V_DUST_OBSERVED,
+    NGX_HTTP_SIMHASH_V_DUST_REFUSED,
+    NGX_HTTP_SIMHASH_V_DUST_PREDICTED,
+    NGX_HTTP_SIMHASH_V_DUST_SAVED,
+    NGX_HTTP_SIMHASH_V_DUST_SUPPORT,
+    NGX_HTTP_SIMHASH_V_DUST_AGAINST,
+    NGX_HTTP_SIMHASH_V_DUST_ACTIVATIONS,
+    NGX_HTTP_SIMHASH_V_DUST_RETIREMENTS,
+    NGX_HTTP_SIMHASH_V_DUST_HOSTS,
+    NGX_HTTP_SIMHASH_V_DUST_CANDIDATES,
+    NGX_HTTP_SIMHASH_V_DUST_ACTIVE,
     NGX_HTTP_SIMHASH_NV
 };
 
@@ -72,6 +91,8 @@ enum {
 typedef struct {
     ngx_http_simhash_zone_t     *zone;
     uint64_t                     v[NGX_HTTP_SIMHASH_NV];
+    ngx_array_t                 *rules;     /* the learner's, or NULL:
+                                               ngx_http_simhash_dust_rule_t */
 } ngx_http_simhash_snap_t;
 
 
@@ -89,6 +110,7 @@ typedef struct {
 #define NGX_HTTP_SIMHASH_G_NONE      0
 #define NGX_HTTP_SIMHASH_G_SNAPSHOT  1   /* zones with a file */
 #define NGX_HTTP_SIMHASH_G_REPLICATE 2   /* replicated zones */
+#define NGX_HTTP_SIMHASH_G_DUST      3   /* zones with a DUST learner */
 
 typedef struct {
     ngx_str_t                    json;      /* key; "" = not in JSON */
@@ -121,7 +143,8 @@ static ngx_str_t  ngx_http_simhash_lag_prom[] = {
 static ngx_str_t  ngx_http_simhash_groups[] = {
     ngx_null_string,
     ngx_string("snapshot"),
-    ngx_string("replication")
+    ngx_string("replication"),
+    ngx_string("dust")
 };
 
 
@@ -306,8 +329,79 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Age of the entries of other nodes when applied."),
       NGX_HTTP_SIMHASH_V_LAG_LE, NGX_HTTP_SIMHASH_M_HIST, 2 },
 
+    { ngx_string("bytes"), ngx_string("dust_bytes"), ngx_string("gauge"),
+      ngx_string("Size of the DUST learner's region."),
+      NGX_HTTP_SIMHASH_V_DUST_BYTES, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("observations"), ngx_string("dust_observations_total"),
+      ngx_string("counter"),
+      ngx_string("Decisions the DUST learner learned from."),
+      NGX_HTTP_SIMHASH_V_DUST_OBSERVED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("refused"), ngx_string("dust_refused_total"),
+      ngx_string("counter"),
+      ngx_string("URLs the DUST learner refused (too long, too many "
+                 "parameters or path segments): passed through."),
+      NGX_HTTP_SIMHASH_V_DUST_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("predictions"), ngx_string("dust_predictions_total"),
+      ngx_string("counter"),
+      ngx_string("Requests predicted to be duplicates."),
+      NGX_HTTP_SIMHASH_V_DUST_PREDICTED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("saved"), ngx_string("dust_saved_total"),
+      ngx_string("counter"),
+      ngx_string("Predicted duplicates answered without a fetch."),
+      NGX_HTTP_SIMHASH_V_DUST_SAVED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("support"), ngx_string("dust_support_total"),
+      ngx_string("counter"),
+      ngx_string("Pairs of URLs a rule merges that were one document."),
+      NGX_HTTP_SIMHASH_V_DUST_SUPPORT, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("against"), ngx_string("dust_against_total"),
+      ngx_string("counter"),
+      ngx_string("Pairs of URLs a rule merges that were two documents."),
+      NGX_HTTP_SIMHASH_V_DUST_AGAINST, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("activations"), ngx_string("dust_activations_total"),
+      ngx_string("counter"), ngx_string("Rules turned on."),
+      NGX_HTTP_SIMHASH_V_DUST_ACTIVATIONS, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("retirements"), ngx_string("dust_retirements_total"),
+      ngx_string("counter"), ngx_string("Rules turned off."),
+      NGX_HTTP_SIMHASH_V_DUST_RETIREMENTS, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("hosts"), ngx_string("dust_hosts"), ngx_string("gauge"),
+      ngx_string("Hosts the DUST learner follows."),
+      NGX_HTTP_SIMHASH_V_DUST_HOSTS, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("candidates"), ngx_string("dust_candidates"),
+      ngx_string("gauge"), ngx_string("Rules with evidence, in any state."),
+      NGX_HTTP_SIMHASH_V_DUST_CANDIDATES, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
+    { ngx_string("active"), ngx_string("dust_active_rules"),
+      ngx_string("gauge"), ngx_string("Rules on (learned or pinned)."),
+      NGX_HTTP_SIMHASH_V_DUST_ACTIVE, NGX_HTTP_SIMHASH_M_VALUE, 3 },
+
     { ngx_null_string, ngx_null_string, ngx_null_string, ngx_null_string,
       0, 0, 0 }
+};
+
+
+/* the rules' gauges in Prometheus */
+static ngx_str_t  ngx_http_simhash_rule_prom[] = {
+    ngx_string("dust_rule_support"),
+    ngx_string("dust_rule_against"),
+    ngx_string("dust_rule_precision_lower"),
+    ngx_string("dust_rule_host_saved")
+};
+
+static ngx_str_t  ngx_http_simhash_rule_help[] = {
+    ngx_string("Pairs a DUST rule merged that were one document."),
+    ngx_string("Pairs a DUST rule merged that were two documents."),
+    ngx_string("Wilson lower bound of the rule's precision."),
+    ngx_string("Fetches saved by predictions on the rule's host.")
 };
 
 
@@ -326,6 +420,11 @@ static size_t ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s,
 static u_char *ngx_http_simhash_stats_json(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static u_char *ngx_http_simhash_stats_prom(u_char *p,
+    ngx_http_simhash_snap_t *s, ngx_uint_t n);
+static size_t ngx_http_simhash_rules_size(ngx_array_t *rules);
+static u_char *ngx_http_simhash_rule_text(u_char *p, char *text);
+static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules);
+static u_char *ngx_http_simhash_rules_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 
 
@@ -495,6 +594,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 {
     uint64_t                      *v;
     ngx_uint_t                     i, j, n;
+    sh_dust_stats_t                ds;
     sh_index_stats_t               ix;
     sh_store_stats_t               ss;
     ngx_http_simhash_zone_t      **zones, *zone;
@@ -556,6 +656,26 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 
         if (zone->replicate && zone->replicate->outbox) {
             ngx_http_simhash_stats_replication(zone->replicate->outbox, v);
+        }
+
+        if (sh->dust) {
+            s[n].rules = ngx_http_simhash_dust_rules(r->pool, zone, &ds,
+                                                     r->connection->log);
+
+            if (s[n].rules) {
+                v[NGX_HTTP_SIMHASH_V_DUST_BYTES] = ds.region_bytes;
+                v[NGX_HTTP_SIMHASH_V_DUST_OBSERVED] = ds.observed;
+                v[NGX_HTTP_SIMHASH_V_DUST_REFUSED] = ds.refused;
+                v[NGX_HTTP_SIMHASH_V_DUST_PREDICTED] = ds.predicted;
+                v[NGX_HTTP_SIMHASH_V_DUST_SAVED] = ds.saved;
+                v[NGX_HTTP_SIMHASH_V_DUST_SUPPORT] = ds.support;
+                v[NGX_HTTP_SIMHASH_V_DUST_AGAINST] = ds.against;
+                v[NGX_HTTP_SIMHASH_V_DUST_ACTIVATIONS] = ds.activations;
+                v[NGX_HTTP_SIMHASH_V_DUST_RETIREMENTS] = ds.retirements;
+                v[NGX_HTTP_SIMHASH_V_DUST_HOSTS] = ds.hosts;
+                v[NGX_HTTP_SIMHASH_V_DUST_CANDIDATES] = ds.candidates;
+                v[NGX_HTTP_SIMHASH_V_DUST_ACTIVE] = ds.active;
+            }
         }
 
         n++;
@@ -684,6 +804,9 @@ ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
     case NGX_HTTP_SIMHASH_G_REPLICATE:
         return zone->replicate != NULL;
 
+    case NGX_HTTP_SIMHASH_G_DUST:
+        return zone->dust != 0;
+
     default:
         return 1;
     }
@@ -707,14 +830,27 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
     ngx_http_simhash_metric_t  *m;
 
     names_len = 0;
+    size = 0;
 
     for (i = 0; i < n; i++) {
         names_len += s[i].zone->name.len;
+
+        /* the rules: in Prometheus each of their gauges names the zone */
+        size += (prom ? 4 : 1)
+                * (ngx_http_simhash_rules_size(s[i].rules)
+                   + (s[i].rules ? s[i].rules->nelts : 0)
+                     * s[i].zone->name.len);
+    }
+
+    if (prom) {
+        /* their HELP and TYPE lines */
+        size += 4 * (2 * sizeof("# HELP simhash_ gauge\n") + 64 + 64);
     }
 
     if (!prom) {
         /* {"zones":{"NAME":{...,"GROUP":{...},...},...}}\n */
-        size = sizeof("{\"zones\":{}}\n") + names_len + n * sizeof(",\"\":{}");
+        size += sizeof("{\"zones\":{}}\n") + names_len
+                + n * (sizeof(",\"\":{}") + sizeof(",\"dust_rules\":[]"));
 
         for (i = 0; i < sizeof(ngx_http_simhash_groups) / sizeof(ngx_str_t);
              i++)
@@ -736,8 +872,6 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
 
         return size;
     }
-
-    size = 0;
 
     for (m = ngx_http_simhash_metrics; m->json.len; m++) {
 
@@ -839,6 +973,10 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
             *p++ = '}';
         }
 
+        if (s[i].rules) {
+            p = ngx_http_simhash_rules_json(p, s[i].rules);
+        }
+
         *p++ = '}';
     }
 
@@ -921,6 +1059,152 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
 
                 } else {
                     p = ngx_sprintf(p, "} %uL\n", x);
+                }
+            }
+        }
+    }
+
+    return ngx_http_simhash_rules_prom(p, s, n);
+}
+
+
+/*
+ * The rules' text, longest case: every byte of host, pattern and argument
+ * percent-encoded, and the other fields at their longest.
+ */
+
+static size_t
+ngx_http_simhash_rules_size(ngx_array_t *rules)
+{
+    if (rules == NULL) {
+        return 0;
+    }
+
+    return rules->nelts
+           * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT + SH_DUST_ARG_TEXT)
+              + 256 + 4 * NGX_INT64_LEN);
+}
+
+
+/* Text from a URL into a JSON string or a label value. */
+
+static u_char *
+ngx_http_simhash_rule_text(u_char *p, char *text)
+{
+    u_char  c;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    while (*text) {
+        c = (u_char) *text++;
+
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 0xf];
+
+        } else {
+            *p++ = c;
+        }
+    }
+
+    return p;
+}
+
+
+static u_char *
+ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules)
+{
+    ngx_uint_t                     i;
+    sh_dust_rule_info_t           *ri;
+    ngx_http_simhash_dust_rule_t  *rule;
+
+    rule = rules->elts;
+
+    p = ngx_cpymem(p, ",\"dust_rules\":[", sizeof(",\"dust_rules\":[") - 1);
+
+    for (i = 0; i < rules->nelts; i++) {
+        ri = &rule[i].rule;
+
+        p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
+        p = ngx_http_simhash_rule_text(p, ri->host);
+        p = ngx_sprintf(p, "\",\"pattern\":\"");
+        p = ngx_http_simhash_rule_text(p, ri->pattern);
+        p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
+                        sh_dust_kind_name(ri->kind));
+        p = ngx_http_simhash_rule_text(p, ri->arg);
+        p = ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
+                        "\"against\":%uD,\"precision_lower\":%.4f,"
+                        "\"host_predictions\":%uL,\"host_saved\":%uL}",
+                        sh_dust_state_name(ri->state), ri->support,
+                        ri->against, ri->lower, rule[i].predictions,
+                        rule[i].saved);
+    }
+
+    *p++ = ']';
+
+    return p;
+}
+
+
+static u_char *
+ngx_http_simhash_rules_prom(u_char *p, ngx_http_simhash_snap_t *s,
+    ngx_uint_t n)
+{
+    ngx_uint_t                     i, j, k, any;
+    sh_dust_rule_info_t           *ri;
+    ngx_http_simhash_dust_rule_t  *rule;
+
+    any = 0;
+
+    for (i = 0; i < n; i++) {
+        any += s[i].rules && s[i].rules->nelts;
+    }
+
+    if (!any) {
+        return p;
+    }
+
+    for (k = 0; k < 4; k++) {
+        p = ngx_sprintf(p, "# HELP simhash_%V %V\n# TYPE simhash_%V gauge\n",
+                        &ngx_http_simhash_rule_prom[k],
+                        &ngx_http_simhash_rule_help[k],
+                        &ngx_http_simhash_rule_prom[k]);
+
+        for (i = 0; i < n; i++) {
+            if (s[i].rules == NULL) {
+                continue;
+            }
+
+            rule = s[i].rules->elts;
+
+            for (j = 0; j < s[i].rules->nelts; j++) {
+                ri = &rule[j].rule;
+
+                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",host=\"",
+                                &ngx_http_simhash_rule_prom[k],
+                                &s[i].zone->name);
+                p = ngx_http_simhash_rule_text(p, ri->host);
+                p = ngx_sprintf(p, "\",pattern=\"");
+                p = ngx_http_simhash_rule_text(p, ri->pattern);
+                p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
+                                sh_dust_kind_name(ri->kind));
+                p = ngx_http_simhash_rule_text(p, ri->arg);
+                p = ngx_sprintf(p, "\",state=\"%s\"} ",
+                                sh_dust_state_name(ri->state));
+
+                switch (k) {
+                case 0:
+                    p = ngx_sprintf(p, "%uD\n", ri->support);
+                    break;
+                case 1:
+                    p = ngx_sprintf(p, "%uD\n", ri->against);
+                    break;
+                case 2:
+                    p = ngx_sprintf(p, "%.4f\n", ri->lower);
+                    break;
+                default:
+                    p = ngx_sprintf(p, "%uL\n", rule[j].saved);
                 }
             }
         }

@@ -324,7 +324,12 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
                           "simhash zone \"%V\": simhash_seed changed, "
                           "the index starts empty", &zone->name);
 
-            return ngx_http_simhash_reset(zone, shm_zone->shm.log);
+            if (ngx_http_simhash_reset(zone, shm_zone->shm.log) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            return ngx_http_simhash_dust_init(zone, ozone,
+                                              shm_zone->shm.log);
         }
 
         if (zone->sh->version != zone->version) {
@@ -334,10 +339,12 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
                           "empty", &zone->name, zone->sh->version,
                           zone->version);
 
-            return ngx_http_simhash_reset(zone, shm_zone->shm.log);
+            if (ngx_http_simhash_reset(zone, shm_zone->shm.log) != NGX_OK) {
+                return NGX_ERROR;
+            }
         }
 
-        return NGX_OK;
+        return ngx_http_simhash_dust_init(zone, ozone, shm_zone->shm.log);
     }
 
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
@@ -379,8 +386,10 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     shpool->log_nomem = 0;
 
-    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size, zone->keys,
-                                        &sh->text_size);
+    /* the learner's pages were added to the zone's size: not the store's */
+
+    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size - zone->dust_shm,
+                                        zone->keys, &sh->text_size);
     sh->store_size = sh_store_region_size(sh_store_capacity_for(avail,
                                                                 sh->text_size),
                                           sh->text_size);
@@ -406,6 +415,10 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     sh_store_stats(sh->store, &st);
     sh->capacity = st.capacity;
     sh->last_save = ngx_time();
+
+    if (ngx_http_simhash_dust_init(zone, NULL, shm_zone->shm.log) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (ngx_test_config) {
         return NGX_OK;
@@ -646,6 +659,10 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     zone->sh->repl_id = osh->repl_id;
     zone->sh->repl_stream = osh->repl_stream;
     zone->sh->repl_since = osh->repl_since;
+
+    /* and the DUST rules learned (the evidence refills) */
+
+    ngx_http_simhash_dust_migrate(zone, ozone, log);
 
     ngx_http_simhash_zone_unlock(zone);
     ngx_http_simhash_zone_unlock(ozone);

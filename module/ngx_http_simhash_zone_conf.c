@@ -18,6 +18,10 @@
 /*
  * simhash_zone zone=NAME:SIZE [keys=SIZE] [match=weighted|hamming]
  *              [distance=N] [threshold=T] [file=PATH] [save=TIME]
+ *              [dust=SIZE] [dust_precision=P] [dust_evidence=N]
+ *
+ * (the dust parameters: ngx_http_simhash_dust.c; the learner's region is
+ * added to SIZE, which stays the store's)
  *
  * Each parameter is parsed by ngx_http_simhash_zone_param(); the zone is
  * then registered as a shared memory zone of this module.
@@ -55,6 +59,7 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     zone->distance = NGX_CONF_UNSET_UINT;
     zone->threshold = NGX_CONF_UNSET;
     zone->save = 300000;
+    sh_dust_opts_init(&zone->dust_opts);
     save_set = 0;
     size = 0;
 
@@ -94,6 +99,10 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_http_simhash_dust_size(cf, zone) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     if (save_set && zone->file.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"save\" needs the \"file\" parameter");
@@ -106,7 +115,8 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    zone->shm_zone = ngx_shared_memory_add(cf, &zone->name, size,
+    zone->shm_zone = ngx_shared_memory_add(cf, &zone->name,
+                                           size + zone->dust_shm,
                                            &ngx_http_simhash_module);
     if (zone->shm_zone == NULL) {
         return NGX_CONF_ERROR;
@@ -151,6 +161,14 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 
     if (ngx_strncmp(value->data, "zone=", 5) == 0) {
         return ngx_http_simhash_zone_size(cf, zone, value, size);
+    }
+
+    if (ngx_strncmp(value->data, "dust", 4) == 0) {
+        n = ngx_http_simhash_dust_param(cf, zone, value);
+
+        if (n != NGX_DECLINED) {
+            return n == NGX_OK ? NGX_CONF_OK : NGX_CONF_ERROR;
+        }
     }
 
     if (ngx_strncmp(value->data, "distance=", 9) == 0) {

@@ -1911,3 +1911,82 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
     }
     return 0;
 }
+
+int
+sh_dust_image_rules(const void *buf, size_t len, double z,
+                    sh_dust_rule_cb cb, void *ctx, char *err, size_t errlen)
+{
+    const unsigned char *p = buf, *r;
+    XXH3_state_t         st;
+    size_t               nh, nc, i;
+    sh_dust_rule_info_t  ri;
+    uint32_t             n;
+
+    if (z <= 0.0) {
+        z = 2.58;
+    }
+    if (len < IMAGE_HDR || memcmp(p, IMAGE_MAGIC, 8) != 0) {
+        set_err(err, errlen, "not a dust image");
+        return -1;
+    }
+    if (get32(p + 8) != IMAGE_VERSION || get32(p + 12) != HOST_REC_LEN
+        || get32(p + 16) != SH_DUST_RULE_REC_LEN)
+    {
+        set_err(err, errlen, "dust image of another version");
+        return -1;
+    }
+    nh = get32(p + 20);
+    nc = get32(p + 24);
+    if (get64(p + 40) != len
+        || len != IMAGE_HDR + nh * HOST_REC_LEN + nc * SH_DUST_RULE_REC_LEN)
+    {
+        set_err(err, errlen, "dust image truncated");
+        return -1;
+    }
+    (void) XXH3_64bits_reset(&st);
+    (void) XXH3_64bits_update(&st, p, 48);
+    (void) XXH3_64bits_update(&st, p + IMAGE_HDR, len - IMAGE_HDR);
+    if (get64(p + 48) != XXH3_64bits_digest(&st)) {
+        set_err(err, errlen, "dust image damaged (checksum)");
+        return -1;
+    }
+    r = p + IMAGE_HDR + nh * HOST_REC_LEN;
+    for (i = 0; i < nc; i++, r += SH_DUST_RULE_REC_LEN) {
+        if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
+            || get64(r + 168) != XXH3_64bits(r, 168)
+            || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
+            || r[4] > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
+            || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT)
+        {
+            set_err(err, errlen, "dust image: bad rule record %zu", i);
+            return -1;
+        }
+        memset(&ri, 0, sizeof(ri));
+        ri.kind = (sh_dust_kind_t) r[3];
+        ri.state = (sh_dust_state_t) r[4];
+        ri.host_hash = get64(r + 8);
+        ri.pattern_hash = get64(r + 16);
+        ri.arg_hash = get64(r + 24);
+        ri.support = get32(r + 32);
+        ri.against = get32(r + 36);
+        ri.last = get64(r + 48);
+        memcpy(ri.arg, r + 56, r[5]);
+        if (ri.pattern_hash == 0) {
+            strcpy(ri.pattern, "*");
+        } else if (ri.pattern_hash == PAT_ROOT) {
+            strcpy(ri.pattern, "/");
+        } else {
+            ri.pattern[0] = '/';
+            memcpy(ri.pattern + 1, r + 88, r[6]);
+            ri.pattern[1 + r[6]] = '/';
+        }
+        memcpy(ri.host, r + 112, r[7]);
+        n = ri.support + ri.against;
+        ri.precision = n ? (double) ri.support / n : 0.0;
+        ri.lower = wilson_lower(ri.support, ri.against, z);
+        if (cb(&ri, ctx) != 0) {
+            break;
+        }
+    }
+    return 0;
+}

@@ -309,6 +309,17 @@ int sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
                        size_t errlen);
 
 /*
+ * The rules of an image without a learner or its secret (a snapshot read
+ * by `simhash index rules`): each rule as sh_dust_rule_info_t, the host's
+ * name from its record, the bound at z (the image does not keep the z it
+ * was learned under; 0: the default 2.58).  0, or -1 and a message for a
+ * damaged image or a damaged record (the rules before it were given).
+ */
+int sh_dust_image_rules(const void *buf, size_t len, double z,
+                        sh_dust_rule_cb cb, void *ctx, char *err,
+                        size_t errlen);
+
+/*
  * One rule's state as a record (byte order fixed, checksummed): 0, or -1
  * if the table does not hold the rule of `r` (host_hash, pattern_hash,
  * kind, arg_hash).  Import merges: each count becomes the larger of the

@@ -13,6 +13,7 @@
 
 #define FILE_VERSION    1u
 #define FILE_ENDIAN     0x01020304u
+#define TAIL_MAGIC      "SHZTAIL1"
 
 typedef struct {
     char     magic[8];
@@ -99,5 +100,104 @@ sh_store_file_parse(const unsigned char *file, size_t len,
     *meta_len = (size_t) h.meta_len;
     *image = file + at;
     *image_len = len - at;
+    if (len - at >= SH_STORE_FILE_TAIL_LEN) {
+        uint64_t off, n, sum;
+
+        if (sh_store_file_tail_find(file + len - SH_STORE_FILE_TAIL_LEN,
+                                    len - at, &off, &n, &sum))
+        {
+            *image_len = (size_t) off;
+        }
+    }
     return 0;
+}
+
+static void
+put_u64(unsigned char *p, uint64_t v)
+{
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        p[i] = (unsigned char) (v >> (8 * i));
+    }
+}
+
+static uint64_t
+get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    int      i;
+
+    for (i = 7; i >= 0; i--) {
+        v = (v << 8) | p[i];
+    }
+    return v;
+}
+
+int
+sh_store_file_tail(sh_snapshot_writer_t *w, const void *data, size_t len,
+                   char *err, size_t errlen)
+{
+    unsigned char f[SH_STORE_FILE_TAIL_LEN];
+
+    memcpy(f, TAIL_MAGIC, 8);
+    put_u64(f + 8, len);
+    put_u64(f + 16, XXH3_64bits(data, len));
+    put_u64(f + 24, XXH3_64bits(f, 24));
+    if (sh_snapshot_writer_write(w, data, len, err, errlen) != 0
+        || sh_snapshot_writer_write(w, f, sizeof(f), err, errlen) != 0)
+    {
+        return -1;
+    }
+    return 0;
+}
+
+int
+sh_store_file_tail_find(const unsigned char *footer, uint64_t rest,
+                        uint64_t *off, uint64_t *len, uint64_t *sum)
+{
+    uint64_t n;
+
+    if (rest < SH_STORE_FILE_TAIL_LEN
+        || memcmp(footer, TAIL_MAGIC, 8) != 0
+        || get_u64(footer + 24) != XXH3_64bits(footer, 24))
+    {
+        return 0;
+    }
+    n = get_u64(footer + 8);
+    if (n > rest - SH_STORE_FILE_TAIL_LEN) {
+        return 0;
+    }
+    *off = rest - SH_STORE_FILE_TAIL_LEN - n;
+    *len = n;
+    *sum = get_u64(footer + 16);
+    return 1;
+}
+
+int
+sh_store_file_tail_ok(const void *data, size_t len, uint64_t sum)
+{
+    return XXH3_64bits(data, len) == sum;
+}
+
+int
+sh_store_file_tail_get(const unsigned char *file, size_t len,
+                       const unsigned char **data, size_t *data_len)
+{
+    const unsigned char *meta, *image;
+    size_t               meta_len, image_len;
+    uint64_t             off, n, sum;
+    char                 err[128];
+
+    if (sh_store_file_parse(file, len, &meta, &meta_len, &image, &image_len,
+                            err, sizeof(err)) != 0
+        || !sh_store_file_tail_find(file + len - SH_STORE_FILE_TAIL_LEN,
+                                    len - (size_t) (image - file), &off, &n,
+                                    &sum))
+    {
+        return 0;
+    }
+    *data = image + off;
+    *data_len = (size_t) n;
+    return sh_store_file_tail_ok(*data, *data_len, sum) ? 1 : -1;
 }

@@ -863,6 +863,74 @@ test_image(void **state)
     unmake(&f);
 }
 
+/* The rules of an image read without a learner or its secret (`simhash
+ * index rules`): the same rules, the same counts; a damaged image refused. */
+typedef struct {
+    int                 n;
+    int                 sid;
+    sh_dust_rule_info_t r;
+} rules_seen_t;
+
+static int
+rules_seen(const sh_dust_rule_info_t *r, void *ctx)
+{
+    rules_seen_t *rs = ctx;
+
+    rs->n++;
+    if (r->kind == SH_DUST_DROP_PARAM && strcmp(r->arg, "sid") == 0
+        && strcmp(r->pattern, "/doc/") == 0)
+    {
+        rs->sid++;
+        rs->r = *r;
+    }
+    return 0;
+}
+
+static void
+test_image_rules(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    sh_dust_stats_t     st;
+    fix_t               f;
+    unsigned char      *img;
+    size_t              n;
+    char                err[256];
+    rules_seen_t        rs;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    learn_some(f.d);
+    sh_dust_stats(f.d, &st);
+    assert_int_equal(sh_dust_rule(f.d, "im.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "sid", &r), 0);
+
+    n = sh_dust_image_size(f.d);
+    img = malloc(n);
+    assert_non_null(img);
+    assert_int_equal(sh_dust_image_save(f.d, img, n), n);
+
+    memset(&rs, 0, sizeof(rs));
+    assert_int_equal(sh_dust_image_rules(img, n, o.z, rules_seen, &rs, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(rs.n, (int) st.candidates);
+    assert_int_equal(rs.sid, 1);
+    assert_string_equal(rs.r.host, "im.example");
+    assert_int_equal(rs.r.state, r.state);
+    assert_int_equal(rs.r.support, r.support);
+    assert_int_equal(rs.r.against, r.against);
+    assert_true(rs.r.lower > r.lower - 1e-9 && rs.r.lower < r.lower + 1e-9);
+
+    img[n - 5] ^= 0x10;
+    assert_int_equal(sh_dust_image_rules(img, n, o.z, rules_seen, &rs, err,
+                                         sizeof(err)), -1);
+    assert_int_equal(sh_dust_image_rules(img, n - 1, 0, rules_seen, &rs, err,
+                                         sizeof(err)), -1);
+    free(img);
+    unmake(&f);
+}
+
 /* The same calls on a copy of the region at another address give the
  * same answers and the same bytes. */
 static void
@@ -945,6 +1013,7 @@ main(void)
         cmocka_unit_test(test_lru_hosts),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_image),
+        cmocka_unit_test(test_image_rules),
         cmocka_unit_test(test_relocatable),
         cmocka_unit_test(test_init_errors),
     };

@@ -763,8 +763,20 @@ test_damaged_frame_costs_its_documents(void **state)
 /* Write st as a snapshot file at path with these settings; the image's
  * offset and length in it. */
 static void
+write_file_tail(sh_store_t *st, const char *path, const char *settings,
+                const char *tail, uint64_t *off, uint64_t *len);
+
+static void
 write_file(sh_store_t *st, const char *path, const char *settings,
            uint64_t *off, uint64_t *len)
+{
+    write_file_tail(st, path, settings, NULL, off, len);
+}
+
+/* The same with a tail section (sh_store_file_tail) after the image. */
+static void
+write_file_tail(sh_store_t *st, const char *path, const char *settings,
+                const char *tail, uint64_t *off, uint64_t *len)
 {
     unsigned char        *buf = malloc(SH_IMAGE_BUF_MIN);
     char                  err[256];
@@ -785,6 +797,10 @@ write_file(sh_store_t *st, const char *path, const char *settings,
         total += (uint64_t) n;
     }
     assert_int_equal(n, 0);
+    if (tail != NULL) {
+        assert_int_equal(sh_store_file_tail(w, tail, strlen(tail), err,
+                                            sizeof(err)), 0);
+    }
     assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
     free(buf);
     *len = total;
@@ -792,8 +808,95 @@ write_file(sh_store_t *st, const char *path, const char *settings,
         struct stat sb;
 
         assert_int_equal(stat(path, &sb), 0);
-        *off = (uint64_t) sb.st_size - total;
+        *off = (uint64_t) sb.st_size - total
+               - (tail ? strlen(tail) + SH_STORE_FILE_TAIL_LEN : 0);
     }
+}
+
+/*
+ * A file with a tail section (the module's DUST rules): the image parses
+ * to its exact length and loads whole; the section comes back; a damaged
+ * section is refused alone (the image still exact and whole); a damaged
+ * footer leaves the rest as the image, whose documents still load.
+ */
+static void
+test_store_file_tail(void **state)
+{
+    void                *mem, *mem2;
+    sh_store_t          *st, *back;
+    char                 dir[] = "/tmp/test_store.XXXXXX", path[256];
+    char                 err[256];
+    unsigned char       *file;
+    const unsigned char *meta, *image, *data;
+    size_t               meta_len, image_len, data_len, size;
+    uint64_t             off, len;
+    sh_image_info_t      info;
+    struct stat          sb;
+    int                  fd;
+    unsigned             i;
+    static const char    tail[] = "SHDUSTIM and the rules of some hosts";
+
+    model_reset();
+    st = new_store(&mem, 3000, 32 * 1024);
+    for (i = 0; i < 3000; i++) {
+        random_op(st, 4000);
+    }
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/zone.snap", dir);
+    write_file_tail(st, path, "distance=10\n", tail, &off, &len);
+
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &sb), 0);
+    size = (size_t) sb.st_size;
+    assert_int_equal(posix_memalign((void **) &file, 64, size), 0);
+    assert_int_equal(read(fd, file, size), sb.st_size);
+    close(fd);
+
+    assert_int_equal(sh_store_file_parse(file, size, &meta, &meta_len,
+                                         &image, &image_len, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(image - file, off);
+    assert_int_equal(image_len, len);
+    assert_int_equal(sh_store_file_tail_get(file, size, &data, &data_len),
+                     1);
+    assert_int_equal(data_len, sizeof(tail) - 1);
+    assert_memory_equal(data, tail, data_len);
+    back = new_store(&mem2, 3000, 32 * 1024);
+    assert_int_equal(sh_image_load(back, image, image_len, 0, &info, err,
+                                   sizeof(err)), 0);
+    assert_int_equal(info.damaged, 0);
+    compare_model(back, 4000);
+    free(mem2);
+
+    /* a byte of the section: refused alone */
+    file[size - SH_STORE_FILE_TAIL_LEN - 3] ^= 1;
+    assert_int_equal(sh_store_file_tail_get(file, size, &data, &data_len),
+                     -1);
+    assert_int_equal(sh_store_file_parse(file, size, &meta, &meta_len,
+                                         &image, &image_len, err,
+                                         sizeof(err)), 0);
+    assert_int_equal(image_len, len);
+    file[size - SH_STORE_FILE_TAIL_LEN - 3] ^= 1;
+
+    /* a byte of the footer: no tail; the documents still load */
+    file[size - 12] ^= 1;
+    assert_int_equal(sh_store_file_tail_get(file, size, &data, &data_len),
+                     0);
+    assert_int_equal(sh_store_file_parse(file, size, &meta, &meta_len,
+                                         &image, &image_len, err,
+                                         sizeof(err)), 0);
+    assert_true(image_len > len);
+    back = new_store(&mem2, 3000, 32 * 1024);
+    assert_int_equal(sh_image_load(back, image, image_len, 0, &info, err,
+                                   sizeof(err)), 0);
+    compare_model(back, 4000);
+
+    unlink(path);
+    rmdir(dir);
+    free(file);
+    free(mem2);
+    free(mem);
 }
 
 /* A snapshot file: settings and image through the safe writer, read back
@@ -1018,6 +1121,7 @@ main(void)
         cmocka_unit_test(test_repair_after_dead_writer),
         cmocka_unit_test(test_damaged_image_refused),
         cmocka_unit_test(test_store_file_round_trip),
+        cmocka_unit_test(test_store_file_tail),
         cmocka_unit_test(test_damaged_frame_costs_its_documents),
     };
     unsigned i;

@@ -1,5 +1,6 @@
 /*
- * cmd_index.c -- `simhash index build|query|stats|check|dump`: a PSM index
+ * cmd_index.c -- `simhash index build|query|stats|check|dump|rules`: a PSM
+ * index
  * of pages kept in a snapshot file, the page paths as its documents.
  *
  * The snapshot's user section, of kind "SHPATHS1", maps refs to paths:
@@ -13,6 +14,9 @@
  * standing for the paths (which stored URL does this page duplicate?).  A
  * key counts only when its fingerprint is the one the index has for its
  * ref.
+ *
+ * `rules` prints the DUST rules a module's snapshot keeps after its image
+ * (sh_store_file.h's tail, sh_dust.h's image), read without the secret.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,7 @@
 
 #include "cli.h"
 #include "pageset.h"
+#include "sh_dust.h"
 #include "sh_keyrec.h"
 #include "sh_snapshot.h"
 #include "sh_store_file.h"
@@ -35,7 +40,8 @@ usage(FILE *f)
         "       simhash index query [options] FILE PAGE...\n"
         "       simhash index stats FILE\n"
         "       simhash index check FILE\n"
-        "       simhash index dump FILE\n\n"
+        "       simhash index dump FILE\n"
+        "       simhash index rules FILE\n\n"
         "build: fingerprint the pages and store them in a PSM index snapshot"
         "\n  --capacity N     documents the index holds (default: the pages;"
         "\n                   when full, the oldest are evicted)\n"
@@ -53,7 +59,11 @@ usage(FILE *f)
         "       key, and \"check\\tOK\" (exit 0) or \"check\\tFAILED: why\"\n"
         "       (exit 1)\n"
         "dump:  print <hex>\\t<ref>\\t<path or key> per stored document,\n"
-        "       oldest first (\"-\" when it has none)\n\n");
+        "       oldest first (\"-\" when it has none)\n"
+        "rules: print the DUST rules of a module's snapshot (dust=), one a\n"
+        "       line: <host>\\t<pattern>\\t<rule>\\t<state>\\t<support>\\t"
+        "<against>\n"
+        "       \\t<precision's lower bound, at z = 2.58>\n\n");
     cli_match_usage(f);
     fputc('\n', f);
     cli_extract_usage(f);
@@ -1059,6 +1069,60 @@ done:
     return rc;
 }
 
+static int
+rule_print(const sh_dust_rule_info_t *r, void *ctx)
+{
+    unsigned *n = ctx;
+
+    printf("%s\t%s\t%s%s%s%s\t%s\t%u\t%u\t%.4f\n",
+           r->host[0] ? r->host : "-", r->pattern, sh_dust_kind_name(r->kind),
+           r->arg[0] ? "(" : "", r->arg, r->arg[0] ? ")" : "",
+           sh_dust_state_name(r->state), r->support, r->against, r->lower);
+    (*n)++;
+    return 0;
+}
+
+static int
+index_rules(int argc, char **argv)
+{
+    const unsigned char *data, *rules;
+    size_t               len, rules_len;
+    char                 err[512];
+    unsigned             n = 0;
+    int                  rc;
+
+    if (argc != 2 || cli_is_help(argv[1])) {
+        usage(argc == 2 ? stdout : stderr);
+        return argc == 2 ? 0 : 2;
+    }
+    if (sh_snapshot_map(argv[1], &data, &len, err, sizeof(err)) != 0) {
+        cli_error("%s: %s", argv[1], err);
+        return 1;
+    }
+    if (!sh_store_file_is(data, len)) {
+        sh_snapshot_unmap(data, len);
+        cli_error("%s: not a snapshot of the store format", argv[1]);
+        return 1;
+    }
+    rc = sh_store_file_tail_get(data, len, &rules, &rules_len);
+    if (rc == 0) {
+        sh_snapshot_unmap(data, len);
+        printf("# no DUST rules (the zone had no dust=)\n");
+        return 0;
+    }
+    if (rc < 0
+        || sh_dust_image_rules(rules, rules_len, 0.0, rule_print, &n, err,
+                               sizeof(err)) != 0)
+    {
+        sh_snapshot_unmap(data, len);
+        cli_error("%s: %s", argv[1], rc < 0 ? "the DUST rules are damaged"
+                                            : err);
+        return 1;
+    }
+    sh_snapshot_unmap(data, len);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int
 cmd_index(int argc, char **argv)
 {
@@ -1081,7 +1145,10 @@ cmd_index(int argc, char **argv)
     if (strcmp(argv[1], "dump") == 0) {
         return index_dump(argc - 1, argv + 1);
     }
-    cli_error("index: unknown action '%s' (build, query, stats, check or "
-              "dump)", argv[1]);
+    if (strcmp(argv[1], "rules") == 0) {
+        return index_rules(argc - 1, argv + 1);
+    }
+    cli_error("index: unknown action '%s' (build, query, stats, check, "
+              "dump or rules)", argv[1]);
     return 2;
 }

@@ -1,0 +1,465 @@
+#!/usr/bin/perl
+# simhash_dust (issue 23): the DUST learner of a zone learns, from the
+# module's own decisions, which URL differences do not change a page
+# (here a session id) and then answers such URLs without fetching them.
+# A real origin serves the pages; its own access log counts what reached
+# it.  The locations key their documents as http://site.test/doc/...
+# whatever the prefix they are asked under (/tag/, /verify/, ...), so they
+# share one learner's host and scope.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use SimhashTest;
+
+# dust_precision=0.9: with no pair against, the Wilson bound at z = 2.58
+# is n / (n + 6.656), so 60 clean pairs turn a rule on (src/sh_dust.h).
+# dust=4m: at 1m (128 hosts, 8,192 evidence slots) the evidence of one of
+# the first pages (p5) is evicted from its set by the time it is asked for
+my $zone = 'simhash_zone zone=crawl:4m dust=4m dust_precision=0.9 '
+         . 'dust_evidence=8 file=%%PREFIX%%/data/crawl.snap save=1s;';
+my $pins = <<"END";
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      drop_param=ref pin;
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      drop_param=s\xc3\xa9 pin;
+    simhash_dust_rule zone=crawl host=site.test pattern=/doc/
+                      drop_param=utm forbid;
+END
+
+my $origin = <<'END';
+        access_log %%PREFIX%%/logs/origin.log;
+        large_client_header_buffers 4 80k;
+
+        # the flag file makes the session id select the content
+        location /doc/ {
+            if (-f %%PREFIX%%/html/flag) {
+                rewrite ^ /alt/$arg_sid.html break;
+            }
+        }
+END
+
+# a location per behaviour, each keying its documents on HOST/doc/...
+sub loc {
+    my ($prefix, $host, $body) = @_;
+    return <<"END";
+        location ~ ^/$prefix(/doc/.*)\$ {
+            simhash_key http://$host\$1\$is_args\$args;
+            proxy_pass http://%%ORIGIN%%\$1\$is_args\$args;
+            $body
+        }
+END
+}
+
+my $proxy = <<'END'
+        simhash crawl;
+        simhash_probes 4096;
+        large_client_header_buffers 4 80k;
+        simhash_dust on;
+        simhash_action drop;
+        simhash_dust_verify 0%;
+        add_header X-Var-Predicted "[$simhash_predicted]" always;
+
+        location /doc/ {
+            simhash_key http://site.test$request_uri;
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        location /other/ {
+            simhash_key http://other.test$request_uri;
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        location = /stats {
+            simhash_stats;
+        }
+END
+    . loc('tag', 'site.test', 'simhash_action tag;')
+    . loc('verify', 'site.test', 'simhash_dust_verify 100%;')
+    . loc('learn', 'site.test', 'simhash_dust learn;')
+    . loc('cred', 'site.test', 'simhash_dust_credentials on;')
+    . loc('pinned', 'pinned.test', '');
+
+my $t = SimhashTest->new(http => "$zone\n$pins", proxy => $proxy,
+                         origin => $origin);
+
+my @pages = $t->random_pages(120, 150, 2323);
+mkdir $t->prefix . "/html/$_" for qw(doc other alt);
+$t->write_file("html/doc/p$_.html", $pages[$_ - 1]) for 1 .. 100;
+$t->write_file("html/other/q$_.html", $pages[100 + $_ - 1]) for 1 .. 20;
+my @alt = $t->random_pages(60, 150, 4747);
+$t->write_file("html/alt/s$_.html", $alt[$_ - 1]) for 1 .. 59;
+$t->write_file("html/alt/final.html", $alt[59]);
+
+$t->start;
+
+my $hits = sub { my $l = $t->read_file('logs/origin.log') // '';
+                 scalar(() = $l =~ /\n/g) };
+# the origin logs a request when it ends: a POST it refuses only once it
+# has read the body, which may be after the proxy answered
+my $hits_at_least = sub {
+    my ($n) = @_;
+    my $end = time + 5;
+    sleep 0.05 while $hits->() < $n && time < $end;
+    return $hits->();
+};
+my $rule = sub {
+    my ($host, $kind, $arg) = @_;
+    for my $r (@{ $t->stats->{zones}{crawl}{dust_rules} // [] }) {
+        return $r if $r->{host} eq $host && $r->{kind} eq $kind
+                     && ($r->{arg} // '') eq ($arg // '');
+    }
+    return undef;
+};
+
+# -- learning: pairs of session-id variants of one page, fetched in tag
+# mode; the second of each is a duplicate of the first
+
+my $on_at;
+for my $i (1 .. 80) {
+    my $a = $t->get("/tag/doc/p$i.html?sid=a$i");
+    my $b = $t->get("/tag/doc/p$i.html?sid=b$i");
+    if ($i == 1) {
+        is($a->{headers}{'x-simhash-status'}, 'new', 'first variant: new');
+        is($b->{headers}{'x-simhash-status'}, 'duplicate',
+           'second variant: duplicate');
+    }
+    if (!$on_at && $t->error_log =~ /rule drop_param\(sid\) for site\.test/) {
+        $on_at = $i;
+    }
+}
+ok($on_at && $on_at >= 55 && $on_at <= 65,
+   "the rule turns on after about 60 pairs (at " . ($on_at // 'never') . ")");
+like($t->error_log,
+     qr/\[info\].*simhash zone "crawl": rule drop_param\(sid\) for site\.test \/doc\/ on \(was candidate\): \d+ pairs, 0 against, precision >= 0\.9/,
+     'the rule change is logged at info');
+my @on = $t->error_log =~ /rule drop_param\(sid\) for site\.test \/doc\/ on/g;
+is(scalar @on, 1, 'logged once');
+
+# -- drop mode: a new session id of a known page, answered at once
+
+my $before = $hits->();
+my ($status, $h, $body) = $t->raw_get('/doc/p3.html?sid=zzz');
+is($status, 204, 'predicted: dropped with the location\'s drop status');
+is($h->{'x-simhash-status'}, 'duplicate', 'predicted: X-Simhash-Status');
+is($h->{'x-simhash-duplicate-of'}, 'http://site.test/doc/p3.html?sid=a3',
+   'predicted: X-Simhash-Duplicate-Of names the original');
+is($h->{'x-simhash-predicted'}, 'drop_param(sid)',
+   'predicted: X-Simhash-Predicted names the rule');
+is($body, '', 'predicted: empty body');
+is($hits->(), $before, 'predicted: the origin was not asked');
+is($h->{'x-var-predicted'}, '[drop_param(sid)]', 'predicted: $simhash_predicted');
+
+# HEAD too
+my $r = $t->head('/doc/p4.html?sid=head');
+is($r->{status}, 204, 'HEAD: predicted');
+is($hits->(), $before, 'HEAD: the origin was not asked');
+
+# a page never seen: fetched
+($status, $h) = $t->raw_get('/doc/p95.html?sid=x');
+is($status, 200, 'an unknown page: fetched');
+ok(!exists $h->{'x-simhash-predicted'}, 'an unknown page: no prediction');
+is($h->{'x-var-predicted'}, '[]', 'an unknown page: $simhash_predicted empty');
+is($hits->(), $before + 1, 'an unknown page: reached the origin');
+
+# -- tag mode: fetched and tagged, the prediction along
+$before = $hits->();
+$r = $t->get("/tag/doc/p5.html?sid=tag");
+is($r->{status}, 200, 'tag mode: fetched');
+is($r->{headers}{'x-simhash-predicted'}, 'drop_param(sid)',
+   'tag mode: X-Simhash-Predicted');
+is($r->{headers}{'x-simhash-status'}, 'duplicate', 'tag mode: decided');
+is($r->{content}, $pages[4], 'tag mode: the whole page');
+is($hits->(), $before + 1, 'tag mode: the origin was asked');
+
+# -- verification: simhash_dust_verify 100% fetches every prediction
+$before = $hits->();
+($status, $h) = $t->raw_get('/verify/doc/p6.html?sid=v');
+is($hits->(), $before + 1, 'verify 100%: fetched');
+is($h->{'x-simhash-predicted'}, 'drop_param(sid)',
+   'verify: the prediction is told');
+is($h->{'x-simhash-status'}, 'duplicate', 'verify: the fetch decided');
+is($status, 204, 'verify: then dropped as any duplicate');
+
+# -- learn only: never predicted
+$before = $hits->();
+($status, $h) = $t->raw_get('/learn/doc/p7.html?sid=l');
+is($hits->(), $before + 1, 'simhash_dust learn: fetched');
+ok(!exists $h->{'x-simhash-predicted'}, 'simhash_dust learn: no prediction');
+
+# -- POST is never predicted
+$before = $hits->();
+$r = $t->{ua}->request('POST', $t->url('/doc/p8.html?sid=post'),
+                       { content => 'a=b' });
+is($hits_at_least->($before + 1), $before + 1, 'POST: fetched');
+ok(!exists $r->{headers}{'x-simhash-predicted'}, 'POST: no prediction');
+
+# -- credentials
+$before = $hits->();
+($status, $h) = $t->raw_get('/doc/p9.html?sid=c1', Cookie => 'u=1');
+is($hits->(), $before + 1, 'Cookie: fetched');
+ok(!exists $h->{'x-simhash-predicted'}, 'Cookie: no prediction');
+($status, $h) = $t->raw_get('/doc/p10.html?sid=c2',
+                            Authorization => 'Basic dTpw');
+is($hits->(), $before + 2, 'Authorization: fetched');
+($status, $h) = $t->raw_get('/cred/doc/p11.html?sid=c3', Cookie => 'u=1');
+is($status, 204, 'simhash_dust_credentials on: predicted');
+is($hits->(), $before + 2, 'simhash_dust_credentials on: not fetched');
+
+# -- the stats: the learner's counters and its rules
+
+my $st = $t->stats->{zones}{crawl};
+ok($st->{dust}{observations} >= 160, 'stats: observations counted');
+ok($st->{dust}{predictions} >= 5, 'stats: predictions counted');
+ok($st->{dust}{saved} >= 3, 'stats: fetches saved counted');
+is($st->{dust}{activations}, 1, 'stats: one rule turned on');
+my $sid = $rule->('site.test', 'drop_param', 'sid');
+ok($sid, 'stats: the sid rule is listed');
+is($sid->{state}, 'active', 'stats: active');
+is($sid->{pattern}, '/doc/', 'stats: its pattern');
+ok($sid->{support} >= 60, 'stats: its support');
+is($sid->{against}, 0, 'stats: nothing against');
+ok($sid->{precision_lower} >= 0.9, 'stats: its bound');
+ok($sid->{host_saved} >= 3, 'stats: fetches saved on its host');
+my $prom = $t->get('/stats?format=prometheus')->{content};
+like($prom, qr/^simhash_dust_saved_total\{zone="crawl"\} \d+$/m,
+     'Prometheus: fetches saved');
+like($prom, qr/^simhash_dust_rule_support\{zone="crawl",host="site\.test",pattern="\/doc\/",kind="drop_param",arg="sid",state="active"\} \d+$/m,
+     'Prometheus: the rule');
+
+# -- reload: a kept zone keeps its learner (rules and evidence); new
+# thresholds keep the rules; a resized zone takes them over
+SKIP: {
+    skip $SimhashTest::NO_RELOAD, 4 if $SimhashTest::NO_RELOAD;
+
+    $t->reload;
+    ($status, $h) = $t->raw_get('/doc/p13.html?sid=reload');
+    is($h->{'x-simhash-predicted'}, 'drop_param(sid)',
+       'reload: the learner is kept, evidence and all');
+
+    $t->set(http => ($zone =~ s/dust_precision=0\.9 /dust_precision=0.91 /r)
+                    . "\n$pins")->reload;
+    is($rule->('site.test', 'drop_param', 'sid')->{state}, 'active',
+       'reload with another dust_precision: the rule kept');
+
+    $t->set(http => ($zone =~ s/crawl:4m/crawl:5m/r) . "\n$pins")->reload;
+    like($t->error_log, qr/simhash zone "crawl" resized/, 'resized');
+    is($rule->('site.test', 'drop_param', 'sid')->{state}, 'active',
+       'resize: the rules taken over');
+
+    $t->set(http => "$zone\n$pins")->reload;
+}
+
+# -- pins: drop_param(ref) pinned on pinned.test predicts at once
+$before = $hits->();
+($status, $h) = $t->raw_get('/pinned/doc/p20.html?ref=a');
+ok(!exists $h->{'x-simhash-predicted'},
+   'pinned host: the first variant not predicted (nothing known)');
+($status, $h) = $t->raw_get('/pinned/doc/p20.html?ref=b');
+is($status, 204, 'pinned rule: predicted without any pair');
+is($h->{'x-simhash-predicted'}, 'drop_param(ref)', 'pinned rule: named');
+is($hits->(), $before + 1, 'pinned rule: one fetch in all');
+is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
+   'stats: pinned');
+
+# a rule's argument is spelled as URLs spell it: in a header, a byte that
+# is not printable ASCII is percent-encoded
+$t->raw_get("/pinned/doc/p21.html?s\xc3\xa9=1");
+($status, $h) = $t->raw_get("/pinned/doc/p21.html?s\xc3\xa9=2");
+is($h->{'x-simhash-predicted'}, 'drop_param(s%C3%A9)',
+   'a non-ASCII argument: percent-encoded in X-Simhash-Predicted');
+ok($rule->('pinned.test', 'drop_param', 's%C3%A9'),
+   'a non-ASCII argument: percent-encoded in the stats');
+
+# forbid: drop_param(utm) never turns on, whatever the evidence
+for my $i (21 .. 90) {
+    $t->get("/tag/doc/p$i.html?utm=x$i");
+    $t->get("/tag/doc/p$i.html?utm=y$i");
+}
+$r = $t->get('/tag/doc/p22.html?utm=z');
+ok(!exists $r->{headers}{'x-simhash-predicted'},
+   'forbidden rule: no prediction');
+my $utm = $rule->('site.test', 'drop_param', 'utm');
+is($utm && $utm->{state}, 'forbidden', 'stats: forbidden');
+ok($utm && $utm->{support} >= 60, 'forbidden: with the evidence to be on');
+
+# -- a site without DUST: distinct pages, with parameters: no prediction
+my $predicted = 0;
+for my $i (1 .. 20) {
+    for my $u ("/other/q$i.html", "/other/q$i.html?view=$i") {
+        $r = $t->get($u);
+        $predicted++ if exists $r->{headers}{'x-simhash-predicted'};
+    }
+}
+is($predicted, 0, 'a site without DUST: no prediction');
+my ($other) = grep { $_->{host} eq 'other.test' }
+              @{ $t->stats->{zones}{crawl}{dust_rules} };
+ok(!$other, 'a site without DUST: no rule');
+
+# -- hostile URLs: passed through, the worker alive
+my @workers = $t->children;
+my $long = '/doc/p30.html?sid=' . ('a' x (64 * 1024));
+($status) = $t->raw_get($long);
+ok($status == 200 || $status == 204, "a 64 KB URL: answered ($status)");
+my $many = '/doc/p31.html?' . join('&', map { "k$_=$_" } 1 .. 1000);
+($status, $h) = $t->raw_get($many);
+ok($status == 200 || $status == 204, "1,000 parameters: answered ($status)");
+ok(!exists $h->{'x-simhash-predicted'}, '1,000 parameters: not predicted');
+($status, $h) = $t->raw_get('/doc/p32.html?%73id=enc&%00=%ff&a%=b');
+ok($status == 200 || $status == 204, "percent-encoded names: answered");
+($status, $h) = $t->raw_get('/doc/p33.html?sid=1&sid=2&sid=3&sid=');
+ok($status == 200 || $status == 204, "repeated parameters: answered");
+is(join(',', $t->children), join(',', @workers), 'the worker is alive');
+ok($t->stats->{zones}{crawl}{dust}{refused} >= 2,
+   'stats: the refused URLs counted');
+unlike($t->error_log, qr/exited on signal/, 'no worker died');
+
+# -- restart: the rules come back with the snapshot
+$t->stop;
+my $snap = $t->prefix . '/data/crawl.snap';
+SKIP: {
+    skip 'no SH_CLI', 2 unless $ENV{SH_CLI} && -x $ENV{SH_CLI};
+    my $out = `$ENV{SH_CLI} index rules $snap`;
+    like($out, qr/^site\.test\t\/doc\/\tdrop_param\(sid\)\tactive\t\d+\t0\t0\.9\d+$/m,
+         'simhash index rules: the learned rule');
+    like($out, qr/^pinned\.test\t\/doc\/\tdrop_param\(ref\)\tpinned\t/m,
+         'simhash index rules: the pinned rule');
+}
+# the configuration changed meanwhile: the utm forbid gone, a pin added
+my $pins2 = <<'END';
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      drop_param=ref pin;
+    simhash_dust_rule zone=crawl host=site.test pattern=/doc/
+                      sort_params pin;
+END
+$t->set(http => "$zone\n$pins2");
+$t->start;
+like($t->error_log, qr/simhash zone "crawl": DUST rules restored/,
+     'restart: rules restored');
+is($rule->('site.test', 'sort_params', '')->{state}, 'pinned',
+   'restart: a pin added to the configuration applies over the file');
+my $utm2 = $rule->('site.test', 'drop_param', 'utm');
+ok(!$utm2 || $utm2->{state} ne 'forbidden',
+   'restart: a forbid gone from the configuration is lifted ('
+   . ($utm2 ? $utm2->{state} : 'not listed') . ')');
+is($rule->('site.test', 'drop_param', 'sid')->{state}, 'active',
+   'restart: the sid rule is still on');
+# the evidence refills: one fetch of a page, then its variants predicted
+$t->get('/tag/doc/p40.html?sid=after1');
+$before = $hits->();
+($status, $h) = $t->raw_get('/doc/p40.html?sid=after2');
+is($status, 204, 'restart: predicted without learning again');
+is($hits->(), $before, 'restart: not fetched');
+
+# -- retirement: the session id starts to select the content
+$t->write_file('html/flag', '');
+my $off_at;
+for my $i (1 .. 30) {
+    $t->get("/tag/doc/p" . (60 + $i) . ".html?sid=s$i");
+    $t->get("/tag/doc/p" . (60 + $i) . ".html?sid=s" . ($i + 20));
+    if ($t->error_log =~ /rule drop_param\(sid\) for site\.test \/doc\/ off/) {
+        $off_at = $i;
+        last;
+    }
+}
+ok($off_at, 'retirement: the rule is retired once pairs disagree (after '
+            . ($off_at // 'never') . ')');
+like($t->error_log, qr/\[info\].*rule drop_param\(sid\) for site\.test \/doc\/ off \(was active\): \d+ pairs, [1-9]\d* against/,
+     'retirement: logged');
+is($rule->('site.test', 'drop_param', 'sid')->{state}, 'retired',
+   'stats: retired');
+$before = $hits->();
+($status, $h) = $t->raw_get('/doc/p12.html?sid=final');
+ok(!exists $h->{'x-simhash-predicted'}, 'retired: no prediction');
+is($hits->(), $before + 1, 'retired: fetched');
+unlink $t->prefix . '/html/flag';
+
+# -- a damaged rules section costs the rules, never the documents
+$t->stop;
+{
+    open(my $fh, '+<', $snap) or die "$snap: $!";
+    binmode $fh;
+    my $size = -s $fh;
+    seek($fh, $size - 32, 0);
+    read($fh, my $footer, 32);
+    is(substr($footer, 0, 8), 'SHZTAIL1', 'the snapshot ends with the tail');
+    my $len = unpack('V', substr($footer, 8, 4));
+    seek($fh, $size - 32 - int($len / 2), 0);
+    read($fh, my $c, 1);
+    seek($fh, $size - 32 - int($len / 2), 0);
+    print $fh chr(ord($c) ^ 0x20);
+    close $fh;
+}
+$t->start;
+like($t->error_log, qr/snapshot "\Q$snap\E" is damaged: its DUST rules are damaged and were not restored; every document was/,
+     'a damaged rules section: said');
+ok($t->stats->{zones}{crawl}{snapshot}{restored} >= 100,
+   'a damaged rules section: the documents restored');
+ok(!$rule->('site.test', 'drop_param', 'sid'),
+   'a damaged rules section: the learned rules are gone');
+is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
+   'a damaged rules section: the configuration\'s pins are there');
+
+# -- another simhash_seed: the learner starts empty (its hashes were keyed
+# by the old one), the pins applied again
+SKIP: {
+    skip $SimhashTest::NO_RELOAD, 3 if $SimhashTest::NO_RELOAD;
+
+    $t->get('/tag/doc/p50.html?sid=seed1');
+    ok($t->stats->{zones}{crawl}{dust}{hosts} >= 1, 'hosts before');
+    $t->set(http => "$zone\n$pins2\nsimhash_seed another-secret;")->reload;
+    like($t->error_log, qr/simhash_seed changed, the DUST learner starts empty/,
+         'another seed: the learner starts empty');
+    is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
+       'another seed: the pins again');
+}
+
+$t->stop;
+$t->check_log;
+
+# -- nginx -t
+my @bad = (
+    [ 'simhash_zone zone=z:1m dust=10k;',
+      qr/dust=10240 is too small for the DUST learner of zone "z": at least \d+ bytes \(16 hosts\) in \S+nginx\.conf:\d+/ ],
+    [ 'simhash_zone zone=z:1m dust=1m dust_precision=1.5;',
+      qr/invalid "dust_precision=1\.5"/ ],
+    [ 'simhash_zone zone=z:1m dust=1m dust_evidence=0;',
+      qr/invalid "dust_evidence=0"/ ],
+    [ 'simhash_zone zone=z:1m dust_precision=0.9;',
+      qr/"dust_precision" and "dust_evidence" need the "dust" parameter/ ],
+    [ 'simhash_zone zone=z:1m; simhash_dust_rule zone=z host=a.test '
+      . 'drop_param=sid pin;',
+      qr/simhash zone "z" has no DUST learner .* in .*nginx\.conf:\d+/ ],
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=z '
+      . 'host=a.test drop_params=sid pin;',
+      qr/invalid rule "drop_params=sid"/ ],
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=z '
+      . 'host=a.test drop_param=sid keep;',
+      qr/invalid "keep": the last parameter is "pin" or "forbid"/ ],
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=y '
+      . 'host=a.test sort_params pin;',
+      qr/unknown simhash zone "y"/ ],
+);
+for my $b (@bad) {
+    my $n = SimhashTest->new(http => $b->[0],
+                             proxy => 'location / { simhash z; }');
+    $n->write_config;
+    my ($rc, $out) = $n->nginx_t;
+    ok($rc != 0, "nginx -t refuses: $b->[0]");
+    like($out, $b->[1], "nginx -t says why: $b->[0]");
+}
+for my $b (['simhash_dust on;', qr/simhash_dust needs a DUST learner: simhash zone "z" has no dust=SIZE/],
+           ['simhash_dust maybe;', qr/invalid value "maybe"/],
+           ['simhash_dust_verify 120%;', qr/invalid rate "120%"/]) {
+    my $n = SimhashTest->new(http => 'simhash_zone zone=z:1m;',
+                             proxy => "location / { simhash z; $b->[0] }");
+    $n->write_config;
+    my ($rc, $out) = $n->nginx_t;
+    ok($rc != 0, "nginx -t refuses: $b->[0]");
+    like($out, $b->[1], "nginx -t says why: $b->[0]");
+}
+
+done_testing;
