@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/dust-eval/nginx.sh start|stop PREFIX [MODULE GEN ZONE_OPTS]
+# tools/dust-eval/nginx.sh start|stop PREFIX [MODULE GEN ZONE_OPTS]  (env ACTION)
 # One nginx, one worker, in PREFIX: the origin of the generated site
 # (GEN/origin.conf, its trees copied into PREFIX/html) and the proxy
 # (proxy.conf) with a cold zone.  start prints "ORIGIN PROXY STATS" ports.
@@ -15,7 +15,7 @@ if [ "$cmd" = stop ]; then
     exit 0
 fi
 
-MODULE=$3 GEN=$4 ZONE_OPTS=${5:-}
+MODULE=$3 GEN=$4 ZONE_OPTS=${5:-} ACTION=${ACTION:-drop}
 free_port() {
     perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(Listen => 1,
         LocalAddr => "127.0.0.1", LocalPort => 0)->sockport'
@@ -28,7 +28,7 @@ chmod 0777 "$PREFIX/tmp"
 sub() {
     sed -e "s|%%PORT%%|$ORIGIN|g; s|%%PROXY%%|$PROXY|g; s|%%STATS%%|$STATS|g" \
         -e "s|%%ROOT%%|$PREFIX/html|g; s|%%LOGS%%|$PREFIX/logs|g" \
-        -e "s|%%ZONE_OPTS%%|$ZONE_OPTS|g" "$1"
+        -e "s|%%ZONE_OPTS%%|$ZONE_OPTS|g; s|%%ACTION%%|$ACTION|g" "$1"
 }
 {
     echo "load_module $MODULE;"
