@@ -43,6 +43,7 @@ case $CRAWLER in
         tail -n 3 "$RUN/wget.log" ;;
 esac
 echo "$NAME: $(( $(date +%s) - start )) s"
-curl -s "http://127.0.0.1:$STATS/stats" > "$RUN/stats.json"
+perl -MHTTP::Tiny -e 'print HTTP::Tiny->new->get($ARGV[0])->{content}' \
+    "http://127.0.0.1:$STATS/stats" > "$RUN/stats.json"
 cp "$PREFIX/logs/proxy.log" "$PREFIX/logs/origin.log" "$RUN/"
 echo "$CRAWLER $SITE $ACTION${ZONE_OPTS:+, $ZONE_OPTS}" > "$RUN/what"
