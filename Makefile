@@ -53,9 +53,8 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps lib cli module unit itest test check run eval dust-eval bench \
-        fuzz \
-        stress deb sid sid-eval clean
+.PHONY: all deps lib cli module unit itest test check run eval dust-eval \
+        bench fuzz stress deb sid sid-eval clean
 
 all: lib cli module
 

@@ -94,7 +94,7 @@ for my $run (@runs) {
     my $stats = eval { decode_json(do { local $/; open(my $f, '<', "$run/stats.json") or die; <$f> }) } // {};
     my $z = $stats->{zones}{crawl} // {};
 
-    my (%fetched_doc, %first_pred_scope, %kinds, %wrong_by, %pred_docs);
+    my (%fetched_doc, %first_pred_scope, %kinds, %wrong_by, %pred_docs, %miss, %miss_kind);
     my ($n, $nf, $npred, $nsaved, $avoidable, $avoided, $aw, $aw_avoided,
         $unknown, $wrong) = (0) x 10;
     my %fetched_url;
@@ -128,6 +128,17 @@ for my $run (@runs) {
             if (defined $first_pred_scope{$sc} && $first_pred_scope{$sc} < $i) {
                 $aw++;
                 $aw_avoided++ if $saved;
+                unless ($saved) {
+                    my $why = 'not predicted';
+                    if ($r->{pred} ne '') {
+                        my $p1 = (split_url($r->{url}))[2] =~ s/\?.*//r;
+                        my $p2 = $r->{dup} =~ m{^https?://[^/]+([^?]*)} ? $1 : '';
+                        $why = $p1 eq $p2 ? 'predicted, fetched to verify'
+                             : 'predicted, fetched, the original under another path (keys=path, or a verification)';
+                    }
+                    $miss{$why}++;
+                    $miss_kind{$k}++ if $why eq 'not predicted';
+                }
                 $kinds{$k}{aw}++;
                 $kinds{$k}{aw_avoided}++ if $saved;
             }
@@ -155,6 +166,9 @@ for my $run (@runs) {
     $o .= sprintf "  %-44s %d\n", 'avoidable duplicate requests', $avoidable;
     $o .= sprintf "  %-44s %d (%s)\n", 'avoided by prediction, whole crawl', $avoided, pct($avoided, $avoidable);
     $o .= sprintf "  %-44s %d of %d (%s)\n", 'avoided after warm-up', $aw_avoided, $aw, pct($aw_avoided, $aw);
+    $o .= sprintf "    not avoided after warm-up: %-16s %d\n", "$_:", $miss{$_} for sort keys %miss;
+    $o .= sprintf "      not predicted, by kind: %s\n", join(', ', map { "$_ $miss_kind{$_}" }
+        sort { $miss_kind{$b} <=> $miss_kind{$a} } keys %miss_kind) if %miss_kind;
     $o .= sprintf "  %-44s %d\n", 'wrong predictions (another document)', $wrong;
     $o .= sprintf "    %-42s %d\n", $_, $wrong_by{$_} for sort keys %wrong_by;
     $o .= sprintf "  %-44s %d (%s of %d documents)\n", 'lost content (never fetched, predicted)', scalar @lost, pct(scalar @lost, scalar @docs), scalar @docs;
@@ -203,10 +217,10 @@ for my $run (@runs) {
 }
 
 print "== summary (targets: >= 80% avoided after warm-up, lost <= 0.1%, no content-changing rule, 0 predictions without DUST)\n";
-printf "  %-14s %-5s %-7s %-22s %8s %8s %9s %8s %8s %11s %6s %6s\n",
+printf "  %-14s %-5s %-7s %-27s %8s %8s %9s %8s %8s %11s %6s %6s\n",
     'run', 'crawl', 'site', 'zone', 'requests', 'fetched', 'avoidable', 'avoided', 'warm', 'lost', 'wrong', 'predic';
 for (@summary) {
-    printf "  %-14s %-5s %-7s %-22s %8d %8d %9d %8s %8s %4d %6s %6d %6d\n",
+    printf "  %-14s %-5s %-7s %-27s %8d %8d %9d %8s %8s %4d %6s %6d %6d\n",
         $_->{run}, $_->{crawler}, $_->{site}, $_->{opts} || 'defaults', $_->{n}, $_->{nf},
         $_->{avoidable}, pct($_->{avoided}, $_->{avoidable}), pct($_->{aw_avoided}, $_->{aw}),
         $_->{lost}, pct($_->{lost}, $_->{docs}), $_->{wrong}, $_->{npred};
