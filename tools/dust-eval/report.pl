@@ -15,11 +15,13 @@
 #                original it names
 #   lost         a document never fetched in the crawl although a
 #                prediction answered one of its URLs (the rules named)
-#   kind         what a duplicate URL differs in from its document's own
-#                URL, beyond the session id: alias (www.), print (/print/),
+#   kind         sid when the document was fetched under the same URL but
+#                for the session id; else what the URL differs in from its
+#                document's own URL: alias (www.), print (/print/),
 #                index (index.html), slash (a trailing slash), utm
 #                (utm_source), lang (lang=en), default (page=1, sort=name
-#                written out), or sid alone
+#                written out), other (the session id and the order of the
+#                parameters)
 use strict;
 use warnings;
 use JSON::PP;
@@ -65,7 +67,13 @@ sub kind {
     return 'utm' if $q =~ /utm_source/;
     return 'lang' if $q =~ /lang=en/;
     return 'default' if $q =~ /(?:^|&)(?:page=1|sort=name)(?:&|$)/;
-    return 'sid';
+    return 'other';
+}
+sub nosid {
+    my ($url) = @_;
+    my ($base, $q) = split /\?/, $url, 2;
+    my @q = grep { !/^sid=/ } split /&/, $q // '';
+    return @q ? "$base?" . join('&', @q) : $base;
 }
 sub pct { $_[1] ? sprintf('%.1f%%', 100 * $_[0] / $_[1]) : '-' }
 
@@ -97,7 +105,7 @@ for my $run (@runs) {
     my (%fetched_doc, %first_pred_scope, %kinds, %wrong_by, %pred_docs, %miss, %miss_kind);
     my ($n, $nf, $npred, $nsaved, $avoidable, $avoided, $aw, $aw_avoided,
         $unknown, $wrong) = (0) x 10;
-    my %fetched_url;
+    my (%fetched_url, %fetched_nosid);
     for my $i (0 .. $#req) {
         my $r = $req[$i];
         $n++;
@@ -118,7 +126,10 @@ for my $run (@runs) {
                 $wrong_by{$r->{pred}}++;
             }
         }
-        my $k = kind($r->{url}, $doc);
+        # sid: the document was fetched under this URL but for the
+        # session id; else what the URL differs in from the document's own
+        my $nosid = nosid($r->{url});
+        my $k = $fetched_nosid{$doc}{$nosid} ? 'sid' : kind($r->{url}, $doc);
         if ($fetched_doc{$doc} && !($fetched_url{$r->{url}})) {
             $avoidable++;
             my $saved = $r->{pred} ne '' && !$r->{fetched};
@@ -146,6 +157,7 @@ for my $run (@runs) {
         if ($r->{fetched} && $r->{up} =~ /^200/) {
             $fetched_doc{$doc} = 1;
             $fetched_url{$r->{url}} = 1;
+            $fetched_nosid{$doc}{$nosid} = 1;
         }
     }
     my @docs = sort keys %{ $all_docs{$site} };
