@@ -24,7 +24,7 @@ while (<$t>) {
     my $m = $r->{status} == 200 ? md5_hex($r->{content}) : "status $r->{status}";
     my $key = "$site $doc";
     if ($r->{status} != 200) { $bad++; warn "$site $uri: $m\n"; next }
-    if (($body_of_doc{$key} //= $m) ne $m) { $bad++; warn "$site $uri: another body than $doc's\n" }
+    if (($body_of_doc{$key} //= $m) ne $m) { $bad++; warn "$site $uri: another body than ${doc}'s\n" }
     if (($doc_of_body{$m} //= $key) ne $key) { $bad++; warn "$site $uri: $doc has the body of $doc_of_body{$m}\n" }
 }
 printf "ground truth: %d URLs, %d documents, %d distinct bodies, %d mismatches\n",
