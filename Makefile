@@ -6,7 +6,8 @@
 # says in one line what to install)
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
-# eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, sid, clean.
+# eval, dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb,
+# sid, clean.
 # SANITIZE=1 builds everything with ASan+UBSan; VALGRIND=1 runs each nginx
 # of the integration tests as one process under valgrind.
 
@@ -52,8 +53,8 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps lib cli module unit itest test check run eval bench fuzz \
-        stress deb sid sid-eval clean
+.PHONY: all deps lib cli module unit itest test check run eval dust-eval \
+        bench fuzz stress deb sid sid-eval clean
 
 all: lib cli module
 
@@ -133,6 +134,14 @@ eval: deps
 	@tools/deps.sh eval
 	@$(MAKE) --no-print-directory $(CLI) $(EVAL)
 	@tools/eval.sh $(BUILD)
+
+# DUST with a real crawl (issue 23): a site made of the doc packages'
+# pages, crawled by wget -r and tools/dust-eval/crawl.pl through the proxy
+# in drop mode; the report in $(BUILD)/dust-eval/report.txt.
+dust-eval: deps
+	@tools/deps.sh eval
+	@$(MAKE) --no-print-directory all
+	@tools/dust-eval/eval.sh $(BUILD)
 
 bench: deps
 	@tools/deps.sh eval
