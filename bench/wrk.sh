@@ -25,6 +25,14 @@
 #              of text added before </body>: a timestamp and a view count),
 #              which the module parses and whose digest then replaces the
 #              stored one
+#   learn      the new-page requests through a zone of their own with a
+#              DUST learner (`dust=8m`, `simhash_dust learn`: it learns,
+#              it does not predict): what learning costs a page
+#   predicted  the pages under a fresh session id each time (?sid=...),
+#              through a zone whose rule drop_param(sid) is pinned and
+#              which holds the pages once (a warm-up under ?sid=warm; the
+#              pages stored under their own key are requested): each
+#              answered as a predicted duplicate, without the origin
 # The origin serves version b of a page when the request says
 # `X-Bench-Version: b`; wrk's threads own disjoint sets of keys and
 # remember which version each key was last fetched in.
@@ -37,7 +45,8 @@
 # Environment: DURATION (seconds per run, default 10), CONNECTIONS
 # (default 32), THREADS (wrk threads, default 2), SIZE (docs page bytes,
 # default 25000), MAXDOCS (docs pages, default 400), CORPORA (default
-# "docs web"), SCENARIOS (default "new identical mix"), NEW_ZONE and
+# "docs web"), SCENARIOS (default "new identical mix learn predicted"),
+# NEW_ZONE and
 # REFETCH_ZONE (what follows zone=NAME: in each zone's simhash_zone,
 # default "64m"; bench/45-store-wrk.sh gives one of them a snapshot of
 # 2^27 documents to start from).
@@ -54,7 +63,7 @@ THREADS=${THREADS:-2}
 SIZE=${SIZE:-25000}
 MAXDOCS=${MAXDOCS:-400}
 CORPORA=${CORPORA:-docs web}
-SCENARIOS=${SCENARIOS:-new identical mix}
+SCENARIOS=${SCENARIOS:-new identical mix learn predicted}
 NEW_ZONE=${NEW_ZONE:-64m}
 REFETCH_ZONE=${REFETCH_ZONE:-64m}
 NGINX=${NGINX:-nginx}
@@ -182,6 +191,8 @@ ORIGIN=$(free_port)
 PLAIN=$(free_port)
 NEW=$(free_port)
 REFETCH=$(free_port)
+DUST=$(free_port)
+LEARN=$(free_port)
 WORKERS=$(nproc 2>/dev/null || echo 2)
 
 cat > "$PREFIX/conf/nginx.conf" <<EOF
@@ -202,6 +213,12 @@ http {
 
     simhash_zone zone=new:$NEW_ZONE;
     simhash_zone zone=refetch:$REFETCH_ZONE;
+    simhash_zone zone=learn:64m dust=8m;
+    simhash_zone zone=dust:64m dust=8m;
+    simhash_dust_rule zone=dust host=bench.test pattern=/p/
+                      drop_param=sid pin;
+    simhash_dust_rule zone=dust host=bench.test pattern=/w/
+                      drop_param=sid pin;
 
     # the origin: version a of each page, or b when the request asks
     map \$http_x_bench_version \$bench_version { default a; b b; }
@@ -231,6 +248,33 @@ http {
         listen 127.0.0.1:$REFETCH;
         location / {
             simhash refetch;
+            proxy_pass http://127.0.0.1:$ORIGIN;
+        }
+    }
+
+    # DUST learning: as the new-page proxy, with a learner that only learns
+    # (the bench's URLs differ by counters that do not change the page: it
+    # would learn them, and predict)
+    server {
+        listen 127.0.0.1:$LEARN;
+        location / {
+            simhash learn;
+            simhash_dust learn;
+            proxy_pass http://127.0.0.1:$ORIGIN;
+        }
+    }
+
+    # DUST predictions: the same pages, keyed under one host; predictions
+    # dropped (204) with nothing verified, so that every predicted request
+    # is answered before the upstream
+    server {
+        listen 127.0.0.1:$DUST;
+        location / {
+            simhash dust;
+            simhash_key http://bench.test\$request_uri;
+            simhash_dust on;
+            simhash_dust_verify 0%;
+            simhash_action drop;
             proxy_pass http://127.0.0.1:$ORIGIN;
         }
     }
@@ -286,7 +330,8 @@ function init(args)
     paths, version = {}, {}
     local i = 0
     for line in io.lines(args[2]) do
-        if mode == "new" or i % threads == tid - 1 then
+        if mode ~= "identical" and mode ~= "mix"
+           or i % threads == tid - 1 then
             paths[#paths + 1] = line
             version[#paths] = "a"
         end
@@ -299,6 +344,10 @@ function request()
     if mode == "new" then
         return wrk.format("GET", paths[k] .. "?r=" .. run .. "&t=" .. tid
                                     .. "&n=" .. counter)
+    end
+    if mode == "predicted" then
+        return wrk.format("GET", paths[k] .. "?sid=" .. run .. "." .. tid
+                                    .. "." .. counter)
     end
     if mode == "mix" and math.random() >= 0.7 then
         version[k] = version[k] == "a" and "b" or "a"
@@ -340,17 +389,17 @@ run() {
 # of another one is not stored under its own key, and would be parsed at
 # every re-fetch: not what these runs measure)
 warm_zone() {
-    perl -MHTTP::Tiny - "$1" "$REFETCH" "$2" <<'EOF'
+    perl -MHTTP::Tiny - "$1" "${3:-$REFETCH}" "$2" "${4:-}" <<'EOF'
 use strict;
 use warnings;
-my ($list, $port, $keys) = @ARGV;
+my ($list, $port, $keys, $query) = @ARGV;
 my $http = HTTP::Tiny->new(keep_alive => 1);
 open(my $l, '<', $list) or die "$list: $!";
 open(my $k, '>', $keys) or die "$keys: $!";
 my ($n, $kept) = (0, 0);
 while (my $p = <$l>) {
     chomp $p;
-    my $r = $http->get("http://127.0.0.1:$port$p",
+    my $r = $http->get("http://127.0.0.1:$port$p$query",
                        { headers => { 'X-Bench-Version' => 'a' } });
     die "$p: $r->{status}\n" unless $r->{success};
     $n++;
@@ -358,8 +407,8 @@ while (my $p = <$l>) {
     print $k "$p\n";
     $kept++;
 }
-print "  re-fetch keys: $kept of $n pages (the others are near-duplicates "
-    . "of one of them, or skipped)\n";
+print "  warm-up: $kept of $n pages stored under their own key (the others "
+    . "are near-duplicates of one of them, or skipped)\n";
 EOF
 }
 
@@ -371,8 +420,13 @@ for corpus in $CORPORA; do
     run "$NEW" 2 "warm-$corpus-simhash" new "$list"
     keys=""
     for s in $SCENARIOS; do
+        mode=$s
         case "$s" in
             new) port=$NEW; l=$list ;;
+            learn) port=$LEARN; l=$list; mode=new ;;
+            predicted)
+                warm_zone "$list" "$PREFIX/$corpus.dust" "$DUST" "?sid=warm"
+                port=$DUST; l="$PREFIX/$corpus.dust" ;;
             identical|mix)
                 if [ -z "$keys" ]; then
                     keys="$PREFIX/$corpus.keys"
@@ -382,8 +436,8 @@ for corpus in $CORPORA; do
             *) echo "unknown scenario $s" >&2; exit 1 ;;
         esac
         echo "  $s"
-        run "$PLAIN" "$DURATION" "$s-$corpus-plain" "$s" "$l"
-        run "$port" "$DURATION" "$s-$corpus-simhash" "$s" "$l"
+        run "$PLAIN" "$DURATION" "$s-$corpus-plain" "$mode" "$l"
+        run "$port" "$DURATION" "$s-$corpus-simhash" "$mode" "$l"
     done
 done
 
@@ -432,7 +486,8 @@ sub parse {
 }
 
 my %title = (new => 'new pages', identical => 'identical re-fetch',
-             mix => '70/30 re-fetch mix');
+             mix => '70/30 re-fetch mix', learn => 'new, DUST learning',
+             predicted => 'predicted duplicate');
 my %cname = (docs => 'docs', web => 'real-web');
 printf "wrk -t%d -c%d -d%ds, nginx %d workers, %d cores, loopback\n",
        $thr, $conn, $dur, $workers, $workers;
@@ -444,8 +499,10 @@ printf "%-8s %-19s %9s %9s %6s %8s %8s %6s %8s %8s\n", '', '', '', '',
        'req/s', 'plain', 'simhash', 'cpu', 'simhash', '';
 my ($errors, @notes) = (0);
 for my $c (split ' ', $corpora) {
+    my %done;
     for my $s (split ' ', $scenarios) {
         my ($p, $m) = map { parse("$s-$c-$_") } qw(plain simhash);
+        $done{$s} = $m;
         my $ratio = $m->{rps} / $p->{rps};
         printf "%-8s %-19s %9.0f %9.0f %6.2f %8.0f %8.0f %6.2f %8s %8d\n",
                $cname{$c}, $title{$s}, $p->{rps}, $m->{rps}, $ratio,
@@ -460,6 +517,21 @@ for my $c (split ' ', $corpora) {
             100 * $m->{identical} / ($m->{responses} || 1), $m->{parsed} / 1e6,
             join(', ', map { "$st->{$_} $_" } grep { $st->{$_} } sort keys %$st),
             $p->{ncpu}, $m->{ncpu};
+        if ($s eq 'learn' && $done{new}) {
+            push @notes, sprintf "%s: the DUST learner on new pages: %+.0f us "
+                . "of nginx CPU a request (%.0f against %.0f, %+.1f%%; the "
+                . "runs' own spread is a few percent)", $cname{$c},
+                $m->{ncpu} - $done{new}{ncpu}, $m->{ncpu}, $done{new}{ncpu},
+                100 * ($m->{ncpu} / $done{new}{ncpu} - 1);
+        }
+        if ($s eq 'predicted' && $done{new}) {
+            my $x = $m->{rps} / $done{new}{rps};
+            push @notes, sprintf "target: a predicted duplicate answered at "
+                . ">= 5x the req/s of a new page fetched through the module "
+                . "(%s): %.1fx, %s (by CPU per request: %.1fx); %.1fx the "
+                . "plain proxy's", $cname{$c}, $x, $x >= 5 ? 'met' : 'NOT MET',
+                $done{new}{cpu} / $m->{cpu}, $m->{rps} / $p->{rps};
+        }
         if ($c eq 'docs' && $s eq 'identical') {
             push @notes, sprintf "target: identical re-fetch of 25 KB pages "
                 . ">= 0.80 of the plain proxy's req/s: %.2f, %s (by CPU per "
