@@ -1161,6 +1161,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     uint32_t                        ref;
     uint64_t                        hash;
     ngx_str_t                       key;
+    ngx_int_t                       dust;
     ngx_uint_t                      own, applied;
     sh_stream_entry_t               e;
     sh_store_doc_t                  d;
@@ -1194,6 +1195,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     key.data = (u_char *) e.key;
     key.len = e.key_len;
     applied = 0;
+    dust = 0;
 
     ngx_http_simhash_zone_lock(zone, lk->log);
 
@@ -1232,9 +1234,29 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
         applied = 1;
     }
 
+    /*
+     * Another node's new document (or version) is what its own decision
+     * was: "this URL is a document of its own".  The learner takes it as
+     * this node's decisions, so that a learned rule predicts here for the
+     * pages other nodes fetched too (their duplicates are not published,
+     * so the pairs that turn a rule on come from the rule's records).
+     */
+
+    if (applied && sh->dust) {
+        doc = sh_store_doc(sh->store, ref);
+
+        if (doc != NULL) {
+            dust = ngx_http_simhash_dust_observe(zone, &key, doc->keyhash);
+        }
+    }
+
     sh->repl_id = *id;
 
     ngx_http_simhash_zone_unlock(zone);
+
+    if (dust) {
+        ngx_http_simhash_dust_log(zone, lk->log);
+    }
 
     (void) ngx_atomic_fetch_add(applied ? &ob->applied
                                 : own ? &ob->skipped_own : &ob->outdated, 1);
