@@ -1001,10 +1001,11 @@ ngx_http_simhash_dust_sweep_cb(const sh_dust_rule_info_t *ri, void *data)
      * or applied (its bound barely moves for less, and the records of a
      * rule over its life stay logarithmic: about 20 up to the halving at
      * 2^20), or any pair against (each one matters to the bound, and a
-     * rule goes off on few of them).
+     * rule goes off on few of them).  A pin without evidence: nothing.
      */
 
-    if (ri->support < 2 * (uint64_t) s->support
+    if ((ri->support < 2 * (uint64_t) s->support
+         || ri->support == s->support)
         && ri->against <= s->against)
     {
         return 0;
