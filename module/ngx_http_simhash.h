@@ -153,6 +153,9 @@ typedef struct {
     uint64_t                     dust_logged;
     u_char                       dust_key[32];  /* the secret it was
                                                    formatted under */
+    uint64_t                     dust_published;    /* the last rule
+                                                   change put in the
+                                                   outbox (replicated) */
 
     /*
      * pid of the worker changing the index, the tree or the document array
@@ -453,6 +456,10 @@ typedef struct {
                                                        extraction version */
     ngx_atomic_t                 refused_mac;       /* of them: no valid
                                                        MAC */
+    ngx_atomic_t                 dust_published;    /* DUST rule records
+                                                       acknowledged */
+    ngx_atomic_t                 dust_applied;      /* imported */
+    ngx_atomic_t                 dust_ignored;      /* no dust= here */
     ngx_atomic_t                 dropped;
     ngx_atomic_t                 reconnects;
     ngx_atomic_t                 gaps;
@@ -465,11 +472,12 @@ typedef struct {
 } ngx_http_simhash_outbox_t;
 
 
-/* a record of the outbox; the key follows, padded to 8 bytes */
+/* a record of the outbox; the key (or a DUST rule's record) follows,
+ * padded to 8 bytes */
 typedef struct {
     uint32_t                     len;       /* of the key; or WRAP: the rest
                                                of the ring is unused */
-    uint32_t                     reserved;
+    uint32_t                     type;      /* NGX_HTTP_SIMHASH_OUT_* */
     uint64_t                     hash;
     uint64_t                     digest;
     uint64_t                     time;      /* ms since 1970 */
@@ -477,6 +485,11 @@ typedef struct {
 } ngx_http_simhash_outrec_t;
 
 #define NGX_HTTP_SIMHASH_WRAP        0xffffffff
+
+#define NGX_HTTP_SIMHASH_OUT_DOC     0      /* a document's version */
+#define NGX_HTTP_SIMHASH_OUT_DUST    1      /* a DUST rule's state: len is
+                                               SH_DUST_RULE_REC_LEN, time
+                                               when it was put in */
 
 
 typedef struct ngx_http_simhash_link_s  ngx_http_simhash_link_t;
@@ -507,6 +520,9 @@ ngx_int_t ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
  * (nothing when the zone is not replicated) */
 void ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint32_t ref, uint64_t time, ngx_log_t *log);
+/* under the lock: one DUST rule's record into the outbox */
+void ngx_http_simhash_replicate_dust(ngx_http_simhash_zone_t *zone,
+    u_char *rec, ngx_log_t *log);
 
 /* worker 0's link to Redis: ngx_http_simhash_stream.c */
 ngx_int_t ngx_http_simhash_stream_init_worker(
@@ -594,6 +610,33 @@ typedef struct {
 
 ngx_array_t *ngx_http_simhash_dust_rules(ngx_pool_t *pool,
     ngx_http_simhash_zone_t *zone, sh_dust_stats_t *st, ngx_log_t *log);
+
+/*
+ * Replication of the rules (worker 0): what was last sent or applied of
+ * each rule, in a direct-mapped table of worker 0's own (a collision
+ * costs one record more), so that the sweep sends only counts that moved
+ * by a step.
+ */
+typedef struct {
+    uint64_t                     key;       /* 0: empty */
+    uint32_t                     support;
+    uint32_t                     against;
+} ngx_http_simhash_dust_sent_t;
+
+typedef struct {
+    ngx_http_simhash_dust_sent_t  *slot;
+    ngx_uint_t                     mask;
+    time_t                         next;    /* the next sweep */
+} ngx_http_simhash_dust_repl_t;
+
+ngx_int_t ngx_http_simhash_dust_repl_init(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_dust_repl_t *dr, ngx_pool_t *pool);
+void ngx_http_simhash_dust_sweep(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_dust_repl_t *dr, ngx_log_t *log);
+/* a DUST entry of the stream (its MAC verified): NGX_OK applied,
+ * NGX_DECLINED ignored (no learner here), NGX_ERROR refused (damaged) */
+ngx_int_t ngx_http_simhash_dust_apply(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_dust_repl_t *dr, u_char *rec, ngx_log_t *log);
 
 
 /* statistics: ngx_http_simhash_stats.c */

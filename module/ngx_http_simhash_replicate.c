@@ -809,7 +809,7 @@ ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key
     }
 
     r.len = (uint32_t) key->len;
-    r.reserved = 0;
+    r.type = NGX_HTTP_SIMHASH_OUT_DOC;
     r.digest = d->digest;
     r.time = time;
     r.sketches = d->sketches;
@@ -825,6 +825,36 @@ ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key
                       "simhash zone \"%V\": the outbox is full (is Redis "
                       "down or slow?): new documents are not published "
                       "until it has room", &zone->name);
+    }
+}
+
+
+/*
+ * A DUST rule's record (ngx_http_simhash_dust.c) into the outbox, under
+ * the zone's lock.  A full outbox drops it like a document: the rule's
+ * next change, or the next sweep, sends its state again.
+ */
+
+void
+ngx_http_simhash_replicate_dust(ngx_http_simhash_zone_t *zone, u_char *rec,
+    ngx_log_t *log)
+{
+    ngx_http_simhash_outrec_t   r;
+    ngx_http_simhash_outbox_t  *ob;
+
+    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
+        return;
+    }
+
+    ob = zone->replicate->outbox;
+
+    ngx_memzero(&r, sizeof(ngx_http_simhash_outrec_t));
+    r.len = SH_DUST_RULE_REC_LEN;
+    r.type = NGX_HTTP_SIMHASH_OUT_DUST;
+    r.time = (uint64_t) ngx_time() * 1000;
+
+    if (ngx_http_simhash_ring_put(ob, &r, rec) != NGX_OK) {
+        (void) ngx_atomic_fetch_add(&ob->dropped, 1);
     }
 }
 

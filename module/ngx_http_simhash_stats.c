@@ -61,6 +61,9 @@ enum {
     NGX_HTTP_SIMHASH_V_REFUSED,
     NGX_HTTP_SIMHASH_V_REFUSED_VERSION,
     NGX_HTTP_SIMHASH_V_REFUSED_MAC,
+    NGX_HTTP_SIMHASH_V_DUST_PUBLISHED,
+    NGX_HTTP_SIMHASH_V_DUST_APPLIED,
+    NGX_HTTP_SIMHASH_V_DUST_IGNORED,
     NGX_HTTP_SIMHASH_V_OUTBOX,
     NGX_HTTP_SIMHASH_V_DROPPED,
     NGX_HTTP_SIMHASH_V_RECONNECTS,
@@ -288,6 +291,21 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Of the refused: entries whose MAC did not verify."),
       NGX_HTTP_SIMHASH_V_REFUSED_MAC, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("dust_published"),
+      ngx_string("replication_dust_published_total"), ngx_string("counter"),
+      ngx_string("DUST rule records of this node acknowledged by Redis."),
+      NGX_HTTP_SIMHASH_V_DUST_PUBLISHED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("dust_applied"),
+      ngx_string("replication_dust_applied_total"), ngx_string("counter"),
+      ngx_string("DUST rule records merged into this zone's learner."),
+      NGX_HTTP_SIMHASH_V_DUST_APPLIED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("dust_ignored"),
+      ngx_string("replication_dust_ignored_total"), ngx_string("counter"),
+      ngx_string("DUST rule records read past: this zone has no dust=."),
+      NGX_HTTP_SIMHASH_V_DUST_IGNORED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
 
     { ngx_string("outbox"), ngx_string("replication_outbox"),
       ngx_string("gauge"),
@@ -699,6 +717,9 @@ ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
     v[NGX_HTTP_SIMHASH_V_REFUSED] = ob->refused;
     v[NGX_HTTP_SIMHASH_V_REFUSED_VERSION] = ob->refused_version;
     v[NGX_HTTP_SIMHASH_V_REFUSED_MAC] = ob->refused_mac;
+    v[NGX_HTTP_SIMHASH_V_DUST_PUBLISHED] = ob->dust_published;
+    v[NGX_HTTP_SIMHASH_V_DUST_APPLIED] = ob->dust_applied;
+    v[NGX_HTTP_SIMHASH_V_DUST_IGNORED] = ob->dust_ignored;
     v[NGX_HTTP_SIMHASH_V_OUTBOX] = ob->records;
     v[NGX_HTTP_SIMHASH_V_DROPPED] = ob->dropped;
     v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;

@@ -71,6 +71,7 @@ struct ngx_http_simhash_link_s {
 
     uint64_t                       sent;    /* outbox position sent to */
     uint64_t                       inflight[NGX_HTTP_SIMHASH_INFLIGHT];
+    u_char                         inflight_dust[NGX_HTTP_SIMHASH_INFLIGHT];
     ngx_uint_t                     first;   /* the oldest XADD awaiting */
     ngx_uint_t                     n;       /* XADDs awaiting */
 
@@ -96,6 +97,8 @@ struct ngx_http_simhash_link_s {
     unsigned                       told_missing:1;
     unsigned                       told_start:1;
     sh_stream_id_t                 peek;
+
+    ngx_http_simhash_dust_repl_t   dust;    /* the rules: what was sent */
 };
 
 
@@ -129,6 +132,8 @@ static ngx_int_t ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk,
     redisReply *entry, sh_stream_entry_t *e);
 static void ngx_http_simhash_apply(ngx_http_simhash_link_t *lk,
     sh_stream_id_t *id, redisReply *entry);
+static void ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk,
+    sh_stream_id_t *id, redisReply *entry, sh_stream_entry_t *e);
 static void ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob,
     uint64_t time);
 static void ngx_http_simhash_refused(ngx_http_simhash_link_t *lk,
@@ -174,6 +179,12 @@ ngx_http_simhash_stream_init_worker(ngx_http_simhash_zone_t *zone,
     lk->maxlen_len = ngx_sprintf(lk->maxlen, "%ui", rp->maxlen) - lk->maxlen;
     lk->block_len = ngx_sprintf(lk->block, "%d",
                                 NGX_HTTP_SIMHASH_READ_BLOCK) - lk->block;
+
+    if (ngx_http_simhash_dust_repl_init(zone, &lk->dust, cycle->pool)
+        != NGX_OK)
+    {
+        return NGX_OK;
+    }
 
     /* an id read from another stream means nothing in this one */
 
@@ -331,10 +342,12 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
     size_t                          off;
     uint64_t                        tail;
     ngx_uint_t                      f;
+    ngx_uint_t                      nargs;
     const char                     *argv[6 + 2 * SH_STREAM_NFIELDS];
     size_t                          argvlen[6 + 2 * SH_STREAM_NFIELDS];
     sh_stream_entry_t               e;
     sh_stream_fields_t              fields;
+    sh_stream_dust_fields_t         dfields;
     ngx_http_simhash_zone_t        *zone;
     ngx_http_simhash_outrec_t      *rec;
     ngx_http_simhash_outbox_t      *ob;
@@ -347,6 +360,9 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
     if (!ngx_http_simhash_redis_is_ready(&lk->pub)) {
         return;
     }
+
+    /* the rules' counts that moved, now and then (into the outbox) */
+    ngx_http_simhash_dust_sweep(zone, &lk->dust, lk->log);
 
     ngx_http_simhash_zone_lock(zone, lk->log);
     tail = ob->tail;
@@ -377,27 +393,50 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
             continue;
         }
 
-        e.key = (u_char *) rec + sizeof(ngx_http_simhash_outrec_t);
-        e.key_len = rec->len;
-        e.hash = rec->hash;
-        e.digest = rec->digest;
-        e.time = rec->time;
-        e.sketches = rec->sketches;
+        if (rec->type == NGX_HTTP_SIMHASH_OUT_DUST
+            && rec->len == SH_STREAM_DUST_LEN)
+        {
+            /* a DUST rule's record: an entry of its own form */
+            ngx_memcpy(e.dust,
+                       (u_char *) rec + sizeof(ngx_http_simhash_outrec_t),
+                       SH_STREAM_DUST_LEN);
+            e.time = rec->time;
 
-        /* the entry format is sh_stream's: names, order, text and MAC */
-        sh_stream_encode(&fields, &e, zone->mac_key);
+            sh_stream_encode_dust(&dfields, &e, zone->mac_key);
 
-        for (f = 0; f < SH_STREAM_NFIELDS; f++) {
-            argv[6 + 2 * f] = fields.name[f];
-            argvlen[6 + 2 * f] = ngx_strlen(fields.name[f]);
-            argv[6 + 2 * f + 1] = fields.value[f];
-            argvlen[6 + 2 * f + 1] = fields.len[f];
+            for (f = 0; f < SH_STREAM_DUST_NFIELDS; f++) {
+                argv[6 + 2 * f] = dfields.name[f];
+                argvlen[6 + 2 * f] = ngx_strlen(dfields.name[f]);
+                argv[6 + 2 * f + 1] = dfields.value[f];
+                argvlen[6 + 2 * f + 1] = dfields.len[f];
+            }
+
+            nargs = 6 + 2 * SH_STREAM_DUST_NFIELDS;
+
+        } else {
+            e.key = (u_char *) rec + sizeof(ngx_http_simhash_outrec_t);
+            e.key_len = rec->len;
+            e.hash = rec->hash;
+            e.digest = rec->digest;
+            e.time = rec->time;
+            e.sketches = rec->sketches;
+
+            /* the entry format is sh_stream's: names, order, text, MAC */
+            sh_stream_encode(&fields, &e, zone->mac_key);
+
+            for (f = 0; f < SH_STREAM_NFIELDS; f++) {
+                argv[6 + 2 * f] = fields.name[f];
+                argvlen[6 + 2 * f] = ngx_strlen(fields.name[f]);
+                argv[6 + 2 * f + 1] = fields.value[f];
+                argvlen[6 + 2 * f + 1] = fields.len[f];
+            }
+
+            nargs = 6 + 2 * SH_STREAM_NFIELDS;
         }
 
         if (ngx_http_simhash_redis_command(&lk->pub,
                                            ngx_http_simhash_xadd_reply, lk,
-                                           6 + 2 * SH_STREAM_NFIELDS, argv,
-                                           argvlen)
+                                           nargs, argv, argvlen)
             != NGX_OK)
         {
             break;
@@ -407,6 +446,8 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
                     + ngx_align(rec->len, 8);
         lk->inflight[(lk->first + lk->n) % NGX_HTTP_SIMHASH_INFLIGHT] =
                                                                     lk->sent;
+        lk->inflight_dust[(lk->first + lk->n) % NGX_HTTP_SIMHASH_INFLIGHT] =
+                                    (rec->type == NGX_HTTP_SIMHASH_OUT_DUST);
         lk->n++;
     }
 
@@ -426,6 +467,7 @@ ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
     ngx_http_simhash_link_t  *lk = privdata;
 
     uint64_t                        end, dropped;
+    ngx_uint_t                      dust;
     sh_stream_id_t                  id;
     redisReply                     *reply = data;
     ngx_http_simhash_zone_t        *zone;
@@ -447,6 +489,7 @@ ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
     ob = lk->rp->outbox;
 
     end = lk->inflight[lk->first];
+    dust = lk->inflight_dust[lk->first];
     lk->first = (lk->first + 1) % NGX_HTTP_SIMHASH_INFLIGHT;
     lk->n--;
 
@@ -473,7 +516,8 @@ ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
 
     ngx_http_simhash_zone_unlock(zone);
 
-    (void) ngx_atomic_fetch_add(&ob->published, 1);
+    (void) ngx_atomic_fetch_add(dust ? &ob->dust_published
+                                : &ob->published, 1);
 
     if (dropped) {
         ngx_log_error(NGX_LOG_WARN, lk->log, 0,
@@ -1051,9 +1095,10 @@ ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
         return NGX_DECLINED;
     }
 
-    /* a node of another release or other options, as in an upgrade */
+    /* a node of another release or other options, as in an upgrade (a
+       DUST entry has no version: rules do not depend on it) */
 
-    if (e->xv != zone->version) {
+    if (!sh_stream_is_dust(e) && e->xv != zone->version) {
         (void) ngx_atomic_fetch_add(&lk->rp->outbox->refused_version, 1);
         ngx_snprintf((u_char *) err, sizeof(err),
                      "extraction version %08xD, this zone's is %08xD%Z",
@@ -1116,6 +1161,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     uint32_t                        ref;
     uint64_t                        hash;
     ngx_str_t                       key;
+    ngx_int_t                       dust;
     ngx_uint_t                      own, applied;
     sh_stream_entry_t               e;
     sh_store_doc_t                  d;
@@ -1134,6 +1180,11 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
         goto refused;
     }
 
+    if (sh_stream_is_dust(&e)) {
+        ngx_http_simhash_apply_dust(lk, id, entry, &e);
+        return;
+    }
+
     own = (e.node_len == rp->node.len
            && ngx_memcmp(e.node, rp->node.data, e.node_len) == 0);
 
@@ -1144,6 +1195,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     key.data = (u_char *) e.key;
     key.len = e.key_len;
     applied = 0;
+    dust = 0;
 
     ngx_http_simhash_zone_lock(zone, lk->log);
 
@@ -1182,9 +1234,29 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
         applied = 1;
     }
 
+    /*
+     * Another node's new document (or version) is what its own decision
+     * was: "this URL is a document of its own".  The learner takes it as
+     * this node's decisions, so that a learned rule predicts here for the
+     * pages other nodes fetched too (their duplicates are not published,
+     * so the pairs that turn a rule on come from the rule's records).
+     */
+
+    if (applied && sh->dust) {
+        doc = sh_store_doc(sh->store, ref);
+
+        if (doc != NULL) {
+            dust = ngx_http_simhash_dust_observe(zone, &key, doc->keyhash);
+        }
+    }
+
     sh->repl_id = *id;
 
     ngx_http_simhash_zone_unlock(zone);
+
+    if (dust) {
+        ngx_http_simhash_dust_log(zone, lk->log);
+    }
 
     (void) ngx_atomic_fetch_add(applied ? &ob->applied
                                 : own ? &ob->skipped_own : &ob->outdated, 1);
@@ -1196,6 +1268,43 @@ refused:
 
     ngx_http_simhash_zone_lock(zone, lk->log);
     sh->repl_id = *id;
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+/*
+ * A DUST entry (its MAC verified): one rule's state, merged into the
+ * learner (ngx_http_simhash_dust_apply()).  A zone without dust= reads
+ * past it: counted as ignored, not refused, as the tier may mix zones
+ * with and without a learner.  A record that passed the MAC and still
+ * does not decode (a node of another record version) is refused.
+ */
+
+static void
+ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
+    redisReply *entry, sh_stream_entry_t *e)
+{
+    ngx_int_t                   rc;
+    ngx_http_simhash_zone_t    *zone;
+    ngx_http_simhash_outbox_t  *ob;
+
+    zone = lk->rp->zone;
+    ob = lk->rp->outbox;
+
+    rc = ngx_http_simhash_dust_apply(zone, &lk->dust, e->dust, lk->log);
+
+    if (rc == NGX_ERROR) {
+        (void) ngx_atomic_fetch_add(&ob->refused, 1);
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "a damaged DUST rule record");
+
+    } else {
+        (void) ngx_atomic_fetch_add(rc == NGX_OK ? &ob->dust_applied
+                                    : &ob->dust_ignored, 1);
+    }
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    zone->sh->repl_id = *id;
     ngx_http_simhash_zone_unlock(zone);
 }
 

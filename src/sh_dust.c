@@ -1750,6 +1750,35 @@ sh_dust_import_rule(sh_dust_t *d, const unsigned char *rec, size_t len,
     return rule_decode(d, rec, len, 0, now);
 }
 
+int
+sh_dust_rule_unpin(unsigned char r[SH_DUST_RULE_REC_LEN],
+                   sh_dust_rule_info_t *ri)
+{
+    if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
+        || get64(r + 168) != XXH3_64bits(r, 168)
+        || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
+        || r[4] > SH_DUST_FORBIDDEN)
+    {
+        return -1;
+    }
+    if (r[4] == SH_DUST_PINNED || r[4] == SH_DUST_FORBIDDEN) {
+        r[4] = SH_DUST_CANDIDATE;
+        put64(r + 168, XXH3_64bits(r, 168));
+    }
+    if (ri != NULL) {
+        memset(ri, 0, sizeof(*ri));
+        ri->kind = (sh_dust_kind_t) r[3];
+        ri->state = (sh_dust_state_t) r[4];
+        ri->host_hash = get64(r + 8);
+        ri->pattern_hash = get64(r + 16);
+        ri->arg_hash = get64(r + 24);
+        ri->support = get32(r + 32);
+        ri->against = get32(r + 36);
+        ri->last = get64(r + 48);
+    }
+    return 0;
+}
+
 /* ---- Image. ---- */
 
 static size_t

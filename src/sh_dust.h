@@ -332,4 +332,16 @@ int sh_dust_export_rule(const sh_dust_t *d, const sh_dust_rule_info_t *r,
 int sh_dust_import_rule(sh_dust_t *d, const unsigned char *rec, size_t len,
                         uint64_t now);
 
+/*
+ * A record's evidence alone: a PINNED or FORBIDDEN state byte becomes
+ * CANDIDATE (the checksum redone), so that an import merges its counts
+ * and leaves the importer's own pins as they are.  Pins are a node's
+ * configuration: the module's replication sends and applies records
+ * through this.  *ri (may be NULL) gets the rule's hashes, kind, state
+ * (after the change) and counts, not its texts.  0, or -1 for a damaged
+ * record.
+ */
+int sh_dust_rule_unpin(unsigned char rec[SH_DUST_RULE_REC_LEN],
+                       sh_dust_rule_info_t *ri);
+
 #endif

@@ -145,6 +145,38 @@ put_le(unsigned char *p, uint64_t v, unsigned bytes)
  * cannot be stripped or added; one without (an earlier release's) is
  * signed as it always was.
  */
+static void
+dust_mac(unsigned char mac[SH_STREAM_MAC_LEN], const sh_stream_entry_t *e,
+         const unsigned char key[SH_STREAM_KEY_LEN])
+{
+    static const char  tag[] = "SHDUST01";
+    unsigned char      head[8 + 4 + 4], tail[8 + 4], *p;
+    unsigned char      full[SH_MAC_FULL];
+    sh_mac_part_t      parts[4];
+
+    p = head;
+    memcpy(p, tag, sizeof(tag) - 1);
+    p = put_le(p + sizeof(tag) - 1, e->node_len, 4);
+    (void) put_le(p, SH_STREAM_DUST_LEN, 4);
+
+    p = put_le(tail, e->time, 8);
+    (void) put_le(p, e->seed, 4);
+
+    parts[0].data = head;       parts[0].len = sizeof(head);
+    parts[1].data = e->node;    parts[1].len = e->node_len;
+    parts[2].data = e->dust;    parts[2].len = SH_STREAM_DUST_LEN;
+    parts[3].data = tail;       parts[3].len = sizeof(tail);
+
+    (void) sh_mac(full, key, SH_STREAM_KEY_LEN, parts, 4);
+    memcpy(mac, full, SH_STREAM_MAC_LEN);
+}
+
+int
+sh_stream_is_dust(const sh_stream_entry_t *e)
+{
+    return (e->seen & (1u << SH_STREAM_F_DUST)) != 0;
+}
+
 void
 sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
               const sh_stream_entry_t *e,
@@ -155,6 +187,11 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
     int                sk = (e->seen & (1u << SH_STREAM_F_SK)) != 0;
     unsigned char      full[SH_MAC_FULL];
     sh_mac_part_t      parts[4];
+
+    if (sh_stream_is_dust(e)) {
+        dust_mac(mac, e, key);
+        return;
+    }
 
     p = head;
     memcpy(p, sk ? tag_sk : tag, sizeof(tag) - 1);      /* no NUL */
@@ -237,6 +274,46 @@ sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
     }
 }
 
+void
+sh_stream_encode_dust(sh_stream_dust_fields_t *out,
+                      const sh_stream_entry_t *e,
+                      const unsigned char key[SH_STREAM_KEY_LEN])
+{
+    static const char *const names[SH_STREAM_DUST_NFIELDS] = {
+        "node", "dust", "time", "seed", "mac"
+    };
+    unsigned char     mac[SH_STREAM_MAC_LEN];
+    unsigned          f, i;
+    sh_stream_entry_t signed_e = *e;
+
+    signed_e.seen |= 1u << SH_STREAM_F_DUST;
+
+    for (i = 0; i < SH_STREAM_DUST_LEN; i++) {
+        snprintf(out->dust + 2 * i, 3, "%02x", e->dust[i]);
+    }
+    snprintf(out->time, sizeof(out->time), "%llu",
+             (unsigned long long) e->time);
+    snprintf(out->seed, sizeof(out->seed), "%08x", (unsigned) e->seed);
+    dust_mac(mac, &signed_e, key);
+    for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+        snprintf(out->mac + 2 * i, 3, "%02x", mac[i]);
+    }
+
+    out->value[0] = (const char *) e->node;
+    out->len[0] = e->node_len;
+    out->value[1] = out->dust;
+    out->value[2] = out->time;
+    out->value[3] = out->seed;
+    out->value[4] = out->mac;
+
+    for (f = 0; f < SH_STREAM_DUST_NFIELDS; f++) {
+        out->name[f] = names[f];
+        if (f != 0) {
+            out->len[f] = strlen(out->value[f]);
+        }
+    }
+}
+
 uint32_t
 sh_stream_seed(uint64_t seed_digest)
 {
@@ -266,7 +343,26 @@ sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
         }
     }
     if (f == SH_STREAM_NFIELDS) {
-        return 0;                       /* not ours: ignored */
+        if (name_len != 4 || memcmp(name, "dust", 4) != 0) {
+            return 0;                   /* not ours: ignored */
+        }
+        if (sh_stream_is_dust(e)) {
+            snprintf(err, errlen, "field \"dust\" twice");
+            return -1;
+        }
+        if (value_len != 2 * SH_STREAM_DUST_LEN) {
+            snprintf(err, errlen, "bad \"dust\" (%zu bytes)", value_len);
+            return -1;
+        }
+        for (f = 0; f < SH_STREAM_DUST_LEN; f++) {
+            if (parse_hex(value + 2 * f, 2, 2, &v) != 0) {
+                snprintf(err, errlen, "bad \"dust\" (not hex)");
+                return -1;
+            }
+            e->dust[f] = (unsigned char) v;
+        }
+        e->seen |= 1u << SH_STREAM_F_DUST;
+        return 0;
     }
     if (e->seen & (1u << f)) {
         snprintf(err, errlen, "field \"%s\" twice", sh_stream_field_names[f]);
@@ -330,7 +426,25 @@ sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
 int
 sh_stream_entry_check(const sh_stream_entry_t *e, char *err, size_t errlen)
 {
-    unsigned f;
+    unsigned f, need;
+
+    if (sh_stream_is_dust(e)) {
+        need = (1u << SH_STREAM_F_NODE) | (1u << SH_STREAM_F_TIME)
+               | (1u << SH_STREAM_F_SEED) | (1u << SH_STREAM_F_MAC);
+        for (f = 0; f < SH_STREAM_NFIELDS; f++) {
+            if ((need & (1u << f)) && !(e->seen & (1u << f))) {
+                snprintf(err, errlen, "no \"%s\" field",
+                         sh_stream_field_names[f]);
+                return -1;
+            }
+            if (!(need & (1u << f)) && (e->seen & (1u << f))) {
+                snprintf(err, errlen, "a DUST entry with a \"%s\" field",
+                         sh_stream_field_names[f]);
+                return -1;
+            }
+        }
+        return 0;
+    }
 
     for (f = 0; f < SH_STREAM_NFIELDS; f++) {
         if (!(e->seen & (1u << f)) && f != SH_STREAM_F_SK) {

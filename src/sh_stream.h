@@ -31,6 +31,19 @@
  * version may add some); a missing or malformed field makes the entry
  * malformed.
  *
+ * A DUST entry carries one learned URL rule's state instead of a document
+ * (src/sh_dust.h, docs/DUST.md): node, time, seed and mac as above, and
+ *
+ *     dust    the rule's record of sh_dust_export_rule, SH_DUST_RULE_REC_LEN
+ *             (176) bytes, as 352 hex digits
+ *
+ * and no key, fp, digest, xv or sk (an entry with both a dust and a key
+ * field is malformed).  Its MAC is computed under the same key with a tag
+ * of its own, over node, time, seed and the record: a document's MAC never
+ * verifies a DUST entry, nor the other way round.  No extraction version:
+ * a rule does not depend on how pages are fingerprinted.  A node of an
+ * earlier release refuses a DUST entry as malformed ("no key field").
+ *
  * The versions of one key are ordered by their second, then by their
  * fingerprint: whatever order a node applies two versions in, it keeps the
  * same one as every other node.  A node that changes a document within the
@@ -77,6 +90,10 @@ enum {
     SH_STREAM_NFIELDS
 };
 
+/* the dust field: not in the table of a document's fields */
+#define SH_STREAM_F_DUST    16
+#define SH_STREAM_DUST_LEN  176     /* = SH_DUST_RULE_REC_LEN */
+
 #define SH_STREAM_MAC_LEN   16      /* bytes of a MAC (32 hex digits) */
 #define SH_STREAM_KEY_LEN   32      /* bytes of the MAC key */
 
@@ -94,6 +111,8 @@ typedef struct {
     uint32_t             seed;
     uint32_t             xv;        /* extraction version */
     sh_sketches_t        sketches;  /* sk; 0: none */
+    unsigned char        dust[SH_STREAM_DUST_LEN];  /* a DUST entry's rule
+                                       record (seen has SH_STREAM_F_DUST) */
     unsigned char        mac[SH_STREAM_MAC_LEN];
     unsigned             seen;      /* a bit per field */
 } sh_stream_entry_t;
@@ -120,6 +139,30 @@ typedef struct {
 
 void sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
                       const unsigned char key[SH_STREAM_KEY_LEN]);
+
+/*
+ * A DUST entry's fields: node, dust, time, seed, mac (e has node, time,
+ * seed and dust set; the MAC is computed here).
+ */
+#define SH_STREAM_DUST_NFIELDS  5
+
+typedef struct {
+    const char *name[SH_STREAM_DUST_NFIELDS];
+    const char *value[SH_STREAM_DUST_NFIELDS];
+    size_t      len[SH_STREAM_DUST_NFIELDS];
+
+    char        dust[2 * SH_STREAM_DUST_LEN + 1];
+    char        time[21];
+    char        seed[9];
+    char        mac[2 * SH_STREAM_MAC_LEN + 1];
+} sh_stream_dust_fields_t;
+
+void sh_stream_encode_dust(sh_stream_dust_fields_t *out,
+                           const sh_stream_entry_t *e,
+                           const unsigned char key[SH_STREAM_KEY_LEN]);
+
+/* 1 if the entry checked is a DUST entry. */
+int sh_stream_is_dust(const sh_stream_entry_t *e);
 
 /* The MAC of an entry's fields (all but mac) under key. */
 void sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],

@@ -857,8 +857,45 @@ test_image(void **state)
     }
     rec[40] ^= 1;
     assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec), 1), -1);
+    assert_int_equal(sh_dust_rule_unpin(rec, NULL), -1);
     assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec) - 1, 1), -1);
     unmake(&g);
+
+    /* a pinned rule's record, unpinned (what the module replicates): its
+     * evidence merges, the pin does not travel, the importer's own pin
+     * stays */
+    assert_int_equal(sh_dust_pin(f.d, "im.example", "/doc/",
+                                 SH_DUST_DROP_PARAM, "sid", SH_DUST_PIN_OFF,
+                                 2), 0);
+    assert_int_equal(sh_dust_rule(f.d, "im.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "sid", &r), 0);
+    assert_int_equal(r.state, SH_DUST_FORBIDDEN);
+    assert_int_equal(sh_dust_export_rule(f.d, &r, rec), 0);
+    {
+        sh_dust_rule_info_t r2, ri;
+
+        make(&g, &o);
+        assert_int_equal(sh_dust_rule_unpin(rec, &ri), 0);
+        assert_int_equal(ri.state, SH_DUST_CANDIDATE);
+        assert_int_equal(ri.support, r.support);
+        assert_true(ri.host_hash == r.host_hash
+                    && ri.arg_hash == r.arg_hash);
+        assert_int_equal(sh_dust_rule_unpin(rec, NULL), 0);   /* again */
+        assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec), 3), 0);
+        assert_int_equal(sh_dust_rule(g.d, "im.example", "/doc/",
+                                      SH_DUST_DROP_PARAM, "sid", &r2), 0);
+        assert_int_equal(r2.state, SH_DUST_ACTIVE);     /* not forbidden */
+        assert_int_equal(r2.support, r.support);
+
+        assert_int_equal(sh_dust_pin(g.d, "im.example", "/doc/",
+                                     SH_DUST_DROP_PARAM, "sid",
+                                     SH_DUST_PIN_ON, 4), 0);
+        assert_int_equal(sh_dust_import_rule(g.d, rec, sizeof(rec), 5), 0);
+        assert_int_equal(sh_dust_rule(g.d, "im.example", "/doc/",
+                                      SH_DUST_DROP_PARAM, "sid", &r2), 0);
+        assert_int_equal(r2.state, SH_DUST_PINNED);     /* its own pin */
+        unmake(&g);
+    }
     free(img);
     unmake(&f);
 }

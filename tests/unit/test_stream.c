@@ -358,6 +358,72 @@ test_next_time(void **state)
     assert_true(t == 1700000002000ULL);
 }
 
+/* A DUST entry: its fields round-trip, its MAC is its own (a tag of its
+ * own: a document's MAC never verifies it), and the mixed or damaged
+ * forms are malformed. */
+static void
+test_dust_entry(void **state)
+{
+    sh_stream_entry_t       e, d, x;
+    sh_stream_dust_fields_t f;
+    char                    err[128], bad[2 * SH_STREAM_DUST_LEN + 1];
+    const char             *kv[2 * SH_STREAM_DUST_NFIELDS + 2];
+    size_t                  i;
+
+    sh_stream_entry_init(&e);
+    e.node = (const unsigned char *) "n1";
+    e.node_len = 2;
+    e.time = 1700000000123ULL;
+    e.seed = 0xdeadbeef;
+    for (i = 0; i < SH_STREAM_DUST_LEN; i++) {
+        e.dust[i] = (unsigned char) (i * 7);
+    }
+    sh_stream_encode_dust(&f, &e, key_a);
+    assert_int_equal(f.len[1], 2 * SH_STREAM_DUST_LEN);
+
+    for (i = 0; i < SH_STREAM_DUST_NFIELDS; i++) {
+        kv[2 * i] = f.name[i];
+        kv[2 * i + 1] = f.value[i];
+    }
+    assert_int_equal(decode(&d, kv, 2 * SH_STREAM_DUST_NFIELDS, err,
+                            sizeof(err)), 0);
+    assert_true(sh_stream_is_dust(&d));
+    assert_memory_equal(d.dust, e.dust, SH_STREAM_DUST_LEN);
+    assert_true(d.time == e.time && d.seed == e.seed);
+    assert_true(sh_stream_verify(&d, key_a));
+    assert_false(sh_stream_verify(&d, key_b));
+
+    x = d; x.dust[100] ^= 1;    assert_false(sh_stream_verify(&x, key_a));
+    x = d; x.time++;            assert_false(sh_stream_verify(&x, key_a));
+    x = d; x.seed ^= 1;         assert_false(sh_stream_verify(&x, key_a));
+    x = d; x.node_len = 1;      assert_false(sh_stream_verify(&x, key_a));
+
+    /* the same fields read as a document's: not its MAC */
+    x = d; x.seen &= ~(1u << SH_STREAM_F_DUST);
+    assert_false(sh_stream_verify(&x, key_a));
+
+    /* a dust field with a key: malformed */
+    kv[2 * SH_STREAM_DUST_NFIELDS] = "key";
+    kv[2 * SH_STREAM_DUST_NFIELDS + 1] = "site/x";
+    assert_int_equal(decode(&d, kv, 2 * SH_STREAM_DUST_NFIELDS + 2, err,
+                            sizeof(err)), -1);
+
+    /* truncated, not hex */
+    memcpy(bad, f.dust, sizeof(bad));
+    kv[3] = "00ff";
+    assert_int_equal(decode(&d, kv, 2 * SH_STREAM_DUST_NFIELDS, err,
+                            sizeof(err)), -1);
+    bad[10] = 'g';
+    kv[3] = bad;
+    assert_int_equal(decode(&d, kv, 2 * SH_STREAM_DUST_NFIELDS, err,
+                            sizeof(err)), -1);
+
+    /* no mac */
+    kv[3] = f.dust;
+    assert_int_equal(decode(&d, kv, 2 * SH_STREAM_DUST_NFIELDS - 2, err,
+                            sizeof(err)), -1);
+}
+
 int
 main(void)
 {
@@ -368,6 +434,7 @@ main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_next_time),
+        cmocka_unit_test(test_dust_entry),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
