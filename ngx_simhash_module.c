@@ -3308,6 +3308,7 @@ ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
     zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
     for (i = 0; i < n; i++) {
+        ngx_http_simhash_snapshot_exit_worker(zones[i], cycle->log);
         ngx_http_simhash_stream_exit_worker(zones[i]);
     }
 }

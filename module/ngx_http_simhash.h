@@ -419,6 +419,8 @@ void ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 ngx_int_t ngx_http_simhash_snapshot_init_worker(
     ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
+void ngx_http_simhash_snapshot_exit_worker(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
 void ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 

@@ -59,6 +59,7 @@ typedef struct {
     ngx_msec_t                   copy_ms;   /* the longest hold */
     ngx_msec_t                   write_ms;  /* the whole save */
     ngx_int_t                    rc;
+    ngx_atomic_t                 written;   /* the thread is done with it */
     sh_snapshot_owner_t          owner;
     unsigned                     owned:1;   /* owner is set */
     char                         err[512];
@@ -90,6 +91,7 @@ static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
 static ngx_int_t ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
     sh_snapshot_writer_t *w);
 static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
+static void ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
     ngx_log_t *log);
 static void ngx_http_simhash_save_handler(ngx_event_t *ev);
@@ -1058,7 +1060,8 @@ ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
  * The save, without an nginx call that logs or allocates from a pool (it
  * may run in a thread): PATH.tmp created afresh, the settings, then the
  * store's image one buffer per hold of the lock (sh_store_image.h), each
- * buffer written with the lock released; fsync, rename.
+ * buffer written with the lock released; fsync, rename.  Then `written`
+ * says the thread is done with sv (ngx_http_simhash_snapshot_exit_worker).
  */
 
 static void
@@ -1066,6 +1069,16 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
 {
     ngx_http_simhash_save_t  *sv = data;
 
+    ngx_http_simhash_save_write_file(sv);
+
+    ngx_memory_barrier();
+    sv->written = 1;
+}
+
+
+static void
+ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
+{
     long                       n;
     size_t                     len;
     u_char                     meta[NGX_HTTP_SIMHASH_META_MAX];
@@ -1416,6 +1429,37 @@ ngx_http_simhash_snapshot_init_worker(ngx_http_simhash_zone_t *zone,
     ngx_add_timer(&zone->save_event, ngx_min(zone->save, 10000));
 
     return NGX_OK;
+}
+
+
+/*
+ * A worker exits.  nginx's thread pools have finished their tasks by now
+ * (ngx_thread_pool_module's exit_process comes first: it waits for every
+ * task queued before its own), but a save they ran may not have had its
+ * completion event in the worker's loop, which has ended: finish it here,
+ * its buffer freed and the save lock let go.
+ */
+
+void
+ngx_http_simhash_snapshot_exit_worker(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log)
+{
+#if (NGX_THREADS)
+    ngx_http_simhash_save_t  *sv;
+
+    if (zone->save_task == NULL || zone->sh == NULL) {
+        return;
+    }
+
+    sv = zone->save_task->ctx;
+
+    if (sv->buf == NULL || !sv->written) {
+        return;     /* none in flight, or a thread still holds it */
+    }
+
+    (void) ngx_http_simhash_save_finish(sv, log);
+    (void) ngx_atomic_cmp_set(&zone->sh->save_lock, ngx_pid, 0);
+#endif
 }
 
 
