@@ -33,7 +33,7 @@
 #include "sh_dust.h"
 
 #define DUST_MAGIC      "SHDUST1"
-#define DUST_VERSION    1u
+#define DUST_VERSION    2u          /* 2: entries begin with dway_t */
 #define IMAGE_MAGIC     "SHDUSTIM"
 #define IMAGE_VERSION   1u
 #define IMAGE_HDR       64
@@ -81,24 +81,28 @@ typedef struct {
     char     pat_text[SH_DUST_PAT_TEXT];
 } dcand_t;
 
+/* What an entry of the evidence and canonical tables begins with. */
 typedef struct {
     uint64_t key;               /* 0: free */
+    uint64_t stamp;             /* of its last use: a set's oldest goes */
+} dway_t;
+
+typedef struct {
+    dway_t   way;
     uint64_t rep;
     uint64_t url;               /* hash of the URL that set it */
     uint64_t aux;               /* pair entries: the canonical form of
                                    the URL; alias entries: its host;
                                    reverse entries: the rule's argument */
     uint64_t pattern;           /* reverse entries: the rule's pattern */
-    uint64_t stamp;
     uint8_t  kind;              /* reverse entries: the rule's kind */
     uint8_t  pad[7];
 } devid_t;
 
 typedef struct {
-    uint64_t key;
+    dway_t   way;
     uint64_t rep;
     uint64_t url;
-    uint64_t stamp;
 } dcanon_t;
 
 struct sh_dust_s {
@@ -138,20 +142,6 @@ set_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
-}
-
-static inline uint64_t
-mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t
-step(uint64_t h, uint64_t x)
-{
-    return mix64((h + 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL ^ x);
 }
 
 static inline uint64_t
@@ -409,7 +399,7 @@ host_get(sh_dust_t *d, uint64_t hash, const char *text, size_t len)
 static inline uint64_t
 bloom_bit(uint8_t kind, uint64_t arg)
 {
-    return 1ULL << (step(kind, arg) >> 58);
+    return 1ULL << (sh_url_step(kind, arg) >> 58);
 }
 
 /* ---- Candidates. ---- */
@@ -417,7 +407,7 @@ bloom_bit(uint8_t kind, uint64_t arg)
 static inline uint64_t
 cand_key(uint64_t host, uint64_t pattern, uint8_t kind, uint64_t arg)
 {
-    return step(step(step(host, pattern), kind), arg);
+    return sh_url_step(sh_url_step(sh_url_step(host, pattern), kind), arg);
 }
 
 static dcand_t *
@@ -706,62 +696,58 @@ evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
 
 /* ---- Evidence and canonical tables. ---- */
 
-static devid_t *
-evid_get(sh_dust_t *d, uint64_t key, int create, int *found)
+/*
+ * The entry of `key` in a set of `ways` entries of `size` bytes, each
+ * beginning with its dway_t; *found says whether it was there.  Not there
+ * and `create`: the set's free or least recently used entry, emptied and
+ * given the key; else NULL.
+ */
+static void *
+way_get(sh_dust_t *d, unsigned char *set, size_t size, unsigned ways,
+        uint64_t key, int create, int *found)
 {
-    devid_t *set = evids(d) + (key & (d->evid_sets - 1)) * EVID_WAYS;
-    devid_t *v = NULL;
-    unsigned i;
+    dway_t   *w, *v = NULL;
+    unsigned  i;
 
     *found = 0;
-    for (i = 0; i < EVID_WAYS; i++) {
-        if (set[i].key == key) {
+    for (i = 0; i < ways; i++) {
+        w = (dway_t *) (set + i * size);
+        if (w->key == key) {
             *found = 1;
-            set[i].stamp = ++d->clock;
-            return &set[i];
+            w->stamp = ++d->clock;
+            return w;
         }
-        if (v == NULL || set[i].key == 0
-            || (v->key != 0 && set[i].stamp < v->stamp))
+        if (v == NULL || w->key == 0
+            || (v->key != 0 && w->stamp < v->stamp))
         {
-            v = &set[i];
+            v = w;
         }
     }
     if (!create) {
         return NULL;
     }
-    memset(v, 0, sizeof(*v));
+    memset(v, 0, size);
     v->key = key;
     v->stamp = ++d->clock;
     return v;
+}
+
+static devid_t *
+evid_get(sh_dust_t *d, uint64_t key, int create, int *found)
+{
+    devid_t *set = evids(d) + (key & (d->evid_sets - 1)) * EVID_WAYS;
+
+    return way_get(d, (unsigned char *) set, sizeof(*set), EVID_WAYS, key,
+                   create, found);
 }
 
 static dcanon_t *
 canon_get(sh_dust_t *d, uint64_t key, int create, int *found)
 {
     dcanon_t *set = canons(d) + (key & (d->canon_sets - 1)) * CANON_WAYS;
-    dcanon_t *v = NULL;
-    unsigned  i;
 
-    *found = 0;
-    for (i = 0; i < CANON_WAYS; i++) {
-        if (set[i].key == key) {
-            *found = 1;
-            set[i].stamp = ++d->clock;
-            return &set[i];
-        }
-        if (v == NULL || set[i].key == 0
-            || (v->key != 0 && set[i].stamp < v->stamp))
-        {
-            v = &set[i];
-        }
-    }
-    if (!create) {
-        return NULL;
-    }
-    memset(v, 0, sizeof(*v));
-    v->key = key;
-    v->stamp = ++d->clock;
-    return v;
+    return way_get(d, (unsigned char *) set, sizeof(*set), CANON_WAYS, key,
+                   create, found);
 }
 
 #define KEY_PAIR    0x2f8ad1c39e6b5074ULL
@@ -1000,7 +986,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     h->last = now;
     scope_of(&u, &sc);
     hu = sh_url_hash(&u, NULL);
-    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 0, &found);
+    e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hu)), 0, &found);
     refetch = e != NULL && e->url == hu;
 
     n = atoms(&u, a);
@@ -1029,7 +1015,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
 
         /* two URLs of one canonical form say nothing of a rule composed
          * with the rules that made them one */
-        e = evid_get(d, nonzero(step(cand_key(sc.host, sc.pattern,
+        e = evid_get(d, nonzero(sh_url_step(cand_key(sc.host, sc.pattern,
                                               a[i].kind, a[i].arg)
                                      ^ KEY_PAIR, hr)), 1, &found);
         if (found && e->url != hu && (isactive[i] || e->aux != hc)) {
@@ -1040,7 +1026,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
         e->aux = hc;
 
         if (!refetch) {
-            e = evid_get(d, nonzero(step(KEY_IDENT, hr)), 0, &found);
+            e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hr)), 0, &found);
             if (found && e->url != hu) {
                 evidence(d, &sc, &a[i], e->rep == rep, now);
             } else if (na > 0 && !isactive[i]) {
@@ -1052,7 +1038,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
             }
         }
 
-        e = evid_get(d, nonzero(step(KEY_REV, hr)), 1, &found);
+        e = evid_get(d, nonzero(sh_url_step(KEY_REV, hr)), 1, &found);
         e->rep = rep;
         e->url = hu;
         e->aux = a[i].arg;
@@ -1062,7 +1048,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
 
     /* u, or its canonical form, is R'(w) of an earlier w */
     for (i = 0; !refetch && i < (hc != hu ? 2u : 1u); i++) {
-        e = evid_get(d, nonzero(step(KEY_REV, i ? hc : hu)), 0, &found);
+        e = evid_get(d, nonzero(sh_url_step(KEY_REV, i ? hc : hu)), 0, &found);
         if (found && e->url != hu && e->kind != 0) {
             memset(&ra, 0, sizeof(ra));
             ra.kind = e->kind;
@@ -1083,7 +1069,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
 
     /* the same path and query on another host */
     rwi = (sh_url_rw_t) { .no_host = 1 };
-    e = evid_get(d, nonzero(step(KEY_ALIAS, sh_url_hash(&u, &rwi))), 1,
+    e = evid_get(d, nonzero(sh_url_step(KEY_ALIAS, sh_url_hash(&u, &rwi))), 1,
                  &found);
     if (found && e->aux != u.host_hash && e->url != hu) {
         alias_pair(d, e->aux, &u, e->rep == rep, now);
@@ -1092,7 +1078,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     e->url = hu;
     e->aux = u.host_hash;
 
-    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 1, &found);
+    e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hu)), 1, &found);
     e->rep = rep;
     e->url = hu;
 
@@ -1138,7 +1124,7 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
     int         found;
 
     /* a URL already seen is the store's to answer: no prediction */
-    e = evid_get(d, nonzero(step(KEY_IDENT, hu)), 0, &found);
+    e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hu)), 0, &found);
     if (e != NULL && e->url == hu) {
         return 0;
     }
@@ -1151,8 +1137,9 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
     for (i = 0; i < na; i++) {
         if (which[i] < 0) {
             nh = (sh_url_rw_t) { .no_host = 1 };
-            e = evid_get(d, nonzero(step(KEY_ALIAS, sh_url_hash(u, &nh))), 0,
-                         &found);
+            e = evid_get(d, nonzero(sh_url_step(KEY_ALIAS,
+                                                sh_url_hash(u, &nh))),
+                         0, &found);
             if (e != NULL && e->aux == applied[i]->arg && e->url != hu) {
                 *rep = e->rep;
                 *used = (int) i;
@@ -1161,12 +1148,12 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
             continue;
         }
         hr = sh_url_hash(u, &a[which[i]].rw);
-        e = evid_get(d, nonzero(step(cand_key(sc->host, sc->pattern,
+        e = evid_get(d, nonzero(sh_url_step(cand_key(sc->host, sc->pattern,
                                               a[which[i]].kind,
                                               a[which[i]].arg)
                                      ^ KEY_PAIR, hr)), 0, &found);
         if (e == NULL || e->url == hu) {
-            e = evid_get(d, nonzero(step(KEY_IDENT, hr)), 0, &found);
+            e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hr)), 0, &found);
         }
         if (e != NULL && e->url != hu) {
             *rep = e->rep;

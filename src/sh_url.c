@@ -19,20 +19,6 @@
 #define NO_HOST     0xa4e19b7c05d3f28eULL
 #define CHAIN_SEED  0x6b43a9b5c1d2e3f7ULL
 
-static inline uint64_t
-mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t
-step(uint64_t h, uint64_t x)
-{
-    return mix64((h + 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL ^ x);
-}
-
 static inline int
 hexval(int c)
 {
@@ -321,7 +307,7 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
         dlen[i] = (uint16_t) n;
         pa->name_hash = XXH3_64bits_withSecret(buf + used, n, secret,
                                                SH_URL_SECRET_LEN);
-        pa->hash = mix64(pa->name_hash * 0xC2B2AE3D27D4EB4FULL
+        pa->hash = sh_url_mix(pa->name_hash * 0xC2B2AE3D27D4EB4FULL
                          ^ sh_url_hash_bytes(secret, pa->value.p,
                                              pa->value.len));
         used += n;
@@ -383,24 +369,24 @@ sh_url_hash(const sh_url_t *u, const sh_url_rw_t *rw)
     unsigned idx[SH_URL_SEGS_MAX], i, k, p;
 
     if (rw && rw->no_host) {
-        h = step(h, NO_HOST);
+        h = sh_url_step(h, NO_HOST);
     } else {
-        h = step(h, (rw && rw->host) ? rw->host : u->host_hash);
+        h = sh_url_step(h, (rw && rw->host) ? rw->host : u->host_hash);
     }
-    h = step(h, u->scheme_hash);
+    h = sh_url_step(h, u->scheme_hash);
     k = path_hashes(u, rw, segs, idx);
     for (i = 0; i < k; i++) {
-        h = step(h, segs[i]);
+        h = sh_url_step(h, segs[i]);
     }
-    h = step(h, QUERY_SEP);
+    h = sh_url_step(h, QUERY_SEP);
     for (i = 0; i < u->nparams; i++) {
         p = (rw && rw->sort) ? u->order[i] : i;
         if (rw && (rw->drop_params >> p & 1)) {
             continue;
         }
-        h = step(h, u->params[p].hash);
+        h = sh_url_step(h, u->params[p].hash);
     }
-    h = mix64(h ^ CHAIN_SEED);
+    h = sh_url_mix(h ^ CHAIN_SEED);
     return h ? h : 1;
 }
 

@@ -146,4 +146,22 @@ size_t sh_url_write(const sh_url_t *u, const sh_url_rw_t *rw,
                     const char *host, size_t hostlen, char *buf,
                     size_t size);
 
+/* splitmix64's finaliser: every bit of z reaches every bit of the result */
+static inline uint64_t
+sh_url_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* One step of an order-dependent hash of parts: the URL's (sh_url_hash)
+ * and the learner's keys built on them (sh_dust.c). */
+static inline uint64_t
+sh_url_step(uint64_t h, uint64_t x)
+{
+    return sh_url_mix((h + 0x9E3779B97F4A7C15ULL) * 0xD6E8FEB86659FD93ULL
+                      ^ x);
+}
+
 #endif
