@@ -1857,14 +1857,14 @@ sh_dust_image_save(const sh_dust_t *cd, void *buf, size_t size)
     return need;
 }
 
-int
-sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
-                   size_t errlen)
+/* An image's header, lengths and checksum: its counts of hosts and rules,
+ * or -1 and a message. */
+static int
+image_check(const unsigned char *p, size_t len, size_t *nhosts,
+            size_t *nrules, char *err, size_t errlen)
 {
-    const unsigned char *p = buf, *r;
-    XXH3_state_t         st;
-    size_t               nh, nc, i;
-    dhost_t             *h;
+    XXH3_state_t st;
+    size_t       nh, nc;
 
     if (len < IMAGE_HDR || memcmp(p, IMAGE_MAGIC, 8) != 0) {
         set_err(err, errlen, "not a dust image");
@@ -1889,6 +1889,22 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
     (void) XXH3_64bits_update(&st, p + IMAGE_HDR, len - IMAGE_HDR);
     if (get64(p + 48) != XXH3_64bits_digest(&st)) {
         set_err(err, errlen, "dust image damaged (checksum)");
+        return -1;
+    }
+    *nhosts = nh;
+    *nrules = nc;
+    return 0;
+}
+
+int
+sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
+                   size_t errlen)
+{
+    const unsigned char *p = buf, *r;
+    size_t               nh, nc, i;
+    dhost_t             *h;
+
+    if (image_check(p, len, &nh, &nc, err, errlen) != 0) {
         return -1;
     }
     if (get64(p + 32) != d->secret_digest) {
@@ -1933,7 +1949,6 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
                     sh_dust_rule_cb cb, void *ctx, char *err, size_t errlen)
 {
     const unsigned char *p = buf, *r;
-    XXH3_state_t         st;
     size_t               nh, nc, i;
     sh_dust_rule_info_t  ri;
     uint32_t             n;
@@ -1941,29 +1956,7 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
     if (z <= 0.0) {
         z = 2.58;
     }
-    if (len < IMAGE_HDR || memcmp(p, IMAGE_MAGIC, 8) != 0) {
-        set_err(err, errlen, "not a dust image");
-        return -1;
-    }
-    if (get32(p + 8) != IMAGE_VERSION || get32(p + 12) != HOST_REC_LEN
-        || get32(p + 16) != SH_DUST_RULE_REC_LEN)
-    {
-        set_err(err, errlen, "dust image of another version");
-        return -1;
-    }
-    nh = get32(p + 20);
-    nc = get32(p + 24);
-    if (get64(p + 40) != len
-        || len != IMAGE_HDR + nh * HOST_REC_LEN + nc * SH_DUST_RULE_REC_LEN)
-    {
-        set_err(err, errlen, "dust image truncated");
-        return -1;
-    }
-    (void) XXH3_64bits_reset(&st);
-    (void) XXH3_64bits_update(&st, p, 48);
-    (void) XXH3_64bits_update(&st, p + IMAGE_HDR, len - IMAGE_HDR);
-    if (get64(p + 48) != XXH3_64bits_digest(&st)) {
-        set_err(err, errlen, "dust image damaged (checksum)");
+    if (image_check(p, len, &nh, &nc, err, errlen) != 0) {
         return -1;
     }
     r = p + IMAGE_HDR + nh * HOST_REC_LEN;
