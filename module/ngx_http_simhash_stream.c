@@ -111,6 +111,9 @@ static void ngx_http_simhash_pub_ready(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_pub_down(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_flush_handler(ngx_event_t *ev);
 static void ngx_http_simhash_flush(ngx_http_simhash_link_t *lk);
+static ngx_uint_t ngx_http_simhash_xadd_fields(const char **argv,
+    size_t *argvlen, const char *const *name, const char *const *value,
+    const size_t *len, ngx_uint_t n);
 static void ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
     void *privdata);
 static void ngx_http_simhash_sub_ready(ngx_http_simhash_redis_t *rd);
@@ -341,7 +344,6 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
 {
     size_t                          off;
     uint64_t                        tail;
-    ngx_uint_t                      f;
     ngx_uint_t                      nargs;
     const char                     *argv[6 + 2 * SH_STREAM_NFIELDS];
     size_t                          argvlen[6 + 2 * SH_STREAM_NFIELDS];
@@ -404,14 +406,11 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
 
             sh_stream_encode_dust(&dfields, &e, zone->mac_key);
 
-            for (f = 0; f < SH_STREAM_DUST_NFIELDS; f++) {
-                argv[6 + 2 * f] = dfields.name[f];
-                argvlen[6 + 2 * f] = ngx_strlen(dfields.name[f]);
-                argv[6 + 2 * f + 1] = dfields.value[f];
-                argvlen[6 + 2 * f + 1] = dfields.len[f];
-            }
-
-            nargs = 6 + 2 * SH_STREAM_DUST_NFIELDS;
+            nargs = 6 + ngx_http_simhash_xadd_fields(&argv[6], &argvlen[6],
+                                                     dfields.name,
+                                                     dfields.value,
+                                                     dfields.len,
+                                                     SH_STREAM_DUST_NFIELDS);
 
         } else {
             e.key = (u_char *) rec + sizeof(ngx_http_simhash_outrec_t);
@@ -424,14 +423,11 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
             /* the entry format is sh_stream's: names, order, text, MAC */
             sh_stream_encode(&fields, &e, zone->mac_key);
 
-            for (f = 0; f < SH_STREAM_NFIELDS; f++) {
-                argv[6 + 2 * f] = fields.name[f];
-                argvlen[6 + 2 * f] = ngx_strlen(fields.name[f]);
-                argv[6 + 2 * f + 1] = fields.value[f];
-                argvlen[6 + 2 * f + 1] = fields.len[f];
-            }
-
-            nargs = 6 + 2 * SH_STREAM_NFIELDS;
+            nargs = 6 + ngx_http_simhash_xadd_fields(&argv[6], &argvlen[6],
+                                                     fields.name,
+                                                     fields.value,
+                                                     fields.len,
+                                                     SH_STREAM_NFIELDS);
         }
 
         if (ngx_http_simhash_redis_command(&lk->pub,
@@ -459,6 +455,26 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
 
 
 /* Redis has the record: it leaves the outbox. */
+
+
+/* An entry's n fields as XADD's arguments, name then value: 2n of them. */
+
+static ngx_uint_t
+ngx_http_simhash_xadd_fields(const char **argv, size_t *argvlen,
+    const char *const *name, const char *const *value, const size_t *len,
+    ngx_uint_t n)
+{
+    ngx_uint_t  f;
+
+    for (f = 0; f < n; f++) {
+        argv[2 * f] = name[f];
+        argvlen[2 * f] = ngx_strlen(name[f]);
+        argv[2 * f + 1] = value[f];
+        argvlen[2 * f + 1] = len[f];
+    }
+
+    return 2 * n;
+}
 
 static void
 ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
