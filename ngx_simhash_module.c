@@ -562,6 +562,12 @@ static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
  * once, without the upstream; but one prediction in simhash_dust_verify
  * is fetched anyway and its decision, observed, checks the rule.  In tag
  * mode the page is fetched and the prediction rides along.
+ *
+ * keys=path asks that the original have the request's path: for a
+ * prediction, its path once the active rules rewrote both (same_path), so
+ * /d/index.html predicted from /d/ by a learned index-file rule is
+ * answered, and a prediction whose document is another item's page (a
+ * fingerprint duplicate of it was the last fetch of that form) is not.
  */
 
 static ngx_int_t
@@ -592,7 +598,7 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    p = ngx_palloc(r->pool, sizeof(ngx_http_simhash_prediction_t));
+    p = ngx_pcalloc(r->pool, sizeof(ngx_http_simhash_prediction_t));
     if (p == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -628,7 +634,9 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
                    &ctx->duplicate_of, &ctx->predicted);
 
     if (slcf->action != NGX_HTTP_SIMHASH_DROP
-        || !ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of, 0)
+        || !(p->same_path
+             || ngx_http_simhash_drop_allowed(slcf, &safe,
+                                              &ctx->duplicate_of, 0))
         || (slcf->dust_verify
             && (ngx_uint_t) ngx_random() % 1000000 < slcf->dust_verify))
     {

@@ -561,6 +561,8 @@ typedef struct {
     u_char                       rule[128];
     size_t                       rule_len;
     ngx_str_t                    name;      /* raw, in the request's pool */
+    ngx_uint_t                   same_path; /* the rules give the request
+                                               and the original one path */
     sh_dust_why_t                why;
 } ngx_http_simhash_prediction_t;
 

@@ -1255,6 +1255,11 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
         } else {
             ngx_memcpy(p->name.data, name.data, name.len);
             p->name.len = name.len;
+
+            p->same_path = sh_dust_same_path(sh->dust, (char *) key->data,
+                                             key->len, (char *) name.data,
+                                             name.len)
+                           == 1;
         }
     }
 

@@ -1220,6 +1220,43 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     return 1;
 }
 
+/* The hash of c(u)'s path; 0 for a refused URL. */
+static uint64_t
+canonical_path(sh_dust_t *d, const char *url, size_t len)
+{
+    sh_url_t     u;
+    atom_t       a[ATOMS_MAX];
+    dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1];
+    sh_url_rw_t  rw;
+    scope_t      sc;
+    dhost_t     *h;
+
+    if (sh_url_parse(&u, url, len) != 0) {
+        return 0;
+    }
+    sh_url_hash_parts(&u, d->secret);
+    memset(&rw, 0, sizeof(rw));
+    h = host_find(d, u.host_hash);
+    if (h != NULL) {
+        scope_of(&u, &sc);
+        canonical(d, &u, &sc, h, a, atoms(&u, a), &rw, applied, which);
+    }
+    return sh_url_path_hash(&u, &rw);
+}
+
+int
+sh_dust_same_path(sh_dust_t *d, const char *a, size_t alen, const char *b,
+                  size_t blen)
+{
+    uint64_t pa = canonical_path(d, a, alen), pb;
+
+    if (pa == 0 || (pb = canonical_path(d, b, blen)) == 0) {
+        return -1;
+    }
+    return pa == pb;
+}
+
 void
 sh_dust_saved(sh_dust_t *d, const sh_dust_why_t *why)
 {

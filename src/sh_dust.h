@@ -254,6 +254,19 @@ int sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
 int sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
                     uint64_t *rep, sh_dust_why_t *why);
 
+/*
+ * Whether the active rules give a and b one path: 1 when c(a) and c(b),
+ * each under the rules of its own scope, have the same path (whatever
+ * their hosts, schemes and queries), 0 when not, -1 when either URL is
+ * refused.  What a drop mode that asks for the duplicate's path (the
+ * module's keys=path) checks of a prediction: /d/index.html predicted
+ * from /d/ by INDEX_FILE passes, a prediction whose document came from
+ * another item's page (the canonical table's URL was a duplicate of it)
+ * does not.
+ */
+int sh_dust_same_path(sh_dust_t *d, const char *a, size_t alen,
+                      const char *b, size_t blen);
+
 /* The module acted on a prediction: a fetch saved. */
 void sh_dust_saved(sh_dust_t *d, const sh_dust_why_t *why);
 

@@ -390,6 +390,20 @@ sh_url_hash(const sh_url_t *u, const sh_url_rw_t *rw)
     return h ? h : 1;
 }
 
+uint64_t
+sh_url_path_hash(const sh_url_t *u, const sh_url_rw_t *rw)
+{
+    uint64_t h = CHAIN_SEED, segs[SH_URL_SEGS_MAX];
+    unsigned idx[SH_URL_SEGS_MAX], i, k;
+
+    k = path_hashes(u, rw, segs, idx);
+    for (i = 0; i < k; i++) {
+        h = sh_url_step(h, segs[i]);
+    }
+    h = sh_url_mix(h ^ QUERY_SEP);
+    return h ? h : 1;
+}
+
 static void
 put(char *buf, size_t size, size_t *n, const char *p, size_t len, int low)
 {

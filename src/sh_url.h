@@ -124,6 +124,10 @@ void sh_url_hash_parts(sh_url_t *u, const unsigned char *secret);
 /* The hash of u rewritten by rw (NULL: u itself); never 0. */
 uint64_t sh_url_hash(const sh_url_t *u, const sh_url_rw_t *rw);
 
+/* The hash of u's path alone, rewritten by rw (NULL: as it is): what
+ * two URLs that name one path on two hosts, schemes or queries share. */
+uint64_t sh_url_path_hash(const sh_url_t *u, const sh_url_rw_t *rw);
+
 /* A hash of bytes under the secret (host names given as text). */
 uint64_t sh_url_hash_bytes(const unsigned char *secret, const void *p,
                            size_t len);

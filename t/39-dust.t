@@ -25,6 +25,8 @@ my $pins = <<"END";
     simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
                       drop_param=ref pin;
     simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      index_file=index.html pin;
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
                       drop_param=s\xc3\xa9 pin;
     simhash_dust_rule zone=crawl host=site.test pattern=/doc/
                       drop_param=utm forbid;
@@ -273,6 +275,40 @@ is($h->{'x-simhash-predicted'}, 'drop_param(s%C3%A9)',
    'a non-ASCII argument: percent-encoded in X-Simhash-Predicted');
 ok($rule->('pinned.test', 'drop_param', 's%C3%A9'),
    'a non-ASCII argument: percent-encoded in the stats');
+
+# -- keys=path (drop mode's default) and a path rule: the original must
+# have the request's path once the rules rewrote both.  /doc/d1/index.html
+# by index_file(index.html) is /doc/d1/: answered without a fetch.
+my @items = $t->random_pages(1, 150, 5151);
+mkdir $t->prefix . '/html/doc/d1';
+$t->write_file('html/doc/d1/index.html', $items[0]);
+($status, $h) = $t->raw_get('/pinned/doc/d1/');
+is($h->{'x-simhash-status'}, 'new', 'path rule: the directory fetched');
+$before = $hits->();
+($status, $h) = $t->raw_get('/pinned/doc/d1/index.html');
+is($status, 204, 'path rule, keys=path: the index file dropped');
+is($h->{'x-simhash-predicted'}, 'index_file(index.html)',
+   'path rule: named');
+is($h->{'x-simhash-duplicate-of'}, 'http://pinned.test/doc/d1/',
+   'path rule: a duplicate of the directory');
+is($hits->(), $before, 'path rule, keys=path: not fetched');
+
+# ... but a prediction whose document is another item's page is fetched:
+# item.html is p96's text under another name (a fingerprint duplicate,
+# tagged, not dropped: keys=path), so drop_param(ref) predicts its next
+# variant as a duplicate of p96.html, which no rule gives item.html's path
+$t->get('/pinned/doc/p96.html');
+$t->write_file('html/doc/item.html', $pages[95]);
+$r = $t->get('/pinned/doc/item.html?ref=a');
+is($r->{headers}{'x-simhash-status'}, 'duplicate',
+   'another item: a fingerprint duplicate');
+is($r->{status}, 200, 'another item: tagged, not dropped (keys=path)');
+$before = $hits->();
+($status, $h) = $t->raw_get('/pinned/doc/item.html?ref=b');
+is($h->{'x-simhash-predicted'}, 'drop_param(ref)',
+   'another item: predicted');
+is($status, 200, 'another item, keys=path: the prediction not answered');
+is($hits->(), $before + 1, 'another item: fetched');
 
 # forbid: drop_param(utm) never turns on, whatever the evidence
 for my $i (21 .. 90) {

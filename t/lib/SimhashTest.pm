@@ -61,6 +61,7 @@ use File::Path qw(make_path);
 use File::Temp qw(tempdir);
 use HTTP::Tiny;
 use IO::Socket::INET;
+use Socket qw(AF_UNIX SOCK_STREAM pack_sockaddr_un);
 use JSON::PP;
 use POSIX qw(:sys_wait_h);
 use Test::More;
@@ -150,23 +151,44 @@ sub module_path {
     return $m;
 }
 
-# A port nothing listens on, and not one handed out before in this
-# process: the kernel may give a port that was closed a moment ago again,
-# and a test that asked for two (origin and proxy) then had both server
-# blocks on one port ("conflicting server name").
+# A port nothing listens on, reserved for this process until it exits.
+#
+# Test files run side by side (prove -j), and a port that one of them was
+# given by bind(0) and closed is free again for the next bind(0) -- in
+# another test file -- or for any outgoing connection, before the nginx
+# meant to listen there starts ("bind() ... Address already in use", CI
+# run of session 24).  So ports come from below the kernel's ephemeral
+# range, which neither bind(0) nor connect() hands out, and each is
+# reserved by binding an abstract Unix socket named after it: that name is
+# unique machine-wide, needs no file, works across users, and goes away
+# with the process that holds it.
 my %ports_given;
 
+sub ephemeral_low {
+    open(my $fh, '<', '/proc/sys/net/ipv4/ip_local_port_range')
+        or return 32768;
+    my ($low) = split ' ', scalar <$fh>;
+    return $low && $low > 0 ? $low : 32768;
+}
+
 sub free_port {
-    for (1 .. 100) {
+    my $lo = 20000;
+    my $hi = ephemeral_low() - 1;
+    ($lo, $hi) = (1024, 19999) if $hi < $lo + 1000;
+    for (1 .. 5000) {
+        my $port = $lo + int(rand($hi - $lo + 1));
+        next if $ports_given{$port};
+        socket(my $lock, AF_UNIX, SOCK_STREAM, 0) or die "socket: $!";
+        bind($lock, pack_sockaddr_un("\0simhash-test-port-$port")) or next;
         my $s = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                      LocalPort => 0, Proto => 'tcp',
+                                      LocalPort => $port, Proto => 'tcp',
                                       ReuseAddr => 1)
-            or die "cannot bind a free port: $!";
-        my $port = $s->sockport;
+            or next;
         close $s;
-        return $port unless $ports_given{$port}++;
+        $ports_given{$port} = $lock;
+        return $port;
     }
-    die "cannot find a port not handed out before";
+    die "cannot find a free port in $lo..$hi";
 }
 
 sub new {

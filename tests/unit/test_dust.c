@@ -573,6 +573,61 @@ test_path_rules(void **state)
     unmake(&f);
 }
 
+/* sh_dust_same_path: one path once each URL's active rules rewrote it,
+ * whatever the host, scheme and query; another item's page never. */
+#define SAME(a, b) sh_dust_same_path(f.d, a, strlen(a), b, strlen(b))
+
+static void
+test_same_path(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    /* no rule: the paths as they are */
+    assert_int_equal(SAME("http://i.example/i/1/index.html",
+                          "http://i.example/i/1/"), 0);
+    assert_int_equal(SAME("http://i.example/i/1/?sid=3",
+                          "https://mirror.example/i/1/"), 1);
+    assert_int_equal(SAME("http://i.example/i/1/", "http://i.example/i/2/"),
+                     0);
+
+    learn_pairs(f.d, "http://i.example/i/%d/", "http://i.example/i/%d/"
+                "index.html", 12);
+    assert_int_equal(state_of(f.d, "i.example", "/i/", SH_DUST_INDEX_FILE,
+                              "index.html"), SH_DUST_ACTIVE);
+    assert_int_equal(SAME("http://i.example/i/1/index.html",
+                          "http://i.example/i/1/"), 1);
+    assert_int_equal(SAME("http://i.example/i/1/",
+                          "http://i.example/i/1/index.html"), 1);
+    /* the rule is i.example's in /i/: not another pattern's, not another
+     * host's, and never another item */
+    assert_int_equal(SAME("http://i.example/j/1/index.html",
+                          "http://i.example/j/1/"), 0);
+    assert_int_equal(SAME("http://k.example/i/1/index.html",
+                          "http://k.example/i/1/"), 0);
+    assert_int_equal(SAME("http://i.example/i/1/index.html",
+                          "http://i.example/i/2/"), 0);
+
+    /* a print view: its rule is scoped by /print/, the original's path
+     * (/a/1) has no rule of its own and is its own canonical form */
+    learn_pairs(f.d, "http://q.example/a/%d", "http://q.example/print/a/%d",
+                12);
+    assert_int_equal(SAME("http://q.example/print/a/7",
+                          "http://q.example/a/7"), 1);
+    assert_int_equal(SAME("http://q.example/print/a/7",
+                          "http://q.example/a/8"), 0);
+
+    /* refused */
+    assert_int_equal(SAME("no scheme", "http://i.example/i/1/"), -1);
+    assert_int_equal(SAME("http://i.example/i/1/", "simhash-id:0123abcd"),
+                     -1);
+    unmake(&f);
+}
+
 /* All distinct URLs and documents, exact and changed re-fetches: no rule,
  * no prediction. */
 static void
@@ -1046,6 +1101,7 @@ main(void)
         cmocka_unit_test(test_retire),
         cmocka_unit_test(test_pin_forbid),
         cmocka_unit_test(test_path_rules),
+        cmocka_unit_test(test_same_path),
         cmocka_unit_test(test_no_dust),
         cmocka_unit_test(test_lru_hosts),
         cmocka_unit_test(test_hostile),

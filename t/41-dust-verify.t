@@ -1,0 +1,121 @@
+#!/usr/bin/perl
+# simhash_dust_verify's default (issue 23): one prediction in 16 is
+# fetched anyway, and that fetch is decided like any page (its decision is
+# the rule's new evidence); the other 15 are answered without the origin.
+# A pinned rule predicts from the first variant on, so every request after
+# the first is a prediction; the origin's access log counts the fetches.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use SimhashTest;
+
+my $t = SimhashTest->new(
+    http => <<'END',
+    simhash_zone zone=crawl:1m dust=1m;
+    simhash_dust_rule zone=crawl host=v.test pattern=/doc/
+                      drop_param=sid pin;
+END
+    proxy => <<'END',
+        simhash crawl;
+        simhash_dust on;
+        simhash_action drop;
+
+        location /doc/ {
+            simhash_key http://v.test$request_uri;
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        location ~ ^/sample(/doc/.*)$ {
+            simhash_key http://v.test$1$is_args$args;
+            simhash_dust_verify 50%;
+            proxy_pass http://%%ORIGIN%%$1$is_args$args;
+        }
+
+        location = /stats {
+            simhash_stats;
+        }
+END
+    origin => <<'END',
+        access_log %%PREFIX%%/logs/origin.log;
+END
+);
+
+my @pages = $t->random_pages(2, 150, 4141);
+mkdir $t->prefix . '/html/doc';
+$t->write_file('html/doc/a.html', $pages[0]);
+$t->write_file('html/doc/b.html', $pages[1]);
+$t->start;
+
+my $hits = sub { my $l = $t->read_file('logs/origin.log') // '';
+                 scalar(() = $l =~ /\n/g) };
+# the origin logs a request as it ends, which may be after the proxy
+# answered: wait (at most 3 s) for n lines
+my $hits_settled = sub {
+    my ($n) = @_;
+    my $end = time + 3;
+    sleep 0.05 while $hits->() < $n && time < $end;
+    return $hits->();
+};
+
+my $r = $t->get('/doc/a.html?sid=first');
+is($r->{headers}{'x-simhash-status'}, 'new', 'the first variant: fetched');
+
+# 800 predictions: fetched ~ Binomial(800, 1/16), mean 50, sd 6.8; the
+# bounds are 4 sd away (a false failure about once in 30,000 runs), and
+# exclude both 0% and the 50% of the location below.  Under valgrind 160:
+# mean 10, sd 3.1, bounds 1 and 30 (none fetched: 3 in 100,000 runs).
+my $n = $SimhashTest::VALGRIND ? 160 : 800;
+my ($lo, $hi) = $SimhashTest::VALGRIND ? (1, 30) : (23, 77);
+my ($fetched, $answered, $other) = (0, 0, 0);
+my $before = $hits->();
+for my $i (1 .. $n) {
+    my ($status, $h) = $t->raw_get("/doc/a.html?sid=v$i");
+    if (($h->{'x-simhash-predicted'} // '') ne 'drop_param(sid)') {
+        $other++;
+    } elsif ($status == 204 && !exists $h->{'x-simhash'}) {
+        $answered++;            # answered before the upstream: no body
+    } elsif ($status == 204 && ($h->{'x-simhash-status'} // '') eq
+             'duplicate') {
+        $fetched++;             # fetched, decided a duplicate, dropped
+    } else {
+        $other++;
+    }
+}
+my $origin = $hits_settled->($before + $fetched) - $before;
+is($other, 0, 'every variant predicted');
+is($fetched + $answered, $n, 'every prediction answered or verified');
+is($origin, $fetched, 'the origin saw exactly the verification fetches');
+cmp_ok($fetched, '>=', $lo, "the default rate: $fetched of $n fetched "
+                            . '(1 in 16 expected)');
+cmp_ok($fetched, '<=', $hi, "the default rate: at most $hi");
+
+my $dust = $t->stats->{zones}{crawl}{dust};
+is($dust->{saved}, $answered, 'stats: the fetches saved');
+
+# a location's own rate: Binomial(200, 1/2), sd 7.1, bounds 4 sd away
+# (under valgrind 60: sd 3.9)
+my $m = $SimhashTest::VALGRIND ? 60 : 200;
+($lo, $hi) = $SimhashTest::VALGRIND ? (14, 46) : (72, 128);
+$t->get('/sample/doc/b.html?sid=first');
+my ($sampled, $predicted) = (0, 0);
+$before = $hits->();
+for my $i (1 .. $m) {
+    my ($status, $h) = $t->raw_get("/sample/doc/b.html?sid=w$i");
+    $predicted++ if ($h->{'x-simhash-predicted'} // '') eq 'drop_param(sid)';
+    $sampled++ if exists $h->{'x-simhash'};
+}
+is($predicted, $m, 'simhash_dust_verify 50%: every variant predicted');
+cmp_ok($sampled, '>=', $lo, "simhash_dust_verify 50%: $sampled of $m "
+                            . 'fetched');
+cmp_ok($sampled, '<=', $hi, "simhash_dust_verify 50%: at most $hi");
+is($hits_settled->($before + $sampled) - $before, $sampled,
+   'simhash_dust_verify 50%: the origin saw those');
+
+$t->stop;
+$t->check_log;
+
+done_testing;
