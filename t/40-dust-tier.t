@@ -257,6 +257,28 @@ is(repl($B)->{dust_applied}, $r0->{dust_applied}, '... none applied');
 # a line a second at most: the first of them at least
 like($B->error_log, qr/stream entry \d+-\d+ refused: (its MAC does not verify|bad "dust"|a DUST entry with a "key" field)/,
      '... logged with why');
+
+# a record that passes the MAC and not the learner's checks: the raised
+# support (its checksum now wrong) signed with the tier's key by
+# `simhash entry --dust`, as a node of the tier with a broken learner
+# would send it.  In a second of its own: the refusals log a line a second.
+SKIP: {
+    skip 'no SH_CLI', 4 unless $ENV{SH_CLI} && -x $ENV{SH_CLI};
+    my @pairs = map { split / /, $_, 2 }
+                split /\n/, `$ENV{SH_CLI} entry --node z --dust $more`;
+    is(scalar(@pairs), 10, 'simhash entry --dust: five fields');
+    sleep 1.1;
+    my $r1 = repl($B);
+    $redis->cmd('XADD', $stream, '*', @pairs);
+    ok(wait_until(sub { repl($B)->{refused} >= $r1->{refused} + 1 }),
+       'a signed, damaged record: refused');
+    is(repl($B)->{refused_mac}, $r1->{refused_mac},
+       '... not for its MAC');
+    like($B->error_log,
+         qr/stream entry \d+-\d+ refused: a damaged DUST rule record/,
+         '... logged as a damaged record');
+}
+is(repl($B)->{dust_applied}, $r0->{dust_applied}, 'none applied');
 my $rules_after = rule($B, 'site.test', 'drop_param', 'sid');
 is($rules_after->{support}, $rules_before->{support},
    'B: the rule is unchanged');

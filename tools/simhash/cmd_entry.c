@@ -1,13 +1,16 @@
 /*
  * simhash entry [options] --node ID --key KEY --fp HEX [--digest HEX]
  *                         [--time MS] [--xv HEX]
+ * simhash entry [options] --node ID --dust HEX [--time MS]
  * simhash entry [options] --verify
  *
  * The replication stream's entries (sh_stream.h) by hand: print one as the
  * field/value lines an XADD takes, with its MAC under the tier's secret
  * (--seed), or check the MAC of one read as such lines from standard input.
- * For operators who inject or audit entries, and for the tests, which write
- * entries as another node would.
+ * A DUST entry (--dust) carries a learned URL rule's record as it is given:
+ * the MAC vouches for the sender, not for the record, which the receiving
+ * node's learner checks on its own.  For operators who inject or audit
+ * entries, and for the tests, which write entries as another node would.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@ usage(FILE *f)
     fprintf(f,
 "usage: simhash entry [options] --node ID --key KEY --fp HEX\n"
 "                     [--digest HEX] [--time MS] [--xv HEX]\n"
+"       simhash entry [options] --node ID --dust HEX [--time MS]\n"
 "       simhash entry [options] --verify < ENTRY\n"
 "\n"
 "Print a replication stream entry, one 'field value' line each, in the\n"
@@ -34,6 +38,8 @@ usage(FILE *f)
 "\n"
 "  --time MS            version time, ms since 1970 (default: now)\n"
 "  --digest HEX         body digest, 16 hex digits (default: 0, unknown)\n"
+"  --dust HEX           a DUST entry instead: a rule's record, 352 hex\n"
+"                       digits (176 bytes, as on the stream)\n"
 "\n");
     cli_extract_usage(f);
 }
@@ -97,6 +103,75 @@ verify(sh_config_t *cfg, const unsigned char *key)
     return rc;
 }
 
+static int
+hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+static int
+unhex(const char *s, unsigned char *out, size_t n)
+{
+    size_t i;
+    int    hi, lo;
+
+    if (strlen(s) != 2 * n) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        hi = hex_digit(s[2 * i]);
+        lo = hex_digit(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            return -1;
+        }
+        out[i] = (unsigned char) (hi << 4 | lo);
+    }
+    return 0;
+}
+
+/* A DUST entry: node, dust, time, seed, mac. */
+static int
+dust_entry(sh_stream_entry_t *e, sh_config_t *cfg, const unsigned char *key,
+           const char *node, const char *dust, const char *tm)
+{
+    sh_stream_dust_fields_t f;
+    struct timespec         now;
+    unsigned                i;
+
+    if (node == NULL) {
+        cli_error("entry: --dust needs --node (see --help)");
+        return 2;
+    }
+    if (unhex(dust, e->dust, SH_STREAM_DUST_LEN) != 0) {
+        cli_error("entry: --dust takes %d hex digits",
+                  2 * SH_STREAM_DUST_LEN);
+        return 2;
+    }
+    e->node = (const unsigned char *) node;
+    e->node_len = strlen(node);
+    e->seed = sh_stream_seed(sh_config_seed_digest(cfg));
+    clock_gettime(CLOCK_REALTIME, &now);
+    e->time = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
+    if (tm != NULL && (e->time = strtoull(tm, NULL, 10)) == 0) {
+        cli_error("entry: a bad --time");
+        return 2;
+    }
+    sh_stream_encode_dust(&f, e, key);
+    for (i = 0; i < SH_STREAM_DUST_NFIELDS; i++) {
+        printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+    }
+    return 0;
+}
+
 int
 cmd_entry(int argc, char **argv)
 {
@@ -106,7 +181,7 @@ cmd_entry(int argc, char **argv)
     sh_stream_fields_t  f;
     unsigned char       key[SH_STREAM_KEY_LEN];
     const char         *node = NULL, *ukey = NULL, *fp = NULL, *xv = NULL;
-    const char         *digest = "0", *tm = NULL;
+    const char         *digest = "0", *tm = NULL, *dust = NULL;
     int                 a, check = 0, rc = 0;
     unsigned            i;
     struct timespec     now;
@@ -137,6 +212,8 @@ cmd_entry(int argc, char **argv)
             tm = argv[++a];
         } else if (a + 1 < argc && strcmp(argv[a], "--xv") == 0) {
             xv = argv[++a];
+        } else if (a + 1 < argc && strcmp(argv[a], "--dust") == 0) {
+            dust = argv[++a];
         } else {
             cli_error("entry: unknown option %s (see --help)", argv[a]);
             return 2;
@@ -159,6 +236,10 @@ cmd_entry(int argc, char **argv)
     }
 
     sh_stream_entry_init(&e);
+    if (dust != NULL) {
+        rc = dust_entry(&e, cfg, key, node, dust, tm);
+        goto done;
+    }
     if (node == NULL || ukey == NULL || fp == NULL) {
         cli_error("entry: --node, --key and --fp are needed (see --help)");
         rc = 2;
