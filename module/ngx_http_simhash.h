@@ -613,7 +613,8 @@ typedef struct {
 } ngx_http_simhash_dust_rule_t;
 
 ngx_array_t *ngx_http_simhash_dust_rules(ngx_pool_t *pool,
-    ngx_http_simhash_zone_t *zone, sh_dust_stats_t *st, ngx_log_t *log);
+    ngx_http_simhash_zone_t *zone, sh_dust_stats_t *st,
+    ngx_uint_t candidates, ngx_log_t *log);
 
 /*
  * Replication of the rules (worker 0): what was last sent or applied of

@@ -1289,10 +1289,17 @@ ngx_http_simhash_dust_saved(ngx_http_simhash_zone_t *zone,
 }
 
 
-/* The rules for the stats: active, retired and manual ones. */
+/*
+ * The rules for the stats: active, retired and manual ones (and every
+ * candidate if asked), each with its host's predictions and saved fetches.
+ * Under the lock only copies are made; the hosts are matched to the rules
+ * after it, by a sort and a binary search (a listing of every candidate
+ * is thousands of rules of hundreds of hosts).
+ */
 
 typedef struct {
     ngx_array_t                 *rules;
+    ngx_array_t                 *hosts;     /* of sh_dust_host_info_t */
     ngx_uint_t                   failed;
 } ngx_http_simhash_dust_walk_t;
 
@@ -1322,27 +1329,38 @@ ngx_http_simhash_dust_host_cb(const sh_dust_host_info_t *h, void *data)
 {
     ngx_http_simhash_dust_walk_t  *w = data;
 
-    ngx_uint_t                     i;
-    ngx_http_simhash_dust_rule_t  *rule;
+    sh_dust_host_info_t  *copy;
 
-    rule = w->rules->elts;
-
-    for (i = 0; i < w->rules->nelts; i++) {
-        if (rule[i].rule.host_hash == h->host_hash) {
-            rule[i].saved = h->saved;
-            rule[i].predictions = h->predictions;
-        }
+    copy = ngx_array_push(w->hosts);
+    if (copy == NULL) {
+        w->failed = 1;
+        return 1;
     }
+
+    *copy = *h;
 
     return 0;
 }
 
 
+static int ngx_libc_cdecl
+ngx_http_simhash_dust_host_cmp(const void *a, const void *b)
+{
+    uint64_t  x = ((const sh_dust_host_info_t *) a)->host_hash;
+    uint64_t  y = ((const sh_dust_host_info_t *) b)->host_hash;
+
+    return (x > y) - (x < y);
+}
+
+
 ngx_array_t *
 ngx_http_simhash_dust_rules(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
-    sh_dust_stats_t *st, ngx_log_t *log)
+    sh_dust_stats_t *st, ngx_uint_t candidates, ngx_log_t *log)
 {
-    ngx_http_simhash_dust_walk_t  w;
+    ngx_uint_t                     i;
+    sh_dust_host_info_t            key, *h;
+    ngx_http_simhash_dust_walk_t   w;
+    ngx_http_simhash_dust_rule_t  *rule;
 
     if (zone->sh == NULL || zone->sh->dust == NULL) {
         return NULL;
@@ -1350,7 +1368,9 @@ ngx_http_simhash_dust_rules(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
 
     w.rules = ngx_array_create(pool, 16,
                                sizeof(ngx_http_simhash_dust_rule_t));
-    if (w.rules == NULL) {
+    w.hosts = ngx_array_create(pool, 16, sizeof(sh_dust_host_info_t));
+
+    if (w.rules == NULL || w.hosts == NULL) {
         return NULL;
     }
 
@@ -1359,15 +1379,37 @@ ngx_http_simhash_dust_rules(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_lock(zone, log);
 
     sh_dust_stats(zone->sh->dust, st);
-    sh_dust_foreach_rule(zone->sh->dust, 0, 0,
+    sh_dust_foreach_rule(zone->sh->dust, 0, candidates != 0,
                          ngx_http_simhash_dust_rule_cb, &w);
 
-    if (w.rules->nelts) {
+    if (w.rules->nelts && !w.failed) {
         sh_dust_foreach_host(zone->sh->dust, ngx_http_simhash_dust_host_cb,
                              &w);
     }
 
     ngx_http_simhash_zone_unlock(zone);
 
-    return w.failed ? NULL : w.rules;
+    if (w.failed) {
+        return NULL;
+    }
+
+    ngx_qsort(w.hosts->elts, w.hosts->nelts, sizeof(sh_dust_host_info_t),
+              ngx_http_simhash_dust_host_cmp);
+
+    rule = w.rules->elts;
+
+    for (i = 0; i < w.rules->nelts; i++) {
+        key.host_hash = rule[i].rule.host_hash;
+
+        h = bsearch(&key, w.hosts->elts, w.hosts->nelts,
+                    sizeof(sh_dust_host_info_t),
+                    ngx_http_simhash_dust_host_cmp);
+
+        if (h) {
+            rule[i].saved = h->saved;
+            rule[i].predictions = h->predictions;
+        }
+    }
+
+    return w.rules;
 }

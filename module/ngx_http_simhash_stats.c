@@ -14,7 +14,9 @@
  * number can print.
  *
  * A zone with a DUST learner also lists its rules (the active, retired,
- * pinned and forbidden ones: not the candidates), in JSON as the array
+ * pinned and forbidden ones; the candidates too with ?dust=candidates, for
+ * an operator who wants to see how close a rule is to turning on, or that
+ * a content parameter gathers only pairs against), in JSON as the array
  * "dust_rules", in Prometheus as gauges labelled by host, pattern, kind,
  * argument and state.  Their texts come from URLs: bytes that could end a
  * JSON string or a label (quotes, backslashes, controls, spaces, non-ASCII)
@@ -611,7 +613,8 @@ static ngx_uint_t
 ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 {
     uint64_t                      *v;
-    ngx_uint_t                     i, j, n;
+    ngx_str_t                      value;
+    ngx_uint_t                     i, j, n, candidates;
     sh_dust_stats_t                ds;
     sh_index_stats_t               ix;
     sh_store_stats_t               ss;
@@ -622,6 +625,10 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 
     smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    candidates = ngx_http_arg(r, (u_char *) "dust", 4, &value) == NGX_OK
+                 && value.len == 10
+                 && ngx_strncmp(value.data, "candidates", 10) == 0;
 
     zones = smcf->zones.elts;
     n = 0;
@@ -678,6 +685,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 
         if (sh->dust) {
             s[n].rules = ngx_http_simhash_dust_rules(r->pool, zone, &ds,
+                                                     candidates,
                                                      r->connection->log);
 
             if (s[n].rules) {

@@ -334,6 +334,18 @@ is($predicted, 0, 'a site without DUST: no prediction');
 my ($other) = grep { $_->{host} eq 'other.test' }
               @{ $t->stats->{zones}{crawl}{dust_rules} };
 ok(!$other, 'a site without DUST: no rule');
+# ... its candidates are listed when asked for: the view parameter's 20
+# pairs (one page each, q$i and q$i?view=$i), far from the 60 needed
+my ($view) = grep { $_->{host} eq 'other.test' && $_->{kind} eq 'drop_param'
+                    && $_->{arg} eq 'view' }
+             @{ $t->stats('/stats?dust=candidates')->{zones}{crawl}{dust_rules} };
+is($view && $view->{state}, 'candidate', '?dust=candidates: a candidate');
+ok($view && $view->{support} >= 10 && $view->{support} <= 20,
+   '?dust=candidates: with its pairs (' . ($view ? $view->{support} : '-')
+   . ')');
+like($t->get('/stats?format=prometheus&dust=candidates')->{content},
+     qr/^simhash_dust_rule_support\{zone="crawl",host="other\.test",pattern="\/other\/",kind="drop_param",arg="view",state="candidate"\} \d+$/m,
+     '?dust=candidates: in Prometheus too');
 
 # -- hostile URLs: passed through, the worker alive
 my @workers = $t->children;
