@@ -103,38 +103,22 @@ verify(sh_config_t *cfg, const unsigned char *key)
     return rc;
 }
 
+/* --time MS, or now */
 static int
-hex_digit(char c)
+entry_time(const char *tm, uint64_t *out)
 {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
+    struct timespec now;
 
-static int
-unhex(const char *s, unsigned char *out, size_t n)
-{
-    size_t i;
-    int    hi, lo;
-
-    if (strlen(s) != 2 * n) {
-        return -1;
-    }
-    for (i = 0; i < n; i++) {
-        hi = hex_digit(s[2 * i]);
-        lo = hex_digit(s[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
+    if (tm != NULL) {
+        *out = strtoull(tm, NULL, 10);
+        if (*out == 0) {
+            cli_error("entry: a bad --time");
             return -1;
         }
-        out[i] = (unsigned char) (hi << 4 | lo);
+        return 0;
     }
+    clock_gettime(CLOCK_REALTIME, &now);
+    *out = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
     return 0;
 }
 
@@ -144,25 +128,24 @@ dust_entry(sh_stream_entry_t *e, sh_config_t *cfg, const unsigned char *key,
            const char *node, const char *dust, const char *tm)
 {
     sh_stream_dust_fields_t f;
-    struct timespec         now;
+    char                    err[128];
     unsigned                i;
 
     if (node == NULL) {
         cli_error("entry: --dust needs --node (see --help)");
         return 2;
     }
-    if (unhex(dust, e->dust, SH_STREAM_DUST_LEN) != 0) {
-        cli_error("entry: --dust takes %d hex digits",
-                  2 * SH_STREAM_DUST_LEN);
+    /* the stream's own decoder of the field: 352 hex digits */
+    if (sh_stream_entry_field(e, "dust", 4, dust, strlen(dust), err,
+                              sizeof(err)) != 0)
+    {
+        cli_error("entry: --dust: %s", err);
         return 2;
     }
     e->node = (const unsigned char *) node;
     e->node_len = strlen(node);
     e->seed = sh_stream_seed(sh_config_seed_digest(cfg));
-    clock_gettime(CLOCK_REALTIME, &now);
-    e->time = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
-    if (tm != NULL && (e->time = strtoull(tm, NULL, 10)) == 0) {
-        cli_error("entry: a bad --time");
+    if (entry_time(tm, &e->time) != 0) {
         return 2;
     }
     sh_stream_encode_dust(&f, e, key);
@@ -184,7 +167,6 @@ cmd_entry(int argc, char **argv)
     const char         *digest = "0", *tm = NULL, *dust = NULL;
     int                 a, check = 0, rc = 0;
     unsigned            i;
-    struct timespec     now;
 
     cli_extract_init(&x);
     for (a = 1; a < argc; a++) {
@@ -251,13 +233,14 @@ cmd_entry(int argc, char **argv)
     e.key_len = strlen(ukey);
     e.seed = sh_stream_seed(sh_config_seed_digest(cfg));
     e.xv = sh_config_version(cfg);
-    clock_gettime(CLOCK_REALTIME, &now);
-    e.time = (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
+    if (entry_time(tm, &e.time) != 0) {
+        rc = 2;
+        goto done;
+    }
     if (hex64(fp, &e.hash) != 0 || hex64(digest, &e.digest) != 0
-        || (tm != NULL && (e.time = strtoull(tm, NULL, 10)) == 0)
         || (xv != NULL && sh_version_parse(&e.xv, xv, strlen(xv)) != 0))
     {
-        cli_error("entry: a bad --fp, --digest, --time or --xv");
+        cli_error("entry: a bad --fp, --digest or --xv");
         rc = 2;
         goto done;
     }
