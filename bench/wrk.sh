@@ -183,16 +183,9 @@ chmod -R a+rX "$PREFIX"
 
 # --- nginx: origin, plain proxy, proxy with the module --------------------
 
-free_port() {
-    perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(Listen => 1,
-        LocalAddr => "127.0.0.1", LocalPort => 0)->sockport'
-}
-ORIGIN=$(free_port)
-PLAIN=$(free_port)
-NEW=$(free_port)
-REFETCH=$(free_port)
-DUST=$(free_port)
-LEARN=$(free_port)
+# shellcheck disable=SC2046
+set -- $("$(dirname "$0")/../tools/free-ports.sh" 6)
+ORIGIN=$1 PLAIN=$2 NEW=$3 REFETCH=$4 DUST=$5 LEARN=$6
 WORKERS=$(nproc 2>/dev/null || echo 2)
 
 cat > "$PREFIX/conf/nginx.conf" <<EOF

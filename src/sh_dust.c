@@ -33,7 +33,8 @@
 #include "sh_dust.h"
 
 #define DUST_MAGIC      "SHDUST1"
-#define DUST_VERSION    2u          /* 2: entries begin with dway_t */
+#define DUST_VERSION    3u          /* 2: entries begin with dway_t;
+                                       3: hosts know their alias source */
 #define IMAGE_MAGIC     "SHDUSTIM"
 #define IMAGE_VERSION   1u
 #define IMAGE_HDR       64
@@ -51,6 +52,7 @@
 typedef struct {
     uint64_t hash;              /* 0: free */
     uint64_t alias_to;          /* the target of its active alias, 0 */
+    uint64_t alias_from;        /* a host whose active alias is this, 0 */
     uint64_t bloom;             /* hint: bits of its active rules */
     uint64_t stamp;
     uint64_t last;
@@ -428,6 +430,8 @@ cand_find(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
     return NULL;
 }
 
+static void alias_off(sh_dust_t *d, uint64_t from, uint64_t to);
+
 static inline int
 manual(const dcand_t *c)
 {
@@ -476,11 +480,7 @@ cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
     if (v->host != 0) {
         d->stats.candidate_evictions++;
         if (v->kind == SH_DUST_HOST_ALIAS && on(v)) {
-            dhost_t *h = host_find(d, v->host);
-
-            if (h != NULL && h->alias_to == v->arg) {
-                h->alias_to = 0;
-            }
+            alias_off(d, v->host, v->arg);
         }
     }
     memset(v, 0, sizeof(*v));
@@ -569,36 +569,90 @@ record(sh_dust_t *d, const dcand_t *c, sh_dust_state_t from, uint64_t now)
     rule_info(d, c, &ch->rule);
 }
 
+/*
+ * An alias on: the two hosts are joined.  The source's URLs take the
+ * target's host, and each host's URLs the other's rules too (canonical()),
+ * so that it predicts whichever of the two learned a rule first.  A
+ * learned alias (its candidate is named by hash order, so that both hosts'
+ * pairs count for one) points at the host with more requests, whose URLs
+ * already are the canonical table's forms; a pin points as the operator
+ * wrote it; a join made stays as it is while the alias stays on.
+ */
+static void
+alias_on(sh_dust_t *d, const dcand_t *c)
+{
+    uint64_t from = c->host, to = c->arg, t;
+    dhost_t *hf = host_find(d, from), *ht = host_find(d, to), *x;
+
+    if ((ht != NULL && ht->alias_to == from)
+        || ((hf == NULL || hf->alias_to != to) && !manual(c)
+            && hf != NULL && ht != NULL && hf->requests > ht->requests))
+    {
+        t = from, from = to, to = t;
+        x = hf, hf = ht, ht = x;
+    }
+    if (hf != NULL) {
+        hf->bloom |= bloom_bit(c->kind, to);
+        hf->alias_to = to;
+    }
+    if (ht != NULL) {
+        /* the target's URLs are canonical forms: its observations must
+         * fill the canonical table too */
+        ht->bloom |= bloom_bit(c->kind, from);
+        ht->alias_from = from;
+    }
+}
+
 /* The host learns that c is on: its hint bit, its alias. */
 static void
 mark_on(sh_dust_t *d, const dcand_t *c)
 {
-    dhost_t *h = host_find(d, c->host);
+    dhost_t *h;
 
-    if (h == NULL) {
+    if (c->kind == SH_DUST_HOST_ALIAS) {
+        alias_on(d, c);
         return;
     }
-    h->bloom |= bloom_bit(c->kind, c->arg);
-    if (c->kind == SH_DUST_HOST_ALIAS) {
-        h->alias_to = c->arg;
-        /* the target's URLs are canonical forms: its observations must
-         * fill the canonical table too */
-        h = host_find(d, c->arg);
-        if (h != NULL) {
-            h->bloom |= bloom_bit(c->kind, c->host);
+    h = host_find(d, c->host);
+    if (h != NULL) {
+        h->bloom |= bloom_bit(c->kind, c->arg);
+    }
+}
+
+/* The alias of hosts a and b off: their join undone, whichever way. */
+static void
+alias_off(sh_dust_t *d, uint64_t a, uint64_t b)
+{
+    dhost_t *h;
+    unsigned i;
+
+    for (i = 0; i < 2; i++) {
+        if ((h = host_find(d, i ? b : a)) != NULL) {
+            if (h->alias_to == (i ? a : b)) {
+                h->alias_to = 0;
+            }
+            if (h->alias_from == (i ? a : b)) {
+                h->alias_from = 0;
+            }
         }
     }
+}
+
+/* The candidate of the alias of hosts a and b, whichever way it is named. */
+static dcand_t *
+alias_cand(sh_dust_t *d, uint64_t a, uint64_t b)
+{
+    dcand_t *c = cand_find(d, a, 0, SH_DUST_HOST_ALIAS, b);
+
+    return (c != NULL && on(c)) ? c
+                                : cand_find(d, b, 0, SH_DUST_HOST_ALIAS, a);
 }
 
 static void
 mark_off(sh_dust_t *d, const dcand_t *c)
 {
-    dhost_t *h;
-
-    if (c->kind == SH_DUST_HOST_ALIAS
-        && (h = host_find(d, c->host)) != NULL && h->alias_to == c->arg)
-    {
-        h->alias_to = 0;
+    if (c->kind == SH_DUST_HOST_ALIAS) {
+        alias_off(d, c->host, c->arg);
     }
 }
 
@@ -753,6 +807,7 @@ canon_get(sh_dust_t *d, uint64_t key, int create, int *found)
 #define KEY_PAIR    0x2f8ad1c39e6b5074ULL
 #define KEY_IDENT   0x7c15e2b9a0d4f863ULL
 #define KEY_ALIAS   0xe93b6a07d5c2184fULL
+#define KEY_APATH   0x2c85f1d96ab37e04ULL
 #define KEY_REV     0x4b90c6e2a1f3d857ULL
 
 /* ---- A URL's atomic rules and scope. ---- */
@@ -866,45 +921,85 @@ merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from)
     to->lower |= from->lower;
 }
 
+/* The rule of atom a that is on for host h in `pattern` (or host-wide,
+ * pinned), or NULL: none, or forbidden host-wide. */
+static dcand_t *
+rule_on(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
+{
+    dcand_t *c, *w;
+
+    if (h == NULL || !(h->bloom & bloom_bit(a->kind, a->arg))) {
+        return NULL;
+    }
+    w = h->wild ? cand_find(d, h->hash, 0, a->kind, a->arg) : NULL;
+    if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
+        return NULL;
+    }
+    c = (w != NULL && w->state == SH_DUST_PINNED)
+        ? w : cand_find(d, h->hash, pattern, a->kind, a->arg);
+    return (c != NULL && on(c)) ? c : NULL;
+}
+
+/* Whether h forbids atom a's rule in `pattern` or host-wide (a forbid
+ * sets no hint bit: it is looked up). */
+static int
+forbids(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
+{
+    dcand_t *c;
+
+    if (h->pins == 0) {
+        return 0;
+    }
+    c = cand_find(d, h->hash, 0, a->kind, a->arg);
+    if (c != NULL && c->state == SH_DUST_FORBIDDEN) {
+        return 1;
+    }
+    c = cand_find(d, h->hash, pattern, a->kind, a->arg);
+    return c != NULL && c->state == SH_DUST_FORBIDDEN;
+}
+
 /*
  * c(u): the rewrite of every rule on for u's scope, the rules applied in
  * applied[] and their atoms' indices in which[] (-1: the host alias),
- * their count returned.
+ * their count returned.  With an active alias the two hosts' rules both
+ * apply, on either host's URLs: a URL of the source takes the target's
+ * host and the rules of both; a URL of the target keeps its host and
+ * takes the source's rules too.  A host's forbid holds for its own URLs
+ * whatever the other host learned.
  */
 static unsigned
 canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
           const atom_t *a, unsigned na, sh_url_rw_t *rw, dcand_t **applied,
           int *which)
 {
-    dcand_t *c, *w;
-    uint64_t host = sc->host;
+    dcand_t *c;
+    dhost_t *own = h, *other = NULL;
     unsigned i, n = 0;
 
     memset(rw, 0, sizeof(*rw));
     if (h->alias_to != 0) {
-        c = cand_find(d, host, 0, SH_DUST_HOST_ALIAS, h->alias_to);
+        c = alias_cand(d, sc->host, h->alias_to);
         if (c != NULL && on(c)) {
             rw->host = h->alias_to;
-            host = h->alias_to;
             which[n] = -1;
             applied[n++] = c;
-            h = host_find(d, host);
+            other = host_find(d, h->alias_to);
         }
+    } else if (h->alias_from != 0) {
+        other = host_find(d, h->alias_from);
     }
-    if (h == NULL || h->bloom == 0) {
+    if (own->bloom == 0 && (other == NULL || other->bloom == 0)) {
         return n;
     }
     for (i = 0; i < na; i++) {
-        if (!(h->bloom & bloom_bit(a[i].kind, a[i].arg))) {
-            continue;
+        c = rule_on(d, own, sc->pattern, &a[i]);
+        if (c == NULL && other != NULL
+            && (c = rule_on(d, other, sc->pattern, &a[i])) != NULL
+            && forbids(d, own, sc->pattern, &a[i]))
+        {
+            c = NULL;
         }
-        w = h->wild ? cand_find(d, host, 0, a[i].kind, a[i].arg) : NULL;
-        if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
-            continue;
-        }
-        c = (w != NULL && w->state == SH_DUST_PINNED)
-            ? w : cand_find(d, host, sc->pattern, a[i].kind, a[i].arg);
-        if (c != NULL && on(c)) {
+        if (c != NULL) {
             merge_rw(rw, &a[i].rw);
             which[n] = (int) i;
             applied[n++] = c;
@@ -939,6 +1034,43 @@ alias_pair(sh_dust_t *d, uint64_t other, const sh_url_t *u, int same,
     return evidence(d, &sc, &a, same, now);
 }
 
+/*
+ * A pair across hosts that the exact comparison misses: u (on host h) and
+ * the last URL of its path on host `other`, when other has rules.  u is
+ * put in other's canonical form (its host, its rules for u's pattern); if
+ * other's canonical table knows that form from another URL, the two
+ * documents are one (support for an alias of the two hosts) or not.  A
+ * session id on both hosts, which no two links share, otherwise hides an
+ * alias until each host has learned its own rule.
+ */
+static void
+cross_alias(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
+            const dhost_t *h, const atom_t *a, unsigned na, uint64_t other,
+            uint64_t rep, uint64_t hu, uint64_t now)
+{
+    dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1], found;
+    sh_url_rw_t  rw;
+    scope_t      os = *sc;
+    dhost_t     *oh = host_find(d, other);
+    dcanon_t    *ce;
+
+    if (oh == NULL || oh->bloom == 0
+        || h->alias_to == other || h->alias_from == other)
+    {
+        return;                 /* no rules there, or joined already */
+    }
+    os.host = other;
+    canonical(d, u, &os, oh, a, na, &rw, applied, which);
+    if (rw.host == 0) {
+        rw.host = other;
+    }
+    ce = canon_get(d, sh_url_hash(u, &rw), 0, &found);
+    if (ce != NULL && ce->url != hu) {
+        alias_pair(d, other, u, ce->rep == rep, now);
+    }
+}
+
 /* ---- Observe and predict. ---- */
 
 /*
@@ -968,9 +1100,10 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     dhost_t     *h;
     devid_t     *e;
     dcanon_t    *ce;
+    dhost_t     *oh;
     uint64_t     hu, hr, hc, seq0 = d->change_seq;
     unsigned     i, n, na = 0;
-    int          found, refetch;
+    int          found, refetch, paired;
 
     if (sh_url_parse(&u, url, len) != 0) {
         d->stats.refused++;
@@ -1071,12 +1204,29 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     rwi = (sh_url_rw_t) { .no_host = 1 };
     e = evid_get(d, nonzero(sh_url_step(KEY_ALIAS, sh_url_hash(&u, &rwi))), 1,
                  &found);
-    if (found && e->aux != u.host_hash && e->url != hu) {
+    paired = found && e->aux != u.host_hash && e->url != hu;
+    if (paired) {
         alias_pair(d, e->aux, &u, e->rep == rep, now);
     }
     e->rep = rep;
     e->url = hu;
     e->aux = u.host_hash;
+
+    /* else the same path on another host that has rules: u in that
+     * host's canonical form */
+    e = evid_get(d, nonzero(sh_url_step(KEY_APATH, sh_url_path_hash(&u,
+                                                                   NULL))),
+                 1, &found);
+    if (found && e->aux != u.host_hash && !paired && !refetch) {
+        cross_alias(d, &u, &sc, h, a, n, e->aux, rep, hu, now);
+    }
+    if (!found || h->bloom != 0 || e->aux == u.host_hash
+        || (oh = host_find(d, e->aux)) == NULL || oh->bloom == 0)
+    {
+        e->rep = rep;           /* a host with rules is kept: its */
+        e->url = hu;            /* canonical table can answer */
+        e->aux = u.host_hash;
+    }
 
     e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hu)), 1, &found);
     e->rep = rep;
@@ -1140,7 +1290,7 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
             e = evid_get(d, nonzero(sh_url_step(KEY_ALIAS,
                                                 sh_url_hash(u, &nh))),
                          0, &found);
-            if (e != NULL && e->aux == applied[i]->arg && e->url != hu) {
+            if (e != NULL && e->aux == rw->host && e->url != hu) {
                 *rep = e->rep;
                 *used = (int) i;
                 return 1;

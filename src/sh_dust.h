@@ -21,7 +21,11 @@
  *     R(u); same URL again: a re-fetch, no pair);
  *   - R(u) itself, fetched before u (every URL leaves an identity entry);
  *   - an earlier w with R(w) = u (every rewrite leaves a reverse entry);
- *   - the same path and query on another host (HOST_ALIAS).
+ *   - the same path and query on another host (HOST_ALIAS), or, when
+ *     that other host has active rules, u in its canonical form known
+ *     from another URL there (a session id on both hosts gives no two
+ *     links one query: the exact comparison alone would find the alias
+ *     only after each host learned its own rule).
  * While rules are on in a scope, a rule that is not on is tried composed
  * with them, R(c(u)), so that a parameter whose pairs only line up once
  * another is dropped (utm_source behind a session id) is learned too; a
@@ -65,8 +69,13 @@
  * fetches with 1 prediction in 16 verified, and loses none.
  *
  * Canonical form: c(u) = u with every active rule of its scope applied
- * (HOST_ALIAS first, then the target host's rules: path, then
- * parameters).  The canonical table maps hash(c(u)) to the rep and URL of
+ * (HOST_ALIAS first, then the rules: path, then parameters).  An active
+ * alias joins two hosts: the source's URLs take the target's host, and
+ * the URLs of either take the rules of both (a host's forbid still holds
+ * for its own URLs).  A learned alias points at the host that had more
+ * requests when it turned on, whose URLs are already the canonical
+ * table's forms; its candidate is named by hash order, so that the pairs
+ * of both hosts count for one rule.  The canonical table maps hash(c(u)) to the rep and URL of
  * the last fetch that had that form; while a host has active rules, each
  * observation checks it (a different URL with that form: support or
  * against for each active rule that changed u) and refreshes it.

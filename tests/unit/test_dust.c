@@ -573,6 +573,118 @@ test_path_rules(void **state)
     unmake(&f);
 }
 
+/* A host alias with a session id on both hosts: no two links share a
+ * query, so only the canonical form of the host that has the rule pairs
+ * them (cross_alias); then the other host's URLs are predicted from the
+ * first one's pages, and the alias points at the busier host. */
+static void
+test_alias_sessions(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    sh_dust_why_t       why;
+    fix_t               f;
+    uint64_t            rep;
+    int                 n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    learn_pairs(f.d, "http://main.example/doc/%d?sid=a", "http://main."
+                "example/doc/%d?sid=b", 12);
+    assert_int_equal(state_of(f.d, "main.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "sid"), SH_DUST_ACTIVE);
+    for (n = 13; n <= 40; n++) {
+        obs(f.d, DOCREP(n), "http://main.example/doc/%d?sid=c%d", n, n);
+    }
+    /* www: each page once, a fresh id each: no pair on www itself, none
+     * with main by the exact path and query */
+    for (n = 13; n <= 24; n++) {
+        obs(f.d, DOCREP(n), "http://www.main.example/doc/%d?sid=w%d", n, n);
+    }
+    assert_int_not_equal(state_of(f.d, "www.main.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "sid"), SH_DUST_ACTIVE);
+    assert_int_equal(sh_dust_rule(f.d, "www.main.example", NULL,
+                                  SH_DUST_HOST_ALIAS, "main.example", &r) == 0
+                     || sh_dust_rule(f.d, "main.example", NULL,
+                                     SH_DUST_HOST_ALIAS, "www.main.example",
+                                     &r) == 0, 1);
+    assert_int_equal(r.state, SH_DUST_ACTIVE);
+    assert_int_equal(r.against, 0);
+
+    /* a www URL of a page fetched on main only, under main's sid rule */
+    assert_int_equal(pred(f.d, &rep, &why,
+                          "http://www.main.example/doc/30?sid=zz"), 1);
+    assert_int_equal(rep, DOCREP(30));
+    assert_int_equal(why.kinds, 1u << SH_DUST_HOST_ALIAS
+                                | 1u << SH_DUST_DROP_PARAM);
+    /* and the other way: main's URL of a page fetched on www only */
+    obs(f.d, DOCREP(60), "http://www.main.example/doc/60?sid=w60");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://main.example/doc/60?sid=q"), 1);
+    assert_int_equal(rep, DOCREP(60));
+    /* a page www has and main has not: nothing to predict from */
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://www.main.example/doc/70?sid=q"), 0);
+
+    /* www pages that are not main's: the alias loses its precision */
+    for (n = 13; n <= 40; n++) {
+        obs(f.d, DOCREP(1000 + n), "http://www.main.example/doc/%d?sid=x%d",
+            n, n);
+    }
+    assert_int_equal(sh_dust_rule(f.d, r.host, NULL, SH_DUST_HOST_ALIAS,
+                                  r.arg, &r), 0);
+    assert_int_equal(r.state, SH_DUST_RETIRED);
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://www.main.example/doc/31?sid=zz"), 0);
+    unmake(&f);
+}
+
+/* An alias joins two hosts' rules: the busier host (the alias's target)
+ * takes the rule only the other one learned, unless it forbids it. */
+static void
+test_alias_rules_union(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep;
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    for (n = 1; n <= 40; n++) {
+        obs(f.d, DOCREP(n), "http://tgt.example/p/%d", n);
+    }
+    learn_pairs(f.d, "http://src.example/p/%d?ref=a", "http://src.example/"
+                "p/%d?ref=b", 12);
+    assert_int_equal(state_of(f.d, "src.example", "/p/", SH_DUST_DROP_PARAM,
+                              "ref"), SH_DUST_ACTIVE);
+    /* the same pages under the same paths on both: the alias */
+    for (n = 1; n <= 12; n++) {
+        obs(f.d, DOCREP(n), "http://src.example/p/%d", n);
+    }
+    assert_int_equal(state_of(f.d, "src.example", NULL, SH_DUST_HOST_ALIAS,
+                              "tgt.example") == SH_DUST_ACTIVE
+                     || state_of(f.d, "tgt.example", NULL,
+                                 SH_DUST_HOST_ALIAS, "src.example")
+                        == SH_DUST_ACTIVE, 1);
+    /* tgt never saw a ref= pair; src's rule predicts tgt's variants */
+    obs(f.d, DOCREP(50), "http://tgt.example/p/50");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://tgt.example/p/50?ref=x"),
+                     1);
+    assert_int_equal(rep, DOCREP(50));
+    /* a forbid on tgt holds for tgt's URLs whatever src learned */
+    assert_int_equal(sh_dust_pin(f.d, "tgt.example", "/p/",
+                                 SH_DUST_DROP_PARAM, "ref", SH_DUST_PIN_OFF,
+                                 1000), 0);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://tgt.example/p/50?ref=y"),
+                     0);
+    unmake(&f);
+}
+
 /* sh_dust_same_path: one path once each URL's active rules rewrote it,
  * whatever the host, scheme and query; another item's page never. */
 #define SAME(a, b) sh_dust_same_path(f.d, a, strlen(a), b, strlen(b))
@@ -1102,6 +1214,8 @@ main(void)
         cmocka_unit_test(test_pin_forbid),
         cmocka_unit_test(test_path_rules),
         cmocka_unit_test(test_same_path),
+        cmocka_unit_test(test_alias_sessions),
+        cmocka_unit_test(test_alias_rules_union),
         cmocka_unit_test(test_no_dust),
         cmocka_unit_test(test_lru_hosts),
         cmocka_unit_test(test_hostile),

@@ -16,11 +16,9 @@ if [ "$cmd" = stop ]; then
 fi
 
 MODULE=$3 GEN=$4 ZONE_OPTS=${5:-} ACTION=${ACTION:-drop}
-free_port() {
-    perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(Listen => 1,
-        LocalAddr => "127.0.0.1", LocalPort => 0)->sockport'
-}
-ORIGIN=$(free_port); PROXY=$(free_port); STATS=$(free_port)
+# shellcheck disable=SC2046
+set -- $("$(dirname "$0")/../free-ports.sh" 3)
+ORIGIN=$1 PROXY=$2 STATS=$3
 mkdir -p "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp" "$PREFIX/html"
 [ -d "$PREFIX/html/site" ] || cp -R "$GEN/site" "$GEN/nodust" "$PREFIX/html/"
 chmod -R u=rwX,go=rX "$PREFIX"
