@@ -31,6 +31,11 @@ page=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
            --toggle-collect='sh_doc_*' \
            "$BUILD/bench/bench_extract" --once fingerprint "$list" 2>&1 \
        | collected)
+if [ -z "$dust" ] || [ -z "$page" ]; then
+    echo "instructions: callgrind counted nothing (are $BUILD/bench/bench_dust" \
+         "and bench_extract built? make bench builds them)" >&2
+    exit 1
+fi
 echo "command: valgrind --tool=callgrind --toggle-collect=sh_dust_predict" \
      "--toggle-collect=sh_dust_observe $BUILD/bench/bench_dust --once typical" \
      "--urls $n; valgrind --tool=callgrind --toggle-collect='sh_doc_*'" \
