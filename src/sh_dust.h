@@ -95,14 +95,16 @@
  * of O(segments + parameters) multiply-xor steps and at most four probes
  * of one evidence or canonical bucket (pair, identity, canonical,
  * reverse), plus a candidate probe per pair found; then two reverse, one
- * alias and one identity probe; and while the host has active rules, up
- * to 2A candidate probes (the host's 64-bit hint skips most) and one
- * canonical probe.  A prediction: one host probe, and while the host has
- * rules the candidate probes, one canonical probe and at most two
- * evidence probes per active rule.  Measured on this VM: 0.7 us for a
- * prediction and an observation of a typical URL (4 segments, 2
- * parameters), 18 us for the worst (16 segments, 32 parameters), against
- * 300-1000 us of a new page's work.  Every table is set-associative with
+ * alias and one identity probe; one path probe, and when another host
+ * with rules served that path, its canonical form (2A candidate probes at
+ * most) and one canonical probe; and while the host has active rules, up
+ * to 4A candidate probes (its own and its alias's; the 64-bit hints skip
+ * most) and one canonical probe.  A prediction: one host probe, and while
+ * the host has rules the candidate probes, one canonical probe and at
+ * most two evidence probes per active rule.  Measured on this VM
+ * (bench/bench_dust): 1.8 us for a prediction and an observation of a
+ * typical URL (4 segments, 2 parameters), 19 us for the worst (16
+ * segments, 32 parameters), against 300-1000 us of a new page's work.  Every table is set-associative with
  * LRU replacement within a set; nothing grows.
  *
  * Memory: one caller-provided region (sh_dust_region_size), offsets only,
