@@ -27,8 +27,8 @@ BUILD=${1:-build}
 SECS=${2:-60}
 OUT=$BUILD/fuzz
 CC=${FUZZ_CC:-clang}
-TARGETS=${FUZZ_TARGETS:-doc snapshot idf volatility index cost}
-PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib"
+TARGETS=${FUZZ_TARGETS:-doc snapshot idf volatility index dust cost}
+PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto"
 
 case $SECS in
     ''|*[!0-9]*) echo "fuzz.sh: seconds must be a number, not '$SECS'" >&2
@@ -132,7 +132,7 @@ max_len() {
     case $1 in
         doc|snapshot|volatility) echo 65536 ;;
         idf) echo 16384 ;;
-        index) echo 2048 ;;
+        index|dust) echo 2048 ;;
         cost) echo 1024 ;;
     esac
 }

@@ -35,6 +35,7 @@ static char fuzz_current[4096];
 
 #include "../../fuzz/fuzz_cost.c"
 #include "../../fuzz/fuzz_doc.c"
+#include "../../fuzz/fuzz_dust.c"
 #include "../../fuzz/fuzz_idf.c"
 #include "../../fuzz/fuzz_index.c"
 #include "../../fuzz/fuzz_snapshot.c"
@@ -49,6 +50,7 @@ typedef struct {
 static const replay_target_t targets[] = {
     { "cost", fcost_init, fcost_one },
     { "doc", fdoc_init, fdoc_one },
+    { "dust", fdust_init, fdust_one },
     { "idf", fidf_init, fidf_one },
     { "index", fix_init, fix_one },
     { "snapshot", fsnap_init, fsnap_one },
@@ -174,11 +176,12 @@ main(void)
     const struct CMUnitTest tests[] = {
         { "replay_cost", test_replay, NULL, NULL, (void *) &targets[0] },
         { "replay_doc", test_replay, NULL, NULL, (void *) &targets[1] },
-        { "replay_idf", test_replay, NULL, NULL, (void *) &targets[2] },
-        { "replay_index", test_replay, NULL, NULL, (void *) &targets[3] },
-        { "replay_snapshot", test_replay, NULL, NULL, (void *) &targets[4] },
+        { "replay_dust", test_replay, NULL, NULL, (void *) &targets[2] },
+        { "replay_idf", test_replay, NULL, NULL, (void *) &targets[3] },
+        { "replay_index", test_replay, NULL, NULL, (void *) &targets[4] },
+        { "replay_snapshot", test_replay, NULL, NULL, (void *) &targets[5] },
         { "replay_volatility", test_replay, NULL, NULL,
-          (void *) &targets[5] },
+          (void *) &targets[6] },
         cmocka_unit_test(test_no_stray_directories),
     };
 
