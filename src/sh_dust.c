@@ -585,8 +585,8 @@ alias_on(sh_dust_t *d, const dcand_t *c)
     dhost_t *hf = host_find(d, from), *ht = host_find(d, to), *x;
 
     if ((ht != NULL && ht->alias_to == from)
-        || ((hf == NULL || hf->alias_to != to) && !manual(c)
-            && hf != NULL && ht != NULL && hf->requests > ht->requests))
+        || (hf != NULL && ht != NULL && hf->alias_to != to && !manual(c)
+            && hf->requests > ht->requests))
     {
         t = from, from = to, to = t;
         x = hf, hf = ht, ht = x;
