@@ -75,10 +75,11 @@
  * for its own URLs).  A learned alias points at the host that had more
  * requests when it turned on, whose URLs are already the canonical
  * table's forms; its candidate is named by hash order, so that the pairs
- * of both hosts count for one rule.  The canonical table maps hash(c(u)) to the rep and URL of
- * the last fetch that had that form; while a host has active rules, each
- * observation checks it (a different URL with that form: support or
- * against for each active rule that changed u) and refreshes it.
+ * of both hosts count for one rule.  The canonical table maps hash(c(u))
+ * to the rep and URL of the last fetch that had that form; while a host
+ * has active rules, each observation checks it (a different URL with that
+ * form: support or against for each active rule that changed u) and
+ * refreshes it.
  * sh_dust_predict returns a rep when some active rule changes u and u's
  * document is known from ANOTHER URL: c(u) in the canonical table, else,
  * for one active rule R alone, R's own evidence of R(u) (the last URL R
@@ -104,8 +105,9 @@
  * most two evidence probes per active rule.  Measured on this VM
  * (bench/bench_dust): 1.8 us for a prediction and an observation of a
  * typical URL (4 segments, 2 parameters), 19 us for the worst (16
- * segments, 32 parameters), against 300-1000 us of a new page's work.  Every table is set-associative with
- * LRU replacement within a set; nothing grows.
+ * segments, 32 parameters), against 300-1000 us of a new page's work.
+ * Every table is set-associative with LRU replacement within a set;
+ * nothing grows.
  *
  * Memory: one caller-provided region (sh_dust_region_size), offsets only,
  * relocatable (an nginx shared zone, a heap buffer).  Concurrency: the
