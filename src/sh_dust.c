@@ -31,6 +31,7 @@
 #include <xxhash.h>
 
 #include "sh_dust.h"
+#include "sh_le.h"
 
 #define DUST_MAGIC      "SHDUST1"
 #define DUST_VERSION    3u          /* 2: entries begin with dway_t;
@@ -1742,45 +1743,6 @@ sh_dust_stats(const sh_dust_t *d, sh_dust_stats_t *s)
 
 /* ---- Records: fixed little-endian layouts. ---- */
 
-static void
-put64(unsigned char *p, uint64_t v)
-{
-    unsigned i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = (unsigned char) (v >> (8 * i));
-    }
-}
-
-static void
-put32(unsigned char *p, uint32_t v)
-{
-    unsigned i;
-
-    for (i = 0; i < 4; i++) {
-        p[i] = (unsigned char) (v >> (8 * i));
-    }
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    unsigned i;
-
-    for (i = 0; i < 8; i++) {
-        v |= (uint64_t) p[i] << (8 * i);
-    }
-    return v;
-}
-
-static uint32_t
-get32(const unsigned char *p)
-{
-    return (uint32_t) get64((const unsigned char[8]) {
-        p[0], p[1], p[2], p[3], 0, 0, 0, 0 });
-}
-
 /*
  * A rule record, SH_DUST_RULE_REC_LEN bytes:
  *    0  'D' 'R' version kind state arglen patlen hostlen
@@ -1804,19 +1766,19 @@ rule_encode(sh_dust_t *d, const dcand_t *c, unsigned char *r)
     r[5] = c->arglen;
     r[6] = c->patlen;
     r[7] = h ? h->textlen : 0;
-    put64(r + 8, c->host);
-    put64(r + 16, c->pattern);
-    put64(r + 24, c->arg);
-    put32(r + 32, c->support);
-    put32(r + 36, c->against);
-    put32(r + 40, c->retired_support);
-    put64(r + 48, c->last);
+    (void) sh_le_put(r + 8, c->host, 8);
+    (void) sh_le_put(r + 16, c->pattern, 8);
+    (void) sh_le_put(r + 24, c->arg, 8);
+    (void) sh_le_put(r + 32, c->support, 4);
+    (void) sh_le_put(r + 36, c->against, 4);
+    (void) sh_le_put(r + 40, c->retired_support, 4);
+    (void) sh_le_put(r + 48, c->last, 8);
     memcpy(r + 56, c->arg_text, c->arglen);
     memcpy(r + 88, c->pat_text, c->patlen);
     if (h != NULL) {
         memcpy(r + 112, h->text, h->textlen);
     }
-    put64(r + 168, XXH3_64bits(r, 168));
+    (void) sh_le_put(r + 168, XXH3_64bits(r, 168), 8);
 }
 
 int
@@ -1840,21 +1802,22 @@ static int
 rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
             uint64_t now)
 {
-    uint64_t host, pattern, arg;
+    uint64_t host, pattern, arg, last;
+    uint32_t support, against;
     uint8_t  kind, state, from;
     dhost_t *h;
     dcand_t *c;
 
     if (len != SH_DUST_RULE_REC_LEN || r[0] != 'D' || r[1] != 'R'
-        || r[2] != 1 || get64(r + 168) != XXH3_64bits(r, 168))
+        || r[2] != 1 || sh_le_get(r + 168, 8) != XXH3_64bits(r, 168))
     {
         return -1;
     }
     kind = r[3];
     state = r[4];
-    host = get64(r + 8);
-    pattern = get64(r + 16);
-    arg = get64(r + 24);
+    host = sh_le_get(r + 8, 8);
+    pattern = sh_le_get(r + 16, 8);
+    arg = sh_le_get(r + 24, 8);
     if (kind < SH_DUST_DROP_PARAM || kind > SH_DUST_HOST_ALIAS
         || state > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
         || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT || host == 0)
@@ -1874,17 +1837,18 @@ rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
         c->patlen = r[6];
     }
     from = c->state;
+    support = (uint32_t) sh_le_get(r + 32, 4);
+    against = (uint32_t) sh_le_get(r + 36, 4);
+    last = sh_le_get(r + 48, 8);
     if (replace) {
-        c->support = get32(r + 32);
-        c->against = get32(r + 36);
-        c->retired_support = get32(r + 40);
-        c->last = get64(r + 48);
+        c->support = support;
+        c->against = against;
+        c->retired_support = (uint32_t) sh_le_get(r + 40, 4);
+        c->last = last;
     } else {
-        c->support = c->support > get32(r + 32) ? c->support
-                                                : get32(r + 32);
-        c->against = c->against > get32(r + 36) ? c->against
-                                                : get32(r + 36);
-        c->last = c->last > get64(r + 48) ? c->last : get64(r + 48);
+        c->support = c->support > support ? c->support : support;
+        c->against = c->against > against ? c->against : against;
+        c->last = c->last > last ? c->last : last;
     }
     c->stamp = ++d->clock;
 
@@ -1929,7 +1893,7 @@ sh_dust_rule_unpin(unsigned char r[SH_DUST_RULE_REC_LEN],
                    sh_dust_rule_info_t *ri)
 {
     if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
-        || get64(r + 168) != XXH3_64bits(r, 168)
+        || sh_le_get(r + 168, 8) != XXH3_64bits(r, 168)
         || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
         || r[4] > SH_DUST_FORBIDDEN)
     {
@@ -1937,18 +1901,18 @@ sh_dust_rule_unpin(unsigned char r[SH_DUST_RULE_REC_LEN],
     }
     if (r[4] == SH_DUST_PINNED || r[4] == SH_DUST_FORBIDDEN) {
         r[4] = SH_DUST_CANDIDATE;
-        put64(r + 168, XXH3_64bits(r, 168));
+        (void) sh_le_put(r + 168, XXH3_64bits(r, 168), 8);
     }
     if (ri != NULL) {
         memset(ri, 0, sizeof(*ri));
         ri->kind = (sh_dust_kind_t) r[3];
         ri->state = (sh_dust_state_t) r[4];
-        ri->host_hash = get64(r + 8);
-        ri->pattern_hash = get64(r + 16);
-        ri->arg_hash = get64(r + 24);
-        ri->support = get32(r + 32);
-        ri->against = get32(r + 36);
-        ri->last = get64(r + 48);
+        ri->host_hash = sh_le_get(r + 8, 8);
+        ri->pattern_hash = sh_le_get(r + 16, 8);
+        ri->arg_hash = sh_le_get(r + 24, 8);
+        ri->support = (uint32_t) sh_le_get(r + 32, 4);
+        ri->against = (uint32_t) sh_le_get(r + 36, 4);
+        ri->last = sh_le_get(r + 48, 8);
     }
     return 0;
 }
@@ -2006,25 +1970,25 @@ sh_dust_image_save(const sh_dust_t *cd, void *buf, size_t size)
     }
     memset(p, 0, IMAGE_HDR);
     memcpy(p, IMAGE_MAGIC, 8);
-    put32(p + 8, IMAGE_VERSION);
-    put32(p + 12, HOST_REC_LEN);
-    put32(p + 16, SH_DUST_RULE_REC_LEN);
-    put32(p + 20, (uint32_t) nh);
-    put32(p + 24, (uint32_t) nc);
-    put64(p + 32, d->secret_digest);
-    put64(p + 40, need);
+    (void) sh_le_put(p + 8, IMAGE_VERSION, 4);
+    (void) sh_le_put(p + 12, HOST_REC_LEN, 4);
+    (void) sh_le_put(p + 16, SH_DUST_RULE_REC_LEN, 4);
+    (void) sh_le_put(p + 20, (uint32_t) nh, 4);
+    (void) sh_le_put(p + 24, (uint32_t) nc, 4);
+    (void) sh_le_put(p + 32, d->secret_digest, 8);
+    (void) sh_le_put(p + 40, need, 8);
     r = p + IMAGE_HDR;
     for (i = 0; i < (size_t) d->host_sets * HOST_WAYS; i++) {
         if (h[i].hash == 0) {
             continue;
         }
         memset(r, 0, HOST_REC_LEN);
-        put64(r, h[i].hash);
-        put64(r + 8, h[i].alias_to);
-        put64(r + 16, h[i].requests);
-        put64(r + 24, h[i].predictions);
-        put64(r + 32, h[i].saved);
-        put64(r + 40, h[i].last);
+        (void) sh_le_put(r, h[i].hash, 8);
+        (void) sh_le_put(r + 8, h[i].alias_to, 8);
+        (void) sh_le_put(r + 16, h[i].requests, 8);
+        (void) sh_le_put(r + 24, h[i].predictions, 8);
+        (void) sh_le_put(r + 32, h[i].saved, 8);
+        (void) sh_le_put(r + 40, h[i].last, 8);
         tl = h[i].textlen > HOST_REC_LEN - 56 ? HOST_REC_LEN - 56
                                               : h[i].textlen;
         r[48] = tl;
@@ -2040,7 +2004,7 @@ sh_dust_image_save(const sh_dust_t *cd, void *buf, size_t size)
     (void) XXH3_64bits_reset(&st);
     (void) XXH3_64bits_update(&st, p, 48);
     (void) XXH3_64bits_update(&st, p + IMAGE_HDR, need - IMAGE_HDR);
-    put64(p + 48, XXH3_64bits_digest(&st));
+    (void) sh_le_put(p + 48, XXH3_64bits_digest(&st), 8);
     return need;
 }
 
@@ -2057,15 +2021,16 @@ image_check(const unsigned char *p, size_t len, size_t *nhosts,
         set_err(err, errlen, "not a dust image");
         return -1;
     }
-    if (get32(p + 8) != IMAGE_VERSION || get32(p + 12) != HOST_REC_LEN
-        || get32(p + 16) != SH_DUST_RULE_REC_LEN)
+    if (sh_le_get(p + 8, 4) != IMAGE_VERSION
+        || sh_le_get(p + 12, 4) != HOST_REC_LEN
+        || sh_le_get(p + 16, 4) != SH_DUST_RULE_REC_LEN)
     {
         set_err(err, errlen, "dust image of another version");
         return -1;
     }
-    nh = get32(p + 20);
-    nc = get32(p + 24);
-    if (get64(p + 40) != len
+    nh = sh_le_get(p + 20, 4);
+    nc = sh_le_get(p + 24, 4);
+    if (sh_le_get(p + 40, 8) != len
         || len != IMAGE_HDR + nh * HOST_REC_LEN + nc * SH_DUST_RULE_REC_LEN)
     {
         set_err(err, errlen, "dust image truncated");
@@ -2074,7 +2039,7 @@ image_check(const unsigned char *p, size_t len, size_t *nhosts,
     (void) XXH3_64bits_reset(&st);
     (void) XXH3_64bits_update(&st, p, 48);
     (void) XXH3_64bits_update(&st, p + IMAGE_HDR, len - IMAGE_HDR);
-    if (get64(p + 48) != XXH3_64bits_digest(&st)) {
+    if (sh_le_get(p + 48, 8) != XXH3_64bits_digest(&st)) {
         set_err(err, errlen, "dust image damaged (checksum)");
         return -1;
     }
@@ -2094,7 +2059,7 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
     if (image_check(p, len, &nh, &nc, err, errlen) != 0) {
         return -1;
     }
-    if (get64(p + 32) != d->secret_digest) {
+    if (sh_le_get(p + 32, 8) != d->secret_digest) {
         set_err(err, errlen, "dust image made under another secret");
         return -1;
     }
@@ -2103,7 +2068,7 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
         const unsigned char *q = r + i * SH_DUST_RULE_REC_LEN;
 
         if (q[0] != 'D' || q[1] != 'R' || q[2] != 1
-            || get64(q + 168) != XXH3_64bits(q, 168))
+            || sh_le_get(q + 168, 8) != XXH3_64bits(q, 168))
         {
             set_err(err, errlen, "dust image: bad rule record %zu", i);
             return -1;
@@ -2116,14 +2081,14 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
     for (i = 0; i < nh; i++, r += HOST_REC_LEN) {
         uint8_t tl = r[48] > HOST_REC_LEN - 56 ? HOST_REC_LEN - 56 : r[48];
 
-        h = host_get(d, get64(r), tl ? (const char *) r + 56 : NULL, tl);
+        h = host_get(d, sh_le_get(r, 8), tl ? (const char *) r + 56 : NULL, tl);
         if (h == NULL) {
             continue;
         }
-        h->requests = get64(r + 16);
-        h->predictions = get64(r + 24);
-        h->saved = get64(r + 32);
-        h->last = get64(r + 40);
+        h->requests = sh_le_get(r + 16, 8);
+        h->predictions = sh_le_get(r + 24, 8);
+        h->saved = sh_le_get(r + 32, 8);
+        h->last = sh_le_get(r + 40, 8);
     }
     for (i = 0; i < nc; i++, r += SH_DUST_RULE_REC_LEN) {
         (void) rule_decode(d, r, SH_DUST_RULE_REC_LEN, 1, 0);
@@ -2149,7 +2114,7 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
     r = p + IMAGE_HDR + nh * HOST_REC_LEN;
     for (i = 0; i < nc; i++, r += SH_DUST_RULE_REC_LEN) {
         if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
-            || get64(r + 168) != XXH3_64bits(r, 168)
+            || sh_le_get(r + 168, 8) != XXH3_64bits(r, 168)
             || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
             || r[4] > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
             || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT)
@@ -2160,12 +2125,12 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
         memset(&ri, 0, sizeof(ri));
         ri.kind = (sh_dust_kind_t) r[3];
         ri.state = (sh_dust_state_t) r[4];
-        ri.host_hash = get64(r + 8);
-        ri.pattern_hash = get64(r + 16);
-        ri.arg_hash = get64(r + 24);
-        ri.support = get32(r + 32);
-        ri.against = get32(r + 36);
-        ri.last = get64(r + 48);
+        ri.host_hash = sh_le_get(r + 8, 8);
+        ri.pattern_hash = sh_le_get(r + 16, 8);
+        ri.arg_hash = sh_le_get(r + 24, 8);
+        ri.support = (uint32_t) sh_le_get(r + 32, 4);
+        ri.against = (uint32_t) sh_le_get(r + 36, 4);
+        ri.last = sh_le_get(r + 48, 8);
         memcpy(ri.arg, r + 56, r[5]);
         if (ri.pattern_hash == 0) {
             strcpy(ri.pattern, "*");

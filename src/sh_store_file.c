@@ -9,6 +9,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_le.h"
 #include "sh_store_file.h"
 
 #define FILE_VERSION    1u
@@ -112,28 +113,6 @@ sh_store_file_parse(const unsigned char *file, size_t len,
     return 0;
 }
 
-static void
-put_u64(unsigned char *p, uint64_t v)
-{
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = (unsigned char) (v >> (8 * i));
-    }
-}
-
-static uint64_t
-get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    int      i;
-
-    for (i = 7; i >= 0; i--) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
-
 int
 sh_store_file_tail(sh_snapshot_writer_t *w, const void *data, size_t len,
                    char *err, size_t errlen)
@@ -141,9 +120,9 @@ sh_store_file_tail(sh_snapshot_writer_t *w, const void *data, size_t len,
     unsigned char f[SH_STORE_FILE_TAIL_LEN];
 
     memcpy(f, TAIL_MAGIC, 8);
-    put_u64(f + 8, len);
-    put_u64(f + 16, XXH3_64bits(data, len));
-    put_u64(f + 24, XXH3_64bits(f, 24));
+    (void) sh_le_put(f + 8, len, 8);
+    (void) sh_le_put(f + 16, XXH3_64bits(data, len), 8);
+    (void) sh_le_put(f + 24, XXH3_64bits(f, 24), 8);
     if (sh_snapshot_writer_write(w, data, len, err, errlen) != 0
         || sh_snapshot_writer_write(w, f, sizeof(f), err, errlen) != 0)
     {
@@ -160,17 +139,17 @@ sh_store_file_tail_find(const unsigned char *footer, uint64_t rest,
 
     if (rest < SH_STORE_FILE_TAIL_LEN
         || memcmp(footer, TAIL_MAGIC, 8) != 0
-        || get_u64(footer + 24) != XXH3_64bits(footer, 24))
+        || sh_le_get(footer + 24, 8) != XXH3_64bits(footer, 24))
     {
         return 0;
     }
-    n = get_u64(footer + 8);
+    n = sh_le_get(footer + 8, 8);
     if (n > rest - SH_STORE_FILE_TAIL_LEN) {
         return 0;
     }
     *off = rest - SH_STORE_FILE_TAIL_LEN - n;
     *len = n;
-    *sum = get_u64(footer + 16);
+    *sum = sh_le_get(footer + 16, 8);
     return 1;
 }
 

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "sh_keyrec.h"
+#include "sh_le.h"
 #include "sh_mac.h"
 #include "sh_stream.h"
 #include "sh_version.h"
@@ -125,18 +126,6 @@ sh_stream_id_cmp(const sh_stream_id_t *a, const sh_stream_id_t *b)
     return 0;
 }
 
-/* Little-endian, whatever the host: the MAC must agree across nodes. */
-static unsigned char *
-put_le(unsigned char *p, uint64_t v, unsigned bytes)
-{
-    unsigned i;
-
-    for (i = 0; i < bytes; i++) {
-        p[i] = (unsigned char) (v >> (8 * i));
-    }
-    return p + bytes;
-}
-
 /*
  * The MAC covers every field in a fixed binary form, with the lengths of
  * the two variable ones, so that no two entries share a message: a field
@@ -156,11 +145,11 @@ dust_mac(unsigned char mac[SH_STREAM_MAC_LEN], const sh_stream_entry_t *e,
 
     p = head;
     memcpy(p, tag, sizeof(tag) - 1);
-    p = put_le(p + sizeof(tag) - 1, e->node_len, 4);
-    (void) put_le(p, SH_STREAM_DUST_LEN, 4);
+    p = sh_le_put(p + sizeof(tag) - 1, e->node_len, 4);
+    (void) sh_le_put(p, SH_STREAM_DUST_LEN, 4);
 
-    p = put_le(tail, e->time, 8);
-    (void) put_le(p, e->seed, 4);
+    p = sh_le_put(tail, e->time, 8);
+    (void) sh_le_put(p, e->seed, 4);
 
     parts[0].data = head;       parts[0].len = sizeof(head);
     parts[1].data = e->node;    parts[1].len = e->node_len;
@@ -195,17 +184,17 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
 
     p = head;
     memcpy(p, sk ? tag_sk : tag, sizeof(tag) - 1);      /* no NUL */
-    p = put_le(p + sizeof(tag) - 1, e->node_len, 4);
-    (void) put_le(p, e->key_len, 4);
+    p = sh_le_put(p + sizeof(tag) - 1, e->node_len, 4);
+    (void) sh_le_put(p, e->key_len, 4);
 
-    p = put_le(tail, e->hash, 8);
-    p = put_le(p, e->digest, 8);
-    p = put_le(p, e->time, 8);
-    p = put_le(p, e->seed, 4);
-    p = put_le(p, e->xv, 4);
+    p = sh_le_put(tail, e->hash, 8);
+    p = sh_le_put(p, e->digest, 8);
+    p = sh_le_put(p, e->time, 8);
+    p = sh_le_put(p, e->seed, 4);
+    p = sh_le_put(p, e->xv, 4);
     if (sk) {
-        p = put_le(p, e->sketches.structure, 8);
-        (void) put_le(p, e->sketches.links, 8);
+        p = sh_le_put(p, e->sketches.structure, 8);
+        (void) sh_le_put(p, e->sketches.links, 8);
     }
 
     parts[0].data = head;       parts[0].len = sizeof(head);
