@@ -98,16 +98,10 @@ $t->write_file("html/alt/final.html", $alt[59]);
 
 $t->start;
 
-my $hits = sub { my $l = $t->read_file('logs/origin.log') // '';
-                 scalar(() = $l =~ /\n/g) };
+my $hits = sub { $t->lines_of('logs/origin.log') };
 # the origin logs a request when it ends: a POST it refuses only once it
 # has read the body, which may be after the proxy answered
-my $hits_at_least = sub {
-    my ($n) = @_;
-    my $end = time + 5;
-    sleep 0.05 while $hits->() < $n && time < $end;
-    return $hits->();
-};
+my $hits_at_least = sub { $t->wait_lines('logs/origin.log', $_[0], 5) };
 my $rule = sub {
     my ($host, $kind, $arg) = @_;
     for my $r (@{ $t->stats->{zones}{crawl}{dust_rules} // [] }) {

@@ -116,11 +116,7 @@ sub wait_until {
     return 0;
 }
 
-sub hits {
-    my ($t) = @_;
-    my $l = $t->read_file('logs/origin.log') // '';
-    return scalar(() = $l =~ /\n/g);
-}
+sub hits { $_[0]->lines_of('logs/origin.log') }
 
 sub rule {
     my ($t, $host, $kind, $arg) = @_;

@@ -10,7 +10,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use Time::HiRes qw(sleep time);
 use SimhashTest;
 
 my $t = SimhashTest->new(
@@ -50,16 +49,10 @@ $t->write_file('html/doc/a.html', $pages[0]);
 $t->write_file('html/doc/b.html', $pages[1]);
 $t->start;
 
-my $hits = sub { my $l = $t->read_file('logs/origin.log') // '';
-                 scalar(() = $l =~ /\n/g) };
+my $hits = sub { $t->lines_of('logs/origin.log') };
 # the origin logs a request as it ends, which may be after the proxy
 # answered: wait (at most 3 s) for n lines
-my $hits_settled = sub {
-    my ($n) = @_;
-    my $end = time + 3;
-    sleep 0.05 while $hits->() < $n && time < $end;
-    return $hits->();
-};
+my $hits_settled = sub { $t->wait_lines('logs/origin.log', $_[0], 3) };
 
 my $r = $t->get('/doc/a.html?sid=first');
 is($r->{headers}{'x-simhash-status'}, 'new', 'the first variant: fetched');

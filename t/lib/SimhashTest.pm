@@ -563,6 +563,24 @@ sub _count {
     return scalar @m;
 }
 
+# The lines of a file in the prefix, 0 if there is none: with an access
+# log, the requests that reached that server block.
+sub lines_of {
+    my ($self, $file) = @_;
+    my $text = $self->read_file($file) // '';
+    return scalar(() = $text =~ /\n/g);
+}
+
+# The same, once it has n lines or after `timeout` seconds (default 5),
+# whichever is first: a server logs a request as it ends, which may be
+# after its client (the proxy) has the answer.
+sub wait_lines {
+    my ($self, $file, $n, $timeout) = @_;
+    my $end = time + ($timeout || 5);
+    sleep 0.05 while $self->lines_of($file) < $n && time < $end;
+    return $self->lines_of($file);
+}
+
 # Wait until `count` lines matching re appear after `before` of them.
 sub wait_log {
     my ($self, $re, $before, $n, $timeout) = @_;
