@@ -564,10 +564,11 @@ static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
  * mode the page is fetched and the prediction rides along.
  *
  * keys=path asks that the original have the request's path: for a
- * prediction, its path once the active rules rewrote both (same_path), so
- * /d/index.html predicted from /d/ by a learned index-file rule is
- * answered, and a prediction whose document is another item's page (a
- * fingerprint duplicate of it was the last fetch of that form) is not.
+ * prediction, its path once the active rules rewrote both (asked of the
+ * learner only when the paths as they are differ), so /d/index.html
+ * predicted from /d/ by a learned index-file rule is answered, and a
+ * prediction whose document is another item's page (a fingerprint
+ * duplicate of it was the last fetch of that form) is not.
  */
 
 static ngx_int_t
@@ -598,7 +599,7 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    p = ngx_pcalloc(r->pool, sizeof(ngx_http_simhash_prediction_t));
+    p = ngx_palloc(r->pool, sizeof(ngx_http_simhash_prediction_t));
     if (p == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -634,9 +635,10 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
                    &ctx->duplicate_of, &ctx->predicted);
 
     if (slcf->action != NGX_HTTP_SIMHASH_DROP
-        || !(p->same_path
-             || ngx_http_simhash_drop_allowed(slcf, &safe,
-                                              &ctx->duplicate_of, 0))
+        || (!ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of,
+                                           0)
+            && !ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
+                                                r->connection->log))
         || (slcf->dust_verify
             && (ngx_uint_t) ngx_random() % 1000000 < slcf->dust_verify))
     {

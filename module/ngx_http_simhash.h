@@ -561,8 +561,6 @@ typedef struct {
     u_char                       rule[128];
     size_t                       rule_len;
     ngx_str_t                    name;      /* raw, in the request's pool */
-    ngx_uint_t                   same_path; /* the rules give the request
-                                               and the original one path */
     sh_dust_why_t                why;
 } ngx_http_simhash_prediction_t;
 
@@ -598,6 +596,8 @@ void ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 
 /* NGX_OK with a prediction whose original is still stored, NGX_DECLINED */
+ngx_uint_t ngx_http_simhash_dust_same_path(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *a, ngx_str_t *b, ngx_log_t *log);
 ngx_int_t ngx_http_simhash_dust_predict(ngx_http_request_t *r,
     ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_http_simhash_prediction_t *p);

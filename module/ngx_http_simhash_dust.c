@@ -1255,11 +1255,6 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
         } else {
             ngx_memcpy(p->name.data, name.data, name.len);
             p->name.len = name.len;
-
-            p->same_path = sh_dust_same_path(sh->dust, (char *) key->data,
-                                             key->len, (char *) name.data,
-                                             name.len)
-                           == 1;
         }
     }
 
@@ -1276,6 +1271,29 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
                                      sizeof(p->rule));
 
     return NGX_OK;
+}
+
+
+/*
+ * Whether the active rules give the URLs a and b one path (a request and
+ * the original of its prediction: sh_dust_same_path).  Asked only of the
+ * predictions whose paths differ as they are, for keys=path.
+ */
+
+ngx_uint_t
+ngx_http_simhash_dust_same_path(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *a, ngx_str_t *b, ngx_log_t *log)
+{
+    int  rc;
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    rc = sh_dust_same_path(zone->sh->dust, (char *) a->data, a->len,
+                           (char *) b->data, b->len);
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    return rc == 1;
 }
 
 
