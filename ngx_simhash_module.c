@@ -130,7 +130,10 @@ typedef struct {
     ngx_uint_t                   distance;
     uint32_t                     score;     /* sh_match.h units */
     ngx_str_t                    duplicate_of;
+    /* simhash_reveal: what the headers and variables leave out; the
+     * fields above stay as decided, for the drop decision and the log */
     unsigned                     hide_status:1;     /* simhash_reveal off */
+    unsigned                     hide_original:1;   /* key, distance, score */
     unsigned                     revealed:1;        /* reveal applied */
 
     /* simhash_dust: the document this response turned out to be (the
@@ -1933,6 +1936,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     ngx_int_t                     rc;
     ngx_str_t                     key;
     ngx_buf_t                    *b;
+    ngx_uint_t                    drop;
     ngx_chain_t                  *out, *cl;
     ngx_http_simhash_loc_conf_t  *slcf;
 
@@ -1940,18 +1944,21 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     ctx->phase = NGX_HTTP_SIMHASH_DONE;
 
+    /* decided on the original, before simhash_reveal hides anything */
+
+    drop = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
+           && slcf->action == NGX_HTTP_SIMHASH_DROP
+           && ngx_http_simhash_escape(r->pool, ctx->key.data, ctx->key.len,
+                                      &key)
+              == NGX_OK
+           && ngx_http_simhash_drop_allowed(slcf, &key, &ctx->duplicate_of,
+                                            ctx->score);
+
     if (ngx_http_simhash_set_headers(r, ctx) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    if (ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
-        && slcf->action == NGX_HTTP_SIMHASH_DROP
-        && ngx_http_simhash_escape(r->pool, ctx->key.data, ctx->key.len,
-                                   &key)
-           == NGX_OK
-        && ngx_http_simhash_drop_allowed(slcf, &key, &ctx->duplicate_of,
-                                         ctx->score))
-    {
+    if (drop) {
         /* the response becomes CODE with an empty body; headers stay */
 
         r->headers_out.status = slcf->drop_code;
@@ -2041,6 +2048,11 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
  * others.  "status" hides the original's key and the distance, "off" the
  * status too; simhash_reveal_scope lets the key out only when it begins
  * with the scope's value for this request (an empty value: never).
+ *
+ * It only sets what to leave out: the outcome itself (the original's key,
+ * the distance) stays in the ctx, since the drop decision and the DUST
+ * learner need it whatever the client may see.  Deciding on what is shown
+ * once crashed every dropped duplicate under "status" (issue 31).
  */
 
 static ngx_int_t
@@ -2062,8 +2074,7 @@ ngx_http_simhash_reveal(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     }
 
     if (slcf->reveal != NGX_HTTP_SIMHASH_REVEAL_KEY) {
-        ngx_str_null(&ctx->duplicate_of);
-        ctx->has_distance = 0;
+        ctx->hide_original = 1;
         return NGX_OK;
     }
 
@@ -2081,8 +2092,7 @@ ngx_http_simhash_reveal(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "simhash: duplicate out of the reveal scope");
 
-        ngx_str_null(&ctx->duplicate_of);
-        ctx->has_distance = 0;
+        ctx->hide_original = 1;
     }
 
     return NGX_OK;
@@ -2128,6 +2138,10 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
            != NGX_OK)
     {
         return NGX_ERROR;
+    }
+
+    if (ctx->hide_original) {
+        return NGX_OK;
     }
 
     if (ctx->duplicate_of.len > NGX_HTTP_SIMHASH_HEADER_MAX) {
@@ -2332,6 +2346,12 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         return NGX_OK;
     }
 
+    /* the variables tell no more than the headers */
+
+    if (ngx_http_simhash_reveal(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     switch (data) {
 
     case NGX_HTTP_SIMHASH_VAR_HASH:
@@ -2360,7 +2380,7 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         break;
 
     case NGX_HTTP_SIMHASH_VAR_DUP:
-        if (ctx->duplicate_of.len == 0) {
+        if (ctx->duplicate_of.len == 0 || ctx->hide_original) {
             v->not_found = 1;
             return NGX_OK;
         }
@@ -2370,7 +2390,7 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         break;
 
     default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE, _SCORE */
-        if (!ctx->has_distance) {
+        if (!ctx->has_distance || ctx->hide_original) {
             v->not_found = 1;
             return NGX_OK;
         }

@@ -581,7 +581,9 @@ ngx_http_simhash_key_path(ngx_str_t *key, ngx_str_t *path)
     p = key->data;
     last = p + key->len;
 
-    q = ngx_strlcasestrn(p, last, (u_char *) "://", 3 - 1);
+    /* ngx_strlcasestrn reads its needle's length before looking */
+    q = key->len >= 3 ? ngx_strlcasestrn(p, last, (u_char *) "://", 3 - 1)
+                      : NULL;
 
     if (q) {
         for (p = q + 3; p < last && *p != '/'; p++) { /* void */ }
