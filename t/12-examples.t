@@ -7,7 +7,9 @@
 # wget crawls a small site through each forward proxy of the examples as
 # shipped: every page arrives tagged; in drop mode the session-id copy is
 # dropped and a page with another path is not; a root-relative request to
-# the proxy itself is refused with 508.
+# the proxy itself is refused with 508; and a Host header that names
+# another site than the request line changes neither the key nor the fetch
+# (issue 31: the examples fetched $http_host and keyed the request line).
 
 use strict;
 use warnings;
@@ -94,9 +96,20 @@ is($rc, 0, 'all examples together: nginx -t passes') or diag($out);
 SKIP: {
     skip 'no wget', 1 if system('wget --version >/dev/null 2>&1') != 0;
 
-    # the examples, with the test's origin in the same nginx
+    # the examples, with the test's origin in the same nginx, and another
+    # site (the attacker's) that serves its own page on any path
+    my $attacker = SimhashTest::free_port();
     my $o = SimhashTest->new(http => join('', map {
-        "    include $p/conf/$_;\n" } grep { !/^(stats-|reverse-)/ } @examples));
+        "    include $p/conf/$_;\n" } grep { !/^(stats-|reverse-)/ } @examples)
+        . <<"EOF");
+    server {
+        listen 127.0.0.1:$attacker;
+        default_type text/html;
+        location / {
+            return 200 "<html><body><p>attacker's own page</p></body></html>";
+        }
+    }
+EOF
     my @pages = $o->random_pages(5, 160, 1212);
     my $links = join '', map { qq{<p><a href="p$_.html">$_</a></p>} } 1 .. 4;
     $links .= qq{<p><a href="p1.html?sessionid=0123456789abcdef">s</a></p>}
@@ -105,6 +118,8 @@ SKIP: {
     $o->write_file('html/site/index.html', $index);
     $o->write_file("html/site/p$_.html", $pages[$_]) for 1 .. 4;
     $o->write_file('html/site/copy/p2.html', $pages[2]);
+    my @own = $o->random_pages(4, 160, 3103);
+    $o->write_file("html/site/own$_.html", $own[$_]) for 0 .. 3;
     $o->start;
     my $origin = $o->origin;
 
@@ -133,6 +148,18 @@ SKIP: {
         my ($st) = $o->raw_get('/site/p1.html', _port => $proxy,
                                Host => "127.0.0.1:$proxy");
         is($st, 508, "$e: a root-relative request to the proxy: 508");
+
+        # GET http://origin/site/ownN.html with Host: the attacker's site
+        my $n = $port - 3128;
+        my $url = "http://$origin/site/own$n.html";
+        my ($code, $h, $body) = $o->raw_get($url, _port => $proxy,
+                                    Host => "127.0.0.1:$attacker");
+        is($code, 200, "$e: another site in Host: answered");
+        is($body, $own[$n], "$e: another site in Host: the request line's "
+           . 'page is fetched, not the Host header\'s');
+        ($code, $h) = $o->raw_get($url, _port => $proxy);
+        is($h->{'x-simhash-status'}, 'unchanged',
+           "$e: the honest fetch finds the page the key names unchanged");
     }
     $o->stop;
 }
