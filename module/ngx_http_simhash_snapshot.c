@@ -108,22 +108,33 @@ static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
 
 
 /*
- * file=PATH, at configuration time: a FIFO or a device there would block or
- * be destroyed, so nginx -t refuses it; a missing directory is a warning
- * (the zone then works without saves).
+ * file=PATH, at configuration time: a directory every user may write is
+ * refused (anyone could plant a link there); a missing directory is a
+ * warning (the zone then works without saves).  Something at PATH that is
+ * not a snapshot (a symbolic link, a FIFO, a hard link) is a warning too:
+ * the workers' user can put it there, so it must not keep nginx from
+ * starting; the loader moves it aside without opening it.
  */
 
 ngx_int_t
 ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
 {
+    int               rc;
     char              err[512];
     u_char           *p, *dir;
     ngx_file_info_t   fi;
 
-    if (sh_snapshot_check_path((char *) file->data, err, sizeof(err)) != 0) {
+    rc = sh_snapshot_check_path((char *) file->data, err, sizeof(err));
+
+    if (rc < 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid snapshot file: %s",
                            err);
         return NGX_ERROR;
+    }
+
+    if (rc > 0) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "not a snapshot: %s; it "
+                           "will be moved aside at start", err);
     }
 
     p = file->data + file->len;
@@ -389,17 +400,38 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
 
     start = ngx_http_simhash_msec();
 
-    if (ngx_file_info(zone->file.data, &fi) == NGX_FILE_ERROR
-        && ngx_errno == NGX_ENOENT)
-    {
-        ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                      "simhash zone \"%V\": no snapshot \"%V\" yet, "
-                      "starting empty", &zone->name, &zone->file);
-        return;
-    }
-
     region = NULL;
     copied = 0;
+
+    /* the name itself: a link is never followed, not even to look */
+
+    if (ngx_link_info(zone->file.data, &fi) == NGX_FILE_ERROR) {
+        if (ngx_errno == NGX_ENOENT) {
+            ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                          "simhash zone \"%V\": no snapshot \"%V\" yet, "
+                          "starting empty", &zone->name, &zone->file);
+            return;
+        }
+
+        ngx_snprintf((u_char *) err, sizeof(err), "%s%Z",
+                     strerror(ngx_errno));
+        rc = NGX_ERROR;
+        goto loaded;
+    }
+
+    /*
+     * A link, a FIFO, a device planted at PATH is not opened at all (a
+     * device's open can act); like a damaged file it is moved aside, and
+     * nginx starts empty.
+     */
+
+    if (sh_snapshot_check_stat((char *) zone->file.data, &fi, err,
+                               sizeof(err))
+        != 0)
+    {
+        rc = NGX_ERROR;
+        goto loaded;
+    }
 
     fd = sh_snapshot_open((char *) zone->file.data, &file_len, err,
                           sizeof(err));

@@ -508,13 +508,20 @@ sh_snapshot_check_path(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    if (!S_ISREG(sb.st_mode)) {
-        snprintf(err, errlen, S_ISLNK(sb.st_mode)
+    return sh_snapshot_check_stat(path, &sb, err, errlen) == 0 ? 0 : 1;
+}
+
+int
+sh_snapshot_check_stat(const char *path, const struct stat *sb, char *err,
+                       size_t errlen)
+{
+    if (!S_ISREG(sb->st_mode)) {
+        snprintf(err, errlen, S_ISLNK(sb->st_mode)
                  ? "%s: a symbolic link, not a regular file"
                  : "%s: not a regular file", path);
         return -1;
     }
-    if (sb.st_nlink != 1) {
+    if (sb->st_nlink != 1) {
         snprintf(err, errlen, "%s: has other names (hard links)", path);
         return -1;
     }
@@ -539,13 +546,12 @@ open_regular(const char *path, struct stat *sb, char *err, size_t errlen)
                  path, strerror(errno));
         return -1;
     }
-    if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
+    if (fstat(fd, sb) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
-    if (sb->st_nlink != 1) {
-        snprintf(err, errlen, "%s: has other names (hard links)", path);
+    if (sh_snapshot_check_stat(path, sb, err, errlen) != 0) {
         close(fd);
         return -1;
     }

@@ -34,6 +34,8 @@
 
 #include "sh_index.h"
 
+struct stat;
+
 #define SH_SNAP_BLOCK   (128 * 1024)    /* user-section bytes per checksum */
 #define SH_SNAP_KIND    8               /* bytes of a user-section kind */
 
@@ -133,9 +135,20 @@ int sh_snapshot_load(const char *path, uint64_t expect_seed_digest,
 /*
  * Can `path` be a snapshot?  0 when it does not exist or is a regular file
  * with no other name, in a directory not writable by every user (unless
- * sticky); -1 and the reason otherwise (a symbolic link, a hard link, a
- * FIFO, a directory, a device...).
+ * sticky).  1 and the reason when the directory is fine but what is at
+ * `path` is not a snapshot (a symbolic link, a hard link, a FIFO, a
+ * directory, a device...): whoever can write the directory (the workers'
+ * user) could plant it, so it must not stop nginx from starting; the
+ * loader moves it aside without opening it.  -1 and the reason when the
+ * directory itself is unsafe.
  */
 int sh_snapshot_check_path(const char *path, char *err, size_t errlen);
+
+/*
+ * What lstat() (or fstat()) said of `path`: 0 for a regular file with no
+ * other name, else -1 and the reason in err.
+ */
+int sh_snapshot_check_stat(const char *path, const struct stat *sb,
+                           char *err, size_t errlen);
 
 #endif

@@ -105,15 +105,46 @@ for my $at ('crawl.snap.tmp', 'crawl.snap') {
     }
 }
 
-# loading: a link at PATH is refused, never read through
+# loading: a link (or a FIFO) at PATH is never read through, nor does it
+# keep nginx from starting (issue 31: the workers' user could plant one and
+# stop the next start); like a damaged file it is moved aside, itself
 {
     my $t = setup('off');
-    symlink($t->prefix . '/victim1', $t->prefix . '/data/crawl.snap')
-        or die $!;
+    my $d = $t->prefix . '/data';
+    symlink($t->prefix . '/victim1', "$d/crawl.snap") or die $!;
     my ($rc, $out) = $t->nginx_t;
-    isnt($rc, 0, 'load: a symlink at the snapshot is refused');
-    like($out, qr/crawl\.snap: a symbolic link/, '... saying so');
+    is($rc, 0, 'load: nginx -t passes with a symlink at the snapshot')
+        or diag $out;
+    like($out, qr/\[warn\].*crawl\.snap: a symbolic link.*moved aside/,
+         '... and warns that it will be moved aside');
+    $t->start;
+    is($t->get('/p0.html')->{status}, 200, 'load, symlink: nginx serves');
+    like($t->error_log, qr/crawl\.snap: a symbolic link.*starting empty/,
+         'load, symlink: refused, saying why');
+    my @aside = glob("$d/crawl.snap.refused-*");
+    is(scalar @aside, 1, 'load, symlink: the link is moved aside');
+    ok(@aside && -l $aside[0]
+       && readlink($aside[0]) eq $t->prefix . '/victim1',
+       'load, symlink: ... as the link itself, not what it points to');
+    ok(!-e "$d/crawl.snap", 'load, symlink: nothing left at the path');
+    $t->stop;
     intact($t, 1, 'load, symlink');
+    snapshot_ok($t, 'load, symlink: the next save');
+    $t->check_log;
+
+    $t = setup('off');
+    $d = $t->prefix . '/data';
+    require POSIX;
+    POSIX::mkfifo("$d/crawl.snap", 0600) or die $!;
+    ($rc, $out) = $t->nginx_t;
+    is($rc, 0, 'load: nginx -t passes with a FIFO at the snapshot')
+        or diag $out;
+    $t->start;
+    is($t->get('/p0.html')->{status}, 200, 'load, FIFO: nginx serves');
+    @aside = glob("$d/crawl.snap.refused-*");
+    ok(@aside == 1 && -p $aside[0], 'load, FIFO: moved aside, unopened');
+    $t->stop;
+    $t->check_log;
 }
 
 # a directory every user may write: refused, unless sticky
