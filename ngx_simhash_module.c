@@ -3222,6 +3222,16 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
         sh_config_free(cfg);
     }
 
+    /* a zone without simhash_seed: its own secret for the key hashes */
+
+    for (i = 0; i < smcf->zones.nelts; i++) {
+        if (!zones[i]->keyed && zones[i]->replicate == NULL
+            && ngx_http_simhash_secret_local(cf, zones[i]) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
     return NGX_OK;
 }
 

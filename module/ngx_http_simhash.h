@@ -412,6 +412,11 @@ ngx_http_simhash_zone_t *ngx_http_simhash_zone_find(
     ngx_http_simhash_main_conf_t *smcf, ngx_str_t *name);
 
 
+/* ngx_http_simhash_secret.c: a zone's secret without simhash_seed */
+ngx_int_t ngx_http_simhash_secret_local(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
+
+
 /* persistence: ngx_http_simhash_snapshot.c, below replication */
 
 ngx_int_t ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file);

@@ -386,21 +386,9 @@ int
 sh_config_derive_key(const sh_config_t *c, const char *purpose,
                      unsigned char *out, size_t len)
 {
-    unsigned char full[SH_MAC_FULL];
-    sh_mac_part_t part;
-
-    /* HMAC-SHA256(hash key, purpose): one-way, so a derived key reveals
-       neither the hash key nor another purpose's key */
-    part.data = purpose;
-    part.len = strlen(purpose);
-    if (len > sizeof(full)
-        || sh_mac(full, c->keyed ? c->secret : (const unsigned char *) "",
-                  c->keyed ? sizeof(c->secret) : 0, &part, 1) != 0)
-    {
-        return -1;
-    }
-    memcpy(out, full, len);
-    return 0;
+    return sh_mac_derive(out, len,
+                         c->keyed ? c->secret : (const unsigned char *) "",
+                         c->keyed ? sizeof(c->secret) : 0, purpose);
 }
 
 uint32_t

@@ -40,3 +40,19 @@ sh_mac(unsigned char out[SH_MAC_FULL], const void *key, size_t keylen,
     }
     return 0;
 }
+
+int
+sh_mac_derive(unsigned char *out, size_t len, const void *key, size_t keylen,
+              const char *purpose)
+{
+    unsigned char full[SH_MAC_FULL];
+    sh_mac_part_t part;
+
+    part.data = purpose;
+    part.len = strlen(purpose);
+    if (len > sizeof(full) || sh_mac(full, key, keylen, &part, 1) != 0) {
+        return -1;
+    }
+    memcpy(out, full, len);
+    return 0;
+}

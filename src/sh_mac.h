@@ -24,4 +24,12 @@ typedef struct {
 int sh_mac(unsigned char out[SH_MAC_FULL], const void *key, size_t keylen,
            const sh_mac_part_t *parts, size_t nparts);
 
+/*
+ * A key of `len` bytes (at most SH_MAC_FULL) for `purpose`, derived one-way
+ * from `key` (HMAC-SHA256(key, purpose)): a derived key reveals neither
+ * the key nor another purpose's key.  0, or -1.
+ */
+int sh_mac_derive(unsigned char *out, size_t len, const void *key,
+                  size_t keylen, const char *purpose);
+
 #endif

@@ -1,8 +1,10 @@
 #!/usr/bin/perl
 # A damaged snapshot costs what is damaged, never the zone: a flipped byte
 # in one frame of documents loses that frame's documents only, the rest is
-# restored, and the file is kept aside.  A FIFO at the snapshot path fails
-# nginx -t instead of hanging the start.  A snapshot written before
+# restored, and the file is kept aside.  A FIFO at the snapshot path never
+# hangs nginx -t nor the start: it is not opened, nginx -t warns, the start
+# moves it aside (issue 31: the workers' user could plant one to stop the
+# next start; t/26-snapshot-links.t starts with one).  A snapshot written before
 # extraction versions (format 1) is refused with one line, counted and kept
 # aside, never mixed in: its fingerprints are not known to be comparable.
 
@@ -82,8 +84,8 @@ my $fifo = $t->prefix . '/data/fifo.snap';
 mkfifo($fifo, 0600) or die "mkfifo: $!";
 $t->set(http => "simhash_zone zone=crawl:4m file=$fifo;");
 my ($rc, $out) = $t->nginx_t;
-isnt($rc, 0, 'a FIFO as the snapshot: nginx -t fails');
-like($out, qr/\[emerg\] .*invalid snapshot file: \Q$fifo\E: not a regular file in \S+:\d+/,
+is($rc, 0, 'a FIFO as the snapshot: nginx -t passes, unblocked') or diag($out);
+like($out, qr/\[warn\] .*not a snapshot: \Q$fifo\E: not a regular file; it will be moved aside at start in \S+:\d+/,
      '... saying it is not a regular file') or diag($out);
 
 # a format 1 snapshot of an earlier release: refused, kept aside, counted;
