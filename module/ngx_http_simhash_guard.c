@@ -38,6 +38,8 @@
 
 static ngx_int_t ngx_http_simhash_guard_handler(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_simhash_guard_seen(ngx_http_request_t *r);
+static void ngx_http_simhash_guard_log(ngx_http_request_t *r,
+    const char *why, ngx_str_t *target);
 static ngx_int_t ngx_http_simhash_guard_parse(ngx_str_t *target,
     ngx_str_t *host, ngx_uint_t *port);
 static ngx_uint_t ngx_http_simhash_guard_self(ngx_http_request_t *r,
@@ -464,6 +466,55 @@ ngx_http_simhash_guard_local_addr(ngx_http_request_t *r, ngx_str_t *host)
 }
 
 
+/*
+ * A refusal's line is an [error], the level Debian's error log shows: a
+ * loop is a configuration or a crawl gone wrong, and an operator should see
+ * it.  A client can make refusals at will, so the lines are rate-limited
+ * per worker: a burst of NGX_HTTP_SIMHASH_LOOP_BURST, then one a second,
+ * and the next line says how many went unlogged.
+ */
+
+#define NGX_HTTP_SIMHASH_LOOP_BURST  10
+
+static void
+ngx_http_simhash_guard_log(ngx_http_request_t *r, const char *why,
+    ngx_str_t *target)
+{
+    time_t             now;
+    static time_t      last;
+    static ngx_uint_t  tokens = NGX_HTTP_SIMHASH_LOOP_BURST, unlogged;
+
+    now = ngx_time();
+
+    if (now > last) {
+        tokens += (ngx_uint_t) (now - last);
+        if (tokens > NGX_HTTP_SIMHASH_LOOP_BURST) {
+            tokens = NGX_HTTP_SIMHASH_LOOP_BURST;
+        }
+        last = now;
+    }
+
+    if (tokens == 0) {
+        unlogged++;
+        return;
+    }
+
+    tokens--;
+
+    if (unlogged) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "simhash: loop refused: %s (target \"%V\"); "
+                      "%ui more refused and not logged before this one",
+                      why, target, unlogged);
+        unlogged = 0;
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "simhash: loop refused: %s (target \"%V\")", why, target);
+}
+
+
 static ngx_int_t
 ngx_http_simhash_guard_refuse(ngx_http_request_t *r, const char *why,
     ngx_str_t *target)
@@ -475,8 +526,7 @@ ngx_http_simhash_guard_refuse(ngx_http_request_t *r, const char *why,
     static u_char  body[] = "508 Loop Detected: this proxy would fetch "
                             "the request from itself\n";
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "simhash: loop refused: %s (target \"%V\")", why, target);
+    ngx_http_simhash_guard_log(r, why, target);
 
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {

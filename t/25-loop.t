@@ -133,6 +133,26 @@ is($body, "http\n", 'absolute-form HTTP: lowercased');
 ($status, $h, $body) = $t->raw_get('/scheme');
 is($body, "http\n", "origin-form: the connection's scheme");
 
+# ---- the log line: an [error] an operator sees, rate-limited ------------
+
+like($t->error_log, qr/\[error\] .*simhash: loop refused/,
+     'a refusal is logged at [error], the level Debian shows');
+$before = refusals();
+my $n = 60;
+my $refused = grep { ($t->raw_get('/p1.html', Host => "127.0.0.1:$port"))[0]
+                     == 508 } 1 .. $n;
+is($refused, $n, "a flood of $n loops: every one refused");
+cmp_ok(refusals() - $before, '<', $n, '... but not every one logged');
+# a refusal a second later says how many went unlogged (each worker keeps
+# its own count: a few tries reach the workers that have one)
+my $said;
+for (1 .. 20) {
+    $t->raw_get('/p1.html', Host => "127.0.0.1:$port");
+    last if $said = $t->error_log =~ /(\d+) more refused and not logged/;
+    select(undef, undef, undef, 0.25);
+}
+ok($said, '... and a later line says how many were not');
+
 $t->check_log;
 $t->stop;
 
