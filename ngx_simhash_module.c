@@ -94,6 +94,28 @@ typedef enum {
 } ngx_http_simhash_phase_e;
 
 
+/*
+ * $simhash_action: what the module did with a response, for the access log
+ * (its status says what the page is; this says what the crawler got).
+ */
+typedef enum {
+    NGX_HTTP_SIMHASH_ACT_NONE = 0,      /* not decided: the variable is "" */
+    NGX_HTTP_SIMHASH_ACT_PASSED,        /* the upstream's response, whole */
+    NGX_HTTP_SIMHASH_ACT_DROPPED,       /* a duplicate, answered empty */
+    NGX_HTTP_SIMHASH_ACT_PREDICTED,     /* answered without a fetch (DUST) */
+    NGX_HTTP_SIMHASH_ACT_VERIFIED       /* predicted, fetched to check
+                                           (dropped or passed after) */
+} ngx_http_simhash_action_e;
+
+static ngx_str_t  ngx_http_simhash_action_names[] = {
+    ngx_null_string,
+    ngx_string("passed"),
+    ngx_string("dropped"),
+    ngx_string("predicted"),
+    ngx_string("verified")
+};
+
+
 typedef struct {
     ngx_http_simhash_phase_e     phase;
     sh_doc_t                    *doc;
@@ -143,6 +165,11 @@ typedef struct {
     uint64_t                     rep;
     ngx_str_t                    predicted;
     unsigned                     early:1;
+
+    /* $simhash_action: what was done with the response */
+    unsigned                     action:3;      /* ngx_http_simhash_action_e */
+    unsigned                     verifying:1;   /* a prediction, fetched as
+                                                   a verification sample */
 } ngx_http_simhash_ctx_t;
 
 
@@ -637,22 +664,27 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
                    "simhash dust: predicted duplicate of \"%V\" by %V",
                    &ctx->duplicate_of, &ctx->predicted);
 
-    if (slcf->action != NGX_HTTP_SIMHASH_DROP
-        || (!ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of,
-                                           0)
-            && !ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
-                                                r->connection->log))
-        || (slcf->dust_verify
-            && (ngx_uint_t) ngx_random() % 1000000 < slcf->dust_verify))
+    if (slcf->action == NGX_HTTP_SIMHASH_DROP
+        && (ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of, 0)
+            || ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
+                                               r->connection->log)))
     {
-        /* fetched: the response's decision is what counts */
-        ngx_str_null(&ctx->duplicate_of);
-        return NGX_DECLINED;
+        if (slcf->dust_verify == 0
+            || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust_verify)
+        {
+            ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+
+            return ngx_http_simhash_dust_answer(r, ctx, slcf);
+        }
+
+        ctx->verifying = 1;
     }
 
-    ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+    /* fetched: the response's decision is what counts */
 
-    return ngx_http_simhash_dust_answer(r, ctx, slcf);
+    ngx_str_null(&ctx->duplicate_of);
+
+    return NGX_DECLINED;
 }
 
 
@@ -736,6 +768,7 @@ ngx_http_simhash_dust_answer(ngx_http_request_t *r,
     ctx->early = 0;
     ctx->phase = NGX_HTTP_SIMHASH_DONE;
     ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
+    ctx->action = NGX_HTTP_SIMHASH_ACT_PREDICTED;
 
     r->headers_out.status = slcf->drop_code;
     r->headers_out.content_length_n = 0;
@@ -1954,6 +1987,11 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
            && ngx_http_simhash_drop_allowed(slcf, &key, &ctx->duplicate_of,
                                             ctx->score);
 
+    if (drop) {
+        ctx->action = ctx->verifying ? NGX_HTTP_SIMHASH_ACT_VERIFIED
+                                     : NGX_HTTP_SIMHASH_ACT_DROPPED;
+    }
+
     if (ngx_http_simhash_set_headers(r, ctx) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -2107,6 +2145,11 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
 
     if (ngx_http_simhash_reveal(r, ctx) != NGX_OK) {
         return NGX_ERROR;
+    }
+
+    if (ctx->action == NGX_HTTP_SIMHASH_ACT_NONE) {
+        ctx->action = ctx->verifying ? NGX_HTTP_SIMHASH_ACT_VERIFIED
+                                     : NGX_HTTP_SIMHASH_ACT_PASSED;
     }
 
     if (ctx->has_hash && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
@@ -2267,7 +2310,8 @@ enum {
     NGX_HTTP_SIMHASH_VAR_DUP,
     NGX_HTTP_SIMHASH_VAR_DISTANCE,
     NGX_HTTP_SIMHASH_VAR_SCORE,
-    NGX_HTTP_SIMHASH_VAR_PREDICTED
+    NGX_HTTP_SIMHASH_VAR_PREDICTED,
+    NGX_HTTP_SIMHASH_VAR_ACTION
 };
 
 
@@ -2290,6 +2334,9 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 
     { ngx_string("simhash_predicted"), NULL, ngx_http_simhash_variable,
       NGX_HTTP_SIMHASH_VAR_PREDICTED, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("simhash_action"), NULL, ngx_http_simhash_variable,
+      NGX_HTTP_SIMHASH_VAR_ACTION, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("simhash_host"), NULL, ngx_http_simhash_host_variable,
       0, 0, 0 },
@@ -2377,6 +2424,19 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
 
         v->len = ngx_http_simhash_status_names[ctx->status].len;
         v->data = ngx_http_simhash_status_names[ctx->status].data;
+        break;
+
+    case NGX_HTTP_SIMHASH_VAR_ACTION:
+
+        /* a drop or a prediction tells the status: hidden with it */
+
+        if (ctx->hide_status || ctx->action == NGX_HTTP_SIMHASH_ACT_NONE) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+
+        v->len = ngx_http_simhash_action_names[ctx->action].len;
+        v->data = ngx_http_simhash_action_names[ctx->action].data;
         break;
 
     case NGX_HTTP_SIMHASH_VAR_DUP:

@@ -144,6 +144,20 @@ EOF
                "$e: the copy under another path is not") or diag($log);
             unlike($log, qr/utime|Last-modified header/i,
                    "$e: no Last-Modified on a drop for wget to apply");
+
+            # its access log says what was done, with the whole URL
+            my $alog = $o->read_file("$p/logs/simhash-dedup.log") // '';
+            like($alog, qr{ 204 dropped duplicate http://\Q$origin\E/site/p1\.html\?sessionid=0123456789abcdef http://\Q$origin\E/site/p1\.html }m,
+                 "$e: the access log: the session-id copy dropped")
+                or diag($alog);
+            like($alog, qr{ 200 passed duplicate http://\Q$origin\E/site/copy/p2\.html }m,
+                 "$e: the access log: the copy under another path passed");
+            like($alog, qr{ 200 passed new http://\Q$origin\E/site/p4\.html }m,
+                 "$e: the access log: a new page passed");
+
+            # and its statistics are served on the loopback
+            my ($st) = $o->raw_get("/simhash-stats", _port => $port{3119});
+            is($st, 200, "$e: the statistics on 127.0.0.1");
         }
         my ($st) = $o->raw_get('/site/p1.html', _port => $proxy,
                                Host => "127.0.0.1:$proxy");
