@@ -16,7 +16,8 @@
 #           conf-examples/forward-proxy.conf, with the module in tag mode;
 #           every Host goes to the origin above.
 # demo/crawl.pl then fetches demo/urls.txt through the proxy.  The prefix
-# (configuration, logs) stays after Ctrl-C; the script says where.
+# (configuration, logs) is removed when the demo ends, Ctrl-C or failure;
+# DEMO_KEEP=1 keeps it, and the script says where.
 set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,13 +29,9 @@ command -v "$NGINX" >/dev/null 2>&1 || NGINX=/usr/sbin/nginx
 
 [ -f "$MODULE" ] || { echo "demo: $MODULE missing: run make module" >&2; exit 1; }
 
-free_port() {
-    perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(Listen => 1,
-        LocalAddr => "127.0.0.1", LocalPort => 0)->sockport'
-}
-ORIGIN=$(free_port)
-PROXY=$(free_port)
-while [ "$PROXY" = "$ORIGIN" ]; do PROXY=$(free_port); done
+# two distinct ports, held together while chosen
+set -- $("$TOP/tools/free-ports.sh" 2)
+ORIGIN=$1 PROXY=$2
 
 # The prefix is not in the checkout, and the sites are served from a copy
 # in it: run as root, nginx's workers are nobody, and a clone under ~root
@@ -42,6 +39,15 @@ while [ "$PROXY" = "$ORIGIN" ]; do PROXY=$(free_port); done
 # more).  The master, still root, loads the module from wherever it is.
 # Modes are set explicitly: the copy must be readable whatever the umask.
 PREFIX=$(mktemp -d "$("$TOP/tools/nginx-tmpdir.sh")/simhash-demo.XXXXXX")
+
+cleanup() {
+    if [ "${DEMO_KEEP:-0}" = 1 ]; then
+        echo "demo: configuration and logs kept in $PREFIX"
+    else
+        rm -rf "$PREFIX"
+    fi
+}
+trap cleanup EXIT
 SITE="$PREFIX/html"
 mkdir -p "$PREFIX/conf" "$PREFIX/logs" "$PREFIX/tmp"
 cp -R "$TOP/demo/site" "$SITE"
@@ -165,7 +171,7 @@ stop() {
     kill -QUIT "$NGINX_PID" 2>/dev/null || true
     wait "$NGINX_PID" 2>/dev/null || true
     echo
-    echo "demo: nginx stopped; configuration and logs in $PREFIX"
+    echo "demo: nginx stopped"
     exit 0
 }
 trap stop INT TERM

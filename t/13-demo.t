@@ -92,17 +92,18 @@ my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
 ok($s, 'and it does');
 close $s if $s;
 
-kill 'TERM', $pid;
-$end = time + 10;
-sleep 0.05 while waitpid($pid, WNOHANG) == 0 && time < $end;
-ok(!kill(0, $pid), 'a signal stops it');
-close $out;
-
 my ($prefix) = $text =~ m{^\s+config\s+(\S+)/conf/nginx\.conf$}m;
 ok($prefix, 'the demo says where its prefix is');
 my $log = $prefix && SimhashTest->can('read_file')->({}, "$prefix/logs/error.log");
 unlike($log // '', qr/\[(alert|crit|emerg|error)\]/,
        'the demo error log has no error');
+
+kill 'TERM', $pid;
+$end = time + 10;
+sleep 0.05 while waitpid($pid, WNOHANG) == 0 && time < $end;
+ok(!kill(0, $pid), 'a signal stops it');
+close $out;
+ok($prefix && !-e $prefix, 'and its prefix is removed (Ctrl-C leaves nothing)');
 remove_tree($prefix) if $prefix && $prefix =~ m{/simhash-demo\.\w+$};
 
 done_testing;
