@@ -7,7 +7,7 @@
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
 # eval, dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb,
-# sid, clean.
+# sid, install (the module into Debian's nginx, as root), clean.
 # SANITIZE=1 builds everything with ASan+UBSan; VALGRIND=1 runs each nginx
 # of the integration tests as one process under valgrind.
 
@@ -54,7 +54,7 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check run eval dust-eval \
-        bench fuzz stress deb sid sid-eval clean
+        bench fuzz stress deb sid sid-eval install clean
 
 all: lib cli module
 
@@ -175,6 +175,11 @@ sid-eval: deps
 	@tools/deps.sh deb
 	@tools/deps.sh eval
 	@tools/sid-eval.sh $(BUILD)
+
+# From source into Debian's nginx, laid out as the package does it; the
+# resolver file the examples include is written when missing.
+install: module
+	@tools/install.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -821,6 +821,8 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
         || r->header_only
         || ngx_http_test_content_type(r, &slcf->types) == NULL)
     {
+        ngx_http_simhash_resolve_hint(r);
+
         if (ctx) {
             /* a predicted request's other response: only the prediction */
             ctx->early = 0;

@@ -675,3 +675,50 @@ ngx_http_simhash_drop_allowed(ngx_http_simhash_loc_conf_t *slcf,
 
     return a.len == b.len && ngx_memcmp(a.data, b.data, a.len) == 0;
 }
+
+
+/*
+ * A 502 for a host the resolver could not resolve, in a forward proxy:
+ * nginx's resolver asks DNS servers only and never reads /etc/hosts, so a
+ * crawl of a local or internal name fails where curl and wget succeed.
+ * Beside nginx's own "could not be resolved" line, one that says why and
+ * what to do (at most one a minute per worker: a crawl of a dead domain
+ * makes thousands).
+ */
+
+void
+ngx_http_simhash_resolve_hint(ngx_http_request_t *r)
+{
+    time_t                         now;
+    static time_t                  last;
+    ngx_http_upstream_resolved_t  *ur;
+
+    if (r->headers_out.status != NGX_HTTP_BAD_GATEWAY
+        || r->upstream == NULL
+        || r->upstream->resolved == NULL)
+    {
+        return;
+    }
+
+    ur = r->upstream->resolved;
+
+    if (ur->host.len == 0 || ur->sockaddr != NULL || ur->naddrs != 0) {
+        return;
+    }
+
+    now = ngx_time();
+
+    if (now - last < 60) {
+        return;
+    }
+
+    last = now;
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "simhash: \"%V\" could not be resolved by nginx's "
+                  "resolver, which asks DNS only and never reads /etc/hosts: "
+                  "for local or internal names run a local DNS forwarder "
+                  "(dnsmasq reads /etc/hosts) or give fixed hosts an "
+                  "upstream block (docs/module.md, \"Names nginx cannot "
+                  "resolve\")", &ur->host);
+}

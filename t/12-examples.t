@@ -58,6 +58,24 @@ $t->write_file('conf/resolver.conf',
                scalar `$resolver_conf /dev/null`);
 like(scalar $t->read_file('conf/resolver.conf'), qr/^resolver 127\.0\.0\.1 /m,
      'resolver-conf.sh: a resolver line');
+
+# from source: make install lays out what the package does, the resolver
+# file included (tools/install.sh, here under DESTDIR)
+SKIP: {
+    skip 'an installed package: no tools/install.sh', 4
+        unless -x "$FindBin::Bin/../tools/install.sh";
+    (my $build = $t->{module}) =~ s{/nginx/[^/]+$}{};
+    my $out = `DESTDIR=$p/root $FindBin::Bin/../tools/install.sh $build 2>&1`;
+    is($?, 0, 'make install (DESTDIR): done') or diag($out);
+    ok(-f "$p/root/usr/lib/nginx/modules/ngx_http_simhash_module.so",
+       'make install: the module');
+    like(scalar $t->read_file("$p/root/etc/nginx/modules-enabled/"
+                              . '50-mod-http-simhash.conf') // '',
+         qr/^load_module /m, 'make install: the load_module line');
+    like(scalar $t->read_file("$p/root/etc/nginx/simhash-resolver.conf") // '',
+         qr/^resolver \S+/m, 'make install: the resolver file the examples '
+         . 'include');
+}
 mkdir "$p/data";
 
 my $run = sub {
