@@ -64,6 +64,34 @@ fi
 
 echo "deps: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
+
+# Another apt-get or dpkg (unattended-upgrades, a second make) holds the
+# lock: wait for it, saying so once, rather than fail at once.  apt-get
+# waits for the dpkg lock itself (DPkg::Lock::Timeout) but not for the
+# package lists' lock that `update` takes.
+WAIT=${DEPS_LOCK_WAIT:-600}
+apt_get() {
+    waited=0
+    while :; do
+        if out=$(apt-get -o DPkg::Lock::Timeout="$WAIT" "$@" 2>&1); then
+            [ -z "$out" ] || printf '%s\n' "$out"
+            return 0
+        fi
+        case "$out" in
+            *"Could not get lock"*|*"Unable to lock"*) ;;
+            *) printf '%s\n' "$out" >&2; return 1 ;;
+        esac
+        if [ "$waited" -ge "$WAIT" ]; then
+            printf '%s\n' "$out" >&2
+            echo "deps: the package lock was still held after ${WAIT}s" >&2
+            return 1
+        fi
+        [ "$waited" -gt 0 ] || echo "deps: another apt-get or dpkg holds" \
+            "the package lock; waiting for it (up to ${WAIT}s)" >&2
+        sleep 5
+        waited=$((waited + 5))
+    done
+}
+apt_get update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing
+apt_get install -y -qq --no-install-recommends $missing
