@@ -26,6 +26,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "sh_site.h"
 
 
 /*
@@ -452,15 +453,41 @@ ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-/* At postconfiguration: each simhash_dust_rule to its zone. */
+/*
+ * At postconfiguration: the Public Suffix List, once per process, for a
+ * configuration with a learner (which hosts are one site: a learned host
+ * alias joins only those; src/sh_site.h).  Here, in the master, so that
+ * every worker forks with it and no request reads a file; a reload keeps
+ * the list loaded (a restart reads an updated one).  Without a list the
+ * learner learns no alias at all, and says so.  Then each
+ * simhash_dust_rule to its zone.
+ */
 
 ngx_int_t
 ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
     ngx_http_simhash_main_conf_t *smcf)
 {
+    char                          err[512];
     ngx_uint_t                    i;
-    ngx_http_simhash_zone_t      *zone;
+    ngx_http_simhash_zone_t     **zones, *zone;
     ngx_http_simhash_dust_pin_t  *pins, *pin;
+
+    zones = smcf->zones.elts;
+
+    for (i = 0; !sh_site_loaded() && i < smcf->zones.nelts; i++) {
+        if (zones[i]->dust == 0) {
+            continue;
+        }
+
+        if (sh_site_load(NULL, err, sizeof(err)) != 0) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "simhash_dust: %s: no host alias is learned "
+                          "(a simhash_dust_rule host_alias still joins "
+                          "hosts); Debian: publicsuffix", err);
+        }
+
+        break;
+    }
 
     pins = smcf->dust_pins.elts;
 
