@@ -240,6 +240,9 @@ cmp_ok($rule->('four', 'm.shop.test', 'drop_param', 'v')->{against}, '>',
        $against, '4: the rule that predicted counts it against');
 is($state->('four', 'shop.test', 'drop_param', 'v'), 'retired',
    '4: the rule is retired for shop.test');
+my $off = 'zone "four": rule drop_param(v) for shop.test /doc/ off '
+        . '(was candidate): 0 pairs, 1 against';
+like($t->error_log, qr/\Q$off\E/, '4: and that is logged');
 ($answered, $n) = (0, 0);
 for my $i (1 .. 10) {
     fetch("/s4/doc/r$i.html?v=1") if $i > 1;
