@@ -541,6 +541,7 @@ ngx_int_t
 ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
+    char                       err[256];
     ngx_int_t                  rc;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -571,6 +572,19 @@ ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
 
         sh->dust_size = zone->dust;
         rc = ngx_http_simhash_dust_format(zone, log);
+
+    } else if (sh_dust_attach(sh->dust, sh->dust_size, err, sizeof(err))
+               == NULL)
+    {
+        /* a module of another learner layout (its hosts now keep their
+         * site) reloaded onto this zone */
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "simhash zone \"%V\": %s, the DUST learner starts "
+                      "empty", &zone->name, err);
+
+        ngx_http_simhash_zone_lock(zone, log);
+        rc = ngx_http_simhash_dust_format(zone, log);
+        ngx_http_simhash_zone_unlock(zone);
 
     } else if (ngx_memcmp(sh->dust_key, zone->dust_secret,
                           sizeof(zone->dust_secret))
