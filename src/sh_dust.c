@@ -1058,8 +1058,9 @@ rule_on(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
 
 /* Whether h refuses the other host's rule of atom a for its URLs in
  * `pattern`: it forbids it there or host-wide (a forbid sets no hint bit:
- * it is looked up), or retired it there (its own evidence, or a
- * verification of the borrowed rule: borrowed()). */
+ * it is looked up), or has evidence of its own against it there and not
+ * enough for it (retired, or a pair against counted: borrowed(), or
+ * another node's record of that, which an import leaves a candidate). */
 static int
 refuses(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
 {
@@ -1073,7 +1074,7 @@ refuses(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
     }
     c = cand_find(d, h->hash, pattern, a->kind, a->arg);
     return c != NULL && (c->state == SH_DUST_FORBIDDEN
-                         || c->state == SH_DUST_RETIRED);
+                         || c->state == SH_DUST_RETIRED || c->against > 0);
 }
 
 /*

@@ -76,8 +76,8 @@
  * Canonical form: c(u) = u with every active rule of its scope applied
  * (HOST_ALIAS first, then the rules: path, then parameters).  An active
  * alias joins two hosts: the source's URLs take the target's host, and
- * the URLs of either take the rules of both (a host's forbid, or a rule it
- * retired, still holds for its own URLs).  A pair against a rule of the
+ * the URLs of either take the rules of both (a host's forbid, or its own
+ * evidence against a rule, still holds for its own URLs).  A pair against a rule of the
  * other host, applied to this host's URLs (a verification fetch of its
  * prediction, or any fetch the canonical table checks), counts against
  * that rule where it was learned and retires it in this host's scope at

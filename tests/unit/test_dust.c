@@ -962,6 +962,65 @@ test_borrowed_verified(void **state)
     unmake(&f);
 }
 
+/* www.shop.example and shop.example joined, www's drop_param(v) on (it
+ * serves one page whatever ?v= says): what each node of a tier learns. */
+static void
+shop_learn(sh_dust_t *d)
+{
+    int n;
+
+    for (n = 1; n <= 20; n++) {
+        obs(d, DOCREP(n), "http://shop.example/doc/p%d.html", n);
+        obs(d, DOCREP(n), "http://www.shop.example/doc/p%d.html", n);
+    }
+    learn_pairs(d, "http://www.shop.example/doc/q%d.html?v=1",
+                "http://www.shop.example/doc/q%d.html?v=2", 30);
+    assert_int_equal(state_of(d, "www.shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_ACTIVE);
+}
+
+/* In a tier: node a retires the borrowed rule for shop.example; its
+ * record (a candidate's: an import decides the state by the counts) stops
+ * node b's borrowing too, before any verification there. */
+static void
+test_borrowed_replicated(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               a, b;
+    unsigned char       rec[SH_DUST_RULE_REC_LEN];
+
+    (void) state;
+    fast_opts(&o);
+    make(&a, &o);
+    make(&b, &o);
+    shop_learn(a.d);
+    shop_learn(b.d);
+
+    obs(a.d, DOCREP(7001), "http://shop.example/doc/late.html?v=1");
+    obs(a.d, DOCREP(7002), "http://shop.example/doc/late.html?v=2");
+    assert_int_equal(sh_dust_rule(a.d, "shop.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "v", &r), 0);
+    assert_int_equal(r.state, SH_DUST_RETIRED);
+    assert_int_equal(sh_dust_export_rule(a.d, &r, rec), 0);
+    assert_int_equal(sh_dust_rule_unpin(rec, NULL), 0);
+
+    obs(b.d, DOCREP(7101), "http://shop.example/doc/other.html?v=1");
+    assert_int_equal(pred(b.d, NULL, NULL, "http://shop.example/doc/"
+                          "other.html?v=2"), 1);
+    assert_int_equal(sh_dust_import_rule(b.d, rec, sizeof(rec), 1000), 0);
+    assert_int_equal(state_of(b.d, "shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_CANDIDATE);
+    assert_int_equal(pred(b.d, NULL, NULL, "http://shop.example/doc/"
+                          "other.html?v=2"), 0);
+    /* www's own URLs: still */
+    obs(b.d, DOCREP(7201), "http://www.shop.example/doc/q90.html?v=1");
+    assert_int_equal(pred(b.d, NULL, NULL, "http://www.shop.example/doc/"
+                          "q90.html?v=2"), 1);
+    unmake(&a);
+    unmake(&b);
+}
+
 /* The canonical table's way: a form fetched on shop.example after the
  * rule was borrowed, then a verification of a prediction from it. */
 static void
@@ -970,20 +1029,12 @@ test_borrowed_verified_canonical(void **state)
     sh_dust_opts_t o;
     fix_t          f;
     uint64_t       rep;
-    int            n;
 
     (void) state;
     fast_opts(&o);
     make(&f, &o);
 
-    for (n = 1; n <= 20; n++) {
-        obs(f.d, DOCREP(n), "http://shop.example/doc/p%d.html", n);
-        obs(f.d, DOCREP(n), "http://www.shop.example/doc/p%d.html", n);
-    }
-    learn_pairs(f.d, "http://www.shop.example/doc/q%d.html?v=1",
-                "http://www.shop.example/doc/q%d.html?v=2", 30);
-    assert_int_equal(state_of(f.d, "www.shop.example", "/doc/",
-                              SH_DUST_DROP_PARAM, "v"), SH_DUST_ACTIVE);
+    shop_learn(f.d);
     obs(f.d, DOCREP(7001), "http://shop.example/doc/late.html?v=1");
     assert_int_equal(pred(f.d, &rep, NULL, "http://shop.example/doc/"
                           "late.html?v=2"), 1);
@@ -1533,6 +1584,7 @@ main(void)
         cmocka_unit_test(test_alias_import_two_sites),
         cmocka_unit_test(test_borrowed_verified),
         cmocka_unit_test(test_borrowed_verified_canonical),
+        cmocka_unit_test(test_borrowed_replicated),
         cmocka_unit_test(test_no_dust),
         cmocka_unit_test(test_lru_hosts),
         cmocka_unit_test(test_hostile),
