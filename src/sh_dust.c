@@ -803,27 +803,23 @@ evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
 }
 
 /*
- * A rule of the other host of an alias (one site, or the operator's pin)
- * applied to this host's URLs in scope sc: the pair counts in this host's
- * own candidate too, made if need be even by a pair against (evidence()
- * alone would lose it: a candidate starts with support), and a pair
- * against retires the rule here at once.  canonical() does not borrow a
- * rule the borrower has retired, so the first verification that shows a
- * borrowed rule wrong on a host is the last wrong answer it gives there;
- * it comes back only by the host's own evidence (the bound, and support
- * doubled since).  The lender's rule keeps its state by its own counts.
+ * A pair against a rule of the other host of an alias (one site, or the
+ * operator's pin) applied to this host's URLs in scope sc: counted in
+ * this host's own candidate, made for it if need be (evidence() alone
+ * would lose it: a candidate starts with support), and the rule retired
+ * here at once.  canonical() does not borrow a rule the borrower has
+ * evidence against, so the first verification that shows a borrowed rule
+ * wrong on a host is the last wrong answer it gives there; it comes back
+ * only by the host's own evidence (the bound, and support doubled since).
+ * The lender's rule keeps its state by its own counts.
  */
 static int
-borrowed(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
-         uint64_t now)
+borrowed(sh_dust_t *d, const scope_t *sc, const atom_t *a, uint64_t now)
 {
     dcand_t *c = cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
     uint8_t  from;
     int      n;
 
-    if (same) {
-        return evidence(d, sc, a, 1, now);
-    }
     if (c == NULL) {
         c = cand_new(d, sc->host, sc->pattern, a->kind, a->arg);
         if (c == NULL) {
@@ -861,7 +857,7 @@ credit(sh_dust_t *d, const scope_t *sc, const atom_t *a, const scope_t *ls,
     if (same || ls->host == sc->host) {
         return evidence(d, sc, a, same, now);
     }
-    return evidence(d, ls, a, 0, now) + borrowed(d, sc, a, 0, now);
+    return evidence(d, ls, a, 0, now) + borrowed(d, sc, a, now);
 }
 
 /* ---- Evidence and canonical tables. ---- */
@@ -1084,7 +1080,8 @@ refuses(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
  * apply, on either host's URLs: a URL of the source takes the target's
  * host and the rules of both; a URL of the target keeps its host and
  * takes the source's rules too.  A host's forbid holds for its own URLs
- * whatever the other host learned, and so does a rule it retired.
+ * whatever the other host learned, and so does its own evidence against
+ * a rule (refuses()).
  */
 static unsigned
 canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
@@ -1373,7 +1370,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
                     evidence(d, &lender[which[i]], &a[which[i]],
                              ce->rep == rep, now);
                     if (ce->rep != rep && lender[which[i]].host != sc.host) {
-                        borrowed(d, &sc, &a[which[i]], 0, now);
+                        borrowed(d, &sc, &a[which[i]], now);
                     }
                 } else {
                     scope_t cs = { applied[i]->host, 0, "", 0 };
