@@ -28,7 +28,7 @@ SECS=${2:-60}
 OUT=$BUILD/fuzz
 CC=${FUZZ_CC:-clang}
 TARGETS=${FUZZ_TARGETS:-doc snapshot idf volatility index dust cost}
-PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto"
+PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto libpsl"
 
 case $SECS in
     ''|*[!0-9]*) echo "fuzz.sh: seconds must be a number, not '$SECS'" >&2
