@@ -19,6 +19,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "sh_file.h"
 #include "sh_volatility.h"
 #include "sh_vosh.h"
 
@@ -578,48 +579,20 @@ k_row_known(const uint32_t *k)
 }
 
 
-/*
- * PATH.tmp created afresh, never written through a link or a file someone
- * left there (a shared directory such as /tmp): a stale one is removed,
- * the new one created exclusively.
- */
-static FILE *
-fopen_fresh(const char *tmp)
-{
-    FILE *f;
-    int   fd;
-
-    if (unlink(tmp) != 0 && errno != ENOENT) {
-        return NULL;
-    }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0644);
-    if (fd < 0) {
-        return NULL;
-    }
-    f = fdopen(fd, "w");
-    if (f == NULL) {
-        close(fd);
-        unlink(tmp);
-    }
-    return f;
-}
-
 int
 sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
                    size_t errlen)
 {
-    char  tmp[4096];
-    FILE *f;
-    int   all, h, t, i;
+    char             *text = NULL;
+    size_t            len = 0;
+    FILE             *f;
+    int               all, h, t, i;
+    sh_file_writer_t *w;
 
-    if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-        set_err(err, errlen, "path too long");
-        return -1;
-    }
-    f = fopen_fresh(tmp);
+    /* the text in memory first, then one safe replacement of the file */
+    f = open_memstream(&text, &len);
     if (f == NULL) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        set_err(err, errlen, "out of memory");
         return -1;
     }
     fprintf(f, "simhash-volatility 1\n"
@@ -649,17 +622,24 @@ sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
         }
     }
     fprintf(f, "end\n");
-    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0) {
-        snprintf(err, errlen, "%s: write failed", tmp);
-        remove(tmp);
+    if (ferror(f) || fclose(f) != 0) {
+        set_err(err, errlen, "out of memory");
+        free(text);
         return -1;
     }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        remove(tmp);
+
+    w = sh_file_writer_open(path, 0644, NULL, err, errlen);
+    if (w == NULL) {
+        free(text);
         return -1;
     }
-    return 0;
+    if (sh_file_writer_write(w, text, len, err, errlen) != 0) {
+        sh_file_writer_abort(w);
+        free(text);
+        return -1;
+    }
+    free(text);
+    return sh_file_writer_commit(w, err, errlen);
 }
 
 sh_volatility_t *
