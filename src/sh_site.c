@@ -1,30 +1,17 @@
 /*
  * sh_site.c -- a host's site by the Public Suffix List (sh_site.h).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <libpsl.h>
 
+#include "sh_err.h"
 #include "sh_site.h"
 
 /* One list per process, read-only once loaded: the lookups share it. */
 static psl_ctx_t *site_psl;
 static char       site_src[256];
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int
 sh_site_load(const char *file, char *err, size_t errlen)
@@ -38,10 +25,10 @@ sh_site_load(const char *file, char *err, size_t errlen)
      * a Debian update of publicsuffix applies at the next start */
     site_psl = psl_latest(file);
     if (site_psl == NULL) {
-        set_err(err, errlen, "no Public Suffix List (%s, %s, or libpsl's "
-                "built-in copy)", file ? file : "no file given",
-                (dist = psl_dist_filename()) && *dist ? dist : "no system "
-                "list");
+        dist = psl_dist_filename();
+        sh_err_set(err, errlen, "no Public Suffix List (%s, %s, or "
+                   "libpsl's built-in copy)", file ? file : "no file given",
+                   dist != NULL && *dist ? dist : "no system list");
         return -1;
     }
     dist = psl_dist_filename();
