@@ -669,8 +669,9 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     sh_index_t      *ix = sh_store_index(st);
     place_t          pl = { st, sh_index_import_area(ix), t->ends.hwm };
     sh_store_doc_t  *d;
-    uint64_t         pos, *keyhash;
+    uint64_t        *keyhash;
     uint32_t         ref, n = 0, room, *refs;
+    const char      *text;
 
     st->text_tail = t->text_tail;
     st->text_head = t->text_head;
@@ -701,11 +702,11 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
         }
         keyhash[n] = d->keyhash;
         refs[n++] = ref;
-        /* the ring entry itself is checked when it is read
-         * (sh_store_key): here only where it is */
+        /* a record keeps its text only if the ring entry it names is its
+         * own (as the repair keeps it): a damaged or crafted image may
+         * name another's, which the store's count would take for one */
         if (d->text != SH_STORE_NOTEXT) {
-            pos = st_text_pos(st, d->text);
-            if (pos >= st->text_tail && pos < st->text_head) {
+            if (sh_store_key(st, ref, &text) > 0) {
                 st->texts++;
             } else {
                 d->text = SH_STORE_NOTEXT;
@@ -1046,8 +1047,13 @@ load_image(sh_store_t *st, src_t *src, uint32_t expect_extraction, int keyed,
                 "(simhash_seed)");
         return -1;
     }
+    /* every ref below hwm has its record in the image: a trailer that
+     * claims more than the image holds would have the loader allocate
+     * for billions of refs */
     if (t->ends.entries > t->ends.hwm || t->text_tail > t->text_head
-        || t->text_head - t->text_tail > t->text_size)
+        || t->text_head - t->text_tail > t->text_size
+        || ((t->text_head | t->text_tail) & 7) != 0
+        || t->ends.hwm > src->len / sizeof(rec_t))
     {
         set_err(err, errlen, "image: inconsistent trailer");
         return -1;
