@@ -8,8 +8,10 @@
  *          hash in the trailer, so that mutations reach the checks behind
  *          them (the trailer's geometry, the records, the age order)
  *   bit 1  load into a store of the seeds' geometry (the records taken in
- *          place when they fit); else one of (capacity byte % 64) + 1
- *          documents and a smaller key ring (documents stored one by one)
+ *          place when they fit); else one of (capacity byte % 61) + 4
+ *          documents and a smaller key ring (documents stored one by one;
+ *          a region sh_store_region_size gives for fewer than 4 is refused
+ *          by sh_store_init: "too small for one document")
  *   bit 2  load unkeyed (sh_image_load_unkeyed: the key hashes as they are)
  *   bit 3  expect another extraction version: the load must fail
  *
@@ -191,7 +193,7 @@ fimg_one(const uint8_t *data, size_t size)
         cap = FIMG_CAP;
         text = FIMG_TEXT;
     } else {
-        cap = capb % 64 + 1;
+        cap = capb % 61 + 4;
         text = 1024;
     }
     st = fimg_store(&mem, cap, text);

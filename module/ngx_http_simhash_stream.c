@@ -19,13 +19,18 @@
  *             (sh_stream_newer: every node keeps the same version whatever
  *             the order).  The node's own entries are applied like any
  *             other (they change nothing: it holds them), so that one
- *             that only claims its id does not make it diverge.  Reading
- *             is paced by rate=; every reply is bounded
- *             (ngx_http_simhash_redis.h), and an entry alone over the
- *             bound is read past.
+ *             that only claims its id does not make it diverge.  An entry
+ *             whose seq is not above the last one applied from its writer
+ *             is a replay, refused.  Reading is bounded per tick (256
+ *             entries, 256 KB; the next read one tick later when more
+ *             waits) and what is applied is paced by rate=; every reply
+ *             is bounded (ngx_http_simhash_redis.h), and an entry alone
+ *             over the bound is read past.
  *
  *   faults    Redis down or slow: the outbox fills and is sent on
- *             reconnect, with backoff.  A stream trimmed past the last id
+ *             reconnect, with backoff.  A stream whose ids are exhausted
+ *             (its last is the largest): shown, told once with the fix
+ *             (a rename), tried again every second, the outbox kept.  A stream trimmed past the last id
  *             applied is a gap: logged and counted, reading goes on from
  *             what is left.  A stream Redis lost (its ids may start again
  *             below ours) is read again from its start.  Entries that

@@ -661,6 +661,34 @@ place(void *arg, const frame_t *f, const unsigned char *payload)
     return 0;
 }
 
+/*
+ * Whether the key ring's entries, from its tail, lead entry by entry to
+ * its head, none of them across the ring's end: what the store's eviction
+ * walks.  A crafted image (its sums made anew) can hold a ring that does
+ * not, and eviction would then walk past the head for ever.
+ */
+static int
+ring_walks(const sh_store_t *st)
+{
+    uint64_t         pos = st->text_tail, off, step;
+    const st_text_t *e;
+
+    while (pos < st->text_head) {
+        off = pos % st->text_size;
+        if (st->text_size - off < sizeof(st_text_t)) {
+            return 0;
+        }
+        e = (const st_text_t *) (st_text(st) + off);
+        step = e->ref == ST_TEXT_WRAP ? st->text_size - off
+               : ST_ALIGN8(sizeof(st_text_t) + e->len);
+        if (off + step > st->text_size) {
+            return 0;
+        }
+        pos += step;
+    }
+    return pos == st->text_head;
+}
+
 static int
 load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
               char *err, size_t errlen)
@@ -679,6 +707,11 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
         set_err(err, errlen, p->src->failed ? "image: cannot be read"
                              : "image: records beyond its refs");
         return -1;
+    }
+    if (!ring_walks(st)) {
+        /* its texts are lost (the documents are then named by their
+         * ids), not the documents */
+        st->text_tail = st->text_head;
     }
     /*
      * The key table first, its pairs gathered in the index's own table
