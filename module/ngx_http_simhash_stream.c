@@ -113,6 +113,8 @@ struct ngx_http_simhash_link_s {
     ngx_uint_t                     asked;   /* by the XREAD awaited */
     ngx_msec_t                     xinfo_last;   /* catching up: the last
                                                     check of the stream */
+    ngx_http_simhash_writer_t     *writer;  /* the entry's, found by
+                                               writer_check; NULL: new */
     unsigned                       reading:1;    /* an XREAD awaited */
     unsigned                       checking:1;   /* an XINFO awaited */
     time_t                         check_after;  /* no XINFO before */
@@ -161,6 +163,8 @@ static ngx_int_t ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk,
     redisReply *entry, sh_stream_entry_t *e);
 static ngx_int_t ngx_http_simhash_writer_check(ngx_http_simhash_link_t *lk,
     redisReply *id, sh_stream_entry_t *e);
+static void ngx_http_simhash_writer_applied(ngx_http_simhash_link_t *lk,
+    sh_stream_entry_t *e);
 static size_t ngx_http_simhash_entry_size(redisReply *entry);
 static ngx_int_t ngx_http_simhash_apply(ngx_http_simhash_link_t *lk,
     sh_stream_id_t *id, redisReply *entry);
@@ -1404,7 +1408,10 @@ ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
  * age, or store again a document evicted since).  The writers' table is
  * worker 0's (the only reader); a writer not in it (the first entry since
  * this node started, or since its slot went to another) is taken as it
- * comes.
+ * comes.  The table moves with the last id applied, under the zone's lock
+ * (ngx_http_simhash_writer_applied()): a worker 0 killed while applying
+ * an entry leaves both before it, and its successor applies the entry
+ * again instead of taking it for a replay.
  */
 
 static ngx_int_t
@@ -1413,43 +1420,27 @@ ngx_http_simhash_writer_check(ngx_http_simhash_link_t *lk, redisReply *id,
 {
     char                        err[160];
     ngx_uint_t                  i;
-    ngx_http_simhash_writer_t  *w, *empty, *oldest;
+    ngx_http_simhash_writer_t  *w;
     ngx_http_simhash_outbox_t  *ob;
 
     ob = lk->rp->outbox;
-    empty = NULL;
-    oldest = NULL;
-    w = NULL;
+    lk->writer = NULL;
 
     for (i = 0; i < NGX_HTTP_SIMHASH_WRITERS; i++) {
         w = &ob->writers[i];
-
-        if (w->len == 0) {
-            if (empty == NULL) {
-                empty = w;
-            }
-
-            continue;
-        }
 
         if (w->len == e->node_len
             && ngx_memcmp(w->node, e->node, e->node_len) == 0)
         {
             break;
         }
-
-        if (oldest == NULL || (ngx_msec_int_t) (w->used - oldest->used) < 0) {
-            oldest = w;
-        }
     }
 
     if (i == NGX_HTTP_SIMHASH_WRITERS) {
-        w = empty ? empty : oldest;
-        w->len = (u_char) e->node_len;
-        ngx_memcpy(w->node, e->node, e->node_len);
-        w->seq = 0;
+        return NGX_OK;
+    }
 
-    } else if (e->seq <= w->seq) {
+    if (e->seq <= w->seq) {
         (void) ngx_atomic_fetch_add(&ob->refused_replay, 1);
         ngx_snprintf((u_char *) err, sizeof(err),
                      "a replay: its seq %uL is not above %uL, the last "
@@ -1459,10 +1450,53 @@ ngx_http_simhash_writer_check(ngx_http_simhash_link_t *lk, redisReply *id,
         return NGX_DECLINED;
     }
 
-    w->seq = e->seq;
-    w->used = ngx_current_msec;
+    lk->writer = w;
 
     return NGX_OK;
+}
+
+
+/* Under the zone's lock, with the last id: the entry's seq is its
+ * writer's now (a new writer takes a free slot, or the one applied from
+ * longest ago). */
+
+static void
+ngx_http_simhash_writer_applied(ngx_http_simhash_link_t *lk,
+    sh_stream_entry_t *e)
+{
+    ngx_uint_t                  i;
+    ngx_http_simhash_writer_t  *w, *oldest;
+    ngx_http_simhash_outbox_t  *ob;
+
+    ob = lk->rp->outbox;
+    w = lk->writer;
+
+    if (w == NULL) {
+        oldest = &ob->writers[0];
+
+        for (i = 0; i < NGX_HTTP_SIMHASH_WRITERS; i++) {
+            w = &ob->writers[i];
+
+            if (w->len == 0) {
+                break;
+            }
+
+            if ((ngx_msec_int_t) (w->used - oldest->used) < 0) {
+                oldest = w;
+            }
+        }
+
+        if (i == NGX_HTTP_SIMHASH_WRITERS) {
+            w = oldest;
+        }
+
+        w->len = (u_char) e->node_len;
+        ngx_memcpy(w->node, e->node, e->node_len);
+    }
+
+    w->seq = e->seq;
+    w->used = ngx_current_msec;
+    lk->writer = NULL;
 }
 
 
@@ -1575,6 +1609,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     }
 
     sh->repl_id = *id;
+    ngx_http_simhash_writer_applied(lk, &e);
 
     ngx_http_simhash_zone_unlock(zone);
 
@@ -1631,6 +1666,7 @@ ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
 
     ngx_http_simhash_zone_lock(zone, lk->log);
     zone->sh->repl_id = *id;
+    ngx_http_simhash_writer_applied(lk, e);
     ngx_http_simhash_zone_unlock(zone);
 
     return NGX_OK;
