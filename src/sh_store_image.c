@@ -665,10 +665,13 @@ place(void *arg, const frame_t *f, const unsigned char *payload)
  * Whether the key ring's entries, from its tail, lead entry by entry to
  * its head, none of them across the ring's end: what the store's eviction
  * walks.  A crafted image (its sums made anew) can hold a ring that does
- * not, and eviction would then walk past the head for ever.
+ * not, and eviction would then walk past the head for ever.  Each entry's
+ * place is marked in `at` (a bit per 8 bytes of the ring): a record may
+ * keep only text that starts where the walk finds an entry, not one hidden
+ * inside another's bytes, which eviction would step over and leave named.
  */
 static int
-ring_walks(const sh_store_t *st)
+ring_walks(const sh_store_t *st, unsigned char *at)
 {
     uint64_t         pos = st->text_tail, off, step;
     const st_text_t *e;
@@ -684,6 +687,9 @@ ring_walks(const sh_store_t *st)
         if (off + step > st->text_size) {
             return 0;
         }
+        if (e->ref != ST_TEXT_WRAP) {
+            at[off >> 6] |= (unsigned char) (1u << ((off >> 3) & 7));
+        }
         pos += step;
     }
     return pos == st->text_head;
@@ -697,9 +703,10 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     sh_index_t      *ix = sh_store_index(st);
     place_t          pl = { st, sh_index_import_area(ix), t->ends.hwm };
     sh_store_doc_t  *d;
-    uint64_t        *keyhash;
+    uint64_t        *keyhash, off;
     uint32_t         ref, n = 0, room, *refs;
     const char      *text;
+    unsigned char   *at;
 
     st->text_tail = t->text_tail;
     st->text_head = t->text_head;
@@ -708,7 +715,8 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
                              : "image: records beyond its refs");
         return -1;
     }
-    if (!ring_walks(st)) {
+    at = calloc(st->text_size / 64 + 1, 1);
+    if (at == NULL || !ring_walks(st, at)) {
         /* its texts are lost (the documents are then named by their
          * ids), not the documents */
         st->text_tail = st->text_head;
@@ -720,6 +728,7 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
      */
     keyhash = sh_index_scratch(ix, &refs, &room);
     if (keyhash == NULL || t->ends.entries > room) {
+        free(at);
         set_err(err, errlen, "image: more documents than the index holds");
         return -1;
     }
@@ -730,6 +739,7 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
             continue;
         }
         if (d->keyhash == 0 || n >= t->ends.entries) {
+            free(at);
             set_err(err, errlen, "image: a document without a key hash");
             return -1;
         }
@@ -739,13 +749,17 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
          * own (as the repair keeps it): a damaged or crafted image may
          * name another's, which the store's count would take for one */
         if (d->text != SH_STORE_NOTEXT) {
-            if (sh_store_key(st, ref, &text) > 0) {
+            off = st_text_pos(st, d->text) % st->text_size;
+            if (at != NULL && sh_store_key(st, ref, &text) > 0
+                && (at[off >> 6] & (1u << ((off >> 3) & 7))))
+            {
                 st->texts++;
             } else {
                 d->text = SH_STORE_NOTEXT;
             }
         }
     }
+    free(at);
     st_keys_build(st, keyhash, refs, n);
     if (sh_index_import(ix, NULL, &t->ends, err, errlen) != 0) {
         return -1;
