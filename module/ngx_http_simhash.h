@@ -442,7 +442,8 @@ extern ngx_msec_t  ngx_http_simhash_lag_le[NGX_HTTP_SIMHASH_NLAG];
 
 typedef struct {
     uint64_t                     seq;
-    ngx_msec_t                   used;      /* when it last applied */
+    uint64_t                     used;      /* the table's clock when it
+                                               last applied */
     u_char                       len;       /* of node; 0: a free slot */
     u_char                       node[SH_STREAM_NODE_MAX];
 } ngx_http_simhash_writer_t;
@@ -502,6 +503,7 @@ typedef struct {
                                                    per-tick bound */
 
     uint64_t                     pub_seq;   /* the last seq sent */
+    uint64_t                     writers_clock;     /* entries applied */
     ngx_http_simhash_writer_t    writers[NGX_HTTP_SIMHASH_WRITERS];
 } ngx_http_simhash_outbox_t;
 

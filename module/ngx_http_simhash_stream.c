@@ -1481,7 +1481,7 @@ ngx_http_simhash_writer_applied(ngx_http_simhash_link_t *lk,
                 break;
             }
 
-            if ((ngx_msec_int_t) (w->used - oldest->used) < 0) {
+            if (w->used < oldest->used) {
                 oldest = w;
             }
         }
@@ -1495,7 +1495,7 @@ ngx_http_simhash_writer_applied(ngx_http_simhash_link_t *lk,
     }
 
     w->seq = e->seq;
-    w->used = ngx_current_msec;
+    w->used = ++ob->writers_clock;
     lk->writer = NULL;
 }
 

@@ -3,7 +3,9 @@
 # stream again by someone who read it.  Every entry carries its writer's
 # sequence number (seq, under the MAC); a node refuses an entry whose seq
 # is not above the last it applied from that writer, counts it
-# (refused_replay) and does not take its age for the lag.  A writer's
+# (refused_replay) and does not take its age for the lag.  The table of
+# writers is bounded (256: the one applied from longest ago gives its slot
+# up).  A writer's
 # sequence goes on across a reload (kept in shared memory) and a restart
 # (started from the clock): its entries are never taken for replays.
 
@@ -126,6 +128,30 @@ like($p, qr/^simhash_replication_refused_replay_total\{zone="crawl"\} 2$/m,
 like($p, qr/^simhash_replication_refused_unsequenced_total\{zone="crawl"\} 0$/m,
      'prometheus: refused_unsequenced');
 
+# --- the table is bounded ---------------------------------------------------------
+
+# 300 writers of the tier, one entry each: the table keeps the last 256;
+# a replay of one of those is refused, one of the first ones (its slot
+# given up) is taken as a writer's first entry
+my (%first, $applied);
+my @many = map {
+    my @e = signed(node => "w$_", key => "site/w/$_.html", fp => other_fp());
+    $first{$_} = [ @e ] if $_ == 1 || $_ == 300;
+    [ @e ];
+} 1 .. 300;
+$applied = repl()->{applied};
+$redis->cmd('XADD', $stream, '*', @$_) for @many;
+ok(wait_until(sub { repl()->{applied} == $applied + 300 }),
+   '300 writers, an entry each');
+my $replays = repl()->{refused_replay};
+$redis->cmd('XADD', $stream, '*', @{ $first{300} });
+ok(wait_until(sub { repl()->{refused_replay} == $replays + 1 }),
+   'a replay of the last writer\'s entry: refused');
+$redis->cmd('XADD', $stream, '*', @{ $first{1} });
+ok(wait_until(sub { repl()->{outdated} == 1 }),
+   'a replay of the first writer\'s, whose slot went to another: read as '
+   . 'its first entry (an outdated version), the bound of the table');
+
 # --- a writer restarted or reloaded: not a replay ------------------------------
 
 my $b = node('b');
@@ -133,7 +159,7 @@ my @pages = SimhashTest->random_pages(3, 120, 3636);
 $b->write_file("html/gen/$_.html", $pages[$_ - 1]) for 1 .. 3;
 $b->start;
 ok(wait_until(sub { repl($b)->{connected} == 2 }), 'node b connected');
-my $applied = repl()->{applied};
+$applied = repl()->{applied};
 is($b->status_of('/gen/1.html'), 'new', 'b: a page');
 ok(wait_until(sub { repl()->{applied} == $applied + 1 }), 'a applies it');
 $b->reload;
@@ -147,7 +173,7 @@ ok(wait_until(sub { repl($b)->{connected} == 2 }), 'b restarted');
 is($b->status_of('/gen/3.html'), 'new', 'b: a page');
 ok(wait_until(sub { repl()->{applied} == $applied + 3 }),
    'a applies it: b\'s sequence started above what b sent before');
-is(repl()->{refused_replay}, 2, 'no entry of b taken for a replay');
+is(repl()->{refused_replay}, 3, 'no entry of b taken for a replay');
 my @seqs = map { my %e = @{ $_->[1] }; $e{node} eq 'b' ? $e{seq} : () }
            @{ $redis->cmd('XRANGE', $stream, '-', '+') };
 is(scalar @seqs, 3, 'b published three entries');
