@@ -5,9 +5,9 @@
 # is not above the last it applied from that writer, counts it
 # (refused_replay) and does not take its age for the lag.  The table of
 # writers is bounded (256: the one applied from longest ago gives its slot
-# up).  A writer's
-# sequence goes on across a reload (kept in shared memory) and a restart
-# (started from the clock): its entries are never taken for replays.
+# up).  A writer's sequence goes on across a reload (kept in shared
+# memory) and a restart (started from the clock): its entries are never
+# taken for replays.
 
 use strict;
 use warnings;
