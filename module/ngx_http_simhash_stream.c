@@ -30,12 +30,12 @@
  *   faults    Redis down or slow: the outbox fills and is sent on
  *             reconnect, with backoff.  A stream whose ids are exhausted
  *             (its last is the largest): shown, told once with the fix
- *             (a rename), tried again every second, the outbox kept.  A stream trimmed past the last id
- *             applied is a gap: logged and counted, reading goes on from
- *             what is left.  A stream Redis lost (its ids may start again
- *             below ours) is read again from its start.  Entries that
- *             do not parse are refused, counted, and logged a line a
- *             second at most.
+ *             (a rename), tried again every second, the outbox kept.  A
+ *             stream trimmed past the last id applied is a gap: logged
+ *             and counted, reading goes on from what is left.  A stream
+ *             Redis lost (its ids may start again below ours) is read
+ *             again from its start.  Entries that do not parse are
+ *             refused, counted, and logged a line a second at most.
  *
  * Why worker 0 and not a process of its own: nginx respawns a dead worker
  * in the same slot (ngx_worker stays 0), restarts it on reload, and runs
@@ -44,8 +44,9 @@
  * it never blocks: hiredis's asynchronous API on nginx's event loop
  * (ngx_http_simhash_redis.c).  What makes sharing the worker with requests
  * safe against a hostile Redis: every reply is bounded as it is read (an
- * unsolicited one, 4096 elements, 16 MB), reading is paced by rate=, and
- * nothing Redis sends can make hiredis abort the process.  Without a
+ * unsolicited one, 4096 elements, 16 MB), reading is bounded per tick
+ * and paced by rate=, and nothing Redis sends can make hiredis abort the
+ * process.  Without a
  * master (master_process off) the one process does it.
  */
 
