@@ -40,7 +40,9 @@ usage(FILE *f)
 "  --seq N              the writer's sequence number (default: now in\n"
 "                       microseconds since 1970); a node refuses an entry\n"
 "                       whose seq is not above the last it applied from\n"
-"                       that writer (a replay)\n"
+"                       that writer (a replay); --seq none: no seq, as an\n"
+"                       earlier release wrote entries (which a node of\n"
+"                       this one refuses)\n"
 "  --digest HEX         body digest, 16 hex digits (default: 0, unknown)\n"
 "  --dust HEX           a DUST entry instead: a rule's record, 352 hex\n"
 "                       digits (176 bytes, as on the stream)\n"
@@ -132,6 +134,10 @@ entry_seq(const char *seq, uint64_t *out)
 {
     struct timespec now;
 
+    if (seq != NULL && strcmp(seq, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
     if (seq != NULL) {
         *out = strtoull(seq, NULL, 10);
         if (*out == 0) {
@@ -173,8 +179,18 @@ dust_entry(sh_stream_entry_t *e, sh_config_t *cfg, const unsigned char *key,
         return 2;
     }
     sh_stream_encode_dust(&f, e, key);
+    if (e->seq == 0) {
+        /* --seq none: an earlier release's entry, signed as it was (the
+           dust field's bit is set by the decoder above) */
+        sh_stream_mac(e->mac, e, key);
+        for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+            snprintf(f.mac + 2 * i, 3, "%02x", e->mac[i]);
+        }
+    }
     for (i = 0; i < SH_STREAM_DUST_NFIELDS; i++) {
-        printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        if (strcmp(f.name[i], "seq") != 0 || e->seq != 0) {
+            printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        }
     }
     return 0;
 }
@@ -273,8 +289,18 @@ cmd_entry(int argc, char **argv)
     }
 
     sh_stream_encode(&f, &e, key);
+    if (e.seq == 0) {
+        /* --seq none: an earlier release's entry, signed as it was */
+        e.seen = 1u << SH_STREAM_F_SK;
+        sh_stream_mac(e.mac, &e, key);
+        for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+            snprintf(f.mac + 2 * i, 3, "%02x", e.mac[i]);
+        }
+    }
     for (i = 0; i < SH_STREAM_NFIELDS; i++) {
-        printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        if (i != SH_STREAM_F_SEQ || e.seq != 0) {
+            printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        }
     }
 
 done:
