@@ -661,6 +661,40 @@ place(void *arg, const frame_t *f, const unsigned char *payload)
     return 0;
 }
 
+/*
+ * Whether the key ring's entries, from its tail, lead entry by entry to
+ * its head, none of them across the ring's end: what the store's eviction
+ * walks.  A crafted image (its sums made anew) can hold a ring that does
+ * not, and eviction would then walk past the head for ever.  Each entry's
+ * place is marked in `at` (a bit per 8 bytes of the ring): a record may
+ * keep only text that starts where the walk finds an entry, not one hidden
+ * inside another's bytes, which eviction would step over and leave named.
+ */
+static int
+ring_walks(const sh_store_t *st, unsigned char *at)
+{
+    uint64_t         pos = st->text_tail, off, step;
+    const st_text_t *e;
+
+    while (pos < st->text_head) {
+        off = pos % st->text_size;
+        if (st->text_size - off < sizeof(st_text_t)) {
+            return 0;
+        }
+        e = (const st_text_t *) (st_text(st) + off);
+        step = e->ref == ST_TEXT_WRAP ? st->text_size - off
+               : ST_ALIGN8(sizeof(st_text_t) + e->len);
+        if (off + step > st->text_size) {
+            return 0;
+        }
+        if (e->ref != ST_TEXT_WRAP) {
+            at[off >> 6] |= (unsigned char) (1u << ((off >> 3) & 7));
+        }
+        pos += step;
+    }
+    return pos == st->text_head;
+}
+
 static int
 load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
               char *err, size_t errlen)
@@ -669,8 +703,10 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     sh_index_t      *ix = sh_store_index(st);
     place_t          pl = { st, sh_index_import_area(ix), t->ends.hwm };
     sh_store_doc_t  *d;
-    uint64_t         pos, *keyhash;
+    uint64_t        *keyhash, off;
     uint32_t         ref, n = 0, room, *refs;
+    const char      *text;
+    unsigned char   *at;
 
     st->text_tail = t->text_tail;
     st->text_head = t->text_head;
@@ -679,6 +715,12 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
                              : "image: records beyond its refs");
         return -1;
     }
+    at = calloc(st->text_size / 64 + 1, 1);
+    if (at == NULL || !ring_walks(st, at)) {
+        /* its texts are lost (the documents are then named by their
+         * ids), not the documents */
+        st->text_tail = st->text_head;
+    }
     /*
      * The key table first, its pairs gathered in the index's own table
      * arrays, which the import then rewrites: no scratch memory at all.
@@ -686,6 +728,7 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
      */
     keyhash = sh_index_scratch(ix, &refs, &room);
     if (keyhash == NULL || t->ends.entries > room) {
+        free(at);
         set_err(err, errlen, "image: more documents than the index holds");
         return -1;
     }
@@ -696,22 +739,27 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
             continue;
         }
         if (d->keyhash == 0 || n >= t->ends.entries) {
+            free(at);
             set_err(err, errlen, "image: a document without a key hash");
             return -1;
         }
         keyhash[n] = d->keyhash;
         refs[n++] = ref;
-        /* the ring entry itself is checked when it is read
-         * (sh_store_key): here only where it is */
+        /* a record keeps its text only if the ring entry it names is its
+         * own (as the repair keeps it): a damaged or crafted image may
+         * name another's, which the store's count would take for one */
         if (d->text != SH_STORE_NOTEXT) {
-            pos = st_text_pos(st, d->text);
-            if (pos >= st->text_tail && pos < st->text_head) {
+            off = st_text_pos(st, d->text) % st->text_size;
+            if (at != NULL && sh_store_key(st, ref, &text) > 0
+                && (at[off >> 6] & (1u << ((off >> 3) & 7))))
+            {
                 st->texts++;
             } else {
                 d->text = SH_STORE_NOTEXT;
             }
         }
     }
+    free(at);
     st_keys_build(st, keyhash, refs, n);
     if (sh_index_import(ix, NULL, &t->ends, err, errlen) != 0) {
         return -1;
@@ -1046,8 +1094,13 @@ load_image(sh_store_t *st, src_t *src, uint32_t expect_extraction, int keyed,
                 "(simhash_seed)");
         return -1;
     }
+    /* every ref below hwm has its record in the image: a trailer that
+     * claims more than the image holds would have the loader allocate
+     * for billions of refs */
     if (t->ends.entries > t->ends.hwm || t->text_tail > t->text_head
-        || t->text_head - t->text_tail > t->text_size)
+        || t->text_head - t->text_tail > t->text_size
+        || ((t->text_head | t->text_tail) & 7) != 0
+        || t->ends.hwm > src->len / sizeof(rec_t))
     {
         set_err(err, errlen, "image: inconsistent trailer");
         return -1;
