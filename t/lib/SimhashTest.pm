@@ -463,8 +463,10 @@ sub start {
     sleep 0.02 while !$self->pid && time < $end;
     $self->_wait_port($self->{port}) or croak "proxy port not answering";
     # the master listens before it forks: a test that looks at a worker
-    # (its memory, its CPU time) needs one to exist
-    sleep 0.02 while !$self->children && time < $end + 10;
+    # (its memory, its CPU time) needs one to exist.  (In list context:
+    # `!$self->children` called sort in scalar context, which is undef, and
+    # so waited the whole 20 s at every start.)
+    sleep 0.02 while (() = $self->children) < 1 && time < $end + 10;
     push @live, $self;
     $self->{running} = 1;
     return $self;
