@@ -54,6 +54,8 @@ use strict;
 use warnings;
 
 use Carp qw(croak);
+use Exporter qw(import);
+our @EXPORT_OK = qw(wait_until);
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
 use File::Copy qw(copy);
@@ -151,9 +153,14 @@ sub valgrind_limit { _arm($VALGRIND_LIMIT) }
 sub time_left { my $l = $DEADLINE - time; return $l > 1 ? $l : 1 }
 
 # wait_until(WHAT, COND): COND's first true value; the file fails (dies)
-# with "gave up waiting for WHAT" if the limit comes first.
+# with "gave up waiting for WHAT" if the limit comes first.  Without WHAT,
+# the condition is named by where it is written (file and line).
 sub wait_until {
-    my ($what, $cond) = @_;
+    my ($what, $cond) = @_ == 1 ? (undef, $_[0]) : @_;
+    if (!defined $what) {
+        my (undef, $file, $line) = caller;
+        $what = "the condition at $file line $line";
+    }
     local $AWAITING = $what;
     my $step = 0.002;
     while (1) {
