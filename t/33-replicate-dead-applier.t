@@ -17,7 +17,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 
 plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
@@ -53,15 +53,6 @@ EOF
 my ($A, $C) = @node{qw(a c)};
 $_->start for $A, $C;
 
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10);
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.02;
-    }
-    return 0;
-}
 
 sub entries { $_[0]->stats->{zones}{crawl}{entries} }
 

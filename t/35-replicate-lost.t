@@ -14,7 +14,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 no warnings qw(portable);
 
@@ -22,7 +22,6 @@ plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
     unless RedisTest::available();
 SimhashTest::needs_master();
 
-my $slow = $SimhashTest::VALGRIND ? 6 : 1;
 my $stream = 'simhash:crawl';
 
 my $redis = RedisTest->new(appendonly => 0);
@@ -41,15 +40,6 @@ $t->start;
 
 sub repl { $t->stats->{zones}{crawl}{replication} }
 
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10) * $slow;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
 
 ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
 is($t->status_of('/sourdough.html'), 'new', 'a page');
