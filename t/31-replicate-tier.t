@@ -124,9 +124,12 @@ for my $name (qw(a b c)) {
     }
     push @clients, $pid;
 }
-sleep 0.3;
+# Redis is killed once every client is under way (was: sleep 0.3), and
+# they go on without it (was: sleep 0.5; what follows waits for it)
+wait_until('three lines from each client', sub {
+    !grep { (() = ($A->read_file("$out.$_") // '') =~ /\n/g) < 3 } qw(a b c)
+});
 $redis->kill9;
-sleep 0.5;
 ok(wait_until(sub { !grep { repl($_)->{connected} } values %node }),
    'redis gone: every node sees it');
 my $waiting;
