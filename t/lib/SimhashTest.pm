@@ -845,6 +845,8 @@ sub hex_to_bits { pack('H*', $_[0]) }
 # A tiny origin in Perl for what nginx will not produce (truncated bodies,
 # deflate, slow drips).  `handler` gets the request path and returns a list
 # of (chunk, delay_seconds) pairs to write; the connection closes after.
+# Each chunk written is logged in logs/raw-origin.log as "PATH N" (N from
+# 1), for a test to wait on how far an answer went.
 sub raw_origin {
     my ($self, $handler) = @_;
     my $srv = IO::Socket::INET->new(Listen => 16, LocalAddr => '127.0.0.1',
@@ -864,9 +866,14 @@ sub raw_origin {
             }
             my ($path) = $req =~ m{^\S+ (\S+)};
             my @out = $handler->($path // '/');
+            my $n = 0;
             while (@out) {
                 my ($chunk, $delay) = splice(@out, 0, 2);
                 $c->syswrite($chunk) if length $chunk;
+                if (open(my $log, '>>', "$self->{prefix}/logs/raw-origin.log")) {
+                    print $log ($path // '/'), ' ', ++$n, "\n";
+                    close $log;
+                }
                 sleep $delay if $delay;
             }
             close $c;
