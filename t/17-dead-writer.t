@@ -15,8 +15,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 plan(skip_all => 'gdb not installed')
     unless grep { -x "$_/gdb" } split /:/, $ENV{PATH};
@@ -52,10 +51,10 @@ if ($gdb == 0) {
          '-ex', 'break table_insert', '-ex', 'continue',
          '-ex', "shell kill -9 $worker") or POSIX::_exit(127);
 }
-my $end = time + 30;
-sleep 0.1 while time < $end
-                && ($t->read_file($gdb_out) // '') !~ /Breakpoint 1 at/
-                && waitpid($gdb, POSIX::WNOHANG()) == 0;
+wait_until('gdb to set its breakpoint, or to exit', sub {
+    ($t->read_file($gdb_out) // '') =~ /Breakpoint 1 at/
+        || waitpid($gdb, POSIX::WNOHANG()) != 0;
+});
 my $armed = ($t->read_file($gdb_out) // '') =~ /Breakpoint 1 at/;
 SKIP: {
     skip('gdb cannot stop the worker at table_insert: '
@@ -79,8 +78,9 @@ ok(!SimhashTest::alive($worker), 'and was killed there');
 ok($t->wait_log(qr/shared memory zone "crawl" was locked by $worker/, 0),
    'the master released the lock it held');
 
-# the next request repairs the zone
-sleep 0.5;
+# the next request repairs the zone, once the master has started a new
+# worker (was: sleep 0.5)
+wait_until('a new worker', sub { grep { $_ != $worker } $t->children });
 is($t->status_of('/gen/12.html'), 'new', 'the next page: new');
 like($t->error_log, qr/\[error\].*simhash zone "crawl": worker process $worker died while changing it; rebuilt with 10 documents, 0 lost \(the index was: .+\)/,
      'the zone was rebuilt, logged as an error');

@@ -16,7 +16,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use Time::HiRes qw(sleep time);
 use SimhashTest qw(wait_until);
 use RedisTest;
 
@@ -77,10 +76,10 @@ if ($gdb == 0) {
          '-ex', 'break table_insert', '-ex', 'continue',
          '-ex', "shell kill -9 $applier") or POSIX::_exit(127);
 }
-my $end = time + 30;
-sleep 0.1 while time < $end
-                && ($C->read_file($gdb_out) // '') !~ /Breakpoint 1 at/
-                && waitpid($gdb, POSIX::WNOHANG()) == 0;
+wait_until('gdb to set its breakpoint, or to exit', sub {
+    ($C->read_file($gdb_out) // '') =~ /Breakpoint 1 at/
+        || waitpid($gdb, POSIX::WNOHANG()) != 0;
+});
 my $armed = ($C->read_file($gdb_out) // '') =~ /Breakpoint 1 at/;
 
 SKIP: {
