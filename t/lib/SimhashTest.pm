@@ -456,9 +456,8 @@ sub line_of {
 sub pid {
     my ($self) = @_;
     my $pid = $self->read_file('logs/nginx.pid');
-    return undef unless defined $pid;
-    chomp $pid;
-    return $pid =~ /^\d+$/ ? $pid : undef;
+    # (not chomp: a test may have undefined $/ for its own reads)
+    return defined $pid && $pid =~ /^(\d+)\n?\z/ ? $1 : undef;
 }
 
 # The frames of a snapshot in the store's format (src/sh_store_file.h,
