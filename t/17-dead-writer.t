@@ -71,7 +71,10 @@ done_testing;
 sub after_kill {
 # this request stops the worker in the insert and dies with it
 my $r = $t->{ua}->get($t->url('/gen/11.html'));
-waitpid($gdb, 0);
+# (was waitpid without a limit: a run for issue 32 hung here for good,
+# the page stored and gdb never stopped in table_insert)
+wait_until('gdb to see the worker stop in table_insert and kill it',
+           sub { waitpid($gdb, POSIX::WNOHANG()) != 0 });
 like($t->read_file($gdb_out), qr/hit Breakpoint 1, .*table_insert/,
      'the worker stopped inside the insert');
 ok(!SimhashTest::alive($worker), 'and was killed there');

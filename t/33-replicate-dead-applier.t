@@ -88,7 +88,10 @@ SKIP: {
 
     # page 11 through A: C's worker 0 stops inside its insert and dies there
     is($A->status_of('/gen/11.html'), 'new', 'page 11 through A');
-    waitpid($gdb, 0);
+    # (was waitpid without a limit: a run for issue 32 hung here for good,
+    # the page stored and gdb never stopped in table_insert)
+    wait_until('gdb to see the worker stop in table_insert and kill it',
+               sub { waitpid($gdb, POSIX::WNOHANG()) != 0 });
     like($C->read_file($gdb_out), qr/hit Breakpoint 1, .*table_insert/,
          'C\'s worker 0 stopped inside the insert of the entry');
     ok(!SimhashTest::alive($applier), 'and was killed there');
