@@ -124,6 +124,9 @@ our $LIMIT = $ENV{SH_TEST_LIMIT} || 300;
 our $VALGRIND_LIMIT = 6 * $LIMIT;
 my $T0 = time;
 my $DEADLINE;
+# Outside a test file (bench/replicate.pl starts Redis through RedisTest)
+# each wait has the limit to itself.
+my $IN_TEST = $0 =~ /\.t\z/;
 our $AWAITING = 'the start of the test';
 
 sub _arm {
@@ -133,7 +136,7 @@ sub _arm {
     $DEADLINE = $d;
     # the alarm only in a test file: make stress and make bench load this
     # file for its free ports and may run longer
-    return unless $0 =~ /\.t\z/;
+    return unless $IN_TEST;
     $SIG{ALRM} = sub {
         my $file = $0;
         Test::More::diag(sprintf("%s: the file's limit of %d s "
@@ -150,7 +153,11 @@ _arm($VALGRIND ? $VALGRIND_LIMIT : $LIMIT);
 sub valgrind_limit { _arm($VALGRIND_LIMIT) }
 
 # Seconds left before the file's limit.
-sub time_left { my $l = $DEADLINE - time; return $l > 1 ? $l : 1 }
+sub time_left {
+    return $LIMIT unless $IN_TEST;
+    my $l = $DEADLINE - time;
+    return $l > 1 ? $l : 1;
+}
 
 # wait_until(WHAT, COND): COND's first true value; the file fails (dies)
 # with "gave up waiting for WHAT" if the limit comes first.  Without WHAT,
@@ -162,13 +169,14 @@ sub wait_until {
         $what = "the condition at $file line $line";
     }
     local $AWAITING = $what;
+    my $deadline = $IN_TEST ? $DEADLINE : time + $LIMIT;
     my $step = 0.002;
     while (1) {
         my $v = $cond->();
         return $v if $v;
         croak(sprintf("gave up waiting for %s: the file's limit of %d s "
                       . '(SH_TEST_LIMIT) ran out', $what, $DEADLINE - $T0))
-            if time > $DEADLINE;
+            if time > $deadline;
         sleep $step;
         $step *= 1.5 if $step < 0.1;
     }
