@@ -128,6 +128,9 @@ my $DEADLINE;
 # each wait has the limit to itself.
 my $IN_TEST = $0 =~ /\.t\z/;
 our $AWAITING = 'the start of the test';
+# The longest step between two polls; a test that times what it awaits
+# sets a shorter one (local $SimhashTest::POLL_MAX = 0.01).
+our $POLL_MAX = 0.1;
 
 sub _arm {
     my ($limit) = @_;
@@ -178,7 +181,7 @@ sub wait_until {
                       . '(SH_TEST_LIMIT) ran out', $what, $DEADLINE - $T0))
             if time > $deadline;
         sleep $step;
-        $step *= 1.5 if $step < 0.1;
+        $step = $step * 1.5 < $POLL_MAX ? $step * 1.5 : $POLL_MAX;
     }
 }
 
