@@ -177,7 +177,7 @@ get() {     # port host path
     local r
     exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
     printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$3" "$2" >&3
-    r=$(timeout 10 cat <&3 | tr -d '\r')
+    r=$(timeout "${DEB_TEST_WAIT:-120}" cat <&3 | tr -d '\r')
     exec 3<&-
     printf '%s\n' "$r"
 }
