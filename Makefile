@@ -6,8 +6,9 @@
 # says in one line what to install)
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
-# eval, dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb,
-# sid, install (the module into Debian's nginx, as root), clean.
+# test-load (make test beside two busy loops per core; LOAD_RUNS=N), eval,
+# dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, sid,
+# install (the module into Debian's nginx, as root), clean.
 # SANITIZE=1 builds everything with ASan+UBSan; VALGRIND=1 runs each nginx
 # of the integration tests as one process under valgrind.
 
@@ -54,8 +55,8 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps lib cli module unit itest test check run eval dust-eval \
-        bench fuzz stress deb sid sid-eval install clean
+.PHONY: all deps lib cli module unit itest test check test-load run eval \
+        dust-eval bench fuzz stress deb sid sid-eval install clean
 
 all: lib cli module
 
@@ -107,10 +108,12 @@ unit: $(UNIT_BINS)
 	        echo "ok    $$t ($$(grep -c '^\[       OK \]' $$t.log) tests)"; \
 	    else echo "FAIL  $$t:"; cat $$t.log; fail=1; fi; done; exit $$fail
 
-# The integration tests wait on nginx far more than they compute (100 s of
-# CPU in 26 minutes one at a time): four at once on 2 cores, each with its
-# own ports and prefix.  One at a time under valgrind, whose nginx is 20 to
-# 50 times slower.  PROVE_JOBS=1 for the old way.
+# The integration tests wait on nginx more than they compute (README,
+# "Where the time goes"): four at once on 2 cores, each with its own ports
+# and prefix.  One at a time under valgrind, whose nginx is 20 to 50 times
+# slower.  PROVE_JOBS=1 for one at a time.  --timer: each file's wall and
+# CPU time.  SH_TEST_LIMIT=S: each file's one time limit (300 s; 6 times
+# that under valgrind), past which a wait fails saying what it awaited.
 ifeq ($(VALGRIND),1)
 PROVE_JOBS ?= 1
 else
@@ -120,12 +123,18 @@ endif
 itest: $(MODULE) $(CLI)
 	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
 	    SANITIZE=$(SANITIZE) SH_VALGRIND=$(VALGRIND) \
-	    prove -j$(PROVE_JOBS) -r t/
+	    prove --timer -j$(PROVE_JOBS) -r t/
 
 # check = everything already installed; test = deps first.
 check: all unit itest
 test: deps
 	@$(MAKE) --no-print-directory check
+
+# make test with two busy loops per core beside it (stress-ng), LOAD_RUNS
+# times (default 1): the suite must pass on a busy machine (issue 32).
+test-load: deps
+	@tools/deps.sh load
+	@BUILD=$(BUILD) MAKE="$(MAKE)" tools/test-load.sh $(LOAD_RUNS)
 
 run: deps
 	@$(MAKE) --no-print-directory all

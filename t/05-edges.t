@@ -10,7 +10,7 @@ use Test::More;
 use IO::Compress::Gzip qw(gzip);
 use IO::Uncompress::Gunzip qw(gunzip);
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 my $t = SimhashTest->new(http => 'simhash_zone zone=crawl:1m;');
 
@@ -164,9 +164,15 @@ my $before = $stats->();
 my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port,
                               Proto => 'tcp');
 print $s "GET /raw/slow.html?abort=1 HTTP/1.0\r\nHost: a\r\n\r\n";
-sleep 0.2;
+# closed once the origin has sent part of the body (was: sleep 0.2), and
+# nginx is done with the request when it logs it: at once if it sees the
+# client go, after the whole body if not (was: sleep 1.2)
+wait_until('the origin to send 3 pieces of the slow page',
+           sub { ($t->read_file('logs/raw-origin.log') // '')
+                 =~ m{^/slow\.html\?abort=1 3$}m });
 close $s;
-sleep 1.2;
+wait_until('the aborted request in the access log',
+           sub { $t->read_file('logs/access.log') =~ m{ /raw/slow\.html\?abort=1 } });
 my $after = $stats->();
 is($after->{lookups}, $before->{lookups}, 'client abort: no lookup');
 is($t->status_of('/raw/slow.html?after=1'), 'duplicate',

@@ -8,8 +8,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 my $proxy = <<'EOF';
         simhash crawl;
@@ -57,11 +56,9 @@ SKIP: {
 }
 
 # a worker saves within about a second of a change
-my $end = time + 5;
-sleep 0.1 while !-s $snap && time < $end;
+wait_until('the periodic save', sub { -s $snap });
 ok(-s $snap, 'periodic save wrote the snapshot');
-$end = time + 3;
-sleep 0.1 while $crawl->()->{snapshot}{saves} < 1 && time < $end;
+wait_until('a save counted', sub { $crawl->()->{snapshot}{saves} >= 1 });
 cmp_ok($crawl->()->{snapshot}{saves}, '>=', 1, 'stats: saves counted');
 
 # stop, start: restored
@@ -111,8 +108,7 @@ is($t->read_file($aside), substr($good, 0, 100),
    'truncated snapshot: kept aside as it was');
 is($t->status_of('/tiny.html'), 'skipped', 'traffic after the refusal');
 is($t->status_of('/council.html'), 'new', 'a change to save');
-$end = time + 5;
-sleep 0.1 while !-s $snap && time < $end;
+wait_until('the next periodic save', sub { -s $snap });
 ok(-s $snap, 'the next save writes a new file');
 is($t->read_file($aside), substr($good, 0, 100),
    'the damaged one is still there, untouched');

@@ -8,8 +8,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use HTTP::Tiny;
-use Time::HiRes qw(sleep time);
 use SimhashTest;
 
 SimhashTest::needs_master();
@@ -41,13 +39,16 @@ $t->start;
 # the copies of a page are requested at about the same time
 my $out = $t->prefix . '/tmp/results';
 mkdir $out;
-my $go = time + 0.5;
+# they start together: each waits for the end of a pipe the parent closes
+# once all are forked (was: a start time 0.5 s ahead)
+pipe(my $gate, my $open) or die "pipe: $!";
 my @kids;
 for my $c (1 .. $copies) {
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
-        my $ua = HTTP::Tiny->new(timeout => 20, keep_alive => 1);
-        sleep 0.001 while time < $go;
+        close $open;
+        my $ua = SimhashTest::ua(keep_alive => 1);
+        sysread($gate, my $buf, 1);
         open(my $fh, '>', "$out/$c") or die;
         for my $i (1 .. $pages) {
             my $r = $ua->get($t->url("/gen/$i.html?copy=$c"));
@@ -63,6 +64,8 @@ for my $c (1 .. $copies) {
     }
     push @kids, $pid;
 }
+close $open;
+close $gate;
 waitpid($_, 0) for @kids;
 
 my (%by_page, $lines);

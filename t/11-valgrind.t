@@ -9,8 +9,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use IO::Compress::Gzip qw(gzip);
-use Time::HiRes qw(sleep);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 plan(skip_all => 'valgrind not installed')
     unless grep { -x "$_/valgrind" } split /:/, $ENV{PATH};
@@ -62,9 +61,15 @@ ok($t->get('/stats?format=prometheus')->{success}, 'stats');
 my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port,
                               Proto => 'tcp');
 print $s "GET /raw/slow.html HTTP/1.0\r\nHost: a\r\n\r\n";
-sleep 0.3;
+# closed once the origin has sent part of the body, and nginx done with
+# the request when it logs it (was: sleep 0.3, then 1.2)
+wait_until('the origin to send 3 pieces of the slow page',
+           sub { ($t->read_file('logs/raw-origin.log') // '')
+                 =~ m{^/slow\.html 3$}m });
 close $s;
-sleep 1.2;
+wait_until('the aborted request in the access log',
+           sub { ($t->read_file('logs/access.log') // '')
+                 =~ m{ /raw/slow\.html } });
 
 my ($status) = $t->raw_get('/raw/short.html');
 isnt($status, 200, 'upstream error');

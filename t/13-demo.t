@@ -20,8 +20,7 @@ use Cwd qw(abs_path);
 use File::Path qw(remove_tree);
 use File::Temp qw(tempdir);
 use POSIX qw(:sys_wait_h);
-use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 my $module = SimhashTest::module_path();
 plan(skip_all => 'the demo runs the stock nginx without the sanitizer runtime')
@@ -53,12 +52,13 @@ my $pid = open(my $out, '-|', "$clone/demo/run.sh", "$clone/build")
     // die "demo/run.sh: $!";
 
 my $text = '';
-my $end = time + 30;
-while (time < $end) {
-    my $line = <$out>;
-    last unless defined $line;
-    $text .= $line;
-    last if $line =~ /^\s+logs\s/;
+{
+    # bounded by the file's limit (SimhashTest), as every wait
+    local $SimhashTest::AWAITING = 'demo/run.sh to say where its logs are';
+    while (defined(my $line = <$out>)) {
+        $text .= $line;
+        last if $line =~ /^\s+logs\s/;
+    }
 }
 like($text, qr/keeps serving \(Ctrl-C to stop\)/, 'the demo says it keeps serving');
 
@@ -99,8 +99,8 @@ unlike($log // '', qr/\[(alert|crit|emerg|error)\]/,
        'the demo error log has no error');
 
 kill 'TERM', $pid;
-$end = time + 10;
-sleep 0.05 while waitpid($pid, WNOHANG) == 0 && time < $end;
+wait_until('demo/run.sh to exit after TERM',
+           sub { waitpid($pid, WNOHANG) != 0 });
 ok(!kill(0, $pid), 'a signal stops it');
 close $out;
 ok($prefix && !-e $prefix, 'and its prefix is removed (Ctrl-C leaves nothing)');

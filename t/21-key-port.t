@@ -91,7 +91,7 @@ is((fetch($first, '/sourdough.html'))[0], 'unchanged',
 
 # ---- a reverse proxy per origin: "Host: host:port" -----------------------
 
-my $ua = HTTP::Tiny->new(timeout => 20);
+my $ua = SimhashTest::ua(max_redirect => 5, keep_alive => 1);
 my $r = $ua->get("http://127.0.0.1:$rev1/bicycle.html");
 is($r->{headers}{'x-simhash-status'}, 'new',
    'reverse proxy: a page through the first');

@@ -18,7 +18,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
 use POSIX qw(:sys_wait_h);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 
 plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
@@ -65,15 +65,6 @@ $_->start for values %node;
 
 sub repl { $_[0]->stats->{zones}{crawl}{replication} }
 
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10);
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.01;
-    }
-    return 0;
-}
 
 ok(wait_until(sub { !grep { repl($_)->{connected} != 2 } values %node }),
    'every node connected twice');
@@ -89,10 +80,12 @@ sub holds {
 
 my @took;
 for my $i (1 .. 5) {
+    # polled every 10 ms at most: the wait measures the time it took
+    local $SimhashTest::POLL_MAX = 0.01;
     my $t0 = time;
     is($A->status_of("/gen/$i.html"), 'new', "page $i through A: new");
     my $seen = wait_until(sub { holds('b', "/gen/$i.html")
-                                && holds('c', "/gen/$i.html") }, 5);
+                                && holds('c', "/gen/$i.html") });
     push @took, time - $t0;
     ok($seen, "page $i: on B and C");
 }
@@ -133,9 +126,12 @@ for my $name (qw(a b c)) {
     }
     push @clients, $pid;
 }
-sleep 0.3;
+# Redis is killed once every client is under way (was: sleep 0.3), and
+# they go on without it (was: sleep 0.5; what follows waits for it)
+wait_until('three lines from each client', sub {
+    !grep { (() = ($A->read_file("$out.$_") // '') =~ /\n/g) < 3 } qw(a b c)
+});
 $redis->kill9;
-sleep 0.5;
 ok(wait_until(sub { !grep { repl($_)->{connected} } values %node }),
    'redis gone: every node sees it');
 my $waiting;
@@ -161,7 +157,7 @@ cmp_ok($status{new} // 0, '>=', 80, 'tagged from the local zone: new')
 
 ok(wait_until(sub {
        !grep { my $s = repl($_); $s->{connected} != 2 || $s->{outbox} }
-       values %node }, 20),
+       values %node }),
    'redis back: every node connected, every outbox empty');
 my @missing;
 ok(wait_until(sub {
@@ -171,7 +167,7 @@ ok(wait_until(sub {
                push @missing, "$n:$i" unless holds($n, "/gen/$i.html");
            }
        }
-       !@missing }, 20),
+       !@missing }),
    'every node holds every key') or diag("missing: @missing");
 my %entries = map { $_ => $node{$_}->stats->{zones}{crawl}{entries} } keys %node;
 is(scalar(keys %{{ reverse %entries }}), 1, 'the same number of documents')
@@ -189,7 +185,7 @@ is($A->status_of("/gen/$_.html"), 'new', "page $_ through A while C is down")
 $C->start;
 like($C->error_log, qr/the snapshot has the stream "$stream" up to \d+-\d+/,
      'C restarts from its snapshot, where it was in the stream');
-ok(wait_until(sub { !grep { !holds('c', "/gen/$_.html") } 101 .. 105 }, 10),
+ok(wait_until(sub { !grep { !holds('c', "/gen/$_.html") } 101 .. 105 }),
    'C caught up on what it missed');
 is(repl($C)->{gaps}, 0, 'no gap');
 

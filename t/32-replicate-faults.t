@@ -11,14 +11,12 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 no warnings qw(portable);
 
 plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
     unless RedisTest::available();
-
-my $slow = $SimhashTest::VALGRIND ? 6 : 1;
 
 sub node {
     my ($url, $name) = @_;
@@ -35,15 +33,6 @@ EOF
 
 sub repl { $_[0]->stats->{zones}{crawl}{replication} }
 
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10) * $slow;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.02;
-    }
-    return 0;
-}
 
 # --- AUTH --------------------------------------------------------------------
 
@@ -113,7 +102,7 @@ is($s->{outbox} + $s->{outbox_dropped}, 80, '... the rest waits in it');
 my @full = $o->error_log =~ /(the outbox is full)/g;
 is(scalar @full, 1, 'logged once');
 $later->start;
-ok(wait_until(sub { repl($o)->{published} == $s->{outbox} }, 20),
+ok(wait_until(sub { repl($o)->{published} == $s->{outbox} }),
    'Redis back: what the outbox held is published');
 ok(wait_until(sub { $o->error_log =~ /the outbox has room again; $s->{outbox_dropped} documents stored while it was full were not published/ }),
    'the end of the overflow is logged, with the count');

@@ -13,10 +13,9 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use FakeRedis;
 
-my $slow = $SimhashTest::VALGRIND ? 6 : 1;
 my $ASAN = ($ENV{SANITIZE} // '') eq '1';
 plan(skip_all => 'a worker process is measured') if $SimhashTest::VALGRIND;
 
@@ -42,15 +41,6 @@ sub status_kb {
     return undef;
 }
 
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10) * $slow;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
 
 sub attack {
     my ($name, $expect, %on) = @_;

@@ -13,7 +13,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 no warnings qw(portable);
 
@@ -55,14 +55,11 @@ $t->start;
 sub repl { $t->stats->{zones}{crawl}{replication} }
 sub wait_repl {
     my ($cond, $what) = @_;
-    my $end = time + ($SimhashTest::VALGRIND ? 60 : 10);
     my $r;
-    while (time < $end) {
-        $r = repl();
-        return $r if $cond->($r);
-        sleep 0.02;
-    }
-    fail("waited for $what") or diag(explain $r);
+    eval {
+        wait_until("the replication counters: $what",
+                   sub { $r = repl(); $cond->($r) });
+    } or do { diag(explain $r); die $@ };
     return $r;
 }
 wait_repl(sub { $_[0]{connected} == 2 }, 'both connections');

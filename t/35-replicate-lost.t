@@ -14,7 +14,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 no warnings qw(portable);
 
@@ -22,7 +22,6 @@ plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
     unless RedisTest::available();
 SimhashTest::needs_master();
 
-my $slow = $SimhashTest::VALGRIND ? 6 : 1;
 my $stream = 'simhash:crawl';
 
 my $redis = RedisTest->new(appendonly => 0);
@@ -41,15 +40,6 @@ $t->start;
 
 sub repl { $t->stats->{zones}{crawl}{replication} }
 
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10) * $slow;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
 
 ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
 is($t->status_of('/sourdough.html'), 'new', 'a page');
@@ -84,7 +74,7 @@ ok(wait_until(sub { repl()->{applied} == 3 }), 'another far id applied');
 $t->stop('quit');
 like($t->error_log, qr/saved to .*crawl\.snap/, 'saved in the snapshot');
 $redis->cmd('DEL', $stream);
-xadd('*', 'site/after-restart');
+my $read_up_to = xadd('*', 'site/after-restart');
 $t->start;
 like($t->error_log, qr/the snapshot has the stream "$stream" up to 9999999999999-1/,
      'restarted from the snapshot, with the far id');
@@ -98,7 +88,10 @@ $t->stop('quit');
 $redis->kill9;
 $redis->start;
 is($redis->cmd('EXISTS', $stream), 0, 'Redis lost the stream');
-sleep 0.01;
+# the new stream's first id in a later millisecond than the last id the
+# node read (was: sleep 0.01)
+my ($ms) = $read_up_to =~ /^(\d+)-/;
+wait_until('the clock past the last id read', sub { time * 1000 > $ms + 1 });
 xadd('*', 'site/after-redis-restart');
 $t->start;
 ok(wait_until(sub { repl()->{applied} == 1 }), 'the new stream is read');

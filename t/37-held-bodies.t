@@ -16,7 +16,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Socket;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 SimhashTest::needs_master();
 
@@ -71,9 +71,9 @@ for my $n (1 .. $N) {
     syswrite($s, "GET /big.html?$n HTTP/1.1\r\nHost: x\r\n\r\n");
     push @idle, $s;
 }
-my $end = time + 10;
 my $held = int($HELD / $SIZE);
-sleep 0.1 while skipped() < $N - $held && time < $end;
+wait_until('the responses past the bound skipped',
+           sub { skipped() >= $N - $held });
 cmp_ok(skipped(), '>=', $N - $held,
        "past simhash_max_held ${HELD}m, responses pass unfingerprinted");
 my $grown = (status_kb($worker, 'VmRSS') - $before) / 1024;
@@ -87,13 +87,11 @@ is($r->{headers}{'x-simhash-status'}, 'skipped', '... skipped');
 is(length $r->{content}, length $body, '... whole');
 
 close $_ for @idle;
-$end = time + 10;
 my $status = '';
-while (time < $end) {
+wait_until('a page fingerprinted again', sub {
     $status = $t->status_of('/big2.html?again' . time);
-    last if $status ne 'skipped';
-    sleep 0.1;
-}
+    $status ne 'skipped';
+});
 isnt($status, 'skipped', 'the held ones gone, pages are fingerprinted again');
 
 $t->stop;

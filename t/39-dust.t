@@ -101,7 +101,7 @@ $t->start;
 my $hits = sub { $t->lines_of('logs/origin.log') };
 # the origin logs a request when it ends: a POST it refuses only once it
 # has read the body, which may be after the proxy answered
-my $hits_at_least = sub { $t->wait_lines('logs/origin.log', $_[0], 5) };
+my $hits_at_least = sub { $t->wait_lines('logs/origin.log', $_[0]) };
 my $rule = sub {
     my ($host, $kind, $arg) = @_;
     for my $r (@{ $t->stats->{zones}{crawl}{dust_rules} // [] }) {

@@ -4,6 +4,7 @@
 #   tools/deps.sh eval       plus the HTML corpora used by `make eval`/`make bench`
 #   tools/deps.sh fuzz       plus clang and libFuzzer (`make fuzz`)
 #   tools/deps.sh stress     plus wrk (`make stress`)
+#   tools/deps.sh load       plus stress-ng (`make test-load`)
 #   tools/deps.sh deb        plus the Debian packaging tools (`make deb`)
 # One list, one place: the README points here.  Run by root, it installs
 # what is missing; run by anyone else, it names in one line what to
@@ -26,6 +27,7 @@ EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk
 manpages-dev mandoc man2html-base"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 STRESS_PKGS="wrk"
+LOAD_PKGS="stress-ng"
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
 
 want="$BUILD_PKGS"
@@ -33,9 +35,10 @@ case "${1:-}" in
     eval) want="$BUILD_PKGS $EVAL_PKGS" ;;
     fuzz) want="$BUILD_PKGS $FUZZ_PKGS" ;;
     stress) want="$BUILD_PKGS $STRESS_PKGS" ;;
+    load) want="$BUILD_PKGS $LOAD_PKGS" ;;
     deb) want="$BUILD_PKGS $DEB_PKGS" ;;
     "") ;;
-    *) echo "usage: $0 [eval|fuzz|stress|deb]" >&2; exit 2 ;;
+    *) echo "usage: $0 [eval|fuzz|stress|load|deb]" >&2; exit 2 ;;
 esac
 
 # dpkg-query answers for any user; only the installation needs root.

@@ -84,15 +84,15 @@ sub start {
     }
     $self->{pid} = $pid;
     push @live, $self;
-    my $end = time + 10;
-    while (time < $end) {
+    SimhashTest::wait_until("redis-server to answer PING on port "
+                            . $self->{port}, sub {
         my $r = eval { $self->cmd('PING') };
-        return $self if defined $r && !ref $r;
+        return 1 if defined $r && !ref $r;
         croak "redis-server exited: " . $self->log
             if waitpid($pid, WNOHANG) == $pid;
-        sleep 0.02;
-    }
-    croak "redis-server does not answer: " . $self->log;
+        return 0;
+    });
+    return $self;
 }
 
 sub log {

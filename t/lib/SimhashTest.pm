@@ -54,6 +54,8 @@ use strict;
 use warnings;
 
 use Carp qw(croak);
+use Exporter qw(import);
+our @EXPORT_OK = qw(wait_until);
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
 use File::Copy qw(copy);
@@ -108,6 +110,80 @@ if (($ENV{SANITIZE} // '') eq '1') {
         if -e $asan;
 }
 our $VALGRIND = ($ENV{SH_VALGRIND} // '') eq '1';
+
+# Waiting (issue 32).  Nothing here waits a fixed time: every wait polls a
+# condition (the pid file, the port, a log line, a counter in the
+# statistics), first every few milliseconds, then every 0.1 s.  None has a
+# short limit of its own either: a test file has one overall limit,
+# generous, and a wait that reaches it fails the file saying what it was
+# waiting for.  SH_TEST_LIMIT (seconds) sets it: 300 by default, 6 times as
+# much once an nginx runs under valgrind (20 to 50 times slower).  Past the
+# limit by 30 s, an alarm ends a file stuck where no wait polls (a read
+# that never returns), naming the last thing awaited.
+our $LIMIT = $ENV{SH_TEST_LIMIT} || 300;
+our $VALGRIND_LIMIT = 6 * $LIMIT;
+my $T0 = time;
+my $DEADLINE;
+# Outside a test file (bench/replicate.pl starts Redis through RedisTest)
+# each wait has the limit to itself.
+my $IN_TEST = $0 =~ /\.t\z/;
+our $AWAITING = 'the start of the test';
+# The longest step between two polls; a test that times what it awaits
+# sets a shorter one (local $SimhashTest::POLL_MAX = 0.01).
+our $POLL_MAX = 0.1;
+
+sub _arm {
+    my ($limit) = @_;
+    my $d = $T0 + $limit;
+    return if defined $DEADLINE && $DEADLINE >= $d;
+    $DEADLINE = $d;
+    # the alarm only in a test file: make stress and make bench load this
+    # file for its free ports and may run longer
+    return unless $IN_TEST;
+    $SIG{ALRM} = sub {
+        my $file = $0;
+        Test::More::diag(sprintf("%s: the file's limit of %d s "
+            . "(SH_TEST_LIMIT) ran out while waiting for %s", $file,
+            $DEADLINE - $T0, $AWAITING));
+        exit 124;
+    };
+    alarm(int($DEADLINE - time) + 30);
+}
+_arm($VALGRIND ? $VALGRIND_LIMIT : $LIMIT);
+
+# The limit of a file that starts an nginx under valgrind itself
+# (t/11-valgrind.t does, without SH_VALGRIND).
+sub valgrind_limit { _arm($VALGRIND_LIMIT) }
+
+# Seconds left before the file's limit.
+sub time_left {
+    return $LIMIT unless $IN_TEST;
+    my $l = $DEADLINE - time;
+    return $l > 1 ? $l : 1;
+}
+
+# wait_until(WHAT, COND): COND's first true value; the file fails (dies)
+# with "gave up waiting for WHAT" if the limit comes first.  Without WHAT,
+# the condition is named by where it is written (file and line).
+sub wait_until {
+    my ($what, $cond) = @_ == 1 ? (undef, $_[0]) : @_;
+    if (!defined $what) {
+        my (undef, $file, $line) = caller;
+        $what = "the condition at $file line $line";
+    }
+    local $AWAITING = $what;
+    my $deadline = $IN_TEST ? $DEADLINE : time + $LIMIT;
+    my $step = 0.002;
+    while (1) {
+        my $v = $cond->();
+        return $v if $v;
+        croak(sprintf("gave up waiting for %s: the file's limit of %d s "
+                      . '(SH_TEST_LIMIT) ran out', $what, $DEADLINE - $T0))
+            if time > $deadline;
+        sleep $step;
+        $step = $step * 1.5 < $POLL_MAX ? $step * 1.5 : $POLL_MAX;
+    }
+}
 
 sub nginx_cmd { return "$PRELOAD$NGINX" }
 
@@ -227,11 +303,17 @@ sub new {
 
     $self->{origin_port} = free_port();
     $self->{port} = free_port();
-    $self->{ua} = HTTP::Tiny->new(timeout => $VALGRIND ? 120 : 20,
-                                  max_redirect => 0, keep_alive => 0);
+    $self->{ua} = ua();
     push @all, $self;
 
     return $self;
+}
+
+# An HTTP client whose timeout is the file's limit: a slow answer is
+# waited for, not failed (a busy machine, valgrind).
+sub ua {
+    return HTTP::Tiny->new(max_redirect => 0, keep_alive => 0, @_,
+                           timeout => time_left());
 }
 
 sub prefix { $_[0]{prefix} }
@@ -385,9 +467,8 @@ sub line_of {
 sub pid {
     my ($self) = @_;
     my $pid = $self->read_file('logs/nginx.pid');
-    return undef unless defined $pid;
-    chomp $pid;
-    return $pid =~ /^\d+$/ ? $pid : undef;
+    # (not chomp: a test may have undefined $/ for its own reads)
+    return defined $pid && $pid =~ /^(\d+)\n?\z/ ? $1 : undef;
 }
 
 # The frames of a snapshot in the store's format (src/sh_store_file.h,
@@ -432,16 +513,19 @@ sub children {
     return sort { $a <=> $b } @kids;
 }
 
+# Whether something accepts connections on a loopback port.
+sub port_open {
+    my ($port) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                  Proto => 'tcp') or return 0;
+    close $s;
+    return 1;
+}
+
 sub _wait_port {
     my ($self, $port) = @_;
-    my $end = time + 10;
-    while (time < $end) {
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                      PeerPort => $port, Proto => 'tcp');
-        if ($s) { close $s; return 1; }
-        sleep 0.02;
-    }
-    return 0;
+    return wait_until("nginx to listen on port $port",
+                      sub { port_open($port) });
 }
 
 sub start {
@@ -459,12 +543,14 @@ sub start {
     if ($? != 0) {
         croak "nginx failed to start: $out\n" . $self->error_log;
     }
-    my $end = time + 10;
-    sleep 0.02 while !$self->pid && time < $end;
-    $self->_wait_port($self->{port}) or croak "proxy port not answering";
+    wait_until("nginx's pid file", sub { $self->pid });
+    $self->_wait_port($self->{port});
     # the master listens before it forks: a test that looks at a worker
-    # (its memory, its CPU time) needs one to exist
-    sleep 0.02 while !$self->children && time < $end + 10;
+    # (its memory, its CPU time) needs them to exist.  (In list context:
+    # `!$self->children` called sort in scalar context, which is undef, and
+    # so waited its whole 20 s at every start.)
+    wait_until("nginx's $self->{workers} worker(s)",
+               sub { (() = $self->children) >= $self->{workers} });
     push @live, $self;
     $self->{running} = 1;
     return $self;
@@ -488,22 +574,19 @@ sub start_valgrind {
             or POSIX::_exit(127);
     }
     $self->{vg_pid} = $pid;
+    # valgrind's nginx is 20 to 50 times slower: so are its answers
+    valgrind_limit();
+    $self->{ua}->timeout(time_left());
     # nginx listens before its modules' init_module (snapshots are loaded
     # there) and writes its pid file after: a test that reads the log of
     # the load right after start needs both
-    my $end = time + 60;
-    while (time < $end) {
-        if ($self->pid) {
-            my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                          PeerPort => $self->{port},
-                                          Proto => 'tcp');
-            if ($s) { close $s; return $self; }
-        }
+    wait_until("nginx under valgrind: its pid file and port $self->{port}",
+               sub {
         croak "valgrind exited: " . ($self->read_file($log) // '')
             if waitpid($pid, WNOHANG) == $pid;
-        sleep 0.1;
-    }
-    croak "nginx under valgrind not ready after 60 s";
+        return $self->pid && port_open($self->{port});
+    });
+    return $self;
 }
 
 # With master_process off, a TERM that arrives while nginx is busy sets its
@@ -513,19 +596,21 @@ sub start_valgrind {
 sub stop_valgrind {
     my ($self) = @_;
     my $pid = delete $self->{vg_pid} or return;
-    my $end = time + 120;
-    while (time < $end) {
-        kill 'TERM', $pid;
-        my $t = time + 2;
-        while (time < $t) {
-            if (waitpid($pid, WNOHANG) == $pid) {
-                return $self->read_file('logs/valgrind.log') // '';
-            }
-            sleep 0.05;
-        }
+    my $next = 0;
+    my $gone = eval {
+        wait_until("nginx under valgrind (pid $pid) to exit after TERM",
+                   sub {
+            return 1 if waitpid($pid, WNOHANG) == $pid;
+            # a TERM every 2 s: the first may be lost (above)
+            if (time >= $next) { kill 'TERM', $pid; $next = time + 2 }
+            return 0;
+        });
+    };
+    if (!$gone) {
+        kill 'KILL', $pid;
+        waitpid($pid, 0);
+        die $@ if $@;
     }
-    kill 'KILL', $pid;
-    waitpid($pid, 0);
     return $self->read_file('logs/valgrind.log') // '';
 }
 
@@ -571,25 +656,21 @@ sub lines_of {
     return scalar(() = $text =~ /\n/g);
 }
 
-# The same, once it has n lines or after `timeout` seconds (default 5),
-# whichever is first: a server logs a request as it ends, which may be
-# after its client (the proxy) has the answer.
+# The same, once it has at least n lines: a server logs a request as it
+# ends, which may be after its client (the proxy) has the answer.
 sub wait_lines {
-    my ($self, $file, $n, $timeout) = @_;
-    my $end = time + ($timeout || 5);
-    sleep 0.05 while $self->lines_of($file) < $n && time < $end;
+    my ($self, $file, $n) = @_;
+    wait_until("$n lines in $file", sub { $self->lines_of($file) >= $n });
     return $self->lines_of($file);
 }
 
-# Wait until `count` lines matching re appear after `before` of them.
+# Wait until `n` (default 1) more lines of the error log match re than the
+# `before` there were.
 sub wait_log {
-    my ($self, $re, $before, $n, $timeout) = @_;
-    my $end = time + ($timeout || 10);
-    while (time < $end) {
-        return 1 if $self->_count($re) >= $before + ($n // 1);
-        sleep 0.05;
-    }
-    return 0;
+    my ($self, $re, $before, $n) = @_;
+    $n //= 1;
+    return wait_until("$n more error log line(s) matching $re (after "
+                      . "$before)", sub { $self->_count($re) >= $before + $n });
 }
 
 # nginx -s reload, then wait for the new workers.
@@ -600,16 +681,21 @@ sub reload {
     my $re = qr/start worker process/;
     my $before = $self->_count($re);
     my $fail = $self->_count(qr/\[emerg\]/);
+    my @old = $self->children;
     kill 'HUP', $self->pid or croak "no nginx to reload";
-    my $end = time + 10;
-    while (time < $end) {
-        last if $self->_count($re) >= $before + $self->{workers};
+    wait_until("$self->{workers} new worker(s) after the reload", sub {
         croak "reload failed: " . $self->error_log
             if $self->_count(qr/\[emerg\]/) > $fail;
-        sleep 0.05;
-    }
-    # old workers finish their (idle) connections
-    sleep 0.2;
+        return $self->_count($re) >= $before + $self->{workers};
+    });
+    # The old workers close their listening sockets right after they log
+    # "gracefully shutting down", in one go: from then on only new workers
+    # answer (was: a fixed 0.2 s).
+    wait_until("the old workers (@old) to shut down", sub {
+        my $log = $self->error_log;
+        return !grep { alive($_) && $log !~ /\b$_#\d+: gracefully shutting down/ }
+               @old;
+    });
     return $self;
 }
 
@@ -626,11 +712,22 @@ sub stop {
     my $pid = $self->pid;
     $self->{running} = 0;
     return unless $pid;
-    kill(($how && $how eq 'quit') ? 'QUIT' : 'TERM', $pid);
-    my $end = time + 15;
-    sleep 0.02 while alive($pid) && time < $end;
+    my $sig = ($how && $how eq 'quit') ? 'QUIT' : 'TERM';
+    kill $sig, $pid;
     @live = grep { $_ != $self } @live;
+    wait_until("nginx (pid $pid) to exit after $sig",
+               sub { !alive($pid) });
     return $self;
+}
+
+# stop(), and if even that runs out of time (the file's limit is past),
+# SIGKILL to the master and its workers: nothing is left running.
+sub _stop_or_kill {
+    my ($self) = @_;
+    my @pids = ($self->pid // (), $self->children);
+    return if eval { $self->stop; 1 };
+    Test::More::diag($@);
+    kill 'KILL', @pids if @pids;
 }
 
 # The daemonized master is not our child: once it exits it may stay a
@@ -647,7 +744,7 @@ sub alive {
 sub DESTROY {
     my ($self) = @_;
     local ($?, $!, $@);
-    $self->stop if $self->{running};
+    $self->_stop_or_kill if $self->{running};
     if ($self->{vg_pid}) {
         kill 'KILL', $self->{vg_pid};
         waitpid($self->{vg_pid}, 0);
@@ -660,7 +757,7 @@ sub DESTROY {
 # the file: this END runs before Test::Builder's, which exits with our $?.
 END {
     my $status = $?;
-    $_->stop for @live;
+    $_->_stop_or_kill for @live;
     my $found = join '', map { $_->postmortem } @all;
     if ($found ne '') {
         diag($found);
@@ -758,6 +855,8 @@ sub hex_to_bits { pack('H*', $_[0]) }
 # A tiny origin in Perl for what nginx will not produce (truncated bodies,
 # deflate, slow drips).  `handler` gets the request path and returns a list
 # of (chunk, delay_seconds) pairs to write; the connection closes after.
+# Each chunk written is logged in logs/raw-origin.log as "PATH N" (N from
+# 1), for a test to wait on how far an answer went.
 sub raw_origin {
     my ($self, $handler) = @_;
     my $srv = IO::Socket::INET->new(Listen => 16, LocalAddr => '127.0.0.1',
@@ -777,9 +876,14 @@ sub raw_origin {
             }
             my ($path) = $req =~ m{^\S+ (\S+)};
             my @out = $handler->($path // '/');
+            my $n = 0;
             while (@out) {
                 my ($chunk, $delay) = splice(@out, 0, 2);
                 $c->syswrite($chunk) if length $chunk;
+                if (open(my $log, '>>', "$self->{prefix}/logs/raw-origin.log")) {
+                    print $log ($path // '/'), ' ', ++$n, "\n";
+                    close $log;
+                }
                 sleep $delay if $delay;
             }
             close $c;
