@@ -70,9 +70,45 @@ like($out, qr/^deps: missing wrk;[^\n]*\n\z/,
 
 ($rc, $out, $apt) = run(0, 'valgrind gdb');
 is($rc, 0, 'two packages missing, root: installs them');
-is($apt, "apt-get update -qq\n"
-         . "apt-get install -y -qq --no-install-recommends valgrind gdb\n",
-   '... with apt-get, only those two');
+is($apt, "apt-get -o DPkg::Lock::Timeout=600 update -qq\n"
+         . "apt-get -o DPkg::Lock::Timeout=600 install -y -qq "
+         . "--no-install-recommends valgrind gdb\n",
+   '... with apt-get, only those two, waiting for dpkg\'s lock');
+
+# another apt-get holds the package lists' lock: deps.sh waits for it,
+# saying so once, and goes on when it is free
+script('apt-get', <<EOF);
+echo "apt-get \$*" >> "$calls"
+n=\$(cat "$dir/held" 2>/dev/null || echo 0)
+if [ "\$n" -gt 0 ]; then
+    echo \$((n - 1)) > "$dir/held"
+    echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)" >&2
+    exit 100
+fi
+EOF
+{
+    open(my $fh, '>', "$dir/held") or die $!;
+    print $fh "3\n";
+    close $fh;
+    local $ENV{DEPS_LOCK_POLL} = 0;
+    ($rc, $out, $apt) = run(0, 'valgrind');
+}
+is($rc, 0, 'the lock held three times: installs once it is free');
+is(scalar(() = $out =~ /waiting for it/g), 1, '... saying it waits, once');
+is(scalar(() = $apt =~ /^apt-get .* update/mg), 4,
+   '... asking again until it is free');
+like($apt, qr/install -y -qq --no-install-recommends valgrind\n\z/,
+     '... then installing');
+{
+    open(my $fh, '>', "$dir/held") or die $!;
+    print $fh "1000\n";
+    close $fh;
+    local $ENV{DEPS_LOCK_POLL} = 0;
+    local $ENV{DEPS_LOCK_WAIT} = 3;
+    ($rc, $out) = run(0, 'valgrind');
+}
+isnt($rc, 0, 'a lock never freed: fails after DEPS_LOCK_WAIT');
+like($out, qr/still held after 3s/, '... saying so');
 
 ($rc, $out, $apt) = run(0, '');
 is($apt, '', 'everything installed, root: apt-get is not called');

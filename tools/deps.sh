@@ -75,6 +75,7 @@ export DEBIAN_FRONTEND=noninteractive
 # waits for the dpkg lock itself (DPkg::Lock::Timeout) but not for the
 # package lists' lock that `update` takes.
 WAIT=${DEPS_LOCK_WAIT:-600}
+POLL=${DEPS_LOCK_POLL:-5}
 apt_get() {
     waited=0
     while :; do
@@ -93,8 +94,8 @@ apt_get() {
         fi
         [ "$waited" -gt 0 ] || echo "deps: another apt-get or dpkg holds" \
             "the package lock; waiting for it (up to ${WAIT}s)" >&2
-        sleep 5
-        waited=$((waited + 5))
+        sleep "$POLL"
+        waited=$((waited + POLL + 1))
     done
 }
 apt_get update -qq
