@@ -28,6 +28,8 @@ END
         location /doc/ {
             simhash crawl;
             simhash_dust on;
+            # no verification sample here: a prediction is answered
+            simhash_dust_verify 0;
             simhash_key http://v.test$request_uri;
             proxy_pass http://%%ORIGIN%%;
         }
