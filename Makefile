@@ -95,6 +95,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 # The nginx dynamic module, built against Debian's nginx-dev tree.
 module: $(MODULE)
 $(MODULE): config ngx_simhash_module.c $(wildcard module/*.c module/*.h) \
+           module/console.html tools/console-header.sh \
            $(LIB_SRCS) $(wildcard src/*.h) tools/build-module.sh
 	SANITIZE=$(SANITIZE) BUILD=$(BUILD) tools/build-module.sh
 
