@@ -54,7 +54,7 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check run eval dust-eval \
-        bench fuzz stress deb sid sid-eval install clean
+        console-test bench fuzz stress deb sid sid-eval install clean
 
 all: lib cli module
 
@@ -176,6 +176,15 @@ sid-eval: deps
 	@tools/deps.sh deb
 	@tools/deps.sh eval
 	@tools/sid-eval.sh $(BUILD)
+
+# The console (simhash_stats ?format=html) in headless Chromium driven by
+# Selenium, and the Prometheus output through promtool: t/console.t and
+# t/sites.t with the browser required (not skipped).
+console-test: deps
+	@tools/deps.sh console
+	@$(MAKE) --no-print-directory all
+	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
+	    SH_CONSOLE_BROWSER=1 prove t/console.t t/sites.t t/explain.t
 
 # From source into Debian's nginx, laid out as the package does it; the
 # resolver file the examples include is written when missing.

@@ -26,6 +26,7 @@ END
         location /doc/ {
             simhash crawl;
             simhash_dust on;
+            simhash_dust_verify 0%;      # every prediction answered
             simhash_action drop keys=any;
             simhash_key http://v.test$request_uri;
             proxy_pass http://%%ORIGIN%%;

@@ -27,6 +27,7 @@ END
         location ~ ^/(?<site>[a-z]+)(?<path>/doc/.*)$ {
             simhash crawl;
             simhash_dust on;
+            simhash_dust_verify 0%;      # every prediction answered
             simhash_action drop keys=any;
             simhash_key http://$site.test$path$is_args$args;
             proxy_pass http://%%ORIGIN%%$path$is_args$args;
