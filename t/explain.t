@@ -158,6 +158,21 @@ is($x->{last_decision}, undef, 'never seen: no decision');
 is($x->{would}, 'fetch', 'never seen: fetched');
 is($x->{learner}, 'no rule', 'never seen: no rule');
 
+# the CLI asks the same endpoint
+SKIP: {
+    my $cli = $ENV{SH_CLI} // '';
+    skip 'SH_CLI not set (make itest sets it)', 4 unless -x $cli;
+    my $stats = $t->url('/stats');
+    my $out = `$cli explain http://v.test/doc/copy.html $stats`;
+    is($?, 0, 'simhash explain: exit 0');
+    my $j = eval { decode_json($out) } // {};
+    is($j->{last_decision}{action}, 'dropped', 'simhash explain: dropped');
+    is($j->{last_decision}{original}, 'http://v.test/doc/a.html',
+       'simhash explain: the original');
+    `$cli explain --zone nope http://v.test/doc/copy.html $stats 2>/dev/null`;
+    is($? >> 8, 1, 'simhash explain: an unknown zone fails');
+}
+
 # bad requests
 is($t->get('/stats?explain=')->{status}, 400, 'an empty key: 400');
 is($t->get('/stats?explain=x&zone=nope')->{status}, 404,
