@@ -172,6 +172,11 @@ typedef struct {
      * decisions for "why?"; a slab allocation of its own, NULL until the
      * zone's init made it */
     struct ngx_http_simhash_sites_s  *sites;
+
+    /* the last successful save: how long it took, its longest hold of
+     * the lock (ms), for the stats and the console */
+    ngx_atomic_t                 save_ms;
+    ngx_atomic_t                 save_hold_ms;
 } ngx_http_simhash_shctx_t;
 
 

@@ -56,6 +56,8 @@ enum {
     NGX_HTTP_SIMHASH_V_LAST_SAVE,
     NGX_HTTP_SIMHASH_V_RESTORED,
     NGX_HTTP_SIMHASH_V_SNAP_REFUSED,
+    NGX_HTTP_SIMHASH_V_SAVE_MS,
+    NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS,
     NGX_HTTP_SIMHASH_V_PUBLISHED,
     NGX_HTTP_SIMHASH_V_APPLIED,
     NGX_HTTP_SIMHASH_V_SKIPPED_OWN,
@@ -260,6 +262,17 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Snapshots refused at start (another extraction version "
                  "or seed, unreadable) and kept aside."),
       NGX_HTTP_SIMHASH_V_SNAP_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
+    { ngx_string("last_duration_ms"),
+      ngx_string("snapshot_last_duration_seconds"), ngx_string("gauge"),
+      ngx_string("How long the last successful save took."),
+      NGX_HTTP_SIMHASH_V_SAVE_MS, NGX_HTTP_SIMHASH_M_MS, 1 },
+
+    { ngx_string("last_hold_ms"),
+      ngx_string("snapshot_last_hold_seconds"), ngx_string("gauge"),
+      ngx_string("The longest hold of the zone's lock by the last "
+                 "successful save."),
+      NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS, NGX_HTTP_SIMHASH_M_MS, 1 },
 
     { ngx_string("published"), ngx_string("replication_published_total"),
       ngx_string("counter"),
@@ -701,6 +714,8 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->saves ? sh->last_save : 0;
         v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
         v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sh->refused_snapshots;
+        v[NGX_HTTP_SIMHASH_V_SAVE_MS] = sh->save_ms;
+        v[NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS] = sh->save_hold_ms;
 
         if (zone->replicate && zone->replicate->outbox) {
             ngx_http_simhash_stats_replication(zone->replicate->outbox, v);

@@ -19,7 +19,8 @@ use SimhashTest;
 
 my $t = SimhashTest->new(
     http => <<'END',
-    simhash_zone zone=crawl:1m dust=1m;
+    simhash_zone zone=crawl:1m dust=1m file=%%PREFIX%%/data/crawl.snap
+                 save=1s;
     simhash_dust_rule zone=crawl host=a.test pattern=/doc/
                       drop_param=sid pin;
 END
@@ -126,6 +127,23 @@ SKIP: {
     my $out = `$promtool check metrics < $file 2>&1`;
     is($?, 0, 'promtool check metrics: passes') or diag($out);
 }
+
+# the snapshot's last save: how long, the longest hold of the lock
+my $snap;
+my $end = time + 20;
+while (time < $end) {
+    $snap = $t->stats->{zones}{crawl}{snapshot};
+    last if $snap->{saves} >= 1;
+    select(undef, undef, undef, 0.1);
+}
+ok($snap->{saves} >= 1, 'a periodic save ran');
+ok(defined $snap->{last_duration_ms} && defined $snap->{last_hold_ms},
+   'the last save\'s duration and longest hold');
+ok($snap->{last_hold_ms} <= $snap->{last_duration_ms},
+   'its hold within its duration');
+like($t->get('/stats?format=prometheus')->{content},
+     qr/^simhash_snapshot_last_hold_seconds\{zone="crawl"\} \d+\.\d{3}$/m,
+     'prometheus: the longest hold, in seconds');
 
 $t->check_log;
 done_testing;

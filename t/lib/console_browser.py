@@ -96,6 +96,11 @@ def expected(j):
         if "dust" in z:
             o[name + "/dust/predictions"] = str(z["dust"]["predictions"])
             o[name + "/dust/saved"] = str(z["dust"]["saved"])
+        if "snapshot" in z:
+            for k in ("saves", "errors", "restored", "refused"):
+                o["%s/snapshot/%s" % (name, k)] = str(z["snapshot"][k])
+            for k in ("last_duration_ms", "last_hold_ms"):
+                o["%s/snapshot/%s" % (name, k)] = "%d ms" % z["snapshot"][k]
         for i, e in enumerate(z.get("sites", {}).get("top", [])):
             p = "%s/sites/%d/" % (name, i)
             o[p + "host"] = urllib.request.unquote(e["host"])
