@@ -448,6 +448,20 @@ void ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone,
 #define NGX_HTTP_SIMHASH_NLAG        12
 extern ngx_msec_t  ngx_http_simhash_lag_le[NGX_HTTP_SIMHASH_NLAG];
 
+/* the other nodes whose entries were applied: the lag of each (the
+ * console's "lag per node"), written by worker 0 alone, read without the
+ * lock (a name may be read while it changes: rare, and harmless) */
+#define NGX_HTTP_SIMHASH_NODES       16
+#define NGX_HTTP_SIMHASH_NODE_NAME   64
+
+typedef struct {
+    u_char                       name[NGX_HTTP_SIMHASH_NODE_NAME];
+    ngx_atomic_t                 len;       /* 0: free */
+    ngx_atomic_t                 lag;       /* ms, of its last entry */
+    ngx_atomic_t                 seen;      /* seconds, its last entry */
+    ngx_atomic_t                 entries;
+} ngx_http_simhash_node_lag_t;
+
 /*
  * The shared part of a zone's replication: its own shared memory zone
  * ("NAME:outbox", sized by outbox=), read by simhash_stats.  The ring
@@ -488,6 +502,9 @@ typedef struct {
     ngx_atomic_t                 lag_sum;   /* ms */
     ngx_atomic_t                 lag_count;
     ngx_atomic_t                 lag_le[NGX_HTTP_SIMHASH_NLAG];
+
+    /* by node; the least recently seen gives way to a new one */
+    ngx_http_simhash_node_lag_t  nodes[NGX_HTTP_SIMHASH_NODES];
 } ngx_http_simhash_outbox_t;
 
 
@@ -749,6 +766,13 @@ u_char *ngx_http_simhash_sites_json(u_char *p,
 u_char *ngx_http_simhash_sites_prom(u_char *p,
     ngx_http_simhash_sites_snap_t *first);
 u_char *ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len);
+
+/* the lag per node of a replicated zone, for the stats */
+size_t ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone);
+u_char *ngx_http_simhash_nodes_json(u_char *p,
+    ngx_http_simhash_zone_t *zone);
+u_char *ngx_http_simhash_nodes_prom(u_char *p, ngx_http_simhash_zone_t *zone,
+    ngx_uint_t head);
 
 /* ?explain=KEY and ?format=html of simhash_stats */
 ngx_int_t ngx_http_simhash_explain_handler(ngx_http_request_t *r,

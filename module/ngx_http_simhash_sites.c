@@ -439,3 +439,94 @@ ngx_http_simhash_sites_prom(u_char *p, ngx_http_simhash_sites_snap_t *first)
 
     return p;
 }
+
+
+/*
+ * The lag per node of a replicated zone (the outbox's table, filled by
+ * worker 0 as it applies entries): in JSON "replication_nodes", in
+ * Prometheus simhash_replication_node_lag_seconds{zone,node}.
+ */
+
+size_t
+ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone)
+{
+    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
+        return 0;
+    }
+
+    return sizeof("# HELP simhash_replication_node_lag_seconds \n") + 200
+           + NGX_HTTP_SIMHASH_NODES
+             * (3 * NGX_HTTP_SIMHASH_NODE_NAME + zone->name.len + 200
+                + 4 * NGX_INT64_LEN);
+}
+
+
+u_char *
+ngx_http_simhash_nodes_json(u_char *p, ngx_http_simhash_zone_t *zone)
+{
+    time_t                        now;
+    ngx_uint_t                    i, n;
+    ngx_http_simhash_node_lag_t  *nl;
+
+    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
+        return p;
+    }
+
+    now = ngx_time();
+    p = ngx_cpymem(p, ",\"replication_nodes\":[",
+                   sizeof(",\"replication_nodes\":[") - 1);
+
+    for (i = 0, n = 0; i < NGX_HTTP_SIMHASH_NODES; i++) {
+        nl = &zone->replicate->outbox->nodes[i];
+
+        if (nl->len == 0 || nl->len > NGX_HTTP_SIMHASH_NODE_NAME) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "%s{\"node\":\"", n++ ? "," : "");
+        p = ngx_http_simhash_text_escape(p, nl->name, nl->len);
+        p = ngx_sprintf(p, "\",\"lag_ms\":%uA,\"age\":%T,\"entries\":%uA}",
+                        nl->lag, now - (time_t) nl->seen, nl->entries);
+    }
+
+    *p++ = ']';
+
+    return p;
+}
+
+
+u_char *
+ngx_http_simhash_nodes_prom(u_char *p, ngx_http_simhash_zone_t *zone,
+    ngx_uint_t head)
+{
+    ngx_uint_t                    i;
+    ngx_http_simhash_node_lag_t  *nl;
+
+    if (head) {
+        p = ngx_sprintf(p, "# HELP simhash_replication_node_lag_seconds Age "
+                        "of the last entry of each other node when "
+                        "applied.\n"
+                        "# TYPE simhash_replication_node_lag_seconds "
+                        "gauge\n");
+    }
+
+    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
+        return p;
+    }
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NODES; i++) {
+        nl = &zone->replicate->outbox->nodes[i];
+
+        if (nl->len == 0 || nl->len > NGX_HTTP_SIMHASH_NODE_NAME) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "simhash_replication_node_lag_seconds{zone=\"%V\","
+                        "node=\"", &zone->name);
+        p = ngx_http_simhash_text_escape(p, nl->name, nl->len);
+        p = ngx_sprintf(p, "\"} %uA.%03uA\n", nl->lag / 1000,
+                        nl->lag % 1000);
+    }
+
+    return p;
+}

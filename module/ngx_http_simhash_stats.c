@@ -903,7 +903,8 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
         names_len += s[i].zone->name.len;
 
         size += ngx_http_simhash_sites_size(s[i].sites, &s[i].zone->name,
-                                            prom);
+                                            prom)
+                + ngx_http_simhash_nodes_size(s[i].zone);
 
         /* the rules: in Prometheus each of their gauges names the zone */
         size += (prom ? 4 : 1)
@@ -1048,6 +1049,7 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
         }
 
         p = ngx_http_simhash_sites_json(p, s[i].sites);
+        p = ngx_http_simhash_nodes_json(p, s[i].zone);
 
         *p++ = '}';
     }
@@ -1148,8 +1150,18 @@ static u_char *
 ngx_http_simhash_stats_sites_prom(u_char *p, ngx_http_simhash_snap_t *s,
     ngx_uint_t n)
 {
-    ngx_uint_t                      i;
+    ngx_uint_t                      i, repl;
     ngx_http_simhash_sites_snap_t  *first, *last;
+
+    /* the lag per node of the replicated zones */
+
+    repl = 0;
+
+    for (i = 0; i < n; i++) {
+        if (s[i].zone->replicate) {
+            p = ngx_http_simhash_nodes_prom(p, s[i].zone, repl++ == 0);
+        }
+    }
 
     first = NULL;
     last = NULL;
