@@ -116,7 +116,7 @@ test_million(void **state)
 
     size = sh_topk_size(K);
     assert_true(size > 0 && size < 64 * 1024);
-    mem = aligned_alloc(64, size + GUARD);
+    mem = aligned_alloc(64, (size + GUARD + 63) & ~(size_t) 63);
     assert_non_null(mem);
     memset(mem + size, 0xa5, GUARD);
 
