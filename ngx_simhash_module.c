@@ -664,6 +664,10 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 
     ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
 
+    ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
+                                   NGX_HTTP_SIMHASH_MADE,
+                                   r->connection->log);
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash dust: predicted duplicate of \"%V\" by %V",
                    &ctx->duplicate_of, &ctx->predicted);
@@ -2324,6 +2328,17 @@ ngx_http_simhash_account(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ev.bytes = drop ? ctx->held_bytes : 0;
 
     ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
+
+    /* a prediction fetched to check it: what its rules came to */
+
+    if (ctx->verifying && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
+        ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
+                                       ctx->status
+                                       == NGX_HTTP_SIMHASH_DUPLICATE
+                                       ? NGX_HTTP_SIMHASH_VERIFIED
+                                       : NGX_HTTP_SIMHASH_FAILED,
+                                       r->connection->log);
+    }
 }
 
 

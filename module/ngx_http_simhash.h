@@ -718,8 +718,26 @@ typedef struct {
     ngx_atomic_t                 n[NGX_HTTP_SIMHASH_NEV];
 } ngx_http_simhash_rate_t;
 
+/* what the predictions of one set of rules on one host came to: made,
+ * then of those fetched to check them (simhash_dust_verify), the ones
+ * that were duplicates indeed and the ones that were not */
+#define NGX_HTTP_SIMHASH_OUTCOMES       256     /* direct-mapped */
+#define NGX_HTTP_SIMHASH_OUTCOME_TEXT   64
+
+#define NGX_HTTP_SIMHASH_MADE           0
+#define NGX_HTTP_SIMHASH_VERIFIED       1
+#define NGX_HTTP_SIMHASH_FAILED         2
+
+typedef struct {
+    uint64_t                     hash;      /* of host and rules; 0: free */
+    u_char                       host[NGX_HTTP_SIMHASH_OUTCOME_TEXT];
+    u_char                       rules[NGX_HTTP_SIMHASH_OUTCOME_TEXT];
+    uint64_t                     n[3];      /* made, verified, failed */
+} ngx_http_simhash_outcome_t;
+
 typedef struct ngx_http_simhash_sites_s {
     ngx_http_simhash_rate_t      rate[NGX_HTTP_SIMHASH_RATE_SLOTS];
+    ngx_http_simhash_outcome_t   outcome[NGX_HTTP_SIMHASH_OUTCOMES];
     ngx_http_simhash_decision_t  decision[NGX_HTTP_SIMHASH_DECISIONS];
     u_char                       key[32];   /* the secret of the table */
     sh_topk_t                   *topk;      /* follows, in the allocation */
@@ -752,9 +770,16 @@ typedef struct ngx_http_simhash_sites_snap_s {
     sh_topk_stats_t              st;
     sh_topk_entry_t             *top;       /* by count */
     ngx_uint_t                   ntop;
+    ngx_http_simhash_outcome_t  *outcome;   /* the ones in use */
+    ngx_uint_t                   noutcome;
     ngx_str_t                    zone;      /* for Prometheus: its name, */
     struct ngx_http_simhash_sites_snap_s  *next;    /* the next zone's */
 } ngx_http_simhash_sites_snap_t;
+
+/* not under the lock: a prediction of `rules` (as X-Simhash-Predicted
+ * spells them) for key, made, verified or failed */
+void ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log);
 
 ngx_http_simhash_sites_snap_t *ngx_http_simhash_sites_read(ngx_pool_t *pool,
     ngx_http_simhash_zone_t *zone, ngx_log_t *log);

@@ -222,6 +222,48 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
 }
 
 
+void
+ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log)
+{
+    size_t                       hlen;
+    uint64_t                     h;
+    const char                  *host;
+    ngx_http_simhash_sites_t    *ss;
+    ngx_http_simhash_outcome_t  *o;
+
+    ss = zone->sh->sites;
+
+    if (ss == NULL || rules->len == 0) {
+        return;
+    }
+
+    host = sh_topk_host((char *) key->data, key->len, &hlen);
+    hlen = ngx_min(hlen, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
+
+    h = ngx_hash_key(rules->data, rules->len);
+    h = (h << 32) ^ ngx_hash_key_lc((u_char *) host, hlen);
+    h += (h == 0);
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    o = &ss->outcome[h % NGX_HTTP_SIMHASH_OUTCOMES];
+
+    if (o->hash != h) {
+        /* another host's rules had the slot: they give way */
+        ngx_memzero(o, sizeof(ngx_http_simhash_outcome_t));
+        o->hash = h;
+        ngx_strlow(o->host, (u_char *) host, hlen);
+        ngx_memcpy(o->rules, rules->data,
+                   ngx_min(rules->len, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1));
+    }
+
+    o->n[what]++;
+
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
 ngx_http_simhash_sites_snap_t *
 ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     ngx_log_t *log)
@@ -265,9 +307,22 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
         }
     }
 
+    snap->outcome = ngx_palloc(pool, sizeof(ss->outcome));
+    if (snap->outcome == NULL) {
+        return NULL;
+    }
+
     ngx_http_simhash_zone_lock(zone, log);
+
     sh_topk_stats(ss->topk, &snap->st);
     snap->ntop = sh_topk_list(ss->topk, snap->top, NGX_HTTP_SIMHASH_SITES_K);
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_OUTCOMES; i++) {
+        if (ss->outcome[i].hash) {
+            snap->outcome[snap->noutcome++] = ss->outcome[i];
+        }
+    }
+
     ngx_http_simhash_zone_unlock(zone);
 
     return snap;
@@ -309,6 +364,12 @@ ngx_http_simhash_sites_size(ngx_http_simhash_sites_snap_t *ss,
     size += sizeof(",\"sites\":{\"k\":,\"tracked\":,\"total\":,"
                    "\"error_bound\":,\"n_over_k\":,\"replaced\":,"
                    "\"top\":[]}") + 6 * NGX_INT64_LEN;
+    size += sizeof(",\"rule_outcomes\":[]")
+            + ss->noutcome * (sizeof("{\"host\":\"\",\"rules\":\"\","
+                                     "\"made\":,\"verified\":,"
+                                     "\"failed\":},")
+                              + 6 * NGX_HTTP_SIMHASH_OUTCOME_TEXT
+                              + 3 * NGX_INT64_LEN);
     size += ss->ntop * (sizeof("{\"host\":\"\",\"wasted\":,\"error\":}")
                         + host + 2 * NGX_INT64_LEN
                         + SH_TOPK_NCOUNT * (sizeof(",\"fetches_saved\":")
@@ -344,8 +405,9 @@ ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len)
 u_char *
 ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
 {
-    ngx_uint_t        i, j;
-    sh_topk_entry_t  *e;
+    ngx_uint_t                   i, j;
+    sh_topk_entry_t             *e;
+    ngx_http_simhash_outcome_t  *o;
 
     if (ss == NULL) {
         return p;
@@ -391,7 +453,27 @@ ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
         *p++ = '}';
     }
 
-    return ngx_cpymem(p, "]}", 2);
+    p = ngx_cpymem(p, "]},\"rule_outcomes\":[",
+                   sizeof("]},\"rule_outcomes\":[") - 1);
+
+    for (i = 0; i < ss->noutcome; i++) {
+        o = &ss->outcome[i];
+
+        p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
+        p = ngx_http_simhash_text_escape(p, o->host,
+                                         ngx_strlen(o->host));
+        p = ngx_sprintf(p, "\",\"rules\":\"");
+        p = ngx_http_simhash_text_escape(p, o->rules,
+                                         ngx_strlen(o->rules));
+        p = ngx_sprintf(p, "\",\"made\":%uL,\"verified\":%uL,"
+                        "\"failed\":%uL}", o->n[NGX_HTTP_SIMHASH_MADE],
+                        o->n[NGX_HTTP_SIMHASH_VERIFIED],
+                        o->n[NGX_HTTP_SIMHASH_FAILED]);
+    }
+
+    *p++ = ']';
+
+    return p;
 }
 
 

@@ -108,6 +108,11 @@ def expected(j):
                       "dropped", "fetches_saved"):
                 o[p + k] = str(e[k])
             o[p + "error"] = "\u00b1" + str(e["error"])
+        for i, r in enumerate(z.get("rule_outcomes", [])):
+            p = "%s/outcomes/%d/" % (name, i)
+            o[p + "host"] = urllib.request.unquote(r["host"])
+            for k in ("made", "verified", "failed"):
+                o[p + k] = str(r[k])
         for i, r in enumerate(z.get("dust_rules", [])):
             p = "%s/rules/%d/" % (name, i)
             o[p + "host"] = urllib.request.unquote(r["host"])
