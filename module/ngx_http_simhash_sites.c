@@ -1,7 +1,7 @@
 
 /*
  * What the console shows of a zone, kept in a region of the zone's shared
- * memory of its own (fixed: about 180 KB whatever the traffic):
+ * memory of its own (fixed: about 200 KB whatever the traffic):
  *
  *   - the rates of the last minutes: a ring of per-10-s counters of every
  *     event (a status, a drop, a prediction answered without a fetch),
@@ -13,7 +13,10 @@
  *     duplicates and predictions by host, with the pages, drops, bytes
  *     and fetches saved of each, under the zone's lock;
  *   - the last decisions, direct-mapped by the key's hash (a later key on
- *     the same slot replaces it), for "why?" (ngx_http_simhash_explain.c).
+ *     the same slot replaces it), for "why?" (ngx_http_simhash_explain.c);
+ *   - what the rules' predictions came to, per host and set of rules:
+ *     made, verified, failed (direct-mapped too), under the lock;
+ *   - (in the outbox, not here) the lag of each other node of the tier.
  *
  * An event costs the ring's increments and one short hold of the zone's
  * lock: a scan of the table's 64 hashes and, for a duplicate of an
