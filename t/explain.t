@@ -18,7 +18,7 @@ use SimhashTest;
 
 my $t = SimhashTest->new(
     http => <<'END',
-    simhash_zone zone=crawl:1m dust=1m;
+    simhash_zone zone=crawl:1m dust=1m file=%%PREFIX%%/data/crawl.snap;
     simhash_dust_rule zone=crawl host=v.test pattern=/doc/
                       drop_param=sid pin;
 END
@@ -179,4 +179,22 @@ is($t->get('/stats?explain=x&zone=nope')->{status}, 404,
    'an unknown zone: 404');
 
 $t->check_log;
+
+# the CLI on the snapshot written at shutdown: stored or not, the rules
+SKIP: {
+    my $cli = $ENV{SH_CLI} // '';
+    skip 'SH_CLI not set (make itest sets it)', 4 unless -x $cli;
+    $t->stop('quit');
+    my $snap = $t->prefix . '/data/crawl.snap';
+    ok(-s $snap, 'the snapshot written at shutdown');
+    my $out = `$cli explain http://v.test/doc/a.html --snapshot $snap`;
+    like($out, qr/^stored\tfingerprint [0-9a-f]{16}, version of \d+$/m,
+         'simhash explain --snapshot: a.html stored');
+    like($out, qr{^rule\tv\.test/doc/\tdrop_param\(sid\)\tpinned\t}m,
+         'simhash explain --snapshot: its host\'s rule') or diag($out);
+    $out = `$cli explain http://v.test/doc/copy.html --snapshot $snap`;
+    like($out, qr/^stored\tno/m,
+         'simhash explain --snapshot: a dropped duplicate is not stored');
+}
+
 done_testing;
