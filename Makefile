@@ -12,7 +12,8 @@
 # of the integration tests as one process under valgrind.
 
 CC       ?= cc
-PKGS     := libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto
+PKGS     := libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto \
+            libpsl
 OPT      ?= -O2
 SANITIZE ?= 0
 VALGRIND ?= 0

@@ -13,6 +13,7 @@ root=$(dpkg -L rust-doc 2>/dev/null | grep -E '/html/std/index\.html$' \
 [ -n "$root" ] || { echo "rust-doc missing (tools/deps.sh eval)" >&2; exit 1; }
 root=$(dirname "$(dirname "$root")")
 list="$BUILD/bench/store-pages.txt"
+mkdir -p "$BUILD/bench"     # run alone on a clean tree, before make bench
 find "$root" -name '*.html' -type f | LC_ALL=C sort > "$list"
 img=$(mktemp -d "${TMPDIR:-/tmp}/store-bench.XXXXXX")
 trap 'rm -rf "$img"' EXIT

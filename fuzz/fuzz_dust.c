@@ -29,6 +29,7 @@
 #include "fuzz_util.h"
 
 #include "sh_dust.h"
+#include "sh_site.h"
 
 #define FDUST_SECRET    "fuzz dust secret"
 #define FDUST_MAXRULES  4096
@@ -52,6 +53,8 @@ fdust_init(void)
     fdust_opts.min_evidence = 2;        /* rules on after a few pairs */
     fdust_opts.min_precision = 0.5;
     fdust_opts.z = 0.5;
+    /* which hosts are one site: a host alias is learned between those */
+    (void) sh_site_load(NULL, NULL, 0);
 }
 
 static int

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "fuzz_doc.c"
+#include "fuzz_image.c"
 #include "fuzz_index.c"
 
 #include "sh_idf.h"
@@ -431,6 +432,85 @@ seeds_index(unsigned cap, unsigned t, size_t len, uint64_t seed)
     free(b);
 }
 
+/* ---- image --------------------------------------------------------------- */
+
+/*
+ * The image of a store of the harness's geometry (fuzz_image.c) holding
+ * `n` documents of which every `gap`th was removed again (free refs in the
+ * records), with keys long enough to wrap the key ring when n is large;
+ * written with flag bytes for each way the harness loads it, and once with
+ * a damaged record frame.
+ */
+static void
+seeds_image(unsigned n, unsigned gap)
+{
+    void            *mem;
+    sh_store_t      *st;
+    sh_store_doc_t   d;
+    sh_image_saver_t sv;
+    unsigned char   *buf, *img = NULL;
+    size_t           len = 0, at, last = 0;
+    long             got;
+    uint32_t         ref;
+    unsigned         i;
+    char             key[96], name[64];
+    uint8_t          head[2];
+    int              klen;
+
+    st = fimg_store(&mem, FIMG_CAP, FIMG_TEXT);
+    for (i = 0; i < n; i++) {
+        klen = snprintf(key, sizeof(key), "https://seed.example/%u/%.*s", i,
+                        (int) (i % 40), "abcdefghijklmnopqrstuvwxyz0123456789"
+                        "ABCD");
+        memset(&d, 0, sizeof(d));
+        d.digest = i;
+        d.time = 1700000000u + i;
+        ref = sh_store_put(st, key, (size_t) klen,
+                           sh_store_keyhash(st, key, (size_t) klen),
+                           (uint64_t) i * 0x9e3779b97f4a7c15ull, &d, NULL);
+        FUZZ_CHECK(ref != SH_NOREF);
+        if (gap && i % gap == 0) {
+            FUZZ_CHECK(sh_store_remove(st, ref) == 0);
+        }
+    }
+    buf = malloc(SH_IMAGE_BUF_MIN);
+    sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
+    while ((got = sh_image_save_step(&sv)) > 0) {
+        img = realloc(img, len + (size_t) got);
+        memcpy(img + len, buf, (size_t) got);
+        len += (size_t) got;
+    }
+    FUZZ_CHECK(got == 0 && len > 0);
+    free(buf);
+    free(mem);
+
+    /* the harness's idea of the layout is the library's: frames that
+       parse to the end, the last one the trailer */
+    for (at = 0; at < len; at += FIMG_FRAME + fimg_payload(img + at)) {
+        FUZZ_CHECK(fimg_payload(img + at) != 0);
+        last = at;
+    }
+    FUZZ_CHECK(at == len && fimg_payload(img + last) == FIMG_TRAILER);
+
+    head[1] = 7;
+    head[0] = 0x03;                     /* sealed, in place */
+    snprintf(name, sizeof(name), "n%u-gap%u-inplace", n, gap);
+    seeds_write("image", name, head, 2, img, len);
+    head[0] = 0x01;                     /* sealed, another geometry */
+    snprintf(name, sizeof(name), "n%u-gap%u-replay", n, gap);
+    seeds_write("image", name, head, 2, img, len);
+    head[0] = 0x06;                     /* as it is, unkeyed */
+    snprintf(name, sizeof(name), "n%u-gap%u-unkeyed", n, gap);
+    seeds_write("image", name, head, 2, img, len);
+    if (len > 100) {
+        img[FIMG_FRAME + 9] ^= 0x40;    /* a record, its frame's sum kept */
+        head[0] = 0x02;
+        snprintf(name, sizeof(name), "n%u-gap%u-damaged", n, gap);
+        seeds_write("image", name, head, 2, img, len);
+    }
+    free(img);
+}
+
 /* ---- main ----------------------------------------------------------------- */
 
 static void
@@ -475,6 +555,8 @@ main(int argc, char **argv)
     (void) fdoc_one;
     (void) fix_init;
     (void) fix_one;
+    (void) fimg_init;
+    (void) fimg_one;
     if (argc <= first || (!minimal && argc < 3)) {
         fprintf(stderr, "usage: fuzz_seeds OUTDIR FIXTURE_DIR...\n"
                         "       fuzz_seeds --minimal OUTDIR\n");
@@ -504,6 +586,8 @@ main(int argc, char **argv)
         seeds_volatility(1);
         seeds_index(5, 0, 96, 1);
         seeds_index(0x8000 | 200, 12, 160, 2);
+        seeds_image(3, 0);
+        seeds_image(40, 7);
     } else {
         for (i = first + 1; i < argc; i++) {
             seeds_fixture_dir(argv[i], &k);
@@ -516,6 +600,11 @@ main(int argc, char **argv)
         }
         seeds_snapshot(64, 12, 2, "t12");
         seeds_volatility(0);
+        seeds_image(0, 0);
+        seeds_image(3, 0);
+        seeds_image(40, 7);
+        seeds_image(280, 5);
+        seeds_image(900, 0);
         for (t = 0; t <= FIX_T_MAX; t += 6) {
             seeds_index(1 + t, t, 200, t);
             seeds_index(0x8000 | (100 + 40 * t), t, 600, t + 1);

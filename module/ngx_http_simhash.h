@@ -463,10 +463,29 @@ typedef struct {
 } ngx_http_simhash_node_lag_t;
 
 /*
+ * The highest sequence number (the seq field, sh_stream.h) applied from
+ * one writer of the stream: an entry not above it is a replay.  Only
+ * entries whose MAC verified get a slot, so only holders of the tier's
+ * secret can fill the table; when it is full the writer applied from
+ * longest ago gives its slot up.
+ */
+#define NGX_HTTP_SIMHASH_WRITERS     256
+
+typedef struct {
+    uint64_t                     seq;
+    uint64_t                     used;      /* the table's clock when it
+                                               last applied */
+    u_char                       len;       /* of node; 0: a free slot */
+    u_char                       node[SH_STREAM_NODE_MAX];
+} ngx_http_simhash_writer_t;
+
+/*
  * The shared part of a zone's replication: its own shared memory zone
  * ("NAME:outbox", sized by outbox=), read by simhash_stats.  The ring
  * holds the records this node stored and did not publish yet; it is
- * written and its positions moved under the zone's lock.
+ * written and its positions moved under the zone's lock.  The writers'
+ * table and pub_seq are worker 0's alone (one process reads and
+ * publishes), kept here so that a reload keeps them.
  */
 typedef struct {
     size_t                       size;      /* bytes of the ring */
@@ -502,6 +521,21 @@ typedef struct {
     ngx_atomic_t                 lag_sum;   /* ms */
     ngx_atomic_t                 lag_count;
     ngx_atomic_t                 lag_le[NGX_HTTP_SIMHASH_NLAG];
+    ngx_atomic_t                 refused_replay;    /* of the refused: a
+                                                       seq not above the
+                                                       writer's last */
+    ngx_atomic_t                 refused_unsequenced;   /* no seq: an
+                                                       earlier release's */
+    ngx_atomic_t                 stream_exhausted;  /* 1: XADD fails, the
+                                                       stream's last id is
+                                                       the largest */
+    ngx_atomic_t                 exhausted;     /* times found so */
+    ngx_atomic_t                 read_paused;   /* reads stopped at the
+                                                   per-tick bound */
+
+    uint64_t                     pub_seq;   /* the last seq sent */
+    uint64_t                     writers_clock;     /* entries applied */
+    ngx_http_simhash_writer_t    writers[NGX_HTTP_SIMHASH_WRITERS];
 
     /* by node; the least recently seen gives way to a new one */
     ngx_http_simhash_node_lag_t  nodes[NGX_HTTP_SIMHASH_NODES];

@@ -26,6 +26,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "sh_site.h"
 
 
 /*
@@ -452,15 +453,41 @@ ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-/* At postconfiguration: each simhash_dust_rule to its zone. */
+/*
+ * At postconfiguration: the Public Suffix List, once per process, for a
+ * configuration with a learner (which hosts are one site: a learned host
+ * alias joins only those; src/sh_site.h).  Here, in the master, so that
+ * every worker forks with it and no request reads a file; a reload keeps
+ * the list loaded (a restart reads an updated one).  Without a list the
+ * learner learns no alias at all, and says so.  Then each
+ * simhash_dust_rule to its zone.
+ */
 
 ngx_int_t
 ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
     ngx_http_simhash_main_conf_t *smcf)
 {
+    char                          err[512];
     ngx_uint_t                    i;
-    ngx_http_simhash_zone_t      *zone;
+    ngx_http_simhash_zone_t     **zones, *zone;
     ngx_http_simhash_dust_pin_t  *pins, *pin;
+
+    zones = smcf->zones.elts;
+
+    for (i = 0; !sh_site_loaded() && i < smcf->zones.nelts; i++) {
+        if (zones[i]->dust == 0) {
+            continue;
+        }
+
+        if (sh_site_load(NULL, err, sizeof(err)) != 0) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "simhash_dust: %s: no host alias is learned "
+                          "(a simhash_dust_rule host_alias still joins "
+                          "hosts); Debian: publicsuffix", err);
+        }
+
+        break;
+    }
 
     pins = smcf->dust_pins.elts;
 
@@ -514,6 +541,7 @@ ngx_int_t
 ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
+    char                       err[256];
     ngx_int_t                  rc;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -544,6 +572,19 @@ ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
 
         sh->dust_size = zone->dust;
         rc = ngx_http_simhash_dust_format(zone, log);
+
+    } else if (sh_dust_attach(sh->dust, sh->dust_size, err, sizeof(err))
+               == NULL)
+    {
+        /* a module of another learner layout (its hosts now keep their
+         * site) reloaded onto this zone */
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "simhash zone \"%V\": %s, the DUST learner starts "
+                      "empty", &zone->name, err);
+
+        ngx_http_simhash_zone_lock(zone, log);
+        rc = ngx_http_simhash_dust_format(zone, log);
+        ngx_http_simhash_zone_unlock(zone);
 
     } else if (ngx_memcmp(sh->dust_key, zone->dust_secret,
                           sizeof(zone->dust_secret))

@@ -146,7 +146,8 @@ ngx_http_simhash_replicate_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
     rp->shm_zone = ngx_shared_memory_add(cf, &name,
                                          rp->outbox_size
-                                         + rp->outbox_size / 64 + 65536,
+                                         + rp->outbox_size / 64 + 65536
+                                         + sizeof(ngx_http_simhash_outbox_t),
                                          &ngx_http_simhash_module);
     if (rp->shm_zone == NULL) {
         return NGX_CONF_ERROR;

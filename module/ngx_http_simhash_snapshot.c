@@ -60,7 +60,7 @@ typedef struct {
     ngx_msec_t                   write_ms;  /* the whole save */
     ngx_int_t                    rc;
     ngx_atomic_t                 written;   /* the thread is done with it */
-    sh_snapshot_owner_t          owner;
+    sh_file_owner_t          owner;
     unsigned                     owned:1;   /* owner is set */
     char                         err[512];
 } ngx_http_simhash_save_t;
@@ -89,7 +89,7 @@ static ngx_msec_t ngx_http_simhash_msec(void);
 static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
-    sh_snapshot_writer_t *w);
+    sh_file_writer_t *w);
 static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
 static void ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv);
 static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
@@ -1046,7 +1046,7 @@ ngx_http_simhash_save_meta(ngx_http_simhash_save_t *sv, u_char *meta)
 
 static ngx_int_t
 ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
-    sh_snapshot_writer_t *w)
+    sh_file_writer_t *w)
 {
     void                      *buf;
     size_t                     len;
@@ -1117,7 +1117,7 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
     ngx_msec_t                 start, t;
     sh_image_saver_t           isv;
     sh_store_stats_t           st;
-    sh_snapshot_writer_t      *w;
+    sh_file_writer_t      *w;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
 
@@ -1126,9 +1126,9 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
     sv->rc = NGX_ERROR;
     start = ngx_http_simhash_msec();
 
-    w = sh_snapshot_writer_open((char *) zone->file.data,
-                                sv->owned ? &sv->owner : NULL, sv->err,
-                                sizeof(sv->err));
+    w = sh_file_writer_open((char *) zone->file.data, SH_SNAPSHOT_MODE,
+                            sv->owned ? &sv->owner : NULL, sv->err,
+                            sizeof(sv->err));
     if (w == NULL) {
         return;
     }
@@ -1136,7 +1136,7 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
     if (ngx_http_simhash_save_lock(zone) != NGX_OK) {
         ngx_cpystrn((u_char *) sv->err, (u_char *) "a dead worker's repair "
                     "of the zone is pending", sizeof(sv->err));
-        sh_snapshot_writer_abort(w);
+        sh_file_writer_abort(w);
         return;
     }
 
@@ -1184,7 +1184,7 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
         sv->holds++;
         sv->bytes += (uint64_t) n;
 
-        if (sh_snapshot_writer_write(w, sv->buf, (size_t) n, sv->err,
+        if (sh_file_writer_write(w, sv->buf, (size_t) n, sv->err,
                                      sizeof(sv->err))
             != 0)
         {
@@ -1198,7 +1198,7 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
         goto failed;
     }
 
-    if (sh_snapshot_writer_commit(w, sv->err, sizeof(sv->err)) != 0) {
+    if (sh_file_writer_commit(w, sv->err, sizeof(sv->err)) != 0) {
         return;
     }
 
@@ -1215,7 +1215,7 @@ failed:
         }
     }
 
-    sh_snapshot_writer_abort(w);
+    sh_file_writer_abort(w);
 }
 
 

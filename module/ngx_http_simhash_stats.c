@@ -65,6 +65,8 @@ enum {
     NGX_HTTP_SIMHASH_V_REFUSED,
     NGX_HTTP_SIMHASH_V_REFUSED_VERSION,
     NGX_HTTP_SIMHASH_V_REFUSED_MAC,
+    NGX_HTTP_SIMHASH_V_REFUSED_REPLAY,
+    NGX_HTTP_SIMHASH_V_REFUSED_UNSEQUENCED,
     NGX_HTTP_SIMHASH_V_DUST_PUBLISHED,
     NGX_HTTP_SIMHASH_V_DUST_APPLIED,
     NGX_HTTP_SIMHASH_V_DUST_IGNORED,
@@ -73,6 +75,9 @@ enum {
     NGX_HTTP_SIMHASH_V_RECONNECTS,
     NGX_HTTP_SIMHASH_V_GAPS,
     NGX_HTTP_SIMHASH_V_LOST,
+    NGX_HTTP_SIMHASH_V_STREAM_EXHAUSTED,
+    NGX_HTTP_SIMHASH_V_EXHAUSTED,
+    NGX_HTTP_SIMHASH_V_READ_PAUSED,
     NGX_HTTP_SIMHASH_V_CONNECTED,
     NGX_HTTP_SIMHASH_V_LAG,
     NGX_HTTP_SIMHASH_V_LAG_LE,      /* cumulative, by bucket; then: */
@@ -310,6 +315,19 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Of the refused: entries whose MAC did not verify."),
       NGX_HTTP_SIMHASH_V_REFUSED_MAC, NGX_HTTP_SIMHASH_M_VALUE, 2 },
 
+    { ngx_string("refused_replay"),
+      ngx_string("replication_refused_replay_total"), ngx_string("counter"),
+      ngx_string("Of the refused: replays, entries whose seq is not above "
+                 "the last applied from their writer."),
+      NGX_HTTP_SIMHASH_V_REFUSED_REPLAY, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("refused_unsequenced"),
+      ngx_string("replication_refused_unsequenced_total"),
+      ngx_string("counter"),
+      ngx_string("Of the refused: entries without a seq (an earlier "
+                 "release's)."),
+      NGX_HTTP_SIMHASH_V_REFUSED_UNSEQUENCED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
     { ngx_string("dust_published"),
       ngx_string("replication_dust_published_total"), ngx_string("counter"),
       ngx_string("DUST rule records of this node acknowledged by Redis."),
@@ -349,6 +367,23 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Times Redis lost the stream: read again from its start."),
       NGX_HTTP_SIMHASH_V_LOST, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("stream_exhausted"),
+      ngx_string("replication_stream_exhausted"), ngx_string("gauge"),
+      ngx_string("1 while the stream takes no entry (its last id is the "
+                 "largest): nothing is published until it is renamed."),
+      NGX_HTTP_SIMHASH_V_STREAM_EXHAUSTED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("exhausted"), ngx_string("replication_exhausted_total"),
+      ngx_string("counter"),
+      ngx_string("Times the stream was found exhausted."),
+      NGX_HTTP_SIMHASH_V_EXHAUSTED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
+
+    { ngx_string("read_paused"), ngx_string("replication_read_paused_total"),
+      ngx_string("counter"),
+      ngx_string("Reads that stopped at the bound of one tick with more "
+                 "waiting (catching up, or a flood)."),
+      NGX_HTTP_SIMHASH_V_READ_PAUSED, NGX_HTTP_SIMHASH_M_VALUE, 2 },
 
     { ngx_string("connected"), ngx_string("replication_connected"),
       ngx_string("gauge"),
@@ -763,6 +798,8 @@ ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
     v[NGX_HTTP_SIMHASH_V_REFUSED] = ob->refused;
     v[NGX_HTTP_SIMHASH_V_REFUSED_VERSION] = ob->refused_version;
     v[NGX_HTTP_SIMHASH_V_REFUSED_MAC] = ob->refused_mac;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_REPLAY] = ob->refused_replay;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_UNSEQUENCED] = ob->refused_unsequenced;
     v[NGX_HTTP_SIMHASH_V_DUST_PUBLISHED] = ob->dust_published;
     v[NGX_HTTP_SIMHASH_V_DUST_APPLIED] = ob->dust_applied;
     v[NGX_HTTP_SIMHASH_V_DUST_IGNORED] = ob->dust_ignored;
@@ -771,6 +808,9 @@ ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
     v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;
     v[NGX_HTTP_SIMHASH_V_GAPS] = ob->gaps;
     v[NGX_HTTP_SIMHASH_V_LOST] = ob->lost;
+    v[NGX_HTTP_SIMHASH_V_STREAM_EXHAUSTED] = ob->stream_exhausted;
+    v[NGX_HTTP_SIMHASH_V_EXHAUSTED] = ob->exhausted;
+    v[NGX_HTTP_SIMHASH_V_READ_PAUSED] = ob->read_paused;
     v[NGX_HTTP_SIMHASH_V_CONNECTED] = ob->connected;
     v[NGX_HTTP_SIMHASH_V_LAG] = ob->lag;
 

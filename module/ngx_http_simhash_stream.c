@@ -19,18 +19,23 @@
  *             (sh_stream_newer: every node keeps the same version whatever
  *             the order).  The node's own entries are applied like any
  *             other (they change nothing: it holds them), so that one
- *             that only claims its id does not make it diverge.  Reading
- *             is paced by rate=; every reply is bounded
- *             (ngx_http_simhash_redis.h), and an entry alone over the
- *             bound is read past.
+ *             that only claims its id does not make it diverge.  An entry
+ *             whose seq is not above the last one applied from its writer
+ *             is a replay, refused.  Reading is bounded per tick (256
+ *             entries, 256 KB; the next read one tick later when more
+ *             waits) and what is applied is paced by rate=; every reply
+ *             is bounded (ngx_http_simhash_redis.h), and an entry alone
+ *             over the bound is read past.
  *
  *   faults    Redis down or slow: the outbox fills and is sent on
- *             reconnect, with backoff.  A stream trimmed past the last id
- *             applied is a gap: logged and counted, reading goes on from
- *             what is left.  A stream Redis lost (its ids may start again
- *             below ours) is read again from its start.  Entries that
- *             do not parse are refused, counted, and logged a line a
- *             second at most.
+ *             reconnect, with backoff.  A stream whose ids are exhausted
+ *             (its last is the largest): shown, told once with the fix
+ *             (a rename), tried again every second, the outbox kept.  A
+ *             stream trimmed past the last id applied is a gap: logged
+ *             and counted, reading goes on from what is left.  A stream
+ *             Redis lost (its ids may start again below ours) is read
+ *             again from its start.  Entries that do not parse are
+ *             refused, counted, and logged a line a second at most.
  *
  * Why worker 0 and not a process of its own: nginx respawns a dead worker
  * in the same slot (ngx_worker stays 0), restarts it on reload, and runs
@@ -39,8 +44,9 @@
  * it never blocks: hiredis's asynchronous API on nginx's event loop
  * (ngx_http_simhash_redis.c).  What makes sharing the worker with requests
  * safe against a hostile Redis: every reply is bounded as it is read (an
- * unsolicited one, 4096 elements, 16 MB), reading is paced by rate=, and
- * nothing Redis sends can make hiredis abort the process.  Without a
+ * unsolicited one, 4096 elements, 16 MB), reading is bounded per tick
+ * and paced by rate=, and nothing Redis sends can make hiredis abort the
+ * process.  Without a
  * master (master_process off) the one process does it.
  */
 
@@ -55,7 +61,16 @@
 
 #define NGX_HTTP_SIMHASH_FLUSH_EVERY    10      /* ms between outbox scans */
 #define NGX_HTTP_SIMHASH_INFLIGHT       512     /* XADDs awaiting a reply */
-#define NGX_HTTP_SIMHASH_READ_COUNT     1000    /* entries per XREAD */
+#define NGX_HTTP_SIMHASH_READ_COUNT     256     /* entries per XREAD: what
+                                                   one tick handles */
+#define NGX_HTTP_SIMHASH_READ_BYTES     (256 * 1024)    /* of entries one
+                                                   tick handles */
+#define NGX_HTTP_SIMHASH_TICK           10      /* ms between two reads that
+                                                   found more waiting */
+#define NGX_HTTP_SIMHASH_XINFO_EVERY    1000    /* ms: catching up, the
+                                                   stream is checked */
+#define NGX_HTTP_SIMHASH_EXHAUSTED_EVERY    1000    /* ms between two tries
+                                                   of an exhausted stream */
 #define NGX_HTTP_SIMHASH_READ_BLOCK     2000    /* ms an XREAD may wait */
 #define NGX_HTTP_SIMHASH_FUTURE         86400000    /* ms: see apply() */
 #define NGX_HTTP_SIMHASH_PAST           1577836800000ULL    /* 2020-01-01 */
@@ -74,6 +89,12 @@ struct ngx_http_simhash_link_s {
     u_char                         inflight_dust[NGX_HTTP_SIMHASH_INFLIGHT];
     ngx_uint_t                     first;   /* the oldest XADD awaiting */
     ngx_uint_t                     n;       /* XADDs awaiting */
+    unsigned                       exhausted:1;  /* the stream takes no
+                                                    entry (its last id is
+                                                    the largest) */
+    unsigned                       halted:1;     /* an XADD of those
+                                                    awaiting failed: the
+                                                    others move nothing */
 
     u_char                         maxlen[NGX_INT_T_LEN];
     size_t                         maxlen_len;
@@ -90,6 +111,11 @@ struct ngx_http_simhash_link_s {
     ngx_msec_t                     refilled;
     ngx_uint_t                     count;   /* entries per XREAD now: 1
                                                after a reply over a bound */
+    ngx_uint_t                     asked;   /* by the XREAD awaited */
+    ngx_msec_t                     xinfo_last;   /* catching up: the last
+                                                    check of the stream */
+    ngx_http_simhash_writer_t     *writer;  /* the entry's, found by
+                                               writer_check; NULL: new */
     unsigned                       reading:1;    /* an XREAD awaited */
     unsigned                       checking:1;   /* an XINFO awaited */
     time_t                         check_after;  /* no XINFO before */
@@ -116,6 +142,9 @@ static ngx_uint_t ngx_http_simhash_xadd_fields(const char **argv,
     const size_t *len, ngx_uint_t n);
 static void ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
     void *privdata);
+static void ngx_http_simhash_xadd_failed(ngx_http_simhash_link_t *lk,
+    redisReply *reply);
+static void ngx_http_simhash_xadd_drained(ngx_http_simhash_link_t *lk);
 static void ngx_http_simhash_sub_ready(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_sub_down(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_xinfo(ngx_http_simhash_link_t *lk);
@@ -133,9 +162,14 @@ static void ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
     void *privdata);
 static ngx_int_t ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk,
     redisReply *entry, sh_stream_entry_t *e);
-static void ngx_http_simhash_apply(ngx_http_simhash_link_t *lk,
+static ngx_int_t ngx_http_simhash_writer_check(ngx_http_simhash_link_t *lk,
+    redisReply *id, sh_stream_entry_t *e);
+static void ngx_http_simhash_writer_applied(ngx_http_simhash_link_t *lk,
+    sh_stream_entry_t *e);
+static size_t ngx_http_simhash_entry_size(redisReply *entry);
+static ngx_int_t ngx_http_simhash_apply(ngx_http_simhash_link_t *lk,
     sh_stream_id_t *id, redisReply *entry);
-static void ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk,
+static ngx_int_t ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk,
     sh_stream_id_t *id, redisReply *entry, sh_stream_entry_t *e);
 static void ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob,
     uint64_t time, const char *node, size_t len);
@@ -322,6 +356,7 @@ ngx_http_simhash_pub_down(ngx_http_simhash_redis_t *rd)
     }
 
     lk->n = 0;
+    lk->halted = 0;
 }
 
 
@@ -343,8 +378,9 @@ static void
 ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
 {
     size_t                          off;
-    uint64_t                        tail;
-    ngx_uint_t                      nargs;
+    uint64_t                        tail, now_us;
+    ngx_uint_t                      nargs, inflight;
+    ngx_msec_t                      every;
     const char                     *argv[6 + 2 * SH_STREAM_NFIELDS];
     size_t                          argvlen[6 + 2 * SH_STREAM_NFIELDS];
     sh_stream_entry_t               e;
@@ -385,7 +421,17 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
     e.seed = lk->seed;
     e.xv = zone->version;
 
-    while (lk->sent < tail && lk->n < NGX_HTTP_SIMHASH_INFLIGHT) {
+    /*
+     * The sequence goes on from the last one sent, or from the clock if
+     * that is later: a node started again (its outbox zone new) begins
+     * above all it sent before, unless its clock went back meanwhile.
+     */
+    now_us = ngx_http_simhash_now() * 1000;
+
+    /* an exhausted stream is tried with one entry at a time */
+    inflight = lk->exhausted ? 1 : NGX_HTTP_SIMHASH_INFLIGHT;
+
+    while (lk->sent < tail && lk->n < inflight) {
 
         off = (size_t) (lk->sent % ob->size);
         rec = (ngx_http_simhash_outrec_t *) (ob->ring + off);
@@ -403,6 +449,7 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
                        (u_char *) rec + sizeof(ngx_http_simhash_outrec_t),
                        SH_STREAM_DUST_LEN);
             e.time = rec->time;
+            e.seq = sh_stream_next_seq(ob->pub_seq, now_us);
 
             sh_stream_encode_dust(&dfields, &e, zone->mac_key);
 
@@ -419,6 +466,7 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
             e.digest = rec->digest;
             e.time = rec->time;
             e.sketches = rec->sketches;
+            e.seq = sh_stream_next_seq(ob->pub_seq, now_us);
 
             /* the entry format is sh_stream's: names, order, text, MAC */
             sh_stream_encode(&fields, &e, zone->mac_key);
@@ -438,6 +486,7 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
             break;
         }
 
+        ob->pub_seq = e.seq;
         lk->sent += sizeof(ngx_http_simhash_outrec_t)
                     + ngx_align(rec->len, 8);
         lk->inflight[(lk->first + lk->n) % NGX_HTTP_SIMHASH_INFLIGHT] =
@@ -447,9 +496,12 @@ ngx_http_simhash_flush(ngx_http_simhash_link_t *lk)
         lk->n++;
     }
 
+    every = lk->exhausted ? NGX_HTTP_SIMHASH_EXHAUSTED_EVERY
+                          : NGX_HTTP_SIMHASH_FLUSH_EVERY;
+
     if (!lk->flush.timer_set && !(ngx_exiting || ngx_terminate || ngx_quit))
     {
-        ngx_add_timer(&lk->flush, NGX_HTTP_SIMHASH_FLUSH_EVERY);
+        ngx_add_timer(&lk->flush, every);
     }
 }
 
@@ -495,14 +547,36 @@ ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
     }
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        ngx_http_simhash_redis_fail(&lk->pub, "XADD refused: %*s",
-                                    (size_t) reply->len, reply->str);
+        ngx_http_simhash_xadd_failed(lk, reply);
         return;
     }
 
     zone = lk->rp->zone;
     sh = zone->sh;
     ob = lk->rp->outbox;
+
+    if (lk->halted) {
+        /*
+         * An XADD before this one failed: its record stays, so this one
+         * may not leave the outbox either (the head only moves over what
+         * Redis has, in order).  It is sent again: a duplicate, which
+         * applying ignores.
+         */
+        lk->first = (lk->first + 1) % NGX_HTTP_SIMHASH_INFLIGHT;
+        lk->n--;
+        ngx_http_simhash_xadd_drained(lk);
+        return;
+    }
+
+    if (lk->exhausted) {
+        lk->exhausted = 0;
+        ob->stream_exhausted = 0;
+
+        ngx_log_error(NGX_LOG_NOTICE, lk->log, 0,
+                      "simhash zone \"%V\": the stream \"%V\" takes entries "
+                      "again: publishing goes on", &zone->name,
+                      &lk->rp->stream);
+    }
 
     end = lk->inflight[lk->first];
     dust = lk->inflight_dust[lk->first];
@@ -545,6 +619,92 @@ ngx_http_simhash_xadd_reply(redisAsyncContext *ac, void *data,
     if (lk->n == 0) {
         /* keep the pipeline going at once when more waits */
         ngx_http_simhash_flush(lk);
+    }
+}
+
+
+/*
+ * An XADD refused.  "The stream has exhausted the last possible ID": its
+ * last id is 18446744073709551615-18446744073709551615 (a writer added an
+ * entry of that id by hand), and Redis can give no id after it, so no
+ * XADD can succeed until the stream is deleted or renamed.  Reconnecting
+ * would not help: the state is counted and shown (stream_exhausted), told
+ * once with the fix, and the stream is tried with one entry a second; the
+ * outbox keeps what waits.  Any other error ends the connection.
+ */
+
+static void
+ngx_http_simhash_xadd_failed(ngx_http_simhash_link_t *lk, redisReply *reply)
+{
+    ngx_http_simhash_outbox_t  *ob;
+
+    ob = lk->rp->outbox;
+
+    if (ngx_strlcasestrn((u_char *) reply->str,
+                         (u_char *) reply->str + reply->len,
+                         (u_char *) "exhausted the last possible ID",
+                         30 - 1)
+        == NULL)
+    {
+        ngx_http_simhash_redis_fail(&lk->pub, "XADD refused: %*s",
+                                    (size_t) reply->len, reply->str);
+        return;
+    }
+
+    if (!lk->exhausted) {
+        lk->exhausted = 1;
+        ob->stream_exhausted = 1;
+        (void) ngx_atomic_fetch_add(&ob->exhausted, 1);
+
+        ngx_log_error(NGX_LOG_ERR, lk->log, 0,
+                      "simhash zone \"%V\": the stream \"%V\" takes no "
+                      "more entries: its last id is the largest Redis has "
+                      "(\"%*s\"; a writer added an entry of that id): "
+                      "nothing is published until it is renamed or "
+                      "deleted (redis-cli RENAME %V %V:exhausted), which "
+                      "every node then reads as a new stream; the outbox "
+                      "keeps %uA documents meanwhile", &lk->rp->zone->name,
+                      &lk->rp->stream, (size_t) reply->len, reply->str,
+                      &lk->rp->stream, &lk->rp->stream, ob->records);
+    }
+
+    lk->halted = 1;
+    lk->first = (lk->first + 1) % NGX_HTTP_SIMHASH_INFLIGHT;
+    lk->n--;
+
+    ngx_http_simhash_xadd_drained(lk);
+}
+
+
+/*
+ * After a failed XADD, once no reply is awaited: what was not
+ * acknowledged is sent again from the head, after a pause.
+ */
+
+static void
+ngx_http_simhash_xadd_drained(ngx_http_simhash_link_t *lk)
+{
+    ngx_http_simhash_zone_t  *zone;
+
+    if (lk->n) {
+        return;
+    }
+
+    zone = lk->rp->zone;
+
+    ngx_http_simhash_zone_lock(zone, lk->log);
+    lk->sent = lk->rp->outbox->head;
+    ngx_http_simhash_zone_unlock(zone);
+
+    lk->halted = 0;
+    lk->first = 0;
+
+    if (lk->flush.timer_set) {
+        ngx_del_timer(&lk->flush);
+    }
+
+    if (!(ngx_exiting || ngx_terminate || ngx_quit)) {
+        ngx_add_timer(&lk->flush, NGX_HTTP_SIMHASH_EXHAUSTED_EVERY);
     }
 }
 
@@ -936,6 +1096,7 @@ ngx_http_simhash_xread(ngx_http_simhash_link_t *lk)
     {
         lk->reading = 1;
         lk->peeked = 0;
+        lk->asked = n;
     }
 }
 
@@ -983,10 +1144,19 @@ ngx_http_simhash_tokens(ngx_http_simhash_link_t *lk)
 
 /*
  * [[stream, [[id, [field, value, ...]], ...]]], or nil when BLOCK timed
- * out.  Every entry is applied in order; then the next XREAD (after an
- * XINFO when this one was full: catching up, the stream may be trimmed
- * under us; and when it was empty: the stream may be gone, and ids start
- * again below ours).
+ * out.  The entries are applied in order, as far as one tick's bound
+ * goes: READ_COUNT entries (the XREAD asks for no more) and READ_BYTES of
+ * them (the rest is read again, from the last one handled).  When more
+ * waits (the reply was full, or cut), the next XREAD is sent at the next
+ * tick, so that a flood costs worker 0 one tick's work every TICK ms, not
+ * all its time; otherwise at once.  While catching up the stream is
+ * checked (XINFO) once a second: it may be trimmed under us; and when a
+ * read comes back empty: it may be gone, and ids start again below ours.
+ *
+ * rate= is charged for the entries that verified, not for the refused
+ * ones: garbage in the stream (a foreign writer's) costs no more than the
+ * tick's bound, and does not hold up the genuine entries behind it for
+ * rate='s seconds.
  */
 
 static void
@@ -995,7 +1165,8 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
 {
     ngx_http_simhash_link_t  *lk = privdata;
 
-    size_t           i;
+    size_t           i, bytes, size;
+    ngx_uint_t       accepted, more;
     redisReply      *reply = data, *entries, *e;
     sh_stream_id_t   id;
 
@@ -1026,6 +1197,8 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
     }
 
     entries = reply->element[0]->element[1];
+    accepted = 0;
+    bytes = 0;
 
     for (i = 0; i < entries->elements; i++) {
         e = entries->element[i];
@@ -1038,23 +1211,80 @@ ngx_http_simhash_xread_reply(redisAsyncContext *ac, void *data,
             return;
         }
 
-        ngx_http_simhash_apply(lk, &id, e);
+        /* the tick's bytes: the first entry always (one alone is bounded
+           by the reply's bound), the others while they fit */
+
+        size = ngx_http_simhash_entry_size(e);
+
+        if (i > 0 && bytes + size > NGX_HTTP_SIMHASH_READ_BYTES) {
+            break;
+        }
+
+        bytes += size;
+
+        if (ngx_http_simhash_apply(lk, &id, e) == NGX_OK) {
+            accepted++;
+        }
     }
 
     if (lk->rp->rate) {
-        lk->tokens -= ngx_min(lk->tokens, entries->elements);
+        lk->tokens -= ngx_min(lk->tokens, accepted);
     }
 
-    /* one entry at a time after a reply over a bound, then more again */
+    more = (i < entries->elements || entries->elements >= lk->asked);
 
-    lk->count = ngx_min(lk->count * 4, NGX_HTTP_SIMHASH_READ_COUNT);
+    /*
+     * One entry at a time after a reply over a bound, then more again;
+     * after a cut, as many as fitted, so that the next reply is not read
+     * only to be cut again.
+     */
 
-    if (entries->elements >= NGX_HTTP_SIMHASH_READ_COUNT) {
+    if (i < entries->elements) {
+        lk->count = ngx_max(i, 1);
+
+    } else {
+        lk->count = ngx_min(lk->count * 4, NGX_HTTP_SIMHASH_READ_COUNT);
+    }
+
+    if (!more) {
+        ngx_http_simhash_xread(lk);
+        return;
+    }
+
+    (void) ngx_atomic_fetch_add(&lk->rp->outbox->read_paused, 1);
+
+    if (ngx_current_msec - lk->xinfo_last >= NGX_HTTP_SIMHASH_XINFO_EVERY) {
+        lk->xinfo_last = ngx_current_msec;
         ngx_http_simhash_xinfo(lk);
         return;
     }
 
-    ngx_http_simhash_xread(lk);
+    if (!(ngx_exiting || ngx_terminate || ngx_quit)) {
+        ngx_add_timer(&lk->pace, NGX_HTTP_SIMHASH_TICK);
+    }
+}
+
+
+/* An entry's bytes: its fields' names and values. */
+
+static size_t
+ngx_http_simhash_entry_size(redisReply *entry)
+{
+    size_t       i, size;
+    redisReply  *fields;
+
+    fields = entry->element[1];
+    size = entry->element[0]->len;
+
+    if (fields->type != REDIS_REPLY_ARRAY) {
+        return size;
+    }
+
+    for (i = 0; i < fields->elements; i++) {
+        size += 16 + fields->element[i]->len;
+    }
+
+    return size;
 }
 
 
@@ -1153,7 +1383,121 @@ ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
         return NGX_DECLINED;
     }
 
+    /*
+     * Without a sequence number a genuine entry could be replayed for
+     * ever: one of an earlier release is refused (the tier is upgraded
+     * as a whole, see docs/module.md), and its MAC is of a form without
+     * the number, so a writer cannot strip one to pass as such.
+     */
+
+    if (!sh_stream_has_seq(e)) {
+        (void) ngx_atomic_fetch_add(&lk->rp->outbox->refused_unsequenced, 1);
+        ngx_http_simhash_refused(lk, entry->element[0],
+                                 "no \"seq\" field (an earlier release's "
+                                 "entry, or a replay of one)");
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_simhash_writer_check(lk, entry->element[0], e);
+}
+
+
+/*
+ * A replay: an entry whose seq is not above the last one applied from
+ * its writer (a genuine entry added to the stream again by someone who
+ * read it: its MAC verifies, and applying it would date the lag by its
+ * age, or store again a document evicted since).  The writers' table is
+ * worker 0's (the only reader); a writer not in it (the first entry since
+ * this node started, or since its slot went to another) is taken as it
+ * comes.  The table moves with the last id applied, under the zone's lock
+ * (ngx_http_simhash_writer_applied()): a worker 0 killed while applying
+ * an entry leaves both before it, and its successor applies the entry
+ * again instead of taking it for a replay.
+ */
+
+static ngx_int_t
+ngx_http_simhash_writer_check(ngx_http_simhash_link_t *lk, redisReply *id,
+    sh_stream_entry_t *e)
+{
+    char                        err[160];
+    ngx_uint_t                  i;
+    ngx_http_simhash_writer_t  *w;
+    ngx_http_simhash_outbox_t  *ob;
+
+    ob = lk->rp->outbox;
+    lk->writer = NULL;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_WRITERS; i++) {
+        w = &ob->writers[i];
+
+        if (w->len == e->node_len
+            && ngx_memcmp(w->node, e->node, e->node_len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (i == NGX_HTTP_SIMHASH_WRITERS) {
+        return NGX_OK;
+    }
+
+    if (e->seq <= w->seq) {
+        (void) ngx_atomic_fetch_add(&ob->refused_replay, 1);
+        ngx_snprintf((u_char *) err, sizeof(err),
+                     "a replay: its seq %uL is not above %uL, the last "
+                     "applied from node \"%*s\"%Z", e->seq, w->seq,
+                     e->node_len, e->node);
+        ngx_http_simhash_refused(lk, id, err);
+        return NGX_DECLINED;
+    }
+
+    lk->writer = w;
+
     return NGX_OK;
+}
+
+
+/* Under the zone's lock, with the last id: the entry's seq is its
+ * writer's now (a new writer takes a free slot, or the one applied from
+ * longest ago). */
+
+static void
+ngx_http_simhash_writer_applied(ngx_http_simhash_link_t *lk,
+    sh_stream_entry_t *e)
+{
+    ngx_uint_t                  i;
+    ngx_http_simhash_writer_t  *w, *oldest;
+    ngx_http_simhash_outbox_t  *ob;
+
+    ob = lk->rp->outbox;
+    w = lk->writer;
+
+    if (w == NULL) {
+        oldest = &ob->writers[0];
+
+        for (i = 0; i < NGX_HTTP_SIMHASH_WRITERS; i++) {
+            w = &ob->writers[i];
+
+            if (w->len == 0) {
+                break;
+            }
+
+            if (w->used < oldest->used) {
+                oldest = w;
+            }
+        }
+
+        if (i == NGX_HTTP_SIMHASH_WRITERS) {
+            w = oldest;
+        }
+
+        w->len = (u_char) e->node_len;
+        ngx_memcpy(w->node, e->node, e->node_len);
+    }
+
+    w->seq = e->seq;
+    w->used = ++ob->writers_clock;
+    lk->writer = NULL;
 }
 
 
@@ -1170,7 +1514,7 @@ ngx_http_simhash_entry_parse(ngx_http_simhash_link_t *lk, redisReply *entry,
  * the stream is parsed, and its digest is then this node's own.
  */
 
-static void
+static ngx_int_t
 ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     redisReply *entry)
 {
@@ -1197,8 +1541,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     }
 
     if (sh_stream_is_dust(&e)) {
-        ngx_http_simhash_apply_dust(lk, id, entry, &e);
-        return;
+        return ngx_http_simhash_apply_dust(lk, id, entry, &e);
     }
 
     own = (e.node_len == rp->node.len
@@ -1267,6 +1610,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     }
 
     sh->repl_id = *id;
+    ngx_http_simhash_writer_applied(lk, &e);
 
     ngx_http_simhash_zone_unlock(zone);
 
@@ -1276,7 +1620,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
 
     (void) ngx_atomic_fetch_add(applied ? &ob->applied
                                 : own ? &ob->skipped_own : &ob->outdated, 1);
-    return;
+    return NGX_OK;
 
 refused:
 
@@ -1285,6 +1629,8 @@ refused:
     ngx_http_simhash_zone_lock(zone, lk->log);
     sh->repl_id = *id;
     ngx_http_simhash_zone_unlock(zone);
+
+    return NGX_DECLINED;
 }
 
 
@@ -1296,7 +1642,7 @@ refused:
  * does not decode (a node of another record version) is refused.
  */
 
-static void
+static ngx_int_t
 ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
     redisReply *entry, sh_stream_entry_t *e)
 {
@@ -1321,7 +1667,10 @@ ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
 
     ngx_http_simhash_zone_lock(zone, lk->log);
     zone->sh->repl_id = *id;
+    ngx_http_simhash_writer_applied(lk, e);
     ngx_http_simhash_zone_unlock(zone);
+
+    return NGX_OK;
 }
 
 

@@ -11,6 +11,10 @@
  *                   second), the key table and the key text ring; offsets
  *                   only, no pointer per document
  *   sh->index    -> the store's index, for lookups
+ *   sh->dust     -> with dust=SIZE, the DUST learner's region
+ *                   (src/sh_dust.h): another slab allocation of SIZE
+ *                   bytes, fixed tables of hosts, candidates, evidence
+ *                   and canonical forms; NULL without dust=
  *
  * Locking: every index operation, lookups included, runs under the slab
  * pool's mutex (ngx_shmtx_t).  The sh_index contract asks for a shared lock

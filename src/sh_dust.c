@@ -32,10 +32,12 @@
 
 #include "sh_dust.h"
 #include "sh_le.h"
+#include "sh_site.h"
 
 #define DUST_MAGIC      "SHDUST1"
-#define DUST_VERSION    3u          /* 2: entries begin with dway_t;
-                                       3: hosts know their alias source */
+#define DUST_VERSION    4u          /* 2: entries begin with dway_t;
+                                       3: hosts know their alias source;
+                                       4: and their site */
 #define IMAGE_MAGIC     "SHDUSTIM"
 #define IMAGE_VERSION   1u
 #define IMAGE_HDR       64
@@ -54,6 +56,8 @@ typedef struct {
     uint64_t hash;              /* 0: free */
     uint64_t alias_to;          /* the target of its active alias, 0 */
     uint64_t alias_from;        /* a host whose active alias is this, 0 */
+    uint64_t site;              /* hash of its registrable domain, 0:
+                                   unknown (sh_site.h) */
     uint64_t bloom;             /* hint: bits of its active rules */
     uint64_t stamp;
     uint64_t last;
@@ -358,9 +362,29 @@ host_find(sh_dust_t *d, uint64_t hash)
     return NULL;
 }
 
-/* Find or make the entry of a host; NULL if every way is pinned. */
+/*
+ * The hash of a host's site (sh_site.h), 0 when unknown: no list, or a
+ * name that may have been cut (an image's or a record's keeps
+ * SH_DUST_HOST_TEXT bytes); the next URL of the host gives it whole.
+ */
+static uint64_t
+site_hash(const sh_dust_t *d, const char *text, size_t len, int whole)
+{
+    char   site[SH_SITE_MAX + 1];
+    size_t n;
+
+    if (text == NULL || (!whole && len >= SH_DUST_HOST_TEXT)) {
+        return 0;
+    }
+    n = sh_site_of(text, len, site, sizeof(site));
+    return n ? nonzero(sh_url_hash_bytes(d->secret, site, n)) : 0;
+}
+
+/* Find or make the entry of a host; NULL if every way is pinned.  `whole`:
+ * text is the host as a URL or the operator spelled it, not cut. */
 static dhost_t *
-host_get(sh_dust_t *d, uint64_t hash, const char *text, size_t len)
+host_get(sh_dust_t *d, uint64_t hash, const char *text, size_t len,
+         int whole)
 {
     dhost_t *set = hosts(d) + (hash & (d->host_sets - 1)) * HOST_WAYS;
     dhost_t *v = NULL;
@@ -372,6 +396,9 @@ host_get(sh_dust_t *d, uint64_t hash, const char *text, size_t len)
             if (set[i].textlen == 0 && text != NULL) {
                 copy_text(set[i].text, SH_DUST_HOST_TEXT, &set[i].textlen,
                           text, len);
+            }
+            if (set[i].site == 0) {
+                set[i].site = site_hash(d, text, len, whole);
             }
             return &set[i];
         }
@@ -396,7 +423,22 @@ host_get(sh_dust_t *d, uint64_t hash, const char *text, size_t len)
     if (text != NULL) {
         copy_text(v->text, SH_DUST_HOST_TEXT, &v->textlen, text, len);
     }
+    v->site = site_hash(d, text, len, whole);
     return v;
+}
+
+/*
+ * Whether hosts a and b are one site: one registrable domain, both known
+ * (security issue 31: a learned alias between two sites let one site's
+ * pages, or its rules, answer the other's URLs).  Hosts of two sites are
+ * joined only by an alias the operator pinned.
+ */
+static int
+same_site(sh_dust_t *d, uint64_t a, uint64_t b)
+{
+    dhost_t *ha = host_find(d, a), *hb = host_find(d, b);
+
+    return ha != NULL && hb != NULL && ha->site != 0 && ha->site == hb->site;
 }
 
 static inline uint64_t
@@ -585,6 +627,9 @@ alias_on(sh_dust_t *d, const dcand_t *c)
     uint64_t from = c->host, to = c->arg, t;
     dhost_t *hf = host_find(d, from), *ht = host_find(d, to), *x;
 
+    if (!manual(c) && !same_site(d, from, to)) {
+        return;                 /* never on (evaluate): an old image's */
+    }
     if ((ht != NULL && ht->alias_to == from)
         || (hf != NULL && ht != NULL && hf->alias_to != to && !manual(c)
             && hf->requests > ht->requests))
@@ -657,6 +702,14 @@ mark_off(sh_dust_t *d, const dcand_t *c)
     }
 }
 
+/* A learned HOST_ALIAS turns on only between hosts of one site (an
+ * import's and an image's too); the other kinds always may. */
+static int
+joinable(sh_dust_t *d, const dcand_t *c)
+{
+    return c->kind != SH_DUST_HOST_ALIAS || same_site(d, c->host, c->arg);
+}
+
 /* The learned state after new counts: activate, retire, or neither. */
 static int
 evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
@@ -668,7 +721,7 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         return 0;
     }
     if (c->state == SH_DUST_ACTIVE) {
-        if (qualifies(d, c)) {
+        if (qualifies(d, c) && joinable(d, c)) {
             mark_on(d, c);      /* the host may have lost its hint */
             return 0;
         }
@@ -677,7 +730,7 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         d->stats.retirements++;
         mark_off(d, c);
     } else {
-        if (!qualifies(d, c)
+        if (!qualifies(d, c) || !joinable(d, c)
             || (c->state == SH_DUST_RETIRED
                 && c->support < 2 * (uint64_t) c->retired_support))
         {
@@ -747,6 +800,64 @@ evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
     c->stamp = ++d->clock;
     c->last = now;
     return evaluate(d, c, now);
+}
+
+/*
+ * A pair against a rule of the other host of an alias (one site, or the
+ * operator's pin) applied to this host's URLs in scope sc: counted in
+ * this host's own candidate, made for it if need be (evidence() alone
+ * would lose it: a candidate starts with support), and the rule retired
+ * here at once.  canonical() does not borrow a rule the borrower has
+ * evidence against, so the first verification that shows a borrowed rule
+ * wrong on a host is the last wrong answer it gives there; it comes back
+ * only by the host's own evidence (the bound, and support doubled since).
+ * The lender's rule keeps its state by its own counts.
+ */
+static int
+borrowed(sh_dust_t *d, const scope_t *sc, const atom_t *a, uint64_t now)
+{
+    dcand_t *c = cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
+    uint8_t  from;
+    int      n;
+
+    if (c == NULL) {
+        c = cand_new(d, sc->host, sc->pattern, a->kind, a->arg);
+        if (c == NULL) {
+            return 0;
+        }
+        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a->text,
+                  a->textlen);
+        copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
+                  sc->patlen);
+    }
+    n = evidence(d, sc, a, 0, now);
+    if (manual(c) || on(c) || c->state == SH_DUST_RETIRED) {
+        return n;
+    }
+    from = c->state;
+    c->state = SH_DUST_RETIRED;
+    c->retired_support = c->support;
+    d->stats.retirements++;
+    record(d, c, (sh_dust_state_t) from, now);
+    return n + 1;
+}
+
+/*
+ * A pair of u (in scope sc) for the rule on for it (its atom a), learned
+ * in scope ls.  Support counts in u's own scope, as any pair.  A pair
+ * against, when ls is the other host's, counts where the rule was learned
+ * -- the rule that made u's canonical form is the one a verification of
+ * its prediction judges; u's own scope has no candidate to take it -- and
+ * retires the rule for u's scope (borrowed()).
+ */
+static int
+credit(sh_dust_t *d, const scope_t *sc, const atom_t *a, const scope_t *ls,
+       int same, uint64_t now)
+{
+    if (same || ls->host == sc->host) {
+        return evidence(d, sc, a, same, now);
+    }
+    return evidence(d, ls, a, 0, now) + borrowed(d, sc, a, now);
 }
 
 /* ---- Evidence and canonical tables. ---- */
@@ -941,22 +1052,25 @@ rule_on(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
     return (c != NULL && on(c)) ? c : NULL;
 }
 
-/* Whether h forbids atom a's rule in `pattern` or host-wide (a forbid
- * sets no hint bit: it is looked up). */
+/* Whether h refuses the other host's rule of atom a for its URLs in
+ * `pattern`: it forbids it there or host-wide (a forbid sets no hint bit:
+ * it is looked up), or has evidence of its own against it there and not
+ * enough for it (retired, or a pair against counted: borrowed(), or
+ * another node's record of that, which an import leaves a candidate). */
 static int
-forbids(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
+refuses(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
 {
     dcand_t *c;
 
-    if (h->pins == 0) {
-        return 0;
-    }
-    c = cand_find(d, h->hash, 0, a->kind, a->arg);
-    if (c != NULL && c->state == SH_DUST_FORBIDDEN) {
-        return 1;
+    if (h->pins != 0) {
+        c = cand_find(d, h->hash, 0, a->kind, a->arg);
+        if (c != NULL && c->state == SH_DUST_FORBIDDEN) {
+            return 1;
+        }
     }
     c = cand_find(d, h->hash, pattern, a->kind, a->arg);
-    return c != NULL && c->state == SH_DUST_FORBIDDEN;
+    return c != NULL && (c->state == SH_DUST_FORBIDDEN
+                         || c->state == SH_DUST_RETIRED || c->against > 0);
 }
 
 /*
@@ -966,7 +1080,8 @@ forbids(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
  * apply, on either host's URLs: a URL of the source takes the target's
  * host and the rules of both; a URL of the target keeps its host and
  * takes the source's rules too.  A host's forbid holds for its own URLs
- * whatever the other host learned.
+ * whatever the other host learned, and so does its own evidence against
+ * a rule (refuses()).
  */
 static unsigned
 canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
@@ -996,7 +1111,7 @@ canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
         c = rule_on(d, own, sc->pattern, &a[i]);
         if (c == NULL && other != NULL
             && (c = rule_on(d, other, sc->pattern, &a[i])) != NULL
-            && forbids(d, own, sc->pattern, &a[i]))
+            && refuses(d, own, sc->pattern, &a[i]))
         {
             c = NULL;
         }
@@ -1020,8 +1135,8 @@ alias_pair(sh_dust_t *d, uint64_t other, const sh_url_t *u, int same,
     scope_t  sc;
     atom_t   a;
 
-    if (host_find(d, from) == NULL) {
-        return 0;
+    if (host_find(d, from) == NULL || !same_site(d, from, to)) {
+        return 0;               /* two sites: not even a candidate */
     }
     memset(&a, 0, sizeof(a));
     a.kind = SH_DUST_HOST_ALIAS;
@@ -1094,6 +1209,9 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     sh_url_t     u;
     atom_t       a[ATOMS_MAX], ra;
     dcand_t     *applied[ATOMS_MAX + 1];
+    scope_t      lender[ATOMS_MAX];     /* where each active atom's rule
+                                           was learned (values: a slot
+                                           can be reused on the way) */
     int          which[ATOMS_MAX + 1];
     uint8_t      isactive[ATOMS_MAX];
     sh_url_rw_t  rw, rwi;
@@ -1112,7 +1230,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     }
     sh_url_hash_parts(&u, d->secret);
     d->stats.observed++;
-    h = host_get(d, u.host_hash, u.host.p, u.host.len);
+    h = host_get(d, u.host_hash, u.host.p, u.host.len, 1);
     if (h == NULL) {
         return 0;               /* every way pinned: no room to learn */
     }
@@ -1131,6 +1249,8 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
         for (i = 0; i < na; i++) {
             if (which[i] >= 0) {
                 isactive[which[i]] = 1;
+                lender[which[i]] = (scope_t) { applied[i]->host,
+                                               applied[i]->pattern, "", 0 };
             }
         }
     }
@@ -1153,7 +1273,11 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
                                               a[i].kind, a[i].arg)
                                      ^ KEY_PAIR, hr)), 1, &found);
         if (found && e->url != hu && (isactive[i] || e->aux != hc)) {
-            evidence(d, &sc, &a[i], e->rep == rep, now);
+            if (isactive[i]) {
+                credit(d, &sc, &a[i], &lender[i], e->rep == rep, now);
+            } else {
+                evidence(d, &sc, &a[i], e->rep == rep, now);
+            }
         }
         e->rep = rep;
         e->url = hu;
@@ -1161,7 +1285,9 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
 
         if (!refetch) {
             e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hr)), 0, &found);
-            if (found && e->url != hu) {
+            if (found && e->url != hu && isactive[i]) {
+                credit(d, &sc, &a[i], &lender[i], e->rep == rep, now);
+            } else if (found && e->url != hu) {
                 evidence(d, &sc, &a[i], e->rep == rep, now);
             } else if (na > 0 && !isactive[i]) {
                 /* a URL whose canonical form R'(u) is */
@@ -1238,13 +1364,23 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
         ce = canon_get(d, sh_url_hash(&u, &rw), 1, &found);
         if (found && na > 0 && ce->url != hu) {
             for (i = 0; i < na; i++) {
-                scope_t cs = { applied[i]->host, applied[i]->pattern, "", 0 };
-                atom_t  ca;
+                if (which[i] >= 0) {
+                    /* the pair is the rule's, as the canonical form it
+                     * made; against, a borrowed rule is retired here */
+                    evidence(d, &lender[which[i]], &a[which[i]],
+                             ce->rep == rep, now);
+                    if (ce->rep != rep && lender[which[i]].host != sc.host) {
+                        borrowed(d, &sc, &a[which[i]], now);
+                    }
+                } else {
+                    scope_t cs = { applied[i]->host, 0, "", 0 };
+                    atom_t  ca;
 
-                memset(&ca, 0, sizeof(ca));
-                ca.kind = applied[i]->kind;
-                ca.arg = applied[i]->arg;
-                evidence(d, &cs, &ca, ce->rep == rep, now);
+                    memset(&ca, 0, sizeof(ca));
+                    ca.kind = applied[i]->kind;
+                    ca.arg = applied[i]->arg;
+                    evidence(d, &cs, &ca, ce->rep == rep, now);
+                }
             }
         }
         ce->rep = rep;
@@ -1590,7 +1726,7 @@ sh_dust_pin(sh_dust_t *d, const char *host, const char *pattern,
         }
         return 0;
     }
-    h = host_get(d, hh, host, hlen);
+    h = host_get(d, hh, host, hlen, 1);
     if (h == NULL) {
         return -1;
     }
@@ -1824,7 +1960,7 @@ rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
     {
         return -1;
     }
-    h = host_get(d, host, r[7] ? (const char *) r + 112 : NULL, r[7]);
+    h = host_get(d, host, r[7] ? (const char *) r + 112 : NULL, r[7], 0);
     c = cand_find(d, host, pattern, kind, arg);
     if (c == NULL) {
         c = cand_new(d, host, pattern, kind, arg);
@@ -1863,7 +1999,10 @@ rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
             h->pins--;
             h->wild -= pattern == 0;
         }
-        c->state = state;       /* what the saving node had decided */
+        c->state = state;       /* what the saving node had decided (an
+                                   alias of two sites from before issue 31
+                                   joins nothing: alias_on; its next pair
+                                   retires it: evaluate) */
     }
     if (on(c)) {
         mark_on(d, c);
@@ -2081,7 +2220,8 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
     for (i = 0; i < nh; i++, r += HOST_REC_LEN) {
         uint8_t tl = r[48] > HOST_REC_LEN - 56 ? HOST_REC_LEN - 56 : r[48];
 
-        h = host_get(d, sh_le_get(r, 8), tl ? (const char *) r + 56 : NULL, tl);
+        h = host_get(d, sh_le_get(r, 8), tl ? (const char *) r + 56 : NULL,
+                     tl, 0);
         if (h == NULL) {
             continue;
         }

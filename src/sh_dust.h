@@ -8,7 +8,12 @@
  * host and a path pattern, the URL's FIRST path component ("/doc/" for
  * /doc/1 and /doc/; "/" for a root-level file such as /about or /).  A rule
  * applies only to URLs of its scope.  HOST_ALIAS(a -> b) is scoped by its
- * host a alone (pattern "*"); pins may be host-wide too.
+ * host a alone (pattern "*"); pins may be host-wide too.  A HOST_ALIAS is
+ * learned only between hosts of one SITE, one registrable domain by the
+ * Public Suffix List (sh_site.h: www.example.com, m.example.com and
+ * example.com): a host that copies another site's pages must not make the
+ * other site's URLs answered by its own pages or rules (security issue
+ * 31).  Hosts of two sites are joined only by a pin.
  *
  * Evidence.  Every decision the module makes is an observation (url, rep):
  * rep identifies the DOCUMENT the URL resolved to (the original's key hash
@@ -71,8 +76,14 @@
  * Canonical form: c(u) = u with every active rule of its scope applied
  * (HOST_ALIAS first, then the rules: path, then parameters).  An active
  * alias joins two hosts: the source's URLs take the target's host, and
- * the URLs of either take the rules of both (a host's forbid still holds
- * for its own URLs).  A learned alias points at the host that had more
+ * the URLs of either take the rules of both (a host's forbid, or its own
+ * evidence against a rule, still holds for its own URLs).  A pair against a rule of the
+ * other host, applied to this host's URLs (a verification fetch of its
+ * prediction, or any fetch the canonical table checks), counts against
+ * that rule where it was learned and retires it in this host's scope at
+ * once (a candidate made for the purpose): the first wrong answer a
+ * borrowed rule gives a host is its last there, until the host's own
+ * evidence turns it on.  A learned alias points at the host that had more
  * requests when it turned on, whose URLs are already the canonical
  * table's forms; its candidate is named by hash order, so that the pairs
  * of both hosts count for one rule.  The canonical table maps hash(c(u))
@@ -113,7 +124,9 @@
  * relocatable (an nginx shared zone, a heap buffer).  Concurrency: the
  * caller holds the zone's lock (exclusive) around every call except
  * sh_dust_stats, sh_dust_foreach_* and sh_dust_changes (shared).  Nothing
- * allocates; results depend only on the secret and the calls.
+ * allocates; results depend only on the secret, the calls and the Public
+ * Suffix List (sh_site_load, once per process; without it no alias is
+ * learned).
  *
  * Persistence and replication: sh_dust_image_save/load keep the hosts and
  * candidates (not the evidence or canonical tables, which refill) in a

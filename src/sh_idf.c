@@ -15,6 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_file.h"
 #include "sh_idf.h"
 
 #define IDF_MAGIC       "SHIDF\0\0\0"
@@ -329,48 +330,20 @@ cmp_u64(const void *a, const void *b)
 }
 
 
-/*
- * PATH.tmp created afresh, never written through a link or a file someone
- * left there (a shared directory such as /tmp): a stale one is removed,
- * the new one created exclusively.
- */
-static FILE *
-fopen_fresh(const char *tmp)
-{
-    FILE *f;
-    int   fd;
-
-    if (unlink(tmp) != 0 && errno != ENOENT) {
-        return NULL;
-    }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0644);
-    if (fd < 0) {
-        return NULL;
-    }
-    f = fdopen(fd, "w");
-    if (f == NULL) {
-        close(fd);
-        unlink(tmp);
-    }
-    return f;
-}
-
 int
 sh_idf_builder_save(sh_idf_builder_t *b, const char *path,
                     uint64_t seed_digest, uint32_t words_version, char *err,
                     size_t errlen)
 {
-    idf_header_t  hd;
-    uint64_t     *keys;
-    float        *vals;
-    size_t        i, n = 0;
-    uint64_t      sum;
-    char          tmp[4096];
-    FILE         *f;
-    XXH3_state_t *st;
-    int           rc = -1;
-    double        N = (double) b->ndocs;
+    idf_header_t      hd;
+    uint64_t         *keys;
+    float            *vals;
+    size_t            i, n = 0;
+    uint64_t          sum;
+    sh_file_writer_t *w;
+    XXH3_state_t     *st;
+    int               rc = -1;
+    double            N = (double) b->ndocs;
 
     keys = malloc((b->map.count + 1) * sizeof(uint64_t));
     vals = malloc((b->map.count + 1) * sizeof(float));
@@ -410,30 +383,20 @@ sh_idf_builder_save(sh_idf_builder_t *b, const char *path,
     XXH3_64bits_update(st, vals, n * sizeof(float));
     sum = XXH3_64bits_digest(st);
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen_fresh(tmp);
-    if (f == NULL) {
-        snprintf(err, errlen, "cannot write \"%s\": %s", tmp,
-                 strerror(errno));
+    w = sh_file_writer_open(path, 0644, NULL, err, errlen);
+    if (w == NULL) {
         goto done;
     }
-    if (fwrite(&hd, sizeof(hd), 1, f) != 1
-        || fwrite(keys, sizeof(uint64_t), n, f) != n
-        || fwrite(vals, sizeof(float), n, f) != n
-        || fwrite(&sum, sizeof(sum), 1, f) != 1
-        || fflush(f) != 0 || fsync(fileno(f)) != 0)
+    if (sh_file_writer_write(w, &hd, sizeof(hd), err, errlen) != 0
+        || sh_file_writer_write(w, keys, n * sizeof(uint64_t), err, errlen)
+           != 0
+        || sh_file_writer_write(w, vals, n * sizeof(float), err, errlen) != 0
+        || sh_file_writer_write(w, &sum, sizeof(sum), err, errlen) != 0)
     {
-        snprintf(err, errlen, "cannot write \"%s\": %s", tmp,
-                 strerror(errno));
-        fclose(f);
-        unlink(tmp);
+        sh_file_writer_abort(w);
         goto done;
     }
-    fclose(f);
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot rename \"%s\": %s", tmp,
-                 strerror(errno));
-        unlink(tmp);
+    if (sh_file_writer_commit(w, err, errlen) != 0) {
         goto done;
     }
     rc = 0;

@@ -57,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sh_err.h"
 #include "sh_popcnt.h"
 #include "sh_radix.h"
 #include "sh_index.h"
@@ -140,14 +141,6 @@ static inline uint32_t
 ix_home(const sh_index_t *ix, uint64_t v)
 {
     return (uint32_t) (((v >> 32) * (uint64_t) ix->m) >> 32);
-}
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, const char *arg)
-{
-    if (err != NULL && errlen > 0) {
-        snprintf(err, errlen, fmt, arg);
-    }
 }
 
 /* ---- Sizes. ---- */
@@ -247,16 +240,16 @@ sh_index_init(void *region, size_t size, unsigned t, uint64_t seed_digest,
     uint32_t    capacity, m, nslots;
 
     if (region == NULL || ((uintptr_t) region & 7) != 0) {
-        set_err(err, errlen, "%s", "index region must be 8-byte aligned");
+        sh_err_set(err, errlen, "index region must be 8-byte aligned");
         return NULL;
     }
     capacity = sh_index_capacity_for(size);
     if (capacity == 0) {
-        set_err(err, errlen, "%s", "index region too small for one document");
+        sh_err_set(err, errlen, "index region too small for one document");
         return NULL;
     }
     if (t > T_MAX) {
-        set_err(err, errlen, "%s", "header bits t must be at most 40");
+        sh_err_set(err, errlen, "header bits t must be at most 40");
         return NULL;
     }
     geometry(capacity, &m, &nslots);
@@ -291,21 +284,21 @@ sh_index_attach(void *region, size_t size, char *err, size_t errlen)
     uint32_t    m, nslots;
 
     if (region == NULL || ((uintptr_t) region & 7) != 0) {
-        set_err(err, errlen, "%s", "index region must be 8-byte aligned");
+        sh_err_set(err, errlen, "index region must be 8-byte aligned");
         return NULL;
     }
     if (size < sizeof(sh_index_t)
         || memcmp(ix->magic, IX_MAGIC, sizeof(IX_MAGIC)) != 0)
     {
-        set_err(err, errlen, "%s", "not an index region (bad magic)");
+        sh_err_set(err, errlen, "not an index region (bad magic)");
         return NULL;
     }
     if (ix->endian != IX_ENDIAN) {
-        set_err(err, errlen, "%s", "index region has foreign byte order");
+        sh_err_set(err, errlen, "index region has foreign byte order");
         return NULL;
     }
     if (ix->version != IX_VERSION || ix->header_size != sizeof(sh_index_t)) {
-        set_err(err, errlen, "%s", "index region of another format version");
+        sh_err_set(err, errlen, "index region of another format version");
         return NULL;
     }
     /* Every derived quantity must be what init would have computed, so
@@ -314,8 +307,8 @@ sh_index_attach(void *region, size_t size, char *err, size_t errlen)
         || ix->region_size != sh_index_region_size(ix->capacity)
         || ix->region_size > size)
     {
-        set_err(err, errlen, "%s", "index region size does not match its "
-                "capacity");
+        sh_err_set(err, errlen, "index region size does not match its "
+                   "capacity");
         return NULL;
     }
     geometry(ix->capacity, &m, &nslots);
@@ -331,7 +324,7 @@ sh_index_attach(void *region, size_t size, char *err, size_t errlen)
         || ((ix->entries == 0) != (ix->oldest == SH_NOREF))
         || ((ix->entries == 0) != (ix->newest == SH_NOREF)))
     {
-        set_err(err, errlen, "%s", "index region header is inconsistent");
+        sh_err_set(err, errlen, "index region header is inconsistent");
         return NULL;
     }
     return ix;
@@ -791,7 +784,7 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
     uint32_t     ref, live = 0;
 
     if (ix->entries != 0 || ix->hwm != 0) {
-        set_err(err, errlen, "%s", "import into an index that is not empty");
+        sh_err_set(err, errlen, "import into an index that is not empty");
         return -1;
     }
     if (e->hwm > ix->capacity || e->entries > e->hwm
@@ -799,7 +792,7 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
         || (e->newest != SH_NOREF && e->newest >= e->hwm)
         || (e->free_head != SH_NOREF && e->free_head >= e->hwm))
     {
-        set_err(err, errlen, "%s", "copied index: ends out of range");
+        sh_err_set(err, errlen, "copied index: ends out of range");
         return -1;
     }
     if (docs != NULL) {
@@ -824,12 +817,12 @@ sh_index_import(sh_index_t *ix, const sh_index_doc_t *docs,
     }
     if (ref < e->hwm || live != e->entries) {
         table_clear(ix);
-        set_err(err, errlen, "%s", "copied index: records inconsistent");
+        sh_err_set(err, errlen, "copied index: records inconsistent");
         return -1;
     }
     if (table_build(ix, live) != 0) {
         table_clear(ix);
-        set_err(err, errlen, "%s", "out of memory");
+        sh_err_set(err, errlen, "out of memory");
         return -1;
     }
     ix->hwm = e->hwm;

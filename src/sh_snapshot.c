@@ -27,7 +27,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,26 +64,6 @@ typedef struct {
 
 _Static_assert(sizeof(snap_header_t) == SNAP_HDR, "snapshot header size");
 
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-
-        if (w < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p += w;
-        len -= (size_t) w;
-    }
-    return 0;
-}
-
 /* Read exactly len bytes; 1 on a short file, -1 on error. */
 static int
 read_all(int fd, void *buf, size_t len)
@@ -109,148 +88,33 @@ read_all(int fd, void *buf, size_t len)
     return 0;
 }
 
-/* Hash and write `len` bytes of src through a private copy. */
+/*
+ * Write `len` bytes of src and their XXH3-64 after them.  The bytes are
+ * hashed from a private copy of each chunk, the copy that is written:
+ * concurrent lookups bump counters in the region, and the file must match
+ * its checksum regardless.
+ */
 static int
-write_hashed(int fd, XXH3_state_t *st, const void *src, size_t len,
-             char *buf)
+write_part(sh_file_writer_t *w, XXH3_state_t *st, const void *src,
+           size_t len, char *buf, char *err, size_t errlen)
 {
     const char *p = src;
+    uint64_t    sum;
 
+    XXH3_64bits_reset(st);
     while (len > 0) {
         size_t n = len < CHUNK ? len : CHUNK;
 
         memcpy(buf, p, n);
         XXH3_64bits_update(st, buf, n);
-        if (write_all(fd, buf, n) != 0) {
+        if (sh_file_writer_write(w, buf, n, err, errlen) != 0) {
             return -1;
         }
         p += n;
         len -= n;
     }
-    return 0;
-}
-
-/*
- * The directory of `path` and its last component.  Everything below is done
- * relative to a descriptor of the directory (openat, renameat), so that
- * nothing that happens to the path meanwhile redirects a write.
- */
-static int
-open_parent(const char *path, char *base, size_t baselen, char *err,
-            size_t errlen)
-{
-    char       *copy = strdup(path), *dir;
-    const char *slash = strrchr(path, '/');
-    int         fd;
-
-    if (copy == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if ((size_t) snprintf(base, baselen, "%s", slash ? slash + 1 : path)
-        >= baselen || base[0] == '\0')
-    {
-        snprintf(err, errlen, "%s: not a file name", path);
-        free(copy);
-        return -1;
-    }
-    dir = dirname(copy);
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        int         e = errno;
-        struct stat sb;
-
-        /* O_DIRECTORY|O_NOFOLLOW on a link: ENOTDIR or ELOOP */
-        if (lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode)) {
-            snprintf(err, errlen, "%s: a symbolic link; name the directory "
-                     "it points to", dir);
-        } else {
-            snprintf(err, errlen, "%s: %s", dir, strerror(e));
-        }
-        free(copy);
-        errno = e;
-        return -1;
-    }
-    free(copy);
-    return fd;
-}
-
-/*
- * Refuse a directory that another user may write, unless it is sticky:
- * there anyone could swap the snapshot for one of their own making.
- * The owner may be anyone (root, or the user nginx's workers run as).
- */
-static int
-check_dir(int dfd, const char *path, char *err, size_t errlen)
-{
-    struct stat sb;
-
-    if (fstat(dfd, &sb) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    if ((sb.st_mode & S_IWOTH) && !(sb.st_mode & S_ISVTX)) {
-        snprintf(err, errlen, "%s: the snapshot's directory is writable by "
-                 "every user (mode %04o); make it writable by nginx's "
-                 "user only", path, (unsigned) (sb.st_mode & 07777));
-        return -1;
-    }
-    return 0;
-}
-
-/*
- * PATH.tmp, created afresh: a stale one (a crash, or a link someone planted)
- * is removed first, the new one is created exclusively (O_EXCL never follows
- * a link) and checked to be a regular file with no other name.
- */
-static int
-create_tmp(int dfd, const char *tmpbase, const char *tmp,
-           const sh_snapshot_owner_t *owner, char *err, size_t errlen)
-{
-    struct stat sb;
-    int         fd;
-
-    if (unlinkat(dfd, tmpbase, 0) != 0 && errno != ENOENT) {
-        snprintf(err, errlen, "%s: cannot remove a stale file: %s", tmp,
-                 strerror(errno));
-        return -1;
-    }
-    fd = openat(dfd, tmpbase,
-                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                SH_SNAPSHOT_MODE);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
-        snprintf(err, errlen, "%s: not a fresh regular file", tmp);
-        close(fd);
-        return -1;
-    }
-    /* the umask may have taken bits away, never added: set it exactly */
-    if (fchmod(fd, SH_SNAPSHOT_MODE) != 0
-        || (owner != NULL && fchown(fd, owner->uid, owner->gid) != 0))
-    {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        close(fd);
-        (void) unlinkat(dfd, tmpbase, 0);
-        return -1;
-    }
-    return fd;
-}
-
-/* Write `len` bytes and their XXH3-64 after them. */
-static int
-write_part(int fd, XXH3_state_t *st, const void *src, size_t len, char *buf)
-{
-    uint64_t sum;
-
-    XXH3_64bits_reset(st);
-    if (write_hashed(fd, st, src, len, buf) != 0) {
-        return -1;
-    }
     sum = XXH3_64bits_digest(st);
-    return write_all(fd, &sum, sizeof(sum));
+    return sh_file_writer_write(w, &sum, sizeof(sum), err, errlen);
 }
 
 int
@@ -264,22 +128,17 @@ sh_snapshot_save(const char *path, const sh_index_t *ix, const char *kind,
 int
 sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
                        const char *kind, const void *user, size_t user_len,
-                       const sh_snapshot_owner_t *owner, char *err,
+                       const sh_file_owner_t *owner, char *err,
                        size_t errlen)
 {
-    char             tmp[4096], base[1024], tmpbase[1024 + 4];
-    snap_header_t    hd;
-    sh_index_stats_t s;
-    XXH3_state_t    *st = NULL;
-    char            *buf = NULL;
-    const char      *u = user;
-    size_t           off, n;
-    int              fd = -1, dfd = -1;
+    snap_header_t     hd;
+    sh_index_stats_t  s;
+    XXH3_state_t     *st;
+    char             *buf;
+    const char       *u = user;
+    size_t            off, n;
+    sh_file_writer_t *w;
 
-    if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-        snprintf(err, errlen, "%s: path too long", path);
-        return -1;
-    }
     sh_index_stats(ix, &s);
 
     memset(&hd, 0, sizeof(hd));
@@ -305,176 +164,37 @@ sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
     buf = malloc(CHUNK);
     if (st == NULL || buf == NULL) {
         snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-
-    dfd = open_parent(path, base, sizeof(base), err, errlen);
-    if (dfd < 0) {
-        goto fail;
-    }
-    snprintf(tmpbase, sizeof(tmpbase), "%s.tmp", base);
-    if (check_dir(dfd, path, err, errlen) != 0) {
-        goto fail;
-    }
-    fd = create_tmp(dfd, tmpbase, tmp, owner, err, errlen);
-    if (fd < 0) {
-        goto fail;
-    }
-    if (write_all(fd, &hd, sizeof(hd)) != 0
-        || write_part(fd, st, ix, s.region_bytes, buf) != 0)
-    {
-        goto write_error;
-    }
-    for (off = 0; off < user_len; off += n) {
-        n = user_len - off < SH_SNAP_BLOCK ? user_len - off : SH_SNAP_BLOCK;
-        if (write_part(fd, st, u + off, n, buf) != 0) {
-            goto write_error;
-        }
-    }
-    if (fsync(fd) != 0) {
-        goto write_error;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        goto write_error;
-    }
-    fd = -1;
-    /* renameat replaces a link at PATH itself, never what it points to */
-    if (renameat(dfd, tmpbase, dfd, base) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        goto fail;
-    }
-    /* The rename is durable only once the directory is on disk too. */
-    if (fsync(dfd) != 0) {
-        snprintf(err, errlen, "%s: cannot sync directory: %s", path,
-                 strerror(errno));
-        close(dfd);
         XXH3_freeState(st);
         free(buf);
         return -1;
     }
-    close(dfd);
+
+    w = sh_file_writer_open(path, SH_SNAPSHOT_MODE, owner, err, errlen);
+    if (w == NULL) {
+        XXH3_freeState(st);
+        free(buf);
+        return -1;
+    }
+    if (sh_file_writer_write(w, &hd, sizeof(hd), err, errlen) != 0
+        || write_part(w, st, ix, s.region_bytes, buf, err, errlen) != 0)
+    {
+        goto fail;
+    }
+    for (off = 0; off < user_len; off += n) {
+        n = user_len - off < SH_SNAP_BLOCK ? user_len - off : SH_SNAP_BLOCK;
+        if (write_part(w, st, u + off, n, buf, err, errlen) != 0) {
+            goto fail;
+        }
+    }
     XXH3_freeState(st);
     free(buf);
-    return 0;
+    return sh_file_writer_commit(w, err, errlen);
 
-write_error:
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 fail:
-    if (fd >= 0) {
-        close(fd);
-        (void) unlinkat(dfd, tmpbase, 0);
-    }
-    if (dfd >= 0) {
-        close(dfd);
-    }
+    sh_file_writer_abort(w);
     XXH3_freeState(st);
     free(buf);
     return -1;
-}
-
-/* ---- A file written in pieces. ---- */
-
-struct sh_snapshot_writer_s {
-    int  dfd;
-    int  fd;
-    char path[4096];
-    char base[1024];
-    char tmpbase[1024 + 4];
-};
-
-sh_snapshot_writer_t *
-sh_snapshot_writer_open(const char *path, const sh_snapshot_owner_t *owner,
-                        char *err, size_t errlen)
-{
-    sh_snapshot_writer_t *w = calloc(1, sizeof(*w));
-    char                  tmp[4096 + 4];
-
-    if (w == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    w->fd = -1;
-    if ((size_t) snprintf(w->path, sizeof(w->path), "%s", path)
-        >= sizeof(w->path))
-    {
-        snprintf(err, errlen, "%s: path too long", path);
-        free(w);
-        return NULL;
-    }
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    w->dfd = open_parent(path, w->base, sizeof(w->base), err, errlen);
-    if (w->dfd < 0) {
-        free(w);
-        return NULL;
-    }
-    snprintf(w->tmpbase, sizeof(w->tmpbase), "%s.tmp", w->base);
-    if (check_dir(w->dfd, path, err, errlen) != 0
-        || (w->fd = create_tmp(w->dfd, w->tmpbase, tmp, owner, err, errlen))
-           < 0)
-    {
-        close(w->dfd);
-        free(w);
-        return NULL;
-    }
-    return w;
-}
-
-int
-sh_snapshot_writer_write(sh_snapshot_writer_t *w, const void *buf,
-                         size_t len, char *err, size_t errlen)
-{
-    if (write_all(w->fd, buf, len) != 0) {
-        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-void
-sh_snapshot_writer_abort(sh_snapshot_writer_t *w)
-{
-    if (w->fd >= 0) {
-        close(w->fd);
-        (void) unlinkat(w->dfd, w->tmpbase, 0);
-    }
-    close(w->dfd);
-    free(w);
-}
-
-int
-sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err, size_t errlen)
-{
-    int rc = -1;
-
-    if (fsync(w->fd) != 0) {
-        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
-        sh_snapshot_writer_abort(w);
-        return -1;
-    }
-    if (close(w->fd) != 0) {
-        w->fd = -1;
-        snprintf(err, errlen, "%s.tmp: %s", w->path, strerror(errno));
-        (void) unlinkat(w->dfd, w->tmpbase, 0);
-        goto done;
-    }
-    w->fd = -1;
-    /* renameat replaces a link at PATH itself, never what it points to */
-    if (renameat(w->dfd, w->tmpbase, w->dfd, w->base) != 0) {
-        snprintf(err, errlen, "%s: %s", w->path, strerror(errno));
-        (void) unlinkat(w->dfd, w->tmpbase, 0);
-        goto done;
-    }
-    if (fsync(w->dfd) != 0) {
-        snprintf(err, errlen, "%s: cannot sync directory: %s", w->path,
-                 strerror(errno));
-        goto done;
-    }
-    rc = 0;
-done:
-    close(w->dfd);
-    free(w);
-    return rc;
 }
 
 static uint32_t
@@ -490,12 +210,12 @@ sh_snapshot_check_path(const char *path, char *err, size_t errlen)
     char        base[1024];
     int         dfd, rc;
 
-    dfd = open_parent(path, base, sizeof(base), err, errlen);
+    dfd = sh_file_open_parent(path, base, sizeof(base), err, errlen);
     if (dfd < 0) {
         /* a directory made later (or by the save) is checked then */
         return errno == ENOENT ? 0 : -1;
     }
-    rc = check_dir(dfd, path, err, errlen);
+    rc = sh_file_check_dir(dfd, path, err, errlen);
     close(dfd);
     if (rc != 0) {
         return -1;

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sh_file.h"
 #include "sh_index.h"
 
 struct stat;
@@ -57,22 +58,13 @@ typedef struct {
  */
 #define SH_SNAPSHOT_MODE  0600
 
-/* who is to own a snapshot written by root (see sh_snapshot_save_owned) */
-typedef struct {
-    uid_t    uid;
-    gid_t    gid;
-} sh_snapshot_owner_t;
-
 /*
  * Write `ix` and a user section of `kind` (SH_SNAP_KIND bytes at most, NULL
  * = none) to `path`.  0, or -1 with the reason in err.
  *
- * Safe in a directory that someone else can write into (the user a
- * privileged writer hands the directory to): PATH.tmp is created afresh
- * (a planted file or link there is removed, never written through), and
- * renamed over PATH relative to the directory (a link at PATH is
- * replaced, never followed).  A directory writable by every user without
- * the sticky bit is refused.  The file is SH_SNAPSHOT_MODE.
+ * Written through sh_file.h's writer, so safe in a directory that someone
+ * else can write into (the user a privileged writer hands the directory
+ * to).  The file is SH_SNAPSHOT_MODE.
  */
 int sh_snapshot_save(const char *path, const sh_index_t *ix,
                      const char *kind, const void *user, size_t user_len,
@@ -81,25 +73,8 @@ int sh_snapshot_save(const char *path, const sh_index_t *ix,
 /* The same, the file then owned by `owner` (NULL: by the caller). */
 int sh_snapshot_save_owned(const char *path, const sh_index_t *ix,
                            const char *kind, const void *user,
-                           size_t user_len, const sh_snapshot_owner_t *owner,
+                           size_t user_len, const sh_file_owner_t *owner,
                            char *err, size_t errlen);
-
-/*
- * The same safe creation and durable replacement, for a file written in
- * pieces (sh_store_file.h): open creates PATH.tmp afresh, write appends,
- * commit fsyncs it, renames it over PATH and fsyncs the directory; abort
- * removes it.  commit and abort free the writer.
- */
-typedef struct sh_snapshot_writer_s sh_snapshot_writer_t;
-
-sh_snapshot_writer_t *sh_snapshot_writer_open(const char *path,
-                                              const sh_snapshot_owner_t *owner,
-                                              char *err, size_t errlen);
-int  sh_snapshot_writer_write(sh_snapshot_writer_t *w, const void *buf,
-                              size_t len, char *err, size_t errlen);
-int  sh_snapshot_writer_commit(sh_snapshot_writer_t *w, char *err,
-                               size_t errlen);
-void sh_snapshot_writer_abort(sh_snapshot_writer_t *w);
 
 /*
  * Open a snapshot file for reading with the same checks as sh_snapshot_map:

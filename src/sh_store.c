@@ -30,17 +30,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_err.h"
 #include "sh_store_internal.h"
 
 #define REFRESH_MAX     2048    /* key bytes copied to the front on touch */
-
-static void
-set_err(char *err, size_t errlen, const char *msg)
-{
-    if (err != NULL && errlen > 0) {
-        snprintf(err, errlen, "%s", msg);
-    }
-}
 
 /* ---- Sizes. ---- */
 
@@ -146,12 +139,12 @@ sh_store_init(void *region, size_t size, uint64_t text_bytes,
     layout_t    l;
 
     if (region == NULL || ((uintptr_t) region & 63) != 0) {
-        set_err(err, errlen, "store region must be 64-byte aligned");
+        sh_err_set(err, errlen, "store region must be 64-byte aligned");
         return NULL;
     }
     capacity = sh_store_capacity_for(size, text_bytes);
     if (capacity == 0) {
-        set_err(err, errlen, "store region too small for one document");
+        sh_err_set(err, errlen, "store region too small for one document");
         return NULL;
     }
     layout(capacity, text_bytes, &l);
@@ -187,7 +180,7 @@ sh_store_init(void *region, size_t size, uint64_t text_bytes,
         return NULL;
     }
     if (sh_index_capacity_for(st->index_size) != capacity) {
-        set_err(err, errlen, "store and index capacities disagree");
+        sh_err_set(err, errlen, "store and index capacities disagree");
         return NULL;
     }
     return st;
@@ -203,17 +196,18 @@ sh_store_attach(void *region, size_t size, char *err, size_t errlen)
         || size < sizeof(sh_store_t)
         || memcmp(st->magic, ST_MAGIC, sizeof(ST_MAGIC)) != 0)
     {
-        set_err(err, errlen, "not a store region (bad magic)");
+        sh_err_set(err, errlen, "not a store region (bad magic)");
         return NULL;
     }
     if (st->endian != ST_ENDIAN || st->version != ST_VERSION
         || st->header_size != sizeof(sh_store_t))
     {
-        set_err(err, errlen, "store region of another format or byte order");
+        sh_err_set(err, errlen,
+                   "store region of another format or byte order");
         return NULL;
     }
     if (st->capacity == 0 || sh_index_region_size(st->capacity) == 0) {
-        set_err(err, errlen, "store region header is inconsistent");
+        sh_err_set(err, errlen, "store region header is inconsistent");
         return NULL;
     }
     /* every offset must be what init would have computed */
@@ -229,7 +223,7 @@ sh_store_attach(void *region, size_t size, char *err, size_t errlen)
         || st->text_head - st->text_tail > st->text_size
         || ((st->text_head | st->text_tail) & 7) != 0)
     {
-        set_err(err, errlen, "store region header is inconsistent");
+        sh_err_set(err, errlen, "store region header is inconsistent");
         return NULL;
     }
     if (sh_index_attach((char *) st + st->off_index, st->index_size, err,
@@ -898,23 +892,23 @@ sh_store_check(const sh_store_t *st, char *err, size_t errlen)
     for (i = 0; i < st->kslots; i++) {
         if (k[i] != SH_NOREF) {
             if (!stored(st, k[i])) {
-                set_err(err, errlen, "the key table names a free ref");
+                sh_err_set(err, errlen, "the key table names a free ref");
                 return -1;
             }
             used++;
         }
     }
     if (used != is.entries) {
-        set_err(err, errlen, "key table and index disagree on the count");
+        sh_err_set(err, errlen, "key table and index disagree on the count");
         return -1;
     }
     sh_index_foreach(sh_store_index_const(st), check_doc, &c);
     if (c.bad != NULL) {
-        set_err(err, errlen, c.bad);
+        sh_err_set(err, errlen, "%s", c.bad);
         return -1;
     }
     if (c.texts != st->texts) {
-        set_err(err, errlen, "the count of texts is wrong");
+        sh_err_set(err, errlen, "the count of texts is wrong");
         return -1;
     }
     return 0;

@@ -33,7 +33,7 @@ header_hash(const file_header_t *h, const void *meta, size_t len)
 }
 
 int
-sh_store_file_begin(sh_snapshot_writer_t *w, const void *meta,
+sh_store_file_begin(sh_file_writer_t *w, const void *meta,
                     size_t meta_len, char *err, size_t errlen)
 {
     file_header_t h;
@@ -49,9 +49,9 @@ sh_store_file_begin(sh_snapshot_writer_t *w, const void *meta,
     h.endian = FILE_ENDIAN;
     h.meta_len = meta_len;
     h.xxh = header_hash(&h, meta, meta_len);
-    if (sh_snapshot_writer_write(w, &h, sizeof(h), err, errlen) != 0
-        || sh_snapshot_writer_write(w, meta, meta_len, err, errlen) != 0
-        || sh_snapshot_writer_write(w, pad, (8 - meta_len % 8) % 8, err,
+    if (sh_file_writer_write(w, &h, sizeof(h), err, errlen) != 0
+        || sh_file_writer_write(w, meta, meta_len, err, errlen) != 0
+        || sh_file_writer_write(w, pad, (8 - meta_len % 8) % 8, err,
                                     errlen) != 0)
     {
         return -1;
@@ -114,7 +114,7 @@ sh_store_file_parse(const unsigned char *file, size_t len,
 }
 
 int
-sh_store_file_tail(sh_snapshot_writer_t *w, const void *data, size_t len,
+sh_store_file_tail(sh_file_writer_t *w, const void *data, size_t len,
                    char *err, size_t errlen)
 {
     unsigned char f[SH_STORE_FILE_TAIL_LEN];
@@ -123,8 +123,8 @@ sh_store_file_tail(sh_snapshot_writer_t *w, const void *data, size_t len,
     (void) sh_le_put(f + 8, len, 8);
     (void) sh_le_put(f + 16, XXH3_64bits(data, len), 8);
     (void) sh_le_put(f + 24, XXH3_64bits(f, 24), 8);
-    if (sh_snapshot_writer_write(w, data, len, err, errlen) != 0
-        || sh_snapshot_writer_write(w, f, sizeof(f), err, errlen) != 0)
+    if (sh_file_writer_write(w, data, len, err, errlen) != 0
+        || sh_file_writer_write(w, f, sizeof(f), err, errlen) != 0)
     {
         return -1;
     }

@@ -25,7 +25,7 @@
  * checksum.
  *
  * Its size follows what the store holds.  Written through a
- * sh_snapshot_writer_t (sh_snapshot.h): PATH.tmp created afresh, renamed
+ * sh_file_writer_t (sh_file.h): PATH.tmp created afresh, renamed
  * over PATH once complete and on disk.
  */
 #ifndef SH_STORE_FILE_H
@@ -34,17 +34,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sh_snapshot.h"
+#include "sh_file.h"
 
 #define SH_STORE_FILE_MAGIC     "SHZSTOR1"
 #define SH_STORE_FILE_META_MAX  (64 * 1024)
 
 /* Write the header and the settings; then the image's frames follow. */
-int sh_store_file_begin(sh_snapshot_writer_t *w, const void *meta,
+int sh_store_file_begin(sh_file_writer_t *w, const void *meta,
                         size_t meta_len, char *err, size_t errlen);
 
 /* After the image's last frame: the tail section and its footer. */
-int sh_store_file_tail(sh_snapshot_writer_t *w, const void *data,
+int sh_store_file_tail(sh_file_writer_t *w, const void *data,
                        size_t len, char *err, size_t errlen);
 
 #define SH_STORE_FILE_TAIL_LEN  32

@@ -11,6 +11,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_err.h"
 #include "sh_bigmem.h"
 #include "sh_store_image.h"
 #include "sh_store_internal.h"
@@ -63,14 +64,6 @@ typedef struct {
     uint64_t seed_digest;
     uint64_t chain;         /* of every frame before this one */
 } trailer_t;
-
-static void
-set_err(char *err, size_t errlen, const char *msg)
-{
-    if (err != NULL && errlen > 0) {
-        snprintf(err, errlen, "%s", msg);
-    }
-}
 
 static uint32_t
 groups(const sh_store_t *st)
@@ -567,8 +560,8 @@ parse(parsed_t *p, src_t *src, char *err, size_t errlen)
                 if (p->tcopy.version != IMG_VERSION
                     || p->tcopy.endian != ST_ENDIAN)
                 {
-                    set_err(err, errlen, "image: not a store image of this "
-                            "version");
+                    sh_err_set(err, errlen, "image: not a store image of "
+                               "this version");
                     return -1;
                 }
                 p->t = &p->tcopy;
@@ -585,13 +578,13 @@ parse(parsed_t *p, src_t *src, char *err, size_t errlen)
         at += sizeof(frame_t) + size;
     }
     if (src->failed) {
-        set_err(err, errlen, "image: cannot be read");
+        sh_err_set(err, errlen, "image: cannot be read");
         return -1;
     }
     p->len = at;
     p->cut = 1;
     if (at == 0) {
-        set_err(err, errlen, "image: truncated or damaged from its start");
+        sh_err_set(err, errlen, "image: truncated or damaged from its start");
         return -1;
     }
     return 0;
@@ -661,6 +654,40 @@ place(void *arg, const frame_t *f, const unsigned char *payload)
     return 0;
 }
 
+/*
+ * Whether the key ring's entries, from its tail, lead entry by entry to
+ * its head, none of them across the ring's end: what the store's eviction
+ * walks.  A crafted image (its sums made anew) can hold a ring that does
+ * not, and eviction would then walk past the head for ever.  Each entry's
+ * place is marked in `at` (a bit per 8 bytes of the ring): a record may
+ * keep only text that starts where the walk finds an entry, not one hidden
+ * inside another's bytes, which eviction would step over and leave named.
+ */
+static int
+ring_walks(const sh_store_t *st, unsigned char *at)
+{
+    uint64_t         pos = st->text_tail, off, step;
+    const st_text_t *e;
+
+    while (pos < st->text_head) {
+        off = pos % st->text_size;
+        if (st->text_size - off < sizeof(st_text_t)) {
+            return 0;
+        }
+        e = (const st_text_t *) (st_text(st) + off);
+        step = e->ref == ST_TEXT_WRAP ? st->text_size - off
+               : ST_ALIGN8(sizeof(st_text_t) + e->len);
+        if (off + step > st->text_size) {
+            return 0;
+        }
+        if (e->ref != ST_TEXT_WRAP) {
+            at[off >> 6] |= (unsigned char) (1u << ((off >> 3) & 7));
+        }
+        pos += step;
+    }
+    return pos == st->text_head;
+}
+
 static int
 load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
               char *err, size_t errlen)
@@ -669,15 +696,23 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     sh_index_t      *ix = sh_store_index(st);
     place_t          pl = { st, sh_index_import_area(ix), t->ends.hwm };
     sh_store_doc_t  *d;
-    uint64_t         pos, *keyhash;
+    uint64_t        *keyhash, off;
     uint32_t         ref, n = 0, room, *refs;
+    const char      *text;
+    unsigned char   *at;
 
     st->text_tail = t->text_tail;
     st->text_head = t->text_head;
     if (frames(p, place, &pl) != 0) {
-        set_err(err, errlen, p->src->failed ? "image: cannot be read"
-                             : "image: records beyond its refs");
+        sh_err_set(err, errlen, p->src->failed ? "image: cannot be read"
+                                : "image: records beyond its refs");
         return -1;
+    }
+    at = calloc(st->text_size / 64 + 1, 1);
+    if (at == NULL || !ring_walks(st, at)) {
+        /* its texts are lost (the documents are then named by their
+         * ids), not the documents */
+        st->text_tail = st->text_head;
     }
     /*
      * The key table first, its pairs gathered in the index's own table
@@ -686,7 +721,8 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
      */
     keyhash = sh_index_scratch(ix, &refs, &room);
     if (keyhash == NULL || t->ends.entries > room) {
-        set_err(err, errlen, "image: more documents than the index holds");
+        free(at);
+        sh_err_set(err, errlen, "image: more documents than the index holds");
         return -1;
     }
     st->texts = 0;
@@ -696,22 +732,27 @@ load_in_place(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
             continue;
         }
         if (d->keyhash == 0 || n >= t->ends.entries) {
-            set_err(err, errlen, "image: a document without a key hash");
+            free(at);
+            sh_err_set(err, errlen, "image: a document without a key hash");
             return -1;
         }
         keyhash[n] = d->keyhash;
         refs[n++] = ref;
-        /* the ring entry itself is checked when it is read
-         * (sh_store_key): here only where it is */
+        /* a record keeps its text only if the ring entry it names is its
+         * own (as the repair keeps it): a damaged or crafted image may
+         * name another's, which the store's count would take for one */
         if (d->text != SH_STORE_NOTEXT) {
-            pos = st_text_pos(st, d->text);
-            if (pos >= st->text_tail && pos < st->text_head) {
+            off = st_text_pos(st, d->text) % st->text_size;
+            if (at != NULL && sh_store_key(st, ref, &text) > 0
+                && (at[off >> 6] & (1u << ((off >> 3) & 7))))
+            {
                 st->texts++;
             } else {
                 d->text = SH_STORE_NOTEXT;
             }
         }
     }
+    free(at);
     st_keys_build(st, keyhash, refs, n);
     if (sh_index_import(ix, NULL, &t->ends, err, errlen) != 0) {
         return -1;
@@ -811,11 +852,11 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
     x.text = malloc((nframes ? nframes : 1) * sizeof(*x.text));
     key = malloc(SH_STORE_KEY_MAX + 1);
     if (x.rec == NULL || x.text == NULL || key == NULL) {
-        set_err(err, errlen, "out of memory");
+        sh_err_set(err, errlen, "out of memory");
         goto done;
     }
     if (frames(p, collect, &x) != 0) {
-        set_err(err, errlen, "image: records beyond its refs");
+        sh_err_set(err, errlen, "image: records beyond its refs");
         goto done;
     }
     /*
@@ -825,7 +866,7 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
      */
     done_ref = calloc(t->ends.hwm ? t->ends.hwm : 1, 1);
     if (done_ref == NULL) {
-        set_err(err, errlen, "out of memory");
+        sh_err_set(err, errlen, "out of memory");
         goto done;
     }
     ref = t->ends.oldest;
@@ -835,7 +876,7 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
             || done_ref[ref])
         {
             if (!p->damaged && !p->cut && n < t->ends.entries) {
-                set_err(err, errlen, "image: the age order is broken");
+                sh_err_set(err, errlen, "image: the age order is broken");
                 goto done;
             }
             if (!p->damaged && !p->cut) {
@@ -882,7 +923,7 @@ load_replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info,
                             r.doc.keyhash, r.ix.hash, &r.doc, NULL)
                == SH_NOREF)
         {
-            set_err(err, errlen, "image: a document could not be stored");
+            sh_err_set(err, errlen, "image: a document could not be stored");
             goto done;
         }
         ref = r.ix.newer;
@@ -912,7 +953,7 @@ load_memory(sh_store_t *st, const unsigned char *image, size_t len,
 
     if (((uintptr_t) image & 7) != 0) {
         memset(info, 0, sizeof(*info));
-        set_err(err, errlen, "image: not 8-byte aligned in memory");
+        sh_err_set(err, errlen, "image: not 8-byte aligned in memory");
         return -1;
     }
     memset(&src, 0, sizeof(src));
@@ -954,7 +995,7 @@ sh_image_load_fd(sh_store_t *st, int fd, uint64_t off, uint64_t len,
     src.buf = malloc(READ_BUF);
     if (src.buf == NULL) {
         memset(info, 0, sizeof(*info));
-        set_err(err, errlen, "out of memory");
+        sh_err_set(err, errlen, "out of memory");
         return -1;
     }
     rc = load_image(st, &src, expect_extraction, 1, info, err, errlen);
@@ -984,7 +1025,7 @@ replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info, char *err,
     }
     all = sh_big_alloc(p->src->len ? p->src->len : 1);
     if (all == NULL) {
-        set_err(err, errlen, "out of memory");
+        sh_err_set(err, errlen, "out of memory");
         return -1;
     }
     for (at = 0; at < p->src->len; at += n) {
@@ -993,7 +1034,7 @@ replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info, char *err,
         b = src_at(p->src, at, n);
         if (b == NULL) {
             free(all);
-            set_err(err, errlen, "image: cannot be read");
+            sh_err_set(err, errlen, "image: cannot be read");
             return -1;
         }
         memcpy(all + at, b, n);
@@ -1003,7 +1044,7 @@ replay(sh_store_t *st, const parsed_t *p, sh_image_info_t *info, char *err,
     mem.len = p->src->len;
     rc = parse(&q, &mem, err, errlen);
     if (rc == 0 && (q.t == NULL || q.t->chain != p->t->chain)) {
-        set_err(err, errlen, "image: changed while it was read");
+        sh_err_set(err, errlen, "image: changed while it was read");
         rc = -1;
     }
     if (rc == 0) {
@@ -1024,7 +1065,7 @@ load_image(sh_store_t *st, src_t *src, uint32_t expect_extraction, int keyed,
     memset(info, 0, sizeof(*info));
     sh_index_ends(sh_store_index_const(st), &e);
     if (e.entries != 0 || e.hwm != 0) {
-        set_err(err, errlen, "image: the store to fill is not empty");
+        sh_err_set(err, errlen, "image: the store to fill is not empty");
         return -1;
     }
     if (parse(&p, src, err, errlen) != 0) {
@@ -1033,8 +1074,8 @@ load_image(sh_store_t *st, src_t *src, uint32_t expect_extraction, int keyed,
     t = p.t;
     if (t == NULL) {
         /* what it was written under cannot be checked: nothing is used */
-        set_err(err, errlen, p.cut ? "image: truncated" : "image: its end "
-                "is damaged");
+        sh_err_set(err, errlen, p.cut ? "image: truncated"
+                                      : "image: its end is damaged");
         return -1;
     }
     if ((keyed && t->secret_check != sh_store_keyhash(st, SECRET_CHECK,
@@ -1042,14 +1083,19 @@ load_image(sh_store_t *st, src_t *src, uint32_t expect_extraction, int keyed,
                                                       - 1))
         || t->seed_digest != sh_index_seed_digest(sh_store_index_const(st)))
     {
-        set_err(err, errlen, "image: written under another hash key "
-                "(simhash_seed)");
+        sh_err_set(err, errlen, "image: written under another hash key "
+                   "(simhash_seed)");
         return -1;
     }
+    /* every ref below hwm has its record in the image: a trailer that
+     * claims more than the image holds would have the loader allocate
+     * for billions of refs */
     if (t->ends.entries > t->ends.hwm || t->text_tail > t->text_head
-        || t->text_head - t->text_tail > t->text_size)
+        || t->text_head - t->text_tail > t->text_size
+        || ((t->text_head | t->text_tail) & 7) != 0
+        || t->ends.hwm > src->len / sizeof(rec_t))
     {
-        set_err(err, errlen, "image: inconsistent trailer");
+        sh_err_set(err, errlen, "image: inconsistent trailer");
         return -1;
     }
     info->source_capacity = t->capacity;
@@ -1118,7 +1164,7 @@ sh_image_inspect(const unsigned char *image, size_t len,
 
     memset(s, 0, sizeof(*s));
     if (((uintptr_t) image & 7) != 0) {
-        set_err(err, errlen, "image: not 8-byte aligned in memory");
+        sh_err_set(err, errlen, "image: not 8-byte aligned in memory");
         return -1;
     }
     memset(&src, 0, sizeof(src));
@@ -1128,8 +1174,8 @@ sh_image_inspect(const unsigned char *image, size_t len,
         return -1;
     }
     if (p.t == NULL) {
-        set_err(err, errlen, p.cut ? "image: truncated" : "image: its end "
-                "is damaged");
+        sh_err_set(err, errlen, p.cut ? "image: truncated"
+                                      : "image: its end is damaged");
         return -1;
     }
     s->capacity = p.t->capacity;
@@ -1146,7 +1192,7 @@ sh_image_inspect(const unsigned char *image, size_t len,
     if (x.state == NULL || x.text == NULL) {
         free(x.state);
         free(x.text);
-        set_err(err, errlen, "out of memory");
+        sh_err_set(err, errlen, "out of memory");
         return -1;
     }
     (void) frames(&p, inspect_frame, &x);

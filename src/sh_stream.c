@@ -13,7 +13,7 @@
 #include "sh_version.h"
 
 const char *const sh_stream_field_names[SH_STREAM_NFIELDS] = {
-    "node", "key", "fp", "digest", "time", "seed", "xv", "sk", "mac"
+    "node", "key", "fp", "digest", "time", "seed", "xv", "sk", "seq", "mac"
 };
 
 /* Decimal digits of s[0..len) as a uint64: 0, or -1 (empty, not a digit,
@@ -132,29 +132,36 @@ sh_stream_id_cmp(const sh_stream_id_t *a, const sh_stream_id_t *b)
  * cannot be moved into its neighbour.  An entry with sketches (the sk
  * field) is signed under another tag with them at the end, so that they
  * cannot be stripped or added; one without (an earlier release's) is
- * signed as it always was.
+ * signed as it always was.  An entry with a sequence number (seq) is
+ * signed under a third tag, with the sketches (zeros when it has none)
+ * and the number at the end: a replayed entry cannot be given a newer
+ * number, nor have its number stripped to pass as an earlier release's.
  */
 static void
 dust_mac(unsigned char mac[SH_STREAM_MAC_LEN], const sh_stream_entry_t *e,
          const unsigned char key[SH_STREAM_KEY_LEN])
 {
-    static const char  tag[] = "SHDUST01";
-    unsigned char      head[8 + 4 + 4], tail[8 + 4], *p;
+    static const char  tag[] = "SHDUST01", tag_seq[] = "SHDUST02";
+    unsigned char      head[8 + 4 + 4], tail[8 + 4 + 8], *p;
+    int                seq = sh_stream_has_seq(e);
     unsigned char      full[SH_MAC_FULL];
     sh_mac_part_t      parts[4];
 
     p = head;
-    memcpy(p, tag, sizeof(tag) - 1);
+    memcpy(p, seq ? tag_seq : tag, sizeof(tag) - 1);
     p = sh_le_put(p + sizeof(tag) - 1, e->node_len, 4);
     (void) sh_le_put(p, SH_STREAM_DUST_LEN, 4);
 
     p = sh_le_put(tail, e->time, 8);
-    (void) sh_le_put(p, e->seed, 4);
+    p = sh_le_put(p, e->seed, 4);
+    if (seq) {
+        (void) sh_le_put(p, e->seq, 8);
+    }
 
     parts[0].data = head;       parts[0].len = sizeof(head);
     parts[1].data = e->node;    parts[1].len = e->node_len;
     parts[2].data = e->dust;    parts[2].len = SH_STREAM_DUST_LEN;
-    parts[3].data = tail;       parts[3].len = sizeof(tail);
+    parts[3].data = tail;       parts[3].len = sizeof(tail) - (seq ? 0 : 8);
 
     (void) sh_mac(full, key, SH_STREAM_KEY_LEN, parts, 4);
     memcpy(mac, full, SH_STREAM_MAC_LEN);
@@ -166,14 +173,30 @@ sh_stream_is_dust(const sh_stream_entry_t *e)
     return (e->seen & (1u << SH_STREAM_F_DUST)) != 0;
 }
 
+int
+sh_stream_has_seq(const sh_stream_entry_t *e)
+{
+    return (e->seen & (1u << SH_STREAM_F_SEQ)) != 0;
+}
+
+uint64_t
+sh_stream_next_seq(uint64_t last, uint64_t now_us)
+{
+    return now_us > last ? now_us : last + 1;
+}
+
 void
 sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
               const sh_stream_entry_t *e,
               const unsigned char key[SH_STREAM_KEY_LEN])
 {
-    static const char  tag[] = "SHSTRM01", tag_sk[] = "SHSTRM02";
-    unsigned char      head[8 + 4 + 4], tail[8 + 8 + 8 + 4 + 4 + 16], *p;
-    int                sk = (e->seen & (1u << SH_STREAM_F_SK)) != 0;
+    static const char  tag[] = "SHSTRM01", tag_sk[] = "SHSTRM02",
+                       tag_seq[] = "SHSTRM03";
+    unsigned char      head[8 + 4 + 4], tail[8 + 8 + 8 + 4 + 4 + 16 + 8];
+    unsigned char     *p;
+    int                seq = sh_stream_has_seq(e);
+    int                sk = seq || (e->seen & (1u << SH_STREAM_F_SK)) != 0;
+    size_t             tail_len;
     unsigned char      full[SH_MAC_FULL];
     sh_mac_part_t      parts[4];
 
@@ -183,7 +206,8 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
     }
 
     p = head;
-    memcpy(p, sk ? tag_sk : tag, sizeof(tag) - 1);      /* no NUL */
+    /* the tag without its NUL */
+    memcpy(p, seq ? tag_seq : sk ? tag_sk : tag, sizeof(tag) - 1);
     p = sh_le_put(p + sizeof(tag) - 1, e->node_len, 4);
     (void) sh_le_put(p, e->key_len, 4);
 
@@ -194,13 +218,17 @@ sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],
     p = sh_le_put(p, e->xv, 4);
     if (sk) {
         p = sh_le_put(p, e->sketches.structure, 8);
-        (void) sh_le_put(p, e->sketches.links, 8);
+        p = sh_le_put(p, e->sketches.links, 8);
     }
+    if (seq) {
+        p = sh_le_put(p, e->seq, 8);
+    }
+    tail_len = (size_t) (p - tail);
 
     parts[0].data = head;       parts[0].len = sizeof(head);
     parts[1].data = e->node;    parts[1].len = e->node_len;
     parts[2].data = e->key;     parts[2].len = e->key_len;
-    parts[3].data = tail;       parts[3].len = sizeof(tail) - (sk ? 0 : 16);
+    parts[3].data = tail;       parts[3].len = tail_len;
 
     /* out of memory: a MAC of zeros, which no entry verifies against */
     (void) sh_mac(full, key, SH_STREAM_KEY_LEN, parts, 4);
@@ -225,7 +253,8 @@ sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
     unsigned          f, i;
     sh_stream_entry_t signed_e = *e;
 
-    signed_e.seen |= 1u << SH_STREAM_F_SK;      /* written: signed with it */
+    /* written: signed with them */
+    signed_e.seen |= (1u << SH_STREAM_F_SK) | (1u << SH_STREAM_F_SEQ);
 
     snprintf(out->fp, sizeof(out->fp), "%016llx",
              (unsigned long long) e->hash);
@@ -238,6 +267,8 @@ sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
     snprintf(out->sk, sizeof(out->sk), "%016llx%016llx",
              (unsigned long long) e->sketches.structure,
              (unsigned long long) e->sketches.links);
+    snprintf(out->seq, sizeof(out->seq), "%llu",
+             (unsigned long long) e->seq);
     sh_stream_mac(mac, &signed_e, key);
     for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
         snprintf(out->mac + 2 * i, 3, "%02x", mac[i]);
@@ -253,6 +284,7 @@ sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
     out->value[SH_STREAM_F_SEED] = out->seed;
     out->value[SH_STREAM_F_XV] = out->xv;
     out->value[SH_STREAM_F_SK] = out->sk;
+    out->value[SH_STREAM_F_SEQ] = out->seq;
     out->value[SH_STREAM_F_MAC] = out->mac;
 
     for (f = 0; f < SH_STREAM_NFIELDS; f++) {
@@ -269,13 +301,13 @@ sh_stream_encode_dust(sh_stream_dust_fields_t *out,
                       const unsigned char key[SH_STREAM_KEY_LEN])
 {
     static const char *const names[SH_STREAM_DUST_NFIELDS] = {
-        "node", "dust", "time", "seed", "mac"
+        "node", "dust", "time", "seed", "seq", "mac"
     };
     unsigned char     mac[SH_STREAM_MAC_LEN];
     unsigned          f, i;
     sh_stream_entry_t signed_e = *e;
 
-    signed_e.seen |= 1u << SH_STREAM_F_DUST;
+    signed_e.seen |= (1u << SH_STREAM_F_DUST) | (1u << SH_STREAM_F_SEQ);
 
     for (i = 0; i < SH_STREAM_DUST_LEN; i++) {
         snprintf(out->dust + 2 * i, 3, "%02x", e->dust[i]);
@@ -283,6 +315,8 @@ sh_stream_encode_dust(sh_stream_dust_fields_t *out,
     snprintf(out->time, sizeof(out->time), "%llu",
              (unsigned long long) e->time);
     snprintf(out->seed, sizeof(out->seed), "%08x", (unsigned) e->seed);
+    snprintf(out->seq, sizeof(out->seq), "%llu",
+             (unsigned long long) e->seq);
     dust_mac(mac, &signed_e, key);
     for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
         snprintf(out->mac + 2 * i, 3, "%02x", mac[i]);
@@ -293,7 +327,8 @@ sh_stream_encode_dust(sh_stream_dust_fields_t *out,
     out->value[1] = out->dust;
     out->value[2] = out->time;
     out->value[3] = out->seed;
-    out->value[4] = out->mac;
+    out->value[4] = out->seq;
+    out->value[5] = out->mac;
 
     for (f = 0; f < SH_STREAM_DUST_NFIELDS; f++) {
         out->name[f] = names[f];
@@ -390,6 +425,12 @@ sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
         rc = parse_hex(value, value_len, 8, &v);
         e->xv = (uint32_t) v;
         break;
+    case SH_STREAM_F_SEQ:
+        rc = parse_u64(value, value_len, &e->seq);
+        if (rc == 0 && e->seq == 0) {
+            rc = -1;
+        }
+        break;
     case SH_STREAM_F_SK:
         rc = value_len == 32 ? 0 : -1;
         if (rc == 0) {
@@ -415,18 +456,19 @@ sh_stream_entry_field(sh_stream_entry_t *e, const char *name, size_t name_len,
 int
 sh_stream_entry_check(const sh_stream_entry_t *e, char *err, size_t errlen)
 {
-    unsigned f, need;
+    unsigned f, need, may;
 
     if (sh_stream_is_dust(e)) {
         need = (1u << SH_STREAM_F_NODE) | (1u << SH_STREAM_F_TIME)
                | (1u << SH_STREAM_F_SEED) | (1u << SH_STREAM_F_MAC);
+        may = need | (1u << SH_STREAM_F_SEQ);
         for (f = 0; f < SH_STREAM_NFIELDS; f++) {
             if ((need & (1u << f)) && !(e->seen & (1u << f))) {
                 snprintf(err, errlen, "no \"%s\" field",
                          sh_stream_field_names[f]);
                 return -1;
             }
-            if (!(need & (1u << f)) && (e->seen & (1u << f))) {
+            if (!(may & (1u << f)) && (e->seen & (1u << f))) {
                 snprintf(err, errlen, "a DUST entry with a \"%s\" field",
                          sh_stream_field_names[f]);
                 return -1;
@@ -436,7 +478,9 @@ sh_stream_entry_check(const sh_stream_entry_t *e, char *err, size_t errlen)
     }
 
     for (f = 0; f < SH_STREAM_NFIELDS; f++) {
-        if (!(e->seen & (1u << f)) && f != SH_STREAM_F_SK) {
+        if (!(e->seen & (1u << f)) && f != SH_STREAM_F_SK
+            && f != SH_STREAM_F_SEQ)
+        {
             snprintf(err, errlen, "no \"%s\" field",
                      sh_stream_field_names[f]);
             return -1;

@@ -21,18 +21,27 @@
  *     sk      the page's sketches (sh_sketch.h), structure then links, 32
  *             hex digits (zeros: none); optional: an entry without it (of
  *             an earlier release) is a document without sketches
+ *     seq     the writer's sequence number, decimal: every entry a node
+ *             sends has a larger one than the one before (microseconds
+ *             since 1970 when it was sent, or one more than the last), so
+ *             that a reader refuses an entry not newer than what it has
+ *             applied from that node: a replay.  Optional here (an entry
+ *             of an earlier release has none); the module refuses an
+ *             entry without it
  *     mac     HMAC-SHA256 of all the fields above, truncated to 128 bits
- *             (with sk, under another tag: sk cannot be stripped),
- *             32 hex digits, under a key derived from the tier's secret
- *             (simhash_seed; sh_config_derive_key): whoever can read the
- *             stream cannot forge an entry, only replay one unchanged
+ *             (with sk, or with seq, under another tag: neither can be
+ *             stripped), 32 hex digits, under a key derived from the
+ *             tier's secret (simhash_seed; sh_config_derive_key): whoever
+ *             can read the stream cannot forge an entry, nor replay one
+ *             unchanged past a reader that applied a later one
  *
  * Fields may come in any order; fields of other names are ignored (a later
  * version may add some); a missing or malformed field makes the entry
  * malformed.
  *
  * A DUST entry carries one learned URL rule's state instead of a document
- * (src/sh_dust.h, docs/DUST.md): node, time, seed and mac as above, and
+ * (src/sh_dust.h, docs/DUST.md): node, time, seed, seq and mac as above,
+ * and
  *
  *     dust    the rule's record of sh_dust_export_rule, SH_DUST_RULE_REC_LEN
  *             (176) bytes, as 352 hex digits
@@ -86,6 +95,7 @@ enum {
     SH_STREAM_F_SEED,
     SH_STREAM_F_XV,
     SH_STREAM_F_SK,
+    SH_STREAM_F_SEQ,
     SH_STREAM_F_MAC,
     SH_STREAM_NFIELDS
 };
@@ -111,6 +121,7 @@ typedef struct {
     uint32_t             seed;
     uint32_t             xv;        /* extraction version */
     sh_sketches_t        sketches;  /* sk; 0: none */
+    uint64_t             seq;       /* the writer's sequence; 0: none */
     unsigned char        dust[SH_STREAM_DUST_LEN];  /* a DUST entry's rule
                                        record (seen has SH_STREAM_F_DUST) */
     unsigned char        mac[SH_STREAM_MAC_LEN];
@@ -134,6 +145,7 @@ typedef struct {
     char        seed[9];
     char        xv[9];
     char        sk[33];
+    char        seq[21];
     char        mac[2 * SH_STREAM_MAC_LEN + 1];
 } sh_stream_fields_t;
 
@@ -141,10 +153,10 @@ void sh_stream_encode(sh_stream_fields_t *out, const sh_stream_entry_t *e,
                       const unsigned char key[SH_STREAM_KEY_LEN]);
 
 /*
- * A DUST entry's fields: node, dust, time, seed, mac (e has node, time,
- * seed and dust set; the MAC is computed here).
+ * A DUST entry's fields: node, dust, time, seed, seq, mac (e has node,
+ * time, seed, seq and dust set; the MAC is computed here).
  */
-#define SH_STREAM_DUST_NFIELDS  5
+#define SH_STREAM_DUST_NFIELDS  6
 
 typedef struct {
     const char *name[SH_STREAM_DUST_NFIELDS];
@@ -154,6 +166,7 @@ typedef struct {
     char        dust[2 * SH_STREAM_DUST_LEN + 1];
     char        time[21];
     char        seed[9];
+    char        seq[21];
     char        mac[2 * SH_STREAM_MAC_LEN + 1];
 } sh_stream_dust_fields_t;
 
@@ -163,6 +176,14 @@ void sh_stream_encode_dust(sh_stream_dust_fields_t *out,
 
 /* 1 if the entry checked is a DUST entry. */
 int sh_stream_is_dust(const sh_stream_entry_t *e);
+
+/* 1 if the entry checked has a seq field (none: an earlier release's). */
+int sh_stream_has_seq(const sh_stream_entry_t *e);
+
+/* The writer's next sequence number: one more than `last`, or `now_us`
+ * (microseconds since 1970) if that is larger, so that a writer that
+ * starts again with nothing kept goes on above what it sent before. */
+uint64_t sh_stream_next_seq(uint64_t last, uint64_t now_us);
 
 /* The MAC of an entry's fields (all but mac) under key. */
 void sh_stream_mac(unsigned char mac[SH_STREAM_MAC_LEN],

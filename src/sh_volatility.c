@@ -19,6 +19,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "sh_err.h"
+#include "sh_file.h"
 #include "sh_volatility.h"
 #include "sh_vosh.h"
 
@@ -44,14 +46,6 @@ extern const unsigned sh_vol_builtin_npoints;
 extern const float    sh_vol_builtin_points[][2];
 extern const unsigned sh_vol_builtin_nk;
 extern const uint32_t sh_vol_builtin_k[][3 + SH_VOL_NRECALL];
-
-static void
-set_err(char *err, size_t errlen, const char *msg)
-{
-    if (err != NULL && errlen > 0) {
-        snprintf(err, errlen, "%s", msg);
-    }
-}
 
 /* S(c) = P(|Y| > c): log-linear between points, last slope beyond. */
 static double
@@ -268,25 +262,25 @@ sh_volatility_from_points(const float *c, const float *s, size_t n,
     size_t i;
 
     if (n < 2 || n > SH_VOL_MAXPOINTS) {
-        set_err(err, errlen, "volatility table needs 2 to 1024 points");
+        sh_err_set(err, errlen, "volatility table needs 2 to 1024 points");
         return NULL;
     }
     for (i = 0; i < n; i++) {
         if (!isfinite(c[i]) || !isfinite(s[i]) || c[i] < 0 || s[i] <= 0
             || s[i] > 1)
         {
-            set_err(err, errlen, "volatility point out of range");
+            sh_err_set(err, errlen, "volatility point out of range");
             return NULL;
         }
         if (i > 0 && (c[i] <= c[i - 1] || s[i] > s[i - 1])) {
-            set_err(err, errlen, "volatility points must have increasing |y'"
-                    " and non-increasing survival");
+            sh_err_set(err, errlen, "volatility points must have "
+                       "increasing |y| and non-increasing survival");
             return NULL;
         }
     }
     v = calloc(1, sizeof(*v));
     if (v == NULL) {
-        set_err(err, errlen, "out of memory");
+        sh_err_set(err, errlen, "out of memory");
         return NULL;
     }
     v->npoints = (uint32_t) n;
@@ -330,12 +324,12 @@ sh_volatility_from_samples(float *absy, size_t n, char *err, size_t errlen)
     double level;
 
     if (n < 100) {
-        set_err(err, errlen, "too few samples to calibrate (need 100)");
+        sh_err_set(err, errlen, "too few samples to calibrate (need 100)");
         return NULL;
     }
     for (i = 0; i < n; i++) {
         if (!isfinite(absy[i])) {
-            set_err(err, errlen, "non-finite sample");
+            sh_err_set(err, errlen, "non-finite sample");
             return NULL;
         }
         absy[i] = fabsf(absy[i]);
@@ -350,7 +344,7 @@ sh_volatility_from_samples(float *absy, size_t n, char *err, size_t errlen)
     c[np] = 0;
     s[np] = (float) count_above(absy, n, 0) / (float) n;
     if (s[np] <= 0) {
-        set_err(err, errlen, "every sample is zero: no bit ever flipped");
+        sh_err_set(err, errlen, "every sample is zero: no bit ever flipped");
         return NULL;
     }
     np++;
@@ -367,7 +361,7 @@ sh_volatility_from_samples(float *absy, size_t n, char *err, size_t errlen)
         level = level > 1.5 / 64 ? level - 1.0 / 64 : level / 2;
     }
     if (np < 2) {
-        set_err(err, errlen, "samples too concentrated to calibrate");
+        sh_err_set(err, errlen, "samples too concentrated to calibrate");
         return NULL;
     }
     return sh_volatility_from_points(c, s, np, err, errlen);
@@ -578,48 +572,20 @@ k_row_known(const uint32_t *k)
 }
 
 
-/*
- * PATH.tmp created afresh, never written through a link or a file someone
- * left there (a shared directory such as /tmp): a stale one is removed,
- * the new one created exclusively.
- */
-static FILE *
-fopen_fresh(const char *tmp)
-{
-    FILE *f;
-    int   fd;
-
-    if (unlink(tmp) != 0 && errno != ENOENT) {
-        return NULL;
-    }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0644);
-    if (fd < 0) {
-        return NULL;
-    }
-    f = fdopen(fd, "w");
-    if (f == NULL) {
-        close(fd);
-        unlink(tmp);
-    }
-    return f;
-}
-
 int
 sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
                    size_t errlen)
 {
-    char  tmp[4096];
-    FILE *f;
-    int   all, h, t, i;
+    char             *text = NULL;
+    size_t            len = 0;
+    FILE             *f;
+    int               all, h, t, i;
+    sh_file_writer_t *w;
 
-    if ((size_t) snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-        set_err(err, errlen, "path too long");
-        return -1;
-    }
-    f = fopen_fresh(tmp);
+    /* the text in memory first, then one safe replacement of the file */
+    f = open_memstream(&text, &len);
     if (f == NULL) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        sh_err_set(err, errlen, "out of memory");
         return -1;
     }
     fprintf(f, "simhash-volatility 1\n"
@@ -649,17 +615,24 @@ sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
         }
     }
     fprintf(f, "end\n");
-    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0) {
-        snprintf(err, errlen, "%s: write failed", tmp);
-        remove(tmp);
+    if (ferror(f) || fclose(f) != 0) {
+        sh_err_set(err, errlen, "out of memory");
+        free(text);
         return -1;
     }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        remove(tmp);
+
+    w = sh_file_writer_open(path, 0644, NULL, err, errlen);
+    if (w == NULL) {
+        free(text);
         return -1;
     }
-    return 0;
+    if (sh_file_writer_write(w, text, len, err, errlen) != 0) {
+        sh_file_writer_abort(w);
+        free(text);
+        return -1;
+    }
+    free(text);
+    return sh_file_writer_commit(w, err, errlen);
 }
 
 sh_volatility_t *

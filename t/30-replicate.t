@@ -143,10 +143,10 @@ sub entry {
     my (%e) = @_;
     my %d = (node => 'z', digest => '0' x 16, time => int(time * 1000), %e);
     my @args = map { ("--$_" => $d{$_}) } grep { defined $d{$_} }
-               qw(node key fp digest time xv);
+               qw(node key fp digest time xv seq);
     my @pairs = map { split / /, $_, 2 }
                 split /\n/, `$ENV{SH_CLI} entry @args`;
-    die "simhash entry @args failed" unless @pairs == 18;
+    die "simhash entry @args failed" unless @pairs == 20;
     return @pairs;
 }
 sub xadd {

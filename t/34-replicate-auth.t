@@ -76,8 +76,9 @@ my %f = @{ $first->[1] };
 like($f{xv}, qr/^[0-9a-f]{8}$/, 'xv: the extraction version, 8 hex digits');
 like($f{mac}, qr/^[0-9a-f]{32}$/, 'mac: 32 hex digits');
 like($f{sk}, qr/^[0-9a-f]{32}$/, 'sk: the sketches, 32 hex digits');
+like($f{seq}, qr/^[1-9][0-9]*$/, 'seq: the writer\'s sequence number, decimal');
 my $text = join '', map { "$_ $f{$_}\n" }
-                    qw(node key fp digest time seed xv sk mac);
+                    qw(node key fp digest time seed xv sk seq mac);
 sub verify {
     my ($entry, @opts) = @_;
     my $cmd = join ' ', $ENV{SH_CLI}, 'entry', @opts, '--verify',
@@ -98,7 +99,7 @@ sub signed {
            `$ENV{SH_CLI} entry --seed $secret --node z @args`;
 }
 my $bfp = sprintf('%016x', hex($fp) ^ 0xffff_0000);
-my @order = qw(node key fp digest time seed xv sk mac);
+my @order = qw(node key fp digest time seed xv sk seq mac);
 # The fields of %$e in the stream's order, some replaced.
 sub with {
     my ($e, %set) = @_;

@@ -227,7 +227,7 @@ my ($real) = grep { my %f = @{ $_->[1] }; exists $f{dust} } @$entries;
 ok($real, 'a DUST entry on the stream');
 my %f = @{ $real->[1] };
 is(length $f{dust}, 352, 'its record: 176 bytes in hex');
-my @order = qw(node dust time seed mac);
+my @order = qw(node dust time seed seq mac);
 sub with {
     my (%set) = @_;
     return map { ($_ => exists $set{$_} ? $set{$_} : $f{$_}) } @order;
@@ -262,7 +262,7 @@ SKIP: {
     skip 'no SH_CLI', 4 unless $ENV{SH_CLI} && -x $ENV{SH_CLI};
     my @pairs = map { split / /, $_, 2 }
                 split /\n/, `$ENV{SH_CLI} entry --node z --dust $more`;
-    is(scalar(@pairs), 10, 'simhash entry --dust: five fields');
+    is(scalar(@pairs), 12, 'simhash entry --dust: six fields');
     sleep 1.1;
     my $r1 = repl($B);
     $redis->cmd('XADD', $stream, '*', @pairs);

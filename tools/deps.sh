@@ -15,10 +15,12 @@ set -eu
 # valgrind and gdb: the integration tests use both (t/11-valgrind.t,
 # `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb);
 # wget: t/21-key-port.t crawls through the proxy with wget -r;
-# libhiredis-dev: the module's replication; redis-server: its tests.
+# libhiredis-dev: the module's replication; redis-server: its tests;
+# libpsl-dev and publicsuffix: which hosts are one site (a DUST host alias
+# joins only those; src/sh_site.h), publicsuffix the list Debian updates.
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
-libssl-dev
+libssl-dev libpsl-dev publicsuffix
 valgrind gdb wget libhiredis-dev redis-server"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
 # (the Linux manual pages rendered to HTML by two independent renderers).

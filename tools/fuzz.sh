@@ -27,8 +27,8 @@ BUILD=${1:-build}
 SECS=${2:-60}
 OUT=$BUILD/fuzz
 CC=${FUZZ_CC:-clang}
-TARGETS=${FUZZ_TARGETS:-doc snapshot idf volatility index dust cost}
-PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto"
+TARGETS=${FUZZ_TARGETS:-doc snapshot image idf volatility index dust cost}
+PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto libpsl"
 
 case $SECS in
     ''|*[!0-9]*) echo "fuzz.sh: seconds must be a number, not '$SECS'" >&2
@@ -131,6 +131,7 @@ mkdir -p "$OUT/corpus"
 max_len() {
     case $1 in
         doc|snapshot|volatility) echo 65536 ;;
+        image) echo 131072 ;;
         idf) echo 16384 ;;
         index|dust) echo 2048 ;;
         cost) echo 1024 ;;

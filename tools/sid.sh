@@ -34,7 +34,7 @@ t/24-budget.t t/cli.t t/30-replicate.t t/34-redis-hostile.t
 t/34-replicate-auth.t t/38-listings.t"}
 PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
-wget libhiredis-dev redis-server dpkg-dev"
+libpsl-dev publicsuffix wget libhiredis-dev redis-server dpkg-dev"
 
 die() { echo "sid: $*" >&2; exit 1; }
 

@@ -140,18 +140,19 @@ sub cmd {
     return $r;
 }
 
-# entry(node => ID, key => K, fp => HEX, [digest, time, xv], [seed =>
+# entry(node => ID, key => K, fp => HEX, [digest, time, xv, seq], [seed =>
 # SECRET]) -> the field/value list of a stream entry as a node of a tier
 # with those extraction defaults (and that simhash_seed) writes it, signed
-# by `simhash entry` ($ENV{SH_CLI}).
+# by `simhash entry` ($ENV{SH_CLI}; its seq: now in microseconds unless
+# given).
 sub entry {
     my (%e) = @_;
     my @args = map { ("--$_" => $e{$_}) } grep { defined $e{$_} }
-               qw(seed node key fp digest time xv);
+               qw(seed node key fp digest time xv seq);
     my $cmd = join ' ', $ENV{SH_CLI}, 'entry',
                         map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @args;
     my @pairs = map { split / /, $_, 2 } split /\n/, `$cmd`;
-    die "$cmd failed" unless @pairs == 18;
+    die "$cmd failed" unless @pairs >= 18 && @pairs % 2 == 0;
     return @pairs;
 }
 

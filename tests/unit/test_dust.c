@@ -8,7 +8,11 @@
 #define TEST_RNG_SEED 0x5d1f3c2b7a694e81ull
 #include "test_util.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "sh_dust.h"
+#include "sh_site.h"
 
 #define SECRET      "dust test secret"
 
@@ -106,6 +110,29 @@ support_of(sh_dust_t *d, const char *host, const char *pattern,
     sh_dust_rule_info_t r;
 
     return sh_dust_rule(d, host, pattern, kind, arg, &r) == 0 ? r.support : 0;
+}
+
+/* The Public Suffix List, for the whole group: which hosts are one site
+ * (a learned host alias joins only those). */
+static int
+site_load(void **state)
+{
+    char err[256];
+
+    (void) state;
+    if (sh_site_load(NULL, err, sizeof(err)) != 0) {
+        fprintf(stderr, "sh_site_load: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+site_unload(void **state)
+{
+    (void) state;
+    sh_site_unload();
+    return 0;
 }
 
 /* The alias rule of hosts a and b, named a -> b or b -> a (its candidate
@@ -645,8 +672,9 @@ test_alias_sessions(void **state)
     unmake(&f);
 }
 
-/* An alias joins two hosts' rules: the busier host (the alias's target)
- * takes the rule only the other one learned, unless it forbids it. */
+/* An alias joins two hosts of one site: the busier host (the alias's
+ * target) takes the rule only the other one learned, unless it forbids
+ * it. */
 static void
 test_alias_rules_union(void **state)
 {
@@ -663,15 +691,16 @@ test_alias_rules_union(void **state)
     for (n = 1; n <= 40; n++) {
         obs(f.d, DOCREP(n), "http://tgt.example/p/%d", n);
     }
-    learn_pairs(f.d, "http://src.example/p/%d?ref=a", "http://src.example/"
-                "p/%d?ref=b", 12);
-    assert_int_equal(state_of(f.d, "src.example", "/p/", SH_DUST_DROP_PARAM,
-                              "ref"), SH_DUST_ACTIVE);
-    /* the same pages under the same paths on both: the alias */
+    learn_pairs(f.d, "http://src.tgt.example/p/%d?ref=a", "http://src.tgt."
+                "example/p/%d?ref=b", 12);
+    assert_int_equal(state_of(f.d, "src.tgt.example", "/p/",
+                              SH_DUST_DROP_PARAM, "ref"), SH_DUST_ACTIVE);
+    /* the same pages under the same paths on both: the alias (one site) */
     for (n = 1; n <= 12; n++) {
-        obs(f.d, DOCREP(n), "http://src.example/p/%d", n);
+        obs(f.d, DOCREP(n), "http://src.tgt.example/p/%d", n);
     }
-    assert_int_equal(alias_rule(f.d, "src.example", "tgt.example", &r), 0);
+    assert_int_equal(alias_rule(f.d, "src.tgt.example", "tgt.example", &r),
+                     0);
     assert_int_equal(r.state, SH_DUST_ACTIVE);
     /* tgt never saw a ref= pair; src's rule predicts tgt's variants */
     obs(f.d, DOCREP(50), "http://tgt.example/p/50");
@@ -684,6 +713,337 @@ test_alias_rules_union(void **state)
                                  1000), 0);
     assert_int_equal(pred(f.d, NULL, NULL, "http://tgt.example/p/50?ref=y"),
                      0);
+    unmake(&f);
+}
+
+/* Security issue 31: attacker.example copies victim.example's pages, then
+ * serves one page whatever ?v= says.  Two sites: no alias, not even a
+ * candidate, and victim.example's distinct ?v= pages are never predicted
+ * by the attacker's drop_param(v).  IP hosts are each their own site. */
+static void
+test_alias_two_sites(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    int                 n, k;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    for (n = 1; n <= 40; n++) {
+        obs(f.d, DOCREP(n), "http://victim.example/doc/p%d.html", n);
+    }
+    for (n = 1; n <= 40; n++) {
+        obs(f.d, DOCREP(n), "http://attacker.example/doc/p%d.html", n);
+    }
+    assert_int_equal(alias_rule(f.d, "victim.example", "attacker.example",
+                                &r), -1);
+    learn_pairs(f.d, "http://attacker.example/doc/q%d.html?v=1",
+                "http://attacker.example/doc/q%d.html?v=2", 12);
+    assert_int_equal(state_of(f.d, "attacker.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_ACTIVE);
+    for (n = 1; n <= 10; n++) {
+        obs(f.d, DOCREP(1000 + 10 * n), "http://victim.example/doc/"
+            "r%d.html?v=1", n);
+        for (k = 2; k <= 5; k++) {
+            assert_int_equal(pred(f.d, NULL, NULL, "http://victim.example/"
+                                  "doc/r%d.html?v=%d", n, k), 0);
+            obs(f.d, DOCREP(1000 + 10 * n + k), "http://victim.example/"
+                "doc/r%d.html?v=%d", n, k);
+        }
+    }
+    /* the victim's own pairs disagree: no candidate of its own either */
+    assert_int_equal(state_of(f.d, "victim.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), -1);
+
+    /* two addresses serving one page are two sites too */
+    for (n = 1; n <= 20; n++) {
+        obs(f.d, DOCREP(2000 + n), "http://10.0.0.1/x/%d", n);
+        obs(f.d, DOCREP(2000 + n), "http://10.0.0.2/x/%d", n);
+    }
+    assert_int_equal(alias_rule(f.d, "10.0.0.1", "10.0.0.2", &r), -1);
+    unmake(&f);
+}
+
+/* The other direction: the attacker is the busier host and has served
+ * junk at paths the victim was not crawled under yet; the victim's new
+ * pages are not predicted as duplicates of the junk. */
+static void
+test_alias_two_sites_busier(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    int                 n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    for (n = 1; n <= 40; n++) {
+        obs(f.d, DOCREP(3000 + n), "http://attacker.example/doc/x%d.html", n);
+    }
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://victim.example/doc/p%d.html", n);
+        obs(f.d, DOCREP(n), "http://attacker.example/doc/p%d.html", n);
+    }
+    assert_int_equal(alias_rule(f.d, "victim.example", "attacker.example",
+                                &r), -1);
+    for (n = 1; n <= 40; n++) {
+        assert_int_equal(pred(f.d, NULL, NULL, "http://victim.example/doc/"
+                              "x%d.html", n), 0);
+    }
+
+    /* the same with www.victim.example, one site with victim.example:
+     * learned, and it answers (what an alias is for) */
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(8000 + n), "http://victim.example/doc/z%d.html", n);
+        obs(f.d, DOCREP(8000 + n), "http://www.victim.example/doc/z%d.html",
+            n);
+    }
+    assert_int_equal(alias_rule(f.d, "victim.example", "www.victim.example",
+                                &r), 0);
+    assert_int_equal(r.state, SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(77), "http://victim.example/doc/y.html");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://www.victim.example/doc/"
+                          "y.html"), 1);
+    unmake(&f);
+}
+
+/* No Public Suffix List: no two hosts are known to be one site, so no
+ * alias is learned; the operator's pin still joins two hosts, of one
+ * site or not. */
+static void
+test_alias_no_list(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    uint64_t            rep;
+    char                err[256];
+    int                 n;
+
+    (void) state;
+    sh_site_unload();
+    fast_opts(&o);
+    make(&f, &o);
+
+    learn_pairs(f.d, "http://nolist.example/x/%d",
+                "http://www.nolist.example/x/%d", 20);
+    assert_int_equal(alias_rule(f.d, "nolist.example", "www.nolist.example",
+                                &r), -1);
+
+    assert_int_equal(sh_dust_pin(f.d, "mirror.example", NULL,
+                                 SH_DUST_HOST_ALIAS, "origin.example",
+                                 SH_DUST_PIN_ON, 1000), 0);
+    for (n = 1; n <= 3; n++) {
+        obs(f.d, DOCREP(4000 + n), "http://origin.example/p/%d", n);
+    }
+    obs(f.d, DOCREP(4009), "http://mirror.example/p/9");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://mirror.example/p/2"), 1);
+    assert_int_equal(rep, DOCREP(4002));
+    unmake(&f);
+    assert_int_equal(sh_site_load(NULL, err, sizeof(err)), 0);
+}
+
+/* A record of an active learned alias of two sites (another node's, from
+ * before issue 31) is taken as evidence only: the alias does not turn on
+ * here, and nothing is predicted through it. */
+static void
+test_alias_import_two_sites(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    unsigned char       rec[SH_DUST_RULE_REC_LEN];
+    int                 n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    assert_int_equal(sh_dust_pin(f.d, "attacker.example", NULL,
+                                 SH_DUST_HOST_ALIAS, "victim.example",
+                                 SH_DUST_PIN_ON, 1000), 0);
+    assert_int_equal(sh_dust_rule(f.d, "attacker.example", NULL,
+                                  SH_DUST_HOST_ALIAS, "victim.example", &r),
+                     0);
+    assert_int_equal(sh_dust_export_rule(f.d, &r, rec), 0);
+    assert_int_equal(sh_dust_pin(f.d, "attacker.example", NULL,
+                                 SH_DUST_HOST_ALIAS, "victim.example",
+                                 SH_DUST_PIN_CLEAR, 1000), 0);
+    /* active, with the support of a learned rule, checksummed again */
+    rec[4] = SH_DUST_ACTIVE;
+    rec[32] = 200;
+    (void) memcpy(rec + 168, &(uint64_t) { XXH3_64bits(rec, 168) }, 8);
+    for (n = 1; n <= 5; n++) {
+        obs(f.d, DOCREP(n), "http://victim.example/doc/p%d.html", n);
+        obs(f.d, DOCREP(100 + n), "http://attacker.example/z/%d", n);
+    }
+    assert_int_equal(sh_dust_import_rule(f.d, rec, sizeof(rec), 1000), 0);
+    assert_int_equal(sh_dust_rule(f.d, "attacker.example", NULL,
+                                  SH_DUST_HOST_ALIAS, "victim.example", &r),
+                     0);
+    assert_int_equal(r.support, 200);
+    assert_int_not_equal(r.state, SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://attacker.example/doc/"
+                          "p3.html"), 0);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://victim.example/z/3"), 0);
+    unmake(&f);
+}
+
+/* Within one site: m.shop.example serves one page whatever ?v= says and
+ * learns drop_param(v); through the alias it predicts shop.example's
+ * URLs, where ?v= selects the page.  The verification fetch of such a
+ * prediction counts against the rule that made it (m.shop.example's), and
+ * retires it for shop.example's scope at once: shop.example's next
+ * distinct pages are not predicted; m.shop.example's still are.  Both
+ * ways of finding the pair: the canonical table (a form fetched after the
+ * rule turned on) and the rule's own evidence. */
+static void
+test_borrowed_verified(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    sh_dust_why_t       why;
+    fix_t               f;
+    uint64_t            rep;
+    uint32_t            against;
+    int                 n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    for (n = 1; n <= 20; n++) {
+        obs(f.d, DOCREP(n), "http://shop.example/doc/p%d.html", n);
+    }
+    obs(f.d, DOCREP(5001), "http://shop.example/doc/early.html?v=1");
+    for (n = 1; n <= 20; n++) {
+        obs(f.d, DOCREP(n), "http://m.shop.example/doc/p%d.html", n);
+    }
+    assert_int_equal(alias_rule(f.d, "shop.example", "m.shop.example", &r),
+                     0);
+    assert_int_equal(r.state, SH_DUST_ACTIVE);
+    learn_pairs(f.d, "http://m.shop.example/doc/q%d.html?v=1",
+                "http://m.shop.example/doc/q%d.html?v=2", 30);
+    assert_int_equal(state_of(f.d, "m.shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_ACTIVE);
+    against = sh_dust_rule(f.d, "m.shop.example", "/doc/",
+                           SH_DUST_DROP_PARAM, "v", &r) == 0 ? r.against : 0;
+
+    /* the rule's own evidence: early.html?v=1 came before it was on */
+    assert_int_equal(pred(f.d, &rep, &why, "http://shop.example/doc/"
+                          "early.html?v=2"), 1);
+    assert_int_equal(rep, DOCREP(5001));
+    assert_int_equal(why.kinds, 1u << SH_DUST_DROP_PARAM);
+    /* the verification: another page */
+    obs(f.d, DOCREP(5002), "http://shop.example/doc/early.html?v=2");
+    assert_int_equal(sh_dust_rule(f.d, "m.shop.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "v", &r), 0);
+    assert_true(r.against > against);
+    assert_int_equal(state_of(f.d, "shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_RETIRED);
+    for (n = 1; n <= 10; n++) {
+        obs(f.d, DOCREP(6000 + 10 * n), "http://shop.example/doc/r%d.html"
+            "?v=1", n);
+        assert_int_equal(pred(f.d, NULL, NULL, "http://shop.example/doc/"
+                              "r%d.html?v=2", n), 0);
+    }
+    /* the lender keeps it for its own URLs */
+    assert_int_equal(state_of(f.d, "m.shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(5050), "http://m.shop.example/doc/q50.html?v=1");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://m.shop.example/doc/"
+                          "q50.html?v=9"), 1);
+    assert_int_equal(rep, DOCREP(5050));
+    unmake(&f);
+}
+
+/* www.shop.example and shop.example joined, www's drop_param(v) on (it
+ * serves one page whatever ?v= says): what each node of a tier learns. */
+static void
+shop_learn(sh_dust_t *d)
+{
+    int n;
+
+    for (n = 1; n <= 20; n++) {
+        obs(d, DOCREP(n), "http://shop.example/doc/p%d.html", n);
+        obs(d, DOCREP(n), "http://www.shop.example/doc/p%d.html", n);
+    }
+    learn_pairs(d, "http://www.shop.example/doc/q%d.html?v=1",
+                "http://www.shop.example/doc/q%d.html?v=2", 30);
+    assert_int_equal(state_of(d, "www.shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_ACTIVE);
+}
+
+/* In a tier: node a retires the borrowed rule for shop.example; its
+ * record (a candidate's: an import decides the state by the counts) stops
+ * node b's borrowing too, before any verification there. */
+static void
+test_borrowed_replicated(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               a, b;
+    unsigned char       rec[SH_DUST_RULE_REC_LEN];
+
+    (void) state;
+    fast_opts(&o);
+    make(&a, &o);
+    make(&b, &o);
+    shop_learn(a.d);
+    shop_learn(b.d);
+
+    obs(a.d, DOCREP(7001), "http://shop.example/doc/late.html?v=1");
+    obs(a.d, DOCREP(7002), "http://shop.example/doc/late.html?v=2");
+    assert_int_equal(sh_dust_rule(a.d, "shop.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "v", &r), 0);
+    assert_int_equal(r.state, SH_DUST_RETIRED);
+    assert_int_equal(sh_dust_export_rule(a.d, &r, rec), 0);
+    assert_int_equal(sh_dust_rule_unpin(rec, NULL), 0);
+
+    obs(b.d, DOCREP(7101), "http://shop.example/doc/other.html?v=1");
+    assert_int_equal(pred(b.d, NULL, NULL, "http://shop.example/doc/"
+                          "other.html?v=2"), 1);
+    assert_int_equal(sh_dust_import_rule(b.d, rec, sizeof(rec), 1000), 0);
+    assert_int_equal(state_of(b.d, "shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_CANDIDATE);
+    assert_int_equal(pred(b.d, NULL, NULL, "http://shop.example/doc/"
+                          "other.html?v=2"), 0);
+    /* www's own URLs: still */
+    obs(b.d, DOCREP(7201), "http://www.shop.example/doc/q90.html?v=1");
+    assert_int_equal(pred(b.d, NULL, NULL, "http://www.shop.example/doc/"
+                          "q90.html?v=2"), 1);
+    unmake(&a);
+    unmake(&b);
+}
+
+/* The canonical table's way: a form fetched on shop.example after the
+ * rule was borrowed, then a verification of a prediction from it. */
+static void
+test_borrowed_verified_canonical(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    shop_learn(f.d);
+    obs(f.d, DOCREP(7001), "http://shop.example/doc/late.html?v=1");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://shop.example/doc/"
+                          "late.html?v=2"), 1);
+    assert_int_equal(rep, DOCREP(7001));
+    obs(f.d, DOCREP(7002), "http://shop.example/doc/late.html?v=2");
+    assert_int_equal(state_of(f.d, "shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "v"), SH_DUST_RETIRED);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://shop.example/doc/"
+                          "late.html?v=3"), 0);
     unmake(&f);
 }
 
@@ -1218,6 +1578,13 @@ main(void)
         cmocka_unit_test(test_same_path),
         cmocka_unit_test(test_alias_sessions),
         cmocka_unit_test(test_alias_rules_union),
+        cmocka_unit_test(test_alias_two_sites),
+        cmocka_unit_test(test_alias_two_sites_busier),
+        cmocka_unit_test(test_alias_no_list),
+        cmocka_unit_test(test_alias_import_two_sites),
+        cmocka_unit_test(test_borrowed_verified),
+        cmocka_unit_test(test_borrowed_verified_canonical),
+        cmocka_unit_test(test_borrowed_replicated),
         cmocka_unit_test(test_no_dust),
         cmocka_unit_test(test_lru_hosts),
         cmocka_unit_test(test_hostile),
@@ -1227,5 +1594,5 @@ main(void)
         cmocka_unit_test(test_init_errors),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, site_load, site_unload);
 }

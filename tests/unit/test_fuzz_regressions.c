@@ -37,6 +37,7 @@ static char fuzz_current[4096];
 #include "../../fuzz/fuzz_doc.c"
 #include "../../fuzz/fuzz_dust.c"
 #include "../../fuzz/fuzz_idf.c"
+#include "../../fuzz/fuzz_image.c"
 #include "../../fuzz/fuzz_index.c"
 #include "../../fuzz/fuzz_snapshot.c"
 #include "../../fuzz/fuzz_volatility.c"
@@ -52,6 +53,7 @@ static const replay_target_t targets[] = {
     { "doc", fdoc_init, fdoc_one },
     { "dust", fdust_init, fdust_one },
     { "idf", fidf_init, fidf_one },
+    { "image", fimg_init, fimg_one },
     { "index", fix_init, fix_one },
     { "snapshot", fsnap_init, fsnap_one },
     { "volatility", fvol_init, fvol_one },
@@ -178,10 +180,11 @@ main(void)
         { "replay_doc", test_replay, NULL, NULL, (void *) &targets[1] },
         { "replay_dust", test_replay, NULL, NULL, (void *) &targets[2] },
         { "replay_idf", test_replay, NULL, NULL, (void *) &targets[3] },
-        { "replay_index", test_replay, NULL, NULL, (void *) &targets[4] },
-        { "replay_snapshot", test_replay, NULL, NULL, (void *) &targets[5] },
+        { "replay_image", test_replay, NULL, NULL, (void *) &targets[4] },
+        { "replay_index", test_replay, NULL, NULL, (void *) &targets[5] },
+        { "replay_snapshot", test_replay, NULL, NULL, (void *) &targets[6] },
         { "replay_volatility", test_replay, NULL, NULL,
-          (void *) &targets[6] },
+          (void *) &targets[7] },
         cmocka_unit_test(test_no_stray_directories),
     };
 

@@ -11,6 +11,7 @@
 #include "sh_store_image.h"
 #include "sh_store_internal.h"
 #include "sh_store_file.h"
+#include "sh_snapshot.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -780,19 +781,19 @@ write_file_tail(sh_store_t *st, const char *path, const char *settings,
 {
     unsigned char        *buf = malloc(SH_IMAGE_BUF_MIN);
     char                  err[256];
-    sh_snapshot_writer_t *w;
+    sh_file_writer_t *w;
     sh_image_saver_t      sv;
     long                  n;
     uint64_t              total = 0;
 
     assert_non_null(buf);
-    w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+    w = sh_file_writer_open(path, SH_SNAPSHOT_MODE, NULL, err, sizeof(err));
     assert_non_null(w);
     assert_int_equal(sh_store_file_begin(w, settings, strlen(settings), err,
                                          sizeof(err)), 0);
     sh_image_save_begin(&sv, st, buf, SH_IMAGE_BUF_MIN);
     while ((n = sh_image_save_step(&sv)) > 0) {
-        assert_int_equal(sh_snapshot_writer_write(w, buf, (size_t) n, err,
+        assert_int_equal(sh_file_writer_write(w, buf, (size_t) n, err,
                                                   sizeof(err)), 0);
         total += (uint64_t) n;
     }
@@ -801,7 +802,7 @@ write_file_tail(sh_store_t *st, const char *path, const char *settings,
         assert_int_equal(sh_store_file_tail(w, tail, strlen(tail), err,
                                             sizeof(err)), 0);
     }
-    assert_int_equal(sh_snapshot_writer_commit(w, err, sizeof(err)), 0);
+    assert_int_equal(sh_file_writer_commit(w, err, sizeof(err)), 0);
     free(buf);
     *len = total;
     {

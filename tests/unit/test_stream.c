@@ -83,6 +83,7 @@ sample(sh_stream_entry_t *e)
     e->xv = 0x01a3f29c;
     e->sketches.structure = 0x1111222233334444ULL;
     e->sketches.links = 0x5555666677778888ULL;
+    e->seq = 1700000000123456ULL;
 }
 
 /* Encode, then feed the pairs back in `order` (indexes into the fields),
@@ -91,8 +92,8 @@ static int
 reencode(const sh_stream_entry_t *in, sh_stream_fields_t *f,
          sh_stream_entry_t *out, char *err, size_t errlen)
 {
-    static const unsigned order[SH_STREAM_NFIELDS] = { 8, 5, 1, 2, 4, 0, 3,
-                                                       7, 6 };
+    static const unsigned order[SH_STREAM_NFIELDS] = { 9, 5, 1, 2, 4, 0, 3,
+                                                       7, 6, 8 };
     unsigned i;
 
     sh_stream_encode(f, in, key_a);
@@ -132,6 +133,9 @@ test_round_trip(void **state)
     assert_string_equal(f.seed, "deadbeef");
     assert_string_equal(f.xv, "01a3f29c");
     assert_string_equal(f.sk, "11112222333344445555666677778888");
+    assert_string_equal(f.name[SH_STREAM_F_SEQ], "seq");
+    assert_string_equal(f.seq, "1700000000123456");
+    assert_true(e.seq == in.seq && sh_stream_has_seq(&e));
     assert_int_equal(strlen(f.mac), 2 * SH_STREAM_MAC_LEN);
 
     assert_true(e.hash == in.hash && e.digest == in.digest);
@@ -169,6 +173,16 @@ test_mac(void **state)
     x = e; x.sketches.links ^= 1;   assert_false(sh_stream_verify(&x, key_a));
     x = e; x.sketches.structure ^= 1;
     assert_false(sh_stream_verify(&x, key_a));
+    x = e; x.seq += 1;              assert_false(sh_stream_verify(&x, key_a));
+
+    /* seq stripped from a signed entry (to pass as an earlier release's,
+       which has none): it does not verify, with sk or without */
+    x = e;
+    x.seen &= ~(1u << SH_STREAM_F_SEQ);
+    x.seq = 0;
+    assert_false(sh_stream_verify(&x, key_a));
+    x.seen &= ~(1u << SH_STREAM_F_SK);
+    assert_false(sh_stream_verify(&x, key_a));
 
     /* sk stripped from a signed entry: it does not verify */
     x = e;
@@ -176,10 +190,11 @@ test_mac(void **state)
     memset(&x.sketches, 0, sizeof(x.sketches));
     assert_false(sh_stream_verify(&x, key_a));
 
-    /* an entry of an earlier release (no sk) verifies as it was signed,
-       and sk cannot be added to it */
+    /* an entry of an earlier release (no sk, no seq) verifies as it was
+       signed, and sk cannot be added to it */
     x = e;
-    x.seen &= ~(1u << SH_STREAM_F_SK);
+    x.seen &= ~((1u << SH_STREAM_F_SK) | (1u << SH_STREAM_F_SEQ));
+    x.seq = 0;
     memset(&x.sketches, 0, sizeof(x.sketches));
     sh_stream_mac(x.mac, &x, key_a);
     assert_true(sh_stream_verify(&x, key_a));
@@ -375,6 +390,7 @@ test_dust_entry(void **state)
     e.node_len = 2;
     e.time = 1700000000123ULL;
     e.seed = 0xdeadbeef;
+    e.seq = 42;
     for (i = 0; i < SH_STREAM_DUST_LEN; i++) {
         e.dust[i] = (unsigned char) (i * 7);
     }
@@ -397,6 +413,10 @@ test_dust_entry(void **state)
     x = d; x.time++;            assert_false(sh_stream_verify(&x, key_a));
     x = d; x.seed ^= 1;         assert_false(sh_stream_verify(&x, key_a));
     x = d; x.node_len = 1;      assert_false(sh_stream_verify(&x, key_a));
+    x = d; x.seq++;             assert_false(sh_stream_verify(&x, key_a));
+    assert_true(d.seq == 42 && sh_stream_has_seq(&d));
+    x = d; x.seen &= ~(1u << SH_STREAM_F_SEQ);
+    assert_false(sh_stream_verify(&x, key_a));
 
     /* the same fields read as a document's: not its MAC */
     x = d; x.seen &= ~(1u << SH_STREAM_F_DUST);
@@ -424,6 +444,20 @@ test_dust_entry(void **state)
                             sizeof(err)), -1);
 }
 
+/* A writer's sequence: one more than the last, or the clock when later
+ * (a node started again goes on above what it sent before). */
+static void
+test_next_seq(void **state)
+{
+    assert_true(sh_stream_next_seq(0, 1700000000000000ULL)
+                == 1700000000000000ULL);
+    assert_true(sh_stream_next_seq(1700000000000000ULL, 1700000000000000ULL)
+                == 1700000000000001ULL);
+    /* the clock went back: the sequence does not */
+    assert_true(sh_stream_next_seq(1700000000000500ULL, 1700000000000000ULL)
+                == 1700000000000501ULL);
+}
+
 int
 main(void)
 {
@@ -435,6 +469,7 @@ main(void)
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_next_time),
         cmocka_unit_test(test_dust_entry),
+        cmocka_unit_test(test_next_seq),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

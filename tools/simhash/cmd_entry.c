@@ -1,7 +1,7 @@
 /*
  * simhash entry [options] --node ID --key KEY --fp HEX [--digest HEX]
- *                         [--time MS] [--xv HEX]
- * simhash entry [options] --node ID --dust HEX [--time MS]
+ *                         [--time MS] [--xv HEX] [--seq N]
+ * simhash entry [options] --node ID --dust HEX [--time MS] [--seq N]
  * simhash entry [options] --verify
  *
  * The replication stream's entries (sh_stream.h) by hand: print one as the
@@ -26,8 +26,8 @@ usage(FILE *f)
 {
     fprintf(f,
 "usage: simhash entry [options] --node ID --key KEY --fp HEX\n"
-"                     [--digest HEX] [--time MS] [--xv HEX]\n"
-"       simhash entry [options] --node ID --dust HEX [--time MS]\n"
+"                     [--digest HEX] [--time MS] [--xv HEX] [--seq N]\n"
+"       simhash entry [options] --node ID --dust HEX [--time MS] [--seq N]\n"
 "       simhash entry [options] --verify < ENTRY\n"
 "\n"
 "Print a replication stream entry, one 'field value' line each, in the\n"
@@ -37,6 +37,12 @@ usage(FILE *f)
 "unless --xv sets it; the seed also gives its seed field.\n"
 "\n"
 "  --time MS            version time, ms since 1970 (default: now)\n"
+"  --seq N              the writer's sequence number (default: now in\n"
+"                       microseconds since 1970); a node refuses an entry\n"
+"                       whose seq is not above the last it applied from\n"
+"                       that writer (a replay); --seq none: no seq, as an\n"
+"                       earlier release wrote entries (which a node of\n"
+"                       this one refuses)\n"
 "  --digest HEX         body digest, 16 hex digits (default: 0, unknown)\n"
 "  --dust HEX           a DUST entry instead: a rule's record, 352 hex\n"
 "                       digits (176 bytes, as on the stream)\n"
@@ -122,10 +128,34 @@ entry_time(const char *tm, uint64_t *out)
     return 0;
 }
 
-/* A DUST entry: node, dust, time, seed, mac. */
+/* --seq N, or now in microseconds (as a node starts its sequence) */
+static int
+entry_seq(const char *seq, uint64_t *out)
+{
+    struct timespec now;
+
+    if (seq != NULL && strcmp(seq, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (seq != NULL) {
+        *out = strtoull(seq, NULL, 10);
+        if (*out == 0) {
+            cli_error("entry: a bad --seq");
+            return -1;
+        }
+        return 0;
+    }
+    clock_gettime(CLOCK_REALTIME, &now);
+    *out = (uint64_t) now.tv_sec * 1000000 + (uint64_t) now.tv_nsec / 1000;
+    return 0;
+}
+
+/* A DUST entry: node, dust, time, seed, seq, mac. */
 static int
 dust_entry(sh_stream_entry_t *e, sh_config_t *cfg, const unsigned char *key,
-           const char *node, const char *dust, const char *tm)
+           const char *node, const char *dust, const char *tm,
+           const char *seq)
 {
     sh_stream_dust_fields_t f;
     char                    err[128];
@@ -145,12 +175,22 @@ dust_entry(sh_stream_entry_t *e, sh_config_t *cfg, const unsigned char *key,
     e->node = (const unsigned char *) node;
     e->node_len = strlen(node);
     e->seed = sh_stream_seed(sh_config_seed_digest(cfg));
-    if (entry_time(tm, &e->time) != 0) {
+    if (entry_time(tm, &e->time) != 0 || entry_seq(seq, &e->seq) != 0) {
         return 2;
     }
     sh_stream_encode_dust(&f, e, key);
+    if (e->seq == 0) {
+        /* --seq none: an earlier release's entry, signed as it was (the
+           dust field's bit is set by the decoder above) */
+        sh_stream_mac(e->mac, e, key);
+        for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+            snprintf(f.mac + 2 * i, 3, "%02x", e->mac[i]);
+        }
+    }
     for (i = 0; i < SH_STREAM_DUST_NFIELDS; i++) {
-        printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        if (strcmp(f.name[i], "seq") != 0 || e->seq != 0) {
+            printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        }
     }
     return 0;
 }
@@ -165,6 +205,7 @@ cmd_entry(int argc, char **argv)
     unsigned char       key[SH_STREAM_KEY_LEN];
     const char         *node = NULL, *ukey = NULL, *fp = NULL, *xv = NULL;
     const char         *digest = "0", *tm = NULL, *dust = NULL;
+    const char         *seq = NULL;
     int                 a, check = 0, rc = 0;
     unsigned            i;
 
@@ -196,6 +237,8 @@ cmd_entry(int argc, char **argv)
             xv = argv[++a];
         } else if (a + 1 < argc && strcmp(argv[a], "--dust") == 0) {
             dust = argv[++a];
+        } else if (a + 1 < argc && strcmp(argv[a], "--seq") == 0) {
+            seq = argv[++a];
         } else {
             cli_error("entry: unknown option %s (see --help)", argv[a]);
             return 2;
@@ -219,7 +262,7 @@ cmd_entry(int argc, char **argv)
 
     sh_stream_entry_init(&e);
     if (dust != NULL) {
-        rc = dust_entry(&e, cfg, key, node, dust, tm);
+        rc = dust_entry(&e, cfg, key, node, dust, tm, seq);
         goto done;
     }
     if (node == NULL || ukey == NULL || fp == NULL) {
@@ -233,7 +276,7 @@ cmd_entry(int argc, char **argv)
     e.key_len = strlen(ukey);
     e.seed = sh_stream_seed(sh_config_seed_digest(cfg));
     e.xv = sh_config_version(cfg);
-    if (entry_time(tm, &e.time) != 0) {
+    if (entry_time(tm, &e.time) != 0 || entry_seq(seq, &e.seq) != 0) {
         rc = 2;
         goto done;
     }
@@ -246,8 +289,18 @@ cmd_entry(int argc, char **argv)
     }
 
     sh_stream_encode(&f, &e, key);
+    if (e.seq == 0) {
+        /* --seq none: an earlier release's entry, signed as it was */
+        e.seen = 1u << SH_STREAM_F_SK;
+        sh_stream_mac(e.mac, &e, key);
+        for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+            snprintf(f.mac + 2 * i, 3, "%02x", e.mac[i]);
+        }
+    }
     for (i = 0; i < SH_STREAM_NFIELDS; i++) {
-        printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        if (i != SH_STREAM_F_SEQ || e.seq != 0) {
+            printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        }
     }
 
 done:

@@ -271,11 +271,12 @@ run_one(sb_t *b, unsigned log2n)
         struct rusage    ru0, ru1;
         size_t           meta_len, image_len;
         const unsigned char *meta, *image;
-        sh_snapshot_writer_t *w;
+        sh_file_writer_t *w;
 
         snprintf(path, sizeof(path), "%s/store-2^%u.snap", b->image_dir,
                  log2n);
-        w = sh_snapshot_writer_open(path, NULL, err, sizeof(err));
+        w = sh_file_writer_open(path, SH_SNAPSHOT_MODE, NULL, err,
+                                sizeof(err));
         if (w == NULL || buf == NULL
             || sh_store_file_begin(w, "", 0, err, sizeof(err)) != 0)
         {
@@ -304,7 +305,7 @@ run_one(sb_t *b, unsigned log2n)
             if (k == 0) {
                 break;
             }
-            if (sh_snapshot_writer_write(w, buf, (size_t) k, err,
+            if (sh_file_writer_write(w, buf, (size_t) k, err,
                                          sizeof(err)) != 0)
             {
                 fprintf(stderr, "store-bench: %s\n", err);
@@ -322,7 +323,7 @@ run_one(sb_t *b, unsigned log2n)
             }
             t0 = now();
         }
-        if (sh_snapshot_writer_commit(w, err, sizeof(err)) != 0) {
+        if (sh_file_writer_commit(w, err, sizeof(err)) != 0) {
             fprintf(stderr, "store-bench: %s\n", err);
             return -1;
         }
