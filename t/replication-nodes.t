@@ -64,7 +64,7 @@ sub xadd {
                 '--time', int(time * 1000) - $age_ms);
     my @pairs = map { split / /, $_, 2 }
                 split /\n/, `$ENV{SH_CLI} entry @args`;
-    die "simhash entry @args failed" unless @pairs == 18;
+    die "simhash entry @args failed" unless @pairs >= 18 && @pairs % 2 == 0;
     return $redis->cmd('XADD', $stream, '*', @pairs);
 }
 
