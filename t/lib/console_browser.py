@@ -216,6 +216,10 @@ try:
 
     errs = console_errors()
     check(not errs, "no console errors", json.dumps(errs, indent=1))
+
+    # SH_CONSOLE_SCREENSHOT=FILE.png: what the page looked like, for a human
+    if os.environ.get("SH_CONSOLE_SCREENSHOT"):
+        driver.save_screenshot(os.environ["SH_CONSOLE_SCREENSHOT"])
 finally:
     driver.quit()
 
