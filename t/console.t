@@ -7,7 +7,8 @@
 # they are skipped when missing): the page loads with no console errors,
 # its figures equal the JSON's, its charts draw, its "why?" box answers
 # for a dropped, a predicted and a new URL, and it keeps working while
-# nginx reloads (t/lib/console_browser.py).
+# nginx reloads (t/lib/console_browser.py; SH_CONSOLE_SCREENSHOT=FILE.png
+# keeps a picture of the page).
 
 use strict;
 use warnings;

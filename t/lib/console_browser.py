@@ -96,6 +96,12 @@ def expected(j):
         if "dust" in z:
             o[name + "/dust/predictions"] = str(z["dust"]["predictions"])
             o[name + "/dust/saved"] = str(z["dust"]["saved"])
+        for k in ("connected", "published", "applied", "outbox", "refused",
+                  "refused_version", "refused_mac", "refused_replay",
+                  "refused_unsequenced"):
+            if k in z.get("replication", {}):
+                o["%s/replication/%s" % (name, k)] = \
+                    str(z["replication"][k])
         if "snapshot" in z:
             for k in ("saves", "errors", "restored", "refused"):
                 o["%s/snapshot/%s" % (name, k)] = str(z["snapshot"][k])
