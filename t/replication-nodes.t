@@ -103,5 +103,29 @@ SKIP: {
         or diag($out);
 }
 
+# the console's replication view in the browser (as t/console.t)
+SKIP: {
+    my $have = -x '/usr/bin/chromium' && -x '/usr/bin/chromedriver'
+               && system('/usr/bin/python3 -c "import selenium" 2>/dev/null')
+                  == 0;
+    skip 'no chromium, chromium-driver or python3-selenium', 1 unless $have;
+    skip 'the browser under valgrind', 1 if $SimhashTest::VALGRIND;
+    local $ENV{HOME} = $t->prefix . '/tmp';
+    my @cmd = ('/usr/bin/python3', "$FindBin::Bin/lib/console_browser.py",
+               $t->url('/stats'), $t->prefix . '/logs/nginx.pid',
+               '-', '-', '-');
+    open(my $fh, '-|', @cmd) or die "@cmd: $!";
+    while (my $line = <$fh>) {
+        chomp $line;
+        if ($line =~ /^(not )?ok - (.*)$/) {
+            ok(!$1, "browser: $2");
+        } elsif ($line =~ /^# (.*)$/) {
+            diag($1);
+        }
+    }
+    close $fh;
+    is($? >> 8, 0, 'browser: the script passed');
+}
+
 $t->check_log;
 done_testing;
