@@ -179,13 +179,15 @@ sid-eval: deps
 	@tools/sid-eval.sh $(BUILD)
 
 # The console (simhash_stats ?format=html) in headless Chromium driven by
-# Selenium, and the Prometheus output through promtool: t/console.t and
-# t/sites.t with the browser required (not skipped).
+# Selenium, and the Prometheus output through promtool: the console's
+# tests with the browser required (t/console.t fails instead of skipping
+# it), "why?", the sites, the rules' outcomes, the lag per node.
 console-test: deps
 	@tools/deps.sh console
 	@$(MAKE) --no-print-directory all
 	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
-	    SH_CONSOLE_BROWSER=1 prove t/console.t t/sites.t t/explain.t
+	    SH_CONSOLE_BROWSER=1 prove t/console.t t/sites.t t/explain.t \
+	    t/rule-outcomes.t t/replication-nodes.t
 
 # From source into Debian's nginx, laid out as the package does it; the
 # resolver file the examples include is written when missing.
