@@ -56,7 +56,7 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check test-load run eval \
-        dust-eval bench fuzz stress deb sid sid-eval install clean
+        dust-eval console-test bench fuzz stress deb sid sid-eval install clean
 
 all: lib cli module
 
@@ -97,6 +97,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 # The nginx dynamic module, built against Debian's nginx-dev tree.
 module: $(MODULE)
 $(MODULE): config ngx_simhash_module.c $(wildcard module/*.c module/*.h) \
+           module/console.html tools/console-header.sh \
            $(LIB_SRCS) $(wildcard src/*.h) tools/build-module.sh
 	SANITIZE=$(SANITIZE) BUILD=$(BUILD) tools/build-module.sh
 
@@ -185,6 +186,17 @@ sid-eval: deps
 	@tools/deps.sh deb
 	@tools/deps.sh eval
 	@tools/sid-eval.sh $(BUILD)
+
+# The console (simhash_stats ?format=html) in headless Chromium driven by
+# Selenium, and the Prometheus output through promtool: the console's
+# tests with the browser required (t/console.t fails instead of skipping
+# it), "why?", the sites, the rules' outcomes, the lag per node.
+console-test: deps
+	@tools/deps.sh console
+	@$(MAKE) --no-print-directory all
+	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
+	    SH_CONSOLE_BROWSER=1 prove t/console.t t/sites.t t/explain.t \
+	    t/rule-outcomes.t t/replication-nodes.t
 
 # From source into Debian's nginx, laid out as the package does it; the
 # resolver file the examples include is written when missing.

@@ -225,6 +225,9 @@ static ngx_int_t ngx_http_simhash_add_header(ngx_http_request_t *r,
     ngx_str_t *key, u_char *value, size_t len);
 static void ngx_http_simhash_skip(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason);
+static void ngx_http_simhash_account(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_uint_t drop);
 static void ngx_http_simhash_cleanup(void *data);
 
 static size_t ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
@@ -606,6 +609,7 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 {
     ngx_str_t                       key, safe;
     ngx_http_simhash_ctx_t         *ctx;
+    ngx_http_simhash_event_t        ev;
     ngx_http_simhash_loc_conf_t    *slcf;
     ngx_http_simhash_prediction_t  *p;
 
@@ -660,6 +664,10 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 
     ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
 
+    ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
+                                   NGX_HTTP_SIMHASH_MADE,
+                                   r->connection->log);
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash dust: predicted duplicate of \"%V\" by %V",
                    &ctx->duplicate_of, &ctx->predicted);
@@ -673,6 +681,17 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
             || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust_verify)
         {
             ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+
+            ev.key = &key;
+            ev.event = NGX_HTTP_SIMHASH_EV_PREDICTED;
+            ev.action = NGX_HTTP_SIMHASH_DID_PREDICTED;
+            ev.original = p->name.len ? sh_store_keyhash(
+                              slcf->zone->sh->store, (char *) p->name.data,
+                              p->name.len) : 0;
+            ev.distance = (ngx_uint_t) NGX_ERROR;
+            ev.score = 0;
+            ev.bytes = 0;
+            ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
 
             return ngx_http_simhash_dust_answer(r, ctx, slcf);
         }
@@ -1994,6 +2013,8 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
                                      : NGX_HTTP_SIMHASH_ACT_DROPPED;
     }
 
+    ngx_http_simhash_account(r, ctx, slcf, drop);
+
     if (ngx_http_simhash_set_headers(r, ctx) != NGX_OK) {
         return NGX_ERROR;
     }
@@ -2273,6 +2294,51 @@ ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     (void) ngx_atomic_fetch_add(&slcf->zone->sh->responses[ctx->status], 1);
     (void) ngx_atomic_fetch_add(&slcf->zone->sh->skipped[reason], 1);
+}
+
+
+/*
+ * The decision, for the console (ngx_http_simhash_sites.c): its rate, its
+ * site, and "why?" later.  A skipped response may have been given up
+ * before its key was made: it is made here, without changing the ctx.
+ */
+
+static void
+ngx_http_simhash_account(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, ngx_uint_t drop)
+{
+    ngx_str_t                 key;
+    ngx_http_simhash_event_t  ev;
+
+    key = ctx->key;
+
+    if (key.len == 0
+        && ngx_http_complex_value(r, slcf->key, &key) != NGX_OK)
+    {
+        ngx_str_null(&key);
+    }
+
+    ev.key = &key;
+    ev.event = ctx->status;
+    ev.action = drop ? NGX_HTTP_SIMHASH_DID_DROPPED
+                     : NGX_HTTP_SIMHASH_DID_PASSED;
+    ev.original = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE ? ctx->rep : 0;
+    ev.distance = ctx->has_distance ? ctx->distance : (ngx_uint_t) NGX_ERROR;
+    ev.score = ctx->has_distance ? ctx->score : 0;
+    ev.bytes = drop ? ctx->held_bytes : 0;
+
+    ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
+
+    /* a prediction fetched to check it: what its rules came to */
+
+    if (ctx->verifying && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
+        ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
+                                       ctx->status
+                                       == NGX_HTTP_SIMHASH_DUPLICATE
+                                       ? NGX_HTTP_SIMHASH_VERIFIED
+                                       : NGX_HTTP_SIMHASH_FAILED,
+                                       r->connection->log);
+    }
 }
 
 

@@ -62,6 +62,7 @@
 #include "sh_sketch.h"
 #include "sh_store.h"
 #include "sh_stream.h"
+#include "sh_topk.h"
 #include "sh_volatility.h"
 #include "sh_version.h"
 
@@ -165,6 +166,17 @@ typedef struct {
      * ngx_http_simhash_zone_lock().
      */
     ngx_atomic_t                 writer;
+
+    /* what the console shows (ngx_http_simhash_sites.c): the rates of
+     * the last minutes, the sites that waste the crawl, the last
+     * decisions for "why?"; a slab allocation of its own, NULL until the
+     * zone's init made it */
+    struct ngx_http_simhash_sites_s  *sites;
+
+    /* the last successful save: how long it took, its longest hold of
+     * the lock (ms), for the stats and the console */
+    ngx_atomic_t                 save_ms;
+    ngx_atomic_t                 save_hold_ms;
 } ngx_http_simhash_shctx_t;
 
 
@@ -436,6 +448,20 @@ void ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone,
 #define NGX_HTTP_SIMHASH_NLAG        12
 extern ngx_msec_t  ngx_http_simhash_lag_le[NGX_HTTP_SIMHASH_NLAG];
 
+/* the other nodes whose entries were applied: the lag of each (the
+ * console's "lag per node"), written by worker 0 alone, read without the
+ * lock (a name may be read while it changes: rare, and harmless) */
+#define NGX_HTTP_SIMHASH_NODES       16
+#define NGX_HTTP_SIMHASH_NODE_NAME   64
+
+typedef struct {
+    u_char                       name[NGX_HTTP_SIMHASH_NODE_NAME];
+    ngx_atomic_t                 len;       /* 0: free */
+    ngx_atomic_t                 lag;       /* ms, of its last entry */
+    ngx_atomic_t                 seen;      /* seconds, its last entry */
+    ngx_atomic_t                 entries;
+} ngx_http_simhash_node_lag_t;
+
 /*
  * The highest sequence number (the seq field, sh_stream.h) applied from
  * one writer of the stream: an entry not above it is a replay.  Only
@@ -510,6 +536,9 @@ typedef struct {
     uint64_t                     pub_seq;   /* the last seq sent */
     uint64_t                     writers_clock;     /* entries applied */
     ngx_http_simhash_writer_t    writers[NGX_HTTP_SIMHASH_WRITERS];
+
+    /* by node; the least recently seen gives way to a new one */
+    ngx_http_simhash_node_lag_t  nodes[NGX_HTTP_SIMHASH_NODES];
 } ngx_http_simhash_outbox_t;
 
 
@@ -682,6 +711,134 @@ void ngx_http_simhash_dust_sweep(ngx_http_simhash_zone_t *zone,
  * NGX_DECLINED ignored (no learner here), NGX_ERROR refused (damaged) */
 ngx_int_t ngx_http_simhash_dust_apply(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_dust_repl_t *dr, u_char *rec, ngx_log_t *log);
+
+
+/*
+ * What the console shows: ngx_http_simhash_sites.c (rates, sites, the last
+ * decisions), ngx_http_simhash_explain.c ("why?"),
+ * ngx_http_simhash_console.c (the page).
+ */
+
+/* the events counted: a status (ngx_http_simhash_status_e), then these */
+#define NGX_HTTP_SIMHASH_EV_DROPPED     NGX_HTTP_SIMHASH_NSTATUS
+#define NGX_HTTP_SIMHASH_EV_PREDICTED   (NGX_HTTP_SIMHASH_NSTATUS + 1)
+#define NGX_HTTP_SIMHASH_NEV            (NGX_HTTP_SIMHASH_NSTATUS + 2)
+
+#define NGX_HTTP_SIMHASH_RATE_STEP      10      /* seconds a slot */
+#define NGX_HTTP_SIMHASH_RATE_SLOTS     36      /* 6 minutes */
+#define NGX_HTTP_SIMHASH_SITES_K        64      /* heavy-hitter entries */
+#define NGX_HTTP_SIMHASH_SITES_PROM     10      /* of them in Prometheus */
+#define NGX_HTTP_SIMHASH_DECISIONS      4096    /* the last decisions kept,
+                                                   direct-mapped by key */
+
+/* one decision, as "why?" tells it later */
+typedef struct {
+    uint64_t                     keyhash;   /* sh_store_keyhash; 0: free */
+    uint64_t                     original;  /* the original's keyhash, 0 */
+    uint32_t                     time;      /* seconds */
+    uint32_t                     score;
+    uint16_t                     distance;  /* 0xffff: none */
+    uint8_t                      status;    /* an event, as above */
+    uint8_t                      action;    /* NGX_HTTP_SIMHASH_DID_* */
+    uint32_t                     pad;
+} ngx_http_simhash_decision_t;
+
+#define NGX_HTTP_SIMHASH_DID_PASSED     0
+#define NGX_HTTP_SIMHASH_DID_DROPPED    1
+#define NGX_HTTP_SIMHASH_DID_PREDICTED  2
+
+typedef struct {
+    ngx_atomic_t                 epoch;     /* time / STEP of its counts */
+    ngx_atomic_t                 n[NGX_HTTP_SIMHASH_NEV];
+} ngx_http_simhash_rate_t;
+
+/* what the predictions of one set of rules on one host came to: made,
+ * then of those fetched to check them (simhash_dust_verify), the ones
+ * that were duplicates indeed and the ones that were not */
+#define NGX_HTTP_SIMHASH_OUTCOMES       256     /* direct-mapped */
+#define NGX_HTTP_SIMHASH_OUTCOME_TEXT   64
+
+#define NGX_HTTP_SIMHASH_MADE           0
+#define NGX_HTTP_SIMHASH_VERIFIED       1
+#define NGX_HTTP_SIMHASH_FAILED         2
+
+typedef struct {
+    uint64_t                     hash;      /* of host and rules; 0: free */
+    u_char                       host[NGX_HTTP_SIMHASH_OUTCOME_TEXT];
+    u_char                       rules[NGX_HTTP_SIMHASH_OUTCOME_TEXT];
+    uint64_t                     n[3];      /* made, verified, failed */
+} ngx_http_simhash_outcome_t;
+
+typedef struct ngx_http_simhash_sites_s {
+    ngx_http_simhash_rate_t      rate[NGX_HTTP_SIMHASH_RATE_SLOTS];
+    ngx_http_simhash_outcome_t   outcome[NGX_HTTP_SIMHASH_OUTCOMES];
+    ngx_http_simhash_decision_t  decision[NGX_HTTP_SIMHASH_DECISIONS];
+    u_char                       key[32];   /* the secret of the table */
+    sh_topk_t                   *topk;      /* follows, in the allocation */
+} ngx_http_simhash_sites_t;
+
+/* an event on a key, for the rates, the sites and the last decisions */
+typedef struct {
+    ngx_str_t                   *key;
+    ngx_uint_t                   event;     /* a status, or _EV_PREDICTED */
+    ngx_uint_t                   action;    /* NGX_HTTP_SIMHASH_DID_* */
+    uint64_t                     original;  /* keyhash, 0: none */
+    ngx_uint_t                   distance;  /* NGX_ERROR: none */
+    uint32_t                     score;
+    size_t                       bytes;     /* body bytes not passed on */
+} ngx_http_simhash_event_t;
+
+/* the zone's shared memory the console adds (beside zone= and dust=) */
+size_t ngx_http_simhash_sites_shm(void);
+ngx_int_t ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
+/* not under the lock: it takes it, briefly */
+void ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev, ngx_log_t *log);
+
+/* for simhash_stats: read under the lock, then written out */
+typedef struct ngx_http_simhash_sites_snap_s {
+    ngx_uint_t                   now;       /* time / STEP */
+    uint64_t                     rate[NGX_HTTP_SIMHASH_NEV]
+                                     [NGX_HTTP_SIMHASH_RATE_SLOTS];
+    sh_topk_stats_t              st;
+    sh_topk_entry_t             *top;       /* by count */
+    ngx_uint_t                   ntop;
+    ngx_http_simhash_outcome_t  *outcome;   /* the ones in use */
+    ngx_uint_t                   noutcome;
+    ngx_str_t                    zone;      /* for Prometheus: its name, */
+    struct ngx_http_simhash_sites_snap_s  *next;    /* the next zone's */
+} ngx_http_simhash_sites_snap_t;
+
+/* not under the lock: a prediction of `rules` (as X-Simhash-Predicted
+ * spells them) for key, made, verified or failed */
+void ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log);
+
+ngx_http_simhash_sites_snap_t *ngx_http_simhash_sites_read(ngx_pool_t *pool,
+    ngx_http_simhash_zone_t *zone, ngx_log_t *log);
+size_t ngx_http_simhash_sites_size(ngx_http_simhash_sites_snap_t *ss,
+    ngx_str_t *zone_name, ngx_uint_t prom);
+u_char *ngx_http_simhash_sites_json(u_char *p,
+    ngx_http_simhash_sites_snap_t *ss);
+/* the per-site gauges of every zone: the snaps linked by next */
+u_char *ngx_http_simhash_sites_prom(u_char *p,
+    ngx_http_simhash_sites_snap_t *first);
+u_char *ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len);
+
+/* the lag per node of a replicated zone, for the stats */
+size_t ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone);
+u_char *ngx_http_simhash_nodes_json(u_char *p,
+    ngx_http_simhash_zone_t *zone);
+u_char *ngx_http_simhash_nodes_prom(u_char *p, ngx_http_simhash_zone_t *zone,
+    ngx_uint_t head);
+
+/* ?explain=KEY and ?format=html of simhash_stats */
+ngx_int_t ngx_http_simhash_explain_handler(ngx_http_request_t *r,
+    ngx_str_t *arg);
+ngx_int_t ngx_http_simhash_console_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b,
+    char *type);
 
 
 /* statistics: ngx_http_simhash_stats.c */

@@ -1245,6 +1245,8 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     }
 
     sh->saved_generation = sv->generation;
+    sh->save_ms = sv->write_ms;
+    sh->save_hold_ms = sv->copy_ms;
     (void) ngx_atomic_fetch_add(&sh->saves, 1);
 
     ngx_log_error(NGX_LOG_INFO, log, 0,

@@ -56,6 +56,8 @@ enum {
     NGX_HTTP_SIMHASH_V_LAST_SAVE,
     NGX_HTTP_SIMHASH_V_RESTORED,
     NGX_HTTP_SIMHASH_V_SNAP_REFUSED,
+    NGX_HTTP_SIMHASH_V_SAVE_MS,
+    NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS,
     NGX_HTTP_SIMHASH_V_PUBLISHED,
     NGX_HTTP_SIMHASH_V_APPLIED,
     NGX_HTTP_SIMHASH_V_SKIPPED_OWN,
@@ -103,6 +105,9 @@ typedef struct {
     uint64_t                     v[NGX_HTTP_SIMHASH_NV];
     ngx_array_t                 *rules;     /* the learner's, or NULL:
                                                ngx_http_simhash_dust_rule_t */
+    ngx_http_simhash_sites_snap_t  *sites;  /* the console's: rates, top
+                                               sites (ngx_http_simhash_
+                                               sites.c) */
 } ngx_http_simhash_snap_t;
 
 
@@ -262,6 +267,17 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Snapshots refused at start (another extraction version "
                  "or seed, unreadable) and kept aside."),
       NGX_HTTP_SIMHASH_V_SNAP_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 1 },
+
+    { ngx_string("last_duration_ms"),
+      ngx_string("snapshot_last_duration_seconds"), ngx_string("gauge"),
+      ngx_string("How long the last successful save took."),
+      NGX_HTTP_SIMHASH_V_SAVE_MS, NGX_HTTP_SIMHASH_M_MS, 1 },
+
+    { ngx_string("last_hold_ms"),
+      ngx_string("snapshot_last_hold_seconds"), ngx_string("gauge"),
+      ngx_string("The longest hold of the zone's lock by the last "
+                 "successful save."),
+      NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS, NGX_HTTP_SIMHASH_M_MS, 1 },
 
     { ngx_string("published"), ngx_string("replication_published_total"),
       ngx_string("counter"),
@@ -481,6 +497,8 @@ static u_char *ngx_http_simhash_rule_text(u_char *p, char *text);
 static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules);
 static u_char *ngx_http_simhash_rules_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
+static u_char *ngx_http_simhash_stats_sites_prom(u_char *p,
+    ngx_http_simhash_snap_t *s, ngx_uint_t n);
 
 
 static ngx_str_t  ngx_http_simhash_allow = ngx_string("GET, HEAD");
@@ -551,6 +569,7 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
     ngx_int_t                      rc;
     ngx_buf_t                     *b;
     ngx_uint_t                     n, prom;
+    ngx_str_t                      value;
     ngx_chain_t                    out;
     ngx_table_elt_t               *h;
     ngx_http_simhash_snap_t       *s;
@@ -576,6 +595,19 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
+    }
+
+    /* the console's page and its "why?" (ngx_http_simhash_console.c,
+     * ngx_http_simhash_explain.c), behind the same access rules */
+
+    if (ngx_http_arg(r, (u_char *) "explain", 7, &value) == NGX_OK) {
+        return ngx_http_simhash_explain_handler(r, &value);
+    }
+
+    if (ngx_http_arg(r, (u_char *) "format", 6, &value) == NGX_OK
+        && value.len == 4 && ngx_strncmp(value.data, "html", 4) == 0)
+    {
+        return ngx_http_simhash_console_handler(r);
     }
 
     smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
@@ -682,9 +714,13 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         ngx_http_simhash_zone_unlock(zone);
 
         s[n].zone = zone;
+        s[n].sites = ngx_http_simhash_sites_read(r->pool, zone,
+                                                 r->connection->log);
         v = s[n].v;
 
-        v[NGX_HTTP_SIMHASH_V_SIZE] = zone->shm_zone->shm.size;
+        /* as configured: zone= and dust=, not the console's region */
+        v[NGX_HTTP_SIMHASH_V_SIZE] = zone->shm_zone->shm.size
+                                     - ngx_http_simhash_sites_shm();
         v[NGX_HTTP_SIMHASH_V_CAPACITY] = ix.capacity;
         v[NGX_HTTP_SIMHASH_V_ENTRIES] = ix.entries;
         v[NGX_HTTP_SIMHASH_V_DISTANCE] = zone->distance;
@@ -713,6 +749,8 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->saves ? sh->last_save : 0;
         v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
         v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sh->refused_snapshots;
+        v[NGX_HTTP_SIMHASH_V_SAVE_MS] = sh->save_ms;
+        v[NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS] = sh->save_hold_ms;
 
         if (zone->replicate && zone->replicate->outbox) {
             ngx_http_simhash_stats_replication(zone->replicate->outbox, v);
@@ -904,6 +942,10 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
     for (i = 0; i < n; i++) {
         names_len += s[i].zone->name.len;
 
+        size += ngx_http_simhash_sites_size(s[i].sites, &s[i].zone->name,
+                                            prom)
+                + ngx_http_simhash_nodes_size(s[i].zone);
+
         /* the rules: in Prometheus each of their gauges names the zone */
         size += (prom ? 4 : 1)
                 * (ngx_http_simhash_rules_size(s[i].rules)
@@ -1046,6 +1088,9 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
             p = ngx_http_simhash_rules_json(p, s[i].rules);
         }
 
+        p = ngx_http_simhash_sites_json(p, s[i].sites);
+        p = ngx_http_simhash_nodes_json(p, s[i].zone);
+
         *p++ = '}';
     }
 
@@ -1133,7 +1178,52 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
         }
     }
 
-    return ngx_http_simhash_rules_prom(p, s, n);
+    p = ngx_http_simhash_rules_prom(p, s, n);
+
+    return ngx_http_simhash_stats_sites_prom(p, s, n);
+}
+
+
+/* the top sites' series of every zone (ngx_http_simhash_sites.c) */
+
+static u_char *
+ngx_http_simhash_stats_sites_prom(u_char *p, ngx_http_simhash_snap_t *s,
+    ngx_uint_t n)
+{
+    ngx_uint_t                      i, repl;
+    ngx_http_simhash_sites_snap_t  *first, *last;
+
+    /* the lag per node of the replicated zones */
+
+    repl = 0;
+
+    for (i = 0; i < n; i++) {
+        if (s[i].zone->replicate) {
+            p = ngx_http_simhash_nodes_prom(p, s[i].zone, repl++ == 0);
+        }
+    }
+
+    first = NULL;
+    last = NULL;
+
+    for (i = 0; i < n; i++) {
+        if (s[i].sites == NULL) {
+            continue;
+        }
+
+        s[i].sites->zone = s[i].zone->name;
+
+        if (last) {
+            last->next = s[i].sites;
+
+        } else {
+            first = s[i].sites;
+        }
+
+        last = s[i].sites;
+    }
+
+    return first ? ngx_http_simhash_sites_prom(p, first) : p;
 }
 
 

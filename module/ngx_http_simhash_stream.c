@@ -172,7 +172,7 @@ static ngx_int_t ngx_http_simhash_apply(ngx_http_simhash_link_t *lk,
 static ngx_int_t ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk,
     sh_stream_id_t *id, redisReply *entry, sh_stream_entry_t *e);
 static void ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob,
-    uint64_t time);
+    uint64_t time, const char *node, size_t len);
 static void ngx_http_simhash_refused(ngx_http_simhash_link_t *lk,
     redisReply *id, char *why);
 static ngx_int_t ngx_http_simhash_reply_id(redisReply *r, sh_stream_id_t *id);
@@ -1548,7 +1548,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
            && ngx_memcmp(e.node, rp->node.data, e.node_len) == 0);
 
     if (!own) {
-        ngx_http_simhash_lag(ob, e.time);
+        ngx_http_simhash_lag(ob, e.time, (const char *) e.node, e.node_len);
     }
 
     key.data = (u_char *) e.key;
@@ -1674,13 +1674,15 @@ ngx_http_simhash_apply_dust(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
 }
 
 
-/* The age of an entry of another node when applied. */
+/* The age of an entry of another node when applied, in all and by node. */
 
 static void
-ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob, uint64_t time)
+ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob, uint64_t time,
+    const char *node, size_t len)
 {
-    uint64_t    now, lag;
-    ngx_uint_t  i;
+    uint64_t                      now, lag;
+    ngx_uint_t                    i;
+    ngx_http_simhash_node_lag_t  *nl, *oldest;
 
     now = ngx_http_simhash_now();
     lag = (now > time) ? now - time : 0;
@@ -1696,6 +1698,35 @@ ngx_http_simhash_lag(ngx_http_simhash_outbox_t *ob, uint64_t time)
     }
 
     (void) ngx_atomic_fetch_add(&ob->lag_le[i], 1);
+
+    len = ngx_min(len, NGX_HTTP_SIMHASH_NODE_NAME);
+    oldest = &ob->nodes[0];
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NODES; i++) {
+        nl = &ob->nodes[i];
+
+        if (nl->len == len && ngx_memcmp(nl->name, node, len) == 0) {
+            goto found;
+        }
+
+        if (nl->len == 0 || (oldest->len && nl->seen < oldest->seen)) {
+            oldest = nl;
+        }
+    }
+
+    /* a node not seen yet: a free slot, or the least recently seen's */
+
+    nl = oldest;
+    nl->len = 0;
+    nl->entries = 0;
+    ngx_memcpy(nl->name, node, len);
+    nl->len = len;
+
+found:
+
+    nl->lag = (ngx_atomic_uint_t) lag;
+    nl->seen = ngx_time();
+    nl->entries++;
 }
 
 

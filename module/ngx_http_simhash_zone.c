@@ -303,6 +303,20 @@ ngx_http_simhash_format(ngx_http_simhash_shctx_t *sh, char *err,
 }
 
 
+/* The zone's other regions: the DUST learner's, the console's. */
+
+static ngx_int_t
+ngx_http_simhash_zone_parts(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
+{
+    if (ngx_http_simhash_dust_init(zone, ozone, log) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_simhash_sites_init(zone, log);
+}
+
+
 ngx_int_t
 ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 {
@@ -332,8 +346,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
                 return NGX_ERROR;
             }
 
-            return ngx_http_simhash_dust_init(zone, ozone,
-                                              shm_zone->shm.log);
+            return ngx_http_simhash_zone_parts(zone, ozone,
+                                               shm_zone->shm.log);
         }
 
         if (zone->sh->version != zone->version) {
@@ -348,7 +362,7 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
             }
         }
 
-        return ngx_http_simhash_dust_init(zone, ozone, shm_zone->shm.log);
+        return ngx_http_simhash_zone_parts(zone, ozone, shm_zone->shm.log);
     }
 
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
@@ -392,7 +406,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     /* the learner's pages were added to the zone's size: not the store's */
 
-    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size - zone->dust_shm,
+    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size - zone->dust_shm
+                                        - ngx_http_simhash_sites_shm(),
                                         zone->keys, &sh->text_size);
     sh->store_size = sh_store_region_size(sh_store_capacity_for(avail,
                                                                 sh->text_size),
@@ -420,7 +435,9 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     sh->capacity = st.capacity;
     sh->last_save = ngx_time();
 
-    if (ngx_http_simhash_dust_init(zone, NULL, shm_zone->shm.log) != NGX_OK) {
+    if (ngx_http_simhash_zone_parts(zone, NULL, shm_zone->shm.log)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

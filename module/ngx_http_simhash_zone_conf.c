@@ -116,7 +116,8 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     }
 
     zone->shm_zone = ngx_shared_memory_add(cf, &zone->name,
-                                           size + zone->dust_shm,
+                                           size + zone->dust_shm
+                                           + ngx_http_simhash_sites_shm(),
                                            &ngx_http_simhash_module);
     if (zone->shm_zone == NULL) {
         return NGX_CONF_ERROR;

@@ -2291,3 +2291,39 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
     }
     return 0;
 }
+
+/*
+ * A prediction asked by an operator ("why?"), not by a request: the same
+ * answer as sh_dust_predict, with no trace of it (the counters and the
+ * host's last use are put back), so that asking does not move the
+ * statistics the question is about.
+ */
+int
+sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
+                    uint64_t *rep, sh_dust_why_t *why)
+{
+    sh_url_t        u;
+    sh_dust_stats_t st;
+    dhost_t        *h;
+    uint64_t        predictions = 0, last = 0;
+    int             rc;
+
+    h = NULL;
+    if (sh_url_parse(&u, url, len) == 0) {
+        sh_url_hash_parts(&u, d->secret);
+        h = host_find(d, u.host_hash);
+        if (h != NULL) {
+            predictions = h->predictions;
+            last = h->last;
+        }
+    }
+
+    st = d->stats;
+    rc = sh_dust_predict(d, url, len, last, rep, why);
+    d->stats = st;
+    if (h != NULL) {
+        h->predictions = predictions;
+        h->last = last;
+    }
+    return rc;
+}

@@ -280,6 +280,11 @@ int sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
 int sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
                     uint64_t *rep, sh_dust_why_t *why);
 
+/* The same answer, leaving no trace (counters, the host's last use): an
+ * operator's question, not a request. */
+int sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
+                        uint64_t *rep, sh_dust_why_t *why);
+
 /*
  * Whether the active rules give a and b one path: 1 when c(a) and c(b),
  * each under the rules of its own scope, have the same path (whatever

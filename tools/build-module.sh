@@ -45,6 +45,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "$want" > "$stamp"
 fi
 
+# the console's page may have changed without `config`
+"$TOP/tools/console-header.sh" "$TOP/module/console.html" \
+    "$OUT/ngx_http_simhash_console_html.h"
+
 make -s -f "$OUT/Makefile" -C "$SRC" modules > "$OUT/make.log" 2>&1 || {
     cat "$OUT/make.log" >&2
     exit 1

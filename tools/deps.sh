@@ -6,6 +6,8 @@
 #   tools/deps.sh stress     plus wrk (`make stress`)
 #   tools/deps.sh load       plus stress-ng (`make test-load`)
 #   tools/deps.sh deb        plus the Debian packaging tools (`make deb`)
+#   tools/deps.sh console    plus headless Chromium, its driver, Selenium
+#                            and promtool (`make console-test`)
 # One list, one place: the README points here.  Run by root, it installs
 # what is missing; run by anyone else, it names in one line what to
 # install and fails (everything installed: it passes, root or not).
@@ -29,6 +31,9 @@ FUZZ_PKGS="clang libclang-rt-14-dev"
 STRESS_PKGS="wrk"
 LOAD_PKGS="stress-ng"
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
+# the console (simhash_stats ?format=html) in a real browser, and
+# promtool (in Debian's prometheus package) for the Prometheus output
+CONSOLE_PKGS="chromium chromium-driver python3-selenium prometheus"
 
 want="$BUILD_PKGS"
 case "${1:-}" in
@@ -37,8 +42,9 @@ case "${1:-}" in
     stress) want="$BUILD_PKGS $STRESS_PKGS" ;;
     load) want="$BUILD_PKGS $LOAD_PKGS" ;;
     deb) want="$BUILD_PKGS $DEB_PKGS" ;;
+    console) want="$BUILD_PKGS $CONSOLE_PKGS" ;;
     "") ;;
-    *) echo "usage: $0 [eval|fuzz|stress|load|deb]" >&2; exit 2 ;;
+    *) echo "usage: $0 [eval|fuzz|stress|load|deb|console]" >&2; exit 2 ;;
 esac
 
 # dpkg-query answers for any user; only the installation needs root.

@@ -17,6 +17,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_store_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_entry(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
 
 static const cli_command_t commands[] = {
     { "fingerprint", cmd_fingerprint, "print the simhash of each page" },
@@ -29,6 +30,7 @@ static const cli_command_t commands[] = {
     { "store-bench", cmd_store_bench, "the compact store at 2^20..2^27" },
     { "calibrate",   cmd_calibrate,   "volatility table from a corpus" },
     { "entry",       cmd_entry,       "write or verify a stream entry" },
+    { "explain",     cmd_explain,     "why a node would fetch or drop a URL" },
 };
 
 static void

@@ -1,0 +1,122 @@
+
+/*
+ * The console: simhash_stats ?format=html serves one self-contained page
+ * (module/console.html, compiled in as a string by tools/console-header.sh)
+ * that reads the same location's JSON every few seconds and draws it: the
+ * rates of the last minutes, the sites that waste the crawl, the learned
+ * URL rules, the zone, the snapshot and replication, and a "why?" box
+ * (?explain=).  Nothing is fetched from elsewhere: its Content-Security-
+ * Policy allows requests to this server only, so that a proxy with no
+ * internet shows it whole, and a host name from a crawled URL can never
+ * run as script (the page writes every text with textContent too).
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+
+#include "ngx_http_simhash_console_html.h"
+
+
+static ngx_int_t ngx_http_simhash_add_header(ngx_http_request_t *r,
+    char *key, char *value);
+
+
+ngx_int_t
+ngx_http_simhash_console_handler(ngx_http_request_t *r)
+{
+    ngx_buf_t  *b;
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = (u_char *) ngx_http_simhash_console_html;
+    b->last = b->pos + sizeof(ngx_http_simhash_console_html) - 1;
+    b->memory = 1;
+
+    if (ngx_http_simhash_add_header(r, "Content-Security-Policy",
+                                    "default-src 'none'; "
+                                    "script-src 'unsafe-inline'; "
+                                    "style-src 'unsafe-inline'; "
+                                    "img-src data:; connect-src 'self'; "
+                                    "form-action 'none'; "
+                                    "frame-ancestors 'none'")
+        != NGX_OK
+        || ngx_http_simhash_add_header(r, "X-Content-Type-Options",
+                                       "nosniff")
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_simhash_send_buf(r, b, "text/html; charset=utf-8");
+}
+
+
+/* A whole answer of this moment: never cached, never "not modified". */
+
+ngx_int_t
+ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b, char *type)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
+    r->headers_out.content_type.len = ngx_strlen(type);
+    r->headers_out.content_type.data = (u_char *) type;
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    if (ngx_http_simhash_add_header(r, "Cache-Control", "no-store")
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->disable_not_modified = 1;
+    r->allow_ranges = 0;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static ngx_int_t
+ngx_http_simhash_add_header(ngx_http_request_t *r, char *key, char *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.len = ngx_strlen(key);
+    h->key.data = (u_char *) key;
+    h->value.len = ngx_strlen(value);
+    h->value.data = (u_char *) value;
+    h->lowcase_key = NULL;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    return NGX_OK;
+}

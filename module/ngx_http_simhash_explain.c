@@ -1,0 +1,460 @@
+
+/*
+ * "Why?" for one URL: simhash_stats ?explain=KEY[&zone=NAME], behind the
+ * statistics' own access rules.  KEY is the document key as the location's
+ * simhash_key makes it (by default the whole URL), percent-encoded in the
+ * query.  The answer, as JSON, says what the module would do now and why:
+ *
+ *   - the stored document of the key, if any: a fetch of it is compared
+ *     with that version first (unchanged, changed);
+ *   - the last decision taken on the key (the console's table of the last
+ *     decisions, ngx_http_simhash_sites.c): its status, what was done
+ *     (passed, dropped, predicted), the original it was a duplicate of,
+ *     the distance and the score;
+ *   - the DUST prediction a location with simhash_dust on would make now,
+ *     asked without a trace (sh_dust_predict_dry): the rules and their
+ *     evidence (support, against, the precision's lower bound), and the
+ *     original it names;
+ *   - "would": predicted (not fetched where simhash_dust is on), stored
+ *     (re-fetched, compared with its version), or fetch (new unless its
+ *     body is a near-duplicate of a stored page: only the body can say).
+ *
+ * Everything is read under the zone's lock at one moment; nothing changes.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+
+
+#define NGX_HTTP_SIMHASH_EXPLAIN_RULES  16
+
+
+typedef struct {
+    sh_dust_why_t               *why;
+    sh_dust_rule_info_t          rule[NGX_HTTP_SIMHASH_EXPLAIN_RULES];
+    ngx_uint_t                   n;
+} ngx_http_simhash_explain_rules_t;
+
+
+typedef struct {
+    ngx_str_t                    key;
+    ngx_http_simhash_zone_t     *zone;
+    time_t                       now;
+
+    ngx_uint_t                   stored;
+    uint64_t                     fingerprint;
+    uint32_t                     version;   /* second of its version */
+    ngx_str_t                    name;      /* how it is named */
+
+    ngx_uint_t                   decided;
+    ngx_http_simhash_decision_t  decision;
+    ngx_str_t                    original;  /* "" if gone */
+
+    ngx_int_t                    predicted;     /* sh_dust_predict's */
+    u_char                       rules[128];
+    size_t                       rules_len;
+    ngx_str_t                    predicted_of;  /* "" if gone */
+    ngx_http_simhash_explain_rules_t  evidence;
+} ngx_http_simhash_explain_t;
+
+
+static ngx_int_t ngx_http_simhash_explain_read(ngx_http_request_t *r,
+    ngx_http_simhash_explain_t *x);
+static ngx_int_t ngx_http_simhash_explain_name(ngx_pool_t *pool,
+    ngx_http_simhash_zone_t *zone, uint64_t keyhash, ngx_str_t *out);
+static int ngx_http_simhash_explain_rule(const sh_dust_rule_info_t *ri,
+    void *data);
+static u_char *ngx_http_simhash_explain_json(u_char *p,
+    ngx_http_simhash_explain_t *x);
+
+
+static char  *ngx_http_simhash_did_names[] = {
+    "passed", "dropped", "predicted"
+};
+
+static char  *ngx_http_simhash_event_name[] = {
+    "new", "duplicate", "unchanged", "changed", "skipped", "dropped",
+    "predicted"
+};
+
+
+ngx_int_t
+ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg)
+{
+    u_char                        *dst, *src;
+    size_t                         size;
+    ngx_buf_t                     *b;
+    ngx_str_t                      name;
+    ngx_uint_t                     i;
+    ngx_http_simhash_zone_t      **zones, *zone;
+    ngx_http_simhash_loc_conf_t   *slcf;
+    ngx_http_simhash_main_conf_t  *smcf;
+    ngx_http_simhash_explain_t    *x;
+
+    smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    x = ngx_pcalloc(r->pool, sizeof(ngx_http_simhash_explain_t));
+    if (x == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the key, percent-decoded (the console encodes it so) */
+
+    x->key.data = ngx_pnalloc(r->pool, arg->len + 1);
+    if (x->key.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    dst = x->key.data;
+    src = arg->data;
+    ngx_unescape_uri(&dst, &src, arg->len, 0);
+    x->key.len = dst - x->key.data;
+
+    if (x->key.len == 0 || x->key.len > SH_KEY_MAX) {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    /* the zone: zone=NAME, else the location's, else the first */
+
+    zone = slcf->stats_zone;
+    zones = smcf->zones.elts;
+
+    if (ngx_http_arg(r, (u_char *) "zone", 4, &name) == NGX_OK) {
+        zone = NULL;
+
+        for (i = 0; i < smcf->zones.nelts; i++) {
+            if (zones[i]->name.len == name.len
+                && ngx_strncmp(zones[i]->name.data, name.data, name.len) == 0
+                && (slcf->stats_zone == NULL || slcf->stats_zone == zones[i]))
+            {
+                zone = zones[i];
+            }
+        }
+
+        if (zone == NULL) {
+            return NGX_HTTP_NOT_FOUND;
+        }
+    }
+
+    if (zone == NULL) {
+        for (i = 0; i < smcf->zones.nelts && zone == NULL; i++) {
+            if (zones[i]->sh) {
+                zone = zones[i];
+            }
+        }
+    }
+
+    if (zone == NULL || zone->sh == NULL) {
+        return NGX_HTTP_NOT_FOUND;
+    }
+
+    x->zone = zone;
+    x->now = ngx_time();
+
+    if (ngx_http_simhash_explain_read(r, x) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    size = 1024 + 3 * (x->key.len + x->name.len + x->original.len
+                       + x->predicted_of.len + x->rules_len)
+           + x->evidence.n * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT
+                                   + SH_DUST_ARG_TEXT) + 256);
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_http_simhash_explain_json(b->last, x);
+
+    return ngx_http_simhash_send_buf(r, b, "application/json");
+}
+
+
+static ngx_int_t
+ngx_http_simhash_explain_read(ngx_http_request_t *r,
+    ngx_http_simhash_explain_t *x)
+{
+    int                           rc;
+    uint32_t                      ref;
+    uint64_t                      keyhash, rep;
+    ngx_str_t                     name;
+    sh_dust_why_t                 why;
+    const sh_store_doc_t         *doc;
+    ngx_http_simhash_zone_t      *zone;
+    ngx_http_simhash_shctx_t     *sh;
+    ngx_http_simhash_decision_t  *d;
+    u_char                        id[NGX_HTTP_SIMHASH_NAME_MAX];
+
+    zone = x->zone;
+    sh = zone->sh;
+
+    ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    /* its stored version */
+
+    ref = ngx_http_simhash_zone_key(zone, &x->key);
+    doc = sh_store_doc(sh->store, ref);
+
+    if (doc && sh_index_get(sh->index, ref, &x->fingerprint) == 0) {
+        x->stored = 1;
+        x->version = doc->time;
+        ngx_http_simhash_zone_name(zone, ref, &name, id);
+
+        x->name.data = ngx_pstrdup(r->pool, &name);
+        if (x->name.data == NULL) {
+            goto failed;
+        }
+
+        x->name.len = name.len;
+    }
+
+    /* its last decision, if the table still has it */
+
+    keyhash = sh_store_keyhash(sh->store, (char *) x->key.data, x->key.len);
+
+    if (sh->sites) {
+        d = &sh->sites->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
+
+        if (d->keyhash == keyhash) {
+            x->decided = 1;
+            x->decision = *d;
+
+            if (d->original
+                && ngx_http_simhash_explain_name(r->pool, zone, d->original,
+                                                 &x->original)
+                   != NGX_OK)
+            {
+                goto failed;
+            }
+        }
+    }
+
+    /* the prediction of the learner now, and its rules' evidence */
+
+    if (sh->dust) {
+        rc = sh_dust_predict_dry(sh->dust, (char *) x->key.data, x->key.len,
+                                 &rep, &why);
+        x->predicted = rc;
+
+        if (rc == 1) {
+            x->rules_len = sh_dust_why_format(&why, (char *) x->rules,
+                                              sizeof(x->rules));
+
+            if (ngx_http_simhash_explain_name(r->pool, zone, rep,
+                                              &x->predicted_of)
+                != NGX_OK)
+            {
+                goto failed;
+            }
+
+            x->evidence.why = &why;
+            sh_dust_foreach_rule(sh->dust, why.host_hash, 0,
+                                 ngx_http_simhash_explain_rule, &x->evidence);
+            x->evidence.why = NULL;
+        }
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    return NGX_OK;
+
+failed:
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    return NGX_ERROR;
+}
+
+
+/* Under the lock: the name of a stored document by its key's hash. */
+
+static ngx_int_t
+ngx_http_simhash_explain_name(ngx_pool_t *pool,
+    ngx_http_simhash_zone_t *zone, uint64_t keyhash, ngx_str_t *out)
+{
+    uint32_t   ref;
+    ngx_str_t  name;
+    u_char     id[NGX_HTTP_SIMHASH_NAME_MAX];
+
+    ngx_str_null(out);
+
+    ref = sh_store_find_hash(zone->sh->store, keyhash);
+
+    if (ref == SH_NOREF) {
+        return NGX_OK;
+    }
+
+    ngx_http_simhash_zone_name(zone, ref, &name, id);
+
+    out->data = ngx_pstrdup(pool, &name);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->len = name.len;
+
+    return NGX_OK;
+}
+
+
+/* The host's rules of the kinds (and arguments) that made the prediction */
+
+static int
+ngx_http_simhash_explain_rule(const sh_dust_rule_info_t *ri, void *data)
+{
+    ngx_http_simhash_explain_rules_t  *er = data;
+
+    unsigned  i;
+
+    if (ri->state != SH_DUST_ACTIVE && ri->state != SH_DUST_PINNED) {
+        return 0;
+    }
+
+    for (i = 0; i < er->why->nrules; i++) {
+        if (er->why->rule[i].kind == ri->kind
+            && ngx_strcmp(er->why->rule[i].arg, ri->arg) == 0)
+        {
+            er->rule[er->n++] = *ri;
+            break;
+        }
+    }
+
+    return er->n == NGX_HTTP_SIMHASH_EXPLAIN_RULES;
+}
+
+
+static u_char *
+ngx_http_simhash_explain_str(u_char *p, char *name, ngx_str_t *s)
+{
+    if (s->len == 0) {
+        return ngx_sprintf(p, ",\"%s\":null", name);
+    }
+
+    p = ngx_sprintf(p, ",\"%s\":\"", name);
+    p = ngx_http_simhash_text_escape(p, s->data, s->len);
+
+    *p++ = '"';
+
+    return p;
+}
+
+
+static u_char *
+ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
+{
+    char                         *would, *why;
+    ngx_str_t                     s;
+    ngx_uint_t                    i;
+    sh_dust_rule_info_t          *ri;
+    ngx_http_simhash_decision_t  *d;
+
+    d = &x->decision;
+
+    if (x->predicted == 1 && x->predicted_of.len) {
+        would = "predicted";
+        why = "the learned URL rules make it the URL of a stored document: "
+              "a location with simhash_dust on answers it without a fetch "
+              "(simhash_action drop) or tags it";
+
+    } else if (x->stored) {
+        would = "stored";
+        why = "its document is stored: a fetch is compared with that "
+              "version (unchanged, or changed)";
+
+    } else {
+        would = "fetch";
+        why = x->predicted == 1
+              ? "a rule predicts it, but the original is no longer stored: "
+                "it is fetched, and new unless its body is a near-duplicate "
+                "of a stored page"
+              : "no stored document and no rule predicts it: it is fetched, "
+                "and new unless its body is a near-duplicate of a stored "
+                "page";
+    }
+
+    p = ngx_sprintf(p, "{\"zone\":\"%V\"", &x->zone->name);
+    p = ngx_http_simhash_explain_str(p, "key", &x->key);
+    p = ngx_sprintf(p, ",\"now\":%T,\"would\":\"%s\",\"why\":\"%s\"", x->now,
+                    would, why);
+
+    if (x->stored) {
+        p = ngx_sprintf(p, ",\"stored\":{\"fingerprint\":\"%016uxL\","
+                        "\"version_time\":%uD", x->fingerprint, x->version);
+        p = ngx_http_simhash_explain_str(p, "name", &x->name);
+        *p++ = '}';
+
+    } else {
+        p = ngx_sprintf(p, ",\"stored\":null");
+    }
+
+    if (x->decided) {
+        p = ngx_sprintf(p, ",\"last_decision\":{\"status\":\"%s\","
+                        "\"action\":\"%s\",\"time\":%uD,\"age\":%T",
+                        d->status < NGX_HTTP_SIMHASH_NEV
+                            ? ngx_http_simhash_event_name[d->status] : "?",
+                        d->action <= NGX_HTTP_SIMHASH_DID_PREDICTED
+                            ? ngx_http_simhash_did_names[d->action] : "?",
+                        d->time, x->now - (time_t) d->time);
+
+        if (d->distance != 0xffff) {
+            p = ngx_sprintf(p, ",\"distance\":%uD,\"score\":%uD",
+                            (uint32_t) d->distance, d->score);
+        }
+
+        if (d->original) {
+            p = ngx_http_simhash_explain_str(p, "original", &x->original);
+            p = ngx_sprintf(p, ",\"original_stored\":%s",
+                            x->original.len ? "true" : "false");
+        }
+
+        *p++ = '}';
+
+    } else {
+        p = ngx_sprintf(p, ",\"last_decision\":null");
+    }
+
+    if (x->predicted == 1) {
+        s.data = x->rules;
+        s.len = x->rules_len;
+
+        p = ngx_sprintf(p, ",\"prediction\":{\"original_stored\":%s",
+                        x->predicted_of.len ? "true" : "false");
+        p = ngx_http_simhash_explain_str(p, "rules", &s);
+        p = ngx_http_simhash_explain_str(p, "original", &x->predicted_of);
+        p = ngx_sprintf(p, ",\"evidence\":[");
+
+        for (i = 0; i < x->evidence.n; i++) {
+            ri = &x->evidence.rule[i];
+
+            p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                             ngx_strlen(ri->host));
+            p = ngx_sprintf(p, "\",\"pattern\":\"");
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                             ngx_strlen(ri->pattern));
+            p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
+                            sh_dust_kind_name(ri->kind));
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                             ngx_strlen(ri->arg));
+            p = ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
+                            "\"against\":%uD,\"precision_lower\":%.4f}",
+                            sh_dust_state_name(ri->state), ri->support,
+                            ri->against, ri->lower);
+        }
+
+        p = ngx_sprintf(p, "]}");
+
+    } else {
+        p = ngx_sprintf(p, ",\"prediction\":null,\"learner\":\"%s\"",
+                        x->zone->sh->dust == NULL ? "none"
+                        : x->predicted < 0 ? "refused" : "no rule");
+    }
+
+    return ngx_cpymem(p, "}\n", 2);
+}

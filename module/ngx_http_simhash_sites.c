@@ -1,0 +1,617 @@
+
+/*
+ * What the console shows of a zone, kept in a region of the zone's shared
+ * memory of its own (fixed: about 200 KB whatever the traffic):
+ *
+ *   - the rates of the last minutes: a ring of per-10-s counters of every
+ *     event (a status, a drop, a prediction answered without a fetch),
+ *     advanced lazily by whichever worker counts first in a new slot.  A
+ *     slot is claimed by a compare-and-swap of its epoch and then zeroed:
+ *     an increment by another worker between the two is lost, a rare
+ *     undercount the console can live with, for no lock on the path;
+ *   - the sites that waste the crawl: sh_topk (Space-Saving) of the
+ *     duplicates and predictions by host, with the pages, drops, bytes
+ *     and fetches saved of each, under the zone's lock;
+ *   - the last decisions, direct-mapped by the key's hash (a later key on
+ *     the same slot replaces it), for "why?" (ngx_http_simhash_explain.c);
+ *   - what the rules' predictions came to, per host and set of rules:
+ *     made, verified, failed (direct-mapped too), under the lock;
+ *   - (in the outbox, not here) the lag of each other node of the tier.
+ *
+ * An event costs the ring's increments and one short hold of the zone's
+ * lock: a scan of the table's 64 hashes and, for a duplicate of an
+ * untracked host, of its 64 counts (BENCHMARKS.md has the cost).
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+
+
+static ngx_str_t  ngx_http_simhash_event_names[] = {
+    ngx_string("new"),
+    ngx_string("duplicate"),
+    ngx_string("unchanged"),
+    ngx_string("changed"),
+    ngx_string("skipped"),
+    ngx_string("dropped"),
+    ngx_string("predicted")
+};
+
+
+/* the per-site gauges in Prometheus: the weight, its error, counters */
+typedef struct {
+    ngx_str_t                    name;
+    ngx_str_t                    help;
+    ngx_int_t                    count;     /* sh_topk_count_t; -1: the
+                                               weight, -2: its error */
+} ngx_http_simhash_site_metric_t;
+
+static ngx_http_simhash_site_metric_t  ngx_http_simhash_site_metrics[] = {
+
+    { ngx_string("site_wasted"),
+      ngx_string("Duplicates and predictions of a top site (Space-Saving "
+                 "estimate, an upper bound)."), -1 },
+
+    { ngx_string("site_wasted_error"),
+      ngx_string("How much site_wasted may overestimate."), -2 },
+
+    { ngx_string("site_duplicates"),
+      ngx_string("Duplicates of a top site since it entered the table."),
+      SH_TOPK_DUPLICATES },
+
+    { ngx_string("site_predicted"),
+      ngx_string("Predictions answered without a fetch for a top site "
+                 "since it entered the table."), SH_TOPK_PREDICTED },
+
+    { ngx_string("site_bytes_saved"),
+      ngx_string("Body bytes of dropped duplicates of a top site since it "
+                 "entered the table."), SH_TOPK_BYTES_SAVED },
+
+    { ngx_string("site_fetches_saved"),
+      ngx_string("Fetches saved by predictions for a top site since it "
+                 "entered the table."), SH_TOPK_FETCHES_SAVED },
+
+    { ngx_null_string, ngx_null_string, 0 }
+};
+
+
+size_t
+ngx_http_simhash_sites_shm(void)
+{
+    /* the slab's own pages and per-page bookkeeping on top */
+    return ngx_align(sizeof(ngx_http_simhash_sites_t)
+                     + sh_topk_size(NGX_HTTP_SIMHASH_SITES_K), ngx_pagesize)
+           + 4 * ngx_pagesize;
+}
+
+
+/*
+ * In the zone's init: a fresh zone gets its region; a kept one keeps it,
+ * emptied of its sites when the secret changed (the hosts' hashes would
+ * mean nothing under the new one).
+ */
+
+ngx_int_t
+ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    size_t                     size;
+    ngx_http_simhash_sites_t  *ss;
+    ngx_http_simhash_shctx_t  *sh;
+
+    sh = zone->sh;
+    ss = sh->sites;
+
+    if (ss && ngx_memcmp(ss->key, zone->dust_secret, sizeof(ss->key)) == 0) {
+        return NGX_OK;
+    }
+
+    size = sizeof(ngx_http_simhash_sites_t)
+           + sh_topk_size(NGX_HTTP_SIMHASH_SITES_K);
+
+    if (ss == NULL) {
+        ss = ngx_slab_calloc(zone->shpool, size);
+
+        if (ss == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, log, 0,
+                          "simhash zone \"%V\" has no room for its console's "
+                          "%uz bytes", &zone->name, size);
+            return NGX_ERROR;
+        }
+
+    } else {
+        /* the old cycle's workers may count in it meanwhile */
+        ngx_http_simhash_zone_lock(zone, log);
+    }
+
+    ss->topk = sh_topk_init((u_char *) ss + sizeof(ngx_http_simhash_sites_t),
+                            sh_topk_size(NGX_HTTP_SIMHASH_SITES_K),
+                            NGX_HTTP_SIMHASH_SITES_K, zone->dust_secret,
+                            sizeof(zone->dust_secret));
+    ngx_memzero(ss->decision, sizeof(ss->decision));
+    ngx_memcpy(ss->key, zone->dust_secret, sizeof(ss->key));
+
+    if (sh->sites) {
+        ngx_http_simhash_zone_unlock(zone);
+    }
+
+    sh->sites = ss;
+
+    return ss->topk ? NGX_OK : NGX_ERROR;
+}
+
+
+void
+ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev, ngx_log_t *log)
+{
+    size_t                        hlen;
+    uint64_t                      add[SH_TOPK_NCOUNT], weight, keyhash;
+    ngx_uint_t                    now, epoch;
+    const char                   *host;
+    ngx_http_simhash_rate_t      *slot;
+    ngx_http_simhash_sites_t     *ss;
+    ngx_http_simhash_decision_t  *d;
+
+    ss = zone->sh->sites;
+
+    if (ss == NULL) {
+        return;
+    }
+
+    now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
+    slot = &ss->rate[now % NGX_HTTP_SIMHASH_RATE_SLOTS];
+    epoch = slot->epoch;
+
+    if (epoch != now && ngx_atomic_cmp_set(&slot->epoch, epoch, now)) {
+        ngx_memzero((void *) slot->n, sizeof(slot->n));
+    }
+
+    (void) ngx_atomic_fetch_add(&slot->n[ev->event], 1);
+
+    if (ev->action == NGX_HTTP_SIMHASH_DID_DROPPED) {
+        (void) ngx_atomic_fetch_add(&slot->n[NGX_HTTP_SIMHASH_EV_DROPPED],
+                                    1);
+    }
+
+    if (ev->key == NULL || ev->key->len == 0 || ev->key->len > SH_KEY_MAX) {
+        return;
+    }
+
+    ngx_memzero(add, sizeof(add));
+    add[SH_TOPK_PAGES] = 1;
+
+    switch (ev->event) {
+
+    case NGX_HTTP_SIMHASH_DUPLICATE:
+        add[SH_TOPK_DUPLICATES] = 1;
+        break;
+
+    case NGX_HTTP_SIMHASH_EV_PREDICTED:
+        add[SH_TOPK_PREDICTED] = 1;
+        add[SH_TOPK_FETCHES_SAVED] = 1;
+        break;
+    }
+
+    if (ev->action == NGX_HTTP_SIMHASH_DID_DROPPED) {
+        add[SH_TOPK_DROPPED] = 1;
+        add[SH_TOPK_BYTES_SAVED] = ev->bytes;
+    }
+
+    weight = add[SH_TOPK_DUPLICATES] + add[SH_TOPK_PREDICTED];
+    host = sh_topk_host((char *) ev->key->data, ev->key->len, &hlen);
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    (void) sh_topk_add(ss->topk, host, hlen, weight, add);
+
+    keyhash = sh_store_keyhash(zone->sh->store, (char *) ev->key->data,
+                               ev->key->len);
+    d = &ss->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
+
+    d->keyhash = keyhash;
+    d->original = ev->original;
+    d->time = (uint32_t) ngx_time();
+    d->score = ev->score;
+    d->distance = ev->distance == (ngx_uint_t) NGX_ERROR
+                  ? 0xffff : (uint16_t) ev->distance;
+    d->status = (uint8_t) ev->event;
+    d->action = (uint8_t) ev->action;
+
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+void
+ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log)
+{
+    size_t                       hlen;
+    uint64_t                     h;
+    const char                  *host;
+    ngx_http_simhash_sites_t    *ss;
+    ngx_http_simhash_outcome_t  *o;
+
+    ss = zone->sh->sites;
+
+    if (ss == NULL || rules->len == 0) {
+        return;
+    }
+
+    host = sh_topk_host((char *) key->data, key->len, &hlen);
+    hlen = ngx_min(hlen, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
+
+    h = ngx_hash_key(rules->data, rules->len);
+    h = (h << 32) ^ ngx_hash_key_lc((u_char *) host, hlen);
+    h += (h == 0);
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    o = &ss->outcome[h % NGX_HTTP_SIMHASH_OUTCOMES];
+
+    if (o->hash != h) {
+        /* another host's rules had the slot: they give way */
+        ngx_memzero(o, sizeof(ngx_http_simhash_outcome_t));
+        o->hash = h;
+        ngx_strlow(o->host, (u_char *) host, hlen);
+        ngx_memcpy(o->rules, rules->data,
+                   ngx_min(rules->len, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1));
+    }
+
+    o->n[what]++;
+
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+ngx_http_simhash_sites_snap_t *
+ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log)
+{
+    ngx_uint_t                      i, j, slot, epoch;
+    ngx_http_simhash_sites_t       *ss;
+    ngx_http_simhash_sites_snap_t  *snap;
+
+    ss = zone->sh->sites;
+
+    if (ss == NULL) {
+        return NULL;
+    }
+
+    snap = ngx_pcalloc(pool, sizeof(ngx_http_simhash_sites_snap_t));
+    if (snap == NULL) {
+        return NULL;
+    }
+
+    snap->top = ngx_palloc(pool, NGX_HTTP_SIMHASH_SITES_K
+                                 * sizeof(sh_topk_entry_t));
+    if (snap->top == NULL) {
+        return NULL;
+    }
+
+    /* the slots of the last minutes, oldest first; the current one is
+     * still filling */
+
+    snap->now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_RATE_SLOTS; i++) {
+        epoch = snap->now - (NGX_HTTP_SIMHASH_RATE_SLOTS - 1 - i);
+        slot = epoch % NGX_HTTP_SIMHASH_RATE_SLOTS;
+
+        if (ss->rate[slot].epoch != epoch) {
+            continue;
+        }
+
+        for (j = 0; j < NGX_HTTP_SIMHASH_NEV; j++) {
+            snap->rate[j][i] = ss->rate[slot].n[j];
+        }
+    }
+
+    snap->outcome = ngx_palloc(pool, sizeof(ss->outcome));
+    if (snap->outcome == NULL) {
+        return NULL;
+    }
+
+    ngx_http_simhash_zone_lock(zone, log);
+
+    sh_topk_stats(ss->topk, &snap->st);
+    snap->ntop = sh_topk_list(ss->topk, snap->top, NGX_HTTP_SIMHASH_SITES_K);
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_OUTCOMES; i++) {
+        if (ss->outcome[i].hash) {
+            snap->outcome[snap->noutcome++] = ss->outcome[i];
+        }
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    return snap;
+}
+
+
+/* The longest the JSON (or the zone's Prometheus series) can be. */
+
+size_t
+ngx_http_simhash_sites_size(ngx_http_simhash_sites_snap_t *ss,
+    ngx_str_t *zone_name, ngx_uint_t prom)
+{
+    size_t  host, size;
+
+    if (ss == NULL) {
+        return 0;
+    }
+
+    host = 3 * SH_TOPK_HOST_TEXT;
+
+    if (prom) {
+        size = 0;
+
+        /* the HELP and TYPE lines are sized with the first zone's */
+        size += 6 * (2 * sizeof("# HELP simhash_ gauge\n") + 200);
+        size += 6 * NGX_HTTP_SIMHASH_SITES_PROM
+                * (sizeof("simhash_site_fetches_saved{zone=\"\",host=\"\"} \n")
+                   + zone_name->len + host + NGX_INT64_LEN);
+        size += sizeof("simhash_sites_error_bound{zone=\"\"} \n")
+                + 200 + zone_name->len + NGX_INT64_LEN;
+        return size;
+    }
+
+    size = sizeof(",\"rates\":{\"step\":,\"slots\":,\"now\":}")
+           + 3 * NGX_INT64_LEN;
+    size += NGX_HTTP_SIMHASH_NEV
+            * (sizeof(",\"predicted\":[]")
+               + NGX_HTTP_SIMHASH_RATE_SLOTS * (NGX_INT64_LEN + 1));
+    size += sizeof(",\"sites\":{\"k\":,\"tracked\":,\"total\":,"
+                   "\"error_bound\":,\"n_over_k\":,\"replaced\":,"
+                   "\"top\":[]}") + 6 * NGX_INT64_LEN;
+    size += sizeof(",\"rule_outcomes\":[]")
+            + ss->noutcome * (sizeof("{\"host\":\"\",\"rules\":\"\","
+                                     "\"made\":,\"verified\":,"
+                                     "\"failed\":},")
+                              + 6 * NGX_HTTP_SIMHASH_OUTCOME_TEXT
+                              + 3 * NGX_INT64_LEN);
+    size += ss->ntop * (sizeof("{\"host\":\"\",\"wasted\":,\"error\":}")
+                        + host + 2 * NGX_INT64_LEN
+                        + SH_TOPK_NCOUNT * (sizeof(",\"fetches_saved\":")
+                                            + NGX_INT64_LEN + 1));
+    return size;
+}
+
+
+u_char *
+ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len)
+{
+    u_char  c;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    while (len--) {
+        c = *text++;
+
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 0xf];
+
+        } else {
+            *p++ = c;
+        }
+    }
+
+    return p;
+}
+
+
+u_char *
+ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
+{
+    ngx_uint_t                   i, j;
+    sh_topk_entry_t             *e;
+    ngx_http_simhash_outcome_t  *o;
+
+    if (ss == NULL) {
+        return p;
+    }
+
+    p = ngx_sprintf(p, ",\"rates\":{\"step\":%d,\"slots\":%d,\"now\":%ui",
+                    NGX_HTTP_SIMHASH_RATE_STEP, NGX_HTTP_SIMHASH_RATE_SLOTS,
+                    ss->now * NGX_HTTP_SIMHASH_RATE_STEP);
+
+    for (j = 0; j < NGX_HTTP_SIMHASH_NEV; j++) {
+        p = ngx_sprintf(p, ",\"%V\":[", &ngx_http_simhash_event_names[j]);
+
+        for (i = 0; i < NGX_HTTP_SIMHASH_RATE_SLOTS; i++) {
+            p = ngx_sprintf(p, "%s%uL", i ? "," : "", ss->rate[j][i]);
+        }
+
+        *p++ = ']';
+    }
+
+    /* the error bound: the least count once the table is full (0 before:
+     * no host was ever replaced); n_over_k: Space-Saving's worst case */
+
+    p = ngx_sprintf(p, "},\"sites\":{\"k\":%uD,\"tracked\":%uD,"
+                    "\"total\":%uL,\"error_bound\":%uL,\"n_over_k\":%uL,"
+                    "\"replaced\":%uL,\"top\":[",
+                    ss->st.k, ss->st.used, ss->st.total, ss->st.min,
+                    ss->st.total / ss->st.k, ss->st.replaced);
+
+    for (i = 0; i < ss->ntop; i++) {
+        e = &ss->top[i];
+
+        p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
+        p = ngx_http_simhash_text_escape(p, (u_char *) e->host,
+                                         ngx_strlen(e->host));
+        p = ngx_sprintf(p, "\",\"wasted\":%uL,\"error\":%uL", e->count,
+                        e->error);
+
+        for (j = 0; j < SH_TOPK_NCOUNT; j++) {
+            p = ngx_sprintf(p, ",\"%s\":%uL", sh_topk_count_name(j),
+                            e->c[j]);
+        }
+
+        *p++ = '}';
+    }
+
+    p = ngx_cpymem(p, "]},\"rule_outcomes\":[",
+                   sizeof("]},\"rule_outcomes\":[") - 1);
+
+    for (i = 0; i < ss->noutcome; i++) {
+        o = &ss->outcome[i];
+
+        p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
+        p = ngx_http_simhash_text_escape(p, o->host,
+                                         ngx_strlen(o->host));
+        p = ngx_sprintf(p, "\",\"rules\":\"");
+        p = ngx_http_simhash_text_escape(p, o->rules,
+                                         ngx_strlen(o->rules));
+        p = ngx_sprintf(p, "\",\"made\":%uL,\"verified\":%uL,"
+                        "\"failed\":%uL}", o->n[NGX_HTTP_SIMHASH_MADE],
+                        o->n[NGX_HTTP_SIMHASH_VERIFIED],
+                        o->n[NGX_HTTP_SIMHASH_FAILED]);
+    }
+
+    *p++ = ']';
+
+    return p;
+}
+
+
+u_char *
+ngx_http_simhash_sites_prom(u_char *p, ngx_http_simhash_sites_snap_t *first)
+{
+    uint64_t                         x;
+    ngx_uint_t                       j;
+    sh_topk_entry_t                 *e;
+    ngx_http_simhash_sites_snap_t   *ss;
+    ngx_http_simhash_site_metric_t  *m;
+
+    p = ngx_sprintf(p, "# HELP simhash_sites_error_bound The most a site's "
+                    "simhash_site_wasted may overestimate (the least count "
+                    "of the full table).\n"
+                    "# TYPE simhash_sites_error_bound gauge\n");
+
+    for (ss = first; ss; ss = ss->next) {
+        p = ngx_sprintf(p, "simhash_sites_error_bound{zone=\"%V\"} %uL\n",
+                        &ss->zone, ss->st.min);
+    }
+
+    /* the top sites only: a bounded number of series whatever the hosts */
+
+    for (m = ngx_http_simhash_site_metrics; m->name.len; m++) {
+        p = ngx_sprintf(p, "# HELP simhash_%V %V\n# TYPE simhash_%V gauge\n",
+                        &m->name, &m->help, &m->name);
+
+        for (ss = first; ss; ss = ss->next) {
+
+            for (j = 0; j < ss->ntop && j < NGX_HTTP_SIMHASH_SITES_PROM; j++) {
+                e = &ss->top[j];
+
+                x = m->count == -1 ? e->count
+                    : m->count == -2 ? e->error : e->c[m->count];
+
+                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",host=\"",
+                                &m->name, &ss->zone);
+                p = ngx_http_simhash_text_escape(p, (u_char *) e->host,
+                                                 ngx_strlen(e->host));
+                p = ngx_sprintf(p, "\"} %uL\n", x);
+            }
+        }
+    }
+
+    return p;
+}
+
+
+/*
+ * The lag per node of a replicated zone (the outbox's table, filled by
+ * worker 0 as it applies entries): in JSON "replication_nodes", in
+ * Prometheus simhash_replication_node_lag_seconds{zone,node}.
+ */
+
+size_t
+ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone)
+{
+    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
+        return 0;
+    }
+
+    return sizeof("# HELP simhash_replication_node_lag_seconds \n") + 200
+           + NGX_HTTP_SIMHASH_NODES
+             * (3 * NGX_HTTP_SIMHASH_NODE_NAME + zone->name.len + 200
+                + 4 * NGX_INT64_LEN);
+}
+
+
+u_char *
+ngx_http_simhash_nodes_json(u_char *p, ngx_http_simhash_zone_t *zone)
+{
+    time_t                        now;
+    ngx_uint_t                    i, n;
+    ngx_http_simhash_node_lag_t  *nl;
+
+    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
+        return p;
+    }
+
+    now = ngx_time();
+    p = ngx_cpymem(p, ",\"replication_nodes\":[",
+                   sizeof(",\"replication_nodes\":[") - 1);
+
+    for (i = 0, n = 0; i < NGX_HTTP_SIMHASH_NODES; i++) {
+        nl = &zone->replicate->outbox->nodes[i];
+
+        if (nl->len == 0 || nl->len > NGX_HTTP_SIMHASH_NODE_NAME) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "%s{\"node\":\"", n++ ? "," : "");
+        p = ngx_http_simhash_text_escape(p, nl->name, nl->len);
+        p = ngx_sprintf(p, "\",\"lag_ms\":%uA,\"age\":%T,\"entries\":%uA}",
+                        nl->lag, now - (time_t) nl->seen, nl->entries);
+    }
+
+    *p++ = ']';
+
+    return p;
+}
+
+
+u_char *
+ngx_http_simhash_nodes_prom(u_char *p, ngx_http_simhash_zone_t *zone,
+    ngx_uint_t head)
+{
+    ngx_uint_t                    i;
+    ngx_http_simhash_node_lag_t  *nl;
+
+    if (head) {
+        p = ngx_sprintf(p, "# HELP simhash_replication_node_lag_seconds Age "
+                        "of the last entry of each other node when "
+                        "applied.\n"
+                        "# TYPE simhash_replication_node_lag_seconds "
+                        "gauge\n");
+    }
+
+    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
+        return p;
+    }
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NODES; i++) {
+        nl = &zone->replicate->outbox->nodes[i];
+
+        if (nl->len == 0 || nl->len > NGX_HTTP_SIMHASH_NODE_NAME) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "simhash_replication_node_lag_seconds{zone=\"%V\","
+                        "node=\"", &zone->name);
+        p = ngx_http_simhash_text_escape(p, nl->name, nl->len);
+        p = ngx_sprintf(p, "\"} %uA.%03uA\n", nl->lag / 1000,
+                        nl->lag % 1000);
+    }
+
+    return p;
+}

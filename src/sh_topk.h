@@ -1,0 +1,95 @@
+/*
+ * sh_topk.h -- the sites that waste the crawl: a bounded heavy-hitters
+ * table (Space-Saving, Metwally, Agrawal and El Abbadi 2005) over a fixed
+ * array in caller-provided memory, keyed by a host hash under a secret.
+ *
+ * A site's weight is what it wastes: its duplicates and its predicted
+ * duplicates.  The table holds k entries whatever the number of hosts;
+ * an untracked host with weight takes the entry of least count, inheriting
+ * that count as its error.  The guarantee, for a total weight N:
+ *
+ *   count - error <= true weight <= count, and error <= N / k;
+ *   every host whose true weight exceeds N / k is in the table.
+ *
+ * Besides the weight, an entry counts what happened on its host since it
+ * took the entry (pages, duplicates, predictions, drops, bytes and fetches
+ * saved): lower bounds of the host's totals, exact for a host that never
+ * left the table (error 0).  A weight-0 event (a new page) moves only a
+ * tracked host's counters: it costs a lookup, never a replacement.
+ *
+ * The host is hashed lowercased (sh_url_hash_lower) under a secret, so
+ * that a client cannot aim two names at one entry; its text is kept
+ * truncated to SH_TOPK_HOST_TEXT bytes, for display only.  No locking:
+ * the caller serialises updates (the module does it under its zone's
+ * lock); readers copy entries out under the same lock.
+ */
+#ifndef SH_TOPK_H
+#define SH_TOPK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SH_TOPK_HOST_TEXT   63      /* bytes of a host's name kept */
+#define SH_TOPK_MAX         4096    /* entries at most */
+
+/* what an entry counts besides its weight */
+typedef enum {
+    SH_TOPK_PAGES = 0,          /* decisions on the host */
+    SH_TOPK_DUPLICATES,         /* fetched pages found duplicates */
+    SH_TOPK_PREDICTED,          /* requests predicted duplicates (DUST) */
+    SH_TOPK_DROPPED,            /* duplicates answered empty */
+    SH_TOPK_BYTES_SAVED,        /* body bytes not passed to the crawler */
+    SH_TOPK_FETCHES_SAVED,      /* predictions answered without a fetch */
+    SH_TOPK_NCOUNT
+} sh_topk_count_t;
+
+typedef struct {
+    uint64_t hash;              /* 0: the entry is free */
+    uint64_t count;             /* the weight's estimate (an upper bound) */
+    uint64_t error;             /* count - error <= true weight */
+    uint64_t c[SH_TOPK_NCOUNT]; /* since the host took the entry */
+    char     host[SH_TOPK_HOST_TEXT + 1];
+} sh_topk_entry_t;
+
+typedef struct {
+    uint32_t k;                 /* entries */
+    uint32_t used;
+    uint64_t total;             /* N: the weight of every host */
+    uint64_t replaced;          /* entries taken from another host */
+    uint64_t min;               /* least count: the error bound now */
+} sh_topk_stats_t;
+
+typedef struct sh_topk_s sh_topk_t;
+
+/* Bytes of a table of k entries (1 to SH_TOPK_MAX); 0 otherwise. */
+size_t sh_topk_size(uint32_t k);
+
+/* Format `region` (8-byte aligned, sh_topk_size(k) bytes); the secret (up
+ * to 32 bytes used) keys the host hash.  NULL on bad arguments. */
+sh_topk_t *sh_topk_init(void *region, size_t size, uint32_t k,
+                        const void *secret, size_t secret_len);
+
+/* The host of an absolute URL ("scheme://host[:port]/..."): a span of
+ * `url`, without the port; the whole authority's start when there is no
+ * "://" (len 0 then). */
+const char *sh_topk_host(const char *url, size_t len, size_t *host_len);
+
+/*
+ * One event on a host: `weight` (0 or more) added to its count, and
+ * `add` (NULL: none) to its counters.  Returns 1 if the host is tracked
+ * after the call, 0 if not (weight 0 and not tracked).
+ */
+int sh_topk_add(sh_topk_t *t, const char *host, size_t len, uint64_t weight,
+                const uint64_t add[SH_TOPK_NCOUNT]);
+
+/* The tracked entries, by count, largest first: at most max; how many. */
+size_t sh_topk_list(const sh_topk_t *t, sh_topk_entry_t *out, size_t max);
+
+void sh_topk_stats(const sh_topk_t *t, sh_topk_stats_t *st);
+
+/* Forget every host (the secret stays). */
+void sh_topk_clear(sh_topk_t *t);
+
+const char *sh_topk_count_name(sh_topk_count_t c);
+
+#endif

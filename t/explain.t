@@ -1,0 +1,200 @@
+#!/usr/bin/perl
+# "Why?" for one URL (issue 36): simhash_stats ?explain=KEY says what the
+# module would do with the key now and why.  Here its answer is checked
+# against the decision actually taken, for every status (new, duplicate
+# dropped, duplicate passed, unchanged, changed, skipped) and for a
+# prediction answered without a fetch: the last decision's status and
+# action, the original, the distance and the score as the response's
+# headers told them; the stored document; the rule that predicts, with its
+# evidence.  Asking leaves the statistics as they were.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use JSON::PP;
+use SimhashTest;
+
+my $t = SimhashTest->new(
+    http => <<'END',
+    simhash_zone zone=crawl:1m dust=1m file=%%PREFIX%%/data/crawl.snap;
+    simhash_dust_rule zone=crawl host=v.test pattern=/doc/
+                      drop_param=sid pin;
+END
+    proxy => <<'END',
+        location /doc/ {
+            simhash crawl;
+            simhash_dust on;
+            simhash_dust_verify 0%;      # every prediction answered
+            simhash_action drop keys=any;
+            simhash_key http://v.test$request_uri;
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        location /tag/ {
+            simhash crawl;
+            simhash_key http://v.test$request_uri;
+            proxy_pass http://%%ORIGIN%%/doc/;
+        }
+
+        location /stats {
+            simhash_stats;
+            allow 127.0.0.1;
+            deny all;
+        }
+END
+);
+
+my @pages = $t->random_pages(3, 150, 3636);
+mkdir $t->prefix . '/html/doc';
+$t->write_file('html/doc/a.html', $pages[0]);
+$t->write_file('html/doc/copy.html', $pages[0]);
+$t->write_file('html/doc/b.html', $pages[1]);
+$t->write_file('html/doc/short.html', '<html><body><p>hi</p></body></html>');
+$t->start;
+
+sub why {
+    my ($key) = @_;
+    (my $q = $key) =~ s/([^A-Za-z0-9._~-])/sprintf('%%%02X', ord $1)/ge;
+    my $r = $t->get("/stats?explain=$q");
+    is($r->{status}, 200, "explain $key: 200") or diag($r->{content});
+    is($r->{headers}{'content-type'}, 'application/json', 'as JSON');
+    return decode_json($r->{content});
+}
+
+sub fetch {
+    my ($path) = @_;
+    my ($status, $h) = $t->raw_get($path);
+    return ($status, $h);
+}
+
+# new
+my ($st, $h) = fetch('/doc/a.html');
+is($h->{'x-simhash-status'}, 'new', 'a.html: new');
+my $x = why('http://v.test/doc/a.html');
+is($x->{last_decision}{status}, 'new', 'new: the last decision');
+is($x->{last_decision}{action}, 'passed', 'new: passed');
+ok($x->{stored}, 'new: stored');
+is($x->{stored}{name}, 'http://v.test/doc/a.html', 'new: its name');
+is($x->{stored}{fingerprint}, $h->{'x-simhash'}, 'new: its fingerprint');
+is($x->{would}, 'stored', 'new: a fetch is compared with its version');
+is($x->{prediction}, undef, 'new: no prediction');
+
+# duplicate, dropped (keys=any)
+($st, $h) = fetch('/doc/copy.html');
+is($st, 204, 'copy.html: dropped');
+$x = why('http://v.test/doc/copy.html');
+is($x->{last_decision}{status}, 'duplicate', 'dropped: a duplicate');
+is($x->{last_decision}{action}, 'dropped', 'dropped: dropped');
+is($x->{last_decision}{original}, 'http://v.test/doc/a.html',
+   'dropped: its original');
+is($x->{last_decision}{original}, $h->{'x-simhash-duplicate-of'},
+   'dropped: the original the response named');
+is($x->{last_decision}{distance}, $h->{'x-simhash-distance'},
+   'dropped: the distance the response told');
+ok(defined $x->{last_decision}{score}, 'dropped: a score');
+is($x->{stored}, undef, 'dropped: not stored');
+is($x->{would}, 'fetch', 'dropped: fetched, the body decides');
+
+# duplicate, passed: the tag location does not drop
+($st, $h) = fetch('/tag/copy.html');
+is($h->{'x-simhash-status'}, 'duplicate', '/tag/copy.html: a duplicate');
+$x = why('http://v.test/tag/copy.html');
+is($x->{last_decision}{status}, 'duplicate', 'tagged: a duplicate');
+is($x->{last_decision}{action}, 'passed', 'tagged: passed');
+
+# unchanged
+($st, $h) = fetch('/doc/a.html');
+is($h->{'x-simhash-status'}, 'unchanged', 'a.html again: unchanged');
+$x = why('http://v.test/doc/a.html');
+is($x->{last_decision}{status}, 'unchanged', 'unchanged: the last decision');
+is($x->{last_decision}{distance}, 0, 'unchanged: distance 0');
+
+# changed
+fetch('/doc/b.html');
+$t->write_file('html/doc/b.html', $pages[2]);
+($st, $h) = fetch('/doc/b.html');
+is($h->{'x-simhash-status'}, 'changed', 'b.html rewritten: changed');
+$x = why('http://v.test/doc/b.html');
+is($x->{last_decision}{status}, 'changed', 'changed: the last decision');
+is($x->{last_decision}{distance}, $h->{'x-simhash-distance'},
+   'changed: the distance the response told');
+is($x->{stored}{fingerprint}, $h->{'x-simhash'},
+   'changed: the stored fingerprint is the new one');
+
+# skipped
+($st, $h) = fetch('/doc/short.html');
+is($h->{'x-simhash-status'}, 'skipped', 'short.html: skipped');
+$x = why('http://v.test/doc/short.html');
+is($x->{last_decision}{status}, 'skipped', 'skipped: the last decision');
+is($x->{stored}, undef, 'skipped: not stored');
+
+# predicted: the pinned rule, no fetch; asked before and after
+my $before = $t->stats->{zones}{crawl}{dust}{predictions};
+$x = why('http://v.test/doc/a.html?sid=7');
+is($x->{would}, 'predicted', 'predicted before the request: would predict');
+is($x->{prediction}{original}, 'http://v.test/doc/a.html',
+   'the original it names');
+like($x->{prediction}{rules}, qr/drop_param\(sid\)/, 'the rule');
+my ($ev) = @{ $x->{prediction}{evidence} };
+ok($ev, 'the rule\'s evidence');
+is($ev->{state}, 'pinned', 'its state');
+ok(exists $ev->{support} && exists $ev->{against}, 'support and against');
+is($t->stats->{zones}{crawl}{dust}{predictions}, $before,
+   'asking predicted nothing');
+
+($st, $h) = fetch('/doc/a.html?sid=7');
+is($st, 204, 'a.html?sid=7: answered without a fetch');
+$x = why('http://v.test/doc/a.html?sid=7');
+is($x->{last_decision}{status}, 'predicted', 'predicted: the last decision');
+is($x->{last_decision}{action}, 'predicted', 'predicted: not fetched');
+is($x->{last_decision}{original}, 'http://v.test/doc/a.html',
+   'predicted: its original');
+
+# a URL never seen
+$x = why('http://v.test/other/never.html');
+is($x->{last_decision}, undef, 'never seen: no decision');
+is($x->{would}, 'fetch', 'never seen: fetched');
+is($x->{learner}, 'no rule', 'never seen: no rule');
+
+# the CLI asks the same endpoint
+SKIP: {
+    my $cli = $ENV{SH_CLI} // '';
+    skip 'SH_CLI not set (make itest sets it)', 4 unless -x $cli;
+    my $stats = $t->url('/stats');
+    my $out = `$cli explain http://v.test/doc/copy.html $stats`;
+    is($?, 0, 'simhash explain: exit 0');
+    my $j = eval { decode_json($out) } // {};
+    is($j->{last_decision}{action}, 'dropped', 'simhash explain: dropped');
+    is($j->{last_decision}{original}, 'http://v.test/doc/a.html',
+       'simhash explain: the original');
+    `$cli explain --zone nope http://v.test/doc/copy.html $stats 2>/dev/null`;
+    is($? >> 8, 1, 'simhash explain: an unknown zone fails');
+}
+
+# bad requests
+is($t->get('/stats?explain=')->{status}, 400, 'an empty key: 400');
+is($t->get('/stats?explain=x&zone=nope')->{status}, 404,
+   'an unknown zone: 404');
+
+$t->check_log;
+
+# the CLI on the snapshot written at shutdown: stored or not, the rules
+SKIP: {
+    my $cli = $ENV{SH_CLI} // '';
+    skip 'SH_CLI not set (make itest sets it)', 4 unless -x $cli;
+    $t->stop('quit');
+    my $snap = $t->prefix . '/data/crawl.snap';
+    ok(-s $snap, 'the snapshot written at shutdown');
+    my $out = `$cli explain http://v.test/doc/a.html --snapshot $snap`;
+    like($out, qr/^stored\tfingerprint [0-9a-f]{16}, version of \d+$/m,
+         'simhash explain --snapshot: a.html stored');
+    like($out, qr{^rule\tv\.test/doc/\tdrop_param\(sid\)\tpinned\t}m,
+         'simhash explain --snapshot: its host\'s rule') or diag($out);
+    $out = `$cli explain http://v.test/doc/copy.html --snapshot $snap`;
+    like($out, qr/^stored\tno/m,
+         'simhash explain --snapshot: a dropped duplicate is not stored');
+}
+
+done_testing;

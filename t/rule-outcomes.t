@@ -1,0 +1,76 @@
+#!/usr/bin/perl
+# What the predictions of the learned URL rules came to (issue 36's rules
+# view): per host and set of rules, the predictions made, and of those
+# fetched to check them (simhash_dust_verify), the ones that were
+# duplicates indeed (verified) and the ones that were not (failed), in
+# simhash_stats' "rule_outcomes".  The origin answers f.html?sid=...
+# with another page: the pinned rule's prediction fails there.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use SimhashTest;
+
+my $t = SimhashTest->new(
+    http => <<'END',
+    simhash_zone zone=crawl:1m dust=1m;
+    simhash_dust_rule zone=crawl host=v.test pattern=/doc/
+                      drop_param=sid pin;
+END
+    origin => <<'END',
+        location = /doc/f.html {
+            if ($arg_sid) {
+                rewrite ^ /doc/g.html break;
+            }
+        }
+END
+    proxy => <<'END',
+        location /doc/ {
+            simhash crawl;
+            simhash_dust on;
+            simhash_dust_verify 100%;
+            simhash_action drop keys=any;
+            simhash_key http://v.test$request_uri;
+            proxy_pass http://%%ORIGIN%%;
+        }
+
+        location /stats {
+            simhash_stats;
+        }
+END
+);
+
+my @pages = $t->random_pages(3, 150, 8282);
+mkdir $t->prefix . '/html/doc';
+$t->write_file('html/doc/a.html', $pages[0]);
+$t->write_file('html/doc/f.html', $pages[1]);
+$t->write_file('html/doc/g.html', $pages[2]);
+$t->start;
+
+my ($st, $h) = $t->raw_get('/doc/a.html');
+is($h->{'x-simhash-status'}, 'new', 'a.html: new');
+($st, $h) = $t->raw_get('/doc/f.html');
+is($h->{'x-simhash-status'}, 'new', 'f.html: new');
+
+($st, $h) = $t->raw_get('/doc/a.html?sid=1');
+is($h->{'x-simhash-predicted'}, 'drop_param(sid)', 'a.html?sid=1: predicted');
+is($h->{'x-simhash-status'}, 'duplicate', '... fetched: a duplicate indeed');
+($st, $h) = $t->raw_get('/doc/a.html?sid=2');
+is($h->{'x-simhash-status'}, 'duplicate', 'a.html?sid=2: the same');
+($st, $h) = $t->raw_get('/doc/f.html?sid=3');
+is($h->{'x-simhash-predicted'}, 'drop_param(sid)', 'f.html?sid=3: predicted');
+isnt($h->{'x-simhash-status'}, 'duplicate', '... fetched: another page');
+
+my $z = $t->stats->{zones}{crawl};
+my @o = @{ $z->{rule_outcomes} };
+is(scalar @o, 1, 'one host and set of rules');
+is($o[0]{host}, 'v.test', 'its host');
+is($o[0]{rules}, 'drop_param(sid)', 'its rules');
+is($o[0]{made}, 3, 'three predictions made');
+is($o[0]{verified}, 2, 'two verified');
+is($o[0]{failed}, 1, 'one failed');
+
+$t->check_log;
+done_testing;

@@ -1,0 +1,306 @@
+/*
+ * cmd_explain.c -- `simhash explain URL STATS_URL`: "why?" for one URL,
+ * asked of a running node: what its module would do with the key now and
+ * why (simhash_stats ?explain=, module/ngx_http_simhash_explain.c).
+ * `simhash explain URL --snapshot FILE` answers what a module's snapshot
+ * can say instead: whether the key is stored (its fingerprint and the
+ * time of its version) and the DUST rules of its host.  A snapshot has
+ * neither the last decisions nor the secret a prediction needs.
+ *
+ * STATS_URL is the node's simhash_stats location, http://HOST[:PORT]/PATH
+ * (plain HTTP: the statistics are served on the loopback or a private
+ * network, behind their own access rules).  URL is the key as the
+ * location's simhash_key makes it.  Prints the JSON answer; --zone NAME
+ * asks about another zone than the location's first.  Exit 1 when the
+ * node does not answer 200.  A few lines of HTTP/1.0 over a socket: the
+ * tool links no HTTP library.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "sh_dust.h"
+#include "sh_index.h"
+#include "sh_snapshot.h"
+#include "sh_store.h"
+#include "sh_store_file.h"
+#include "sh_store_image.h"
+#include "sh_topk.h"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+        "usage: simhash explain [--zone NAME] URL http://HOST[:PORT]/PATH\n"
+        "       simhash explain URL --snapshot FILE\n\n"
+        "Asks a running node's simhash_stats location (PATH) why URL (a key\n"
+        "as simhash_key makes it) would be fetched, predicted or dropped:\n"
+        "its stored version, the last decision on it (status, action, the\n"
+        "original, distance and score), the DUST rule that predicts it and\n"
+        "that rule's evidence.  Prints the node's JSON answer.\n"
+        "With --snapshot, what a module's snapshot FILE says of URL: stored\n"
+        "or not (fingerprint, version time), and the DUST rules of its host.\n");
+}
+
+static int
+rule_of_host(const sh_dust_rule_info_t *r, void *ctx)
+{
+    const char *host = ctx;
+
+    if (strcasecmp(r->host, host) == 0) {
+        printf("rule\t%s%s\t%s%s%s%s\t%s\t%u for\t%u against\t%.4f\n",
+               r->host, r->pattern, sh_dust_kind_name(r->kind),
+               r->arg[0] ? "(" : "", r->arg, r->arg[0] ? ")" : "",
+               sh_dust_state_name(r->state), r->support, r->against,
+               r->lower);
+    }
+    return 0;
+}
+
+/* The key in a module's snapshot (read without its secret: the keys are
+ * compared as text), and its host's rules. */
+static int
+explain_snapshot(const char *url, const char *file)
+{
+    const unsigned char *data, *meta, *image, *rules;
+    size_t               len, meta_len, image_len, rules_len, size, n;
+    unsigned char        secret[SH_STORE_SECRET_LEN];
+    char                 err[512], host[SH_TOPK_HOST_TEXT + 1];
+    const char          *text, *h;
+    sh_image_summary_t   sum;
+    sh_image_info_t      info;
+    sh_store_t          *st;
+    const sh_store_doc_t *doc;
+    uint64_t             fp;
+    uint32_t             ref;
+    void                *mem = NULL;
+    int                  found = 0, rc;
+
+    if (sh_snapshot_map(file, &data, &len, err, sizeof(err)) != 0) {
+        cli_error("%s: %s", file, err);
+        return 1;
+    }
+    if (!sh_store_file_is(data, len)) {
+        sh_snapshot_unmap(data, len);
+        cli_error("%s: not a snapshot of the module's store", file);
+        return 1;
+    }
+    memset(secret, 0, sizeof(secret));
+    if (sh_store_file_parse(data, len, &meta, &meta_len, &image, &image_len,
+                            err, sizeof(err)) != 0
+        || sh_image_inspect(image, image_len, &sum, err, sizeof(err)) != 0)
+    {
+        goto failed;
+    }
+    size = sh_store_region_size(sum.capacity, sum.text_size);
+    if (size == 0 || posix_memalign(&mem, 64, size) != 0) {
+        snprintf(err, sizeof(err), "out of memory");
+        mem = NULL;
+        goto failed;
+    }
+    st = sh_store_init(mem, size, sum.text_size, secret, sum.seed_digest,
+                       err, sizeof(err));
+    if (st == NULL
+        || sh_image_load_unkeyed(st, image, image_len, 0, &info, err,
+                                 sizeof(err)) != 0)
+    {
+        goto failed;
+    }
+
+    printf("key\t%s\n", url);
+    for (ref = 0; ref < sum.capacity && !found; ref++) {
+        doc = sh_store_doc(st, ref);
+        if (doc == NULL) {
+            continue;
+        }
+        n = sh_store_key(st, ref, &text);
+        if (n == strlen(url) && memcmp(text, url, n) == 0
+            && sh_index_get(sh_store_index_const(st), ref, &fp) == 0)
+        {
+            printf("stored\tfingerprint %016llx, version of %u\n",
+                   (unsigned long long) fp, doc->time);
+            printf("would\tstored: a fetch is compared with that version\n");
+            found = 1;
+        }
+    }
+    if (!found) {
+        printf("stored\tno (or its key left the ring: `simhash index dump`)"
+               "\n");
+        printf("would\tfetch, unless a rule predicts it (ask the node)\n");
+    }
+
+    h = sh_topk_host(url, strlen(url), &n);
+    n = n < SH_TOPK_HOST_TEXT ? n : SH_TOPK_HOST_TEXT;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    rc = sh_store_file_tail_get(data, len, &rules, &rules_len);
+    if (rc > 0
+        && sh_dust_image_rules(rules, rules_len, 0.0, rule_of_host, host, err,
+                               sizeof(err)) != 0)
+    {
+        goto failed;
+    }
+    if (rc == 0) {
+        printf("rules\tnone (the zone had no dust=)\n");
+    }
+
+    sh_snapshot_unmap(data, len);
+    free(mem);
+    return fflush(stdout) == 0 ? 0 : 1;
+
+failed:
+    sh_snapshot_unmap(data, len);
+    free(mem);
+    cli_error("%s: %s", file, err);
+    return 1;
+}
+
+/* percent-encode everything but unreserved bytes */
+static void
+encode(const char *s, char *out, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t            n = 0;
+
+    for (; *s && n + 4 < size; s++) {
+        unsigned char c = (unsigned char) *s;
+
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+            || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'
+            || c == '~')
+        {
+            out[n++] = (char) c;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[c >> 4];
+            out[n++] = hex[c & 15];
+        }
+    }
+    out[n] = '\0';
+}
+
+int
+cmd_explain(int argc, char **argv)
+{
+    const char      *zone = NULL, *url = NULL, *stats = NULL, *p, *slash;
+    const char      *snapshot = NULL;
+    char             host[256], port[16], path[1024], req[8192], key[6144];
+    char             zq[300], buf[65536];
+    struct addrinfo  hints, *ai = NULL;
+    struct timeval   tv = { 10, 0 };
+    size_t           len = 0;
+    ssize_t          n;
+    int              i, fd = -1, status = 0;
+    char            *body;
+
+    for (i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--zone") == 0 && i + 1 < argc) {
+            zone = argv[++i];
+        } else if (strcmp(argv[i], "--snapshot") == 0 && i + 1 < argc) {
+            snapshot = argv[++i];
+        } else if (url == NULL) {
+            url = argv[i];
+        } else if (stats == NULL) {
+            stats = argv[i];
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (url != NULL && snapshot != NULL && stats == NULL) {
+        return explain_snapshot(url, snapshot);
+    }
+    if (url == NULL || stats == NULL || strncmp(stats, "http://", 7) != 0) {
+        usage(stderr);
+        return 2;
+    }
+
+    p = stats + 7;
+    slash = strchr(p, '/');
+    if (slash == NULL) {
+        slash = p + strlen(p);
+    }
+    if ((size_t) (slash - p) >= sizeof(host)) {
+        cli_error("%s: host too long", stats);
+        return 2;
+    }
+    memcpy(host, p, (size_t) (slash - p));
+    host[slash - p] = '\0';
+    strcpy(port, "80");
+    if (host[0] != '[' && strchr(host, ':')) {
+        snprintf(port, sizeof(port), "%s", strchr(host, ':') + 1);
+        *strchr(host, ':') = '\0';
+    }
+    snprintf(path, sizeof(path), "%s", *slash ? slash : "/");
+
+    encode(url, key, sizeof(key));
+    zq[0] = '\0';
+    if (zone) {
+        char z[256];
+
+        encode(zone, z, sizeof(z));
+        snprintf(zq, sizeof(zq), "&zone=%s", z);
+    }
+    n = snprintf(req, sizeof(req),
+                 "GET %s%cexplain=%s%s HTTP/1.0\r\nHost: %s\r\n"
+                 "Accept: application/json\r\nConnection: close\r\n\r\n",
+                 path, strchr(path, '?') ? '&' : '?', key, zq, host);
+    if (n < 0 || (size_t) n >= sizeof(req)) {
+        cli_error("%s: URL too long", url);
+        return 2;
+    }
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || ai == NULL) {
+        cli_error("%s: cannot resolve %s", stats, host);
+        return 1;
+    }
+    fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        cli_error("%s: %s", stats, strerror(errno));
+        freeaddrinfo(ai);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return 1;
+    }
+    freeaddrinfo(ai);
+    (void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+    if (write(fd, req, (size_t) n) != n) {
+        cli_error("%s: %s", stats, strerror(errno));
+        close(fd);
+        return 1;
+    }
+    while (len + 1 < sizeof(buf)
+           && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+    {
+        len += (size_t) n;
+    }
+    close(fd);
+    buf[len] = '\0';
+
+    if (sscanf(buf, "HTTP/%*s %d", &status) != 1) {
+        cli_error("%s: no HTTP answer", stats);
+        return 1;
+    }
+    body = strstr(buf, "\r\n\r\n");
+    body = body ? body + 4 : buf + len;
+    if (status != 200) {
+        cli_error("%s: HTTP %d%s%s", stats, status, *body ? ": " : "", body);
+        return 1;
+    }
+    fputs(body, stdout);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
