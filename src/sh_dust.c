@@ -35,9 +35,10 @@
 #include "sh_site.h"
 
 #define DUST_MAGIC      "SHDUST1"
-#define DUST_VERSION    4u          /* 2: entries begin with dway_t;
+#define DUST_VERSION    5u          /* 2: entries begin with dway_t;
                                        3: hosts know their alias source;
-                                       4: and their site */
+                                       4: and their site; 5: the
+                                       sequential test's constants */
 #define IMAGE_MAGIC     "SHDUSTIM"
 #define IMAGE_VERSION   1u
 #define IMAGE_HDR       64
@@ -49,6 +50,11 @@
 #define CANON_WAYS      4
 
 #define PAT_ROOT        0x51c7e3a9d2b4f681ULL   /* the pattern "/" */
+#define PAT_HOST        0x3b9f0d6ac2e75814ULL   /* a host's record of a
+                                                   rule over its scopes */
+#define SPRT_RATIO      10.0    /* a good rule disagrees 10x less often
+                                   than the worst one allowed on */
+#define PRIOR_ALPHA_MAX 0.25    /* the most a host's record relaxes */
 #define COUNT_MAX       (1u << 20)              /* then halve */
 #define ATOMS_MAX       (SH_URL_PARAMS_MAX + SH_URL_SEGS_MAX + 3)
 
@@ -122,6 +128,10 @@ struct sh_dust_s {
     uint64_t        clock;
     uint64_t        change_seq;
     sh_dust_opts_t  opts;
+    double          llr_pair;   /* the sequential test: a pair's weight */
+    double          llr_against;    /* a pair against's */
+    double          llr_on;     /* the bound to turn on: ln((1-a)/a) */
+    double          alpha;      /* a = Phi(-z) */
     sh_dust_stats_t stats;
     uint64_t        secret_digest;
     unsigned char   secret[SH_URL_SECRET_LEN];
@@ -255,6 +265,49 @@ sh_dust_region_size(uint32_t h, uint32_t c, uint32_t e, uint32_t n)
                   sets_for(e, EVID_WAYS), sets_for(n, CANON_WAYS), off);
 }
 
+/*
+ * The sequential test (Wald's SPRT) that turns a rule on.  A rule is BAD
+ * when its pairs disagree at rate e1 = 1 - min_precision or more, GOOD at
+ * e0 = e1 / SPRT_RATIO or less.  Each pair adds its log-likelihood ratio,
+ * ln((1 - e0) / (1 - e1)) for support, -ln(e1 / e0) against, and the rule
+ * turns on when the sum reaches ln((1 - a) / a), a = Phi(-z): Wald's bound
+ * makes the chance that a bad rule EVER turns on at most a (overshoot
+ * only lowers it), however long it is watched, and the evidence needed
+ * follows from the data rather than from a count: 115 clean pairs with
+ * the defaults (a = 0.5%), each pair against costing about 50 more.
+ * Once on, the same sum keeps running on the verification sample and the
+ * canonical checks; the pair against that takes it below the bound turns
+ * the rule off, so a bad rule that got on gives in expectation about
+ * 1 / (verified share) wrong answers before it is caught (docs/DUST.md,
+ * "The loss bound").
+ */
+static double
+tail(double z)
+{
+    return 0.5 * erfc(z / sqrt(2.0));
+}
+
+static double
+need_for(double alpha)
+{
+    return log((1.0 - alpha) / alpha);
+}
+
+static void
+sprt_init(sh_dust_t *d)
+{
+    double e1 = 1.0 - d->opts.min_precision, e0;
+
+    /* 0.95 and 2.58 give e1 0.05, e0 0.005, a 0.0049 */
+    e1 = e1 < 1e-6 ? 1e-6 : e1 > 0.999 ? 0.999 : e1;
+    e0 = e1 / SPRT_RATIO;
+    d->alpha = tail(d->opts.z);
+    d->alpha = d->alpha < 1e-12 ? 1e-12 : d->alpha > 0.5 ? 0.5 : d->alpha;
+    d->llr_pair = log((1.0 - e0) / (1.0 - e1));
+    d->llr_against = log(e1 / e0);
+    d->llr_on = need_for(d->alpha);
+}
+
 sh_dust_t *
 sh_dust_init(void *region, size_t size, const void *secret,
              size_t secret_len, const sh_dust_opts_t *opts, char *err,
@@ -310,6 +363,7 @@ sh_dust_init(void *region, size_t size, const void *secret,
     o.evidence_slots = d->evid_sets * EVID_WAYS;
     o.canonical_slots = d->canon_sets * CANON_WAYS;
     d->opts = o;
+    sprt_init(d);
     d->stats.region_bytes = need;
     sh_url_secret(secret, secret_len, d->secret);
     d->secret_digest = XXH3_64bits(d->secret, sizeof(d->secret));
@@ -492,8 +546,8 @@ on(const dcand_t *c)
  * rule, else the least recently used active one; never a manual rule.
  */
 static dcand_t *
-cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
-         uint64_t arg)
+cand_new_but(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+             uint64_t arg, const dcand_t *keep)
 {
     uint64_t k = cand_key(host, pattern, kind, arg);
     dcand_t *set = cands(d) + (k & (d->cand_sets - 1)) * CAND_WAYS;
@@ -506,7 +560,7 @@ cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
             v = &set[i];
             break;
         }
-        if (manual(&set[i])) {
+        if (manual(&set[i]) || &set[i] == keep) {
             continue;
         }
         rank = on(&set[i]) ? 1 : 2;
@@ -535,6 +589,13 @@ cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
     return v;
 }
 
+static dcand_t *
+cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+         uint64_t arg)
+{
+    return cand_new_but(d, host, pattern, kind, arg, NULL);
+}
+
 static double
 wilson_lower(uint32_t s, uint32_t a, double z)
 {
@@ -550,12 +611,96 @@ wilson_lower(uint32_t s, uint32_t a, double z)
     return c / (1 + z2 / n);
 }
 
-static int
-qualifies(const sh_dust_t *d, const dcand_t *c)
+static double
+llr(const sh_dust_t *d, const dcand_t *c)
 {
-    return c->support >= d->opts.min_evidence
-           && wilson_lower(c->support, c->against, d->opts.z)
-              >= d->opts.min_precision;
+    return c->support * d->llr_pair - c->against * d->llr_against;
+}
+
+/* A scoped rule's learned record host-wide (good: the scopes of the host
+ * it turned on in, bad: those it was retired in), or NULL. */
+static inline int
+scoped(const dcand_t *c)
+{
+    return c->kind != SH_DUST_HOST_ALIAS && c->pattern != 0
+           && c->pattern != PAT_HOST;
+}
+
+/*
+ * What a scope's own pairs must reach.  Alone: llr_on.  A rule that has
+ * turned on in other scopes of the host (or of its alias: one site) is
+ * likely good here too: with g scopes good and b bad so far, Laplace's
+ * rule puts the chance that it is bad in a new scope at (b + 1) / (g + b
+ * + 2), so testing at a' = a (g + b + 2) / (b + 1) keeps the chance of
+ * turning a bad rule on in a scope at a, on average over the host's
+ * scopes (capped at PRIOR_ALPHA_MAX: a scope always brings some pairs of
+ * its own).  The scope's own pairs against still count at full weight:
+ * a trap in one scope (a v= that is a cache-buster elsewhere and a
+ * version here) holds the rule off there.
+ */
+static double
+scope_need(sh_dust_t *d, const dcand_t *c)
+{
+    const dcand_t *hw;
+    const dhost_t *h;
+    uint64_t       partner = 0;
+    double         g = 0, b = 0, a;
+    unsigned       i;
+
+    if (!scoped(c)) {
+        return d->llr_on;
+    }
+    h = host_find(d, c->host);
+    if (h != NULL) {
+        partner = h->alias_to ? h->alias_to : h->alias_from;
+    }
+    for (i = 0; i < 2; i++) {
+        if (i == 1 && partner == 0) {
+            break;
+        }
+        hw = cand_find(d, i ? partner : c->host, PAT_HOST, c->kind, c->arg);
+        if (hw != NULL) {
+            g += hw->support;
+            b += hw->against;
+        }
+    }
+    if (g < 1) {
+        return d->llr_on;
+    }
+    a = d->alpha * (g + b + 2) / (b + 1);
+    return need_for(a < PRIOR_ALPHA_MAX ? a : PRIOR_ALPHA_MAX);
+}
+
+static int
+qualifies(sh_dust_t *d, const dcand_t *c)
+{
+    return c->support >= d->opts.min_evidence && llr(d, c) >= scope_need(d, c);
+}
+
+/* The host's record of c's rule: one more scope good (on) or bad. */
+static void
+host_record(sh_dust_t *d, const dcand_t *c, int good)
+{
+    dcand_t *hw;
+
+    if (!scoped(c)) {
+        return;
+    }
+    hw = cand_find(d, c->host, PAT_HOST, c->kind, c->arg);
+    if (hw == NULL) {
+        hw = cand_new_but(d, c->host, PAT_HOST, c->kind, c->arg, c);
+        if (hw == NULL) {
+            return;
+        }
+        copy_text(hw->arg_text, SH_DUST_ARG_TEXT, &hw->arglen, c->arg_text,
+                  c->arglen);
+    }
+    if (good) {
+        hw->support++;
+    } else {
+        hw->against++;
+    }
+    hw->stamp = ++d->clock;
 }
 
 static void
@@ -582,6 +727,8 @@ rule_info(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     host_text(d, c->host, r->host);
     if (c->pattern == 0) {
         strcpy(r->pattern, "*");
+    } else if (c->pattern == PAT_HOST) {
+        strcpy(r->pattern, "**");   /* scopes on (support), off */
     } else if (c->pattern == PAT_ROOT) {
         strcpy(r->pattern, "/");
     } else {
@@ -598,6 +745,8 @@ rule_info(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     r->against = c->against;
     r->precision = n ? (double) c->support / n : 0.0;
     r->lower = wilson_lower(c->support, c->against, d->opts.z);
+    r->llr = llr(d, c);
+    r->need = scope_need(d, c);
     r->last = c->last;
 }
 
@@ -717,8 +866,8 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
     dcand_t *w;
     uint8_t  from = c->state;
 
-    if (manual(c)) {
-        return 0;
+    if (manual(c) || c->pattern == PAT_HOST) {
+        return 0;               /* a host's record is never a rule */
     }
     if (c->state == SH_DUST_ACTIVE) {
         if (qualifies(d, c) && joinable(d, c)) {
@@ -729,6 +878,7 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         c->retired_support = c->support;
         d->stats.retirements++;
         mark_off(d, c);
+        host_record(d, c, 0);
     } else {
         if (!qualifies(d, c) || !joinable(d, c)
             || (c->state == SH_DUST_RETIRED
@@ -744,6 +894,7 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         c->state = SH_DUST_ACTIVE;
         d->stats.activations++;
         mark_on(d, c);
+        host_record(d, c, 1);
     }
     record(d, c, (sh_dust_state_t) from, now);
     return 1;
@@ -1396,7 +1547,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
  * to R(u), or R(u) itself fetched, names u's document even when it was
  * fetched before R turned on (the canonical table only knows what came
  * after).  At most 2 probes a rule, after one identity and one
- * canonical probe.
+ * canonical probe; then c(u)'s identity and one probe a rule.
  */
 static int
 find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
@@ -1445,6 +1596,34 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
         if (e != NULL && e->url != hu) {
             *rep = e->rep;
             *used = (int) i;
+            return 1;
+        }
+    }
+    /* c(u) itself, fetched, and each applied rule's evidence of c(u) in
+     * the scope where the rule was learned: a document fetched before
+     * the rules were on (the canonical table does not know it) under a
+     * URL that one rule maps to c(u) -- an alias URL with a session id
+     * (two rules) of a page its target host fetched before its own
+     * session rule was on. */
+    hr = sh_url_hash(u, rw);
+    e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hr)), 0, &found);
+    if (e != NULL && e->url != hu && e->url != 0) {
+        *rep = e->rep;
+        *used = -1;
+        return 1;
+    }
+    for (i = 0; i < na; i++) {
+        if (which[i] < 0) {
+            continue;
+        }
+        e = evid_get(d, nonzero(sh_url_step(cand_key(applied[i]->host,
+                                  applied[i]->pattern ? applied[i]->pattern
+                                                      : sc->pattern,
+                                  applied[i]->kind, applied[i]->arg)
+                                     ^ KEY_PAIR, hr)), 0, &found);
+        if (e != NULL && e->url != hu) {
+            *rep = e->rep;
+            *used = -1;
             return 1;
         }
     }
@@ -2274,6 +2453,8 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
         memcpy(ri.arg, r + 56, r[5]);
         if (ri.pattern_hash == 0) {
             strcpy(ri.pattern, "*");
+        } else if (ri.pattern_hash == PAT_HOST) {
+            strcpy(ri.pattern, "**");
         } else if (ri.pattern_hash == PAT_ROOT) {
             strcpy(ri.pattern, "/");
         } else {

@@ -197,7 +197,10 @@ typedef struct {
     uint32_t        support;
     uint32_t        against;
     double          precision;      /* support / (support + against) */
-    double          lower;          /* its Wilson lower bound */
+    double          lower;          /* its Wilson lower bound, at z */
+    double          llr;            /* the sequential test's sum */
+    double          need;           /* what it must reach in its scope
+                                       (0 when not known: an image) */
     uint64_t        last;           /* `now` of its last evidence */
 } sh_dust_rule_info_t;
 

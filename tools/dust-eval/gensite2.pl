@@ -306,9 +306,12 @@ for my $n (1 .. $npages) {
 {
     my $s = hex8();
     my @r = (a(list_link(1, $s), 'Index'));
-    push @r, a(doc_link($by_title[$_ * int(@doc / 24)], $s), 'Featured') for 0 .. 23;
-    spew("$out/site/home.html", page('Framework documentation', '',
-         '<p>Django, SQLAlchemy and Sphinx documentation.</p>', \@r));
+    # a home page with text of its own: the featured pages' summaries
+    my @f = map { $by_title[$_ * int(@doc / 24)] } 0 .. 23;
+    my $body = "<p>Django, SQLAlchemy and Sphinx documentation.</p>\n"
+             . join('', map { "<h3>" . a(doc_link($_, $s), $doc[$_]{title}) . "</h3>\n<p>"
+                              . esc(summary($doc[$_])) . "</p>\n" } @f);
+    spew("$out/site/home.html", page('Framework documentation', '', $body, \@r));
     my @nr = map { a($doc[$by_title[$_ * int(@doc / 24)]]{path}, 'Featured') } 0 .. 23;
     spew("$out/nodust/home.html", page('Framework documentation', '',
          '<p>Django, SQLAlchemy and Sphinx documentation.</p>', \@nr));
