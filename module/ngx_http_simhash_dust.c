@@ -282,7 +282,8 @@ ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
         { ngx_string("index_file"), SH_DUST_INDEX_FILE, 1 },
         { ngx_string("path_case"), SH_DUST_PATH_CASE, 0 },
         { ngx_string("drop_component"), SH_DUST_DROP_COMPONENT, 1 },
-        { ngx_string("host_alias"), SH_DUST_HOST_ALIAS, 1 }
+        { ngx_string("host_alias"), SH_DUST_HOST_ALIAS, 1 },
+        { ngx_string("drop_path_param"), SH_DUST_DROP_PATH_PARAM, 1 }
     };
 
     eq = ngx_strlchr(v->data, v->data + v->len, '=');

@@ -56,7 +56,7 @@
                                    than the worst one allowed on */
 #define PRIOR_ALPHA_MAX 0.25    /* the most a host's record relaxes */
 #define COUNT_MAX       (1u << 20)              /* then halve */
-#define ATOMS_MAX       (SH_URL_PARAMS_MAX + SH_URL_SEGS_MAX + 3)
+#define ATOMS_MAX       (SH_URL_PARAMS_MAX + 2 * SH_URL_SEGS_MAX + 4)
 
 typedef struct {
     uint64_t hash;              /* 0: free */
@@ -1078,8 +1078,10 @@ canon_get(sh_dust_t *d, uint64_t key, int create, int *found)
 static unsigned
 atoms(const sh_url_t *u, atom_t *out)
 {
-    unsigned i, j, n = 0;
-    uint32_t seen = 0, mask;
+    unsigned    i, j, n = 0;
+    uint32_t    seen = 0, mask;
+    const char *pn, *eq, *semi;
+    size_t      pl;
 
     for (i = 0; i < u->nparams; i++) {
         if (seen >> i & 1) {
@@ -1133,6 +1135,33 @@ atoms(const sh_url_t *u, atom_t *out)
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = SH_DUST_PATH_CASE;
         out[n].rw.lower = 1;
+        n++;
+    }
+    /* a path parameter by its name, wherever it is: the Java servlet's
+     * ";jsessionid=HEX" on the last segment, a ";sid=" of another */
+    seen = 0;
+    for (i = 0; i < u->nsegs; i++) {
+        if ((seen >> i & 1) || u->segs[i].pname == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nsegs; j++) {
+            if (u->segs[j].pname == u->segs[i].pname) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_PATH_PARAM;
+        out[n].arg = u->segs[i].pname;
+        pn = u->segs[i].seg.p + u->segs[i].base_len + 1;
+        pl = u->segs[i].seg.len - u->segs[i].base_len - 1;
+        eq = memchr(pn, '=', pl);
+        semi = memchr(pn, ';', pl);
+        eq = (semi != NULL && (eq == NULL || semi < eq)) ? semi : eq;
+        out[n].text = pn;
+        out[n].textlen = eq ? (uint32_t) (eq - pn) : (uint32_t) pl;
+        out[n].rw.drop_pparams = mask;
         n++;
     }
     seen = 0;
@@ -1745,6 +1774,7 @@ sh_dust_kind_name(sh_dust_kind_t kind)
     case SH_DUST_PATH_CASE:         return "path_case";
     case SH_DUST_DROP_COMPONENT:    return "drop_component";
     case SH_DUST_HOST_ALIAS:        return "host_alias";
+    case SH_DUST_DROP_PATH_PARAM:   return "drop_path_param";
     }
     return "unknown";
 }
@@ -1855,6 +1885,15 @@ arg_of(const sh_dust_t *d, sh_dust_kind_t kind, const char *arg,
             return -1;
         }
         *hash = sh_url_hash_bytes(d->secret, arg, n);
+        return 0;
+    case SH_DUST_DROP_PATH_PARAM:
+        if (n == 0 || n > SH_URL_LEN_MAX || memchr(arg, '/', n) != NULL
+            || memchr(arg, ';', n) != NULL || memchr(arg, '=', n) != NULL)
+        {
+            return -1;
+        }
+        *hash = sh_url_hash_bytes(d->secret, arg, n);
+        *hash = *hash ? *hash : 1;
         return 0;
     case SH_DUST_HOST_ALIAS:
         if (n == 0 || n > SH_URL_HOST_MAX) {
@@ -2133,7 +2172,7 @@ rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
     host = sh_le_get(r + 8, 8);
     pattern = sh_le_get(r + 16, 8);
     arg = sh_le_get(r + 24, 8);
-    if (kind < SH_DUST_DROP_PARAM || kind > SH_DUST_HOST_ALIAS
+    if (kind < SH_DUST_DROP_PARAM || kind > SH_DUST_KIND_MAX
         || state > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
         || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT || host == 0)
     {
@@ -2212,7 +2251,7 @@ sh_dust_rule_unpin(unsigned char r[SH_DUST_RULE_REC_LEN],
 {
     if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
         || sh_le_get(r + 168, 8) != XXH3_64bits(r, 168)
-        || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
+        || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_KIND_MAX
         || r[4] > SH_DUST_FORBIDDEN)
     {
         return -1;
@@ -2434,7 +2473,7 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
     for (i = 0; i < nc; i++, r += SH_DUST_RULE_REC_LEN) {
         if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
             || sh_le_get(r + 168, 8) != XXH3_64bits(r, 168)
-            || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
+            || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_KIND_MAX
             || r[4] > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
             || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT)
         {

@@ -158,8 +158,11 @@ typedef enum {
     SH_DUST_INDEX_FILE,         /* arg: the final component, "index.html" */
     SH_DUST_PATH_CASE,
     SH_DUST_DROP_COMPONENT,     /* arg: the component, "print" */
-    SH_DUST_HOST_ALIAS          /* arg: the canonical host b */
+    SH_DUST_HOST_ALIAS,         /* arg: the canonical host b */
+    SH_DUST_DROP_PATH_PARAM     /* arg: a path parameter's name,
+                                   "jsessionid" of /a/B.html;jsessionid=1F */
 } sh_dust_kind_t;
+#define SH_DUST_KIND_MAX    SH_DUST_DROP_PATH_PARAM
 
 typedef enum {
     SH_DUST_CANDIDATE = 0,

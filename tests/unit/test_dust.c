@@ -1709,6 +1709,56 @@ test_host_prior(void **state)
     unmake(&f);
 }
 
+/* Path parameters: ";jsessionid=HEX" on the last segment is learned as
+ * drop_path_param(jsessionid) and predicted; one that selects the page
+ * (";part=N") disagrees and never turns on. */
+static void
+test_path_param(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 20; n++) {
+        obs(f.d, DOCREP(n), "http://j.example/a/B%d.html;jsessionid=%X", n,
+            0xA000 + n);
+        obs(f.d, DOCREP(n), "http://j.example/a/B%d.html;jsessionid=%X", n,
+            0xB000 + n);
+        obs(f.d, DOCREP(100 + 2 * n), "http://j.example/b/C%d.html;part=1", n);
+        obs(f.d, DOCREP(101 + 2 * n), "http://j.example/b/C%d.html;part=2", n);
+    }
+    assert_int_equal(state_of(f.d, "j.example", "/a/",
+                              SH_DUST_DROP_PATH_PARAM, "jsessionid"),
+                     SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "j.example", "/b/",
+                                  SH_DUST_DROP_PATH_PARAM, "part"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, &why,
+                          "http://j.example/a/B7.html;jsessionid=FFFF"), 1);
+    assert_int_equal(rep, DOCREP(7));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_path_param(jsessionid)");
+    /* the same file without one: the rule's own evidence knows it */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://j.example/a/B8.html"),
+                     0);            /* no active rule changes it */
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://j.example/b/C3.html;part=9"), 0);
+    /* a pin names it */
+    assert_int_equal(sh_dust_pin(f.d, "j.example", "/c/",
+                                 SH_DUST_DROP_PATH_PARAM, "sid",
+                                 SH_DUST_PIN_ON, 1000), 0);
+    assert_int_equal(sh_dust_pin(f.d, "j.example", "/c/",
+                                 SH_DUST_DROP_PATH_PARAM, "a=b",
+                                 SH_DUST_PIN_ON, 1000), -1);
+    unmake(&f);
+}
+
 int
 main(void)
 {
@@ -1716,6 +1766,7 @@ main(void)
         cmocka_unit_test(test_sid_defaults),
         cmocka_unit_test(test_sprt_bound),
         cmocka_unit_test(test_host_prior),
+        cmocka_unit_test(test_path_param),
         cmocka_unit_test(test_sid_crawl),
         cmocka_unit_test(test_page_never),
         cmocka_unit_test(test_scope_pattern),
