@@ -1254,6 +1254,74 @@ refuses(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
 }
 
 /*
+ * The scope a path rewrite moves u into, when it changes u's first
+ * component (drop_component(amp) of /amp/docs/x, path_case of
+ * /Docs/X.HTML): its pattern, or 0 when u stays in its own scope.
+ */
+static uint64_t
+moved_to(const sh_url_t *u, const sh_url_rw_t *rw)
+{
+    unsigned i;
+
+    if (rw->lower && u->nsegs >= 2 && u->segs[0].lower != u->segs[0].hash) {
+        return nonzero(u->segs[0].lower);
+    }
+    if (!(rw->drop_segs & 1)) {
+        return 0;
+    }
+    for (i = 1; i + 1 < u->nsegs; i++) {
+        if (!(rw->drop_segs >> i & 1)) {
+            return nonzero(rw->lower ? u->segs[i].lower : u->segs[i].hash);
+        }
+    }
+    return PAT_ROOT;
+}
+
+/*
+ * The rules of the scope u is moved into (pattern to), on host h or its
+ * alias `other`, for the atoms that rewrite the query or a path
+ * parameter (not yet in rw): merged into rw, each atom's index in
+ * which[] and rule in applied[] from n on; the new count.  R(u) is u in
+ * its own scope and T(R(u)) is R(u) in the other, so T(R(u)) is u: an
+ * /amp/ page with a session id is the /docs/ page its scope's rules make
+ * of it, with no session rule learned again under /amp/.
+ */
+static unsigned
+moved_rules(sh_dust_t *d, dhost_t *h, dhost_t *other, uint64_t to,
+            const atom_t *a, unsigned na, const uint8_t *skip,
+            sh_url_rw_t *rw, dcand_t **applied, int *which, unsigned n)
+{
+    dcand_t *c;
+    unsigned i;
+
+    for (i = 0; i < na; i++) {
+        if ((skip != NULL && skip[i])
+            || (a[i].kind != SH_DUST_DROP_PARAM
+                && a[i].kind != SH_DUST_SORT_PARAMS
+                && a[i].kind != SH_DUST_DROP_PATH_PARAM))
+        {
+            continue;
+        }
+        c = rule_on(d, h, to, &a[i]);
+        if (c == NULL && other != NULL
+            && (c = rule_on(d, other, to, &a[i])) != NULL
+            && refuses(d, h, to, &a[i]))
+        {
+            c = NULL;
+        }
+        if (c != NULL) {
+            merge_rw(rw, &a[i].rw);
+            if (applied != NULL) {
+                which[n] = (int) i;
+                applied[n] = c;
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+/*
  * c(u): the rewrite of every rule on for u's scope, the rules applied in
  * applied[] and their atoms' indices in which[] (-1: the host alias),
  * their count returned.  With an active alias the two hosts' rules both
@@ -1270,6 +1338,7 @@ canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
 {
     dcand_t *c;
     dhost_t *own = h, *other = NULL;
+    uint64_t to;
     unsigned i, n = 0;
 
     memset(rw, 0, sizeof(*rw));
@@ -1300,6 +1369,20 @@ canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
             which[n] = (int) i;
             applied[n++] = c;
         }
+    }
+    /* a path rule that moved u into another scope: that scope's query
+     * rules too */
+    if (n > 0 && (to = moved_to(u, rw)) != 0 && to != sc->pattern) {
+        uint8_t done[ATOMS_MAX];
+
+        memset(done, 0, na);
+        for (i = 0; i < n; i++) {
+            if (which[i] >= 0) {
+                done[which[i]] = 1;
+            }
+        }
+        n = moved_rules(d, own, other, to, a, na, done, rw, applied, which,
+                        n);
     }
     return n;
 }
@@ -1400,7 +1483,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     devid_t     *e;
     dcanon_t    *ce;
     dhost_t     *oh;
-    uint64_t     hu, hr, hc, seq0 = d->change_seq;
+    uint64_t     hu, hr, hc, mt, seq0 = d->change_seq;
     unsigned     i, n, na = 0;
     int          found, refetch, paired;
 
@@ -1474,6 +1557,28 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
                 ce = canon_get(d, hr, 0, &found);
                 if (ce != NULL && ce->url != hu) {
                     evidence(d, &sc, &a[i], ce->rep == rep, now);
+                }
+            } else if (!isactive[i] && (mt = moved_to(&u, &rwi)) != 0
+                       && mt != sc.pattern)
+            {
+                /* a path rule that moves u into another scope, composed
+                 * with that scope's query rules: /amp/docs/x?sid=A is
+                 * /docs/x, a canonical form there */
+                sh_url_rw_t rwm = rwi;
+                dhost_t    *ot = h->alias_to ? host_find(d, h->alias_to)
+                                 : h->alias_from ? host_find(d, h->alias_from)
+                                 : NULL;
+
+                if (moved_rules(d, h, ot, mt, a, n, NULL, &rwm, NULL, NULL,
+                                0) > 0)
+                {
+                    if (h->alias_to != 0) {
+                        rwm.host = h->alias_to;
+                    }
+                    ce = canon_get(d, sh_url_hash(&u, &rwm), 0, &found);
+                    if (ce != NULL && ce->url != hu) {
+                        evidence(d, &sc, &a[i], ce->rep == rep, now);
+                    }
                 }
             }
         }

@@ -1759,6 +1759,60 @@ test_path_param(void **state)
     unmake(&f);
 }
 
+/* A prefix component (/amp/X is /X) and path case (/Docs/X.HTML is
+ * /docs/x.html) on a site with a session id in every link: the rule of
+ * the prefixed scope is learned from the canonical forms of the scope it
+ * moves a URL into, and predicts with that scope's session rule, never
+ * learned under /amp/ or /Docs/ itself. */
+static void
+test_moved_scope(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://p.example/docs/x%d.html?sid=a%d", n, n);
+        obs(f.d, DOCREP(n), "http://p.example/docs/x%d.html?sid=b%d", n, n);
+    }
+    assert_int_equal(state_of(f.d, "p.example", "/docs/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://p.example/amp/docs/x%d.html?sid=c%d", n,
+            n);
+        obs(f.d, DOCREP(n), "http://p.example/Docs/X%d.HTML?sid=d%d", n, n);
+    }
+    assert_int_equal(state_of(f.d, "p.example", "/amp/",
+                              SH_DUST_DROP_COMPONENT, "amp"),
+                     SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "p.example", "/Docs/", SH_DUST_PATH_CASE,
+                              NULL), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "p.example", "/amp/",
+                                  SH_DUST_DROP_PARAM, "sid"),
+                         SH_DUST_ACTIVE);
+    for (n = 31; n <= 33; n++) {
+        obs(f.d, DOCREP(n), "http://p.example/docs/x%d.html?sid=e%d", n, n);
+    }
+    assert_int_equal(pred(f.d, &rep, &why,
+                          "http://p.example/amp/docs/x32.html?sid=zz"), 1);
+    assert_int_equal(rep, DOCREP(32));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_component(amp) drop_param(sid)");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://p.example/Docs/X33.HTML?sid=zz"), 1);
+    assert_int_equal(rep, DOCREP(33));
+    assert_int_equal(sh_dust_same_path(f.d,
+                         "http://p.example/Docs/X33.HTML?sid=zz", 37,
+                         "http://p.example/docs/x33.html?sid=e33", 38), 1);
+    unmake(&f);
+}
+
 int
 main(void)
 {
@@ -1767,6 +1821,7 @@ main(void)
         cmocka_unit_test(test_sprt_bound),
         cmocka_unit_test(test_host_prior),
         cmocka_unit_test(test_path_param),
+        cmocka_unit_test(test_moved_scope),
         cmocka_unit_test(test_sid_crawl),
         cmocka_unit_test(test_page_never),
         cmocka_unit_test(test_scope_pattern),
