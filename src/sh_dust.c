@@ -38,7 +38,8 @@
 #define DUST_VERSION    5u          /* 2: entries begin with dway_t;
                                        3: hosts know their alias source;
                                        4: and their site; 5: the
-                                       sequential test's constants */
+                                       sequential test's constants,
+                                       reverse entries know R(u) */
 #define IMAGE_MAGIC     "SHDUSTIM"
 #define IMAGE_VERSION   1u
 #define IMAGE_HDR       64
@@ -108,6 +109,8 @@ typedef struct {
                                    the URL; alias entries: its host;
                                    reverse entries: the rule's argument */
     uint64_t pattern;           /* reverse entries: the rule's pattern */
+    uint64_t host;              /* reverse entries: the scope's host */
+    uint64_t image;             /* reverse entries: the hash of R(u) */
     uint8_t  kind;              /* reverse entries: the rule's kind */
     uint8_t  pad[7];
 } devid_t;
@@ -859,6 +862,47 @@ joinable(sh_dust_t *d, const dcand_t *c)
     return c->kind != SH_DUST_HOST_ALIAS || same_site(d, c->host, c->arg);
 }
 
+static dcanon_t *canon_get(sh_dust_t *d, uint64_t key, int create,
+                           int *found);
+
+/*
+ * A rule just on in its scope: the documents its scope fetched before
+ * enter the canonical table under R(w), from the reverse entries (one per
+ * URL w and rule R that changes it, with R(w)'s hash).  The canonical
+ * table only learns forms while rules are on, so without this a page
+ * fetched before (under a session id, say) is not known to the rule's
+ * later predictions but through R's own evidence, which a URL that some
+ * other rule also changes (an alias URL, a tracking tag) never reaches.
+ * R(w) may not be all of c(w) (another rule on too): the entry is then
+ * one more key of w's document, matched only by a URL that the active
+ * rules make R(w).  An entry already there is kept.  One pass over the
+ * evidence table, once per activation (tens in a crawl).
+ */
+static void
+backfill(sh_dust_t *d, const dcand_t *c)
+{
+    devid_t  *e = evids(d), *end = e + (size_t) d->evid_sets * EVID_WAYS;
+    dcanon_t *ce;
+    int       found;
+
+    if (!scoped(c)) {
+        return;
+    }
+    for (; e < end; e++) {
+        if (e->way.key == 0 || e->kind != c->kind || e->aux != c->arg
+            || e->pattern != c->pattern || e->host != c->host
+            || e->image == 0)
+        {
+            continue;
+        }
+        ce = canon_get(d, e->image, 1, &found);
+        if (ce != NULL && !found) {
+            ce->rep = e->rep;
+            ce->url = e->url;
+        }
+    }
+}
+
 /* The learned state after new counts: activate, retire, or neither. */
 static int
 evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
@@ -895,6 +939,7 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         d->stats.activations++;
         mark_on(d, c);
         host_record(d, c, 1);
+        backfill(d, c);
     }
     record(d, c, (sh_dust_state_t) from, now);
     return 1;
@@ -1588,6 +1633,8 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
         e->url = hu;
         e->aux = a[i].arg;
         e->pattern = sc.pattern;
+        e->host = sc.host;
+        e->image = hr;
         e->kind = a[i].kind;
     }
 
