@@ -130,6 +130,7 @@ for my $run (@runs) {
     my ($n, $nf, $npred, $nsaved, $avoidable, $avoided, $aw, $aw_avoided,
         $unknown, $wrong) = (0) x 10;
     my (%fetched_url, %fetched_nosid);
+    my ($q_avoidable, $q_avoided) = (0, 0);
     for my $i (0 .. $#req) {
         my $r = $req[$i];
         $n++;
@@ -163,6 +164,11 @@ for my $run (@runs) {
             $avoidable++;
             my $saved = $r->{pred} ne '' && !$r->{fetched};
             $avoided++ if $saved;
+            # issue 34's measure: after the first quarter of the crawl
+            if ($i >= @req / 4) {
+                $q_avoidable++;
+                $q_avoided++ if $saved;
+            }
             $kinds{$k}{avoidable}++;
             $kinds{$k}{avoided}++ if $saved;
             if (defined $first_pred_scope{$sc} && $first_pred_scope{$sc} < $i) {
@@ -206,6 +212,7 @@ for my $run (@runs) {
     $o .= sprintf "  %-44s %d\n", 'requests outside the ground truth', $unknown;
     $o .= sprintf "  %-44s %d\n", 'avoidable duplicate requests', $avoidable;
     $o .= sprintf "  %-44s %d (%s)\n", 'avoided by prediction, whole crawl', $avoided, pct($avoided, $avoidable);
+    $o .= sprintf "  %-44s %d of %d (%s)\n", 'avoided after the first quarter', $q_avoided, $q_avoidable, pct($q_avoided, $q_avoidable);
     $o .= sprintf "  %-44s %d of %d (%s)\n", 'avoided after warm-up', $aw_avoided, $aw, pct($aw_avoided, $aw);
     $o .= sprintf "    not avoided after warm-up: %-16s %d\n", "$_:", $miss{$_} for sort keys %miss;
     $o .= sprintf "      not predicted, by kind: %s\n", join(', ', map { "$_ $miss_kind{$_}" }
@@ -253,16 +260,18 @@ for my $run (@runs) {
                      opts => (split(' ', $what, 3))[2] // '', n => $n, nf => $nf,
                      avoidable => $avoidable, avoided => $avoided, aw => $aw,
                      aw_avoided => $aw_avoided, lost => scalar @lost,
+                     q => $q_avoidable, q_avoided => $q_avoided,
                      docs => scalar @docs, npred => $npred, bad => scalar @bad,
                      wrong => $wrong };
 }
 
 print "== summary (targets: >= 80% avoided after warm-up, lost <= 0.1%, no content-changing rule, 0 predictions without DUST)\n";
-printf "  %-14s %-5s %-7s %-27s %8s %8s %9s %8s %8s %11s %6s %6s\n",
-    'run', 'crawl', 'site', 'zone', 'requests', 'fetched', 'avoidable', 'avoided', 'warm', 'lost', 'wrong', 'predic';
+printf "  %-14s %-5s %-7s %-27s %8s %8s %9s %8s %8s %8s %11s %6s %6s\n",
+    'run', 'crawl', 'site', 'zone', 'requests', 'fetched', 'avoidable', 'avoided', 'after1/4', 'warm', 'lost', 'wrong', 'predic';
 for (@summary) {
-    printf "  %-14s %-5s %-7s %-27s %8d %8d %9d %8s %8s %4d %6s %6d %6d\n",
+    printf "  %-14s %-5s %-7s %-27s %8d %8d %9d %8s %8s %8s %4d %6s %6d %6d\n",
         $_->{run}, $_->{crawler}, $_->{site}, $_->{opts} || 'defaults', $_->{n}, $_->{nf},
-        $_->{avoidable}, pct($_->{avoided}, $_->{avoidable}), pct($_->{aw_avoided}, $_->{aw}),
+        $_->{avoidable}, pct($_->{avoided}, $_->{avoidable}), pct($_->{q_avoided}, $_->{q}),
+        pct($_->{aw_avoided}, $_->{aw}),
         $_->{lost}, pct($_->{lost}, $_->{docs}), $_->{wrong}, $_->{npred};
 }
