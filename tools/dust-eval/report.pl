@@ -28,13 +28,13 @@ use JSON::PP;
 
 my ($gen, @runs) = @ARGV;
 die "usage: $0 GEN RUN...\n" unless @runs;
-my (%truth, %forms, %label_of);
+my (%truth, %forms, %label_of, $named);
 open(my $t, '<', "$gen/truth.tsv") or die "$gen/truth.tsv: $!";
 while (<$t>) {
     chomp;
     my ($s, $u, $d, $f) = split /\t/;
     $truth{$s}{$u} = $d;
-    $forms{$s}{$u} = $f if defined $f;     # the second site names them
+    if (defined $f) { $forms{$s}{$u} = $f; $named = 1 }  # the second site's
 }
 close $t;
 # GEN/hosts.tsv (the second site): host -> label
@@ -80,7 +80,7 @@ sub kind2 {
 sub kind {
     my ($url, $doc) = @_;
     my ($site, $host, $uri) = split_url($url);
-    return kind2($host, $forms{$site}{$uri}) if defined $forms{$site}{$uri};
+    return kind2($host, $forms{$site}{$uri}) if $named && defined $forms{$site}{$uri};
     my ($p, $q) = split /\?/, $uri, 2;
     $q //= '';
     return 'alias' if $host =~ /^www\./;
@@ -155,7 +155,7 @@ for my $run (@runs) {
         # session id; else what the URL differs in from the document's own
         my $nosid = nosid($r->{url});
         my $k = $fetched_nosid{$doc}{$nosid} ? 'sid' : kind($r->{url}, $doc);
-        if ($k eq 'sid' && %forms) {    # which session, on the second site
+        if ($k eq 'sid' && $named) {    # which session, on the second site
             my $uri = (split_url($r->{url}))[2];
             $k = $uri =~ /;jsessionid=/ ? 'sess-jsessionid'
                : $uri =~ /[?&]s=/ ? 'sess-s' : 'sess-PHPSESSID';
