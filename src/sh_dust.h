@@ -104,9 +104,10 @@
  * Bounds.  A URL that sh_url_parse refuses (longer than SH_URL_LEN_MAX,
  * more than SH_URL_PARAMS_MAX parameters or SH_URL_SEGS_MAX segments) is
  * neither learned from nor predicted: -1, pass it through.  Otherwise one
- * observation tries at most A = SH_URL_PARAMS_MAX + SH_URL_SEGS_MAX + 3
+ * observation tries at most A = SH_URL_PARAMS_MAX + 2 SH_URL_SEGS_MAX + 4
  * atomic rules (one per distinct parameter name, one per distinct path
- * component, sort, trailing slash, index file, path case), each one hash
+ * component, one per distinct path parameter name, sort, trailing slash,
+ * index file, path case), each one hash
  * of O(segments + parameters) multiply-xor steps and at most four probes
  * of one evidence or canonical bucket (pair, identity, canonical,
  * reverse), plus a candidate probe per pair found; then two reverse, one
@@ -120,6 +121,8 @@
  * (bench/bench_dust): 1.8 us for a prediction and an observation of a
  * typical URL (4 segments, 2 parameters), 19 us for the worst (16
  * segments, 32 parameters), against 300-1000 us of a new page's work.
+ * A rule turning on (tens of times in a crawl) makes one pass over the
+ * evidence table to backfill the canonical table (docs/DUST.md).
  * Every table is set-associative with LRU replacement within a set;
  * nothing grows.
  *
