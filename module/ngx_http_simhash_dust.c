@@ -282,7 +282,8 @@ ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
         { ngx_string("index_file"), SH_DUST_INDEX_FILE, 1 },
         { ngx_string("path_case"), SH_DUST_PATH_CASE, 0 },
         { ngx_string("drop_component"), SH_DUST_DROP_COMPONENT, 1 },
-        { ngx_string("host_alias"), SH_DUST_HOST_ALIAS, 1 }
+        { ngx_string("host_alias"), SH_DUST_HOST_ALIAS, 1 },
+        { ngx_string("drop_path_param"), SH_DUST_DROP_PATH_PARAM, 1 }
     };
 
     eq = ngx_strlchr(v->data, v->data + v->len, '=');
@@ -1241,7 +1242,8 @@ ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
         ngx_log_error(NGX_LOG_INFO, log, 0,
                       "simhash zone \"%V\": rule %s%s%s%s for %s %s %s "
-                      "(was %s): %uD pairs, %uD against, precision >= %.3f",
+                      "(was %s): %uD pairs, %uD against, precision >= %.3f, "
+                      "test %.2f >= %.2f",
                       &zone->name, sh_dust_kind_name(ri->kind),
                       arg[0] ? "(" : "", arg, arg[0] ? ")" : "",
                       host[0] ? (char *) host : "(unknown host)", pat,
@@ -1249,7 +1251,7 @@ ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
                       : ri->state == SH_DUST_RETIRED ? "off"
                       : sh_dust_state_name(ri->state),
                       sh_dust_state_name(ch[i].from), ri->support,
-                      ri->against, ri->lower);
+                      ri->against, ri->lower, ri->llr, ri->need);
     }
 }
 

@@ -35,9 +35,11 @@
 #include "sh_site.h"
 
 #define DUST_MAGIC      "SHDUST1"
-#define DUST_VERSION    4u          /* 2: entries begin with dway_t;
+#define DUST_VERSION    5u          /* 2: entries begin with dway_t;
                                        3: hosts know their alias source;
-                                       4: and their site */
+                                       4: and their site; 5: the
+                                       sequential test's constants,
+                                       reverse entries know R(u) */
 #define IMAGE_MAGIC     "SHDUSTIM"
 #define IMAGE_VERSION   1u
 #define IMAGE_HDR       64
@@ -49,8 +51,13 @@
 #define CANON_WAYS      4
 
 #define PAT_ROOT        0x51c7e3a9d2b4f681ULL   /* the pattern "/" */
+#define PAT_HOST        0x3b9f0d6ac2e75814ULL   /* a host's record of a
+                                                   rule over its scopes */
+#define SPRT_RATIO      10.0    /* a good rule disagrees 10x less often
+                                   than the worst one allowed on */
+#define PRIOR_ALPHA_MAX 0.25    /* the most a host's record relaxes */
 #define COUNT_MAX       (1u << 20)              /* then halve */
-#define ATOMS_MAX       (SH_URL_PARAMS_MAX + SH_URL_SEGS_MAX + 3)
+#define ATOMS_MAX       (SH_URL_PARAMS_MAX + 2 * SH_URL_SEGS_MAX + 4)
 
 typedef struct {
     uint64_t hash;              /* 0: free */
@@ -102,6 +109,8 @@ typedef struct {
                                    the URL; alias entries: its host;
                                    reverse entries: the rule's argument */
     uint64_t pattern;           /* reverse entries: the rule's pattern */
+    uint64_t host;              /* reverse entries: the scope's host */
+    uint64_t image;             /* reverse entries: the hash of R(u) */
     uint8_t  kind;              /* reverse entries: the rule's kind */
     uint8_t  pad[7];
 } devid_t;
@@ -122,6 +131,10 @@ struct sh_dust_s {
     uint64_t        clock;
     uint64_t        change_seq;
     sh_dust_opts_t  opts;
+    double          llr_pair;   /* the sequential test: a pair's weight */
+    double          llr_against;    /* a pair against's */
+    double          llr_on;     /* the bound to turn on: ln((1-a)/a) */
+    double          alpha;      /* a = Phi(-z) */
     sh_dust_stats_t stats;
     uint64_t        secret_digest;
     unsigned char   secret[SH_URL_SECRET_LEN];
@@ -255,6 +268,49 @@ sh_dust_region_size(uint32_t h, uint32_t c, uint32_t e, uint32_t n)
                   sets_for(e, EVID_WAYS), sets_for(n, CANON_WAYS), off);
 }
 
+/*
+ * The sequential test (Wald's SPRT) that turns a rule on.  A rule is BAD
+ * when its pairs disagree at rate e1 = 1 - min_precision or more, GOOD at
+ * e0 = e1 / SPRT_RATIO or less.  Each pair adds its log-likelihood ratio,
+ * ln((1 - e0) / (1 - e1)) for support, -ln(e1 / e0) against, and the rule
+ * turns on when the sum reaches ln((1 - a) / a), a = Phi(-z): Wald's bound
+ * makes the chance that a bad rule EVER turns on at most a (overshoot
+ * only lowers it), however long it is watched, and the evidence needed
+ * follows from the data rather than from a count: 115 clean pairs with
+ * the defaults (a = 0.5%), each pair against costing about 50 more.
+ * Once on, the same sum keeps running on the verification sample and the
+ * canonical checks; the pair against that takes it below the bound turns
+ * the rule off, so a bad rule that got on gives in expectation about
+ * 1 / (verified share) wrong answers before it is caught (docs/DUST.md,
+ * "The loss bound").
+ */
+static double
+tail(double z)
+{
+    return 0.5 * erfc(z / sqrt(2.0));
+}
+
+static double
+need_for(double alpha)
+{
+    return log((1.0 - alpha) / alpha);
+}
+
+static void
+sprt_init(sh_dust_t *d)
+{
+    double e1 = 1.0 - d->opts.min_precision, e0;
+
+    /* 0.95 and 2.58 give e1 0.05, e0 0.005, a 0.0049 */
+    e1 = e1 < 1e-6 ? 1e-6 : e1 > 0.999 ? 0.999 : e1;
+    e0 = e1 / SPRT_RATIO;
+    d->alpha = tail(d->opts.z);
+    d->alpha = d->alpha < 1e-12 ? 1e-12 : d->alpha > 0.5 ? 0.5 : d->alpha;
+    d->llr_pair = log((1.0 - e0) / (1.0 - e1));
+    d->llr_against = log(e1 / e0);
+    d->llr_on = need_for(d->alpha);
+}
+
 sh_dust_t *
 sh_dust_init(void *region, size_t size, const void *secret,
              size_t secret_len, const sh_dust_opts_t *opts, char *err,
@@ -310,6 +366,7 @@ sh_dust_init(void *region, size_t size, const void *secret,
     o.evidence_slots = d->evid_sets * EVID_WAYS;
     o.canonical_slots = d->canon_sets * CANON_WAYS;
     d->opts = o;
+    sprt_init(d);
     d->stats.region_bytes = need;
     sh_url_secret(secret, secret_len, d->secret);
     d->secret_digest = XXH3_64bits(d->secret, sizeof(d->secret));
@@ -492,8 +549,8 @@ on(const dcand_t *c)
  * rule, else the least recently used active one; never a manual rule.
  */
 static dcand_t *
-cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
-         uint64_t arg)
+cand_new_but(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+             uint64_t arg, const dcand_t *keep)
 {
     uint64_t k = cand_key(host, pattern, kind, arg);
     dcand_t *set = cands(d) + (k & (d->cand_sets - 1)) * CAND_WAYS;
@@ -506,7 +563,7 @@ cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
             v = &set[i];
             break;
         }
-        if (manual(&set[i])) {
+        if (manual(&set[i]) || &set[i] == keep) {
             continue;
         }
         rank = on(&set[i]) ? 1 : 2;
@@ -535,6 +592,13 @@ cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
     return v;
 }
 
+static dcand_t *
+cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+         uint64_t arg)
+{
+    return cand_new_but(d, host, pattern, kind, arg, NULL);
+}
+
 static double
 wilson_lower(uint32_t s, uint32_t a, double z)
 {
@@ -550,12 +614,96 @@ wilson_lower(uint32_t s, uint32_t a, double z)
     return c / (1 + z2 / n);
 }
 
-static int
-qualifies(const sh_dust_t *d, const dcand_t *c)
+static double
+llr(const sh_dust_t *d, const dcand_t *c)
 {
-    return c->support >= d->opts.min_evidence
-           && wilson_lower(c->support, c->against, d->opts.z)
-              >= d->opts.min_precision;
+    return c->support * d->llr_pair - c->against * d->llr_against;
+}
+
+/* A scoped rule's learned record host-wide (good: the scopes of the host
+ * it turned on in, bad: those it was retired in), or NULL. */
+static inline int
+scoped(const dcand_t *c)
+{
+    return c->kind != SH_DUST_HOST_ALIAS && c->pattern != 0
+           && c->pattern != PAT_HOST;
+}
+
+/*
+ * What a scope's own pairs must reach.  Alone: llr_on.  A rule that has
+ * turned on in other scopes of the host (or of its alias: one site) is
+ * likely good here too: with g scopes good and b bad so far, Laplace's
+ * rule puts the chance that it is bad in a new scope at (b + 1) / (g + b
+ * + 2), so testing at a' = a (g + b + 2) / (b + 1) keeps the chance of
+ * turning a bad rule on in a scope at a, on average over the host's
+ * scopes (capped at PRIOR_ALPHA_MAX: a scope always brings some pairs of
+ * its own).  The scope's own pairs against still count at full weight:
+ * a trap in one scope (a v= that is a cache-buster elsewhere and a
+ * version here) holds the rule off there.
+ */
+static double
+scope_need(sh_dust_t *d, const dcand_t *c)
+{
+    const dcand_t *hw;
+    const dhost_t *h;
+    uint64_t       partner = 0;
+    double         g = 0, b = 0, a;
+    unsigned       i;
+
+    if (!scoped(c)) {
+        return d->llr_on;
+    }
+    h = host_find(d, c->host);
+    if (h != NULL) {
+        partner = h->alias_to ? h->alias_to : h->alias_from;
+    }
+    for (i = 0; i < 2; i++) {
+        if (i == 1 && partner == 0) {
+            break;
+        }
+        hw = cand_find(d, i ? partner : c->host, PAT_HOST, c->kind, c->arg);
+        if (hw != NULL) {
+            g += hw->support;
+            b += hw->against;
+        }
+    }
+    if (g < 1) {
+        return d->llr_on;
+    }
+    a = d->alpha * (g + b + 2) / (b + 1);
+    return need_for(a < PRIOR_ALPHA_MAX ? a : PRIOR_ALPHA_MAX);
+}
+
+static int
+qualifies(sh_dust_t *d, const dcand_t *c)
+{
+    return c->support >= d->opts.min_evidence && llr(d, c) >= scope_need(d, c);
+}
+
+/* The host's record of c's rule: one more scope good (on) or bad. */
+static void
+host_record(sh_dust_t *d, const dcand_t *c, int good)
+{
+    dcand_t *hw;
+
+    if (!scoped(c)) {
+        return;
+    }
+    hw = cand_find(d, c->host, PAT_HOST, c->kind, c->arg);
+    if (hw == NULL) {
+        hw = cand_new_but(d, c->host, PAT_HOST, c->kind, c->arg, c);
+        if (hw == NULL) {
+            return;
+        }
+        copy_text(hw->arg_text, SH_DUST_ARG_TEXT, &hw->arglen, c->arg_text,
+                  c->arglen);
+    }
+    if (good) {
+        hw->support++;
+    } else {
+        hw->against++;
+    }
+    hw->stamp = ++d->clock;
 }
 
 static void
@@ -582,6 +730,8 @@ rule_info(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     host_text(d, c->host, r->host);
     if (c->pattern == 0) {
         strcpy(r->pattern, "*");
+    } else if (c->pattern == PAT_HOST) {
+        strcpy(r->pattern, "**");   /* scopes on (support), off */
     } else if (c->pattern == PAT_ROOT) {
         strcpy(r->pattern, "/");
     } else {
@@ -598,6 +748,8 @@ rule_info(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     r->against = c->against;
     r->precision = n ? (double) c->support / n : 0.0;
     r->lower = wilson_lower(c->support, c->against, d->opts.z);
+    r->llr = llr(d, c);
+    r->need = scope_need(d, c);
     r->last = c->last;
 }
 
@@ -710,6 +862,47 @@ joinable(sh_dust_t *d, const dcand_t *c)
     return c->kind != SH_DUST_HOST_ALIAS || same_site(d, c->host, c->arg);
 }
 
+static dcanon_t *canon_get(sh_dust_t *d, uint64_t key, int create,
+                           int *found);
+
+/*
+ * A rule just on in its scope: the documents its scope fetched before
+ * enter the canonical table under R(w), from the reverse entries (one per
+ * URL w and rule R that changes it, with R(w)'s hash).  The canonical
+ * table only learns forms while rules are on, so without this a page
+ * fetched before (under a session id, say) is not known to the rule's
+ * later predictions but through R's own evidence, which a URL that some
+ * other rule also changes (an alias URL, a tracking tag) never reaches.
+ * R(w) may not be all of c(w) (another rule on too): the entry is then
+ * one more key of w's document, matched only by a URL that the active
+ * rules make R(w).  An entry already there is kept.  One pass over the
+ * evidence table, once per activation (tens in a crawl).
+ */
+static void
+backfill(sh_dust_t *d, const dcand_t *c)
+{
+    devid_t  *e = evids(d), *end = e + (size_t) d->evid_sets * EVID_WAYS;
+    dcanon_t *ce;
+    int       found;
+
+    if (!scoped(c)) {
+        return;
+    }
+    for (; e < end; e++) {
+        if (e->way.key == 0 || e->kind != c->kind || e->aux != c->arg
+            || e->pattern != c->pattern || e->host != c->host
+            || e->image == 0)
+        {
+            continue;
+        }
+        ce = canon_get(d, e->image, 1, &found);
+        if (ce != NULL && !found) {
+            ce->rep = e->rep;
+            ce->url = e->url;
+        }
+    }
+}
+
 /* The learned state after new counts: activate, retire, or neither. */
 static int
 evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
@@ -717,8 +910,8 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
     dcand_t *w;
     uint8_t  from = c->state;
 
-    if (manual(c)) {
-        return 0;
+    if (manual(c) || c->pattern == PAT_HOST) {
+        return 0;               /* a host's record is never a rule */
     }
     if (c->state == SH_DUST_ACTIVE) {
         if (qualifies(d, c) && joinable(d, c)) {
@@ -729,6 +922,7 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         c->retired_support = c->support;
         d->stats.retirements++;
         mark_off(d, c);
+        host_record(d, c, 0);
     } else {
         if (!qualifies(d, c) || !joinable(d, c)
             || (c->state == SH_DUST_RETIRED
@@ -744,6 +938,8 @@ evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         c->state = SH_DUST_ACTIVE;
         d->stats.activations++;
         mark_on(d, c);
+        host_record(d, c, 1);
+        backfill(d, c);
     }
     record(d, c, (sh_dust_state_t) from, now);
     return 1;
@@ -927,8 +1123,10 @@ canon_get(sh_dust_t *d, uint64_t key, int create, int *found)
 static unsigned
 atoms(const sh_url_t *u, atom_t *out)
 {
-    unsigned i, j, n = 0;
-    uint32_t seen = 0, mask;
+    unsigned    i, j, n = 0;
+    uint32_t    seen = 0, mask;
+    const char *pn, *eq, *semi;
+    size_t      pl;
 
     for (i = 0; i < u->nparams; i++) {
         if (seen >> i & 1) {
@@ -982,6 +1180,33 @@ atoms(const sh_url_t *u, atom_t *out)
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = SH_DUST_PATH_CASE;
         out[n].rw.lower = 1;
+        n++;
+    }
+    /* a path parameter by its name, wherever it is: the Java servlet's
+     * ";jsessionid=HEX" on the last segment, a ";sid=" of another */
+    seen = 0;
+    for (i = 0; i < u->nsegs; i++) {
+        if ((seen >> i & 1) || u->segs[i].pname == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nsegs; j++) {
+            if (u->segs[j].pname == u->segs[i].pname) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_PATH_PARAM;
+        out[n].arg = u->segs[i].pname;
+        pn = u->segs[i].seg.p + u->segs[i].base_len + 1;
+        pl = u->segs[i].seg.len - u->segs[i].base_len - 1;
+        eq = memchr(pn, '=', pl);
+        semi = memchr(pn, ';', pl);
+        eq = (semi != NULL && (eq == NULL || semi < eq)) ? semi : eq;
+        out[n].text = pn;
+        out[n].textlen = eq ? (uint32_t) (eq - pn) : (uint32_t) pl;
+        out[n].rw.drop_pparams = mask;
         n++;
     }
     seen = 0;
@@ -1074,6 +1299,74 @@ refuses(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
 }
 
 /*
+ * The scope a path rewrite moves u into, when it changes u's first
+ * component (drop_component(amp) of /amp/docs/x, path_case of
+ * /Docs/X.HTML): its pattern, or 0 when u stays in its own scope.
+ */
+static uint64_t
+moved_to(const sh_url_t *u, const sh_url_rw_t *rw)
+{
+    unsigned i;
+
+    if (rw->lower && u->nsegs >= 2 && u->segs[0].lower != u->segs[0].hash) {
+        return nonzero(u->segs[0].lower);
+    }
+    if (!(rw->drop_segs & 1)) {
+        return 0;
+    }
+    for (i = 1; i + 1 < u->nsegs; i++) {
+        if (!(rw->drop_segs >> i & 1)) {
+            return nonzero(rw->lower ? u->segs[i].lower : u->segs[i].hash);
+        }
+    }
+    return PAT_ROOT;
+}
+
+/*
+ * The rules of the scope u is moved into (pattern to), on host h or its
+ * alias `other`, for the atoms that rewrite the query or a path
+ * parameter (not yet in rw): merged into rw, each atom's index in
+ * which[] and rule in applied[] from n on; the new count.  R(u) is u in
+ * its own scope and T(R(u)) is R(u) in the other, so T(R(u)) is u: an
+ * /amp/ page with a session id is the /docs/ page its scope's rules make
+ * of it, with no session rule learned again under /amp/.
+ */
+static unsigned
+moved_rules(sh_dust_t *d, dhost_t *h, dhost_t *other, uint64_t to,
+            const atom_t *a, unsigned na, const uint8_t *skip,
+            sh_url_rw_t *rw, dcand_t **applied, int *which, unsigned n)
+{
+    dcand_t *c;
+    unsigned i;
+
+    for (i = 0; i < na; i++) {
+        if ((skip != NULL && skip[i])
+            || (a[i].kind != SH_DUST_DROP_PARAM
+                && a[i].kind != SH_DUST_SORT_PARAMS
+                && a[i].kind != SH_DUST_DROP_PATH_PARAM))
+        {
+            continue;
+        }
+        c = rule_on(d, h, to, &a[i]);
+        if (c == NULL && other != NULL
+            && (c = rule_on(d, other, to, &a[i])) != NULL
+            && refuses(d, h, to, &a[i]))
+        {
+            c = NULL;
+        }
+        if (c != NULL) {
+            merge_rw(rw, &a[i].rw);
+            if (applied != NULL) {
+                which[n] = (int) i;
+                applied[n] = c;
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+/*
  * c(u): the rewrite of every rule on for u's scope, the rules applied in
  * applied[] and their atoms' indices in which[] (-1: the host alias),
  * their count returned.  With an active alias the two hosts' rules both
@@ -1090,6 +1383,7 @@ canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
 {
     dcand_t *c;
     dhost_t *own = h, *other = NULL;
+    uint64_t to;
     unsigned i, n = 0;
 
     memset(rw, 0, sizeof(*rw));
@@ -1120,6 +1414,20 @@ canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, dhost_t *h,
             which[n] = (int) i;
             applied[n++] = c;
         }
+    }
+    /* a path rule that moved u into another scope: that scope's query
+     * rules too */
+    if (n > 0 && (to = moved_to(u, rw)) != 0 && to != sc->pattern) {
+        uint8_t done[ATOMS_MAX];
+
+        memset(done, 0, na);
+        for (i = 0; i < n; i++) {
+            if (which[i] >= 0) {
+                done[which[i]] = 1;
+            }
+        }
+        n = moved_rules(d, own, other, to, a, na, done, rw, applied, which,
+                        n);
     }
     return n;
 }
@@ -1220,7 +1528,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     devid_t     *e;
     dcanon_t    *ce;
     dhost_t     *oh;
-    uint64_t     hu, hr, hc, seq0 = d->change_seq;
+    uint64_t     hu, hr, hc, mt, seq0 = d->change_seq;
     unsigned     i, n, na = 0;
     int          found, refetch, paired;
 
@@ -1295,6 +1603,28 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
                 if (ce != NULL && ce->url != hu) {
                     evidence(d, &sc, &a[i], ce->rep == rep, now);
                 }
+            } else if (!isactive[i] && (mt = moved_to(&u, &rwi)) != 0
+                       && mt != sc.pattern)
+            {
+                /* a path rule that moves u into another scope, composed
+                 * with that scope's query rules: /amp/docs/x?sid=A is
+                 * /docs/x, a canonical form there */
+                sh_url_rw_t rwm = rwi;
+                dhost_t    *ot = h->alias_to ? host_find(d, h->alias_to)
+                                 : h->alias_from ? host_find(d, h->alias_from)
+                                 : NULL;
+
+                if (moved_rules(d, h, ot, mt, a, n, NULL, &rwm, NULL, NULL,
+                                0) > 0)
+                {
+                    if (h->alias_to != 0) {
+                        rwm.host = h->alias_to;
+                    }
+                    ce = canon_get(d, sh_url_hash(&u, &rwm), 0, &found);
+                    if (ce != NULL && ce->url != hu) {
+                        evidence(d, &sc, &a[i], ce->rep == rep, now);
+                    }
+                }
             }
         }
 
@@ -1303,6 +1633,8 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
         e->url = hu;
         e->aux = a[i].arg;
         e->pattern = sc.pattern;
+        e->host = sc.host;
+        e->image = hr;
         e->kind = a[i].kind;
     }
 
@@ -1396,7 +1728,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
  * to R(u), or R(u) itself fetched, names u's document even when it was
  * fetched before R turned on (the canonical table only knows what came
  * after).  At most 2 probes a rule, after one identity and one
- * canonical probe.
+ * canonical probe; then c(u)'s identity and one probe a rule.
  */
 static int
 find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
@@ -1445,6 +1777,34 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
         if (e != NULL && e->url != hu) {
             *rep = e->rep;
             *used = (int) i;
+            return 1;
+        }
+    }
+    /* c(u) itself, fetched, and each applied rule's evidence of c(u) in
+     * the scope where the rule was learned: a document fetched before
+     * the rules were on (the canonical table does not know it) under a
+     * URL that one rule maps to c(u) -- an alias URL with a session id
+     * (two rules) of a page its target host fetched before its own
+     * session rule was on. */
+    hr = sh_url_hash(u, rw);
+    e = evid_get(d, nonzero(sh_url_step(KEY_IDENT, hr)), 0, &found);
+    if (e != NULL && e->url != hu && e->url != 0) {
+        *rep = e->rep;
+        *used = -1;
+        return 1;
+    }
+    for (i = 0; i < na; i++) {
+        if (which[i] < 0) {
+            continue;
+        }
+        e = evid_get(d, nonzero(sh_url_step(cand_key(applied[i]->host,
+                                  applied[i]->pattern ? applied[i]->pattern
+                                                      : sc->pattern,
+                                  applied[i]->kind, applied[i]->arg)
+                                     ^ KEY_PAIR, hr)), 0, &found);
+        if (e != NULL && e->url != hu) {
+            *rep = e->rep;
+            *used = -1;
             return 1;
         }
     }
@@ -1566,6 +1926,7 @@ sh_dust_kind_name(sh_dust_kind_t kind)
     case SH_DUST_PATH_CASE:         return "path_case";
     case SH_DUST_DROP_COMPONENT:    return "drop_component";
     case SH_DUST_HOST_ALIAS:        return "host_alias";
+    case SH_DUST_DROP_PATH_PARAM:   return "drop_path_param";
     }
     return "unknown";
 }
@@ -1676,6 +2037,15 @@ arg_of(const sh_dust_t *d, sh_dust_kind_t kind, const char *arg,
             return -1;
         }
         *hash = sh_url_hash_bytes(d->secret, arg, n);
+        return 0;
+    case SH_DUST_DROP_PATH_PARAM:
+        if (n == 0 || n > SH_URL_LEN_MAX || memchr(arg, '/', n) != NULL
+            || memchr(arg, ';', n) != NULL || memchr(arg, '=', n) != NULL)
+        {
+            return -1;
+        }
+        *hash = sh_url_hash_bytes(d->secret, arg, n);
+        *hash = *hash ? *hash : 1;
         return 0;
     case SH_DUST_HOST_ALIAS:
         if (n == 0 || n > SH_URL_HOST_MAX) {
@@ -1954,7 +2324,7 @@ rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
     host = sh_le_get(r + 8, 8);
     pattern = sh_le_get(r + 16, 8);
     arg = sh_le_get(r + 24, 8);
-    if (kind < SH_DUST_DROP_PARAM || kind > SH_DUST_HOST_ALIAS
+    if (kind < SH_DUST_DROP_PARAM || kind > SH_DUST_KIND_MAX
         || state > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
         || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT || host == 0)
     {
@@ -2033,7 +2403,7 @@ sh_dust_rule_unpin(unsigned char r[SH_DUST_RULE_REC_LEN],
 {
     if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
         || sh_le_get(r + 168, 8) != XXH3_64bits(r, 168)
-        || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
+        || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_KIND_MAX
         || r[4] > SH_DUST_FORBIDDEN)
     {
         return -1;
@@ -2255,7 +2625,7 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
     for (i = 0; i < nc; i++, r += SH_DUST_RULE_REC_LEN) {
         if (r[0] != 'D' || r[1] != 'R' || r[2] != 1
             || sh_le_get(r + 168, 8) != XXH3_64bits(r, 168)
-            || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_HOST_ALIAS
+            || r[3] < SH_DUST_DROP_PARAM || r[3] > SH_DUST_KIND_MAX
             || r[4] > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
             || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT)
         {
@@ -2274,6 +2644,8 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
         memcpy(ri.arg, r + 56, r[5]);
         if (ri.pattern_hash == 0) {
             strcpy(ri.pattern, "*");
+        } else if (ri.pattern_hash == PAT_HOST) {
+            strcpy(ri.pattern, "**");
         } else if (ri.pattern_hash == PAT_ROOT) {
             strcpy(ri.pattern, "/");
         } else {

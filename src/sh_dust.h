@@ -13,7 +13,12 @@
  * Public Suffix List (sh_site.h: www.example.com, m.example.com and
  * example.com): a host that copies another site's pages must not make the
  * other site's URLs answered by its own pages or rules (security issue
- * 31).  Hosts of two sites are joined only by a pin.
+ * 31).  Hosts of two sites are joined only by a pin.  A path rule that
+ * moves a URL into another scope (drop_component of its first component:
+ * /amp/docs/x; path_case of /Docs/X.HTML) is composed with the query rules
+ * of the scope it moves it into, both when learning (R(u) then that
+ * scope's rules, looked up in the canonical table) and in c(u): an /amp/
+ * page with a session id needs no session rule of its own under /amp/.
  *
  * Evidence.  Every decision the module makes is an observation (url, rep):
  * rep identifies the DOCUMENT the URL resolved to (the original's key hash
@@ -39,39 +44,37 @@
  * parameters, whose pairs disagree, never take a slot) and counts every
  * pair after.
  *
- * States.  A candidate becomes ACTIVE when support >= min_evidence and the
- * lower bound of the Wilson score interval of support / (support +
- * against), at z, is >= min_precision.  It is RETIRED by the observation
- * that takes it below that (at once: a rule that starts to merge distinct
- * documents stops predicting on that call), and a retired rule comes back
- * only when the bound holds again AND its support has doubled since it was
- * retired: the evidence has to recover a lot, so a borderline rule does not
- * flap.  Counts are halved past 2^20 pairs, so old evidence fades.  Pins
+ * States.  A candidate becomes ACTIVE by a sequential test (Wald's SPRT):
+ * a rule is BAD when its pairs disagree at rate e1 = 1 - min_precision or
+ * more, GOOD at e0 = e1 / 10 or less; each pair adds its log-likelihood
+ * ratio (ln((1 - e0) / (1 - e1)) for, -ln(e1 / e0) against) and the rule
+ * turns on when the sum reaches ln((1 - a) / a), a = Phi(-z), with at
+ * least min_evidence pairs.  The bound promised: a rule that is bad in a
+ * scope turns on there with probability at most a, however long it is
+ * watched; once on, the sum keeps running on the verification sample and
+ * the canonical checks, and the pair against that takes it below the
+ * bound RETIRES it at once, so a bad rule that got on gives in
+ * expectation about 1 / (verified share) wrong answers (docs/DUST.md, "The
+ * loss bound").  Defaults (0.95, z 2.58: e1 0.05, a 0.0049): 115 clean
+ * pairs alone; each pair against costs about 50 more; a rule whose pairs
+ * disagree more than about 2% of the time drifts down and cannot stay on.
+ * Across scopes: each scope's activation (retirement) counts one GOOD
+ * (BAD) scope in the host's record of the rule (a candidate of pattern
+ * "**", never a rule itself); a scope of a host whose record, with its
+ * alias's (one site), holds g good and b bad scopes is tested at a' = a
+ * (g + b + 2) / (b + 1), at most 0.25 (Laplace's rule: the chance that the
+ * rule is bad in one more scope is (b + 1) / (g + b + 2), so a bad scope
+ * still turns it on with probability a on average): 91 pairs after one
+ * scope, 85 after two, 24 at the cap; the scope's own pairs against count
+ * in full, so a trap in one scope holds the rule off there.  A retired
+ * rule comes back only when the test holds again AND its support has
+ * doubled since it was retired, so a borderline rule does not flap.
+ * Counts are halved past 2^20 pairs, so old evidence fades.  Pins
  * (sh_dust_pin) make a rule PINNED (always active) or FORBIDDEN (never),
- * whatever the evidence; they are not evicted.
- *
- * Defaults: min_precision 0.95, z 2.58, min_evidence 8.  With no pair
- * against, the Wilson bound is n / (n + z^2), so these ask for 127 clean
- * pairs (99.5% one-sided confidence that at least 95% of the pairs a rule
- * merges are one document) before the first prediction in a scope;
- * min_evidence binds only when an operator lowers z or min_precision.
- * Why that strict: each wrong prediction of an active rule loses a page,
- * and the lost-content target is 0.1% of distinct pages.  The parameters
- * that change content (page, lang, q, a reordering sort) disagree on
- * nearly every pair, never get a candidate slot, and could not reach the
- * bound if they did.  Early on, one or two disagreements retire a rule
- * (127 agreeing and 1 disagreeing pairs give a bound of 0.94); a rule
- * whose pairs disagree more than about 5% of the time cannot stay on at
- * any count; one that disagrees 1-3% of the time can, and loses that share
- * of its predictions: a site whose rule is that loose needs min_precision
- * 0.99 (659 clean pairs) or a forbid.  Verification (the module fetches a
- * sample of predictions anyway and observes the result, and every
- * ordinary fetch is checked against the canonical table) is what keeps
- * counting after a rule is on.  127 pairs is a few hundred fetches of a
- * site that serves several URLs a page, small against a real DUST site:
- * the crawl in test_dust.c (10,000 pages, 4 URLs each, a session id in
- * every URL, a tracking tag on a third) avoids 83% of the avoidable
- * fetches with 1 prediction in 16 verified, and loses none.
+ * whatever the evidence; they are not evicted.  The parameters that change
+ * content (page, lang, q, a reordering sort) disagree on nearly every
+ * pair, never get a candidate slot, and could not pass the test if they
+ * did.
  *
  * Canonical form: c(u) = u with every active rule of its scope applied
  * (HOST_ALIAS first, then the rules: path, then parameters).  An active
@@ -101,9 +104,10 @@
  * Bounds.  A URL that sh_url_parse refuses (longer than SH_URL_LEN_MAX,
  * more than SH_URL_PARAMS_MAX parameters or SH_URL_SEGS_MAX segments) is
  * neither learned from nor predicted: -1, pass it through.  Otherwise one
- * observation tries at most A = SH_URL_PARAMS_MAX + SH_URL_SEGS_MAX + 3
+ * observation tries at most A = SH_URL_PARAMS_MAX + 2 SH_URL_SEGS_MAX + 4
  * atomic rules (one per distinct parameter name, one per distinct path
- * component, sort, trailing slash, index file, path case), each one hash
+ * component, one per distinct path parameter name, sort, trailing slash,
+ * index file, path case), each one hash
  * of O(segments + parameters) multiply-xor steps and at most four probes
  * of one evidence or canonical bucket (pair, identity, canonical,
  * reverse), plus a candidate probe per pair found; then two reverse, one
@@ -117,6 +121,8 @@
  * (bench/bench_dust): 1.8 us for a prediction and an observation of a
  * typical URL (4 segments, 2 parameters), 19 us for the worst (16
  * segments, 32 parameters), against 300-1000 us of a new page's work.
+ * A rule turning on (tens of times in a crawl) makes one pass over the
+ * evidence table to backfill the canonical table (docs/DUST.md).
  * Every table is set-associative with LRU replacement within a set;
  * nothing grows.
  *
@@ -158,8 +164,11 @@ typedef enum {
     SH_DUST_INDEX_FILE,         /* arg: the final component, "index.html" */
     SH_DUST_PATH_CASE,
     SH_DUST_DROP_COMPONENT,     /* arg: the component, "print" */
-    SH_DUST_HOST_ALIAS          /* arg: the canonical host b */
+    SH_DUST_HOST_ALIAS,         /* arg: the canonical host b */
+    SH_DUST_DROP_PATH_PARAM     /* arg: a path parameter's name,
+                                   "jsessionid" of /a/B.html;jsessionid=1F */
 } sh_dust_kind_t;
+#define SH_DUST_KIND_MAX    SH_DUST_DROP_PATH_PARAM
 
 typedef enum {
     SH_DUST_CANDIDATE = 0,
@@ -197,7 +206,10 @@ typedef struct {
     uint32_t        support;
     uint32_t        against;
     double          precision;      /* support / (support + against) */
-    double          lower;          /* its Wilson lower bound */
+    double          lower;          /* its Wilson lower bound, at z */
+    double          llr;            /* the sequential test's sum */
+    double          need;           /* what it must reach in its scope
+                                       (0 when not known: an image) */
     uint64_t        last;           /* `now` of its last evidence */
 } sh_dust_rule_info_t;
 

@@ -15,6 +15,13 @@
 #include "sh_url.h"
 
 #define EMPTY_SEG   0x8c6a2f0d5b3e1947ULL   /* the hash of "" as a segment */
+
+/* a path parameter's name hash: 0 means "none" */
+static inline uint64_t
+nonzero_pname(uint64_t h)
+{
+    return h ? h : 1;
+}
 #define QUERY_SEP   0x3d1f7a95c2e4b068ULL
 #define NO_HOST     0xa4e19b7c05d3f28eULL
 #define CHAIN_SEED  0x6b43a9b5c1d2e3f7ULL
@@ -165,8 +172,15 @@ sh_url_parse(sh_url_t *u, const char *s, size_t len)
             if (n == SH_URL_SEGS_MAX) {
                 return refuse(u, SH_URL_ESEGS);
             }
+            const char *semi;
+
             u->segs[n].seg.p = u->path.p + start;
             u->segs[n].seg.len = (uint32_t) (i - start);
+            semi = u->segs[n].seg.len
+                   ? memchr(u->segs[n].seg.p, ';', u->segs[n].seg.len)
+                   : NULL;
+            u->segs[n].base_len = semi ? (uint32_t) (semi - u->segs[n].seg.p)
+                                       : u->segs[n].seg.len;
             n++;
             start = i + 1;
         } else if (u->path.p[i] >= 'A' && u->path.p[i] <= 'Z') {
@@ -289,14 +303,34 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
     for (i = 0; i < u->nsegs; i++) {
         sh_url_seg_t *sg = &u->segs[i];
 
+        sg->pname = 0;
         if (sg->seg.len == 0) {
-            sg->hash = sg->lower = EMPTY_SEG;
+            sg->hash = sg->lower = sg->base = sg->base_lower = EMPTY_SEG;
             continue;
         }
         sg->hash = sh_url_hash_bytes(secret, sg->seg.p, sg->seg.len);
         sg->lower = u->upper ? sh_url_hash_lower(secret, sg->seg.p,
                                                  sg->seg.len)
                              : sg->hash;
+        sg->base = sg->hash;
+        sg->base_lower = sg->lower;
+        if (sg->base_len < sg->seg.len) {
+            /* ";name=value;...": the name is up to '=' or the next ';' */
+            const char *np = sg->seg.p + sg->base_len + 1;
+            size_t      nl = 0, rest = sg->seg.len - sg->base_len - 1;
+
+            while (nl < rest && np[nl] != '=' && np[nl] != ';') {
+                nl++;
+            }
+            sg->pname = nonzero_pname(sh_url_hash_bytes(secret, np, nl));
+            sg->base = sg->base_len == 0
+                       ? EMPTY_SEG
+                       : sh_url_hash_bytes(secret, sg->seg.p, sg->base_len);
+            sg->base_lower = (u->upper && sg->base_len > 0)
+                             ? sh_url_hash_lower(secret, sg->seg.p,
+                                                 sg->base_len)
+                             : sg->base;
+        }
     }
 
     for (i = 0; i < u->nparams; i++) {
@@ -344,7 +378,11 @@ path_hashes(const sh_url_t *u, const sh_url_rw_t *rw, uint64_t *out,
         if (rw && (rw->drop_segs >> i & 1)) {
             continue;
         }
-        out[k] = (rw && rw->lower) ? u->segs[i].lower : u->segs[i].hash;
+        if (rw && (rw->drop_pparams >> i & 1)) {
+            out[k] = rw->lower ? u->segs[i].base_lower : u->segs[i].base;
+        } else {
+            out[k] = (rw && rw->lower) ? u->segs[i].lower : u->segs[i].hash;
+        }
         idx[k++] = i;
     }
     if (k == 0) {
@@ -436,7 +474,9 @@ sh_url_write(const sh_url_t *u, const sh_url_rw_t *rw, const char *host,
         put(buf, size, &n, "/", 1, 0);
         if (idx[i] < u->nsegs) {
             put(buf, size, &n, u->segs[idx[i]].seg.p,
-                u->segs[idx[i]].seg.len, rw && rw->lower);
+                (rw && (rw->drop_pparams >> idx[i] & 1))
+                ? u->segs[idx[i]].base_len : u->segs[idx[i]].seg.len,
+                rw && rw->lower);
         }
     }
     for (i = 0; i < u->nparams; i++) {

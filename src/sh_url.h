@@ -66,8 +66,15 @@ typedef struct {
 
 typedef struct {
     sh_url_span_t seg;
+    uint32_t      base_len;     /* bytes before its first ';' (a path
+                                   parameter: "B.html;jsessionid=1F"),
+                                   seg.len when it has none */
     uint64_t      hash;         /* raw bytes (hash_parts) */
     uint64_t      lower;        /* ASCII-lowercased bytes */
+    uint64_t      base;         /* the bytes before ';', raw */
+    uint64_t      base_lower;   /* and lowercased */
+    uint64_t      pname;        /* hash of its first path parameter's
+                                   name ("jsessionid"), 0: none */
 } sh_url_seg_t;
 
 typedef struct {
@@ -91,7 +98,9 @@ typedef struct {
 /*
  * A rewrite: what sh_url_hash and sh_url_write apply.  Masks are over the
  * positions in u->params and u->segs.  Path rewrites apply in this order:
- * segments dropped (a path left empty becomes "/"), index file (the last
+ * segments dropped (a path left empty becomes "/"), path parameters
+ * dropped (a segment of drop_pparams keeps its bytes before ';'), index
+ * file (the last
  * segment, if kept, becomes empty: "/d/index.html" -> "/d/"), trailing
  * slash (a final empty segment after another one goes: "/d/" -> "/d",
  * never "/" itself), lowercase; then parameters dropped, then sorted.
@@ -101,6 +110,7 @@ typedef struct {
                                    the URL's own */
     uint32_t drop_params;
     uint32_t drop_segs;
+    uint32_t drop_pparams;      /* segments whose ";name=value..." goes */
     unsigned sort:1;
     unsigned index_file:1;
     unsigned trailing_slash:1;

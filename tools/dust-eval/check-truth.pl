@@ -15,11 +15,17 @@ my ($port, $gen) = @ARGV;
 my $ua = HTTP::Tiny->new(timeout => 30, keep_alive => 1,
                          proxy => "http://127.0.0.1:$port");
 my (%body_of_doc, %doc_of_body, $n, $bad);
+# the host of each label: GEN/hosts.tsv (the second site's), the first
+# host named for a label; else LABEL.test
+my %host_of;
+if (open(my $h, '<', "$gen/hosts.tsv")) {
+    while (<$h>) { chomp; my ($host, $label) = split /\t/; $host_of{$label} //= $host }
+}
 open(my $t, '<', "$gen/truth.tsv") or die "$gen/truth.tsv: $!";
 while (<$t>) {
     chomp;
     my ($site, $uri, $doc) = split /\t/;
-    my $r = $ua->get("http://$site.test$uri");
+    my $r = $ua->get("http://" . ($host_of{$site} // "$site.test") . $uri);
     $n++;
     my $m = $r->{status} == 200 ? md5_hex($r->{content}) : "status $r->{status}";
     my $key = "$site $doc";

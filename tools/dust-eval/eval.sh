@@ -20,15 +20,24 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$(pwd)/$BUILD" ;; esac
-OUT="$BUILD/dust-eval"
+# SITE=2 (DUST_SITE=2): the second site, gensite2.pl, in BUILD/dust-eval-2
+DUST_SITE=${DUST_SITE:-${SITE:-1}}
+export DUST_SITE
+OUT="$BUILD/dust-eval"; GENSITE=gensite.pl
+if [ "$DUST_SITE" != 1 ]; then OUT="$BUILD/dust-eval-$DUST_SITE"; GENSITE=gensite$DUST_SITE.pl; fi
 RUNS=${DUST_RUNS:-own-default wget-default own-p90 own-p99 own-keysany own-nodust wget-nodust}
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/gen/truth.tsv" ] || [ "${DUST_REGEN:-0}" = 1 ]; then
     rm -rf "$OUT/gen"
-    nice -n 19 perl "$HERE/gensite.pl" "$OUT/gen"
+    nice -n 19 perl "$HERE/$GENSITE" "$OUT/gen"
 fi
-"$HERE/check-pages.sh" "$BUILD" | tee "$OUT/pages.txt"
+if [ "$DUST_SITE" = 1 ]; then
+    "$HERE/check-pages.sh" "$BUILD" | tee "$OUT/pages.txt"
+else
+    # its traps serve other real documents (scipy pages), not listings
+    echo "(the second site's traps are other documents)" > "$OUT/pages.txt"
+fi
 
 for run in $RUNS; do
     case $run in

@@ -28,10 +28,20 @@ use JSON::PP;
 
 my ($gen, @runs) = @ARGV;
 die "usage: $0 GEN RUN...\n" unless @runs;
-my %truth;
+my (%truth, %forms, %label_of, $named);
 open(my $t, '<', "$gen/truth.tsv") or die "$gen/truth.tsv: $!";
-while (<$t>) { chomp; my ($s, $u, $d) = split /\t/; $truth{$s}{$u} = $d }
+while (<$t>) {
+    chomp;
+    my ($s, $u, $d, $f) = split /\t/;
+    $truth{$s}{$u} = $d;
+    if (defined $f) { $forms{$s}{$u} = $f; $named = 1 }  # the second site's
+}
 close $t;
+# GEN/hosts.tsv (the second site): host -> label
+if (open(my $h, '<', "$gen/hosts.tsv")) {
+    while (<$h>) { chomp; my ($host, $label) = split /\t/; $label_of{$host} = $label }
+    close $h;
+}
 my %all_docs;
 for my $s (keys %truth) { $all_docs{$s}{$_} = 1 for values %{ $truth{$s} } }
 
@@ -39,7 +49,8 @@ sub split_url {
     my ($url) = @_;
     my ($host, $uri) = $url =~ m{^https?://([^/]+)(/.*)?$} or return;
     $uri //= '/';
-    my $site = $host eq 'nodust.test' ? 'nodust'
+    my $site = %label_of ? $label_of{$host}
+             : $host eq 'nodust.test' ? 'nodust'
              : $host =~ /^(?:www\.)?site\.test$/ ? 'site' : undef;
     return ($site, $host, $uri);
 }
@@ -55,9 +66,21 @@ sub scope {
     my $p = $uri =~ s/\?.*//r;
     return $p =~ m{^(/[^/]*/)} ? "$host $1" : "$host /";
 }
+# The second site's forms (gensite2.pl's truth): the most telling form
+# of the URL, a session alone last.
+my @form_rank = qw(alias case amp index cache-buster tracking default order
+                   sess-jsessionid sess-s sess-PHPSESSID);
+sub kind2 {
+    my ($host, $f) = @_;
+    return 'alias' if $host =~ /^m\./;
+    my %f = map { $_ => 1 } split /,/, $f;
+    for (@form_rank) { return $_ if $f{$_} }
+    return $f;
+}
 sub kind {
     my ($url, $doc) = @_;
     my ($site, $host, $uri) = split_url($url);
+    return kind2($host, $forms{$site}{$uri}) if $named && defined $forms{$site}{$uri};
     my ($p, $q) = split /\?/, $uri, 2;
     $q //= '';
     return 'alias' if $host =~ /^www\./;
@@ -72,12 +95,13 @@ sub kind {
 sub nosid {
     my ($url) = @_;
     my ($base, $q) = split /\?/, $url, 2;
-    my @q = grep { !/^sid=/ } split /&/, $q // '';
+    $base =~ s/;jsessionid=[0-9A-F]+$//;
+    my @q = grep { !/^(?:sid|PHPSESSID|s)=/ } split /&/, $q // '';
     return @q ? "$base?" . join('&', @q) : $base;
 }
 sub pct { $_[1] ? sprintf('%.1f%%', 100 * $_[0] / $_[1]) : '-' }
 
-my $changing = qr/^drop_param\((?:page|sort|lang|q)\)$/;
+my $changing = qr/^drop_param\((?:page|sort|lang|q|id|hl)\)$/;
 my @summary;
 for my $run (@runs) {
     my $what = do { local $/; open(my $f, '<', "$run/what") or die; <$f> };
@@ -106,6 +130,7 @@ for my $run (@runs) {
     my ($n, $nf, $npred, $nsaved, $avoidable, $avoided, $aw, $aw_avoided,
         $unknown, $wrong) = (0) x 10;
     my (%fetched_url, %fetched_nosid);
+    my ($q_avoidable, $q_avoided) = (0, 0);
     for my $i (0 .. $#req) {
         my $r = $req[$i];
         $n++;
@@ -130,10 +155,20 @@ for my $run (@runs) {
         # session id; else what the URL differs in from the document's own
         my $nosid = nosid($r->{url});
         my $k = $fetched_nosid{$doc}{$nosid} ? 'sid' : kind($r->{url}, $doc);
+        if ($k eq 'sid' && $named) {    # which session, on the second site
+            my $uri = (split_url($r->{url}))[2];
+            $k = $uri =~ /;jsessionid=/ ? 'sess-jsessionid'
+               : $uri =~ /[?&]s=/ ? 'sess-s' : 'sess-PHPSESSID';
+        }
         if ($fetched_doc{$doc} && !($fetched_url{$r->{url}})) {
             $avoidable++;
             my $saved = $r->{pred} ne '' && !$r->{fetched};
             $avoided++ if $saved;
+            # issue 34's measure: after the first quarter of the crawl
+            if ($i >= @req / 4) {
+                $q_avoidable++;
+                $q_avoided++ if $saved;
+            }
             $kinds{$k}{avoidable}++;
             $kinds{$k}{avoided}++ if $saved;
             if (defined $first_pred_scope{$sc} && $first_pred_scope{$sc} < $i) {
@@ -177,6 +212,7 @@ for my $run (@runs) {
     $o .= sprintf "  %-44s %d\n", 'requests outside the ground truth', $unknown;
     $o .= sprintf "  %-44s %d\n", 'avoidable duplicate requests', $avoidable;
     $o .= sprintf "  %-44s %d (%s)\n", 'avoided by prediction, whole crawl', $avoided, pct($avoided, $avoidable);
+    $o .= sprintf "  %-44s %d of %d (%s)\n", 'avoided after the first quarter', $q_avoided, $q_avoidable, pct($q_avoided, $q_avoidable);
     $o .= sprintf "  %-44s %d of %d (%s)\n", 'avoided after warm-up', $aw_avoided, $aw, pct($aw_avoided, $aw);
     $o .= sprintf "    not avoided after warm-up: %-16s %d\n", "$_:", $miss{$_} for sort keys %miss;
     $o .= sprintf "      not predicted, by kind: %s\n", join(', ', map { "$_ $miss_kind{$_}" }
@@ -217,23 +253,25 @@ for my $run (@runs) {
     $o .= sprintf "  stats: observations %d, predictions %d, saved %d, support %d, against %d, candidates %d, active %d, activations %d, retirements %d\n",
         map { $d->{$_} // 0 } qw(observations predictions saved support against candidates active activations retirements);
     my @bad = grep { $_->{to} eq 'on' && $_->{rule} =~ $changing } @changes;
-    $o .= sprintf "  content-changing parameters (page, sort, lang, q) ever active: %s\n",
+    $o .= sprintf "  content-changing parameters (page, sort, lang, q, id, hl) ever active: %s\n",
         @bad ? join(', ', map { "$_->{rule} $_->{host} $_->{pattern}" } @bad) : 'none';
     print $o, "\n";
     push @summary, { run => ($run =~ s{.*/}{}r), crawler => $crawler, site => $site,
                      opts => (split(' ', $what, 3))[2] // '', n => $n, nf => $nf,
                      avoidable => $avoidable, avoided => $avoided, aw => $aw,
                      aw_avoided => $aw_avoided, lost => scalar @lost,
+                     q => $q_avoidable, q_avoided => $q_avoided,
                      docs => scalar @docs, npred => $npred, bad => scalar @bad,
                      wrong => $wrong };
 }
 
 print "== summary (targets: >= 80% avoided after warm-up, lost <= 0.1%, no content-changing rule, 0 predictions without DUST)\n";
-printf "  %-14s %-5s %-7s %-27s %8s %8s %9s %8s %8s %11s %6s %6s\n",
-    'run', 'crawl', 'site', 'zone', 'requests', 'fetched', 'avoidable', 'avoided', 'warm', 'lost', 'wrong', 'predic';
+printf "  %-14s %-5s %-7s %-27s %8s %8s %9s %8s %8s %8s %11s %6s %6s\n",
+    'run', 'crawl', 'site', 'zone', 'requests', 'fetched', 'avoidable', 'avoided', 'after1/4', 'warm', 'lost', 'wrong', 'predic';
 for (@summary) {
-    printf "  %-14s %-5s %-7s %-27s %8d %8d %9d %8s %8s %4d %6s %6d %6d\n",
+    printf "  %-14s %-5s %-7s %-27s %8d %8d %9d %8s %8s %8s %4d %6s %6d %6d\n",
         $_->{run}, $_->{crawler}, $_->{site}, $_->{opts} || 'defaults', $_->{n}, $_->{nf},
-        $_->{avoidable}, pct($_->{avoided}, $_->{avoidable}), pct($_->{aw_avoided}, $_->{aw}),
+        $_->{avoidable}, pct($_->{avoided}, $_->{avoidable}), pct($_->{q_avoided}, $_->{q}),
+        pct($_->{aw_avoided}, $_->{aw}),
         $_->{lost}, pct($_->{lost}, $_->{docs}), $_->{wrong}, $_->{npred};
 }

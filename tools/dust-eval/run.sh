@@ -11,8 +11,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 BUILD=$1 NAME=$2 CRAWLER=$3 SITE=$4 ZONE_OPTS=${5:-}
 MODULE="$BUILD/nginx/ngx_http_simhash_module.so"
-GEN="$BUILD/dust-eval/gen"
-RUN="$BUILD/dust-eval/runs/$NAME"
+# DUST_SITE=2: the second site (gensite2.pl), in BUILD/dust-eval-2
+OUT="$BUILD/dust-eval"; [ "${DUST_SITE:-1}" = 1 ] || OUT="$BUILD/dust-eval-$DUST_SITE"
+GEN="$OUT/gen"
+RUN="$OUT/runs/$NAME"
 rm -rf "$RUN"; mkdir -p "$RUN"
 PREFIX=$(mktemp -d "$("$TOP/tools/nginx-tmpdir.sh")/simhash-dust-eval.XXXXXX")
 trap '"$HERE/nginx.sh" stop "$PREFIX"; rm -rf "$PREFIX"' EXIT
@@ -21,11 +23,14 @@ export ACTION
 set -- $("$HERE/nginx.sh" start "$PREFIX" "$MODULE" "$GEN" "$ZONE_OPTS")
 ORIGIN=$1 PROXY=$2 STATS=$3
 if [ "${CHECK_TRUTH:-0}" = 1 ]; then
-    nice -n 19 perl "$HERE/check-truth.pl" "$ORIGIN" "$GEN" | tee "$BUILD/dust-eval/truth-check.txt"
+    nice -n 19 perl "$HERE/check-truth.pl" "$ORIGIN" "$GEN" | tee "$OUT/truth-check.txt"
 fi
+SITE_SEED=http://site.test/ SITE_HOSTS='site\.test|www\.site\.test' SITE_DOMAINS=site.test
+NODUST_SEED=http://nodust.test/ NODUST_HOSTS='nodust\.test' NODUST_DOMAINS=nodust.test
+[ -f "$GEN/hosts.sh" ] && . "$GEN/hosts.sh"
 case $SITE in
-    site)   SEED=http://site.test/ HOSTS='site\.test|www\.site\.test' DOMAINS=site.test ;;
-    nodust) SEED=http://nodust.test/ HOSTS='nodust\.test' DOMAINS=nodust.test ;;
+    site)   SEED=$SITE_SEED HOSTS=$SITE_HOSTS DOMAINS=$SITE_DOMAINS ;;
+    nodust) SEED=$NODUST_SEED HOSTS=$NODUST_HOSTS DOMAINS=$NODUST_DOMAINS ;;
 esac
 echo "$NAME: $CRAWLER crawls $SEED through 127.0.0.1:$PROXY (zone: dust=8m $ZONE_OPTS; simhash_action $ACTION)"
 start=$(date +%s)
