@@ -23,13 +23,13 @@
  * a stale bit costs a probe, never a wrong rewrite.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_err.h"
 #include "sh_dust.h"
 #include "sh_le.h"
 #include "sh_site.h"
@@ -150,19 +150,6 @@ typedef struct {
 } atom_t;
 
 /* ---- Small helpers. ---- */
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static inline uint64_t
 nonzero(uint64_t h)
@@ -327,7 +314,7 @@ sh_dust_init(void *region, size_t size, const void *secret,
         o = *opts;
     }
     if (((uintptr_t) region & 7) != 0) {
-        set_err(err, errlen, "dust region not 8-byte aligned");
+        sh_err_set(err, errlen, "dust region not 8-byte aligned");
         return NULL;
     }
     if (o.hosts == 0 || o.candidates == 0 || o.evidence_slots == 0
@@ -335,7 +322,7 @@ sh_dust_init(void *region, size_t size, const void *secret,
                                         && o.min_precision <= 1.0)
         || !(o.z >= 0.0 && o.z <= 10.0))
     {
-        set_err(err, errlen, "dust: bad options");
+        sh_err_set(err, errlen, "dust: bad options");
         return NULL;
     }
     need = layout(sets_for(o.hosts, HOST_WAYS),
@@ -343,8 +330,8 @@ sh_dust_init(void *region, size_t size, const void *secret,
                   sets_for(o.evidence_slots, EVID_WAYS),
                   sets_for(o.canonical_slots, CANON_WAYS), off);
     if (size < need) {
-        set_err(err, errlen, "dust region too small: %zu bytes, need %zu",
-                size, need);
+        sh_err_set(err, errlen, "dust region too small: %zu bytes, need %zu",
+                   size, need);
         return NULL;
     }
     memset(region, 0, need);
@@ -383,12 +370,12 @@ sh_dust_attach(void *region, size_t size, char *err, size_t errlen)
     if (size < sizeof(sh_dust_t)
         || memcmp(d->magic, DUST_MAGIC, sizeof(DUST_MAGIC)) != 0)
     {
-        set_err(err, errlen, "not a dust region (bad magic)");
+        sh_err_set(err, errlen, "not a dust region (bad magic)");
         return NULL;
     }
     if (d->version != DUST_VERSION || d->header_bytes != sizeof(sh_dust_t))
     {
-        set_err(err, errlen, "dust region of another version");
+        sh_err_set(err, errlen, "dust region of another version");
         return NULL;
     }
     need = layout(d->host_sets, d->cand_sets, d->evid_sets, d->canon_sets,
@@ -397,7 +384,7 @@ sh_dust_attach(void *region, size_t size, char *err, size_t errlen)
         || off[1] != d->off_cands || off[2] != d->off_evid
         || off[3] != d->off_canon || off[4] != d->off_changes)
     {
-        set_err(err, errlen, "dust region damaged or truncated");
+        sh_err_set(err, errlen, "dust region damaged or truncated");
         return NULL;
     }
     return d;
@@ -2527,14 +2514,14 @@ image_check(const unsigned char *p, size_t len, size_t *nhosts,
     size_t       nh, nc;
 
     if (len < IMAGE_HDR || memcmp(p, IMAGE_MAGIC, 8) != 0) {
-        set_err(err, errlen, "not a dust image");
+        sh_err_set(err, errlen, "not a dust image");
         return -1;
     }
     if (sh_le_get(p + 8, 4) != IMAGE_VERSION
         || sh_le_get(p + 12, 4) != HOST_REC_LEN
         || sh_le_get(p + 16, 4) != SH_DUST_RULE_REC_LEN)
     {
-        set_err(err, errlen, "dust image of another version");
+        sh_err_set(err, errlen, "dust image of another version");
         return -1;
     }
     nh = sh_le_get(p + 20, 4);
@@ -2542,14 +2529,14 @@ image_check(const unsigned char *p, size_t len, size_t *nhosts,
     if (sh_le_get(p + 40, 8) != len
         || len != IMAGE_HDR + nh * HOST_REC_LEN + nc * SH_DUST_RULE_REC_LEN)
     {
-        set_err(err, errlen, "dust image truncated");
+        sh_err_set(err, errlen, "dust image truncated");
         return -1;
     }
     (void) XXH3_64bits_reset(&st);
     (void) XXH3_64bits_update(&st, p, 48);
     (void) XXH3_64bits_update(&st, p + IMAGE_HDR, len - IMAGE_HDR);
     if (sh_le_get(p + 48, 8) != XXH3_64bits_digest(&st)) {
-        set_err(err, errlen, "dust image damaged (checksum)");
+        sh_err_set(err, errlen, "dust image damaged (checksum)");
         return -1;
     }
     *nhosts = nh;
@@ -2569,7 +2556,7 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
         return -1;
     }
     if (sh_le_get(p + 32, 8) != d->secret_digest) {
-        set_err(err, errlen, "dust image made under another secret");
+        sh_err_set(err, errlen, "dust image made under another secret");
         return -1;
     }
     r = p + IMAGE_HDR + nh * HOST_REC_LEN;
@@ -2579,7 +2566,7 @@ sh_dust_image_load(sh_dust_t *d, const void *buf, size_t len, char *err,
         if (q[0] != 'D' || q[1] != 'R' || q[2] != 1
             || sh_le_get(q + 168, 8) != XXH3_64bits(q, 168))
         {
-            set_err(err, errlen, "dust image: bad rule record %zu", i);
+            sh_err_set(err, errlen, "dust image: bad rule record %zu", i);
             return -1;
         }
     }
@@ -2629,7 +2616,7 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
             || r[4] > SH_DUST_FORBIDDEN || r[5] > SH_DUST_ARG_TEXT
             || r[6] > SH_DUST_PAT_TEXT || r[7] > SH_DUST_HOST_TEXT)
         {
-            set_err(err, errlen, "dust image: bad rule record %zu", i);
+            sh_err_set(err, errlen, "dust image: bad rule record %zu", i);
             return -1;
         }
         memset(&ri, 0, sizeof(ri));

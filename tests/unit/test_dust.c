@@ -7,6 +7,7 @@
  */
 #define TEST_RNG_SEED 0x5d1f3c2b7a694e81ull
 #include "test_util.h"
+#include "test_site_fixture.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -111,29 +112,6 @@ support_of(sh_dust_t *d, const char *host, const char *pattern,
     sh_dust_rule_info_t r;
 
     return sh_dust_rule(d, host, pattern, kind, arg, &r) == 0 ? r.support : 0;
-}
-
-/* The Public Suffix List, for the whole group: which hosts are one site
- * (a learned host alias joins only those). */
-static int
-site_load(void **state)
-{
-    char err[256];
-
-    (void) state;
-    if (sh_site_load(NULL, err, sizeof(err)) != 0) {
-        fprintf(stderr, "sh_site_load: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-static int
-site_unload(void **state)
-{
-    (void) state;
-    sh_site_unload();
-    return 0;
 }
 
 /* The alias rule of hosts a and b, named a -> b or b -> a (its candidate
@@ -1853,5 +1831,5 @@ main(void)
         cmocka_unit_test(test_init_errors),
     };
 
-    return cmocka_run_group_tests(tests, site_load, site_unload);
+    return cmocka_run_group_tests(tests, test_site_load, test_site_unload);
 }

@@ -4,6 +4,7 @@
  * nothing at all without a list.
  */
 #include "test_util.h"
+#include "test_site_fixture.h"
 
 #include "sh_site.h"
 
@@ -13,19 +14,6 @@ site(const char *host)
     static char out[SH_SITE_MAX + 1];
 
     return sh_site_of(host, strlen(host), out, sizeof(out)) ? out : NULL;
-}
-
-static int
-load(void **state)
-{
-    char err[256];
-
-    (void) state;
-    if (sh_site_load(NULL, err, sizeof(err)) != 0) {
-        fprintf(stderr, "sh_site_load: %s\n", err);
-        return -1;
-    }
-    return 0;
 }
 
 static void
@@ -131,5 +119,5 @@ main(void)
         cmocka_unit_test(test_no_list),
     };
 
-    return cmocka_run_group_tests(tests, load, NULL);
+    return cmocka_run_group_tests(tests, test_site_load, test_site_unload);
 }
