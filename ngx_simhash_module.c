@@ -3495,6 +3495,8 @@ ngx_http_simhash_exit_master(ngx_cycle_t *cycle)
     for (i = 0; i < n; i++) {
         ngx_http_simhash_snapshot_exit(zones[i], cycle->log);
     }
+
+    ngx_http_simhash_dust_exit();
 }
 
 

@@ -643,6 +643,7 @@ char *ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 char *ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+void ngx_http_simhash_dust_exit(void);
 ngx_int_t ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
     ngx_http_simhash_main_conf_t *smcf);
 

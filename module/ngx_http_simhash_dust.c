@@ -454,6 +454,15 @@ ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
+/* The master's exit: the Public Suffix List goes (valgrind counts it). */
+
+void
+ngx_http_simhash_dust_exit(void)
+{
+    sh_site_unload();
+}
+
+
 /*
  * At postconfiguration: the Public Suffix List, once per process, for a
  * configuration with a learner (which hosts are one site: a learned host
