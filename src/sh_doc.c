@@ -66,7 +66,7 @@ struct sh_doc_s {
      * of its blocks as sampled, and those inside links. */
     uint64_t       zone_bytes[SH_ZONE_N];
     uint64_t       zone_link[SH_ZONE_N];
-    int            whole;       /* fingerprinted on whole-page text */
+    int            hub;         /* its own content is links */
 
     /* The sketches beside the fingerprint (sh_sketch.h): the last three
      * start tags, and the link word being read (a word may span the
@@ -89,17 +89,20 @@ decide(sh_doc_t *d)
     size_t   i;
 
     unsigned weight = sh_block_weight(d->content, zone, d->bytes, d->link);
+    unsigned hub = sh_block_hub_weight(d->content, zone, d->bytes, d->link);
 
     if (d->block_hook != NULL || d->block_filter != NULL) {
         d->block_hash = XXH3_64bits(d->held, d->nheld * sizeof(*d->held));
         if (d->block_filter != NULL) {
             unsigned f = d->block_filter(d->filter_arg, d->block_hash);
 
-            weight = weight * (f < SH_BLOCK_FULL ? f : SH_BLOCK_FULL)
-                     / SH_BLOCK_FULL;
+            f = f < SH_BLOCK_FULL ? f : SH_BLOCK_FULL;
+            weight = weight * f / SH_BLOCK_FULL;
+            hub = hub * f / SH_BLOCK_FULL;
         }
     }
-    d->cls = weight | (zone == SH_ZONE_MAIN ? SH_CLASS_MAIN : 0);
+    d->cls = weight | (zone == SH_ZONE_MAIN ? SH_CLASS_MAIN : 0)
+             | hub << SH_CLASS_HUB_SHIFT;
     d->decided = 1;
     for (i = 0; i < d->nheld; i++) {
         sh_features_term(d->features, d->held[i], d->cls);
@@ -394,13 +397,16 @@ sh_doc_feed(sh_doc_t *d, const void *data, size_t len)
 
 /*
  * Is the page's own content links?  A section index, a listing, a table
- * of contents, a mail of links: once link text weighs nothing, such a
+ * of contents, a mail of links: once link text weighs little, such a
  * page keeps little more than its title and footer, and two different
  * such pages of one site would come out alike.  Its content is what lies
  * outside the chrome (in MAIN when the page marks it): when most of that
- * is link text, the page is fingerprinted on its whole text, as with
- * content weighting off, where its links count.  Chrome is not asked: a
- * menu of links around an article is the template's.
+ * is link text, its blocks weigh their hub weights, where that link text
+ * counts fully.  Chrome is not asked, and keeps counting little: a menu
+ * of links around an article is the template's, and so is a sidebar that
+ * repeats the site's table of contents around an index page (counting
+ * it, as the whole-page fingerprint once did, made two short index pages
+ * of one site alike).
  */
 static int
 links_are_content(const sh_doc_t *d)
@@ -474,10 +480,10 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 
     outside = d->content != SH_CONTENT_OFF && sh_html_has_main(d->html)
               ? sh_block_outside() : 1.0f;
-    d->whole = d->content == SH_CONTENT_AUTO && links_are_content(d);
+    d->hub = d->content == SH_CONTENT_AUTO && links_are_content(d);
     sh_acc_init(&acc);
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
-                      outside, d->whole, &acc);
+                      outside, d->hub, &acc);
     if (acc.norm2 <= 0.0) {
         res->status = SH_STATUS_TOO_SHORT;  /* every weight was zero */
         return 0;
@@ -540,7 +546,7 @@ sh_doc_set_block_filter(sh_doc_t *d, sh_block_filter_fn fn, void *arg)
 int
 sh_doc_whole(const sh_doc_t *d)
 {
-    return d->whole;
+    return d->hub;
 }
 
 int
