@@ -73,11 +73,12 @@ struct sh_doc_s {
      * parser's text pieces, which depend on the chunking). */
     sh_sketch_t    structure;
     sh_sketch_t    links;
+    sh_sketch_t    own;         /* the link words outside chrome */
     uint64_t       tags[3];
     uint32_t       ntags;
     char           word[SH_LINK_WORD_MAX];
     uint32_t       nword;
-    uint64_t      *sets;        /* 2 x SH_SKETCH_SET, the previous page's
+    uint64_t      *sets;        /* 3 x SH_SKETCH_SET, the previous page's
                                    (cleared) when there was one */
 };
 
@@ -208,11 +209,21 @@ on_tag(void *arg, uint64_t name)
     d->ntags++;
 }
 
+/*
+ * A link word goes into the sketch of all link words, and, outside chrome,
+ * into the sketch of the page's own (sh_doc_finish chooses).
+ */
 static void
 link_word_end(sh_doc_t *d)
 {
+    uint64_t h;
+
     if (d->nword > 0) {
-        sh_sketch_add(&d->links, XXH3_64bits(d->word, d->nword));
+        h = XXH3_64bits(d->word, d->nword);
+        sh_sketch_add(&d->links, h);
+        if (sh_html_zone(d->html) != SH_ZONE_CHROME) {
+            sh_sketch_add(&d->own, h);
+        }
         d->nword = 0;
     }
 }
@@ -346,11 +357,12 @@ sh_doc_new(sh_config_t *cfg, const char *charset)
     d->sets = cfg->spare_sets;
     cfg->spare_sets = NULL;
     if (d->sets == NULL) {
-        d->sets = calloc(2 * SH_SKETCH_SET, sizeof(uint64_t));
+        d->sets = calloc(3 * SH_SKETCH_SET, sizeof(uint64_t));
     }
     if (d->sets != NULL) {
         sh_sketch_init(&d->structure, d->sets);
         sh_sketch_init(&d->links, d->sets + SH_SKETCH_SET);
+        sh_sketch_init(&d->own, d->sets + 2 * SH_SKETCH_SET);
     }
     /* The previous document's table, if any: its memory is warm. */
     if (cfg->spare != NULL) {
@@ -417,11 +429,28 @@ links_are_content(const sh_doc_t *d)
                                       d->zone_link[zone]);
 }
 
+/*
+ * Which link words the listing veto compares (sh_sketch.h): a hub's own,
+ * those outside chrome, when it has enough of them.  A section index
+ * inside a navigation that lists the site on every page links mostly
+ * what every page links: compared on all its link words, two indexes of
+ * one site came out close and were not vetoed.  Any other page, and a hub
+ * with too few link words of its own, is compared on all of them: a page
+ * whose links are all in its template (the link swap) is told from its
+ * copy by those.
+ */
+static int
+own_links(const sh_doc_t *d)
+{
+    return d->hub && d->own.n >= SH_SKETCH_MIN_LINKS;
+}
+
 int
 sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 {
-    sh_acc_t acc;
-    float    outside;
+    const sh_sketch_t *links;
+    sh_acc_t           acc;
+    float              outside;
 
     memset(res, 0, sizeof(*res));
     if (d->failed || d->finished) {
@@ -442,9 +471,11 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
         decide(d);      /* the parser stopped inside a block */
     }
     link_word_end(d);
-    sh_sketches_set(&res->sketches, &d->structure, &d->links);
+    d->hub = d->content == SH_CONTENT_AUTO && links_are_content(d);
+    links = own_links(d) ? &d->own : &d->links;
+    sh_sketches_set(&res->sketches, &d->structure, links);
     res->nstructure = d->structure.n;
-    res->nlinks = d->links.n;
+    res->nlinks = links->n;
     res->nbytes = d->nbytes;
     res->ntokens = d->ntokens;
     res->nfeatures = (uint32_t) sh_features_count(d->features);
@@ -480,7 +511,6 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 
     outside = d->content != SH_CONTENT_OFF && sh_html_has_main(d->html)
               ? sh_block_outside() : 1.0f;
-    d->hub = d->content == SH_CONTENT_AUTO && links_are_content(d);
     sh_acc_init(&acc);
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
                       outside, d->hub, &acc);
@@ -516,6 +546,7 @@ sh_doc_free(sh_doc_t *d)
     if (d->sets != NULL && d->cfg->spare_sets == NULL) {
         sh_sketch_clear(&d->structure);
         sh_sketch_clear(&d->links);
+        sh_sketch_clear(&d->own);
         d->cfg->spare_sets = d->sets;
     } else {
         free(d->sets);
