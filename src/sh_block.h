@@ -85,6 +85,11 @@ enum {
 #define SH_NAME_ANCHOR  0x40    /* <a>: with href, a link */
 
 #define SH_BLOCK_FULL     16    /* the weight 1, in sixteenths */
+
+/* A page whose own content (outside chrome; in MAIN when it has MAIN) is
+ * fewer terms than this has short content (sh_result_t.short_content,
+ * sh_match_short): a few dozen words. */
+#define SH_SHORT_TERMS    40
 #define SH_BLOCK_SAMPLE   4096  /* bytes of a block its text rules read */
 
 /*

@@ -66,6 +66,7 @@ struct sh_doc_s {
      * of its blocks as sampled, and those inside links. */
     uint64_t       zone_bytes[SH_ZONE_N];
     uint64_t       zone_link[SH_ZONE_N];
+    uint32_t       zone_terms[SH_ZONE_N];  /* terms of those blocks */
     int            hub;         /* its own content is links */
 
     /* The sketches beside the fingerprint (sh_sketch.h): the last three
@@ -300,6 +301,7 @@ on_block_end(void *arg)
         zone = sh_html_zone(d->html);
         d->zone_bytes[zone] += d->bytes;
         d->zone_link[zone] += d->link;
+        d->zone_terms[zone] += d->block_terms;
     }
     if (d->block_hook != NULL && d->bytes > 0 && d->block_terms > 0) {
         b.zone = sh_html_zone(d->html);
@@ -420,13 +422,35 @@ sh_doc_feed(sh_doc_t *d, const void *data, size_t len)
  * it, as the whole-page fingerprint once did, made two short index pages
  * of one site alike).
  */
+static unsigned
+own_zone(const sh_doc_t *d)
+{
+    return sh_html_has_main(d->html) ? SH_ZONE_MAIN : SH_ZONE_NONE;
+}
+
 static int
 links_are_content(const sh_doc_t *d)
 {
-    unsigned zone = sh_html_has_main(d->html) ? SH_ZONE_MAIN : SH_ZONE_NONE;
+    unsigned zone = own_zone(d);
 
     return sh_block_links_are_content(d->zone_bytes[zone],
                                       d->zone_link[zone]);
+}
+
+/*
+ * The terms of the page's own content (see links_are_content), and
+ * whether they are few: a section index of a heading, a sentence and four
+ * links, a mail of two lines.  Such a page's fingerprint rests on a few
+ * dozen words beside its title and footer, and the match rule asks more
+ * of it (sh_match_short).
+ */
+static void
+own_content(const sh_doc_t *d, sh_result_t *res)
+{
+    res->nown = d->content == SH_CONTENT_OFF ? d->ntokens
+                                             : d->zone_terms[own_zone(d)];
+    res->short_content = res->nown < SH_SHORT_TERMS;
+    res->hub = (unsigned) d->hub;
 }
 
 /*
@@ -476,6 +500,7 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
     sh_sketches_set(&res->sketches, &d->structure, links);
     res->nstructure = d->structure.n;
     res->nlinks = links->n;
+    own_content(d, res);
     res->nbytes = d->nbytes;
     res->ntokens = d->ntokens;
     res->nfeatures = (uint32_t) sh_features_count(d->features);
@@ -511,6 +536,15 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 
     outside = d->content != SH_CONTENT_OFF && sh_html_has_main(d->html)
               ? sh_block_outside() : 1.0f;
+    /*
+     * A page whose marked content is a few dozen words: what lies outside
+     * it (the title, the footer, the site's navigation) would be as heavy
+     * as the content itself, and is the same on every page of the site.
+     * It counts nothing then; the content alone decides.
+     */
+    if (outside < 1.0f && res->short_content && res->nown > 0) {
+        outside = 0.0f;
+    }
     sh_acc_init(&acc);
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
                       outside, d->hub, &acc);

@@ -10,6 +10,7 @@
 
 #include "sh_block.h"
 #include "sh_doc.h"
+#include "sh_match.h"
 
 static sh_config_t *
 config_mode(unsigned mode)
@@ -416,6 +417,40 @@ test_hubs_in_site_navigation(void **state)
 }
 
 /*
+ * Short content: a section index of a heading and four links is a short
+ * hub, whatever the navigation around it; twenty links and a heading are
+ * not short; and a short hub's pair stands only within SH_SHORT_H bits.
+ */
+static void
+test_short_content_is_said(void **state)
+{
+    static const char *const both[] = {
+        "the amazon basin", "the nile delta", "the danube gorge",
+        "the mekong floodplain", "the yukon headwaters", "the rhine valley",
+        "the ganges plain", "the volga estuary", "the congo rapids",
+        "the murray mouth", "herons of the marsh", "owls in winter",
+        "swifts and swallows", "the kestrel's hunt", "geese on the move",
+        "woodpecker drumming", "puffin colonies", "the cuckoo's calendar",
+        "ravens at the cliffs", "kingfisher habits", NULL
+    };
+    sh_config_t *c = config_mode(SH_CONTENT_AUTO);
+    char        *a = section_index_in(rivers, 4, NULL);
+    char        *b = section_index(both);
+    sh_result_t  ra = fp(c, a), rb = fp(c, b);
+
+    assert_int_equal(ra.status, SH_STATUS_OK);
+    assert_true(ra.short_content && ra.hub && sh_result_short_hub(&ra));
+    assert_true(ra.nown > 0 && ra.nown < SH_SHORT_TERMS);
+    assert_true(rb.hub && !rb.short_content && !sh_result_short_hub(&rb));
+    assert_true(sh_match_short(SH_SHORT_H, 1, 0));
+    assert_false(sh_match_short(SH_SHORT_H + 1, 0, 1));
+    assert_true(sh_match_short(SH_SHORT_H + 1, 0, 0));
+    free(a);
+    free(b);
+    sh_config_free(c);
+}
+
+/*
  * A page that marks its main content: what lies outside it counts 1/8,
  * so a long unmarked sidebar moves the fingerprint little, and far less
  * than without content weighting.
@@ -571,6 +606,7 @@ main(void)
         cmocka_unit_test(test_link_menus_do_not_count),
         cmocka_unit_test(test_hubs_are_told_apart),
         cmocka_unit_test(test_hubs_in_site_navigation),
+        cmocka_unit_test(test_short_content_is_said),
         cmocka_unit_test(test_outside_main_counts_little),
         cmocka_unit_test(test_plain_pages_fingerprint_as_before),
         cmocka_unit_test(test_chunking_does_not_matter),
