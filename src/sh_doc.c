@@ -536,15 +536,6 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 
     outside = d->content != SH_CONTENT_OFF && sh_html_has_main(d->html)
               ? sh_block_outside() : 1.0f;
-    /*
-     * A page whose marked content is a few dozen words: what lies outside
-     * it (the title, the footer, the site's navigation) would be as heavy
-     * as the content itself, and is the same on every page of the site.
-     * It counts nothing then; the content alone decides.
-     */
-    if (outside < 1.0f && res->short_content && res->nown > 0) {
-        outside = 0.0f;
-    }
     sh_acc_init(&acc);
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
                       outside, d->hub, &acc);
