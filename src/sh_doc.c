@@ -537,8 +537,12 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
     outside = d->content != SH_CONTENT_OFF && sh_html_has_main(d->html)
               ? sh_block_outside() : 1.0f;
     sh_acc_init(&acc);
+    /* A hub of a few words keeps its ordinary weights: counting its two
+     * or three words of links fully, against its surroundings at 1/8,
+     * left a fingerprint of a handful of features (sh_match_short judges
+     * such a page instead). */
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
-                      outside, d->hub, &acc);
+                      outside, d->hub && !res->short_content, &acc);
     if (acc.norm2 <= 0.0) {
         res->status = SH_STATUS_TOO_SHORT;  /* every weight was zero */
         return 0;
