@@ -230,6 +230,9 @@ static void ngx_http_simhash_account(ngx_http_request_t *r,
     ngx_uint_t drop);
 static void ngx_http_simhash_cleanup(void *data);
 
+static const sh_lookup_opts_t *ngx_http_simhash_lookup_opts(
+    ngx_http_simhash_loc_conf_t *slcf, const sh_result_t *res,
+    sh_lookup_opts_t *opts);
 static size_t ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best);
 static void ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone,
@@ -1480,8 +1483,12 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     }
 
     if (res.status == SH_STATUS_OK && sh_doc_whole(ctx->doc)) {
-        /* its own content is links: fingerprinted on its whole text */
+        /* its own content is links: a hub (src/sh_block.h) */
         (void) ngx_atomic_fetch_add(&slcf->zone->sh->whole_text, 1);
+    }
+
+    if (res.status == SH_STATUS_OK && res.short_content) {
+        (void) ngx_atomic_fetch_add(&slcf->zone->sh->short_content, 1);
     }
 
     sh_doc_free(ctx->doc);
@@ -1852,6 +1859,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     uint32_t                   ref;
     ngx_str_t                  safe, name;
     sh_match_t                 match;
+    sh_lookup_opts_t           opts;
     sh_lookup_stats_t          st;
     const sh_store_doc_t      *doc;
     ngx_http_simhash_zone_t   *zone;
@@ -1861,7 +1869,8 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     zone = slcf->zone;
     sh = zone->sh;
 
-    n = sh_index_lookup(sh->index, res->hash, res->weights, &slcf->lookup,
+    n = sh_index_lookup(sh->index, res->hash, res->weights,
+                        ngx_http_simhash_lookup_opts(slcf, res, &opts),
                         &match, 1, &st);
 
     doc = n ? sh_store_doc(sh->store, match.ref) : NULL;
@@ -1913,6 +1922,27 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
 
 /*
+ * The location's lookup options for this page: a short hub (a page whose
+ * own content is a few dozen words, mostly links) matches only within the
+ * classic radius (sh_match_short, src/sh_match.h).  The stored page's own
+ * flag is not kept: the rule is applied to the page being fetched.
+ */
+
+static const sh_lookup_opts_t *
+ngx_http_simhash_lookup_opts(ngx_http_simhash_loc_conf_t *slcf,
+    const sh_result_t *res, sh_lookup_opts_t *opts)
+{
+    *opts = slcf->lookup;
+
+    if (sh_result_short_hub(res) && opts->h > SH_SHORT_H) {
+        opts->h = SH_SHORT_H;
+    }
+
+    return opts;
+}
+
+
+/*
  * The closest match was vetoed: the stored page and this one are two
  * listings of one template (the same markup, other link words: see
  * src/sh_sketch.h), not duplicates.  Another stored page may still match:
@@ -1935,7 +1965,7 @@ ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
 
     (void) ngx_atomic_fetch_add(&sh->listings, 1);
 
-    opts = slcf->lookup;
+    (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
     opts.mode = SH_MATCH_ALL;
     opts.learn = 0;             /* the first lookup taught the learner */
 

@@ -118,8 +118,9 @@ typedef struct {
     ngx_atomic_t                 listings;  /* matches vetoed: two listings
                                                of one template */
     ngx_atomic_t                 whole_text;    /* pages whose content is
-                                                   links, fingerprinted on
-                                                   their whole text */
+                                                   links (hubs) */
+    ngx_atomic_t                 short_content; /* pages whose own content
+                                                   is a few dozen words */
 
     /* persistence */
     ngx_atomic_t                 generation;        /* changes so far */

@@ -44,6 +44,7 @@ enum {
     NGX_HTTP_SIMHASH_V_IDENTICAL,
     NGX_HTTP_SIMHASH_V_LISTINGS,
     NGX_HTTP_SIMHASH_V_WHOLE_TEXT,
+    NGX_HTTP_SIMHASH_V_SHORT_CONTENT,
     NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE,
     NGX_HTTP_SIMHASH_V_KEY_TEXTS,
     NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS,
@@ -216,8 +217,13 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
 
     { ngx_string("whole_text"), ngx_string("whole_text_total"),
       ngx_string("counter"),
-      ngx_string("Pages whose content is links, fingerprinted whole."),
+      ngx_string("Pages whose own content is links (hubs)."),
       NGX_HTTP_SIMHASH_V_WHOLE_TEXT, NGX_HTTP_SIMHASH_M_VALUE, 0 },
+
+    { ngx_string("short_content"), ngx_string("short_content_total"),
+      ngx_string("counter"),
+      ngx_string("Pages whose own content is a few dozen words."),
+      NGX_HTTP_SIMHASH_V_SHORT_CONTENT, NGX_HTTP_SIMHASH_M_VALUE, 0 },
 
     { ngx_string("key_text_bytes"), ngx_string("key_text_bytes"),
       ngx_string("gauge"),
@@ -731,6 +737,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
         v[NGX_HTTP_SIMHASH_V_LISTINGS] = sh->listings;
         v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = sh->whole_text;
+        v[NGX_HTTP_SIMHASH_V_SHORT_CONTENT] = sh->short_content;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE] = ss.text_bytes;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXTS] = ss.texts;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS] = ss.text_evictions;

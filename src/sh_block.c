@@ -303,6 +303,14 @@ sh_block_weight(unsigned mode, unsigned zone, uint32_t bytes, uint32_t link)
     return w;
 }
 
+unsigned
+sh_block_hub_weight(unsigned mode, unsigned zone, uint32_t bytes,
+                    uint32_t link)
+{
+    return sh_block_weight(mode, zone, bytes,
+                           zone == SH_ZONE_CHROME ? link : 0);
+}
+
 int
 sh_block_links_are_content(uint64_t bytes, uint64_t link)
 {

@@ -42,8 +42,11 @@
  *
  * A page whose text outside chrome (in MAIN when it has MAIN) is mostly
  * link text is a hub (an index, a listing, a table of contents): its own
- * content is links, and it is fingerprinted on its whole text instead
- * (sh_block_links_are_content, sh_doc.c).
+ * content is links, and its blocks then weigh sh_block_hub_weight: its
+ * own link text counts fully, while the site's navigation around it, in
+ * chrome or outside MAIN, still counts little (sh_doc.c).  It used to be
+ * fingerprinted on its whole text; a sidebar that repeats the site's table
+ * of contents then decided the fingerprint of every short index page.
  *
  * The numbers below were chosen by `make eval` (docs/QUALITY.md,
  * "Content weighting"), which shows what each one moved.
@@ -82,6 +85,11 @@ enum {
 #define SH_NAME_ANCHOR  0x40    /* <a>: with href, a link */
 
 #define SH_BLOCK_FULL     16    /* the weight 1, in sixteenths */
+
+/* A page whose own content (outside chrome; in MAIN when it has MAIN) is
+ * fewer terms than this has short content (sh_result_t.short_content,
+ * sh_match_short): a few dozen words. */
+#define SH_SHORT_TERMS    40
 #define SH_BLOCK_SAMPLE   4096  /* bytes of a block its text rules read */
 
 /*
@@ -104,13 +112,21 @@ unsigned sh_block_zone(unsigned outer, unsigned mark);
 unsigned sh_block_weight(unsigned mode, unsigned zone, uint32_t bytes,
                          uint32_t link);
 
+/*
+ * The weight of the same block when the page is a hub (its content is
+ * links: sh_block_links_are_content): link text outside chrome is then the
+ * page's own content and is not discounted; chrome keeps its weight.
+ */
+unsigned sh_block_hub_weight(unsigned mode, unsigned zone, uint32_t bytes,
+                             uint32_t link);
+
 /* The factor on every block outside MAIN when the page has MAIN blocks. */
 float sh_block_outside(void);
 
 /*
  * Is a page's content, `bytes` non-space bytes as sampled of which `link`
  * are link text, made of links (a hub: an index, a listing, a table of
- * contents)?  Such a page is fingerprinted on its whole text (sh_doc.c).
+ * contents)?  Such a page's blocks weigh their hub weights (sh_doc.c).
  */
 int sh_block_links_are_content(uint64_t bytes, uint64_t link);
 

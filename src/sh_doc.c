@@ -66,18 +66,20 @@ struct sh_doc_s {
      * of its blocks as sampled, and those inside links. */
     uint64_t       zone_bytes[SH_ZONE_N];
     uint64_t       zone_link[SH_ZONE_N];
-    int            whole;       /* fingerprinted on whole-page text */
+    uint32_t       zone_terms[SH_ZONE_N];  /* terms of those blocks */
+    int            hub;         /* its own content is links */
 
     /* The sketches beside the fingerprint (sh_sketch.h): the last three
      * start tags, and the link word being read (a word may span the
      * parser's text pieces, which depend on the chunking). */
     sh_sketch_t    structure;
     sh_sketch_t    links;
+    sh_sketch_t    own;         /* the link words outside chrome */
     uint64_t       tags[3];
     uint32_t       ntags;
     char           word[SH_LINK_WORD_MAX];
     uint32_t       nword;
-    uint64_t      *sets;        /* 2 x SH_SKETCH_SET, the previous page's
+    uint64_t      *sets;        /* 3 x SH_SKETCH_SET, the previous page's
                                    (cleared) when there was one */
 };
 
@@ -89,17 +91,20 @@ decide(sh_doc_t *d)
     size_t   i;
 
     unsigned weight = sh_block_weight(d->content, zone, d->bytes, d->link);
+    unsigned hub = sh_block_hub_weight(d->content, zone, d->bytes, d->link);
 
     if (d->block_hook != NULL || d->block_filter != NULL) {
         d->block_hash = XXH3_64bits(d->held, d->nheld * sizeof(*d->held));
         if (d->block_filter != NULL) {
             unsigned f = d->block_filter(d->filter_arg, d->block_hash);
 
-            weight = weight * (f < SH_BLOCK_FULL ? f : SH_BLOCK_FULL)
-                     / SH_BLOCK_FULL;
+            f = f < SH_BLOCK_FULL ? f : SH_BLOCK_FULL;
+            weight = weight * f / SH_BLOCK_FULL;
+            hub = hub * f / SH_BLOCK_FULL;
         }
     }
-    d->cls = weight | (zone == SH_ZONE_MAIN ? SH_CLASS_MAIN : 0);
+    d->cls = weight | (zone == SH_ZONE_MAIN ? SH_CLASS_MAIN : 0)
+             | hub << SH_CLASS_HUB_SHIFT;
     d->decided = 1;
     for (i = 0; i < d->nheld; i++) {
         sh_features_term(d->features, d->held[i], d->cls);
@@ -205,11 +210,21 @@ on_tag(void *arg, uint64_t name)
     d->ntags++;
 }
 
+/*
+ * A link word goes into the sketch of all link words, and, outside chrome,
+ * into the sketch of the page's own (sh_doc_finish chooses).
+ */
 static void
 link_word_end(sh_doc_t *d)
 {
+    uint64_t h;
+
     if (d->nword > 0) {
-        sh_sketch_add(&d->links, XXH3_64bits(d->word, d->nword));
+        h = XXH3_64bits(d->word, d->nword);
+        sh_sketch_add(&d->links, h);
+        if (sh_html_zone(d->html) != SH_ZONE_CHROME) {
+            sh_sketch_add(&d->own, h);
+        }
         d->nword = 0;
     }
 }
@@ -286,6 +301,7 @@ on_block_end(void *arg)
         zone = sh_html_zone(d->html);
         d->zone_bytes[zone] += d->bytes;
         d->zone_link[zone] += d->link;
+        d->zone_terms[zone] += d->block_terms;
     }
     if (d->block_hook != NULL && d->bytes > 0 && d->block_terms > 0) {
         b.zone = sh_html_zone(d->html);
@@ -343,11 +359,12 @@ sh_doc_new(sh_config_t *cfg, const char *charset)
     d->sets = cfg->spare_sets;
     cfg->spare_sets = NULL;
     if (d->sets == NULL) {
-        d->sets = calloc(2 * SH_SKETCH_SET, sizeof(uint64_t));
+        d->sets = calloc(3 * SH_SKETCH_SET, sizeof(uint64_t));
     }
     if (d->sets != NULL) {
         sh_sketch_init(&d->structure, d->sets);
         sh_sketch_init(&d->links, d->sets + SH_SKETCH_SET);
+        sh_sketch_init(&d->own, d->sets + 2 * SH_SKETCH_SET);
     }
     /* The previous document's table, if any: its memory is warm. */
     if (cfg->spare != NULL) {
@@ -394,28 +411,70 @@ sh_doc_feed(sh_doc_t *d, const void *data, size_t len)
 
 /*
  * Is the page's own content links?  A section index, a listing, a table
- * of contents, a mail of links: once link text weighs nothing, such a
+ * of contents, a mail of links: once link text weighs little, such a
  * page keeps little more than its title and footer, and two different
  * such pages of one site would come out alike.  Its content is what lies
  * outside the chrome (in MAIN when the page marks it): when most of that
- * is link text, the page is fingerprinted on its whole text, as with
- * content weighting off, where its links count.  Chrome is not asked: a
- * menu of links around an article is the template's.
+ * is link text, its blocks weigh their hub weights, where that link text
+ * counts fully.  Chrome is not asked, and keeps counting little: a menu
+ * of links around an article is the template's, and so is a sidebar that
+ * repeats the site's table of contents around an index page (counting
+ * it, as the whole-page fingerprint once did, made two short index pages
+ * of one site alike).
  */
+static unsigned
+own_zone(const sh_doc_t *d)
+{
+    return sh_html_has_main(d->html) ? SH_ZONE_MAIN : SH_ZONE_NONE;
+}
+
 static int
 links_are_content(const sh_doc_t *d)
 {
-    unsigned zone = sh_html_has_main(d->html) ? SH_ZONE_MAIN : SH_ZONE_NONE;
+    unsigned zone = own_zone(d);
 
     return sh_block_links_are_content(d->zone_bytes[zone],
                                       d->zone_link[zone]);
 }
 
+/*
+ * The terms of the page's own content (see links_are_content), and
+ * whether they are few: a section index of a heading, a sentence and four
+ * links, a mail of two lines.  Such a page's fingerprint rests on a few
+ * dozen words beside its title and footer, and the match rule asks more
+ * of it (sh_match_short).
+ */
+static void
+own_content(const sh_doc_t *d, sh_result_t *res)
+{
+    res->nown = d->content == SH_CONTENT_OFF ? d->ntokens
+                                             : d->zone_terms[own_zone(d)];
+    res->short_content = res->nown < SH_SHORT_TERMS;
+    res->hub = (unsigned) d->hub;
+}
+
+/*
+ * Which link words the listing veto compares (sh_sketch.h): a hub's own,
+ * those outside chrome, when it has enough of them.  A section index
+ * inside a navigation that lists the site on every page links mostly
+ * what every page links: compared on all its link words, two indexes of
+ * one site came out close and were not vetoed.  Any other page, and a hub
+ * with too few link words of its own, is compared on all of them: a page
+ * whose links are all in its template (the link swap) is told from its
+ * copy by those.
+ */
+static int
+own_links(const sh_doc_t *d)
+{
+    return d->hub && d->own.n >= SH_SKETCH_MIN_LINKS;
+}
+
 int
 sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 {
-    sh_acc_t acc;
-    float    outside;
+    const sh_sketch_t *links;
+    sh_acc_t           acc;
+    float              outside;
 
     memset(res, 0, sizeof(*res));
     if (d->failed || d->finished) {
@@ -436,9 +495,12 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
         decide(d);      /* the parser stopped inside a block */
     }
     link_word_end(d);
-    sh_sketches_set(&res->sketches, &d->structure, &d->links);
+    d->hub = d->content == SH_CONTENT_AUTO && links_are_content(d);
+    links = own_links(d) ? &d->own : &d->links;
+    sh_sketches_set(&res->sketches, &d->structure, links);
     res->nstructure = d->structure.n;
-    res->nlinks = d->links.n;
+    res->nlinks = links->n;
+    own_content(d, res);
     res->nbytes = d->nbytes;
     res->ntokens = d->ntokens;
     res->nfeatures = (uint32_t) sh_features_count(d->features);
@@ -474,10 +536,13 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
 
     outside = d->content != SH_CONTENT_OFF && sh_html_has_main(d->html)
               ? sh_block_outside() : 1.0f;
-    d->whole = d->content == SH_CONTENT_AUTO && links_are_content(d);
     sh_acc_init(&acc);
+    /* A hub of a few words keeps its ordinary weights: counting its two
+     * or three words of links fully, against its surroundings at 1/8,
+     * left a fingerprint of a handful of features (sh_match_short judges
+     * such a page instead). */
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
-                      outside, d->whole, &acc);
+                      outside, d->hub && !res->short_content, &acc);
     if (acc.norm2 <= 0.0) {
         res->status = SH_STATUS_TOO_SHORT;  /* every weight was zero */
         return 0;
@@ -510,6 +575,7 @@ sh_doc_free(sh_doc_t *d)
     if (d->sets != NULL && d->cfg->spare_sets == NULL) {
         sh_sketch_clear(&d->structure);
         sh_sketch_clear(&d->links);
+        sh_sketch_clear(&d->own);
         d->cfg->spare_sets = d->sets;
     } else {
         free(d->sets);
@@ -540,7 +606,7 @@ sh_doc_set_block_filter(sh_doc_t *d, sh_block_filter_fn fn, void *arg)
 int
 sh_doc_whole(const sh_doc_t *d)
 {
-    return d->whole;
+    return d->hub;
 }
 
 int

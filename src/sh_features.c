@@ -13,16 +13,19 @@
 #define INITIAL_SLOTS   1024
 
 /*
- * Each feature's occurrences are summed twice over: tf counts them, and
- * mass[] adds up their block weights (in sixteenths, sh_block.h), those
- * of MAIN blocks apart from the others, since how much the others count
- * is known only at the end of the page.
+ * Each feature's occurrences are summed three times over: tf counts them,
+ * and mass[] adds up their block weights (in sixteenths, sh_block.h),
+ * those of MAIN blocks apart from the others, since how much the others
+ * count is known only at the end of the page; hub[] the same with the
+ * blocks' hub weights, since whether the page is a hub is known only
+ * then too.
  */
 typedef struct {
     uint64_t key;           /* 0 = empty; a feature hashing to 0 is 1 */
     uint32_t tf;
     uint32_t type;
     uint32_t mass[2];       /* [0] outside MAIN, [1] in MAIN; saturating */
+    uint32_t hub[2];        /* the same, by hub weights */
 } slot_t;
 
 struct sh_features_s {
@@ -38,7 +41,7 @@ struct sh_features_s {
     unsigned  w;
     uint64_t  seen;
     uint64_t  window[SH_SHINGLE_MAX];
-    unsigned char wclass[SH_SHINGLE_MAX];  /* each window term's class */
+    uint16_t wclass[SH_SHINGLE_MAX];    /* each window term's class */
 };
 
 sh_features_t *
@@ -127,10 +130,12 @@ grow(sh_features_t *f)
 static inline __attribute__((always_inline)) void
 mass_add(slot_t *s, unsigned cls)
 {
-    uint32_t *m = &s->mass[(cls & SH_CLASS_MAIN) != 0];
-    uint32_t  w = cls & SH_CLASS_WEIGHT;
+    unsigned  in = (cls & SH_CLASS_MAIN) != 0;
+    uint32_t *m = &s->mass[in], *h = &s->hub[in];
+    uint32_t  w = cls & SH_CLASS_WEIGHT, hw = cls >> SH_CLASS_HUB_SHIFT;
 
     *m = *m + w >= *m ? *m + w : UINT32_MAX;
+    *h = *h + hw >= *h ? *h + hw : UINT32_MAX;
 }
 
 static inline __attribute__((always_inline)) void
@@ -166,6 +171,8 @@ add(sh_features_t *f, uint64_t key, unsigned type, unsigned cls)
     f->slot[i].type = type;
     f->slot[i].mass[0] = 0;
     f->slot[i].mass[1] = 0;
+    f->slot[i].hub[0] = 0;
+    f->slot[i].hub[1] = 0;
     mass_add(&f->slot[i], cls);
     f->order[f->count++] = (uint32_t) i;
 }
@@ -186,7 +193,7 @@ void
 sh_features_term(sh_features_t *f, uint64_t term, unsigned cls)
 {
     uint64_t h;
-    unsigned i, w = f->w, c, sc, level, main;
+    unsigned i, w = f->w, c, sc, level, hlevel, main;
 
     /* Start fetching the word's slot while the shingle is hashed. */
     __builtin_prefetch(&f->slot[(term ? term : 1) & f->mask], 1);
@@ -202,7 +209,7 @@ sh_features_term(sh_features_t *f, uint64_t term, unsigned cls)
         f->wclass[i - 1] = f->wclass[i];
     }
     f->window[w - 1] = term;
-    f->wclass[w - 1] = (unsigned char) cls;
+    f->wclass[w - 1] = (uint16_t) cls;
     if (++f->seen < w) {
         add(f, term, SH_FEAT_WORD, cls);
         return;
@@ -215,9 +222,11 @@ sh_features_term(sh_features_t *f, uint64_t term, unsigned cls)
      * A shingle that crosses blocks weighs what its lightest block does,
      * and is in MAIN only if all its terms are: the shingles that join a
      * menu to the text are the template's as much as the menu's own.
+     * (Both weights: the block's, and its hub weight.)
      */
     h = SHINGLE_SEED;
     level = SH_CLASS_WEIGHT;
+    hlevel = SH_CLASS_WEIGHT;
     main = SH_CLASS_MAIN;
     for (i = 0; i < w; i++) {
         h = (h ^ f->window[i]) * 0x9e3779b97f4a7c15ULL;
@@ -225,9 +234,11 @@ sh_features_term(sh_features_t *f, uint64_t term, unsigned cls)
         c = f->wclass[i];
         level = (c & SH_CLASS_WEIGHT) < level ? (c & SH_CLASS_WEIGHT)
                                               : level;
+        hlevel = (c >> SH_CLASS_HUB_SHIFT) < hlevel
+                 ? (c >> SH_CLASS_HUB_SHIFT) : hlevel;
         main &= c;
     }
-    sc = level | main;
+    sc = level | main | hlevel << SH_CLASS_HUB_SHIFT;
     h = mix64(h);
     __builtin_prefetch(&f->slot[(h ? h : 1) & f->mask], 1);
     add(f, term, SH_FEAT_WORD, cls);
@@ -332,10 +343,11 @@ bitcount_flush(bitcount_t *c, float w, sh_acc_t *acc)
 
 void
 sh_features_weigh(const sh_features_t *f, const float *type_weight,
-                  const sh_idf_t *idf, float outside, int whole,
+                  const sh_idf_t *idf, float outside, int hub,
                   sh_acc_t *acc)
 {
     const slot_t *s;
+    const uint32_t *ms;
     size_t        i;
     unsigned      b, main, level;
     float         w, m;
@@ -359,16 +371,16 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
      * so that an occurrence in a block of weight 0 adds nothing at all
      * (a word of the article that is also in the menu weighs what it
      * would without the menu).  With every block at full weight m = tf,
-     * and the weights are those of whole-page text, to the last bit; and
-     * `whole` asks for exactly those, whatever the blocks weighed (m = tf,
-     * in one bucket per type, as with content weighting off).
+     * and the weights are those of whole-page text, to the last bit.
+     * `hub` counts the hub weights instead (sh_doc.c).
      */
     memset(used, 0, sizeof(used));
     for (i = 0; i < f->count; i++) {
         s = &f->slot[f->order[i]];
+        ms = hub ? s->hub : s->mass;
         if (s->tf == 1 && (idf == NULL || s->type != SH_FEAT_WORD)) {
-            main = !whole && s->mass[1] != 0;
-            level = whole ? SH_BLOCK_FULL : main ? s->mass[1] : s->mass[0];
+            main = ms[1] != 0;
+            level = main ? ms[1] : ms[0];
             if (level == 0) {
                 continue;
             }
@@ -380,9 +392,7 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
             bitcount_add(&once[b], s->key);
             continue;
         }
-        m = whole ? (float) s->tf
-                  : ((float) s->mass[1] + outside * (float) s->mass[0])
-                    / (float) SH_BLOCK_FULL;
+        m = ((float) ms[1] + outside * (float) ms[0]) / (float) SH_BLOCK_FULL;
         w = type_weight[s->type] * (m > 1.0f ? 1.0f + logf(m) : m);
         if (idf != NULL && s->type == SH_FEAT_WORD) {
             w *= sh_idf_get(idf, s->key);
@@ -399,7 +409,7 @@ sh_features_weigh(const sh_features_t *f, const float *type_weight,
         main = b / NLEVELS % 2;
         level = b % NLEVELS;
         w = type_weight[i] * ((float) level / (float) SH_BLOCK_FULL);
-        if (!main && !whole) {
+        if (!main) {
             w *= outside;
         }
         if (w > 0.0f) {

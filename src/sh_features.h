@@ -41,11 +41,15 @@ void sh_features_free(sh_features_t *f);
  * free + new, in time proportional to the features it held. */
 void sh_features_reset(sh_features_t *f);
 
-/* A term's class: its block's weight (0..SH_BLOCK_FULL), and whether the
- * block is in the main content. */
+/* A term's class: its block's weight (0..SH_BLOCK_FULL), whether the
+ * block is in the main content, and the weight the block has if the page
+ * turns out to be a hub (its own content's link text not discounted:
+ * sh_doc.c), in bits SH_CLASS_HUB_SHIFT and up. */
 #define SH_CLASS_WEIGHT 0x1F
 #define SH_CLASS_MAIN   0x20
-#define SH_CLASS_FULL   16      /* = SH_BLOCK_FULL: weight 1, not in MAIN */
+#define SH_CLASS_HUB_SHIFT 6
+#define SH_CLASS_FULL   (16 | 16 << SH_CLASS_HUB_SHIFT)  /* weight 1 either
+                                                           way, not MAIN */
 
 /* Add one term (a keyed word hash from sh_text) of class `cls`. */
 void sh_features_term(sh_features_t *f, uint64_t term, unsigned cls);
@@ -56,11 +60,10 @@ int    sh_features_failed(const sh_features_t *f);   /* out of memory */
 
 /* Accumulate every feature's weight into the simhash sums; the blocks
  * outside the main content count `outside` (1: as much as the rest).
- * With `whole` set, block weights are ignored: every occurrence counts 1,
- * as with content weighting off (a page too little of whose text weighs
- * anything, sh_doc.c). */
+ * With `hub` set, each occurrence counts its block's hub weight (see
+ * SH_CLASS_HUB_SHIFT) instead: a page whose own content is links. */
 void sh_features_weigh(const sh_features_t *f, const float *type_weight,
-                       const sh_idf_t *idf, float outside, int whole,
+                       const sh_idf_t *idf, float outside, int hub,
                        sh_acc_t *acc);
 
 typedef void (*sh_features_visit_fn)(void *arg, uint64_t feature,

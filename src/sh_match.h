@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sh_simhash.h"
 #include "sh_volatility.h"
 
 #define SH_SCORE_UNIT           16      /* score units per nat */
@@ -117,6 +118,36 @@ sh_matcher_test(const sh_matcher_t *m, uint64_t y, unsigned *h,
     *h = d;
     *score = s;
     return d <= m->h && s <= m->threshold;
+}
+
+/*
+ * Short hubs.  A page whose own content is fewer than SH_SHORT_TERMS terms
+ * (sh_block.h; sh_result_t.short_content) and mostly links (sh_result_t.
+ * hub): a section index of a heading, a sentence and four links.  Its
+ * fingerprint rests on a dozen words of text and the words of its links,
+ * and two such pages of one site (a generated index of a class's methods
+ * against its sibling's) differ in a name or two: the weighted rule,
+ * calibrated on pages of hundreds of words, matched them at H = 6 and 7.
+ * A pair with a short hub is therefore a match only within SH_SHORT_H
+ * bits, the classic radius.  Short pages that are not hubs keep the rule:
+ * the copies of a two-line mail are 4 to 10 bits apart (docs/QUALITY.md,
+ * "Hub pages inside a site's navigation").
+ */
+#define SH_SHORT_H              3
+
+/* Is the page a short hub (see above)? */
+static inline int
+sh_result_short_hub(const sh_result_t *r)
+{
+    return r->short_content && r->hub;
+}
+
+/* May a pair the rule accepts at distance h stand, given whether either
+ * page is a short hub? */
+static inline int
+sh_match_short(unsigned h, int a_short_hub, int b_short_hub)
+{
+    return !(a_short_hub || b_short_hub) || h <= SH_SHORT_H;
 }
 
 /* The one-shot form: prepare x and test y. */

@@ -39,6 +39,14 @@ typedef struct {
     sh_sketches_t sketches;         /* structure and links (sh_sketch.h) */
     uint32_t    nstructure;         /* distinct features of each sketch */
     uint32_t    nlinks;
+    uint32_t    nown;               /* terms of the page's own content:
+                                       outside chrome, in MAIN when it has
+                                       MAIN (all, with content weighting
+                                       off) */
+    unsigned    short_content;      /* 1: nown < SH_SHORT_TERMS, a few
+                                       dozen words (sh_match_short) */
+    unsigned    hub;                /* 1: its own content is links
+                                       (sh_block_links_are_content) */
 } sh_result_t;
 
 /*

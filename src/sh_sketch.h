@@ -22,6 +22,10 @@
  *   links       a simhash of the set of words inside its <a> elements
  *               (ASCII-lowercased words of letters, digits and any
  *               non-ASCII byte: what it links to, as a reader sees it);
+ *               for a hub (sh_block_links_are_content) with at least
+ *               SH_SKETCH_MIN_LINKS of them, only those outside chrome:
+ *               its own links, not the navigation every page of its site
+ *               repeats (sh_doc.c, own_links);
  *
  * unweighted simhashes of SETS (a feature counts once however often it
  * occurs), so that their Hamming distance follows the sets' cosine, about

@@ -100,4 +100,34 @@ is($h->{'x-simhash-status'}, 'new', 'the article: new');
 is($status, 204, 'the article under another template: 204');
 is($h->{'x-simhash-status'}, 'duplicate', '... a duplicate');
 
+# Issue 35: short section indexes (a heading, a sentence, four links)
+# inside a navigation that lists the whole site on every page.  The
+# navigation is the site's; the indexes are not duplicates of each other,
+# and the zone counts their short content.
+my $toc = join '', map { "<li><a href=\"/manual/$_.html\">Chapter $_ of "
+                         . "the manual, part $_</a></li>" } 1 .. 40;
+sub short_index {
+    my ($title, @items) = @_;
+    my $list = join '', map { "<li><a href=\"/m/$_.html\">$_</a></li>" }
+                        @items;
+    return "<html><head><title>$title - Manual</title></head><body>"
+         . "<nav><ul>$toc</ul></nav><div role=\"main\"><h1>$title</h1>"
+         . "<p>The pages of this section.</p><ul>$list</ul></div>"
+         . "<footer>Copyright the authors.</footer></body></html>";
+}
+$t->write_file('html/manual/rivers.html', short_index('Rivers',
+    'amazon basin floods', 'nile delta farming', 'danube gorge locks',
+    'mekong floodplain rice'));
+$t->write_file('html/manual/birds.html', short_index('Birds',
+    'herons of marshes', 'owls in winter', 'swifts and swallows',
+    'kestrels hunting voles'));
+my $short = $t->stats->{zones}{hubs}{short_content};
+for my $p ('/manual/rivers.html', '/manual/birds.html') {
+    ($status, $h) = $t->raw_get($p);
+    is($status, 200, "$p: 200, not dropped");
+    is($h->{'x-simhash-status'}, 'new', "$p: new");
+}
+is($t->stats->{zones}{hubs}{short_content}, $short + 2,
+   'stats: both counted as short content');
+
 done_testing;

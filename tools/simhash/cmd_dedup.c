@@ -21,6 +21,7 @@
 #include "page_edit.h"
 #include "pageset.h"
 #include "peak_rss.h"
+#include "sh_block.h"
 #include "sh_bphs.h"
 #include "sh_bphs_batch.h"
 #include "sh_index.h"
@@ -107,6 +108,33 @@ drop_listings(pairs_t *ps, const pageset_t *fs, const uint32_t *page,
 
         if (q->b < real
             && sh_sketch_veto(&fs->fp[page[q->a]].sk, &fs->fp[page[q->b]].sk))
+        {
+            continue;
+        }
+        ps->p[n++] = *q;
+    }
+    i = ps->n - n;
+    ps->n = n;
+    return i;
+}
+
+/*
+ * Short hubs (sh_match_short): a pair with a page whose own content is a
+ * few dozen words, mostly links, stands only within the classic radius.
+ * Returns the pairs taken out.
+ */
+static size_t
+drop_short(pairs_t *ps, const pageset_t *fs, const uint32_t *page,
+           size_t real)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < ps->n; i++) {
+        const pair_t *q = &ps->p[i];
+
+        if (q->b < real
+            && !sh_match_short(q->d, fs->fp[page[q->a]].short_hub != 0,
+                               fs->fp[page[q->b]].short_hub != 0))
         {
             continue;
         }
@@ -282,7 +310,7 @@ cmd_dedup(int argc, char **argv)
     pairs_t       pp = { 0 }, pb = { 0 };
     uint64_t      rng = 0x9e3779b97f4a7c15ull;
     double        tp = 0, tb = 0;
-    size_t        rp = 0, rb = 0, r0p = 0, r0b = 0, listings = 0;
+    size_t        rp = 0, rb = 0, r0p = 0, r0b = 0, listings = 0, shorts = 0;
     sh_psm_batch_stats_t pst;
 
     cli_extract_init(&x);
@@ -436,6 +464,8 @@ cmd_dedup(int argc, char **argv)
         }
         listings = drop_listings(&pp, &fs, page, real)
                    + drop_listings(&pb, &fs, page, real);
+        shorts = drop_short(&pp, &fs, page, real)
+                 + drop_short(&pb, &fs, page, real);
         {
             pairs_t *show = strcmp(method, "bphs") == 0 ? &pb : &pp;
 
@@ -477,6 +507,12 @@ cmd_dedup(int argc, char **argv)
     if (listings > 0) {
         fprintf(stderr, "dedup: %zu pairs left out: two listings of one "
                 "template (same markup, other link words)\n", listings);
+    }
+    if (shorts > 0) {
+        fprintf(stderr, "dedup: %zu pairs left out: a short hub (a page of "
+                "under %u words of its own, mostly links) over %u bits "
+                "apart\n", shorts, (unsigned) SH_SHORT_TERMS,
+                (unsigned) SH_SHORT_H);
     }
     if (strcmp(method, "bphs") != 0) {
         fprintf(stderr, "dedup: psm_a rule=%s n=%zu t=%u k=%u pairs=%zu "

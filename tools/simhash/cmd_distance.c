@@ -16,9 +16,12 @@ usage(FILE *f)
 "Print the Hamming distance H (0-64) between the simhashes of two pages,\n"
 "the score (nats) of their difference under FILE_B's weights -- FILE_B is\n"
 "the query, as a newly fetched page is to the module -- and whether the\n"
-"match rule accepts the pair: \"H SCORE match|differ|listing\".  \"listing\"\n"
-"is a pair the rule matches but that has the same template and other link\n"
-"words: two listings of one site, not duplicates (sh_sketch.h).\n"
+"match rule accepts the pair: \"H SCORE match|differ|listing|short\".\n"
+"\"listing\" is a pair the rule matches but that has the same template and\n"
+"other link words: two listings of one site, not duplicates (sh_sketch.h);\n"
+"\"short\", one with a short hub (a page of under 40 words of its own,\n"
+"mostly links) over 3 bits apart (sh_match_short).  A page whose own\n"
+"content is short is said so on stderr.\n"
 "Fails when either page is too short to have a fingerprint.\n\n");
     cli_match_usage(f);
     fputc('\n', f);
@@ -98,10 +101,20 @@ cmd_distance(int argc, char **argv)
 
         ok = sh_match_pair(&mt.opts, res[1].hash, res[1].weights,
                            res[0].hash, &h, &score);
+        for (i = 0; i < 2; i++) {
+            if (res[i].short_content) {
+                cli_error("\"%s\": short content (%u words of its own%s)",
+                          file[i], res[i].nown,
+                          res[i].hub ? ", mostly links" : "");
+            }
+        }
         printf("%u %.4f %s\n", h, sh_score_nats(score),
                !ok ? "differ"
                : sh_sketch_veto(&res[0].sketches, &res[1].sketches)
-               ? "listing" : "match");
+               ? "listing"
+               : !sh_match_short(h, sh_result_short_hub(&res[0]),
+                                 sh_result_short_hub(&res[1]))
+               ? "short" : "match");
     }
     sh_config_free(cfg);
     cli_match_free(&mt);

@@ -5,7 +5,8 @@
  * One line per page: <16 hex digits>\t<feature count>\t<path>, with "-" for
  * the digits when the page is not fingerprinted (sh_status_t).  --weights
  * appends the 64 normalised weights W[0..63]; --sketches the structure and
- * link sketches and their feature counts (sh_sketch.h).
+ * link sketches and their feature counts (sh_sketch.h); --own the terms of
+ * the page's own content and its flags (short content, hub: sh_match.h).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -40,7 +41,7 @@ cmd_fingerprint(int argc, char **argv)
     const char    *list = NULL;
     char         **paths = NULL;
     size_t         npaths = 0, i;
-    int            weights = 0, sketches = 0, rc = 0, j, a;
+    int            weights = 0, sketches = 0, own = 0, rc = 0, j, a;
 
     cli_extract_init(&x);
     for (a = 1; a < argc; a++) {
@@ -60,6 +61,8 @@ cmd_fingerprint(int argc, char **argv)
             weights = 1;
         } else if (strcmp(argv[a], "--sketches") == 0) {
             sketches = 1;
+        } else if (strcmp(argv[a], "--own") == 0) {
+            own = 1;
         } else if (argv[a][0] == '-' && argv[a][1] != '\0') {
             cli_error("fingerprint: unknown option %s (see --help)", argv[a]);
             return 2;
@@ -110,6 +113,11 @@ cmd_fingerprint(int argc, char **argv)
             printf("\t%016" PRIx64 "\t%" PRIu32 "\t%016" PRIx64 "\t%" PRIu32,
                    res.sketches.structure, res.nstructure,
                    res.sketches.links, res.nlinks);
+        }
+        if (own) {
+            printf("\t%" PRIu32 "\t%s", res.nown,
+                   res.short_content && res.hub ? "short,hub"
+                   : res.short_content ? "short" : res.hub ? "hub" : "-");
         }
         putchar('\n');
     }

@@ -135,6 +135,10 @@ cmd_text(int argc, char **argv)
         fprintf(stderr, "simhash: %s, charset %s, %u features\n",
                 sh_status_name(res.status), sh_doc_charset(doc),
                 res.nfeatures);
+        if (res.status == SH_STATUS_OK && res.short_content) {
+            fprintf(stderr, "simhash: short content: %u words of its own%s\n",
+                    res.nown, res.hub ? ", mostly links" : "");
+        }
         if (blocks && sh_doc_has_main(doc)) {
             fprintf(stderr, "simhash: the page marks its main content: "
                     "blocks outside it weigh %.3f of what is shown\n",

@@ -11,7 +11,7 @@
 
 #include "pageset.h"
 
-#define FPSET_MAGIC "SHFPSET2"
+#define FPSET_MAGIC "SHFPSET3"
 
 void
 pageset_init(pageset_t *s)
@@ -62,6 +62,7 @@ pageset_add(pageset_t *s, const char *path, const sh_result_t *r)
     memcpy(f->w, r->weights, sizeof(f->w));
     f->status = (uint32_t) r->status;
     f->sk = r->sketches;
+    f->short_hub = sh_result_short_hub(r);
     f->path = (uint32_t) s->slen;
     memcpy(s->str + s->slen, path, len);
     s->slen += len;

@@ -22,6 +22,7 @@ typedef struct {
     uint32_t path;          /* offset into the string blob */
     uint32_t status;        /* sh_status_t */
     sh_sketches_t sk;       /* the listing veto (sh_sketch.h) */
+    uint32_t short_hub;     /* sh_match_short */
 } pageset_fp_t;
 
 typedef struct {
