@@ -576,7 +576,6 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
     ngx_buf_t                     *b;
     ngx_uint_t                     n, prom;
     ngx_str_t                      value;
-    ngx_chain_t                    out;
     ngx_table_elt_t               *h;
     ngx_http_simhash_snap_t       *s;
     ngx_http_simhash_main_conf_t  *smcf;
@@ -634,49 +633,15 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
     }
 
     if (prom) {
-        ngx_str_set(&r->headers_out.content_type,
-                    "text/plain; version=0.0.4; charset=utf-8");
         b->last = ngx_http_simhash_stats_prom(b->last, s, n);
 
-    } else {
-        ngx_str_set(&r->headers_out.content_type, "application/json");
-        b->last = ngx_http_simhash_stats_json(b->last, s, n);
+        return ngx_http_simhash_send_buf(r, b,
+                                "text/plain; version=0.0.4; charset=utf-8");
     }
 
-    /* counters of this moment: never cached, never "not modified" */
+    b->last = ngx_http_simhash_stats_json(b->last, s, n);
 
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Cache-Control");
-    ngx_str_set(&h->value, "no-store");
-    h->lowcase_key = NULL;
-#if (nginx_version >= 1023000)
-    h->next = NULL;
-#endif
-
-    r->disable_not_modified = 1;
-    r->allow_ranges = 0;
-
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = b->last - b->pos;
-
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_simhash_send_buf(r, b, "application/json");
 }
 
 
