@@ -499,7 +499,6 @@ static u_char *ngx_http_simhash_stats_json(u_char *p,
 static u_char *ngx_http_simhash_stats_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static size_t ngx_http_simhash_rules_size(ngx_array_t *rules);
-static u_char *ngx_http_simhash_rule_text(u_char *p, char *text);
 static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules);
 static u_char *ngx_http_simhash_rules_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
@@ -1217,32 +1216,6 @@ ngx_http_simhash_rules_size(ngx_array_t *rules)
 }
 
 
-/* Text from a URL into a JSON string or a label value. */
-
-static u_char *
-ngx_http_simhash_rule_text(u_char *p, char *text)
-{
-    u_char  c;
-
-    static u_char  hex[] = "0123456789ABCDEF";
-
-    while (*text) {
-        c = (u_char) *text++;
-
-        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-            *p++ = '%';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 0xf];
-
-        } else {
-            *p++ = c;
-        }
-    }
-
-    return p;
-}
-
-
 static u_char *
 ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules)
 {
@@ -1258,12 +1231,15 @@ ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules)
         ri = &rule[i].rule;
 
         p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
-        p = ngx_http_simhash_rule_text(p, ri->host);
+        p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                         ngx_strlen(ri->host));
         p = ngx_sprintf(p, "\",\"pattern\":\"");
-        p = ngx_http_simhash_rule_text(p, ri->pattern);
+        p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                         ngx_strlen(ri->pattern));
         p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
                         sh_dust_kind_name(ri->kind));
-        p = ngx_http_simhash_rule_text(p, ri->arg);
+        p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                         ngx_strlen(ri->arg));
         p = ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
                         "\"against\":%uD,\"precision_lower\":%.4f,"
                         "\"host_predictions\":%uL,\"host_saved\":%uL}",
@@ -1315,12 +1291,15 @@ ngx_http_simhash_rules_prom(u_char *p, ngx_http_simhash_snap_t *s,
                 p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",host=\"",
                                 &ngx_http_simhash_rule_prom[k],
                                 &s[i].zone->name);
-                p = ngx_http_simhash_rule_text(p, ri->host);
+                p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                                 ngx_strlen(ri->host));
                 p = ngx_sprintf(p, "\",pattern=\"");
-                p = ngx_http_simhash_rule_text(p, ri->pattern);
+                p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                                 ngx_strlen(ri->pattern));
                 p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
                                 sh_dust_kind_name(ri->kind));
-                p = ngx_http_simhash_rule_text(p, ri->arg);
+                p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                                 ngx_strlen(ri->arg));
                 p = ngx_sprintf(p, "\",state=\"%s\"} ",
                                 sh_dust_state_name(ri->state));
 
