@@ -41,7 +41,13 @@
 
 #define NGX_HTTP_SIMHASH_SAVE_BUF   (1024 * 1024)   /* bytes a hold of the
                                                        lock copies */
-#define NGX_HTTP_SIMHASH_META_MAX   1024
+/* the settings, the stream's place and a line per writer of the stream
+ * (replicate_writer=SEQ HEX-NODE) */
+#define NGX_HTTP_SIMHASH_WRITER_LINE                                         \
+    (sizeof("replicate_writer=") + NGX_INT64_LEN + 1                        \
+     + 2 * SH_STREAM_NODE_MAX + 1)
+#define NGX_HTTP_SIMHASH_META_MAX                                            \
+    (1024 + NGX_HTTP_SIMHASH_WRITERS * NGX_HTTP_SIMHASH_WRITER_LINE)
 /* a store file's header and settings fit in this (sh_store_file.h) */
 #define NGX_HTTP_SIMHASH_HEAD_MAX   (SH_STORE_FILE_META_MAX + 4096)
 
@@ -52,6 +58,8 @@ typedef struct {
     u_char                      *buf;       /* the step buffer */
     ngx_atomic_uint_t            generation;
     sh_stream_id_t               repl_id;   /* at the first hold */
+    ngx_http_simhash_writer_t   *writers;   /* the stream's writers' last
+                                               seqs then (replicated) */
     ngx_uint_t                   docs;
     ngx_uint_t                   holds;
     uint64_t                     bytes;
@@ -60,7 +68,7 @@ typedef struct {
     ngx_msec_t                   write_ms;  /* the whole save */
     ngx_int_t                    rc;
     ngx_atomic_t                 written;   /* the thread is done with it */
-    sh_file_owner_t          owner;
+    sh_file_owner_t              owner;
     unsigned                     owned:1;   /* owner is set */
     char                         err[512];
 } ngx_http_simhash_save_t;
@@ -99,6 +107,8 @@ static ngx_int_t ngx_http_simhash_meta_line(u_char **pos, u_char *end,
     ngx_str_t *name, ngx_str_t *value);
 static void ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
     const sh_keyrec_t *rec, ngx_log_t *log);
+static void ngx_http_simhash_meta_writer(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *value, ngx_log_t *log);
 static void ngx_http_simhash_meta_position(ngx_http_simhash_zone_t *zone,
     ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log);
 static void ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
@@ -690,12 +700,110 @@ ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
                    && ngx_strncmp(name.data, "replicate_id", 12) == 0)
         {
             id = value;
+
+        } else if (name.len == 16
+                   && ngx_strncmp(name.data, "replicate_writer", 16) == 0)
+        {
+            ngx_http_simhash_meta_writer(zone, &value, log);
         }
     }
 
     if (stream.data && id.data) {
         ngx_http_simhash_meta_position(zone, &stream, &id, log);
     }
+}
+
+
+/*
+ * "replicate_writer=SEQ HEX-NODE": the last seq this zone had applied
+ * from a writer of the stream when the snapshot was taken, back into the
+ * outbox's table (a slot of its own, or none when the table is full), so
+ * that a replay of what the snapshot holds is refused after a restart as
+ * it is after a reload.  A line that does not parse is left out.
+ */
+
+static void
+ngx_http_simhash_meta_writer(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *value, ngx_log_t *log)
+{
+    u_char                     *sp, node[SH_STREAM_NODE_MAX];
+    size_t                      len, i;
+    ngx_int_t                   hi, lo;
+    uint64_t                    seq;
+    ngx_uint_t                  k;
+    ngx_http_simhash_writer_t  *w;
+    ngx_http_simhash_outbox_t  *ob;
+
+    ob = zone->replicate ? zone->replicate->outbox : NULL;
+
+    if (ob == NULL) {
+        return;
+    }
+
+    sp = ngx_strlchr(value->data, value->data + value->len, ' ');
+    if (sp == NULL || sp == value->data) {
+        goto bad;
+    }
+
+    seq = 0;
+
+    for (i = 0; value->data + i < sp; i++) {
+        if (value->data[i] < '0' || value->data[i] > '9'
+            || seq > (UINT64_MAX - 9) / 10)
+        {
+            goto bad;
+        }
+
+        seq = seq * 10 + (value->data[i] - '0');
+    }
+
+    len = (value->data + value->len - (sp + 1)) / 2;
+
+    if (len == 0 || len > SH_STREAM_NODE_MAX
+        || (size_t) (value->data + value->len - (sp + 1)) != 2 * len)
+    {
+        goto bad;
+    }
+
+    for (i = 0; i < len; i++) {
+        hi = ngx_hextoi(sp + 1 + 2 * i, 1);
+        lo = ngx_hextoi(sp + 2 + 2 * i, 1);
+
+        if (hi == NGX_ERROR || lo == NGX_ERROR) {
+            goto bad;
+        }
+
+        node[i] = (u_char) (hi << 4 | lo);
+    }
+
+    for (k = 0; k < NGX_HTTP_SIMHASH_WRITERS; k++) {
+        w = &ob->writers[k];
+
+        if (w->len == 0
+            || (w->len == len && ngx_memcmp(w->node, node, len) == 0))
+        {
+            break;
+        }
+    }
+
+    if (k == NGX_HTTP_SIMHASH_WRITERS) {
+        return;
+    }
+
+    if (w->len == 0 || w->seq < seq) {
+        w->len = (u_char) len;
+        ngx_memcpy(w->node, node, len);
+        w->seq = seq;
+        w->used = ++ob->writers_clock;
+    }
+
+    return;
+
+bad:
+
+    ngx_log_error(NGX_LOG_WARN, log, 0,
+                  "simhash zone \"%V\": the snapshot's replicate_writer "
+                  "\"%V\" is not SEQ HEX-NODE: left out", &zone->name, value);
 }
 
 
@@ -1013,6 +1121,7 @@ static size_t
 ngx_http_simhash_save_meta(ngx_http_simhash_save_t *sv, u_char *meta)
 {
     u_char                   *p;
+    ngx_uint_t                i;
     ngx_http_simhash_zone_t  *zone = sv->zone;
 
     p = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
@@ -1030,6 +1139,17 @@ ngx_http_simhash_save_meta(ngx_http_simhash_save_t *sv, u_char *meta)
         p = ngx_sprintf(p, "replicate_stream=%V\nreplicate_id=",
                         &zone->stream);
         p += sh_stream_id_format((char *) p, &sv->repl_id);
+        *p++ = '\n';
+    }
+
+    for (i = 0; sv->writers && i < NGX_HTTP_SIMHASH_WRITERS; i++) {
+        if (sv->writers[i].len == 0) {
+            continue;
+        }
+
+        /* the node's id in hex: it may hold any byte */
+        p = ngx_sprintf(p, "replicate_writer=%uL ", sv->writers[i].seq);
+        p = ngx_hex_dump(p, sv->writers[i].node, sv->writers[i].len);
         *p++ = '\n';
     }
 
@@ -1111,20 +1231,35 @@ ngx_http_simhash_save_write(void *data, ngx_log_t *log)
 static void
 ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
 {
-    long                       n;
-    size_t                     len;
-    u_char                     meta[NGX_HTTP_SIMHASH_META_MAX];
-    ngx_msec_t                 start, t;
-    sh_image_saver_t           isv;
-    sh_store_stats_t           st;
-    sh_file_writer_t      *w;
-    ngx_http_simhash_zone_t   *zone;
-    ngx_http_simhash_shctx_t  *sh;
+    long                        n;
+    size_t                      len;
+    u_char                     *meta;
+    ngx_msec_t                  start, t;
+    sh_image_saver_t            isv;
+    sh_store_stats_t            st;
+    sh_file_writer_t           *w;
+    ngx_http_simhash_zone_t    *zone;
+    ngx_http_simhash_shctx_t   *sh;
+    ngx_http_simhash_outbox_t  *ob;
 
     zone = sv->zone;
     sh = zone->sh;
     sv->rc = NGX_ERROR;
     start = ngx_http_simhash_msec();
+
+    /* this thread calls no nginx function that logs or allocates from a
+     * pool: plain malloc, freed by ngx_http_simhash_save_done() */
+
+    ob = zone->replicate ? zone->replicate->outbox : NULL;
+
+    if (ob != NULL && sv->writers == NULL) {
+        sv->writers = malloc(sizeof(ob->writers));
+        if (sv->writers == NULL) {
+            ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
+                        sizeof(sv->err));
+            return;
+        }
+    }
 
     w = sh_file_writer_open((char *) zone->file.data, SH_SNAPSHOT_MODE,
                             sv->owned ? &sv->owner : NULL, sv->err,
@@ -1143,11 +1278,27 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
     sh_image_save_begin(&isv, sh->store, sv->buf, NGX_HTTP_SIMHASH_SAVE_BUF);
     sv->generation = sh->generation;
     sv->repl_id = sh->repl_id;
+
+    /* the writers' seqs move with the last id, under this lock: a restart
+     * from this file refuses the replays of what it had applied */
+    if (ob != NULL) {
+        ngx_memcpy(sv->writers, ob->writers, sizeof(ob->writers));
+    }
+
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    len = ngx_http_simhash_save_meta(sv, meta);
+    meta = malloc(NGX_HTTP_SIMHASH_META_MAX);
+    if (meta == NULL) {
+        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
+                    sizeof(sv->err));
+        goto failed;
+    }
 
-    if (sh_store_file_begin(w, meta, len, sv->err, sizeof(sv->err)) != 0) {
+    len = ngx_http_simhash_save_meta(sv, meta);
+    n = sh_store_file_begin(w, meta, len, sv->err, sizeof(sv->err));
+    free(meta);
+
+    if (n != 0) {
         goto failed;
     }
 
@@ -1185,7 +1336,7 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
         sv->bytes += (uint64_t) n;
 
         if (sh_file_writer_write(w, sv->buf, (size_t) n, sv->err,
-                                     sizeof(sv->err))
+                                 sizeof(sv->err))
             != 0)
         {
             goto failed;
@@ -1231,6 +1382,11 @@ ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
     if (sv->buf) {
         ngx_free(sv->buf);
         sv->buf = NULL;
+    }
+
+    if (sv->writers) {
+        ngx_free(sv->writers);
+        sv->writers = NULL;
     }
 
     sh->last_save = ngx_time();

@@ -191,6 +191,40 @@ ok($seqs[0] < $seqs[1] && $seqs[1] < $seqs[2], '... in increasing seq');
 $b->stop;
 $b->check_log;
 
+# a restart: the writers' last seqs are saved with the zone's place in the
+# stream, so a replay of what the snapshot holds is refused after a restart
+# as after a reload (they lived in shared memory only: the first replay of
+# each writer passed)
+my $r = SimhashTest->new(
+    http  => "simhash_zone zone=rs:1m file=%%PREFIX%%/data/rs.snap save=off;\n"
+           . "    simhash_replicate rs ${\ $redis->url} node=r;",
+    proxy => <<"EOF");
+        simhash rs;
+        simhash_seed $secret;
+        simhash_key "site\$request_uri";
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /stats { simhash_stats; }
+EOF
+my $rrepl = sub { $r->stats->{zones}{rs}{replication} };
+$r->start;
+ok(wait_until(sub { $rrepl->()->{connected} == 2 }), 'r connected');
+my @e = signed(key => 'site/restart.html', fp => other_fp());
+$redis->cmd('XADD', 'simhash:rs', '*', @e);
+ok(wait_until(sub { $rrepl->()->{applied} == 1 }), 'r applies an entry of z');
+$r->stop;
+like($r->error_log, qr/saved to/, 'r saved its snapshot at exit');
+$r->start;
+ok(wait_until(sub { $rrepl->()->{connected} == 2 }), 'r restarted');
+like($r->error_log, qr/the snapshot has the stream "simhash:rs"/,
+     'r goes on from the snapshot\'s place in the stream');
+$redis->cmd('XADD', 'simhash:rs', '*', @e);
+ok(wait_until(sub { ($rrepl->()->{refused_replay} // 0) == 1 }),
+   'after a restart, the replay is refused as such')
+    or diag(explain $rrepl->());
+is($rrepl->()->{applied}, 0, '... and not applied');
+$r->stop;
+$r->check_log;
+
 $t->stop;
 $t->check_log;
 done_testing;
