@@ -827,6 +827,7 @@ u_char *ngx_http_simhash_sites_json(u_char *p,
 u_char *ngx_http_simhash_sites_prom(u_char *p,
     ngx_http_simhash_sites_snap_t *first);
 u_char *ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len);
+u_char *ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri);
 
 /* the lag per node of a replicated zone, for the stats */
 size_t ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone);

@@ -432,20 +432,9 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
         for (i = 0; i < x->evidence.n; i++) {
             ri = &x->evidence.rule[i];
 
-            p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
-            p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
-                                             ngx_strlen(ri->host));
-            p = ngx_sprintf(p, "\",\"pattern\":\"");
-            p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
-                                             ngx_strlen(ri->pattern));
-            p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
-                            sh_dust_kind_name(ri->kind));
-            p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
-                                             ngx_strlen(ri->arg));
-            p = ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
-                            "\"against\":%uD,\"precision_lower\":%.4f}",
-                            sh_dust_state_name(ri->state), ri->support,
-                            ri->against, ri->lower);
+            p = ngx_sprintf(p, "%s{", i ? "," : "");
+            p = ngx_http_simhash_rule_json(p, ri);
+            *p++ = '}';
         }
 
         p = ngx_sprintf(p, "]}");
