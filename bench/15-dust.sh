@@ -13,24 +13,13 @@ echo "command: $BUILD/bench/bench_dust"
 
 command -v valgrind >/dev/null 2>&1 || {
     echo "instructions: skipped (valgrind missing)"; exit 0; }
-collected() {   # instructions callgrind collected, from its summary
-    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' | tail -n 1
-}
+# collected, page_instructions
+. "$(dirname "$0")/page-instructions.sh"
 n=20000
 dust=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
            --toggle-collect=sh_dust_predict --toggle-collect=sh_dust_observe \
            "$BUILD/bench/bench_dust" --once typical --urls $n 2>&1 | collected)
-list="$BUILD/bench/dust-pages.txt"
-for d in /usr/share/doc/python3.11/html /usr/share/doc/postgresql-doc-15/html \
-         /usr/share/doc/rust-doc/html; do
-    [ -d "$d" ] && find "$d" -name '*.html' -type f -size +23k -size -27k
-done | LC_ALL=C sort | head -n 100 > "$list"
-pages=$(wc -l < "$list")
-[ "$pages" -gt 0 ] || { echo "instructions: no pages of 25 KB" >&2; exit 1; }
-page=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-           --toggle-collect='sh_doc_*' \
-           "$BUILD/bench/bench_extract" --once fingerprint "$list" 2>&1 \
-       | collected)
+page_instructions dust
 if [ -z "$dust" ] || [ -z "$page" ]; then
     echo "instructions: callgrind counted nothing (are $BUILD/bench/bench_dust" \
          "and bench_extract built? make bench builds them)" >&2
