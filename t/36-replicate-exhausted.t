@@ -15,14 +15,13 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 
 plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
     unless RedisTest::available();
 SimhashTest::needs_master();
 
-my $slow = $SimhashTest::VALGRIND ? 6 : 1;
 my $stream = 'simhash:crawl';
 my $max = '18446744073709551615-18446744073709551615';
 
@@ -41,16 +40,6 @@ EOF
 $t->start;
 
 sub repl { $t->stats->{zones}{crawl}{replication} }
-
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10) * $slow;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
 
 ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
 is(repl()->{stream_exhausted}, 0, 'stream_exhausted: 0 at first');
@@ -94,7 +83,7 @@ is(repl()->{exhausted}, 1, 'still one episode');
 is($redis->cmd('RENAME', $stream, "$stream:exhausted"), 'OK',
    'the operator renames the stream aside');
 ok(wait_until(sub { my $r = repl();
-                    $r->{published} == 2 && $r->{outbox} == 0 }, 15),
+                    $r->{published} == 2 && $r->{outbox} == 0 }),
    'the outbox is published into a new stream') or diag(explain repl());
 is(repl()->{stream_exhausted}, 0, 'stream_exhausted: 0 again');
 is(repl()->{exhausted}, 1, 'exhausted: still one episode');
@@ -103,7 +92,7 @@ like($t->error_log, qr/\[notice\].*the stream "\Q$stream\E" takes entries again/
      'logged: publishing goes on');
 my @lines = $t->error_log =~ /(takes no more entries)/g;
 is(scalar @lines, 1, 'the state was told once');
-ok(wait_until(sub { repl()->{skipped_own} == 2 }, 15),
+ok(wait_until(sub { repl()->{skipped_own} == 2 }),
    'the reader reads the new stream from its start');
 is(repl()->{lost}, 1, '... having found the old one gone');
 is(repl()->{reconnects}, 0, 'no reconnect in all of it');

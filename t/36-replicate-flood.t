@@ -16,7 +16,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use IO::Socket::INET;
 use POSIX ();
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 no warnings qw(portable);
 
@@ -50,16 +50,6 @@ EOF
 $t->start;
 
 sub repl { $t->stats->{zones}{crawl}{replication} }
-
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10) * $slow;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
 
 # CPU seconds a process has used
 sub cpu {
@@ -105,7 +95,7 @@ my $cpu0 = cpu($worker);
 my $t0 = time;
 is(scalar @{ xadd_all(@garbage, $genuine) }, $N + 1,
    "$N garbage entries and a genuine one added at once");
-ok(wait_until(sub { repl()->{applied} == 1 }, 60),
+ok(wait_until(sub { repl()->{applied} == 1 }),
    'the genuine entry behind the flood is applied');
 my $delay = time - $t0;
 cmp_ok($delay, '<', 8 * $slow,
@@ -133,7 +123,7 @@ my @big = map {
       pad => 'x' x (100 * 1024) ]
 } 1 .. 20;
 xadd_all(@big);
-ok(wait_until(sub { repl()->{applied} == $applied + 20 }, 20),
+ok(wait_until(sub { repl()->{applied} == $applied + 20 }),
    'twenty entries of 100 KB applied');
 cmp_ok(repl()->{read_paused} - $paused, '>=', 6,
        'read a few at a time: the reads cut at 256 KB');

@@ -15,7 +15,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 use RedisTest;
 no warnings qw(portable);
 
@@ -25,7 +25,6 @@ plan(skip_all => 'SH_CLI (the simhash tool) is not set')
     unless $ENV{SH_CLI} && -x $ENV{SH_CLI};
 SimhashTest::needs_master();
 
-my $slow = $SimhashTest::VALGRIND ? 6 : 1;
 my $stream = 'simhash:crawl';
 my $secret = '00112233445566778899aabbccddeeff';
 
@@ -51,16 +50,6 @@ my $t = node('a');
 $t->start;
 
 sub repl { ($_[0] // $t)->stats->{zones}{crawl}{replication} }
-
-sub wait_until {
-    my ($cond, $timeout) = @_;
-    my $end = time + ($timeout // 10) * $slow;
-    while (time < $end) {
-        return 1 if $cond->();
-        sleep 0.05;
-    }
-    return 0;
-}
 
 ok(wait_until(sub { repl()->{connected} == 2 }), 'connected');
 my $fp = $t->get('/sourdough.html')->{headers}{'x-simhash'};

@@ -10,8 +10,8 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use Time::HiRes qw(sleep time);
-use SimhashTest;
+use Time::HiRes qw(time);
+use SimhashTest qw(wait_until);
 use RedisTest;
 
 plan(skip_all => 'redis-server not installed (tools/deps.sh installs it)')
@@ -39,14 +39,8 @@ sub zone { $t->stats->{zones}{crawl} }
 
 sub wait_zone {
     my ($cond, $what) = @_;
-    my $end = time + ($SimhashTest::VALGRIND ? 60 : 10);
     my $z;
-    while (time < $end) {
-        $z = zone();
-        return $z if $cond->($z);
-        sleep 0.02;
-    }
-    fail("waited for $what") or diag(explain $z);
+    wait_until($what, sub { $cond->($z = zone()) });
     return $z;
 }
 

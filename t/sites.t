@@ -15,7 +15,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use List::Util qw(sum);
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 my $t = SimhashTest->new(
     http => <<'END',
@@ -130,12 +130,8 @@ SKIP: {
 
 # the snapshot's last save: how long, the longest hold of the lock
 my $snap;
-my $end = time + 20;
-while (time < $end) {
-    $snap = $t->stats->{zones}{crawl}{snapshot};
-    last if $snap->{saves} >= 1;
-    select(undef, undef, undef, 0.1);
-}
+wait_until('a periodic save',
+           sub { ($snap = $t->stats->{zones}{crawl}{snapshot})->{saves} });
 ok($snap->{saves} >= 1, 'a periodic save ran');
 ok(defined $snap->{last_duration_ms} && defined $snap->{last_hold_ms},
    'the last save\'s duration and longest hold');
