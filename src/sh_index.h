@@ -183,7 +183,7 @@ void sh_index_learn_reset(sh_index_t *ix);
 
 /*
  * For a caller that copies the documents out in slices while the index
- * keeps changing (sh_store_image.h): the age neighbours of a stored
+ * keeps changing (sh_image.h): the age neighbours of a stored
  * document, older and newer (SH_NOREF at either end), the ends of the
  * order, and the per-document records themselves.
  */

@@ -31,7 +31,7 @@
 #include "sh_snapshot.h"
 #include "sh_store.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 #include "sh_topk.h"
 
 static void

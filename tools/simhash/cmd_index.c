@@ -28,7 +28,7 @@
 #include "sh_keyrec.h"
 #include "sh_snapshot.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 
 #define PATHS_KIND  "SHPATHS1"
 

@@ -14,7 +14,7 @@
  * them: the key of a page (half of them stored, half new) and a PSM lookup
  * of a near copy of a stored page (2 bits flipped) under its own weights;
  * their latency one by one, p50 and p99, and their rate.  Then a sliced
- * copy to a snapshot file (sh_store_file.h, sh_store_image.h) with changes
+ * copy to a snapshot file (sh_store_file.h, sh_image.h) with changes
  * between the steps as a busy zone has: the longest hold of the lock; and
  * a fresh zone filled back from the file: start-up time and GB/s.
  *
@@ -40,7 +40,7 @@
 #include "sh_snapshot.h"
 #include "sh_store.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 
 #define STEP_BUF        (1u << 20)      /* bytes a hold of the lock copies */
 #define OPS_PER_STEP    200             /* changes between two holds */
