@@ -57,6 +57,7 @@
 #include "sh_block.h"
 #include "sh_doc.h"
 #include "sh_html.h"
+#include "sh_library.h"
 
 
 #define NGX_HTTP_SIMHASH_HOLD_CHUNK (32 * 1024)

@@ -47,6 +47,7 @@
 #include "sh_decode.h"
 #include "sh_doc.h"
 #include "sh_idf.h"
+#include "sh_library.h"
 #include "sh_text.h"
 
 #define FDOC_NCFG   10

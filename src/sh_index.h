@@ -35,8 +35,7 @@
 #include "sh_volatility.h"
 
 #define SH_NOREF        UINT32_MAX
-#define SH_H_MAX        7       /* largest supported Hamming distance */
-#define SH_H_DEFAULT    3
+/* SH_H_MAX, SH_H_DEFAULT: the radius, sh_match.h */
 
 typedef struct sh_index_s sh_index_t;   /* the region, seen as an index */
 

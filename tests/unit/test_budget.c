@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "sh_budget.h"
+#include "sh_library.h"
 #include "sh_tokenizer_model.h"
 #include "sh_doc.h"
 #include "sh_html.h"
