@@ -100,6 +100,10 @@ typedef struct {
     sh_budget_why_t     why;
 } sh_budget_t;
 
+/* The characters of p[0..n), which earn the allowance: the bytes that do
+ * not continue a UTF-8 sequence. */
+size_t sh_budget_count_chars(const unsigned char *p, size_t n);
+
 /* Are the markup's charges over the allowance of the characters counted
  * so far? */
 static inline int

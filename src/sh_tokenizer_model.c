@@ -285,45 +285,14 @@ stop_at(scan_t *s, uint64_t pos, sh_budget_verdict_t v, sh_budget_why_t why)
     s->at = pos > s->base ? (size_t) (pos - s->base) : 0;
 }
 
-/*
- * Characters in p[0..n): bytes that do not continue a UTF-8 sequence.
- * Sixteen at a time, in byte counters summed every 255 rounds.
- */
-static size_t
-count_chars(const unsigned char *p, size_t n)
-{
-    size_t i = 0, count = 0;
-#ifdef __SSE2__
-    const __m128i cont = _mm_set1_epi8((char) 0xBF);
-    __m128i       acc;
-    unsigned      k;
-
-    while (i + 16 <= n) {
-        acc = _mm_setzero_si128();
-        for (k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
-            /* signed: 0x80..0xBF are the bytes not above 0xBF */
-            acc = _mm_sub_epi8(acc, _mm_cmpgt_epi8(
-                      _mm_loadu_si128((const __m128i *) (p + i)), cont));
-        }
-        acc = _mm_sad_epu8(acc, _mm_setzero_si128());
-        count += (size_t) _mm_cvtsi128_si32(acc)
-                 + (size_t) _mm_extract_epi16(acc, 4);
-    }
-#endif
-    for (; i < n; i++) {
-        count += (p[i] & 0xC0) != 0x80;
-    }
-    return count;
-}
-
 /* The budget's characters, up to p[upto]: those of the piece not counted
  * yet. */
 static inline void
 count_to(scan_t *s, size_t upto)
 {
     if (upto > s->counted) {
-        s->b->budget.chars += count_chars(s->p + s->counted,
-                                          upto - s->counted);
+        s->b->budget.chars += sh_budget_count_chars(s->p + s->counted,
+                                                    upto - s->counted);
         s->counted = upto;
     }
 }
