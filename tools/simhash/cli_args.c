@@ -284,16 +284,3 @@ cli_show_float(const void *target, char *buf, size_t len)
     snprintf(buf, len, "%g", (double) *(const float *) target);
     return buf;
 }
-
-const char *
-cli_show_double(const void *target, char *buf, size_t len)
-{
-    snprintf(buf, len, "%g", *(const double *) target);
-    return buf;
-}
-
-const char *
-cli_show_none(const void *target, char *buf, size_t len)
-{
-    return NULL;
-}

@@ -96,7 +96,5 @@ int cli_opts_take(const cli_opt_t *opts, int argc, char **argv, int *i);
 int cli_set_recall(void *target, const char *name, const char *value);
 int cli_set_nats(void *target, const char *name, const char *value);
 const char *cli_show_float(const void *target, char *buf, size_t len);
-const char *cli_show_double(const void *target, char *buf, size_t len);
-const char *cli_show_none(const void *target, char *buf, size_t len);
 
 #endif
