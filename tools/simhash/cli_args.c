@@ -115,6 +115,9 @@ wants_help(const cli_cmd_t *c, int argc, char **argv, int start)
         if (cli_is_help(argv[a])) {
             return 1;
         }
+        if (!is_option(argv[a]) && c->options_first) {
+            break;
+        }
         o = is_option(argv[a]) ? find_any(c, argv[a]) : NULL;
         if (o != NULL && o->arg != NULL) {
             a++;                /* its value, whatever it looks like */
@@ -148,6 +151,12 @@ cli_parse(const cli_cmd_t *c, int argc, char **argv, int start, int *first)
         }
         if (!is_option(argv[a])) {
             operand[n++] = argv[a];
+            if (c->options_first) {
+                while (++a < argc) {
+                    operand[n++] = argv[a];
+                }
+                break;
+            }
             continue;
         }
         o = find_any(c, argv[a]);

@@ -11,7 +11,8 @@
  * its default, and the help says it (a number 0 is "not set": the help
  * line says what then).
  *
- * Options and operands may come in any order; "--" ends the options.
+ * Options and operands may come in any order, unless the command says
+ * that its options come first (c->options_first); "--" ends the options.
  * Errors are one line on stderr: "simhash: fingerprint: unknown option
  * --bogus (see --help)", "simhash: --list needs a value", or the row's own
  * ("--shingle: "0" is not a number from 1 to 8").
@@ -70,6 +71,9 @@ typedef struct {
     cli_extract_t   *extract;   /* takes the extraction options, or NULL */
     void           (*usage)(FILE *f);   /* prints the usage instead, for a
                                            command of several actions */
+    int              options_first;     /* the first operand ends the
+                                           options (FILE... that may look
+                                           like one) */
 } cli_cmd_t;
 
 typedef enum {

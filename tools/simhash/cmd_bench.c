@@ -1465,7 +1465,9 @@ cmd_bench(int argc, char **argv)
                        "gnuplot data: PREFIX-qps.dat, PREFIX-recall.dat"),
         CLI_OPT_END
     };
-    cli_cmd_t        cmd = { "bench", synopsis, opts, NULL, NULL, &x, NULL };
+    cli_cmd_t        cmd = {
+        .name = "bench", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
     bench_defaults(&b);
     cli_extract_init(&x);

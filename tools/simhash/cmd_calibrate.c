@@ -428,8 +428,9 @@ cmd_calibrate(int argc, char **argv)
                        "also write the table as C (the built-in one)"),
         CLI_OPT_END
     };
-    cli_cmd_t        cmd = { "calibrate", synopsis,
-                             opts, NULL, NULL, &x, NULL };
+    cli_cmd_t        cmd = {
+        .name = "calibrate", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
     memset(&c, 0, sizeof(c));
     c.pair_h = 3;

@@ -534,7 +534,10 @@ cmd_dedup(int argc, char **argv)
                      "print no pairs, only the summary"),
         CLI_OPT_END
     };
-    cli_cmd_t      cmd = { "dedup", synopsis, opts, notes, &mt, &x, NULL };
+    cli_cmd_t      cmd = {
+        .name = "dedup", .synopsis = synopsis, .opts = opts, .notes = notes,
+        .match = &mt, .extract = &x
+    };
 
     memset(&d, 0, sizeof(d));
     d.method = "psm";

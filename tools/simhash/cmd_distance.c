@@ -26,7 +26,9 @@ cmd_distance(int argc, char **argv)
 {
     cli_extract_t  x;
     cli_match_t    mt;
-    cli_cmd_t      cmd = { "distance", synopsis, NULL, NULL, &mt, &x, NULL };
+    cli_cmd_t      cmd = {
+        .name = "distance", .synopsis = synopsis, .match = &mt, .extract = &x
+    };
     sh_config_t   *cfg;
     sh_result_t    res[2];
     const char    *file[2];

@@ -218,8 +218,9 @@ cmd_entry(int argc, char **argv)
                      "check its MAC"),
         CLI_OPT_END
     };
-    cli_cmd_t           cmd = { "entry", synopsis,
-                                opts, NULL, NULL, &x, NULL };
+    cli_cmd_t           cmd = {
+        .name = "entry", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
     cli_extract_init(&x);
     switch (cli_parse(&cmd, argc, argv, 1, &a)) {

@@ -203,8 +203,9 @@ cmd_explain(int argc, char **argv)
                        "read a module's snapshot instead of asking"),
         CLI_OPT_END
     };
-    cli_cmd_t        cmd = { "explain", synopsis, opts, NULL, NULL, NULL,
-                             NULL };
+    cli_cmd_t        cmd = {
+        .name = "explain", .synopsis = synopsis, .opts = opts
+    };
 
     switch (cli_parse(&cmd, argc, argv, 1, &i)) {
     case CLI_HELP:

@@ -45,8 +45,10 @@ cmd_fingerprint(int argc, char **argv)
                      "its flags (short, hub, short,hub or -)"),
         CLI_OPT_END
     };
-    cli_cmd_t      cmd = { "fingerprint", synopsis,
-                           opts, NULL, NULL, &x, NULL };
+    cli_cmd_t      cmd = {
+        .name = "fingerprint", .synopsis = synopsis, .opts = opts,
+        .extract = &x, .options_first = 1
+    };
 
     cli_extract_init(&x);
     switch (cli_parse(&cmd, argc, argv, 1, &a)) {

@@ -63,8 +63,9 @@ cmd_idf(int argc, char **argv)
         CLI_OPT_STRING("-o", "FILE", &out, "the table to write"),
         CLI_OPT_END
     };
-    cli_cmd_t          cmd = { "idf build", synopsis,
-                               opts, NULL, NULL, &x, NULL };
+    cli_cmd_t          cmd = {
+        .name = "idf build", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
     cli_extract_init(&x);
     if (argc < 2 || strcmp(argv[1], "build") != 0) {

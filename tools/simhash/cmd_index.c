@@ -218,8 +218,10 @@ index_build(int argc, char **argv)
     char         *user = NULL;
     int           rc = 1, a;
     size_t        stored = 0, skipped = 0;
-    cli_cmd_t     cmd = { "index build", NULL, build_opts, NULL, NULL, &x,
-                          usage };
+    cli_cmd_t     cmd = {
+        .name = "index build", .opts = build_opts, .extract = &x,
+        .usage = usage
+    };
 
     cli_extract_init(&x);
     pageset_init(&fs);
@@ -581,8 +583,10 @@ index_query(int argc, char **argv)
     paths_t           p;
     sh_match_t       *m;
     int               a, rc = 1;
-    cli_cmd_t         cmd = { "index query", NULL, query_opts, NULL, &mt,
-                              &x, usage };
+    cli_cmd_t         cmd = {
+        .name = "index query", .opts = query_opts, .match = &mt,
+        .extract = &x, .usage = usage
+    };
 
     cli_extract_init(&x);
     cli_match_init(&mt);

@@ -530,8 +530,9 @@ cmd_store_bench(int argc, char **argv)
                        "taken off the pages' paths to make their URLs"),
         CLI_OPT_END
     };
-    cli_cmd_t    cmd = { "store-bench", synopsis, table, NULL, NULL, NULL,
-                         NULL };
+    cli_cmd_t    cmd = {
+        .name = "store-bench", .synopsis = synopsis, .opts = table
+    };
 
     b.queries = 200000;
     b.text_per_doc = 128;

@@ -82,7 +82,9 @@ cmd_text(int argc, char **argv)
                      "of its text inside links, and its tokens"),
         CLI_OPT_END
     };
-    cli_cmd_t      cmd = { "text", synopsis, opts, NULL, NULL, &x, NULL };
+    cli_cmd_t      cmd = {
+        .name = "text", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
     cli_extract_init(&x);
     memset(&line, 0, sizeof(line));
