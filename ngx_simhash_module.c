@@ -53,7 +53,7 @@
 #define XXH_STATIC_LINKING_ONLY     /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
-#include "ngx_http_simhash.h"
+#include "ngx_http_simhash_request.h"
 #include "sh_block.h"
 #include "sh_doc.h"
 #include "sh_html.h"
@@ -70,42 +70,12 @@
 #define NGX_HTTP_SIMHASH_CANDIDATES 16
 
 
-#define NGX_HTTP_SIMHASH_TAG        0
-#define NGX_HTTP_SIMHASH_DROP       1
-
-/* simhash_reveal */
-#define NGX_HTTP_SIMHASH_REVEAL_OFF     0
-#define NGX_HTTP_SIMHASH_REVEAL_STATUS  1
-#define NGX_HTTP_SIMHASH_REVEAL_KEY     2
-
-
 /* one compiled extraction configuration, shared by equal option sets */
 typedef struct {
     ngx_str_t                    sig;       /* canonical option string */
     sh_config_t                 *cfg;
 } ngx_http_simhash_cfg_t;
 
-
-typedef enum {
-    NGX_HTTP_SIMHASH_READ = 0,  /* holding the body, fingerprinting */
-    NGX_HTTP_SIMHASH_PASS,      /* header sent, body passes untouched */
-    NGX_HTTP_SIMHASH_DONE,      /* everything sent */
-    NGX_HTTP_SIMHASH_NONE       /* not a response of ours: nothing decided */
-} ngx_http_simhash_phase_e;
-
-
-/*
- * $simhash_action: what the module did with a response, for the access log
- * (its status says what the page is; this says what the crawler got).
- */
-typedef enum {
-    NGX_HTTP_SIMHASH_ACT_NONE = 0,      /* not decided: the variable is "" */
-    NGX_HTTP_SIMHASH_ACT_PASSED,        /* the upstream's response, whole */
-    NGX_HTTP_SIMHASH_ACT_DROPPED,       /* a duplicate, answered empty */
-    NGX_HTTP_SIMHASH_ACT_PREDICTED,     /* answered without a fetch (DUST) */
-    NGX_HTTP_SIMHASH_ACT_VERIFIED       /* predicted, fetched to check
-                                           (dropped or passed after) */
-} ngx_http_simhash_action_e;
 
 static ngx_str_t  ngx_http_simhash_action_names[] = {
     ngx_null_string,
@@ -116,72 +86,11 @@ static ngx_str_t  ngx_http_simhash_action_names[] = {
 };
 
 
-typedef struct {
-    ngx_http_simhash_phase_e     phase;
-    sh_doc_t                    *doc;
-    sh_config_t                 *cfg;
-
-    /* the held body: our copies, in order */
-    ngx_chain_t                 *held;
-    ngx_chain_t                **last;
-    ngx_buf_t                   *buf;       /* the one being filled */
-    size_t                       held_bytes;
-    size_t                       charged;   /* to the worker's held budget:
-                                               the buffers allocated */
-    size_t                       fed;       /* decoded bytes fed */
-
-    u_char                      *charset;
-    ngx_str_t                    key;       /* simhash_key, at the end */
-    uint64_t                     digest;    /* of the body as received */
-
-    /* Content-Encoding: gzip / deflate */
-    z_stream                     zstream;
-    u_char                      *zbuf;
-    unsigned                     zlib:1;        /* inflating */
-    unsigned                     zinit:1;       /* zstream needs inflateEnd */
-    unsigned                     zraw_tried:1;  /* deflate: raw retried */
-    unsigned                     zdeflate:1;    /* encoding was deflate */
-    unsigned                     zend:1;        /* stream end seen */
-
-    /* the outcome, for headers and variables */
-    ngx_http_simhash_status_e    status;
-    ngx_http_simhash_skip_e      reason;
-    unsigned                     has_hash:1;
-    unsigned                     has_distance:1;    /* and the score */
-    uint64_t                     hash;
-    ngx_uint_t                   distance;
-    uint32_t                     score;     /* sh_match.h units */
-    ngx_str_t                    duplicate_of;
-    /* simhash_reveal: what the headers and variables leave out; the
-     * fields above stay as decided, for the drop decision and the log */
-    unsigned                     hide_status:1;     /* simhash_reveal off */
-    unsigned                     hide_original:1;   /* key, distance, score */
-    unsigned                     revealed:1;        /* reveal applied */
-
-    /* simhash_dust: the document this response turned out to be (the
-     * key hash of the original, or of its own key), for the learner; the
-     * rules of a prediction made before the fetch ("" = none); early: the
-     * ctx was made then, the header filter has not seen it yet */
-    uint64_t                     rep;
-    ngx_str_t                    predicted;
-    unsigned                     early:1;
-
-    /* $simhash_action: what was done with the response */
-    unsigned                     action:3;      /* ngx_http_simhash_action_e */
-    unsigned                     verifying:1;   /* a prediction, fetched as
-                                                   a verification sample */
-} ngx_http_simhash_ctx_t;
-
-
-static ngx_int_t ngx_http_simhash_dust_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_dust_answer(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_uint_t ngx_http_simhash_credentials(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_rules_text(ngx_pool_t *pool, u_char *text,
     size_t len, ngx_str_t *out);
-static ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
-static ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r,
-    ngx_chain_t *in);
 static void ngx_http_simhash_strip_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_encoding(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
@@ -193,13 +102,6 @@ static ngx_int_t ngx_http_simhash_inflate(ngx_http_request_t *r,
     u_char *data, size_t len);
 static ngx_int_t ngx_http_simhash_hold(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, u_char *data, size_t len);
-static ngx_int_t ngx_http_simhash_give_up(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason,
-    ngx_chain_t *rest, ngx_uint_t last);
-static ngx_int_t ngx_http_simhash_feed_held(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
-static ngx_int_t ngx_http_simhash_finish(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx);
 static ngx_int_t ngx_http_simhash_identical(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_key(ngx_http_request_t *r,
@@ -209,22 +111,12 @@ static ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
     sh_result_t *res);
 static ngx_int_t ngx_http_simhash_observe(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
-static ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key,
-    size_t len, ngx_str_t *out);
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     uint32_t ref, sh_result_t *res);
 static ngx_int_t ngx_http_simhash_match(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     ngx_str_t *key, sh_result_t *res);
-static ngx_int_t ngx_http_simhash_send(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx);
-static ngx_int_t ngx_http_simhash_set_headers(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx);
-static ngx_int_t ngx_http_simhash_add_header(ngx_http_request_t *r,
-    ngx_str_t *key, u_char *value, size_t len);
-static void ngx_http_simhash_skip(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason);
 static void ngx_http_simhash_account(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     ngx_uint_t drop);
@@ -245,18 +137,12 @@ static ngx_int_t ngx_http_simhash_init_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_master(ngx_cycle_t *cycle);
 
-static ngx_int_t ngx_http_simhash_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_simhash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_simhash_host_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_uint_t ngx_http_simhash_port(u_char *p, u_char *last);
 
-static void *ngx_http_simhash_create_main_conf(ngx_conf_t *cf);
-static char *ngx_http_simhash_init_main_conf(ngx_conf_t *cf, void *conf);
-static void *ngx_http_simhash_create_loc_conf(ngx_conf_t *cf);
-static char *ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent,
-    void *child);
 static void ngx_http_simhash_merge_options(
     ngx_http_simhash_loc_conf_t *conf, ngx_http_simhash_loc_conf_t *prev);
 static ngx_int_t ngx_http_simhash_compile(ngx_conf_t *cf,
@@ -267,29 +153,8 @@ static ngx_int_t ngx_http_simhash_signature(ngx_conf_t *cf,
     sh_options_t *opts, ngx_str_t *sig);
 static ngx_int_t ngx_http_simhash_postconfiguration(ngx_conf_t *cf);
 static void ngx_http_simhash_libxml_check(ngx_conf_t *cf);
-static char *ngx_http_simhash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-static char *ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static ngx_int_t ngx_http_simhash_drop_option(ngx_conf_t *cf,
     ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *v);
-static char *ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_file_opt(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_ignore(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_seed(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_probes(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_simhash_volatility(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 
 
 static ngx_conf_num_bounds_t  ngx_http_simhash_shingle_bounds = {
@@ -582,12 +447,12 @@ static ngx_str_t  ngx_http_simhash_h_dup = ngx_string("X-Simhash-Duplicate-Of");
 static ngx_str_t  ngx_http_simhash_h_distance =
     ngx_string("X-Simhash-Distance");
 static ngx_str_t  ngx_http_simhash_h_score = ngx_string("X-Simhash-Score");
-static ngx_str_t  ngx_http_simhash_h_predicted =
+ngx_str_t  ngx_http_simhash_h_predicted =
     ngx_string("X-Simhash-Predicted");
 
 
-static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
-static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+ngx_http_output_header_filter_pt  ngx_http_simhash_next_header_filter;
+ngx_http_output_body_filter_pt    ngx_http_simhash_next_body_filter;
 
 
 /*
@@ -607,7 +472,7 @@ static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
  * duplicate of it was the last fetch of that form) is not.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 {
     ngx_str_t                       key, safe;
@@ -815,7 +680,7 @@ ngx_http_simhash_dust_answer(ngx_http_request_t *r,
 
 /* 1. The header: is this response ours? */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_header_filter(ngx_http_request_t *r)
 {
     u_char                       *charset;
@@ -830,7 +695,7 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
     /* a ctx made early holds a prediction only: the response is ours */
 
     if (slcf->zone == NULL || (ctx != NULL && !ctx->early)) {
-        return ngx_http_next_header_filter(r);
+        return ngx_http_simhash_next_header_filter(r);
     }
 
     /* only this module says X-Simhash-*: the crawler trusts these */
@@ -861,7 +726,7 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
             }
         }
 
-        return ngx_http_next_header_filter(r);
+        return ngx_http_simhash_next_header_filter(r);
     }
 
     if (ctx == NULL) {
@@ -949,7 +814,7 @@ pass:
         return NGX_ERROR;
     }
 
-    return ngx_http_next_header_filter(r);
+    return ngx_http_simhash_next_header_filter(r);
 }
 
 
@@ -1061,7 +926,7 @@ ngx_http_simhash_encoding(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
 /* 2. The body: feed the extractor, hold the bytes. */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
     size_t                        size;
@@ -1072,13 +937,13 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     ngx_http_simhash_loc_conf_t  *slcf;
 
     if (in == NULL) {
-        return ngx_http_next_body_filter(r, in);
+        return ngx_http_simhash_next_body_filter(r, in);
     }
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_simhash_module);
 
     if (ctx == NULL || ctx->phase != NGX_HTTP_SIMHASH_READ) {
-        return ngx_http_next_body_filter(r, in);
+        return ngx_http_simhash_next_body_filter(r, in);
     }
 
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
@@ -1142,7 +1007,7 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * parsing (ngx_http_simhash_identical()).
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_feed_held(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
@@ -1390,7 +1255,7 @@ ngx_http_simhash_hold(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
  * `last`: the last buffer is already held.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_give_up(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_skip_e reason, ngx_chain_t *rest, ngx_uint_t last)
 {
@@ -1408,7 +1273,7 @@ ngx_http_simhash_give_up(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    rc = ngx_http_next_header_filter(r);
+    rc = ngx_http_simhash_next_header_filter(r);
 
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
         return rc;
@@ -1430,13 +1295,13 @@ ngx_http_simhash_give_up(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         return NGX_ERROR;
     }
 
-    return ngx_http_next_body_filter(r, out);
+    return ngx_http_simhash_next_body_filter(r, out);
 }
 
 
 /* 3. The last buffer: fingerprint, consult the zone, send. */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
     ngx_int_t                     rc;
@@ -1636,7 +1501,6 @@ ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 }
 
 
-
 /*
  * A stored key as it may go into a header, a variable or a log line: the
  * bytes of the key with every control byte, space, DEL and byte >= 0x80
@@ -1646,7 +1510,7 @@ ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
  * made from $request_uri is a URL already and comes out unchanged.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
     ngx_str_t *out)
 {
@@ -2014,7 +1878,7 @@ ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 
 /* Header (with the tags, or the drop status) and the held body. */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
     ngx_int_t                     rc;
@@ -2069,7 +1933,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         r->allow_ranges = 0;
         ctx->held = NULL;
 
-        rc = ngx_http_next_header_filter(r);
+        rc = ngx_http_simhash_next_header_filter(r);
 
         if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
             return rc;
@@ -2090,7 +1954,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         cl->buf = b;
         cl->next = NULL;
 
-        return ngx_http_next_body_filter(r, cl);
+        return ngx_http_simhash_next_body_filter(r, cl);
     }
 
     /* tag: the body as received; its length is known now */
@@ -2099,7 +1963,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         r->headers_out.content_length_n = ctx->held_bytes;
     }
 
-    rc = ngx_http_next_header_filter(r);
+    rc = ngx_http_simhash_next_header_filter(r);
 
     if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
         return rc;
@@ -2129,7 +1993,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     b->last_buf = 1;
 
-    return ngx_http_next_body_filter(r, out);
+    return ngx_http_simhash_next_body_filter(r, out);
 }
 
 
@@ -2146,7 +2010,7 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
  * once crashed every dropped duplicate under "status" (issue 31).
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_reveal(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
     ngx_str_t                     scope;
@@ -2190,7 +2054,7 @@ ngx_http_simhash_reveal(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_set_headers(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx)
 {
@@ -2280,7 +2144,7 @@ ngx_http_simhash_set_headers(ngx_http_request_t *r,
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_add_header(ngx_http_request_t *r, ngx_str_t *key,
     u_char *value, size_t len)
 {
@@ -2310,7 +2174,7 @@ ngx_http_simhash_add_header(ngx_http_request_t *r, ngx_str_t *key,
 }
 
 
-static void
+void
 ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_skip_e reason)
 {
@@ -2394,8 +2258,6 @@ ngx_http_simhash_cleanup(void *data)
 }
 
 
-
-
 /*
  * $simhash, $simhash_status, $simhash_duplicate_of, $simhash_distance,
  * $simhash_score: what the module found; $simhash_host: part of the
@@ -2446,7 +2308,7 @@ static ngx_http_variable_t  ngx_http_simhash_vars[] = {
 };
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_add_variables(ngx_conf_t *cf)
 {
     ngx_http_variable_t  *var, *v;
@@ -2716,7 +2578,7 @@ ngx_http_simhash_port(u_char *p, u_char *last)
 
 /* Configuration. */
 
-static void *
+void *
 ngx_http_simhash_create_main_conf(ngx_conf_t *cf)
 {
     ngx_http_simhash_main_conf_t  *smcf;
@@ -2749,7 +2611,7 @@ ngx_http_simhash_create_main_conf(ngx_conf_t *cf)
 
 /* simhash_max_held: 64m, room for 64 responses of the default max_body */
 
-static char *
+char *
 ngx_http_simhash_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_simhash_main_conf_t  *smcf = conf;
@@ -2760,7 +2622,7 @@ ngx_http_simhash_init_main_conf(ngx_conf_t *cf, void *conf)
 }
 
 
-static void *
+void *
 ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
 {
     ngx_http_simhash_loc_conf_t  *conf;
@@ -2813,7 +2675,7 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
 }
 
 
-static char *
+char *
 ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 {
     ngx_http_simhash_loc_conf_t *prev = parent;
@@ -3294,10 +3156,10 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     ngx_http_core_main_conf_t     *cmcf;
     ngx_http_simhash_main_conf_t  *smcf;
 
-    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_simhash_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_simhash_header_filter;
 
-    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_simhash_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_simhash_body_filter;
 
     if (ngx_http_simhash_guard_init(cf) != NGX_OK) {
@@ -3532,7 +3394,7 @@ ngx_http_simhash_exit_master(ngx_cycle_t *cycle)
 
 /* simhash NAME | off */
 
-static char *
+char *
 ngx_http_simhash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3605,7 +3467,7 @@ ngx_http_simhash_drop_option(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *slcf,
 
 /* simhash_action tag | drop [CODE] [keys=path|any] [score=S] */
 
-static char *
+char *
 ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3670,7 +3532,7 @@ ngx_http_simhash_action(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_shingle, simhash_min_features, simhash_max_features */
 
-static char *
+char *
 ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3689,7 +3551,7 @@ ngx_http_simhash_opt_num(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_content auto | structure | off */
 
-static char *
+char *
 ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3708,7 +3570,7 @@ ngx_http_simhash_content(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_word_weight W, simhash_shingle_weight W: 0 to 1000 */
 
-static char *
+char *
 ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3742,7 +3604,7 @@ ngx_http_simhash_weight(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_stem LANG | off */
 
-static char *
+char *
 ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3772,7 +3634,7 @@ ngx_http_simhash_stem(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_stopwords FILE | english | off, simhash_idf FILE: readable now */
 
-static char *
+char *
 ngx_http_simhash_file_opt(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_str_t   *value, *field;
@@ -3824,7 +3686,7 @@ ngx_http_simhash_file_opt(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  * compiles it with, so that the error names this line.
  */
 
-static char *
+char *
 ngx_http_simhash_ignore(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3869,7 +3731,7 @@ ngx_http_simhash_ignore(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_seed SECRET */
 
-static char *
+char *
 ngx_http_simhash_seed(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3898,7 +3760,7 @@ ngx_http_simhash_seed(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_probes N | recall=R */
 
-static char *
+char *
 ngx_http_simhash_probes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
@@ -3945,7 +3807,7 @@ ngx_http_simhash_probes(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* simhash_volatility FILE | off: a table from `simhash calibrate` */
 
-static char *
+char *
 ngx_http_simhash_volatility(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_simhash_loc_conf_t  *slcf = conf;
