@@ -189,11 +189,11 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
     ref = ngx_http_simhash_zone_key(zone, &ctx->key);
-    doc = sh_store_doc(sh->store, ref);
+    doc = ngx_http_simhash_zone_doc(zone, ref);
 
     if (doc == NULL
         || doc->digest != ctx->digest
-        || sh_index_get(sh->index, ref, &hash) != 0)
+        || ngx_http_simhash_zone_fingerprint(zone, ref, &hash) != NGX_OK)
     {
         ngx_http_simhash_zone_unlock(zone);
         return NGX_DECLINED;
@@ -201,7 +201,7 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
-        (void) sh_store_touch(sh->store, ref);
+        ngx_http_simhash_zone_touch(zone, ref);
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
     }
 
@@ -351,7 +351,6 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     int                        same;
     unsigned                   h;
     uint64_t                   old;
-    sh_store_doc_t             d;
     sh_match_opts_t            mo;
     ngx_http_simhash_zone_t   *zone;
     ngx_http_simhash_shctx_t  *sh;
@@ -359,7 +358,7 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     zone = slcf->zone;
     sh = zone->sh;
 
-    if (sh_index_get(sh->index, ref, &old) != 0) {
+    if (ngx_http_simhash_zone_fingerprint(zone, ref, &old) != NGX_OK) {
         /* cannot happen: the key table holds stored documents only */
         return NGX_DECLINED;
     }
@@ -376,7 +375,7 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
                        : NGX_HTTP_SIMHASH_CHANGED;
 
     /* the URL is its own document, unchanged or not */
-    ctx->rep = sh_store_doc(sh->store, ref)->keyhash;
+    ctx->rep = ngx_http_simhash_zone_doc(zone, ref)->keyhash;
 
     if (!slcf->insert) {
         return NGX_OK;
@@ -391,17 +390,12 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_http_simhash_zone_write(zone);
 
-    d = *sh_store_doc(sh->store, ref);
-    d.digest = ctx->digest;
-
     if (ctx->status == NGX_HTTP_SIMHASH_UNCHANGED) {
-        sh_store_set(sh->store, ref, &d);
-        (void) sh_store_touch(sh->store, ref);
+        ngx_http_simhash_zone_refresh(zone, ref, ctx->digest);
 
     } else {
-        d.sketches = res->sketches;
-        sh_store_set(sh->store, ref, &d);
-        (void) sh_store_update(sh->store, ref, res->hash);
+        ngx_http_simhash_zone_replace(zone, ref, res->hash, ctx->digest,
+                                      &res->sketches);
 
         ngx_http_simhash_changed(zone, &ctx->key, ref, r->connection->log);
     }
@@ -422,29 +416,27 @@ static ngx_int_t
 ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res)
 {
-    size_t                     n;
-    uint32_t                   ref;
-    ngx_str_t                  safe, name;
-    sh_match_t                 match;
-    sh_lookup_opts_t           opts;
-    sh_lookup_stats_t          st;
-    const sh_store_doc_t      *doc;
-    ngx_http_simhash_zone_t   *zone;
-    ngx_http_simhash_shctx_t  *sh;
-    u_char                     id[NGX_HTTP_SIMHASH_NAME_MAX];
+    size_t                    n;
+    uint32_t                  ref;
+    ngx_str_t                 safe, name;
+    sh_match_t                match;
+    sh_lookup_opts_t          opts;
+    sh_lookup_stats_t         st;
+    const sh_store_doc_t     *doc;
+    ngx_http_simhash_zone_t  *zone;
+    u_char                    id[NGX_HTTP_SIMHASH_NAME_MAX];
 
     zone = slcf->zone;
-    sh = zone->sh;
 
-    n = sh_index_lookup(sh->index, res->hash, res->weights,
-                        ngx_http_simhash_lookup_opts(slcf, res, &opts),
-                        &match, 1, &st);
+    n = ngx_http_simhash_zone_lookup(zone, res->hash, res->weights,
+                            ngx_http_simhash_lookup_opts(slcf, res, &opts),
+                            &match, 1, &st);
 
-    doc = n ? sh_store_doc(sh->store, match.ref) : NULL;
+    doc = n ? ngx_http_simhash_zone_doc(zone, match.ref) : NULL;
 
     if (doc && sh_sketch_veto(&doc->sketches, &res->sketches)) {
         n = ngx_http_simhash_not_listing(zone, slcf, res, &match);
-        doc = n ? sh_store_doc(sh->store, match.ref) : NULL;
+        doc = n ? ngx_http_simhash_zone_doc(zone, match.ref) : NULL;
     }
 
     if (doc) {
@@ -463,7 +455,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     }
 
     ctx->status = NGX_HTTP_SIMHASH_NEW;
-    ctx->rep = sh_store_keyhash(sh->store, (char *) key->data, key->len);
+    ctx->rep = ngx_http_simhash_zone_keyhash(zone, key);
 
     if (slcf->insert) {
         ngx_http_simhash_zone_write(zone);
@@ -536,13 +528,13 @@ ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
     opts.mode = SH_MATCH_ALL;
     opts.learn = 0;             /* the first lookup taught the learner */
 
-    n = sh_index_lookup(sh->index, res->hash, res->weights, &opts, all,
-                        NGX_HTTP_SIMHASH_CANDIDATES, &st);
+    n = ngx_http_simhash_zone_lookup(zone, res->hash, res->weights, &opts,
+                                     all, NGX_HTTP_SIMHASH_CANDIDATES, &st);
     n = ngx_min(n, NGX_HTTP_SIMHASH_CANDIDATES);
     found = 0;
 
     for (i = 0; i < n; i++) {
-        doc = sh_store_doc(sh->store, all[i].ref);
+        doc = ngx_http_simhash_zone_doc(zone, all[i].ref);
 
         if (doc == NULL || sh_sketch_veto(&doc->sketches, &res->sketches)) {
             continue;

@@ -123,9 +123,9 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
             ev.key = &key;
             ev.event = NGX_HTTP_SIMHASH_EV_PREDICTED;
             ev.action = NGX_HTTP_SIMHASH_DID_PREDICTED;
-            ev.original = p->name.len ? sh_store_keyhash(
-                              slcf->zone->sh->store, (char *) p->name.data,
-                              p->name.len) : 0;
+            ev.original = p->name.len
+                          ? ngx_http_simhash_zone_keyhash(slcf->zone, &p->name)
+                          : 0;
             ev.distance = (ngx_uint_t) NGX_ERROR;
             ev.score = 0;
             ev.bytes = 0;
