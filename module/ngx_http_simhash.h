@@ -4,9 +4,12 @@
  *
  * The module, one subject a file:
  *
- *   ngx_simhash_module.c          the response path (header and body
- *                                 filters), the variables, the directives
- *                                 that configure a location
+ *   ngx_simhash_module.c          the module's tables and init hooks; its
+ *                                 top lists the request path's files, one
+ *                                 stage a file (module/..._predict.c,
+ *                                 _filter.c, _decide.c, _response.c,
+ *                                 _variables.c, _directives.c), which
+ *                                 share ngx_http_simhash_request.h
  *   module/ngx_http_simhash_names.c     how the module spells what it
  *                                 reports: status and skip names, scores,
  *                                 "file:line" of a directive

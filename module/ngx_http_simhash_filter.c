@@ -34,10 +34,6 @@
 #define NGX_HTTP_SIMHASH_ZBUF_SIZE  (16 * 1024)
 
 
-ngx_http_output_header_filter_pt  ngx_http_simhash_next_header_filter;
-ngx_http_output_body_filter_pt    ngx_http_simhash_next_body_filter;
-
-
 static void ngx_http_simhash_strip_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_encoding(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
@@ -50,6 +46,10 @@ static ngx_int_t ngx_http_simhash_inflate(ngx_http_request_t *r,
 static ngx_int_t ngx_http_simhash_hold(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, u_char *data, size_t len);
 static void ngx_http_simhash_cleanup(void *data);
+
+
+ngx_http_output_header_filter_pt  ngx_http_simhash_next_header_filter;
+ngx_http_output_body_filter_pt    ngx_http_simhash_next_body_filter;
 
 
 /* 1. The header: is this response ours? */
