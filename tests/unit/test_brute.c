@@ -69,7 +69,8 @@ test_all_within_h(void **state)
         case 11: assert_int_equal(out[i].distance, 1); seen |= 2; break;
         case 30: assert_int_equal(out[i].distance, 3); seen |= 4; break;
         case 31: assert_int_equal(out[i].distance, 3); seen |= 8; break;
-        default: fail_msg("ref %u at %u is not within 3", out[i].ref, out[i].distance);
+        default: fail_msg("ref %u at %u is not within 3", out[i].ref,
+                          out[i].distance);
         }
     }
     assert_int_equal(seen, 15);
