@@ -227,13 +227,24 @@ sub report_knots {
     }
 }
 
-# (a) module/: a part is a file name less its extension (x.c with x.h);
-# the zone core's files are one part (the zone).
+# (a) module/: a part is one subject's files, which may call each other: a
+# header's name with the files that share it or extend it by _WORD (x.h,
+# x.c, x_conf.c, x_load.c), the module-wide header ngx_http_simhash.h
+# aside; the zone core's files are one part.  The zone core's use of the
+# part table is not an arrow: the table is how the zone reaches the parts
+# without depending on them (it sits above them, as the top file does).
 my %core = map { $_ => 1 } @ZONE_CORE;
+my @subjects = sort { length $b <=> length $a }
+               map { (my $b = basename($_)) =~ s/\.h\z//; $b }
+               grep { /\.h\z/ && basename($_) ne 'ngx_http_simhash.h' }
+               @module;
 my $part = sub {
     return 'zone core' if $core{$_[0]};
     my $b = basename($_[0]);
     $b =~ s/\.[ch]\z//;
+    for my $h (@subjects) {
+        return $h if $b eq $h || index($b, "${h}_") == 0;
+    }
     $b;
 };
 my $short = sub { (my $p = $_[0]) =~ s/^ngx_http_simhash_//; $p };
@@ -263,6 +274,7 @@ for my $f (@module) {
         my ($name, $at) = ($1, $-[1]);
         my $def = $defined{$name};
         next if $def eq $f || $part->($def) eq $part->($f);
+        next if $core{$f} && grep { $name =~ $_ } @ZONE_MAY_CALL;
         $arrow->(\%medge, \%mwhere, $part->($f), $part->($def), $f,
                  line_at($s, $at), "uses $name ($def)");
     }
