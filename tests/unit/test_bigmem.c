@@ -8,6 +8,18 @@
 
 #include "sh_bigmem.h"
 
+#ifdef __SANITIZE_ADDRESS__
+/* ASan aborts on an impossible size unless told to answer NULL, as the C
+ * library does. */
+const char *__asan_default_options(void);
+
+const char *
+__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+#endif
+
 static void
 test_small_and_zero(void **state)
 {
