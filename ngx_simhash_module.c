@@ -20,11 +20,11 @@
  *   1, 2. module/ngx_http_simhash_filter.c   the header filter decides
  *      whether the response is ours and holds its header back; the body
  *      filter copies the body into our buffers (or gives up: "skipped")
- *      and, at the last buffer, hands it on.
+ *      and, at the last buffer, fingerprints it.
  *
  *   3. module/ngx_http_simhash_decide.c     where a response is decided:
- *      the fingerprint (or the raw body's digest, for an identical
- *      re-fetch) and the zone's answer under its mutex: new, unchanged,
+ *      for the raw body's digest (an identical re-fetch) or the
+ *      fingerprint, the zone's answer under its mutex: new, unchanged,
  *      changed or a near-duplicate of another key.
  *
  *   4. module/ngx_http_simhash_response.c   where its headers are written:

@@ -1,14 +1,16 @@
 
 /*
  * ngx_http_simhash_decide.c -- stage 3 of a response's path: what the
- * page is.  At the last buffer ngx_http_simhash_finish computes the
- * fingerprint (or, when the raw body's digest equals the stored one,
- * answers "unchanged" without parsing: ngx_http_simhash_identical), and
- * ngx_http_simhash_decide consults and updates the zone under its mutex:
- * a re-fetch of a stored key (refetch: unchanged or changed), a
- * near-duplicate of another key (match, with the listing veto), or new.
- * The decision is observed by the DUST learner and the per-site counts,
- * then ngx_http_simhash_send (ngx_http_simhash_response.c) writes it.
+ * page is, asked by the body filter's last buffer (finish, in
+ * ngx_http_simhash_filter.c).  ngx_http_simhash_identical answers
+ * "unchanged" without parsing when the raw body's digest equals the
+ * stored one; otherwise, with the fingerprint, ngx_http_simhash_decide
+ * consults and updates the zone under its mutex: a re-fetch of a stored
+ * key (refetch: unchanged or changed), a near-duplicate of another key
+ * (match, with the listing veto), or new.  The decision is observed by the
+ * DUST learner and the per-site counts; ngx_http_simhash_send
+ * (ngx_http_simhash_response.c) then writes it.  This file calls nothing
+ * of the filters: the stages call downward only.
  */
 
 
@@ -26,13 +28,8 @@
 #define NGX_HTTP_SIMHASH_CANDIDATES 16
 
 
-static ngx_int_t ngx_http_simhash_identical(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_key(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
-static ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    sh_result_t *res);
 static ngx_int_t ngx_http_simhash_observe(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
@@ -50,102 +47,6 @@ static void ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint32_t ref, ngx_log_t *log);
 
 
-/* 3. The last buffer: fingerprint, consult the zone, send. */
-
-ngx_int_t
-ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
-{
-    ngx_int_t                     rc;
-    sh_result_t                   res;
-    ngx_http_simhash_loc_conf_t  *slcf;
-
-    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
-
-    rc = ngx_http_simhash_identical(r, ctx, slcf);
-
-    if (rc == NGX_OK) {
-        return ngx_http_simhash_send(r, ctx);
-    }
-
-    if (rc == NGX_ERROR) {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_simhash_feed_held(r, ctx, slcf);
-
-    if (rc == NGX_DECLINED) {
-        /* skipped, with ctx->reason */
-        return ngx_http_simhash_give_up(r, ctx, ctx->reason, NULL, 1);
-    }
-
-    if (rc != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    if (ctx->zlib && !ctx->zend) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "simhash: compressed body ends before its stream does");
-        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ENCODING);
-        return ngx_http_simhash_send(r, ctx);
-    }
-
-    ngx_memzero(&res, sizeof(sh_result_t));
-
-    if (sh_doc_finish(ctx->doc, &res) != 0) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "simhash: sh_doc_finish() failed");
-        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
-        return ngx_http_simhash_send(r, ctx);
-    }
-
-    if (res.status == SH_STATUS_OK && sh_doc_whole(ctx->doc)) {
-        /* its own content is links: a hub (src/sh_block.h) */
-        (void) ngx_atomic_fetch_add(&slcf->zone->sh->whole_text, 1);
-    }
-
-    if (res.status == SH_STATUS_OK && res.short_content) {
-        (void) ngx_atomic_fetch_add(&slcf->zone->sh->short_content, 1);
-    }
-
-    sh_doc_free(ctx->doc);
-    ctx->doc = NULL;
-
-    (void) ngx_atomic_fetch_add(&slcf->zone->sh->bytes, ctx->fed);
-
-    switch (res.status) {
-
-    case SH_STATUS_OK:
-        if (ngx_http_simhash_decide(r, ctx, slcf, &res) != NGX_OK) {
-            return NGX_ERROR;
-        }
-        break;
-
-    case SH_STATUS_TOO_SHORT:
-        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_TOO_SHORT);
-        break;
-
-    case SH_STATUS_TOO_LARGE:
-        /* one construct over SH_PENDING_MAX: as a body over max_body */
-        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_TOO_LARGE);
-        break;
-
-    case SH_STATUS_TOO_COMPLEX:
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "simhash: \"%V\" skipped: its markup is over its "
-                      "work budget (%s), %O bytes",
-                      &ctx->key, res.why, (off_t) res.nbytes);
-        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_BUDGET);
-        break;
-
-    default: /* SH_STATUS_BINARY */
-        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_BINARY);
-        break;
-    }
-
-    return ngx_http_simhash_send(r, ctx);
-}
-
-
 /*
  * An identical re-fetch: the key is stored and the body is byte for byte
  * the one its fingerprint was taken from (a 64-bit digest of the body as
@@ -154,7 +55,7 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
  * is pages that did not change.  NGX_OK: answered; NGX_DECLINED: parse it.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
@@ -264,7 +165,7 @@ ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
  * cluster, the first one seen.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res)
 {

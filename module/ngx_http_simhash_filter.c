@@ -13,10 +13,11 @@
  *      buffers for sending later (the upstream's buffers are released at
  *      once, as the image filter does).  Over simhash_max_body, or past the
  *      worker's simhash_max_held, we give up: header, held bytes and the
- *      rest are sent unmodified ("skipped").  At the last buffer the held
- *      body goes to the decision (ngx_http_simhash_decide.c), which feeds
- *      it to the extractor in one go (feed_held: sh_doc_feed, inflating
- *      gzip/deflate first) unless its digest shows an identical re-fetch.
+ *      rest are sent unmodified ("skipped").  At the last buffer
+ *      (ngx_http_simhash_finish) the held body goes to the extractor in
+ *      one go (feed_held: sh_doc_feed, inflating gzip/deflate first),
+ *      unless its digest shows an identical re-fetch, and the fingerprint
+ *      to the decision (ngx_http_simhash_decide.c).
  *
  * The request's pool cleanup (ngx_http_simhash_cleanup) gives the held
  * bytes back to the worker's budget and frees the extractor and zlib.
@@ -37,6 +38,10 @@
 static void ngx_http_simhash_strip_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_encoding(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
+static ngx_int_t ngx_http_simhash_finish(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx);
+static ngx_int_t ngx_http_simhash_feed_held(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_feed(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     u_char *data, size_t len);
@@ -45,6 +50,9 @@ static ngx_int_t ngx_http_simhash_inflate(ngx_http_request_t *r,
     u_char *data, size_t len);
 static ngx_int_t ngx_http_simhash_hold(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, u_char *data, size_t len);
+static ngx_int_t ngx_http_simhash_give_up(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason,
+    ngx_chain_t *rest, ngx_uint_t last);
 static void ngx_http_simhash_cleanup(void *data);
 
 
@@ -372,6 +380,106 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
+ * 2. The last buffer: an identical re-fetch is answered from the body's
+ * digest; otherwise the held body is fed to the extractor and fingerprinted,
+ * the zone decides (ngx_http_simhash_decide.c) and the response is sent.
+ */
+
+static ngx_int_t
+ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
+{
+    ngx_int_t                     rc;
+    sh_result_t                   res;
+    ngx_http_simhash_loc_conf_t  *slcf;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    rc = ngx_http_simhash_identical(r, ctx, slcf);
+
+    if (rc == NGX_OK) {
+        return ngx_http_simhash_send(r, ctx);
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_simhash_feed_held(r, ctx, slcf);
+
+    if (rc == NGX_DECLINED) {
+        /* skipped, with ctx->reason */
+        return ngx_http_simhash_give_up(r, ctx, ctx->reason, NULL, 1);
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->zlib && !ctx->zend) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: compressed body ends before its stream does");
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ENCODING);
+        return ngx_http_simhash_send(r, ctx);
+    }
+
+    ngx_memzero(&res, sizeof(sh_result_t));
+
+    if (sh_doc_finish(ctx->doc, &res) != 0) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "simhash: sh_doc_finish() failed");
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
+        return ngx_http_simhash_send(r, ctx);
+    }
+
+    if (res.status == SH_STATUS_OK && sh_doc_whole(ctx->doc)) {
+        /* its own content is links: a hub (src/sh_block.h) */
+        (void) ngx_atomic_fetch_add(&slcf->zone->sh->whole_text, 1);
+    }
+
+    if (res.status == SH_STATUS_OK && res.short_content) {
+        (void) ngx_atomic_fetch_add(&slcf->zone->sh->short_content, 1);
+    }
+
+    sh_doc_free(ctx->doc);
+    ctx->doc = NULL;
+
+    (void) ngx_atomic_fetch_add(&slcf->zone->sh->bytes, ctx->fed);
+
+    switch (res.status) {
+
+    case SH_STATUS_OK:
+        if (ngx_http_simhash_decide(r, ctx, slcf, &res) != NGX_OK) {
+            return NGX_ERROR;
+        }
+        break;
+
+    case SH_STATUS_TOO_SHORT:
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_TOO_SHORT);
+        break;
+
+    case SH_STATUS_TOO_LARGE:
+        /* one construct over SH_PENDING_MAX: as a body over max_body */
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_TOO_LARGE);
+        break;
+
+    case SH_STATUS_TOO_COMPLEX:
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: \"%V\" skipped: its markup is over its "
+                      "work budget (%s), %O bytes",
+                      &ctx->key, res.why, (off_t) res.nbytes);
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_BUDGET);
+        break;
+
+    default: /* SH_STATUS_BINARY */
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_BINARY);
+        break;
+    }
+
+    return ngx_http_simhash_send(r, ctx);
+}
+
+
+/*
  * The whole held body to the extractor, in one go at its end: a worker with
  * many responses arriving at once then parses each page at once instead of
  * interleaving them piece by piece, which keeps the parser's and the
@@ -381,7 +489,7 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * parsing (ngx_http_simhash_identical()).
  */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_simhash_feed_held(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
@@ -629,7 +737,7 @@ ngx_http_simhash_hold(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
  * `last`: the last buffer is already held.
  */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_simhash_give_up(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_skip_e reason, ngx_chain_t *rest, ngx_uint_t last)
 {

@@ -124,16 +124,14 @@ ngx_int_t ngx_http_simhash_dust_handler(ngx_http_request_t *r);
  * feeding the body */
 ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
 ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in);
-ngx_int_t ngx_http_simhash_feed_held(ngx_http_request_t *r,
+
+
+/* ngx_http_simhash_decide.c: the zone's answer for a body or a fingerprint */
+ngx_int_t ngx_http_simhash_identical(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
-ngx_int_t ngx_http_simhash_give_up(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason,
-    ngx_chain_t *rest, ngx_uint_t last);
-
-
-/* ngx_http_simhash_decide.c: the fingerprint and the zone's answer */
-ngx_int_t ngx_http_simhash_finish(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx);
+ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    sh_result_t *res);
 
 
 /* ngx_http_simhash_response.c: the X-Simhash-* headers, the held body
