@@ -57,11 +57,22 @@ typedef struct {
     double    p_med, p_90, p_max;
 } setting_t;
 
+/* The pages most likely to accept a random fingerprint at the defaults:
+ * the column max names no page, and the worst page is the one to read. */
+#define M_WORST     8
+
+typedef struct {
+    double    p;
+    uint32_t  page;
+    unsigned  seed;
+} worst_t;
+
 typedef struct {
     setting_t s[M_NSET];
     uint64_t  pos9, pos8, nstr;
     uint64_t  pos9_seed[EV_SEEDS_MAX];
     size_t    npq;              /* (page, key) with a fingerprint */
+    worst_t   worst[M_WORST];   /* at the defaults, highest first */
 } mstats_t;
 
 static void
@@ -120,6 +131,33 @@ page_costs(const ev_run_t *run, const ev_config_t *c)
     return cost;
 }
 
+static const setting_t *find_setting(const mstats_t *m, int weighted,
+                                     unsigned h, uint32_t tq);
+
+/* Keep the M_WORST highest P(random) under the default weighted rule. */
+static void
+worst_note(mstats_t *m, const double *pp, uint32_t page, unsigned seed)
+{
+    uint32_t tdef = sh_score_from_nats(SH_WEIGHTED_T_DEFAULT);
+    const setting_t *d = find_setting(m, 1, SH_WEIGHTED_H_DEFAULT, tdef);
+    double p;
+    int k;
+
+    if (d == NULL) {
+        return;
+    }
+    p = pp[d - m->s];
+    if (p <= m->worst[M_WORST - 1].p) {
+        return;
+    }
+    for (k = M_WORST - 1; k > 0 && m->worst[k - 1].p < p; k--) {
+        m->worst[k] = m->worst[k - 1];
+    }
+    m->worst[k].p = p;
+    m->worst[k].page = page;
+    m->worst[k].seed = seed;
+}
+
 static void
 random_accept(const ev_run_t *run, const ev_config_t *c,
               const uint16_t *cost, mstats_t *m)
@@ -173,6 +211,7 @@ random_accept(const ev_run_t *run, const ev_config_t *c,
                 }
                 pp[st] = ldexp(n, -64);
             }
+            worst_note(m, pp, (uint32_t) i, seed);
             npq++;
         }
     }
@@ -448,6 +487,15 @@ write_md(const ev_run_t *run, const ev_config_t *c, const mstats_t *m)
                 SH_WEIGHTED_H_DEFAULT, rate(wdef->acc9, m->pos9),
                 (unsigned long long) wdef->str_prose_pairs, wdef->p_med,
                 P_TARGET);
+    }
+    fprintf(f, "\nThe pages most likely to accept a random fingerprint at "
+            "the defaults (page, key, P):\n\n");
+    for (h = 0; h < M_WORST && m->worst[h].p > 0; h++) {
+        const ev_fp_t *w = &c->fp[m->worst[h].seed][m->worst[h].page];
+
+        fprintf(f, "    %.1e  key %u  %u features  %s\n", m->worst[h].p,
+                m->worst[h].seed, w->nfeatures,
+                run->pages[m->worst[h].page].path);
     }
     if (ferror(f) | fclose(f)) {
         ev_die("%s: write error", path);
