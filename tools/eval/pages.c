@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "eval.h"
+#include "sh_match.h"
 #include "sh_block.h"
 
 #define EV_CHUNK (64 * 1024)
@@ -170,6 +171,7 @@ one_page(job_t *job, sh_config_t *cfg, size_t i, char *buf, truth_t *t)
         job->fp[i].status = (uint32_t) res.status;
         job->fp[i].hash = res.status == SH_STATUS_OK ? res.hash : 0;
         job->fp[i].nfeatures = res.nfeatures;
+        job->fp[i].short_hub = (uint32_t) sh_result_short_hub(&res);
         memcpy(job->fp[i].w, res.weights, sizeof(job->fp[i].w));
         job->fp[i].sk = res.sketches;
     }
@@ -372,7 +374,7 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
     fp = c->fp[seed] = ev_xcalloc(run->npages, sizeof(*fp));
     f = cache_open(run, "fp", key, path, sizeof(path));
     if (f != NULL) {
-        int ok = hdr_ok(f, run, "SHEVFP03")
+        int ok = hdr_ok(f, run, "SHEVFP04")
                  && fread(fp, sizeof(*fp), run->npages, f) == run->npages
                  && fread(&secs, sizeof(secs), 1, f) == 1;
 
@@ -390,7 +392,7 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
 
     f = cache_create(run, "fp", key, path, sizeof(path));
     if (f != NULL) {
-        hdr_write(f, run, "SHEVFP03");
+        hdr_write(f, run, "SHEVFP04");
         fwrite(fp, sizeof(*fp), run->npages, f);
         fwrite(&secs, sizeof(secs), 1, f);
         cache_commit(f, path);
