@@ -582,9 +582,11 @@ def mail():
             and printed.get(pages[q[1]], (0,))[0]}
     found = len(near & reported)
     nshort = sum(1 for v in printed.values() if v[0] and v[1])
-    why = missed_why([(pages[x], pages[y]) for x, y in sorted(near - reported)])
+    why = missed_why([(pages[x], pages[y])
+                      for x, y in sorted(near - reported)])
     every = set()
-    for line in run(["dedup", "--recall", "1", "--list", lst]).stdout.split("\n"):
+    r = run(["dedup", "--recall", "1", "--list", lst])
+    for line in r.stdout.split("\n"):
         a = line.split("\t")
         if len(a) >= 3 and a[0] in index:
             every.add(tuple(sorted((index[a[0]], index[a[1]]))))
@@ -601,7 +603,8 @@ def mail():
           "probed (dedup --recall 1): recall %d of %d (%.3f), %d pairs "
           "reported, %d with J < 0.5"
           % (why["listing"], why["both"], why["one"], why["none"],
-             len(near & every), len(near), len(near & every) / max(len(near), 1),
+             len(near & every), len(near),
+             len(near & every) / max(len(near), 1),
              len(every), sum(1 for x, y in every
                              if jaccard(reader[x], reader[y]) < 0.5)))
     for j, h, a, b in sorted(low)[:3]:
