@@ -95,6 +95,48 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
     return 0;
 }
 
+/*
+ * Where a prediction's rep comes from when u is itself the canonical form
+ * of an earlier URL: an active rule R mapped a fetched w to u (or to c(u))
+ * and left its reverse entry there, so u is w's document -- the same
+ * inference as a pair, read the other way.  /docs/x after
+ * /docs/x?PHPSESSID=A, DIR/ after DIR/index.php: the canonical URL
+ * requested after a variant was fetched.  The rule must be on now in the
+ * scope where it made the entry (and not forbidden host-wide).
+ */
+static dcand_t *
+rev_rep(sh_dust_t *d, uint64_t hu, uint64_t hc, uint64_t *rep)
+{
+    dcand_t *c, *w;
+    devid_t *e;
+    unsigned i;
+    int      found;
+
+    e = evid_at(d, KEY_IDENT, hu, 0, &found);
+    if (e != NULL && e->url == hu) {
+        return NULL;            /* seen: the store's to answer */
+    }
+    for (i = 0; i < (hc != hu ? 2u : 1u); i++) {
+        e = evid_at(d, KEY_REV, i ? hc : hu, 0, &found);
+        if (e == NULL || e->url == hu || e->kind == 0
+            || e->kind == SH_DUST_HOST_ALIAS)
+        {
+            continue;
+        }
+        c = sh_dust_cand_find(d, e->host, e->pattern, e->kind, e->aux);
+        if (c == NULL || !on(c)) {
+            continue;
+        }
+        w = sh_dust_cand_find(d, e->host, 0, e->kind, e->aux);
+        if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
+            continue;
+        }
+        *rep = e->rep;
+        return c;
+    }
+    return NULL;
+}
+
 static void
 why_add(sh_dust_why_t *why, const dcand_t *c)
 {
@@ -117,6 +159,8 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     sh_url_rw_t  rw;
     scope_t      sc;
     dhost_t     *h;
+    dcand_t     *rc = NULL;
+    uint64_t     hu;
     unsigned     i, n, na;
 
     if (sh_url_parse(&u, url, len) != 0) {
@@ -134,7 +178,11 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     if (na == 0 || !find_rep(d, &u, &sc, a, applied, which, na, &rw, rep,
                              &used))
     {
-        return 0;
+        hu = sh_url_hash(&u, NULL);
+        rc = rev_rep(d, hu, na > 0 ? sh_url_hash(&u, &rw) : hu, rep);
+        if (rc == NULL) {
+            return 0;
+        }
     }
     h->predictions++;
     h->last = now;
@@ -142,7 +190,10 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     if (why != NULL) {
         memset(why, 0, sizeof(*why));
         why->host_hash = u.host_hash;
-        for (i = 0; i < na; i++) {
+        if (rc != NULL) {
+            why_add(why, rc);
+        }
+        for (i = 0; rc == NULL && i < na; i++) {
             if (used < 0 || (unsigned) used == i) {
                 why_add(why, applied[i]);
             }

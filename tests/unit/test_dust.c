@@ -1728,9 +1728,11 @@ test_path_param(void **state)
     assert_int_equal(rep, DOCREP(7));
     sh_dust_why_format(&why, text, sizeof(text));
     assert_string_equal(text, "drop_path_param(jsessionid)");
-    /* the same file without one: the rule's own evidence knows it */
+    /* the same file without one: the rule's own evidence knows it (its
+     * reverse entry: B8.html is R(w) of a fetched w, issue 34) */
     assert_int_equal(pred(f.d, &rep, NULL, "http://j.example/a/B8.html"),
-                     0);            /* no active rule changes it */
+                     1);
+    assert_int_equal(rep, DOCREP(8));
     assert_int_equal(pred(f.d, NULL, NULL,
                           "http://j.example/b/C3.html;part=9"), 0);
     /* a pin names it */
@@ -1740,6 +1742,70 @@ test_path_param(void **state)
     assert_int_equal(sh_dust_pin(f.d, "j.example", "/c/",
                                  SH_DUST_DROP_PATH_PARAM, "a=b",
                                  SH_DUST_PIN_ON, 1000), -1);
+    unmake(&f);
+}
+
+/*
+ * The canonical URL requested after a variant was fetched (issue 34):
+ * /p/N with no session id after /p/N?sid=A, DIR/ after DIR/index.php.
+ * No active rule changes the URL; the active rule that maps the fetched
+ * variant onto it (its reverse entry) names the document.  Not while the
+ * rule is only a candidate, not when it is forbidden host-wide, not for
+ * a URL already fetched, and never through a content parameter (page=N
+ * on a listing is no variant of the listing's page 1).
+ */
+static void
+test_reverse_predict(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    /* one variant fetched, the rule still a candidate: no answer */
+    obs(f.d, DOCREP(900), "http://r.example/p/900?sid=%X", 0x77);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://r.example/p/%d?sid=%X", n, 0xA000 + n);
+        obs(f.d, DOCREP(n), "http://r.example/p/%d?sid=%X", n, 0xB000 + n);
+        obs(f.d, DOCREP(500 + n), "http://r.example/l/?page=%d&sid=%X",
+            n, 0xC000 + n);
+        obs(f.d, DOCREP(500 + n), "http://r.example/l/?page=%d&sid=%X",
+            n, 0xD000 + n);
+        obs(f.d, DOCREP(501 + n), "http://r.example/l/?page=%d&sid=%X",
+            n + 1, 0xC000 + n);
+    }
+    assert_int_equal(state_of(f.d, "r.example", "/p/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "r.example", "/l/",
+                                  SH_DUST_DROP_PARAM, "page"),
+                         SH_DUST_ACTIVE);
+    /* variants fetched after the rule came on, and before it */
+    obs(f.d, DOCREP(40), "http://r.example/p/40?sid=%X", 0xF040);
+    assert_int_equal(pred(f.d, &rep, &why, "http://r.example/p/40"), 1);
+    assert_int_equal(rep, DOCREP(40));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_param(sid)");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://r.example/p/900"), 1);
+    assert_int_equal(rep, DOCREP(900));
+    /* a URL never linked in any form: nothing to say */
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/p/41"), 0);
+    /* fetched itself: the store's to answer */
+    obs(f.d, DOCREP(40), "http://r.example/p/40");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/p/40"), 0);
+    /* the listing's pages are no variant of each other: page 1 with no
+     * sid is a variant of page 1 with one, never of page 2 */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://r.example/l/?page=3"), 1);
+    assert_int_equal(rep, DOCREP(503));
+    /* forbidden host-wide: no answer */
+    assert_int_equal(sh_dust_pin(f.d, "r.example", NULL, SH_DUST_DROP_PARAM,
+                                 "sid", SH_DUST_PIN_OFF, 1000), 0);
+    obs(f.d, DOCREP(42), "http://r.example/p/42?sid=%X", 0xF042);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/p/42"), 0);
     unmake(&f);
 }
 
@@ -1806,6 +1872,7 @@ main(void)
         cmocka_unit_test(test_host_prior),
         cmocka_unit_test(test_path_param),
         cmocka_unit_test(test_moved_scope),
+        cmocka_unit_test(test_reverse_predict),
         cmocka_unit_test(test_sid_crawl),
         cmocka_unit_test(test_page_never),
         cmocka_unit_test(test_scope_pattern),
