@@ -115,7 +115,18 @@ static inline int
 scoped(const dcand_t *c)
 {
     return c->kind != SH_DUST_HOST_ALIAS && c->pattern != 0
-           && c->pattern != PAT_HOST;
+           && c->pattern != PAT_HOST && c->pattern != PAT_POOL;
+}
+
+/* Whether the pooled test of c's rule holds on host `host`: the pairs of
+ * every scope of the host, in one sum, reach the bound at a. */
+static int
+pool_holds(sh_dust_t *d, uint64_t host, const dcand_t *c)
+{
+    const dcand_t *p = sh_dust_cand_find(d, host, PAT_POOL, c->kind, c->arg);
+
+    return p != NULL && p->support >= d->opts.min_evidence
+           && llr(d, p) >= d->llr_on;
 }
 
 /*
@@ -129,6 +140,17 @@ scoped(const dcand_t *c)
  * its own).  The scope's own pairs against still count at full weight:
  * a trap in one scope (a v= that is a cache-buster elsewhere and a
  * version here) holds the rule off there.
+ *
+ * Pooled across scopes (issue 34): every pair of the rule in any scope of
+ * the host also counts in one host-wide sum (a candidate of pattern
+ * PAT_POOL, never a rule itself).  When that sum passes the full test at
+ * a -- the rule's pairs over the host disagree less than e1, but for
+ * probability a -- each scope is tested at the cap, PRIOR_ALPHA_MAX: a
+ * scope where the rule is bad still needs its own pairs to pass at 25%
+ * (24 clean pairs), and its pairs against hold it off as before; the
+ * expected wrong answers per bad scope stay within the cap's 0.25 / v.
+ * A form spread thinly over many sections (path case, index files,
+ * tracking) then gathers its evidence once, not once per section.
  */
 static double
 scope_need(sh_dust_t *d, const dcand_t *c)
@@ -156,6 +178,11 @@ scope_need(sh_dust_t *d, const dcand_t *c)
             g += hw->support;
             b += hw->against;
         }
+    }
+    if (pool_holds(d, c->host, c)
+        || (partner != 0 && pool_holds(d, partner, c)))
+    {
+        return sh_dust_need_for(PRIOR_ALPHA_MAX);
     }
     if (g < 1) {
         return d->llr_on;
@@ -222,6 +249,8 @@ sh_dust_rule_info_of(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
         strcpy(r->pattern, "*");
     } else if (c->pattern == PAT_HOST) {
         strcpy(r->pattern, "**");   /* scopes on (support), off */
+    } else if (c->pattern == PAT_POOL) {
+        strcpy(r->pattern, "*/");   /* the pairs of every scope */
     } else if (c->pattern == PAT_ROOT) {
         strcpy(r->pattern, "/");
     } else {
@@ -401,7 +430,7 @@ sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
     dcand_t *w;
     uint8_t  from = c->state;
 
-    if (manual(c) || c->pattern == PAT_HOST) {
+    if (manual(c) || c->pattern == PAT_HOST || c->pattern == PAT_POOL) {
         return 0;               /* a host's record is never a rule */
     }
     if (c->state == SH_DUST_ACTIVE) {
@@ -437,13 +466,63 @@ sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
     return 1;
 }
 
+/* A pair's counts, halved past COUNT_MAX. */
+static void
+count(sh_dust_t *d, dcand_t *c, int same, uint64_t now)
+{
+    if (same) {
+        c->support++;
+    } else {
+        c->against++;
+    }
+    if (c->support + c->against > COUNT_MAX) {
+        c->support /= 2;
+        c->against /= 2;
+        c->retired_support /= 2;
+    }
+    c->stamp = ++d->clock;
+    c->last = now;
+}
+
+/* A scoped pair into the host's pooled sum of the rule (created by a
+ * pair of support, as any candidate). */
+static void
+pool(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
+     uint64_t now)
+{
+    dcand_t *p;
+
+    if (a->kind == SH_DUST_HOST_ALIAS || sc->pattern == 0
+        || sc->pattern == PAT_HOST || sc->pattern == PAT_POOL)
+    {
+        return;
+    }
+    p = sh_dust_cand_find(d, sc->host, PAT_POOL, a->kind, a->arg);
+    if (p == NULL) {
+        if (!same) {
+            return;
+        }
+        p = sh_dust_cand_new(d, sc->host, PAT_POOL, a->kind, a->arg);
+        if (p == NULL) {
+            return;
+        }
+    }
+    if (p->arglen == 0 && a->textlen > 0) {
+        copy_text(p->arg_text, SH_DUST_ARG_TEXT, &p->arglen, a->text,
+                  a->textlen);
+    }
+    count(d, p, same, now);
+}
+
 /* One pair for (scope, atom): support if same, else against. */
 int
 sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
                  uint64_t now)
 {
-    dcand_t *c = sh_dust_cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
+    dcand_t *c;
 
+    pool(d, sc, a, same, now);
+    c = sh_dust_cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
     if (c == NULL) {
         if (!same) {
             return 0;           /* a candidate starts with support */
@@ -467,19 +546,11 @@ sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
                   sc->patlen);
     }
     if (same) {
-        c->support++;
         d->stats.support++;
     } else {
-        c->against++;
         d->stats.against++;
     }
-    if (c->support + c->against > COUNT_MAX) {
-        c->support /= 2;
-        c->against /= 2;
-        c->retired_support /= 2;
-    }
-    c->stamp = ++d->clock;
-    c->last = now;
+    count(d, c, same, now);
     return sh_dust_evaluate(d, c, now);
 }
 

@@ -10,6 +10,8 @@
 #define PAT_ROOT        0x51c7e3a9d2b4f681ULL   /* the pattern "/" */
 #define PAT_HOST        0x3b9f0d6ac2e75814ULL   /* a host's record of a
                                                    rule over its scopes */
+#define PAT_POOL        0x6e21c8b05f9a3d47ULL   /* a rule's pairs of every
+                                                   scope of a host, pooled */
 
 /* One atomic rule that changes a URL. */
 typedef struct {

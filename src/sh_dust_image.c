@@ -419,6 +419,8 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
             strcpy(ri.pattern, "*");
         } else if (ri.pattern_hash == PAT_HOST) {
             strcpy(ri.pattern, "**");
+        } else if (ri.pattern_hash == PAT_POOL) {
+            strcpy(ri.pattern, "*/");
         } else if (ri.pattern_hash == PAT_ROOT) {
             strcpy(ri.pattern, "/");
         } else {

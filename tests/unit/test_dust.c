@@ -1680,7 +1680,9 @@ test_host_prior(void **state)
     assert_int_equal(scope_pairs(f.d, "other.example", "c", 500, 40, 0), 11);
     unmake(&f);
 
-    /* the defaults: 115 pairs alone, then a = 0.0049 (g + 2): 91, 85 */
+    /* the defaults: 115 pairs alone; then the host's pooled sum holds the
+     * test (issue 34: before, a = 0.0049 (g + 2) gave 91, 85): each next
+     * scope at the cap, 24 */
     sh_dust_opts_init(&o);
     o.hosts = 64;
     o.candidates = 1024;
@@ -1688,8 +1690,65 @@ test_host_prior(void **state)
     o.canonical_slots = 1024;
     make(&f, &o);
     assert_int_equal(scope_pairs(f.d, "h.example", "a", 1, 200, 0), 115);
-    assert_int_equal(scope_pairs(f.d, "h.example", "b", 1000, 200, 0), 91);
-    assert_int_equal(scope_pairs(f.d, "h.example", "c", 2000, 200, 0), 85);
+    assert_int_equal(scope_pairs(f.d, "h.example", "b", 1000, 200, 0), 24);
+    assert_int_equal(scope_pairs(f.d, "h.example", "c", 2000, 200, 0), 24);
+    unmake(&f);
+}
+
+/*
+ * Pooled across scopes (issue 34): a rule whose pairs are spread thinly
+ * over many sections, no section reaching the test alone, turns on once
+ * the host's pooled sum holds, in every section with the cap's 24 pairs
+ * of its own; a section whose pairs disagree one time in five stays off
+ * although the pool holds; the pool is no rule (it rewrites nothing),
+ * and a section of another host learns alone.
+ */
+static void
+test_pooled_scopes(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    char                p[16];
+    unsigned            i, on = 0;
+
+    (void) state;
+    sh_dust_opts_init(&o);
+    o.hosts = 64;
+    o.candidates = 1024;
+    o.evidence_slots = 16384;
+    o.canonical_slots = 1024;
+    make(&f, &o);
+    /* 8 sections, 20 pairs each: 160 pooled, none alone past 115; the
+     * pool holds part way through, and a section with 24 clean pairs of
+     * its own by then is on at its next pair */
+    for (i = 0; i < 8; i++) {
+        snprintf(p, sizeof(p), "s%u", i);
+        scope_pairs(f.d, "pool.example", p, 1000 * (i + 1), 20, 0);
+    }
+    for (i = 0; i < 8; i++) {
+        snprintf(p, sizeof(p), "s%u", i);
+        on += scope_pairs(f.d, "pool.example", p, 1000 * (i + 1) + 500, 8, 0)
+              > 0;
+    }
+    assert_int_equal(on, 8);
+    assert_int_equal(sh_dust_rule(f.d, "pool.example", "/s0/",
+                                  SH_DUST_DROP_PARAM, "sid", &r), 0);
+    assert_true(r.need < 1.2);      /* ln 3: tested at 25% */
+    /* a section with one pair in five against: never on */
+    assert_int_equal(scope_pairs(f.d, "pool.example", "trap", 50000, 300, 5),
+                     0);
+    /* a section with no pair of its own is not predicted */
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://pool.example/new/1?sid=zz"), 0);
+    /* another host: 8 sections of 20 pairs, none on */
+    on = 0;
+    for (i = 0; i < 8; i++) {
+        snprintf(p, sizeof(p), "s%u", i);
+        on += scope_pairs(f.d, "lone.example", p, 90000 + 1000 * i, 12, 0)
+              > 0;
+    }
+    assert_int_equal(on, 0);
     unmake(&f);
 }
 
@@ -1870,6 +1929,7 @@ main(void)
         cmocka_unit_test(test_sid_defaults),
         cmocka_unit_test(test_sprt_bound),
         cmocka_unit_test(test_host_prior),
+        cmocka_unit_test(test_pooled_scopes),
         cmocka_unit_test(test_path_param),
         cmocka_unit_test(test_moved_scope),
         cmocka_unit_test(test_reverse_predict),
