@@ -118,15 +118,26 @@ scoped(const dcand_t *c)
            && c->pattern != PAT_HOST && c->pattern != PAT_POOL;
 }
 
-/* Whether the pooled test of c's rule holds on host `host`: the pairs of
- * every scope of the host, in one sum, reach the bound at a. */
+/* Whether the pooled test of c's rule holds on host `host` and its alias
+ * `partner` (one site: aliases share their rules, and so their evidence):
+ * the pairs of every scope of both, in one sum, reach the bound at a. */
 static int
-pool_holds(sh_dust_t *d, uint64_t host, const dcand_t *c)
+pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
 {
-    const dcand_t *p = sh_dust_cand_find(d, host, PAT_POOL, c->kind, c->arg);
+    const dcand_t *p;
+    dcand_t        sum;
+    unsigned       i;
 
-    return p != NULL && p->support >= d->opts.min_evidence
-           && llr(d, p) >= d->llr_on;
+    memset(&sum, 0, sizeof(sum));
+    for (i = 0; i < (partner != 0 ? 2u : 1u); i++) {
+        p = sh_dust_cand_find(d, i ? partner : host, PAT_POOL, c->kind,
+                              c->arg);
+        if (p != NULL) {
+            sum.support += p->support;
+            sum.against += p->against;
+        }
+    }
+    return sum.support >= d->opts.min_evidence && llr(d, &sum) >= d->llr_on;
 }
 
 /*
@@ -142,7 +153,7 @@ pool_holds(sh_dust_t *d, uint64_t host, const dcand_t *c)
  * version here) holds the rule off there.
  *
  * Pooled across scopes (issue 34): every pair of the rule in any scope of
- * the host also counts in one host-wide sum (a candidate of pattern
+ * the host also counts in one host-wide sum (with its alias's: one site) (a candidate of pattern
  * PAT_POOL, never a rule itself).  When that sum passes the full test at
  * a -- the rule's pairs over the host disagree less than e1, but for
  * probability a -- each scope is tested at the cap, PRIOR_ALPHA_MAX: a
@@ -179,9 +190,7 @@ scope_need(sh_dust_t *d, const dcand_t *c)
             b += hw->against;
         }
     }
-    if (pool_holds(d, c->host, c)
-        || (partner != 0 && pool_holds(d, partner, c)))
-    {
+    if (pool_holds(d, c->host, partner, c)) {
         return sh_dust_need_for(PRIOR_ALPHA_MAX);
     }
     if (g < 1) {
