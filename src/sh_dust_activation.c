@@ -152,16 +152,16 @@ pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
  * a trap in one scope (a v= that is a cache-buster elsewhere and a
  * version here) holds the rule off there.
  *
- * Pooled across scopes (issue 34): every pair of the rule in any scope of
- * the host also counts in one host-wide sum (with its alias's: one site) (a candidate of pattern
- * PAT_POOL, never a rule itself).  When that sum passes the full test at
- * a -- the rule's pairs over the host disagree less than e1, but for
- * probability a -- each scope is tested at the cap, PRIOR_ALPHA_MAX: a
- * scope where the rule is bad still needs its own pairs to pass at 25%
- * (24 clean pairs), and its pairs against hold it off as before; the
- * expected wrong answers per bad scope stay within the cap's 0.25 / v.
- * A form spread thinly over many sections (path case, index files,
- * tracking) then gathers its evidence once, not once per section.
+ * Pooled across scopes (issue 34): every pair of the rule in any scope of the
+ * host also counts in one host-wide sum, with its alias's (one site; a
+ * candidate of pattern PAT_POOL, never a rule itself).  When that sum passes
+ * the full test at a -- the rule's pairs over the host disagree less than e1,
+ * but for probability a -- each scope is tested at the cap, PRIOR_ALPHA_MAX: a
+ * scope where the rule is bad still needs its own pairs to pass at 25% (24
+ * clean pairs), and its pairs against hold it off as before; the expected
+ * wrong answers per bad scope stay within the cap's 0.25 / v. A form spread
+ * thinly over many sections (path case, index files, tracking) then gathers
+ * its evidence once, not once per section.
  */
 static double
 scope_need(sh_dust_t *d, const dcand_t *c)

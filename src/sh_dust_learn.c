@@ -263,7 +263,11 @@ step_atoms(sh_dust_t *d, obs_t *o)
         if (!o->refetch) {
             step_forward(d, o, i, hr, &rwi);
         }
-        step_leave_reverse(d, o, i, hr);
+        if (o->a[i].kind != SH_DUST_DROP_VALUE) {
+            /* a value's rewrite is its name's when the name is there
+             * once: the reverse entry stays the name's rule */
+            step_leave_reverse(d, o, i, hr);
+        }
     }
 }
 

@@ -20,6 +20,7 @@ sh_dust_kind_name(sh_dust_kind_t kind)
     case SH_DUST_DROP_COMPONENT:    return "drop_component";
     case SH_DUST_HOST_ALIAS:        return "host_alias";
     case SH_DUST_DROP_PATH_PARAM:   return "drop_path_param";
+    case SH_DUST_DROP_VALUE:        return "drop_value";
     }
     return "unknown";
 }
@@ -78,6 +79,34 @@ pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
     return 0;
 }
 
+/* "name=value": the hash a URL's parameter of that name and value gets
+ * (sh_url_hash_parts), by parsing it as one. */
+static int
+value_arg(const sh_dust_t *d, const char *arg, size_t n, uint64_t *hash)
+{
+    static const char  pre[] = "http://x/?";
+    char               buf[sizeof(pre) + SH_URL_LEN_MAX];
+    const char        *eq = n ? memchr(arg, '=', n) : NULL;
+    sh_url_t           u;
+
+    if (eq == NULL || eq == arg || (size_t) (arg + n - eq - 1) == 0
+        || (size_t) (arg + n - eq - 1) > SH_DUST_VALUE_MAX
+        || memchr(arg, '&', n) != NULL || memchr(arg, '#', n) != NULL
+        || memchr(eq + 1, '=', arg + n - eq - 1) != NULL
+        || n > SH_URL_LEN_MAX - sizeof(pre))
+    {
+        return -1;
+    }
+    memcpy(buf, pre, sizeof(pre) - 1);
+    memcpy(buf + sizeof(pre) - 1, arg, n);
+    if (sh_url_parse(&u, buf, sizeof(pre) - 1 + n) != 0 || u.nparams != 1) {
+        return -1;
+    }
+    sh_url_hash_parts(&u, d->secret);
+    *hash = nonzero(u.params[0].hash);
+    return 0;
+}
+
 static int
 arg_of(const sh_dust_t *d, sh_dust_kind_t kind, const char *arg,
        uint64_t *hash)
@@ -118,6 +147,8 @@ arg_of(const sh_dust_t *d, sh_dust_kind_t kind, const char *arg,
         }
         *hash = sh_url_hash_lower(d->secret, arg, n);
         return 0;
+    case SH_DUST_DROP_VALUE:
+        return value_arg(d, arg, n, hash);
     }
     return -1;
 }

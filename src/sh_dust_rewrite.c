@@ -37,6 +37,32 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
         out[n].rw.drop_params = mask;
         n++;
     }
+    /* one value of a parameter, short enough to be a default rather than
+     * an id (session ids and trackers are longer): format=html, page=1 */
+    seen = 0;
+    for (i = 0; i < u->nparams; i++) {
+        if ((seen >> i & 1) || u->params[i].value.len == 0
+            || u->params[i].value.len > SH_DUST_VALUE_MAX)
+        {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nparams; j++) {
+            if (u->params[j].hash == u->params[i].hash) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_VALUE;
+        out[n].arg = nonzero(u->params[i].hash);
+        out[n].text = u->params[i].name.p;
+        out[n].textlen = (uint32_t) (u->params[i].value.p
+                                     + u->params[i].value.len
+                                     - u->params[i].name.p);
+        out[n].rw.drop_params = mask;
+        n++;
+    }
     if (u->nparams >= 2 && !u->sorted) {
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = SH_DUST_SORT_PARAMS;
@@ -233,7 +259,8 @@ sh_dust_moved_rules(sh_dust_t *d, dhost_t *h, dhost_t *other, uint64_t to,
         if ((skip != NULL && skip[i])
             || (a[i].kind != SH_DUST_DROP_PARAM
                 && a[i].kind != SH_DUST_SORT_PARAMS
-                && a[i].kind != SH_DUST_DROP_PATH_PARAM))
+                && a[i].kind != SH_DUST_DROP_PATH_PARAM
+                && a[i].kind != SH_DUST_DROP_VALUE))
         {
             continue;
         }

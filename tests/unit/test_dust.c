@@ -1868,6 +1868,73 @@ test_reverse_predict(void **state)
     unmake(&f);
 }
 
+/*
+ * One value of a parameter (issue 34): hl=en written out is the page
+ * without it, hl=fr another page.  drop_value(hl=en) turns on and
+ * predicts; drop_param(hl) and drop_value(hl=fr) never do, and an hl=fr
+ * URL is never predicted.  A long value (a session id) makes no value
+ * rule; a value rule can be pinned by its text.
+ */
+static void
+test_drop_value(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://v.example/d/%d", n);
+        obs(f.d, DOCREP(n), "http://v.example/d/%d?hl=en", n);
+        obs(f.d, DOCREP(1000 + n), "http://v.example/d/%d?hl=fr", n);
+        obs(f.d, DOCREP(n), "http://v.example/d/%d?t=%016X", n, 0xAB00 + n);
+    }
+    assert_int_equal(state_of(f.d, "v.example", "/d/", SH_DUST_DROP_VALUE,
+                              "hl=en"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "v.example", "/d/",
+                                  SH_DUST_DROP_VALUE, "hl=fr"),
+                         SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "v.example", "/d/",
+                                  SH_DUST_DROP_PARAM, "hl"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "v.example", "/d/", SH_DUST_DROP_PARAM,
+                              "t"), SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, &why, "http://v.example/d/7?hl=en&t=1"),
+                     1);
+    assert_int_equal(rep, DOCREP(7));
+    assert_int_equal(pred(f.d, &rep, &why, "http://v.example/d/31?hl=en"),
+                     0);            /* never seen in any form */
+    obs(f.d, DOCREP(31), "http://v.example/d/31");
+    assert_int_equal(pred(f.d, &rep, &why, "http://v.example/d/31?hl=en"),
+                     1);
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_value(hl=en)");
+    /* hl=fr is the French page, never the English one */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://v.example/d/8?hl=fr&t=2"),
+                     1);
+    assert_int_equal(rep, DOCREP(1008));
+    assert_int_equal(pred(f.d, NULL, NULL, "http://v.example/d/31?hl=fr"), 0);
+    /* a 16-byte value is an id, not a default: no value rule */
+    assert_int_equal(state_of(f.d, "v.example", "/d/", SH_DUST_DROP_VALUE,
+                              "t=000000000000AB01"), -1);
+    assert_int_equal(sh_dust_pin(f.d, "v.example", "/e/",
+                                 SH_DUST_DROP_VALUE, "format=html",
+                                 SH_DUST_PIN_ON, 1000), 0);
+    assert_int_equal(sh_dust_pin(f.d, "v.example", "/e/",
+                                 SH_DUST_DROP_VALUE, "format",
+                                 SH_DUST_PIN_ON, 1000), -1);
+    obs(f.d, DOCREP(77), "http://v.example/e/x");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://v.example/e/x?format=html"), 1);
+    assert_int_equal(rep, DOCREP(77));
+    unmake(&f);
+}
+
 /* A prefix component (/amp/X is /X) and path case (/Docs/X.HTML is
  * /docs/x.html) on a site with a session id in every link: the rule of
  * the prefixed scope is learned from the canonical forms of the scope it
@@ -1933,6 +2000,7 @@ main(void)
         cmocka_unit_test(test_path_param),
         cmocka_unit_test(test_moved_scope),
         cmocka_unit_test(test_reverse_predict),
+        cmocka_unit_test(test_drop_value),
         cmocka_unit_test(test_sid_crawl),
         cmocka_unit_test(test_page_never),
         cmocka_unit_test(test_scope_pattern),
