@@ -77,17 +77,19 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
     }
     if (u->nsegs >= 1) {
         const sh_url_seg_t *s = &u->segs[u->nsegs - 1];
-        const char         *dot = s->seg.len > 1
-                                  ? memchr(s->seg.p + 1, '.', s->seg.len - 1)
+        const char         *dot = s->base_len > 1
+                                  ? memchr(s->seg.p + 1, '.', s->base_len - 1)
                                   : NULL;
 
-        /* a file name with an extension: index.html, default.aspx */
+        /* a file name with an extension: index.html, default.aspx; named
+         * without its path parameters (index.html;jsessionid=1F is
+         * index.html: a session must not make each name its own rule) */
         if (dot != NULL && s->seg.p[0] != '.') {
             memset(&out[n], 0, sizeof(out[n]));
             out[n].kind = SH_DUST_INDEX_FILE;
-            out[n].arg = s->hash;
+            out[n].arg = s->base;
             out[n].text = s->seg.p;
-            out[n].textlen = s->seg.len;
+            out[n].textlen = s->base_len;
             out[n].rw.index_file = 1;
             n++;
         }

@@ -1935,6 +1935,33 @@ test_drop_value(void **state)
     unmake(&f);
 }
 
+/* An index file behind a path parameter (DIR/index.html;jsessionid=HEX
+ * for DIR/) is index_file(index.html), one rule, not one a session. */
+static void
+test_index_path_param(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep;
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 20; n++) {
+        obs(f.d, DOCREP(n), "http://x.example/m/d%d/", n);
+        obs(f.d, DOCREP(n), "http://x.example/m/d%d/index.html;jsessionid=%X",
+            n, 0xC000 + n);
+    }
+    assert_int_equal(state_of(f.d, "x.example", "/m/", SH_DUST_INDEX_FILE,
+                              "index.html"), SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://x.example/m/d3/index.html;jsessionid=FF"),
+                     1);
+    assert_int_equal(rep, DOCREP(3));
+    unmake(&f);
+}
+
 /* A prefix component (/amp/X is /X) and path case (/Docs/X.HTML is
  * /docs/x.html) on a site with a session id in every link: the rule of
  * the prefixed scope is learned from the canonical forms of the scope it
@@ -2001,6 +2028,7 @@ main(void)
         cmocka_unit_test(test_moved_scope),
         cmocka_unit_test(test_reverse_predict),
         cmocka_unit_test(test_drop_value),
+        cmocka_unit_test(test_index_path_param),
         cmocka_unit_test(test_sid_crawl),
         cmocka_unit_test(test_page_never),
         cmocka_unit_test(test_scope_pattern),
