@@ -29,6 +29,8 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_dust.h"
+#include "ngx_http_simhash_snapshot.h"
 
 
 /* the values of one zone, read at one moment */
@@ -686,6 +688,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
     ngx_http_simhash_shctx_t      *sh;
     ngx_http_simhash_loc_conf_t   *slcf;
     ngx_http_simhash_main_conf_t  *smcf;
+    ngx_http_simhash_save_shctx_t *sv;
 
     smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
@@ -741,20 +744,22 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
             v[NGX_HTTP_SIMHASH_V_SKIPPED + j] = sh->skipped[j];
         }
 
-        v[NGX_HTTP_SIMHASH_V_SAVES] = sh->saves;
-        v[NGX_HTTP_SIMHASH_V_SAVE_ERRORS] = sh->save_errors;
+        sv = ngx_http_simhash_save_shctx(zone);
+
+        v[NGX_HTTP_SIMHASH_V_SAVES] = sv->saves;
+        v[NGX_HTTP_SIMHASH_V_SAVE_ERRORS] = sv->save_errors;
         /* last_save also times the next periodic save: 0 until one ran */
-        v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->saves ? sh->last_save : 0;
-        v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
-        v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sh->refused_snapshots;
-        v[NGX_HTTP_SIMHASH_V_SAVE_MS] = sh->save_ms;
-        v[NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS] = sh->save_hold_ms;
+        v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sv->saves ? sv->last_save : 0;
+        v[NGX_HTTP_SIMHASH_V_RESTORED] = sv->restored;
+        v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sv->refused_snapshots;
+        v[NGX_HTTP_SIMHASH_V_SAVE_MS] = sv->save_ms;
+        v[NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS] = sv->save_hold_ms;
 
         if (zone->replicate && zone->replicate->outbox) {
             ngx_http_simhash_stats_replication(zone->replicate->outbox, v);
         }
 
-        if (sh->dust) {
+        if (ngx_http_simhash_dust_learner(zone)) {
             s[n].rules = ngx_http_simhash_dust_rules(r->pool, zone, &ds,
                                                      candidates,
                                                      r->connection->log);
@@ -910,7 +915,7 @@ ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
         return zone->replicate != NULL;
 
     case NGX_HTTP_SIMHASH_G_DUST:
-        return zone->dust != 0;
+        return ngx_http_simhash_dust_conf(zone)->size != 0;
 
     default:
         return 1;

@@ -92,10 +92,45 @@ ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone)
 }
 
 
+/*
+ * The lock for a thread of nginx's pool (a save), which cannot log: the
+ * zone's mutex, but never while a dead writer's repair is pending (that is
+ * for the next holder in an event loop to do).  NGX_ERROR after 5 s of a
+ * pending repair.
+ */
+
+ngx_int_t
+ngx_http_simhash_zone_lock_quiet(ngx_http_simhash_zone_t *zone)
+{
+    ngx_uint_t  tries;
+
+    for (tries = 0; tries < 5000; tries++) {
+        ngx_shmtx_lock(&zone->shpool->mutex);
+
+        if (!zone->sh->writer) {
+            return NGX_OK;
+        }
+
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        ngx_msleep(1);
+    }
+
+    return NGX_ERROR;
+}
+
+
 uint32_t
 ngx_http_simhash_zone_key(ngx_http_simhash_zone_t *zone, ngx_str_t *key)
 {
     return sh_store_find(zone->sh->store, (char *) key->data, key->len);
+}
+
+
+uint32_t
+ngx_http_simhash_zone_keyhash(ngx_http_simhash_zone_t *zone,
+    uint64_t keyhash)
+{
+    return sh_store_find_hash(zone->sh->store, keyhash);
 }
 
 
@@ -303,17 +338,88 @@ ngx_http_simhash_format(ngx_http_simhash_shctx_t *sh, char *err,
 }
 
 
-/* The zone's other regions: the DUST learner's, the console's. */
+/* The zone's parts, created or kept: ngx_http_simhash_part_t. */
 
 static ngx_int_t
 ngx_http_simhash_zone_parts(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
-    if (ngx_http_simhash_dust_init(zone, ozone, log) != NGX_OK) {
-        return NGX_ERROR;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
+
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
+
+        if (part->shm_init && part->shm_init(zone, ozone, log) != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
-    return ngx_http_simhash_sites_init(zone, log);
+    return NGX_OK;
+}
+
+
+/* The shared memory the parts add to the zone's: not the store's. */
+
+size_t
+ngx_http_simhash_zone_parts_size(ngx_http_simhash_zone_t *zone)
+{
+    size_t                    size;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
+
+    size = 0;
+
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
+
+        if (part->shm_size) {
+            size += part->shm_size(zone);
+        }
+    }
+
+    return size;
+}
+
+
+/*
+ * The shctx, and after it each part's shared state (shctx_size bytes, at
+ * sh->part[index]): one small slab allocation, zeroed.
+ */
+
+static ngx_http_simhash_shctx_t *
+ngx_http_simhash_zone_shctx(ngx_slab_pool_t *shpool)
+{
+    size_t                     size, off[NGX_HTTP_SIMHASH_PARTS_MAX];
+    u_char                    *p;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t   *part;
+    ngx_http_simhash_shctx_t  *sh;
+
+    size = ngx_align(sizeof(ngx_http_simhash_shctx_t), 16);
+
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
+        off[i] = size;
+        size += ngx_align(part->shctx_size, 16);
+    }
+
+    p = ngx_slab_calloc(shpool, size);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    sh = (ngx_http_simhash_shctx_t *) p;
+
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
+
+        if (part->shctx_size) {
+            sh->part[part->index] = p + off[i];
+        }
+    }
+
+    return sh;
 }
 
 
@@ -384,7 +490,7 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     (void) madvise(shm_zone->shm.addr, shm_zone->shm.size, MADV_HUGEPAGE);
 #endif
 
-    sh = ngx_slab_calloc(shpool, sizeof(ngx_http_simhash_shctx_t));
+    sh = ngx_http_simhash_zone_shctx(shpool);
     if (sh == NULL) {
         return NGX_ERROR;
     }
@@ -404,11 +510,10 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     shpool->log_nomem = 0;
 
-    /* the learner's pages were added to the zone's size: not the store's */
+    /* the parts' pages were added to the zone's size: not the store's */
 
-    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size - zone->dust_shm
-                                        - ngx_http_simhash_sites_shm(),
-                                        zone->keys, &sh->text_size);
+    len = shm_zone->shm.size - ngx_http_simhash_zone_parts_size(zone);
+    avail = ngx_http_simhash_zone_avail(len, zone->keys, &sh->text_size);
     sh->store_size = sh_store_region_size(sh_store_capacity_for(avail,
                                                                 sh->text_size),
                                           sh->text_size);
@@ -433,7 +538,6 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     sh_store_stats(sh->store, &st);
     sh->capacity = st.capacity;
-    sh->last_save = ngx_time();
 
     if (ngx_http_simhash_zone_parts(zone, NULL, shm_zone->shm.log)
         != NGX_OK)
@@ -449,10 +553,10 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_http_simhash_migrate(zone, shm_zone->shm.log);
 
-    /* a new zone starts from its snapshot: ngx_http_simhash_init_module
-     * loads it, once every zone of the cycle exists */
+    /* nothing taken over: a part may fill it at init_module (the saving
+     * part loads its snapshot once every zone of the cycle exists) */
 
-    zone->load = (sh->generation == 0 && zone->file.len);
+    zone->formatted = (sh->generation == 0);
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                   "simhash zone \"%V\": %uz bytes, capacity %uD documents "
@@ -647,6 +751,8 @@ ngx_http_simhash_migrate_visit(void *arg, uint32_t ref, uint64_t hash)
 static void
 ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 {
+    ngx_uint_t                   i;
+    ngx_http_simhash_part_t     *part;
     ngx_http_simhash_zone_t     *ozone;
     ngx_http_simhash_shctx_t    *osh;
     ngx_http_simhash_migrate_t   mg;
@@ -681,9 +787,15 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     zone->sh->repl_stream = osh->repl_stream;
     zone->sh->repl_since = osh->repl_since;
 
-    /* and the DUST rules learned (the evidence refills) */
+    /* and what the parts keep (the DUST rules learned, say) */
 
-    ngx_http_simhash_dust_migrate(zone, ozone, log);
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
+
+        if (part->shm_migrate) {
+            part->shm_migrate(zone, ozone, log);
+        }
+    }
 
     ngx_http_simhash_zone_unlock(zone);
     ngx_http_simhash_zone_unlock(ozone);
@@ -691,4 +803,51 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "simhash zone \"%V\" resized: %ui documents taken over",
                   &zone->name, mg.copied);
+}
+
+
+/*
+ * The zones of a cycle's configuration, or NULL (with *n = 0) when the
+ * cycle has no http block or the module no main configuration: the
+ * process hooks run for every cycle, the failed and the empty included.
+ */
+
+ngx_http_simhash_zone_t **
+ngx_http_simhash_cycle_zones(ngx_cycle_t *cycle, ngx_uint_t *n)
+{
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    *n = 0;
+
+    if (cycle->conf_ctx == NULL
+        || cycle->conf_ctx[ngx_http_module.index] == NULL)
+    {
+        return NULL;
+    }
+
+    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
+    if (smcf == NULL) {
+        return NULL;
+    }
+
+    *n = smcf->zones.nelts;
+
+    return smcf->zones.elts;
+}
+
+
+/* The part that fills the snapshot's tail section, or NULL. */
+
+ngx_http_simhash_part_t *
+ngx_http_simhash_zone_tail(void)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        if (ngx_http_simhash_parts[i]->save_tail) {
+            return ngx_http_simhash_parts[i];
+        }
+    }
+
+    return NULL;
 }
