@@ -2742,6 +2742,9 @@ ngx_http_simhash_create_main_conf(ngx_conf_t *cf)
 
     sh_library_init();
 
+    /* the zone's parts, numbered, before any simhash_zone is read */
+    ngx_http_simhash_zone_use_parts(ngx_http_simhash_parts);
+
     return smcf;
 }
 

@@ -269,11 +269,14 @@ typedef struct {
     void                       (*exit_master)(ngx_cycle_t *cycle);
 } ngx_http_simhash_part_t;
 
-/* NULL-terminated; ngx_http_simhash_parts.c */
+/* the list, NULL-terminated: ngx_http_simhash_parts.c (only the module's
+ * top file names it) */
 extern ngx_http_simhash_part_t  *ngx_http_simhash_parts[];
 
-/* numbers the parts (their index); the zone directive calls it */
-void ngx_http_simhash_parts_init(void);
+/* the zone's table of parts: handed down once the module's configuration
+ * starts (each part's index set), read by the zone core */
+void ngx_http_simhash_zone_use_parts(ngx_http_simhash_part_t **parts);
+ngx_http_simhash_part_t **ngx_http_simhash_zone_parts(void);
 
 #define ngx_http_simhash_part_conf(zone, pt)  (zone)->conf[(pt).index]
 #define ngx_http_simhash_part_shm(zone, pt)                                  \
@@ -781,7 +784,6 @@ u_char *ngx_http_simhash_sites_json(u_char *p,
 u_char *ngx_http_simhash_sites_prom(u_char *p,
     ngx_http_simhash_sites_snap_t *first);
 u_char *ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len);
-u_char *ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri);
 
 /* the lag per node of a replicated zone, for the stats */
 size_t ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone);

@@ -131,6 +131,8 @@ typedef struct {
 ngx_array_t *ngx_http_simhash_dust_rules(ngx_pool_t *pool,
     ngx_http_simhash_zone_t *zone, sh_dust_stats_t *st,
     ngx_uint_t candidates, ngx_log_t *log);
+/* a rule's own fields as JSON members, for the stats and "why?" */
+u_char *ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri);
 
 /*
  * Replication of the rules (worker 0): what was last sent or applied of

@@ -2,9 +2,10 @@
 /*
  * The parts of a simhash zone, in the order the zone calls them: the one
  * file that names every feature that keeps state in a zone, as nginx's
- * ngx_modules[] names its modules.  The zone core (ngx_http_simhash_zone.c,
- * _zone_conf.c) and the module's process hooks loop over this list; a new
- * feature registers here, and neither of them changes.
+ * ngx_modules[] names its modules.  The module's top file hands it to the
+ * zone core (ngx_http_simhash_zone_use_parts()), and its process hooks
+ * loop over it; a new feature registers here, and neither the zone nor
+ * the hooks change.
  */
 
 
@@ -24,17 +25,3 @@ ngx_http_simhash_part_t  *ngx_http_simhash_parts[] = {
     &ngx_http_simhash_replicate_part,       /* the Redis Stream tier */
     NULL
 };
-
-
-/* Each part's index: its slot in zone->conf and in the shctx's part[]
- * (NGX_HTTP_SIMHASH_PARTS_MAX of them at most). */
-
-void
-ngx_http_simhash_parts_init(void)
-{
-    ngx_uint_t  i;
-
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        ngx_http_simhash_parts[i]->index = i;
-    }
-}

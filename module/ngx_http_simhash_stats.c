@@ -646,49 +646,22 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
 }
 
 
-/*
- * A rule's own fields as JSON members (no braces): its host, pattern and
- * argument as URLs spelled them, escaped; its state and evidence.  The
- * statistics add the host's counts, "why?" nothing.
- */
-
-u_char *
-ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri)
-{
-    p = ngx_sprintf(p, "\"host\":\"");
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
-                                     ngx_strlen(ri->host));
-    p = ngx_sprintf(p, "\",\"pattern\":\"");
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
-                                     ngx_strlen(ri->pattern));
-    p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
-                    sh_dust_kind_name(ri->kind));
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
-                                     ngx_strlen(ri->arg));
-
-    return ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
-                       "\"against\":%uD,\"precision_lower\":%.4f",
-                       sh_dust_state_name(ri->state), ri->support,
-                       ri->against, ri->lower);
-}
-
-
 /* The values of every zone asked for, into s[]; returns how many zones. */
 
 static ngx_uint_t
 ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 {
-    uint64_t                      *v;
-    ngx_str_t                      value;
-    ngx_uint_t                     i, j, n, candidates;
-    sh_dust_stats_t                ds;
-    sh_index_stats_t               ix;
-    sh_store_stats_t               ss;
-    ngx_http_simhash_zone_t      **zones, *zone;
-    ngx_http_simhash_shctx_t      *sh;
-    ngx_http_simhash_loc_conf_t   *slcf;
-    ngx_http_simhash_main_conf_t  *smcf;
-    ngx_http_simhash_save_shctx_t *sv;
+    uint64_t                       *v;
+    ngx_str_t                       value;
+    ngx_uint_t                      i, j, n, candidates;
+    sh_dust_stats_t                 ds;
+    sh_index_stats_t                ix;
+    sh_store_stats_t                ss;
+    ngx_http_simhash_zone_t       **zones, *zone;
+    ngx_http_simhash_shctx_t       *sh;
+    ngx_http_simhash_loc_conf_t    *slcf;
+    ngx_http_simhash_main_conf_t   *smcf;
+    ngx_http_simhash_save_shctx_t  *sv;
 
     smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);

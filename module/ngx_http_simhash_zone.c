@@ -61,6 +61,34 @@ static void ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone,
 
 
 /*
+ * The parts of every zone (ngx_http_simhash_part_t), handed down by the
+ * module (ngx_http_simhash_parts.c lists them): the zone calls them
+ * through this table and knows none by name.
+ */
+static ngx_http_simhash_part_t  **ngx_http_simhash_zone_part;
+
+
+void
+ngx_http_simhash_zone_use_parts(ngx_http_simhash_part_t **parts)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; parts[i]; i++) {
+        parts[i]->index = i;
+    }
+
+    ngx_http_simhash_zone_part = parts;
+}
+
+
+ngx_http_simhash_part_t **
+ngx_http_simhash_zone_parts(void)
+{
+    return ngx_http_simhash_zone_part;
+}
+
+
+/*
  * The lock.  A worker that dies holding the mutex leaves sh->writer set if
  * it was changing the zone; the master releases the mutex, and the next
  * holder finds the mark and repairs (ngx_http_simhash_repair()).
@@ -341,14 +369,14 @@ ngx_http_simhash_format(ngx_http_simhash_shctx_t *sh, char *err,
 /* The zone's parts, created or kept: ngx_http_simhash_part_t. */
 
 static ngx_int_t
-ngx_http_simhash_zone_parts(ngx_http_simhash_zone_t *zone,
+ngx_http_simhash_zone_parts_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
     ngx_uint_t                i;
     ngx_http_simhash_part_t  *part;
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        part = ngx_http_simhash_parts[i];
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
 
         if (part->shm_init && part->shm_init(zone, ozone, log) != NGX_OK) {
             return NGX_ERROR;
@@ -370,8 +398,8 @@ ngx_http_simhash_zone_parts_size(ngx_http_simhash_zone_t *zone)
 
     size = 0;
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        part = ngx_http_simhash_parts[i];
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
 
         if (part->shm_size) {
             size += part->shm_size(zone);
@@ -398,8 +426,8 @@ ngx_http_simhash_zone_shctx(ngx_slab_pool_t *shpool)
 
     size = ngx_align(sizeof(ngx_http_simhash_shctx_t), 16);
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        part = ngx_http_simhash_parts[i];
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
         off[i] = size;
         size += ngx_align(part->shctx_size, 16);
     }
@@ -411,8 +439,8 @@ ngx_http_simhash_zone_shctx(ngx_slab_pool_t *shpool)
 
     sh = (ngx_http_simhash_shctx_t *) p;
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        part = ngx_http_simhash_parts[i];
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
 
         if (part->shctx_size) {
             sh->part[part->index] = p + off[i];
@@ -452,8 +480,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
                 return NGX_ERROR;
             }
 
-            return ngx_http_simhash_zone_parts(zone, ozone,
-                                               shm_zone->shm.log);
+            return ngx_http_simhash_zone_parts_init(zone, ozone,
+                                                    shm_zone->shm.log);
         }
 
         if (zone->sh->version != zone->version) {
@@ -468,7 +496,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
             }
         }
 
-        return ngx_http_simhash_zone_parts(zone, ozone, shm_zone->shm.log);
+        return ngx_http_simhash_zone_parts_init(zone, ozone,
+                                                shm_zone->shm.log);
     }
 
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
@@ -539,7 +568,7 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     sh_store_stats(sh->store, &st);
     sh->capacity = st.capacity;
 
-    if (ngx_http_simhash_zone_parts(zone, NULL, shm_zone->shm.log)
+    if (ngx_http_simhash_zone_parts_init(zone, NULL, shm_zone->shm.log)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -789,8 +818,8 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     /* and what the parts keep (the DUST rules learned, say) */
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        part = ngx_http_simhash_parts[i];
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
 
         if (part->shm_migrate) {
             part->shm_migrate(zone, ozone, log);
@@ -843,9 +872,9 @@ ngx_http_simhash_zone_tail(void)
 {
     ngx_uint_t  i;
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        if (ngx_http_simhash_parts[i]->save_tail) {
-            return ngx_http_simhash_parts[i];
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        if (ngx_http_simhash_zone_part[i]->save_tail) {
+            return ngx_http_simhash_zone_part[i];
         }
     }
 

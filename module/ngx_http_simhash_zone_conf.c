@@ -47,13 +47,15 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_simhash_main_conf_t  *smcf = conf;
 
-    char                     *rv;
-    ssize_t                   size;
-    ngx_str_t                *value;
-    ngx_uint_t                i;
-    ngx_http_simhash_zone_t  *zone, **zp;
+    char                      *rv;
+    ssize_t                    size;
+    ngx_str_t                 *value;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts;
+    ngx_http_simhash_zone_t   *zone, **zp;
 
     value = cf->args->elts;
+    parts = ngx_http_simhash_zone_parts();
 
     zone = ngx_pcalloc(cf->pool, sizeof(ngx_http_simhash_zone_t));
     if (zone == NULL) {
@@ -65,14 +67,12 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     zone->threshold = NGX_CONF_UNSET;
     size = 0;
 
-    ngx_http_simhash_parts_init();
-
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        if (ngx_http_simhash_parts[i]->create_conf == NULL) {
+    for (i = 0; parts[i]; i++) {
+        if (parts[i]->create_conf == NULL) {
             continue;
         }
 
-        zone->conf[i] = ngx_http_simhash_parts[i]->create_conf(cf, zone);
+        zone->conf[i] = parts[i]->create_conf(cf, zone);
         if (zone->conf[i] == NULL) {
             return NGX_CONF_ERROR;
         }
@@ -157,10 +157,12 @@ static char *
 ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
     ngx_str_t *value, ssize_t *size)
 {
-    ngx_str_t                 s;
-    ngx_int_t                 n;
-    ngx_uint_t                i;
-    ngx_http_simhash_part_t  *part;
+    ngx_str_t                  s;
+    ngx_int_t                  n;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts, *part;
+
+    parts = ngx_http_simhash_zone_parts();
 
     if (ngx_strncmp(value->data, "zone=", 5) == 0) {
         return ngx_http_simhash_zone_size(cf, zone, value, size);
@@ -232,8 +234,8 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 
     /* a part's */
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        part = ngx_http_simhash_parts[i];
+    for (i = 0; parts[i]; i++) {
+        part = parts[i];
 
         if (part->param == NULL) {
             continue;
@@ -258,12 +260,14 @@ static char *
 ngx_http_simhash_zone_parts_conf(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone)
 {
-    char                     *rv;
-    ngx_uint_t                i;
-    ngx_http_simhash_part_t  *part;
+    char                      *rv;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts, *part;
 
-    for (i = 0; ngx_http_simhash_parts[i]; i++) {
-        part = ngx_http_simhash_parts[i];
+    parts = ngx_http_simhash_zone_parts();
+
+    for (i = 0; parts[i]; i++) {
+        part = parts[i];
 
         if (part->conf_done == NULL) {
             continue;
