@@ -1,25 +1,36 @@
-
 /*
  * ngx_http_simhash.h -- what the module's files share; private to the module.
  *
- * The module, one subject a file:
+ * The module, one subject a file, on three floors (calls only go down):
  *
+ * the request path and the module's tables
  *   ngx_simhash_module.c          the response path (header and body
  *                                 filters), the variables, the directives
- *                                 that configure a location
- *   module/ngx_http_simhash_names.c     how the module spells what it
- *                                 reports: status and skip names, scores,
- *                                 "file:line" of a directive
- *   module/ngx_http_simhash_zone.c      the shared memory zone: the index,
- *                                 the documents' keys, eviction, repair
- *                                 after a dead worker, reload and resize;
- *                                 the storage, calling nothing above it
- *   module/ngx_http_simhash_zone_conf.c the simhash_zone directive
- *   module/ngx_http_simhash_snapshot.c  persistence: load at start (from
- *                                 the module's init_module), periodic
- *                                 save by one worker, final save by the
- *                                 master
- *   module/ngx_http_simhash_stats.c     the simhash_stats handler
+ *                                 that configure a location, the module's
+ *                                 process hooks (which call each part's)
+ *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
+ *                                 upstream is this proxy is refused
+ *   module/ngx_http_simhash_stats.c     the simhash_stats handler; with
+ *                                 _explain.c ("why?") and _console.c
+ *
+ * the parts of a zone (ngx_http_simhash_part_t; the list:
+ * module/ngx_http_simhash_parts.c), each with its own configuration and
+ * shared state
+ *   module/ngx_http_simhash_dust.c      the DUST learner (src/sh_dust.h)
+ *                                 in the zone: its region, observing
+ *                                 decisions, predictions, its rules for the
+ *                                 stats and the snapshot (its header:
+ *                                 ngx_http_simhash_dust.h)
+ *   module/ngx_http_simhash_dust_conf.c its configuration: simhash_zone's
+ *                                 dust= parameters, simhash_dust_verify,
+ *                                 simhash_dust_rule
+ *   module/ngx_http_simhash_sites.c     the console's tables: rates, sites,
+ *                                 the last decisions
+ *   module/ngx_http_simhash_snapshot.c  the saves: file= and save=, the
+ *                                 hooks; _snapshot_load.c the start from
+ *                                 the file, _snapshot_save.c the saves
+ *                                 (their header: ngx_http_simhash_snapshot.h)
+ *   module/ngx_http_simhash_replicate_part.c  replication's part, over:
  *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
  *                                 through a Redis Stream: the
  *                                 simhash_replicate directive, the outbox
@@ -29,18 +40,23 @@
  *   module/ngx_http_simhash_redis.c     hiredis's asynchronous API on
  *                                 nginx's event loop, every reply bounded
  *                                 (its own header)
- *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
- *                                 upstream is this proxy is refused
- *   module/ngx_http_simhash_dust.c      the DUST learner (src/sh_dust.h)
- *                                 in the zone: its region, the
- *                                 directives, observing decisions,
- *                                 predictions, its rules for the stats
- *                                 and the snapshot
  *
- * The layers, each calling only those below it: the response path and the
- * directives; replication (replicate, stream, redis); persistence
- * (snapshot); the zone.  The core library (src/, prefix sh_) knows nothing
- * of nginx.
+ * the zone core
+ *   module/ngx_http_simhash_zone.c      the shared memory zone: the index,
+ *                                 the documents' keys, eviction, repair
+ *                                 after a dead worker, reload and resize;
+ *                                 the only door to the store, naming no
+ *                                 part
+ *   module/ngx_http_simhash_zone_conf.c the simhash_zone directive: the
+ *                                 store's parameters, the others to the
+ *                                 parts
+ *   module/ngx_http_simhash_secret.c    a zone's secret without
+ *                                 simhash_seed
+ *   module/ngx_http_simhash_names.c     how the module spells what it
+ *                                 reports: status and skip names, scores,
+ *                                 "file:line" of a directive
+ *
+ * The core library (src/, prefix sh_) knows nothing of nginx.
  */
 
 

@@ -263,22 +263,24 @@ void
 ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log)
 {
-    int                  fd;
-    ngx_int_t            format;
-    char                 err[512];
-    void                *region;
-    size_t               region_size, user_len, head_len;
-    uint64_t             file_len;
-    unsigned char       *head;
-    ngx_int_t            rc;
-    ngx_uint_t           copied;
-    ngx_msec_t           start;
-    ngx_file_info_t      fi;
-    const void          *user;
-    sh_snapshot_info_t   info;
+    int                             fd;
+    ngx_int_t                       format;
+    char                            err[512];
+    void                           *region;
+    size_t                          region_size, user_len, head_len;
+    uint64_t                        file_len;
+    unsigned char                  *head;
+    ngx_int_t                       rc;
+    ngx_uint_t                      copied;
+    ngx_msec_t                      start;
+    ngx_file_info_t                 fi;
+    const void                     *user;
+    sh_snapshot_info_t              info;
+    ngx_http_simhash_save_shctx_t  *ss;
 
     start = ngx_http_simhash_snapshot_msec();
 
+    ss = ngx_http_simhash_save_shctx(zone);
     region = NULL;
     copied = 0;
 
@@ -373,12 +375,11 @@ loaded:
                       "simhash zone \"%V\": snapshot \"%V\" refused: %s; "
                       "starting empty", &zone->name, &zone->file, err);
         ngx_http_simhash_keep_aside(zone, "refused", log);
-        (void) ngx_atomic_fetch_add(
-                        &ngx_http_simhash_save_shctx(zone)->refused_snapshots, 1);
+        (void) ngx_atomic_fetch_add(&ss->refused_snapshots, 1);
         return;
     }
 
-    ngx_http_simhash_save_shctx(zone)->restored = copied;
+    ss->restored = copied;
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "simhash zone \"%V\": %ui documents restored from \"%V\" "

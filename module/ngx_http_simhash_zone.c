@@ -1,20 +1,28 @@
-
 /*
  * The shared memory zone of the simhash module: the PSM index of the
- * fingerprints and each document's key, shared by every worker.
+ * fingerprints and each document's key, shared by every worker; the zone
+ * core, the floor every other file of the module stands on.  It is the
+ * only door to the store (src/sh_store.h, sh_index.h), and it calls the
+ * features that keep state in a zone only through their part's hooks
+ * (ngx_http_simhash_part_t, handed down by the module): it names none.
  *
  * Layout (one slab pool, as limit_req):
- *   shpool->data -> ngx_http_simhash_shctx_t
+ *   shpool->data -> ngx_http_simhash_shctx_t, and after it, in the same
+ *                   allocation, each part's shctx_size bytes of shared
+ *                   state (the DUST learner's, the saves' counters);
+ *                   sh->part[index] points to each part's
  *   sh->store    -> the sh_store region (src/sh_store.h): ONE slab
  *                   allocation holding the PSM index, a fixed record per
  *                   document (body digest, key hash, sketches, version
  *                   second), the key table and the key text ring; offsets
  *                   only, no pointer per document
  *   sh->index    -> the store's index, for lookups
- *   sh->dust     -> with dust=SIZE, the DUST learner's region
- *                   (src/sh_dust.h): another slab allocation of SIZE
- *                   bytes, fixed tables of hosts, candidates, evidence
- *                   and canonical forms; NULL without dust=
+ *   the parts'   -> what a part's shm_size added to the zone's size and
+ *   regions         its shm_init allocated: with dust=SIZE, the DUST
+ *                   learner's region (src/sh_dust.h), SIZE bytes of fixed
+ *                   tables of hosts, candidates, evidence and canonical
+ *                   forms; the console's tables (rates, sites, the last
+ *                   decisions)
  *
  * Locking: every index operation, lookups included, runs under the slab
  * pool's mutex (ngx_shmtx_t).  The sh_index contract asks for a shared lock
