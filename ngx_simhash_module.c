@@ -312,14 +312,6 @@ static ngx_conf_enum_t  ngx_http_simhash_reveal_modes[] = {
 };
 
 
-static ngx_conf_enum_t  ngx_http_simhash_dust_modes[] = {
-    { ngx_string("off"), NGX_HTTP_SIMHASH_DUST_OFF },
-    { ngx_string("learn"), NGX_HTTP_SIMHASH_DUST_LEARN },
-    { ngx_string("on"), NGX_HTTP_SIMHASH_DUST_ON },
-    { ngx_null_string, 0 }
-};
-
-
 static ngx_conf_enum_t  ngx_http_simhash_content_modes[] = {
     { ngx_string("off"), SH_CONTENT_OFF },
     { ngx_string("structure"), SH_CONTENT_STRUCTURE },
@@ -507,10 +499,10 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
 
     { ngx_string("simhash_dust"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_enum_slot,
+      ngx_http_simhash_dust_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_simhash_loc_conf_t, dust),
-      &ngx_http_simhash_dust_modes },
+      0,
+      NULL },
 
     { ngx_string("simhash_dust_verify"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -521,9 +513,9 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
 
     { ngx_string("simhash_dust_credentials"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
-      ngx_conf_set_flag_slot,
+      ngx_http_simhash_dust_credentials_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_simhash_loc_conf_t, dust_credentials),
+      0,
       NULL },
 
     { ngx_string("simhash_dust_rule"),
@@ -618,11 +610,11 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
 
     if (slcf->zone == NULL
-        || slcf->dust != NGX_HTTP_SIMHASH_DUST_ON
+        || slcf->dust->mode != NGX_HTTP_SIMHASH_DUST_ON
         || r != r->main
         || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))
         || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL
-        || (!slcf->dust_credentials && ngx_http_simhash_credentials(r)))
+        || (!slcf->dust->credentials && ngx_http_simhash_credentials(r)))
     {
         return NGX_DECLINED;
     }
@@ -679,8 +671,8 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
             || ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
                                                r->connection->log)))
     {
-        if (slcf->dust_verify == 0
-            || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust_verify)
+        if (slcf->dust->verify == 0
+            || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust->verify)
         {
             ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
 
@@ -1760,7 +1752,7 @@ static ngx_int_t
 ngx_http_simhash_observe(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
-    if (slcf->dust == NGX_HTTP_SIMHASH_DUST_OFF
+    if (slcf->dust->mode == NGX_HTTP_SIMHASH_DUST_OFF
         || r->method != NGX_HTTP_GET)
     {
         return 0;
@@ -2807,9 +2799,11 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->word_weight = NGX_CONF_UNSET;
     conf->shingle_weight = NGX_CONF_UNSET;
     conf->content = NGX_CONF_UNSET_UINT;
-    conf->dust = NGX_CONF_UNSET_UINT;
-    conf->dust_verify = NGX_CONF_UNSET_UINT;
-    conf->dust_credentials = NGX_CONF_UNSET;
+
+    conf->dust = ngx_http_simhash_dust_create_loc(cf);
+    if (conf->dust == NULL) {
+        return NULL;
+    }
 
     return conf;
 }
@@ -2875,11 +2869,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               NGX_HTTP_SIMHASH_REVEAL_KEY);
     ngx_conf_merge_ptr_value(conf->reveal_scope, prev->reveal_scope, NULL);
 
-    /* simhash_dust_verify: one prediction in 16 fetched anyway */
-    ngx_conf_merge_uint_value(conf->dust, prev->dust,
-                              NGX_HTTP_SIMHASH_DUST_OFF);
-    ngx_conf_merge_uint_value(conf->dust_verify, prev->dust_verify, 62500);
-    ngx_conf_merge_value(conf->dust_credentials, prev->dust_credentials, 0);
+    if (ngx_http_simhash_dust_merge_loc(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->volatility_set == NGX_CONF_UNSET) {
         conf->volatility_set = prev->volatility_set;
@@ -2932,13 +2924,7 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
-    if (conf->dust != NGX_HTTP_SIMHASH_DUST_OFF
-        && ngx_http_simhash_dust_conf(conf->zone)->size == 0)
-    {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "simhash_dust needs a DUST learner: simhash zone "
-                      "\"%V\" has no dust=SIZE, in %V", &conf->zone->name,
-                      &conf->zone_where);
+    if (ngx_http_simhash_dust_check_loc(cf, conf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
     }
 

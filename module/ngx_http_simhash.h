@@ -174,6 +174,7 @@ typedef struct {
 
 
 typedef struct ngx_http_simhash_replicate_s  ngx_http_simhash_replicate_t;
+typedef struct ngx_http_simhash_dust_loc_s   ngx_http_simhash_dust_loc_t;
 
 
 /* a zone as configured (per cycle, in the configuration pool) */
@@ -375,17 +376,10 @@ typedef struct {
     ngx_uint_t                   drop_keys;
     ngx_uint_t                   drop_score;
 
-    /* ngx_http_simhash_dust.c: simhash_dust off|learn|on, the share of
-     * predictions fetched anyway (in millionths), whether requests with
-     * credentials may be predicted */
-    ngx_uint_t                   dust;
-    ngx_uint_t                   dust_verify;
-    ngx_flag_t                   dust_credentials;
+    /* simhash_dust, simhash_dust_verify, simhash_dust_credentials: the
+     * DUST learner's (ngx_http_simhash_dust.h, _dust_conf.c) */
+    ngx_http_simhash_dust_loc_t  *dust;
 } ngx_http_simhash_loc_conf_t;
-
-#define NGX_HTTP_SIMHASH_DUST_OFF    0
-#define NGX_HTTP_SIMHASH_DUST_LEARN  1
-#define NGX_HTTP_SIMHASH_DUST_ON     2
 
 #define NGX_HTTP_SIMHASH_DROP_KEYS_PATH  0
 #define NGX_HTTP_SIMHASH_DROP_KEYS_ANY   1

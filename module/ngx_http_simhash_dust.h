@@ -48,6 +48,34 @@ typedef struct {
                                                ngx_http_simhash_dust_pin_t */
 } ngx_http_simhash_dust_conf_t;
 
+/* a location's: simhash_dust, simhash_dust_verify,
+ * simhash_dust_credentials (the location configuration's `dust`) */
+struct ngx_http_simhash_dust_loc_s {
+    ngx_uint_t                   mode;      /* NGX_HTTP_SIMHASH_DUST_* */
+    ngx_uint_t                   verify;    /* the share of predictions
+                                               fetched anyway, in
+                                               millionths */
+    ngx_flag_t                   credentials;   /* requests with
+                                               credentials may be
+                                               predicted */
+};
+
+#define NGX_HTTP_SIMHASH_DUST_OFF    0
+#define NGX_HTTP_SIMHASH_DUST_LEARN  1
+#define NGX_HTTP_SIMHASH_DUST_ON     2
+
+ngx_http_simhash_dust_loc_t *ngx_http_simhash_dust_create_loc(
+    ngx_conf_t *cf);
+/* inherited from prev; with its zone known (conf->zone), checked */
+char *ngx_http_simhash_dust_merge_loc(ngx_conf_t *cf,
+    ngx_http_simhash_loc_conf_t *prev, ngx_http_simhash_loc_conf_t *conf);
+char *ngx_http_simhash_dust_check_loc(ngx_conf_t *cf,
+    ngx_http_simhash_loc_conf_t *conf);
+char *ngx_http_simhash_dust_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_simhash_dust_credentials_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+
 void *ngx_http_simhash_dust_create_conf(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone);
 /* simhash_zone's dust=, dust_precision=, dust_evidence= parameters:

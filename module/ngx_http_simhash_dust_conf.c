@@ -1,9 +1,11 @@
 /*
  * The DUST learner's configuration, all of it: simhash_zone's dust=,
  * dust_precision= and dust_evidence= (through the part interface: the
- * zone core hands each parameter to its part), the simhash_dust_verify
- * and simhash_dust_rule directives, and at postconfiguration each rule to
- * its zone.  The learner in the zone: ngx_http_simhash_dust.c.
+ * zone core hands each parameter to its part) into the zone's DUST conf;
+ * simhash_dust, simhash_dust_verify and simhash_dust_credentials into a
+ * location's (ngx_http_simhash_dust_loc_t), inherited and checked against
+ * its zone here; simhash_dust_rule, each rule to its zone at
+ * postconfiguration.  The learner in the zone: ngx_http_simhash_dust.c.
  */
 
 
@@ -218,6 +220,109 @@ ngx_http_simhash_dust_shm_size(ngx_http_simhash_zone_t *zone)
 }
 
 
+/* A location's: every setting unset, for the merge. */
+
+ngx_http_simhash_dust_loc_t *
+ngx_http_simhash_dust_create_loc(ngx_conf_t *cf)
+{
+    ngx_http_simhash_dust_loc_t  *dl;
+
+    dl = ngx_palloc(cf->pool, sizeof(ngx_http_simhash_dust_loc_t));
+    if (dl == NULL) {
+        return NULL;
+    }
+
+    dl->mode = NGX_CONF_UNSET_UINT;
+    dl->verify = NGX_CONF_UNSET_UINT;
+    dl->credentials = NGX_CONF_UNSET;
+
+    return dl;
+}
+
+
+/* simhash_dust_verify: one prediction in 16 fetched anyway */
+
+char *
+ngx_http_simhash_dust_merge_loc(ngx_conf_t *cf,
+    ngx_http_simhash_loc_conf_t *prev, ngx_http_simhash_loc_conf_t *conf)
+{
+    ngx_http_simhash_dust_loc_t  *dl, *pl;
+
+    dl = conf->dust;
+    pl = prev->dust;
+
+    ngx_conf_merge_uint_value(dl->mode, pl->mode, NGX_HTTP_SIMHASH_DUST_OFF);
+    ngx_conf_merge_uint_value(dl->verify, pl->verify, 62500);
+    ngx_conf_merge_value(dl->credentials, pl->credentials, 0);
+
+    return NGX_CONF_OK;
+}
+
+
+/* A location that learns or predicts: its zone must have a learner. */
+
+char *
+ngx_http_simhash_dust_check_loc(ngx_conf_t *cf,
+    ngx_http_simhash_loc_conf_t *conf)
+{
+    if (conf->dust->mode != NGX_HTTP_SIMHASH_DUST_OFF
+        && ngx_http_simhash_dust_conf(conf->zone)->size == 0)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "simhash_dust needs a DUST learner: simhash zone "
+                      "\"%V\" has no dust=SIZE, in %V", &conf->zone->name,
+                      &conf->zone_where);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * simhash_dust off | learn | on, and simhash_dust_credentials on | off:
+ * nginx's own enum and flag slots, on the location's DUST settings.
+ */
+
+char *
+ngx_http_simhash_dust_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    ngx_command_t  c;
+
+    static ngx_conf_enum_t  modes[] = {
+        { ngx_string("off"), NGX_HTTP_SIMHASH_DUST_OFF },
+        { ngx_string("learn"), NGX_HTTP_SIMHASH_DUST_LEARN },
+        { ngx_string("on"), NGX_HTTP_SIMHASH_DUST_ON },
+        { ngx_null_string, 0 }
+    };
+
+    c = *cmd;
+    c.offset = offsetof(ngx_http_simhash_dust_loc_t, mode);
+    c.post = modes;
+
+    return ngx_conf_set_enum_slot(cf, &c, slcf->dust);
+}
+
+
+char *
+ngx_http_simhash_dust_credentials_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf)
+{
+    ngx_http_simhash_loc_conf_t  *slcf = conf;
+
+    ngx_command_t  c;
+
+    c = *cmd;
+    c.offset = offsetof(ngx_http_simhash_dust_loc_t, credentials);
+    c.post = NULL;
+
+    return ngx_conf_set_flag_slot(cf, &c, slcf->dust);
+}
+
+
 /* simhash_dust_verify RATE: "6.25%" or a fraction, "0.0625" */
 
 char *
@@ -229,7 +334,7 @@ ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_int_t   n;
     ngx_str_t  *value;
 
-    if (slcf->dust_verify != NGX_CONF_UNSET_UINT) {
+    if (slcf->dust->verify != NGX_CONF_UNSET_UINT) {
         return "is duplicate";
     }
 
@@ -240,7 +345,7 @@ ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         n = ngx_atofp(value[1].data, value[1].len - 1, 4);
 
         if (n != NGX_ERROR && n <= 1000000) {
-            slcf->dust_verify = (ngx_uint_t) n;
+            slcf->dust->verify = (ngx_uint_t) n;
             return NGX_CONF_OK;
         }
 
@@ -248,7 +353,7 @@ ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         n = ngx_atofp(value[1].data, value[1].len, 6);
 
         if (n != NGX_ERROR && n <= 1000000) {
-            slcf->dust_verify = (ngx_uint_t) n;
+            slcf->dust->verify = (ngx_uint_t) n;
             return NGX_CONF_OK;
         }
     }
