@@ -1475,17 +1475,17 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     if (res.status == SH_STATUS_OK && sh_doc_whole(ctx->doc)) {
         /* its own content is links: a hub (src/sh_block.h) */
-        (void) ngx_atomic_fetch_add(&slcf->zone->sh->whole_text, 1);
+        ngx_http_simhash_count(slcf->zone, whole_text, 1);
     }
 
     if (res.status == SH_STATUS_OK && res.short_content) {
-        (void) ngx_atomic_fetch_add(&slcf->zone->sh->short_content, 1);
+        ngx_http_simhash_count(slcf->zone, short_content, 1);
     }
 
     sh_doc_free(ctx->doc);
     ctx->doc = NULL;
 
-    (void) ngx_atomic_fetch_add(&slcf->zone->sh->bytes, ctx->fed);
+    ngx_http_simhash_count(slcf->zone, bytes, ctx->fed);
 
     switch (res.status) {
 
@@ -1596,8 +1596,8 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->score = 0;
     ctx->has_distance = 1;
 
-    (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
-    (void) ngx_atomic_fetch_add(&sh->identical, 1);
+    ngx_http_simhash_count(zone, responses[ctx->status], 1);
+    ngx_http_simhash_count(zone, identical, 1);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash: %016uxL unchanged, identical body", hash);
@@ -1731,7 +1731,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         ngx_http_simhash_dust_log(zone, r->connection->log);
     }
 
-    (void) ngx_atomic_fetch_add(&zone->sh->responses[ctx->status], 1);
+    ngx_http_simhash_count(zone, responses[ctx->status], 1);
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash: %016uxL %V distance:%ui \"%V\"",
@@ -1954,7 +1954,7 @@ ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
 
     sh = zone->sh;
 
-    (void) ngx_atomic_fetch_add(&sh->listings, 1);
+    ngx_http_simhash_count(zone, listings, 1);
 
     (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
     opts.mode = SH_MATCH_ALL;
@@ -2313,8 +2313,8 @@ ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->reason = reason;
     ctx->has_distance = 0;
 
-    (void) ngx_atomic_fetch_add(&slcf->zone->sh->responses[ctx->status], 1);
-    (void) ngx_atomic_fetch_add(&slcf->zone->sh->skipped[reason], 1);
+    ngx_http_simhash_count(slcf->zone, responses[ctx->status], 1);
+    ngx_http_simhash_count(slcf->zone, skipped[reason], 1);
 }
 
 

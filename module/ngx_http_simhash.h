@@ -10,8 +10,9 @@
  *                                 process hooks (which call each part's)
  *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
  *                                 upstream is this proxy is refused
- *   module/ngx_http_simhash_stats.c     the simhash_stats handler; with
- *                                 _explain.c ("why?") and _console.c
+ *   module/ngx_http_simhash_stats.c     the simhash_stats handler (and
+ *                                 the counters' part); with _explain.c
+ *                                 ("why?") and _console.c
  *
  * the parts of a zone (ngx_http_simhash_part_t; the list:
  * module/ngx_http_simhash_parts.c), each with its own configuration and
@@ -129,18 +130,6 @@ typedef struct {
     u_char                       secret[SH_STORE_SECRET_LEN];  /* the key
                                                hash's, from simhash_seed */
     size_t                       key_max;   /* longest key ever stored */
-
-    /* counters: relaxed atomic increments, read without the lock */
-    ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
-    ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
-    ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
-    ngx_atomic_t                 identical; /* re-fetches not parsed */
-    ngx_atomic_t                 listings;  /* matches vetoed: two listings
-                                               of one template */
-    ngx_atomic_t                 whole_text;    /* pages whose content is
-                                                   links (hubs) */
-    ngx_atomic_t                 short_content; /* pages whose own content
-                                                   is a few dozen words */
 
     ngx_atomic_t                 generation;        /* changes so far:
                                                        the saving part
@@ -811,6 +800,35 @@ ngx_int_t ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b,
 
 
 /* statistics: ngx_http_simhash_stats.c */
+
+/*
+ * The zone's counters, the statistics part's shared state (allocated with
+ * the zone's shctx): relaxed atomic increments by the request path, read
+ * without the lock.
+ */
+typedef struct {
+    ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
+    ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
+    ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
+    ngx_atomic_t                 identical; /* re-fetches not parsed */
+    ngx_atomic_t                 listings;  /* matches vetoed: two listings
+                                               of one template */
+    ngx_atomic_t                 whole_text;    /* pages whose content is
+                                                   links (hubs) */
+    ngx_atomic_t                 short_content; /* pages whose own content
+                                                   is a few dozen words */
+} ngx_http_simhash_counters_t;
+
+extern ngx_http_simhash_part_t  ngx_http_simhash_stats_part;
+
+#define ngx_http_simhash_counters(zone)                                      \
+    ((ngx_http_simhash_counters_t *)                                         \
+         ngx_http_simhash_part_shm(zone, ngx_http_simhash_stats_part))
+
+/* one of them, plus n: ngx_http_simhash_count(zone, identical, 1) */
+#define ngx_http_simhash_count(zone, counter, n)                             \
+    (void) ngx_atomic_fetch_add(&ngx_http_simhash_counters(zone)->counter,  \
+                                n)
 
 char *ngx_http_simhash_stats_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

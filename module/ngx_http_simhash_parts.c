@@ -20,6 +20,7 @@
 
 ngx_http_simhash_part_t  *ngx_http_simhash_parts[] = {
     &ngx_http_simhash_dust_part,            /* the DUST learner */
+    &ngx_http_simhash_stats_part,           /* the counters */
     &ngx_http_simhash_sites_part,           /* the console's tables */
     &ngx_http_simhash_snapshot_part,        /* the saves */
     &ngx_http_simhash_replicate_part,       /* the Redis Stream tier */

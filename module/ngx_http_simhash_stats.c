@@ -511,6 +511,19 @@ static u_char *ngx_http_simhash_stats_sites_prom(u_char *p,
 static ngx_str_t  ngx_http_simhash_allow = ngx_string("GET, HEAD");
 
 
+/* the counters' part of the zone: they live in its shared state */
+ngx_http_simhash_part_t  ngx_http_simhash_stats_part = {
+    ngx_string("stats"),
+    0,                                      /* index */
+    ngx_null_string,                        /* tail_name */
+    sizeof(ngx_http_simhash_counters_t),    /* shctx_size */
+    NULL, NULL, NULL, NULL,                 /* configuration */
+    NULL, NULL,                             /* shm_init, shm_migrate */
+    NULL, NULL, NULL,                       /* the snapshot's tail */
+    NULL, NULL, NULL, NULL, NULL            /* the module's hooks */
+};
+
+
 /* simhash_stats [ZONE] */
 
 char *
@@ -660,6 +673,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
     ngx_http_simhash_zone_t       **zones, *zone;
     ngx_http_simhash_shctx_t       *sh;
     ngx_http_simhash_loc_conf_t    *slcf;
+    ngx_http_simhash_counters_t    *c;
     ngx_http_simhash_main_conf_t   *smcf;
     ngx_http_simhash_save_shctx_t  *sv;
 
@@ -700,21 +714,23 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_EVICTIONS] = ss.evictions;
         v[NGX_HTTP_SIMHASH_V_LOOKUPS] = ix.lookups;
         v[NGX_HTTP_SIMHASH_V_PROBES] = ix.probes;
-        v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
-        v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
-        v[NGX_HTTP_SIMHASH_V_LISTINGS] = sh->listings;
-        v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = sh->whole_text;
-        v[NGX_HTTP_SIMHASH_V_SHORT_CONTENT] = sh->short_content;
+        c = ngx_http_simhash_counters(zone);
+
+        v[NGX_HTTP_SIMHASH_V_BYTES] = c->bytes;
+        v[NGX_HTTP_SIMHASH_V_IDENTICAL] = c->identical;
+        v[NGX_HTTP_SIMHASH_V_LISTINGS] = c->listings;
+        v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = c->whole_text;
+        v[NGX_HTTP_SIMHASH_V_SHORT_CONTENT] = c->short_content;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE] = ss.text_bytes;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXTS] = ss.texts;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS] = ss.text_evictions;
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
-            v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];
+            v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = c->responses[j];
         }
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSKIP; j++) {
-            v[NGX_HTTP_SIMHASH_V_SKIPPED + j] = sh->skipped[j];
+            v[NGX_HTTP_SIMHASH_V_SKIPPED + j] = c->skipped[j];
         }
 
         sv = ngx_http_simhash_save_shctx(zone);

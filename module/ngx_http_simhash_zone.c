@@ -9,7 +9,8 @@
  * Layout (one slab pool, as limit_req):
  *   shpool->data -> ngx_http_simhash_shctx_t, and after it, in the same
  *                   allocation, each part's shctx_size bytes of shared
- *                   state (the DUST learner's, the saves' counters);
+ *                   state (the counters, the DUST learner's, the
+ *                   saves');
  *                   sh->part[index] points to each part's
  *   sh->store    -> the sh_store region (src/sh_store.h): ONE slab
  *                   allocation holding the PSM index, a fixed record per
