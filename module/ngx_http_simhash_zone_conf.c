@@ -72,8 +72,8 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
             continue;
         }
 
-        zone->conf[i] = parts[i]->create_conf(cf, zone);
-        if (zone->conf[i] == NULL) {
+        zone->conf[parts[i]->index] = parts[i]->create_conf(cf, zone);
+        if (zone->conf[parts[i]->index] == NULL) {
             return NGX_CONF_ERROR;
         }
     }
@@ -124,10 +124,11 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    zone->shm_zone = ngx_shared_memory_add(cf, &zone->name,
-                                           size
-                                           + ngx_http_simhash_zone_parts_size(
-                                                                      zone),
+    /* the parts' regions come on top of SIZE, which stays the store's */
+
+    size += ngx_http_simhash_zone_parts_size(zone);
+
+    zone->shm_zone = ngx_shared_memory_add(cf, &zone->name, size,
                                            &ngx_http_simhash_module);
     if (zone->shm_zone == NULL) {
         return NGX_CONF_ERROR;
