@@ -390,8 +390,10 @@ void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
 
 
 /*
- * the zone: ngx_http_simhash_zone.c, the storage.  It calls nothing above
- * it (configuration, snapshots, replication call it).
+ * the zone: ngx_http_simhash_zone.c, the storage, and the only door to
+ * the store.  It calls nothing above it but the parts' hooks, through
+ * their table (the parts, the configuration and the request path call
+ * it).
  */
 
 #define NGX_HTTP_SIMHASH_MIN_DOCS   16      /* the smallest zone */
