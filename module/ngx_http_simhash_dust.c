@@ -12,12 +12,15 @@
  * Its hashes are keyed by a key derived from simhash_seed ("dust"), so a
  * client cannot aim URLs at one slot.
  *
- * This file: the parameters and directives, the region across reloads
- * and resizes, the pins of simhash_dust_rule, observing a decision
- * (logging the rule changes it causes, each once), a prediction and the
- * check that its original is still stored, and the rules for the stats.
- * The response path (ngx_simhash_module.c) decides when to call these,
- * and answers a predicted duplicate itself.
+ * The learner is a part of the zone (ngx_http_simhash_part_t): its
+ * configuration is read by ngx_http_simhash_dust_conf.c, its shared state
+ * (ngx_http_simhash_dust_shctx_t) sits in the zone's slot for it.  This
+ * file: the region across reloads and resizes, the snapshot's section of
+ * rules, the pins of simhash_dust_rule, observing a decision (logging the
+ * rule changes it causes, each once), a prediction and the check that its
+ * original is still stored, and the rules for the stats.  The response
+ * path (ngx_simhash_module.c) decides when to call these, and answers a
+ * predicted duplicate itself.
  */
 
 
