@@ -19,8 +19,8 @@
  * rules, the pins of simhash_dust_rule, observing a decision (logging the
  * rule changes it causes, each once), a prediction and the check that its
  * original is still stored, and the rules for the stats.  The response
- * path (ngx_simhash_module.c) decides when to call these, and answers a
- * predicted duplicate itself.
+ * path (module/ngx_http_simhash_decide.c, _predict.c) decides when to
+ * call these, and answers a predicted duplicate itself.
  */
 
 
@@ -876,7 +876,7 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
     rc = sh_dust_predict(dust, (char *) key->data, key->len,
                          (uint64_t) ngx_time(), &rep, &p->why);
 
-    ref = rc == 1 ? ngx_http_simhash_zone_keyhash(zone, rep) : SH_NOREF;
+    ref = rc == 1 ? ngx_http_simhash_zone_find_hash(zone, rep) : SH_NOREF;
 
     if (ref != SH_NOREF) {
         ngx_http_simhash_zone_name(zone, ref, &name, id);
