@@ -53,6 +53,7 @@
 #include "ngx_http_simhash_dust.h"
 #include "sh_block.h"
 #include "sh_html.h"
+#include "sh_library.h"
 
 
 static ngx_int_t ngx_http_simhash_init_module(ngx_cycle_t *cycle);

@@ -28,7 +28,7 @@
 #include "ngx_http_simhash_snapshot.h"
 #include "sh_snapshot.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 
 
 /* a store file's header and settings fit in this (sh_store_file.h) */
@@ -72,7 +72,7 @@ static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
  * A file of the store's format (sh_store_file.h): its settings, then its
  * image straight into the zone's store, which is empty at start.  Another
  * extraction version or hash key is refused before anything is stored.
- * The image is read with pread in chunks, not mapped (sh_store_image.c
+ * The image is read with pread in chunks, not mapped (sh_image.c
  * says why); `head` holds the file's first bytes: its header and
  * settings.
  */

@@ -4,7 +4,7 @@
  * match=, distance=, threshold=; in a replicated zone also the stream and
  * the id of the last entry applied, from which replication goes on after
  * a restart, and each writer's last seq), then the store's image
- * (sh_store_image.h), copied from the zone in slices of 1 MB by a
+ * (sh_image.h), copied from the zone in slices of 1 MB by a
  * thread-pool task, so that no worker waits on the lock for more than one
  * slice.  The file follows what the zone holds, not its size.
  *
@@ -23,7 +23,7 @@
 #include "ngx_http_simhash_snapshot.h"
 #include "sh_snapshot.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 
 
 #define NGX_HTTP_SIMHASH_SAVE_BUF   (1024 * 1024)   /* bytes a hold of the
@@ -166,7 +166,7 @@ ngx_http_simhash_save_tail(ngx_http_simhash_save_t *sv, sh_file_writer_t *w)
 /*
  * The save, without an nginx call that logs or allocates from a pool (it
  * may run in a thread): PATH.tmp created afresh, the settings, then the
- * store's image one buffer per hold of the lock (sh_store_image.h), each
+ * store's image one buffer per hold of the lock (sh_image.h), each
  * buffer written with the lock released; fsync, rename.  Then `written`
  * says the thread is done with sv (ngx_http_simhash_snapshot_exit_worker).
  */
