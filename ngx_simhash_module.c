@@ -50,13 +50,12 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash_request.h"
+#include "ngx_http_simhash_dust.h"
 #include "sh_block.h"
 #include "sh_html.h"
 #include "sh_library.h"
 
 
-static ngx_http_simhash_zone_t **ngx_http_simhash_cycle_zones(
-    ngx_cycle_t *cycle, ngx_uint_t *n);
 static ngx_int_t ngx_http_simhash_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_simhash_init_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_exit_process(ngx_cycle_t *cycle);
@@ -84,14 +83,6 @@ static ngx_conf_enum_t  ngx_http_simhash_reveal_modes[] = {
     { ngx_string("off"), NGX_HTTP_SIMHASH_REVEAL_OFF },
     { ngx_string("status"), NGX_HTTP_SIMHASH_REVEAL_STATUS },
     { ngx_string("key"), NGX_HTTP_SIMHASH_REVEAL_KEY },
-    { ngx_null_string, 0 }
-};
-
-
-static ngx_conf_enum_t  ngx_http_simhash_dust_modes[] = {
-    { ngx_string("off"), NGX_HTTP_SIMHASH_DUST_OFF },
-    { ngx_string("learn"), NGX_HTTP_SIMHASH_DUST_LEARN },
-    { ngx_string("on"), NGX_HTTP_SIMHASH_DUST_ON },
     { ngx_null_string, 0 }
 };
 
@@ -283,10 +274,10 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
 
     { ngx_string("simhash_dust"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_enum_slot,
+      ngx_http_simhash_dust_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_simhash_loc_conf_t, dust),
-      &ngx_http_simhash_dust_modes },
+      0,
+      NULL },
 
     { ngx_string("simhash_dust_verify"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
@@ -297,9 +288,9 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
 
     { ngx_string("simhash_dust_credentials"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
-      ngx_conf_set_flag_slot,
+      ngx_http_simhash_dust_credentials_directive,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_simhash_loc_conf_t, dust_credentials),
+      0,
       NULL },
 
     { ngx_string("simhash_dust_rule"),
@@ -376,6 +367,7 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
     sh_config_t                   *cfg;
     ngx_uint_t                     i;
     ngx_http_handler_pt           *h;
+    ngx_http_simhash_part_t       *part;
     ngx_http_simhash_zone_t      **zones;
     ngx_http_core_main_conf_t     *cmcf;
     ngx_http_simhash_main_conf_t  *smcf;
@@ -412,10 +404,16 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
 
     smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
 
-    if (ngx_http_simhash_replicate_resolve(cf, smcf) != NGX_OK
-        || ngx_http_simhash_dust_resolve(cf, smcf) != NGX_OK)
-    {
-        return NGX_ERROR;
+    /* each part's configuration of the zones, complete */
+
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
+
+        if (part->postconfiguration
+            && part->postconfiguration(cf) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     /* a zone no location uses: the default hash key */
@@ -481,65 +479,23 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
 
 
 /*
- * The zones of a cycle's configuration, or NULL (with *n = 0) when the
- * cycle has no http block or the module no main configuration: the
- * process hooks run for every cycle, the failed and the empty included.
- */
-
-static ngx_http_simhash_zone_t **
-ngx_http_simhash_cycle_zones(ngx_cycle_t *cycle, ngx_uint_t *n)
-{
-    ngx_http_simhash_main_conf_t  *smcf;
-
-    *n = 0;
-
-    if (cycle->conf_ctx == NULL
-        || cycle->conf_ctx[ngx_http_module.index] == NULL)
-    {
-        return NULL;
-    }
-
-    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
-    if (smcf == NULL) {
-        return NULL;
-    }
-
-    *n = smcf->zones.nelts;
-
-    return smcf->zones.elts;
-}
-
-
-/*
  * The master, once every zone of the new cycle exists (at start, and at a
- * reload that created or resized a zone): a zone formatted empty with a
- * file starts from its snapshot.  Loading here, not in the zone's init,
- * keeps the zone below its persistence.
+ * reload that created or resized a zone): each part's turn (the saving
+ * part loads the snapshots of the zones created empty).
  */
 
 static ngx_int_t
 ngx_http_simhash_init_module(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                 i, n;
-    ngx_http_simhash_zone_t  **zones;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
 
-    if (ngx_test_config) {
-        return NGX_OK;
-    }
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
 
-    zones = ngx_http_simhash_cycle_zones(cycle, &n);
-
-    for (i = 0; i < n; i++) {
-        if (!zones[i]->load) {
-            continue;
+        if (part->init_module && part->init_module(cycle) != NGX_OK) {
+            return NGX_ERROR;
         }
-
-        zones[i]->load = 0;
-
-        ngx_http_simhash_snapshot_load(zones[i], cycle->log);
-
-        /* what is in memory is what is in the file */
-        zones[i]->sh->saved_generation = zones[i]->sh->generation;
     }
 
     return NGX_OK;
@@ -547,15 +503,15 @@ ngx_http_simhash_init_module(ngx_cycle_t *cycle)
 
 
 /*
- * Each worker: the periodic snapshot saves of every zone with a file;
- * worker 0 also replicates the zones that are.
+ * Each worker: the parts' timers and connections (the periodic snapshot
+ * saves; worker 0's replication).
  */
 
 static ngx_int_t
 ngx_http_simhash_init_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                 i, n;
-    ngx_http_simhash_zone_t  **zones;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
 
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
@@ -563,16 +519,10 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    zones = ngx_http_simhash_cycle_zones(cycle, &n);
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
 
-    for (i = 0; i < n; i++) {
-        if (ngx_http_simhash_snapshot_init_worker(zones[i], cycle) != NGX_OK) {
-            return NGX_ERROR;
-        }
-
-        if (ngx_http_simhash_stream_init_worker(zones[i], cycle)
-            != NGX_OK)
-        {
+        if (part->init_process && part->init_process(cycle) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -581,19 +531,20 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
 }
 
 
-/* A worker exits: its connections to Redis are closed. */
+/* A worker exits: a save in flight finished, connections to Redis closed. */
 
 static void
 ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                 i, n;
-    ngx_http_simhash_zone_t  **zones;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
 
-    zones = ngx_http_simhash_cycle_zones(cycle, &n);
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
 
-    for (i = 0; i < n; i++) {
-        ngx_http_simhash_snapshot_exit_worker(zones[i], cycle->log);
-        ngx_http_simhash_stream_exit_worker(zones[i]);
+        if (part->exit_process) {
+            part->exit_process(cycle);
+        }
     }
 }
 
@@ -603,15 +554,14 @@ ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
 static void
 ngx_http_simhash_exit_master(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                 i, n;
-    ngx_http_simhash_zone_t  **zones;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
 
-    zones = ngx_http_simhash_cycle_zones(cycle, &n);
+    for (i = 0; ngx_http_simhash_parts[i]; i++) {
+        part = ngx_http_simhash_parts[i];
 
-    for (i = 0; i < n; i++) {
-        ngx_http_simhash_snapshot_exit(zones[i], cycle->log);
+        if (part->exit_master) {
+            part->exit_master(cycle);
+        }
     }
-
-    ngx_http_simhash_dust_exit();
 }
-

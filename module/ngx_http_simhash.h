@@ -1,28 +1,40 @@
-
 /*
  * ngx_http_simhash.h -- what the module's files share; private to the module.
  *
- * The module, one subject a file:
+ * The module, one subject a file, on three floors (calls only go down):
  *
- *   ngx_simhash_module.c          the module's tables and init hooks; its
- *                                 top lists the request path's files, one
- *                                 stage a file (module/..._predict.c,
- *                                 _filter.c, _decide.c, _response.c,
- *                                 _variables.c, _directives.c), which
- *                                 share ngx_http_simhash_request.h
- *   module/ngx_http_simhash_names.c     how the module spells what it
- *                                 reports: status and skip names, scores,
- *                                 "file:line" of a directive
- *   module/ngx_http_simhash_zone.c      the shared memory zone: the index,
- *                                 the documents' keys, eviction, repair
- *                                 after a dead worker, reload and resize;
- *                                 the storage, calling nothing above it
- *   module/ngx_http_simhash_zone_conf.c the simhash_zone directive
- *   module/ngx_http_simhash_snapshot.c  persistence: load at start (from
- *                                 the module's init_module), periodic
- *                                 save by one worker, final save by the
- *                                 master
- *   module/ngx_http_simhash_stats.c     the simhash_stats handler
+ * the request path and the module's tables
+ *   ngx_simhash_module.c          the module's tables and init hooks
+ *                                 (which call each part's); its top lists
+ *                                 the request path's files, one stage a
+ *                                 file (module/..._predict.c, _filter.c,
+ *                                 _decide.c, _response.c, _variables.c,
+ *                                 _directives.c), which share
+ *                                 ngx_http_simhash_request.h
+ *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
+ *                                 upstream is this proxy is refused
+ *   module/ngx_http_simhash_stats.c     the simhash_stats handler (and
+ *                                 the counters' part); with _explain.c
+ *                                 ("why?") and _console.c
+ *
+ * the parts of a zone (ngx_http_simhash_part_t; the list:
+ * module/ngx_http_simhash_parts.c), each with its own configuration and
+ * shared state
+ *   module/ngx_http_simhash_dust.c      the DUST learner (src/sh_dust.h)
+ *                                 in the zone: its region, observing
+ *                                 decisions, predictions, its rules for the
+ *                                 stats and the snapshot (its header:
+ *                                 ngx_http_simhash_dust.h)
+ *   module/ngx_http_simhash_dust_conf.c its configuration: simhash_zone's
+ *                                 dust= parameters, the simhash_dust*
+ *                                 directives
+ *   module/ngx_http_simhash_sites.c     the console's tables: rates, sites,
+ *                                 the last decisions
+ *   module/ngx_http_simhash_snapshot.c  the saves: file= and save=, the
+ *                                 hooks; _snapshot_load.c the start from
+ *                                 the file, _snapshot_save.c the saves
+ *                                 (their header: ngx_http_simhash_snapshot.h)
+ *   module/ngx_http_simhash_replicate_part.c  replication's part, over:
  *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
  *                                 through a Redis Stream: the
  *                                 simhash_replicate directive, the outbox
@@ -32,18 +44,23 @@
  *   module/ngx_http_simhash_redis.c     hiredis's asynchronous API on
  *                                 nginx's event loop, every reply bounded
  *                                 (its own header)
- *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
- *                                 upstream is this proxy is refused
- *   module/ngx_http_simhash_dust.c      the DUST learner (src/sh_dust.h)
- *                                 in the zone: its region, the
- *                                 directives, observing decisions,
- *                                 predictions, its rules for the stats
- *                                 and the snapshot
  *
- * The layers, each calling only those below it: the response path and the
- * directives; replication (replicate, stream, redis); persistence
- * (snapshot); the zone.  The core library (src/, prefix sh_) knows nothing
- * of nginx.
+ * the zone core
+ *   module/ngx_http_simhash_zone.c      the shared memory zone: the index,
+ *                                 the documents' keys, eviction, repair
+ *                                 after a dead worker, reload and resize;
+ *                                 the only door to the store, naming no
+ *                                 part
+ *   module/ngx_http_simhash_zone_conf.c the simhash_zone directive: the
+ *                                 store's parameters, the others to the
+ *                                 parts
+ *   module/ngx_http_simhash_secret.c    a zone's secret without
+ *                                 simhash_seed
+ *   module/ngx_http_simhash_names.c     how the module spells what it
+ *                                 reports: status and skip names, scores,
+ *                                 "file:line" of a directive
+ *
+ * The core library (src/, prefix sh_) knows nothing of nginx.
  */
 
 
@@ -99,6 +116,10 @@ typedef enum {
     (sizeof(NGX_HTTP_SIMHASH_ID_PREFIX) + SH_STORE_ID_LEN)
 
 
+/* the most parts a zone can have (ngx_http_simhash_parts.c lists them) */
+#define NGX_HTTP_SIMHASH_PARTS_MAX   8
+
+
 /* the shared part of a zone: at shpool->data */
 typedef struct {
     sh_store_t                  *store;     /* every document: sh_store.h */
@@ -113,31 +134,11 @@ typedef struct {
                                                hash's, from simhash_seed */
     size_t                       key_max;   /* longest key ever stored */
 
-    /* counters: relaxed atomic increments, read without the lock */
-    ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
-    ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
-    ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
-    ngx_atomic_t                 identical; /* re-fetches not parsed */
-    ngx_atomic_t                 listings;  /* matches vetoed: two listings
-                                               of one template */
-    ngx_atomic_t                 whole_text;    /* pages whose content is
-                                                   links (hubs) */
-    ngx_atomic_t                 short_content; /* pages whose own content
-                                                   is a few dozen words */
-
-    /* persistence */
-    ngx_atomic_t                 generation;        /* changes so far */
-    ngx_atomic_t                 saved_generation;  /* in the file */
-    ngx_atomic_t                 save_lock;         /* pid saving, or 0 */
-    ngx_atomic_t                 last_save;         /* seconds */
-    ngx_atomic_t                 saves;
-    ngx_atomic_t                 save_errors;
-    ngx_atomic_t                 restored;          /* docs at start */
-    ngx_atomic_t                 refused_snapshots; /* files kept aside
-                                                       unread at start */
-    ngx_atomic_t                 save_off;  /* 1: a damaged snapshot could
-                                               not be moved aside, so it
-                                               is never overwritten */
+    ngx_atomic_t                 generation;        /* changes so far:
+                                                       the saving part
+                                                       compares it with
+                                                       what is in its
+                                                       file */
 
     /* replication, under the lock: the last entry of the stream applied,
      * the crc32 of the stream's name (the id means nothing in another
@@ -148,20 +149,6 @@ typedef struct {
     uint32_t                     repl_stream;
     sh_stream_id_t               repl_since;
 
-    /* the DUST learner (ngx_http_simhash_dust.c), NULL when the zone has
-     * none; a separate slab allocation of dust_size bytes, under the
-     * zone's lock like the store; dust_logged: the last rule change
-     * logged (each is logged once, by whichever worker sees it first) */
-    sh_dust_t                   *dust;
-    size_t                       dust_size;
-    sh_dust_opts_t               dust_opts;
-    uint64_t                     dust_logged;
-    u_char                       dust_key[32];  /* the secret it was
-                                                   formatted under */
-    uint64_t                     dust_published;    /* the last rule
-                                                   change put in the
-                                                   outbox (replicated) */
-
     /*
      * pid of the worker changing the index, the tree or the document array
      * (under the mutex), 0 otherwise: found set by the next holder of the
@@ -171,20 +158,15 @@ typedef struct {
      */
     ngx_atomic_t                 writer;
 
-    /* what the console shows (ngx_http_simhash_sites.c): the rates of
-     * the last minutes, the sites that waste the crawl, the last
-     * decisions for "why?"; a slab allocation of its own, NULL until the
-     * zone's init made it */
-    struct ngx_http_simhash_sites_s  *sites;
-
-    /* the last successful save: how long it took, its longest hold of
-     * the lock (ms), for the stats and the console */
-    ngx_atomic_t                 save_ms;
-    ngx_atomic_t                 save_hold_ms;
+    /* each part's shared state, by its index (ngx_http_simhash_part_t):
+     * its shctx_size bytes, allocated with this struct, or what its
+     * shm_init allocated; NULL: none */
+    void                        *part[NGX_HTTP_SIMHASH_PARTS_MAX];
 } ngx_http_simhash_shctx_t;
 
 
 typedef struct ngx_http_simhash_replicate_s  ngx_http_simhash_replicate_t;
+typedef struct ngx_http_simhash_dust_loc_s   ngx_http_simhash_dust_loc_t;
 
 
 /* a zone as configured (per cycle, in the configuration pool) */
@@ -198,16 +180,18 @@ typedef struct {
     uint32_t                     threshold; /* threshold=, score units */
     size_t                       keys;      /* keys=: the key text ring's
                                                bytes; 0: its share */
-    ngx_str_t                    file;      /* full path, "" = none */
-    ngx_uint_t                   load;      /* formatted empty in this
-                                               cycle: the snapshot is
-                                               loaded at init_module */
+    ngx_str_t                    file;      /* full path, "" = none:
+                                               the snapshot's (file=, the
+                                               saving part's parameter),
+                                               and beside it the secret's */
+    ngx_uint_t                   formatted; /* formatted empty in this
+                                               cycle (not taken over from
+                                               a kept or resized zone) */
     ngx_str_t                    stream;    /* the Redis stream followed
                                                (simhash_replicate), "" =
                                                none: the zone and its
                                                snapshot keep the place
                                                in it */
-    ngx_msec_t                   save;      /* 0 = only at shutdown */
     uint64_t                     seed_digest;
     uint32_t                     version;   /* extraction, sh_version.h */
     u_char                       mac_key[SH_STREAM_KEY_LEN];  /* stream
@@ -217,23 +201,95 @@ typedef struct {
     ngx_uint_t                   keyed;     /* simhash_seed was given */
     ngx_uint_t                   seed_set;
     ngx_str_t                    seed_where;  /* "file:line" of that user */
-    ngx_event_t                  save_event;  /* per worker */
     ngx_http_simhash_replicate_t  *replicate;   /* NULL: not replicated */
 
-    /* dust=SIZE: the learner's region (0: none), what it adds to the
-     * shared memory zone, its options (dust_precision=, dust_evidence=,
-     * table sizes from dust=), its hash key (from simhash_seed), and the
-     * simhash_dust_rule pins: ngx_http_simhash_dust_pin_t */
-    size_t                       dust;
-    size_t                       dust_shm;
-    sh_dust_opts_t               dust_opts;
+    /* the key of the zone's DUST learner's hashes and of the console's
+     * table of sites (from simhash_seed, or the zone's own secret) */
     u_char                       dust_secret[32];
-    ngx_array_t                 *dust_pins;
-#if (NGX_THREADS)
-    ngx_thread_pool_t           *thread_pool;
-    ngx_thread_task_t           *save_task;   /* per worker */
-#endif
+
+    /* each part's configuration of the zone, by its index: what its
+     * create_conf returned */
+    void                        *conf[NGX_HTTP_SIMHASH_PARTS_MAX];
 } ngx_http_simhash_zone_t;
+
+
+/*
+ * A part of the zone: a feature that keeps state in a zone (simhash_zone
+ * parameters, shared memory, a section of the snapshot, timers in the
+ * workers) and that the zone core calls only through this table, as
+ * nginx calls its modules through ngx_module_t and ngx_http_module_t.
+ * The zone core (ngx_http_simhash_zone.c, _zone_conf.c) and the module's
+ * process hooks loop over ngx_http_simhash_parts[], the one list that
+ * names every part (ngx_http_simhash_parts.c); the zone keeps one
+ * configuration slot (zone->conf) and one shared slot (sh->part) for each,
+ * by its index.  Every hook may be NULL.
+ */
+typedef struct {
+    ngx_str_t                    name;
+    ngx_uint_t                   index;     /* set by _parts_init() */
+    ngx_str_t                    tail_name; /* what its snapshot section
+                                               holds, for the log */
+
+    /* bytes of shared state allocated with the zone's shctx (zeroed, at
+     * sh->part[index]) when the zone is created */
+    size_t                       shctx_size;
+
+    /* simhash_zone: the part's configuration of a zone (its conf slot);
+     * one parameter, NGX_DECLINED when it is not the part's; all read,
+     * checked; the shared memory it adds to the zone's size */
+    void                      *(*create_conf)(ngx_conf_t *cf,
+                                   ngx_http_simhash_zone_t *zone);
+    ngx_int_t                  (*param)(ngx_conf_t *cf,
+                                   ngx_http_simhash_zone_t *zone,
+                                   ngx_str_t *value);
+    char                      *(*conf_done)(ngx_conf_t *cf,
+                                   ngx_http_simhash_zone_t *zone);
+    size_t                     (*shm_size)(ngx_http_simhash_zone_t *zone);
+
+    /* the zone's init: a created zone (ozone NULL) or one kept over a
+     * reload (ozone: the old configuration's); then, under both zones'
+     * locks, a resized zone takes the part's state over from the old */
+    ngx_int_t                  (*shm_init)(ngx_http_simhash_zone_t *zone,
+                                   ngx_http_simhash_zone_t *ozone,
+                                   ngx_log_t *log);
+    void                       (*shm_migrate)(ngx_http_simhash_zone_t *zone,
+                                   ngx_http_simhash_zone_t *ozone,
+                                   ngx_log_t *log);
+
+    /* the snapshot's tail section (sh_store_file.h), which one part at
+     * most fills: save_tail copies it out (malloc()ed, in a thread: no
+     * nginx call that logs or allocates from a pool), NGX_DECLINED: none
+     * in this zone; at start, want_tail says whether the zone has room
+     * for a file's (and logs why not), load_tail takes it back */
+    ngx_uint_t                 (*want_tail)(ngx_http_simhash_zone_t *zone,
+                                   ngx_log_t *log);
+    ngx_int_t                  (*save_tail)(ngx_http_simhash_zone_t *zone,
+                                   void **buf, size_t *len, char *err,
+                                   size_t errlen);
+    ngx_int_t                  (*load_tail)(ngx_http_simhash_zone_t *zone,
+                                   u_char *buf, size_t len, ngx_log_t *log);
+
+    /* the module's hooks, once a cycle (the part finds its zones with
+     * ngx_http_simhash_cycle_zones()) */
+    ngx_int_t                  (*postconfiguration)(ngx_conf_t *cf);
+    ngx_int_t                  (*init_module)(ngx_cycle_t *cycle);
+    ngx_int_t                  (*init_process)(ngx_cycle_t *cycle);
+    void                       (*exit_process)(ngx_cycle_t *cycle);
+    void                       (*exit_master)(ngx_cycle_t *cycle);
+} ngx_http_simhash_part_t;
+
+/* the list, NULL-terminated: ngx_http_simhash_parts.c (only the module's
+ * top file names it) */
+extern ngx_http_simhash_part_t  *ngx_http_simhash_parts[];
+
+/* the zone's table of parts: handed down once the module's configuration
+ * starts (each part's index set), read by the zone core */
+void ngx_http_simhash_zone_use_parts(ngx_http_simhash_part_t **parts);
+ngx_http_simhash_part_t **ngx_http_simhash_zone_parts(void);
+
+#define ngx_http_simhash_part_conf(zone, pt)  (zone)->conf[(pt).index]
+#define ngx_http_simhash_part_shm(zone, pt)                                  \
+    ((zone)->sh ? (zone)->sh->part[(pt).index] : NULL)
 
 
 typedef struct {
@@ -312,17 +368,10 @@ typedef struct {
     ngx_uint_t                   drop_keys;
     ngx_uint_t                   drop_score;
 
-    /* ngx_http_simhash_dust.c: simhash_dust off|learn|on, the share of
-     * predictions fetched anyway (in millionths), whether requests with
-     * credentials may be predicted */
-    ngx_uint_t                   dust;
-    ngx_uint_t                   dust_verify;
-    ngx_flag_t                   dust_credentials;
+    /* simhash_dust, simhash_dust_verify, simhash_dust_credentials: the
+     * DUST learner's (ngx_http_simhash_dust.h, _dust_conf.c) */
+    ngx_http_simhash_dust_loc_t  *dust;
 } ngx_http_simhash_loc_conf_t;
-
-#define NGX_HTTP_SIMHASH_DUST_OFF    0
-#define NGX_HTTP_SIMHASH_DUST_LEARN  1
-#define NGX_HTTP_SIMHASH_DUST_ON     2
 
 #define NGX_HTTP_SIMHASH_DROP_KEYS_PATH  0
 #define NGX_HTTP_SIMHASH_DROP_KEYS_ANY   1
@@ -344,8 +393,10 @@ void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
 
 
 /*
- * the zone: ngx_http_simhash_zone.c, the storage.  It calls nothing above
- * it (configuration, snapshots, replication call it).
+ * the zone: ngx_http_simhash_zone.c, the storage, and the only door to
+ * the store.  It calls nothing above it but the parts' hooks, through
+ * their table (the parts, the configuration and the request path call
+ * it).
  */
 
 #define NGX_HTTP_SIMHASH_MIN_DOCS   16      /* the smallest zone */
@@ -353,6 +404,13 @@ void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
 ngx_int_t ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data);
 uint32_t ngx_http_simhash_zone_capacity(size_t zone_size, size_t keys);
 void *ngx_http_simhash_old_zone(ngx_shm_zone_t *shm);
+/* what the parts add to the zone's shared memory, beside the store */
+size_t ngx_http_simhash_zone_parts_size(ngx_http_simhash_zone_t *zone);
+/* the zones of a cycle (n: how many), for the parts' process hooks */
+ngx_http_simhash_zone_t **ngx_http_simhash_cycle_zones(ngx_cycle_t *cycle,
+    ngx_uint_t *n);
+/* the part that fills the snapshot's tail section, or NULL */
+ngx_http_simhash_part_t *ngx_http_simhash_zone_tail(void);
 
 /*
  * Every change of the zone, and every lookup, happens between lock and
@@ -363,6 +421,8 @@ void ngx_http_simhash_zone_lock(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 void ngx_http_simhash_zone_write(ngx_http_simhash_zone_t *zone);
 void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
+/* in a thread, which cannot repair: NGX_ERROR while a repair is pending */
+ngx_int_t ngx_http_simhash_zone_lock_quiet(ngx_http_simhash_zone_t *zone);
 
 /*
  * Under the lock: the document of a key (its ref), or SH_NOREF; store a
@@ -373,6 +433,9 @@ void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
  */
 uint32_t ngx_http_simhash_zone_key(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key);
+/* the same, by the key's hash (sh_store_keyhash) */
+uint32_t ngx_http_simhash_zone_find_hash(ngx_http_simhash_zone_t *zone,
+    uint64_t keyhash);
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint64_t fingerprint, uint64_t digest, uint32_t time,
     const sh_sketches_t *sketches);
@@ -459,17 +522,7 @@ ngx_int_t ngx_http_simhash_secret_local(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone);
 
 
-/* persistence: ngx_http_simhash_snapshot.c, below replication */
-
-ngx_int_t ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file);
-void ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log);
-ngx_int_t ngx_http_simhash_snapshot_init_worker(
-    ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
-void ngx_http_simhash_snapshot_exit_worker(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log);
-void ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log);
+/* persistence: the saving part, ngx_http_simhash_snapshot.h */
 
 
 /* replication: ngx_http_simhash_replicate.c, ngx_http_simhash_stream.c */
@@ -614,6 +667,8 @@ struct ngx_http_simhash_replicate_s {
 
 char *ngx_http_simhash_replicate_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+extern ngx_http_simhash_part_t  ngx_http_simhash_replicate_part;
+
 ngx_int_t ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
     ngx_http_simhash_main_conf_t *smcf);
 /* under the lock: this node's new version of a document into the outbox
@@ -640,108 +695,6 @@ ngx_int_t ngx_http_simhash_request_scheme_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 ngx_uint_t ngx_http_simhash_drop_allowed(ngx_http_simhash_loc_conf_t *slcf,
     ngx_str_t *key, ngx_str_t *duplicate_of, uint32_t score);
-
-
-/* the DUST learner in the zone: ngx_http_simhash_dust.c */
-
-/* a simhash_dust_rule, kept for every (re)initialisation of its zone */
-typedef struct {
-    ngx_str_t                    zone_name;
-    ngx_str_t                    where;     /* "file:line" */
-    u_char                      *host;      /* NUL-terminated */
-    u_char                      *pattern;   /* NULL: host-wide */
-    u_char                      *arg;       /* NULL: the kind takes none */
-    sh_dust_kind_t               kind;
-    ngx_uint_t                   mode;      /* SH_DUST_PIN_ON, _OFF */
-} ngx_http_simhash_dust_pin_t;
-
-/* a prediction for a request: the rule text, the original's name */
-typedef struct {
-    u_char                       rule[128];
-    size_t                       rule_len;
-    ngx_str_t                    name;      /* raw, in the request's pool */
-    sh_dust_why_t                why;
-} ngx_http_simhash_prediction_t;
-
-/* simhash_zone's dust=, dust_precision=, dust_evidence= parameters:
- * NGX_DECLINED when `value` is none of them */
-ngx_int_t ngx_http_simhash_dust_param(ngx_conf_t *cf,
-    ngx_http_simhash_zone_t *zone, ngx_str_t *value);
-char *ngx_http_simhash_dust_size(ngx_conf_t *cf,
-    ngx_http_simhash_zone_t *zone);
-char *ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf,
-    ngx_command_t *cmd, void *conf);
-char *ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf,
-    ngx_command_t *cmd, void *conf);
-void ngx_http_simhash_dust_exit(void);
-ngx_int_t ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
-    ngx_http_simhash_main_conf_t *smcf);
-
-/* in the zone's init: a fresh zone, or a kept one (ozone: the old
- * configuration's); under both zones' locks, a resized one takes the
- * rules of the old (ozone) */
-ngx_int_t ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
-void ngx_http_simhash_dust_migrate(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
-/* after the snapshot's rules were loaded: the configuration's pins again */
-void ngx_http_simhash_dust_repin(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log);
-
-/* under the lock: one decision of the module; returns the number of rule
- * changes (then ngx_http_simhash_dust_log() after the lock is released) */
-ngx_int_t ngx_http_simhash_dust_observe(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *key, uint64_t rep);
-void ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log);
-
-/* NGX_OK with a prediction whose original is still stored, NGX_DECLINED */
-ngx_uint_t ngx_http_simhash_dust_same_path(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *a, ngx_str_t *b, ngx_log_t *log);
-ngx_int_t ngx_http_simhash_dust_predict(ngx_http_request_t *r,
-    ngx_http_simhash_zone_t *zone, ngx_str_t *key,
-    ngx_http_simhash_prediction_t *p);
-void ngx_http_simhash_dust_saved(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_prediction_t *p, ngx_log_t *log);
-
-/* the rules of a zone for the stats: an array of sh_dust_rule_info_t with
- * each rule's host counters in ngx_http_simhash_dust_rule_t */
-typedef struct {
-    sh_dust_rule_info_t          rule;
-    uint64_t                     saved;     /* its host's fetches saved */
-    uint64_t                     predictions;
-} ngx_http_simhash_dust_rule_t;
-
-ngx_array_t *ngx_http_simhash_dust_rules(ngx_pool_t *pool,
-    ngx_http_simhash_zone_t *zone, sh_dust_stats_t *st,
-    ngx_uint_t candidates, ngx_log_t *log);
-
-/*
- * Replication of the rules (worker 0): what was last sent or applied of
- * each rule, in a direct-mapped table of worker 0's own (a collision
- * costs one record more), so that the sweep sends only counts that moved
- * by a step.
- */
-typedef struct {
-    uint64_t                     key;       /* 0: empty */
-    uint32_t                     support;
-    uint32_t                     against;
-} ngx_http_simhash_dust_sent_t;
-
-typedef struct {
-    ngx_http_simhash_dust_sent_t  *slot;
-    ngx_uint_t                     mask;
-    time_t                         next;    /* the next sweep */
-} ngx_http_simhash_dust_repl_t;
-
-ngx_int_t ngx_http_simhash_dust_repl_init(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, ngx_pool_t *pool);
-void ngx_http_simhash_dust_sweep(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, ngx_log_t *log);
-/* a DUST entry of the stream (its MAC verified): NGX_OK applied,
- * NGX_DECLINED ignored (no learner here), NGX_ERROR refused (damaged) */
-ngx_int_t ngx_http_simhash_dust_apply(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, u_char *rec, ngx_log_t *log);
 
 
 /*
@@ -819,10 +772,15 @@ typedef struct {
     size_t                       bytes;     /* body bytes not passed on */
 } ngx_http_simhash_event_t;
 
-/* the zone's shared memory the console adds (beside zone= and dust=) */
+/* the console's part of the zone: the shared memory it adds (beside
+ * zone= and dust=), and its region (NULL until the zone's init made it) */
+extern ngx_http_simhash_part_t  ngx_http_simhash_sites_part;
+
 size_t ngx_http_simhash_sites_shm(void);
-ngx_int_t ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log);
+
+#define ngx_http_simhash_sites(zone)                                         \
+    ((ngx_http_simhash_sites_t *)                                            \
+         ngx_http_simhash_part_shm(zone, ngx_http_simhash_sites_part))
 /* not under the lock: it takes it, briefly */
 void ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev, ngx_log_t *log);
@@ -856,7 +814,6 @@ u_char *ngx_http_simhash_sites_json(u_char *p,
 u_char *ngx_http_simhash_sites_prom(u_char *p,
     ngx_http_simhash_sites_snap_t *first);
 u_char *ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len);
-u_char *ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri);
 
 /* the lag per node of a replicated zone, for the stats */
 size_t ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone);
@@ -874,6 +831,35 @@ ngx_int_t ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b,
 
 
 /* statistics: ngx_http_simhash_stats.c */
+
+/*
+ * The zone's counters, the statistics part's shared state (allocated with
+ * the zone's shctx): relaxed atomic increments by the request path, read
+ * without the lock.
+ */
+typedef struct {
+    ngx_atomic_t                 responses[NGX_HTTP_SIMHASH_NSTATUS];
+    ngx_atomic_t                 skipped[NGX_HTTP_SIMHASH_NSKIP];
+    ngx_atomic_t                 bytes;     /* body bytes fingerprinted */
+    ngx_atomic_t                 identical; /* re-fetches not parsed */
+    ngx_atomic_t                 listings;  /* matches vetoed: two listings
+                                               of one template */
+    ngx_atomic_t                 whole_text;    /* pages whose content is
+                                                   links (hubs) */
+    ngx_atomic_t                 short_content; /* pages whose own content
+                                                   is a few dozen words */
+} ngx_http_simhash_counters_t;
+
+extern ngx_http_simhash_part_t  ngx_http_simhash_stats_part;
+
+#define ngx_http_simhash_counters(zone)                                      \
+    ((ngx_http_simhash_counters_t *)                                         \
+         ngx_http_simhash_part_shm(zone, ngx_http_simhash_stats_part))
+
+/* one of them, plus n: ngx_http_simhash_count(zone, identical, 1) */
+#define ngx_http_simhash_count(zone, counter, n)                             \
+    (void) ngx_atomic_fetch_add(&ngx_http_simhash_counters(zone)->counter,  \
+                                n)
 
 char *ngx_http_simhash_stats_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

@@ -122,8 +122,8 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->score = 0;
     ctx->has_distance = 1;
 
-    (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
-    (void) ngx_atomic_fetch_add(&sh->identical, 1);
+    ngx_http_simhash_count(zone, responses[ctx->status], 1);
+    ngx_http_simhash_count(zone, identical, 1);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash: %016uxL unchanged, identical body", hash);
@@ -208,7 +208,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         ngx_http_simhash_dust_log(zone, r->connection->log);
     }
 
-    (void) ngx_atomic_fetch_add(&zone->sh->responses[ctx->status], 1);
+    ngx_http_simhash_count(zone, responses[ctx->status], 1);
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash: %016uxL %V distance:%ui \"%V\"",
@@ -229,7 +229,7 @@ static ngx_int_t
 ngx_http_simhash_observe(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf)
 {
-    if (slcf->dust == NGX_HTTP_SIMHASH_DUST_OFF
+    if (slcf->dust->mode == NGX_HTTP_SIMHASH_DUST_OFF
         || r->method != NGX_HTTP_GET)
     {
         return 0;
@@ -414,16 +414,13 @@ static size_t
 ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best)
 {
-    size_t                     n, i, found;
-    const sh_store_doc_t      *doc;
-    sh_match_t                 all[NGX_HTTP_SIMHASH_CANDIDATES];
-    sh_lookup_opts_t           opts;
-    sh_lookup_stats_t          st;
-    ngx_http_simhash_shctx_t  *sh;
+    size_t                 n, i, found;
+    const sh_store_doc_t  *doc;
+    sh_match_t             all[NGX_HTTP_SIMHASH_CANDIDATES];
+    sh_lookup_opts_t       opts;
+    sh_lookup_stats_t      st;
 
-    sh = zone->sh;
-
-    (void) ngx_atomic_fetch_add(&sh->listings, 1);
+    ngx_http_simhash_count(zone, listings, 1);
 
     (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
     opts.mode = SH_MATCH_ALL;

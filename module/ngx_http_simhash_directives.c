@@ -73,6 +73,9 @@ ngx_http_simhash_create_main_conf(ngx_conf_t *cf)
 
     sh_library_init();
 
+    /* the zone's parts, numbered, before any simhash_zone is read */
+    ngx_http_simhash_zone_use_parts(ngx_http_simhash_parts);
+
     return smcf;
 }
 
@@ -135,9 +138,11 @@ ngx_http_simhash_create_loc_conf(ngx_conf_t *cf)
     conf->word_weight = NGX_CONF_UNSET;
     conf->shingle_weight = NGX_CONF_UNSET;
     conf->content = NGX_CONF_UNSET_UINT;
-    conf->dust = NGX_CONF_UNSET_UINT;
-    conf->dust_verify = NGX_CONF_UNSET_UINT;
-    conf->dust_credentials = NGX_CONF_UNSET;
+
+    conf->dust = ngx_http_simhash_dust_create_loc(cf);
+    if (conf->dust == NULL) {
+        return NULL;
+    }
 
     return conf;
 }
@@ -203,11 +208,9 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               NGX_HTTP_SIMHASH_REVEAL_KEY);
     ngx_conf_merge_ptr_value(conf->reveal_scope, prev->reveal_scope, NULL);
 
-    /* simhash_dust_verify: one prediction in 16 fetched anyway */
-    ngx_conf_merge_uint_value(conf->dust, prev->dust,
-                              NGX_HTTP_SIMHASH_DUST_OFF);
-    ngx_conf_merge_uint_value(conf->dust_verify, prev->dust_verify, 62500);
-    ngx_conf_merge_value(conf->dust_credentials, prev->dust_credentials, 0);
+    if (ngx_http_simhash_dust_merge_loc(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->volatility_set == NGX_CONF_UNSET) {
         conf->volatility_set = prev->volatility_set;
@@ -260,11 +263,7 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_ERROR;
     }
 
-    if (conf->dust != NGX_HTTP_SIMHASH_DUST_OFF && conf->zone->dust == 0) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "simhash_dust needs a DUST learner: simhash zone "
-                      "\"%V\" has no dust=SIZE, in %V", &conf->zone->name,
-                      &conf->zone_where);
+    if (ngx_http_simhash_dust_check_loc(cf, conf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
     }
 

@@ -12,12 +12,15 @@
  * Its hashes are keyed by a key derived from simhash_seed ("dust"), so a
  * client cannot aim URLs at one slot.
  *
- * This file: the parameters and directives, the region across reloads
- * and resizes, the pins of simhash_dust_rule, observing a decision
- * (logging the rule changes it causes, each once), a prediction and the
- * check that its original is still stored, and the rules for the stats.
- * The response path (module/ngx_http_simhash_decide.c, _predict.c)
- * decides when to call these, and answers a predicted duplicate itself.
+ * The learner is a part of the zone (ngx_http_simhash_part_t): its
+ * configuration is read by ngx_http_simhash_dust_conf.c, its shared state
+ * (ngx_http_simhash_dust_shctx_t) sits in the zone's slot for it.  This
+ * file: the region across reloads and resizes, the snapshot's section of
+ * rules, the pins of simhash_dust_rule, observing a decision (logging the
+ * rule changes it causes, each once), a prediction and the check that its
+ * original is still stored, and the rules for the stats.  The response
+ * path (module/ngx_http_simhash_decide.c, _predict.c) decides when to
+ * call these, and answers a predicted duplicate itself.
  */
 
 
@@ -26,21 +29,8 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_dust.h"
 #include "sh_site.h"
-
-
-/*
- * dust=SIZE gives the tables in fixed proportions: 1 host, 8 candidate
- * rules, 64 evidence and 64 canonical slots per unit (the library's
- * defaults, 1,024 hosts, are 6.8 MB).  Tables come in powers of two
- * sets, so the learner takes the largest power-of-two number of units
- * that fits in SIZE: dust=8m gives the defaults, dust=4m half of them.
- */
-#define NGX_HTTP_SIMHASH_DUST_CANDS     8
-#define NGX_HTTP_SIMHASH_DUST_EVIDENCE  64
-#define NGX_HTTP_SIMHASH_DUST_CANONICAL 64
-#define NGX_HTTP_SIMHASH_DUST_MIN_UNITS 16
-#define NGX_HTTP_SIMHASH_DUST_MAX_UNITS (1 << 20)
 
 /* rule changes copied out of the ring per hold of the lock, to be logged
  * once it is released */
@@ -50,9 +40,19 @@
 #define NGX_HTTP_SIMHASH_DUST_SWEEP     10
 
 
-static size_t ngx_http_simhash_dust_region(ngx_uint_t units);
-static ngx_int_t ngx_http_simhash_dust_kind(ngx_str_t *v,
-    sh_dust_kind_t *kind, u_char **arg, ngx_pool_t *pool);
+static ngx_int_t ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
+static void ngx_http_simhash_dust_migrate(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
+static ngx_uint_t ngx_http_simhash_dust_want_tail(
+    ngx_http_simhash_zone_t *zone, ngx_log_t *log);
+static ngx_int_t ngx_http_simhash_dust_save_tail(
+    ngx_http_simhash_zone_t *zone, void **buf, size_t *len, char *err,
+    size_t errlen);
+static ngx_int_t ngx_http_simhash_dust_load_tail(
+    ngx_http_simhash_zone_t *zone, u_char *buf, size_t len, ngx_log_t *log);
+static void ngx_http_simhash_dust_repin(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_dust_format(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_dust_reopts(ngx_http_simhash_zone_t *zone,
@@ -71,472 +71,30 @@ static int ngx_http_simhash_dust_host_cb(const sh_dust_host_info_t *h,
 static void ngx_http_simhash_dust_publish(ngx_http_simhash_zone_t *zone);
 
 
-static size_t
-ngx_http_simhash_dust_region(ngx_uint_t units)
-{
-    return sh_dust_region_size((uint32_t) units,
-                           (uint32_t) (units * NGX_HTTP_SIMHASH_DUST_CANDS),
-                           (uint32_t) (units * NGX_HTTP_SIMHASH_DUST_EVIDENCE),
-                           (uint32_t) (units
-                                       * NGX_HTTP_SIMHASH_DUST_CANONICAL));
-}
-
-
-/* simhash_zone ... dust=SIZE|off dust_precision=P dust_evidence=N */
-
-ngx_int_t
-ngx_http_simhash_dust_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
-    ngx_str_t *value)
-{
-    ssize_t    size;
-    ngx_int_t  n;
-    ngx_str_t  s;
-
-    if (ngx_strncmp(value->data, "dust=", 5) == 0) {
-
-        s.data = value->data + 5;
-        s.len = value->len - 5;
-
-        if (s.len == 3 && ngx_strncmp(s.data, "off", 3) == 0) {
-            zone->dust = 0;
-            return NGX_OK;
-        }
-
-        size = ngx_parse_size(&s);
-
-        if (size == NGX_ERROR) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid \"%V\": the DUST learner's size "
-                               "(e.g. dust=8m), or dust=off", value);
-            return NGX_ERROR;
-        }
-
-        zone->dust = (size_t) size;
-        return NGX_OK;
-    }
-
-    if (ngx_strncmp(value->data, "dust_precision=", 15) == 0) {
-
-        /* up to four decimals */
-        n = ngx_atofp(value->data + 15, value->len - 15, 4);
-
-        if (n == NGX_ERROR || n <= 0 || n >= 10000) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid \"%V\": a precision between 0 and 1 "
-                               "exclusive (default 0.95)", value);
-            return NGX_ERROR;
-        }
-
-        zone->dust_opts.min_precision = (double) n / 10000;
-        return NGX_OK;
-    }
-
-    if (ngx_strncmp(value->data, "dust_evidence=", 14) == 0) {
-
-        n = ngx_atoi(value->data + 14, value->len - 14);
-
-        if (n == NGX_ERROR || n < 1 || n > 1000000) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid \"%V\": pairs of evidence, from 1 "
-                               "to 1000000 (default 8)", value);
-            return NGX_ERROR;
-        }
-
-        zone->dust_opts.min_evidence = (uint32_t) n;
-        return NGX_OK;
-    }
-
-    return NGX_DECLINED;
-}
-
-
-/*
- * Once the zone's parameters are read: the tables dust= holds (see
- * NGX_HTTP_SIMHASH_DUST_CANDS), the exact region, and what it adds to the
- * shared memory zone (its pages and their slab bookkeeping).
- */
-
-char *
-ngx_http_simhash_dust_size(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone)
-{
-    size_t          size;
-    ngx_uint_t      units;
-    sh_dust_opts_t  def;
-
-    if (zone->dust == 0) {
-        sh_dust_opts_init(&def);
-
-        if (zone->dust_opts.min_precision != def.min_precision
-            || zone->dust_opts.min_evidence != def.min_evidence)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"dust_precision\" and \"dust_evidence\" "
-                               "need the \"dust\" parameter");
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (zone->dust < ngx_http_simhash_dust_region(
-                                           NGX_HTTP_SIMHASH_DUST_MIN_UNITS))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "dust=%uz is too small for the DUST learner of "
-                           "zone \"%V\": at least %uz bytes (%d hosts)",
-                           zone->dust, &zone->name,
-                           ngx_http_simhash_dust_region(
-                                           NGX_HTTP_SIMHASH_DUST_MIN_UNITS),
-                           NGX_HTTP_SIMHASH_DUST_MIN_UNITS);
-        return NGX_CONF_ERROR;
-    }
-
-    units = NGX_HTTP_SIMHASH_DUST_MIN_UNITS;
-
-    while (units < NGX_HTTP_SIMHASH_DUST_MAX_UNITS
-           && ngx_http_simhash_dust_region(units * 2) <= zone->dust)
-    {
-        units *= 2;
-    }
-
-    zone->dust_opts.hosts = (uint32_t) units;
-    zone->dust_opts.candidates = (uint32_t) (units
-                                             * NGX_HTTP_SIMHASH_DUST_CANDS);
-    zone->dust_opts.evidence_slots = (uint32_t) (units
-                                          * NGX_HTTP_SIMHASH_DUST_EVIDENCE);
-    zone->dust_opts.canonical_slots = (uint32_t) (units
-                                         * NGX_HTTP_SIMHASH_DUST_CANONICAL);
-
-    size = ngx_http_simhash_dust_region(units);
-
-    zone->dust = size;
-    zone->dust_shm = ngx_align(size, ngx_pagesize)
-                     + (size / ngx_pagesize + 1) * 64 + 2 * ngx_pagesize;
-
-    return NGX_CONF_OK;
-}
-
-
-/* simhash_dust_verify RATE: "6.25%" or a fraction, "0.0625" */
-
-char *
-ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_simhash_loc_conf_t  *slcf = conf;
-
-    ngx_int_t   n;
-    ngx_str_t  *value;
-
-    if (slcf->dust_verify != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (value[1].len > 1 && value[1].data[value[1].len - 1] == '%') {
-        /* percent, four decimals: millionths */
-        n = ngx_atofp(value[1].data, value[1].len - 1, 4);
-
-        if (n != NGX_ERROR && n <= 1000000) {
-            slcf->dust_verify = (ngx_uint_t) n;
-            return NGX_CONF_OK;
-        }
-
-    } else {
-        n = ngx_atofp(value[1].data, value[1].len, 6);
-
-        if (n != NGX_ERROR && n <= 1000000) {
-            slcf->dust_verify = (ngx_uint_t) n;
-            return NGX_CONF_OK;
-        }
-    }
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid rate \"%V\": a percentage (\"6.25%%\") or "
-                       "a fraction (\"0.0625\") of the predictions",
-                       &value[1]);
-
-    return NGX_CONF_ERROR;
-}
-
-
-/* RULE of simhash_dust_rule: "drop_param=sid", "sort_params", ... */
-
-static ngx_int_t
-ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
-    ngx_pool_t *pool)
-{
-    u_char      *eq;
-    size_t       len;
-    ngx_uint_t   k;
-
-    static struct {
-        ngx_str_t       name;
-        sh_dust_kind_t  kind;
-        ngx_uint_t      arg;
-    } kinds[] = {
-        { ngx_string("drop_param"), SH_DUST_DROP_PARAM, 1 },
-        { ngx_string("sort_params"), SH_DUST_SORT_PARAMS, 0 },
-        { ngx_string("trailing_slash"), SH_DUST_TRAILING_SLASH, 0 },
-        { ngx_string("index_file"), SH_DUST_INDEX_FILE, 1 },
-        { ngx_string("path_case"), SH_DUST_PATH_CASE, 0 },
-        { ngx_string("drop_component"), SH_DUST_DROP_COMPONENT, 1 },
-        { ngx_string("host_alias"), SH_DUST_HOST_ALIAS, 1 },
-        { ngx_string("drop_path_param"), SH_DUST_DROP_PATH_PARAM, 1 }
-    };
-
-    eq = ngx_strlchr(v->data, v->data + v->len, '=');
-    len = eq ? (size_t) (eq - v->data) : v->len;
-
-    for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-
-        if (kinds[k].name.len != len
-            || ngx_strncmp(kinds[k].name.data, v->data, len) != 0)
-        {
-            continue;
-        }
-
-        if (kinds[k].arg != (eq != NULL)
-            || (eq && eq + 1 == v->data + v->len))
-        {
-            return NGX_ERROR;
-        }
-
-        *kind = kinds[k].kind;
-        *arg = NULL;
-
-        if (eq) {
-            len = v->data + v->len - (eq + 1);
-
-            *arg = ngx_pnalloc(pool, len + 1);
-            if (*arg == NULL) {
-                return NGX_ERROR;
-            }
-
-            ngx_cpystrn(*arg, eq + 1, len + 1);
-        }
-
-        return NGX_OK;
-    }
-
-    return NGX_ERROR;
-}
-
-
-/*
- * simhash_dust_rule zone=NAME host=HOST [pattern=/dir/] RULE pin|forbid:
- * a rule set by hand, as a search console lets a site owner say which
- * parameters matter.  Applied whenever its zone is initialised.
- */
-
-char *
-ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_simhash_main_conf_t  *smcf = conf;
-
-    u_char                       *p;
-    ngx_str_t                    *value, *v;
-    ngx_uint_t                    i, rule;
-    ngx_http_simhash_dust_pin_t  *pin;
-
-    value = cf->args->elts;
-
-    if (smcf->dust_pins.elts == NULL
-        && ngx_array_init(&smcf->dust_pins, cf->pool, 4,
-                          sizeof(ngx_http_simhash_dust_pin_t))
-           != NGX_OK)
-    {
-        return NGX_CONF_ERROR;
-    }
-
-    pin = ngx_array_push(&smcf->dust_pins);
-    if (pin == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(pin, sizeof(ngx_http_simhash_dust_pin_t));
-    ngx_http_simhash_where(cf, &pin->where);
-    rule = 0;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-        v = &value[i];
-
-        if (v->len > 5 && ngx_strncmp(v->data, "zone=", 5) == 0) {
-            pin->zone_name.data = v->data + 5;
-            pin->zone_name.len = v->len - 5;
-            continue;
-        }
-
-        if (v->len > 5 && ngx_strncmp(v->data, "host=", 5) == 0) {
-            if (v->len - 5 > SH_DUST_HOST_TEXT) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"%V\": at most %d bytes", v,
-                                   SH_DUST_HOST_TEXT);
-                return NGX_CONF_ERROR;
-            }
-
-            pin->host = v->data + 5;
-            continue;
-        }
-
-        if (v->len > 8 && ngx_strncmp(v->data, "pattern=", 8) == 0) {
-            pin->pattern = v->data + 8;
-
-            if (pin->pattern[0] != '/'
-                || ngx_strlchr(pin->pattern + 1, v->data + v->len - 1, '/'))
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"%V\": a first path "
-                                   "component, \"/dir/\", or \"/\" for "
-                                   "root-level files", v);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (i == cf->args->nelts - 1) {
-            if (v->len == 3 && ngx_strcmp(v->data, "pin") == 0) {
-                pin->mode = SH_DUST_PIN_ON;
-                continue;
-            }
-
-            if (v->len == 6 && ngx_strcmp(v->data, "forbid") == 0) {
-                pin->mode = SH_DUST_PIN_OFF;
-                continue;
-            }
-
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid \"%V\": the last parameter is "
-                               "\"pin\" or \"forbid\"", v);
-            return NGX_CONF_ERROR;
-        }
-
-        if (rule
-            || ngx_http_simhash_dust_kind(v, &pin->kind, &pin->arg, cf->pool)
-               != NGX_OK)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid rule \"%V\": one of drop_param=NAME, "
-                               "sort_params, trailing_slash, "
-                               "index_file=NAME, path_case, "
-                               "drop_component=NAME, host_alias=HOST", v);
-            return NGX_CONF_ERROR;
-        }
-
-        rule = 1;
-    }
-
-    if (pin->zone_name.len == 0 || pin->host == NULL || !rule
-        || pin->mode == 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" needs zone=NAME, host=HOST, a rule and "
-                           "\"pin\" or \"forbid\"", &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    if (pin->kind == SH_DUST_HOST_ALIAS && pin->pattern) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "host_alias is host-wide: no \"pattern\"");
-        return NGX_CONF_ERROR;
-    }
-
-    /* the host as the learner sees it: lowercase */
-
-    for (p = pin->host; *p; p++) {
-        *p = ngx_tolower(*p);
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/* The master's exit: the Public Suffix List goes (valgrind counts it). */
-
-void
-ngx_http_simhash_dust_exit(void)
-{
-    sh_site_unload();
-}
-
-
-/*
- * At postconfiguration: the Public Suffix List, once per process, for a
- * configuration with a learner (which hosts are one site: a learned host
- * alias joins only those; src/sh_site.h).  Here, in the master, so that
- * every worker forks with it and no request reads a file; a reload keeps
- * the list loaded (a restart reads an updated one).  Without a list the
- * learner learns no alias at all, and says so.  Then each
- * simhash_dust_rule to its zone.
- */
-
-ngx_int_t
-ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
-    ngx_http_simhash_main_conf_t *smcf)
-{
-    char                          err[512];
-    ngx_uint_t                    i;
-    ngx_http_simhash_zone_t     **zones, *zone;
-    ngx_http_simhash_dust_pin_t  *pins, *pin;
-
-    zones = smcf->zones.elts;
-
-    for (i = 0; !sh_site_loaded() && i < smcf->zones.nelts; i++) {
-        if (zones[i]->dust == 0) {
-            continue;
-        }
-
-        if (sh_site_load(NULL, err, sizeof(err)) != 0) {
-            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
-                          "simhash_dust: %s: no host alias is learned "
-                          "(a simhash_dust_rule host_alias still joins "
-                          "hosts); Debian: publicsuffix", err);
-        }
-
-        break;
-    }
-
-    pins = smcf->dust_pins.elts;
-
-    for (i = 0; pins && i < smcf->dust_pins.nelts; i++) {
-        zone = ngx_http_simhash_zone_find(smcf, &pins[i].zone_name);
-
-        if (zone == NULL) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "unknown simhash zone \"%V\" in %V",
-                          &pins[i].zone_name, &pins[i].where);
-            return NGX_ERROR;
-        }
-
-        if (zone->dust == 0) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "simhash zone \"%V\" has no DUST learner (its "
-                          "simhash_zone has no dust=SIZE) in %V",
-                          &zone->name, &pins[i].where);
-            return NGX_ERROR;
-        }
-
-        if (zone->dust_pins == NULL) {
-            zone->dust_pins = ngx_array_create(cf->pool, 4,
-                                       sizeof(ngx_http_simhash_dust_pin_t));
-            if (zone->dust_pins == NULL) {
-                return NGX_ERROR;
-            }
-        }
-
-        pin = ngx_array_push(zone->dust_pins);
-        if (pin == NULL) {
-            return NGX_ERROR;
-        }
-
-        *pin = pins[i];
-    }
-
-    return NGX_OK;
-}
+ngx_http_simhash_part_t  ngx_http_simhash_dust_part = {
+    ngx_string("dust"),
+    0,                                      /* index */
+    ngx_string("DUST rules"),               /* tail_name */
+    sizeof(ngx_http_simhash_dust_shctx_t),  /* shctx_size */
+
+    ngx_http_simhash_dust_create_conf,      /* create_conf */
+    ngx_http_simhash_dust_param,            /* param */
+    ngx_http_simhash_dust_conf_done,        /* conf_done */
+    ngx_http_simhash_dust_shm_size,         /* shm_size */
+
+    ngx_http_simhash_dust_init,             /* shm_init */
+    ngx_http_simhash_dust_migrate,          /* shm_migrate */
+
+    ngx_http_simhash_dust_want_tail,        /* want_tail */
+    ngx_http_simhash_dust_save_tail,        /* save_tail */
+    ngx_http_simhash_dust_load_tail,        /* load_tail */
+
+    ngx_http_simhash_dust_postconfiguration,    /* postconfiguration */
+    NULL,                                   /* init_module */
+    NULL,                                   /* init_process */
+    NULL,                                   /* exit_process */
+    ngx_http_simhash_dust_exit_master       /* exit_master */
+};
 
 
 /*
@@ -547,21 +105,23 @@ ngx_http_simhash_dust_resolve(ngx_conf_t *cf,
  * that this one no longer has are cleared.
  */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
-    char                       err[256];
-    ngx_int_t                  rc;
-    ngx_http_simhash_shctx_t  *sh;
+    char                            err[256];
+    ngx_int_t                       rc;
+    ngx_http_simhash_dust_conf_t   *dc;
+    ngx_http_simhash_dust_shctx_t  *ds;
 
-    sh = zone->sh;
+    dc = ngx_http_simhash_dust_conf(zone);
+    ds = ngx_http_simhash_dust_shctx(zone);
 
-    if (zone->dust == 0) {
+    if (dc->size == 0) {
         return NGX_OK;
     }
 
-    if (sh->dust && sh->dust_size != zone->dust) {
+    if (ds->dust && ds->size != dc->size) {
         /* the store and the learner share the zone's pages */
         ngx_log_error(NGX_LOG_EMERG, log, 0,
                       "simhash zone \"%V\": dust= changed but the zone's "
@@ -570,20 +130,20 @@ ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
         return NGX_ERROR;
     }
 
-    if (sh->dust == NULL) {
-        sh->dust = ngx_slab_alloc(zone->shpool, zone->dust);
+    if (ds->dust == NULL) {
+        ds->dust = ngx_slab_alloc(zone->shpool, dc->size);
 
-        if (sh->dust == NULL) {
+        if (ds->dust == NULL) {
             ngx_log_error(NGX_LOG_EMERG, log, 0,
                           "simhash zone \"%V\" has no room for its DUST "
-                          "learner of %uz bytes", &zone->name, zone->dust);
+                          "learner of %uz bytes", &zone->name, dc->size);
             return NGX_ERROR;
         }
 
-        sh->dust_size = zone->dust;
+        ds->size = dc->size;
         rc = ngx_http_simhash_dust_format(zone, log);
 
-    } else if (sh_dust_attach(sh->dust, sh->dust_size, err, sizeof(err))
+    } else if (sh_dust_attach(ds->dust, ds->size, err, sizeof(err))
                == NULL)
     {
         /* a module of another learner layout (its hosts now keep their
@@ -596,7 +156,7 @@ ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
         rc = ngx_http_simhash_dust_format(zone, log);
         ngx_http_simhash_zone_unlock(zone);
 
-    } else if (ngx_memcmp(sh->dust_key, zone->dust_secret,
+    } else if (ngx_memcmp(ds->key, zone->dust_secret,
                           sizeof(zone->dust_secret))
                != 0)
     {
@@ -610,8 +170,8 @@ ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
         rc = ngx_http_simhash_dust_format(zone, log);
         ngx_http_simhash_zone_unlock(zone);
 
-    } else if (sh->dust_opts.min_precision != zone->dust_opts.min_precision
-               || sh->dust_opts.min_evidence != zone->dust_opts.min_evidence)
+    } else if (ds->opts.min_precision != dc->opts.min_precision
+               || ds->opts.min_evidence != dc->opts.min_evidence)
     {
         rc = ngx_http_simhash_dust_reopts(zone, log);
 
@@ -630,14 +190,15 @@ ngx_http_simhash_dust_init(ngx_http_simhash_zone_t *zone,
 static ngx_int_t
 ngx_http_simhash_dust_format(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 {
-    char                       err[256];
-    ngx_http_simhash_shctx_t  *sh;
+    char                            err[256];
+    ngx_http_simhash_dust_conf_t   *dc;
+    ngx_http_simhash_dust_shctx_t  *ds;
 
-    sh = zone->sh;
+    dc = ngx_http_simhash_dust_conf(zone);
+    ds = ngx_http_simhash_dust_shctx(zone);
 
-    if (sh_dust_init(sh->dust, sh->dust_size, zone->dust_secret,
-                     sizeof(zone->dust_secret), &zone->dust_opts, err,
-                     sizeof(err))
+    if (sh_dust_init(ds->dust, ds->size, zone->dust_secret,
+                     sizeof(zone->dust_secret), &dc->opts, err, sizeof(err))
         == NULL)
     {
         ngx_log_error(NGX_LOG_EMERG, log, 0, "simhash zone \"%V\": %s",
@@ -645,10 +206,10 @@ ngx_http_simhash_dust_format(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
         return NGX_ERROR;
     }
 
-    ngx_memcpy(sh->dust_key, zone->dust_secret, sizeof(zone->dust_secret));
-    sh->dust_opts = zone->dust_opts;
-    sh->dust_logged = 0;
-    sh->dust_published = 0;
+    ngx_memcpy(ds->key, zone->dust_secret, sizeof(zone->dust_secret));
+    ds->opts = dc->opts;
+    ds->logged = 0;
+    ds->published = 0;
 
     return NGX_OK;
 }
@@ -659,27 +220,27 @@ ngx_http_simhash_dust_format(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 static ngx_int_t
 ngx_http_simhash_dust_reopts(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 {
-    char                       err[256];
-    u_char                    *image;
-    size_t                     len;
-    ngx_int_t                  rc;
-    ngx_http_simhash_shctx_t  *sh;
+    char                            err[256];
+    u_char                         *image;
+    size_t                          len;
+    ngx_int_t                       rc;
+    ngx_http_simhash_dust_shctx_t  *ds;
 
-    sh = zone->sh;
+    ds = ngx_http_simhash_dust_shctx(zone);
 
     ngx_http_simhash_zone_lock(zone, log);
 
-    len = sh_dust_image_size(sh->dust);
+    len = sh_dust_image_size(ds->dust);
     image = ngx_alloc(len, log);
 
-    if (image == NULL || sh_dust_image_save(sh->dust, image, len) != len) {
+    if (image == NULL || sh_dust_image_save(ds->dust, image, len) != len) {
         len = 0;
     }
 
     rc = ngx_http_simhash_dust_format(zone, log);
 
     if (rc == NGX_OK && len
-        && sh_dust_image_load(sh->dust, image, len, err, sizeof(err)) != 0)
+        && sh_dust_image_load(ds->dust, image, len, err, sizeof(err)) != 0)
     {
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "simhash zone \"%V\": the DUST rules were not kept: %s",
@@ -698,28 +259,31 @@ ngx_http_simhash_dust_reopts(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
 /* A resized zone: the learner's rules taken over from the old zone. */
 
-void
+static void
 ngx_http_simhash_dust_migrate(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
-    char     err[256];
-    u_char  *image;
-    size_t   len;
+    char        err[256];
+    u_char     *image;
+    size_t      len;
+    sh_dust_t  *to, *from;
 
-    if (zone->sh->dust == NULL || ozone->sh->dust == NULL) {
+    to = ngx_http_simhash_dust_learner(zone);
+    from = ngx_http_simhash_dust_learner(ozone);
+
+    if (to == NULL || from == NULL) {
         return;
     }
 
-    len = sh_dust_image_size(ozone->sh->dust);
+    len = sh_dust_image_size(from);
 
     image = ngx_alloc(len, log);
     if (image == NULL) {
         return;
     }
 
-    if (sh_dust_image_save(ozone->sh->dust, image, len) != len
-        || sh_dust_image_load(zone->sh->dust, image, len, err, sizeof(err))
-           != 0)
+    if (sh_dust_image_save(from, image, len) != len
+        || sh_dust_image_load(to, image, len, err, sizeof(err)) != 0)
     {
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "simhash zone \"%V\" resized: its DUST rules were not "
@@ -753,15 +317,17 @@ ngx_http_simhash_dust_stale_cb(const sh_dust_rule_info_t *ri, void *data)
 {
     ngx_http_simhash_dust_stale_t  *st = data;
 
-    ngx_uint_t                    i, n;
-    ngx_http_simhash_dust_pin_t  *pins;
+    ngx_uint_t                     i, n;
+    ngx_array_t                   *a;
+    ngx_http_simhash_dust_pin_t   *pins;
 
     if (ri->state != SH_DUST_PINNED && ri->state != SH_DUST_FORBIDDEN) {
         return 0;
     }
 
-    pins = st->zone->dust_pins ? st->zone->dust_pins->elts : NULL;
-    n = st->zone->dust_pins ? st->zone->dust_pins->nelts : 0;
+    a = ngx_http_simhash_dust_conf(st->zone)->pins;
+    pins = a ? a->elts : NULL;
+    n = a ? a->nelts : 0;
 
     for (i = 0; i < n; i++) {
         if (pins[i].kind == ri->kind
@@ -782,23 +348,24 @@ ngx_http_simhash_dust_stale_cb(const sh_dust_rule_info_t *ri, void *data)
 }
 
 
-void
+static void
 ngx_http_simhash_dust_repin(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 {
+    sh_dust_t                     *dust;
     ngx_uint_t                     i, rounds;
     ngx_http_simhash_dust_stale_t  st;
 
     st.zone = zone;
+    dust = ngx_http_simhash_dust_learner(zone);
 
     ngx_http_simhash_zone_lock(zone, log);
 
     for (rounds = 0; rounds < 64; rounds++) {
         st.n = 0;
-        sh_dust_foreach_rule(zone->sh->dust, 0, 0,
-                             ngx_http_simhash_dust_stale_cb, &st);
+        sh_dust_foreach_rule(dust, 0, 0, ngx_http_simhash_dust_stale_cb, &st);
 
         for (i = 0; i < st.n; i++) {
-            (void) sh_dust_pin(zone->sh->dust, st.stale[i].host,
+            (void) sh_dust_pin(dust, st.stale[i].host,
                                ngx_strcmp(st.stale[i].pattern, "*") == 0
                                ? NULL : st.stale[i].pattern,
                                st.stale[i].kind,
@@ -850,20 +417,26 @@ static ngx_int_t
 ngx_http_simhash_dust_pin_all(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
-    ngx_int_t                     rc;
-    ngx_uint_t                    i, j, n, on;
-    ngx_http_simhash_dust_pin_t  *pins, *opins;
+    sh_dust_t                      *dust;
+    ngx_int_t                       rc;
+    ngx_uint_t                      i, j, n, on;
+    ngx_array_t                    *a, *oa;
+    ngx_http_simhash_dust_pin_t    *pins, *opins;
+    ngx_http_simhash_dust_shctx_t  *ds;
 
-    pins = zone->dust_pins ? zone->dust_pins->elts : NULL;
-    n = zone->dust_pins ? zone->dust_pins->nelts : 0;
+    dust = ngx_http_simhash_dust_learner(zone);
+    a = ngx_http_simhash_dust_conf(zone)->pins;
+    oa = ozone ? ngx_http_simhash_dust_conf(ozone)->pins : NULL;
+    pins = a ? a->elts : NULL;
+    n = a ? a->nelts : 0;
     rc = NGX_OK;
 
     /* the pins that the last configuration had and this one has not */
 
-    if (ozone && ozone->dust_pins) {
-        opins = ozone->dust_pins->elts;
+    if (oa) {
+        opins = oa->elts;
 
-        for (i = 0; i < ozone->dust_pins->nelts; i++) {
+        for (i = 0; i < oa->nelts; i++) {
             on = 0;
 
             for (j = 0; j < n; j++) {
@@ -871,7 +444,7 @@ ngx_http_simhash_dust_pin_all(ngx_http_simhash_zone_t *zone,
             }
 
             if (!on) {
-                (void) sh_dust_pin(zone->sh->dust, (char *) opins[i].host,
+                (void) sh_dust_pin(dust, (char *) opins[i].host,
                                    (char *) opins[i].pattern, opins[i].kind,
                                    (char *) opins[i].arg, SH_DUST_PIN_CLEAR,
                                    (uint64_t) ngx_time());
@@ -880,7 +453,7 @@ ngx_http_simhash_dust_pin_all(ngx_http_simhash_zone_t *zone,
     }
 
     for (i = 0; i < n; i++) {
-        if (sh_dust_pin(zone->sh->dust, (char *) pins[i].host,
+        if (sh_dust_pin(dust, (char *) pins[i].host,
                         (char *) pins[i].pattern, pins[i].kind,
                         (char *) pins[i].arg, (int) pins[i].mode,
                         (uint64_t) ngx_time())
@@ -898,8 +471,9 @@ ngx_http_simhash_dust_pin_all(ngx_http_simhash_zone_t *zone,
 
     /* the pins' own changes are no news: they are in the configuration */
 
-    zone->sh->dust_logged = sh_dust_change_seq(zone->sh->dust);
-    zone->sh->dust_published = zone->sh->dust_logged;
+    ds = ngx_http_simhash_dust_shctx(zone);
+    ds->logged = sh_dust_change_seq(dust);
+    ds->published = ds->logged;
 
     return rc;
 }
@@ -911,13 +485,16 @@ ngx_int_t
 ngx_http_simhash_dust_observe(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     uint64_t rep)
 {
-    int  n;
+    int         n;
+    sh_dust_t  *dust;
 
-    if (zone->sh->dust == NULL || rep == 0) {
+    dust = ngx_http_simhash_dust_learner(zone);
+
+    if (dust == NULL || rep == 0) {
         return 0;
     }
 
-    n = sh_dust_observe(zone->sh->dust, (char *) key->data, key->len, rep,
+    n = sh_dust_observe(dust, (char *) key->data, key->len, rep,
                         (uint64_t) ngx_time());
 
     if (n <= 0) {
@@ -947,24 +524,24 @@ ngx_http_simhash_dust_observe(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 static void
 ngx_http_simhash_dust_publish(ngx_http_simhash_zone_t *zone)
 {
-    size_t                     i, n;
-    sh_dust_change_t           ch[NGX_HTTP_SIMHASH_DUST_LOG_MAX];
-    ngx_http_simhash_shctx_t  *sh;
-    u_char                     rec[SH_DUST_RULE_REC_LEN];
+    size_t                          i, n;
+    sh_dust_change_t                ch[NGX_HTTP_SIMHASH_DUST_LOG_MAX];
+    ngx_http_simhash_dust_shctx_t  *ds;
+    u_char                          rec[SH_DUST_RULE_REC_LEN];
 
-    sh = zone->sh;
+    ds = ngx_http_simhash_dust_shctx(zone);
 
     if (zone->replicate == NULL) {
-        sh->dust_published = sh_dust_change_seq(sh->dust);
+        ds->published = sh_dust_change_seq(ds->dust);
         return;
     }
 
     do {
-        n = sh_dust_changes(sh->dust, &sh->dust_published, ch,
+        n = sh_dust_changes(ds->dust, &ds->published, ch,
                             NGX_HTTP_SIMHASH_DUST_LOG_MAX);
 
         for (i = 0; i < n; i++) {
-            if (sh_dust_export_rule(sh->dust, &ch[i].rule, rec) == 0
+            if (sh_dust_export_rule(ds->dust, &ch[i].rule, rec) == 0
                 && sh_dust_rule_unpin(rec, NULL) == 0)
             {
                 ngx_http_simhash_replicate_dust(zone, rec,
@@ -982,15 +559,18 @@ ngx_int_t
 ngx_http_simhash_dust_repl_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_dust_repl_t *dr, ngx_pool_t *pool)
 {
-    ngx_uint_t  n;
+    ngx_uint_t                     n;
+    ngx_http_simhash_dust_conf_t  *dc;
 
     ngx_memzero(dr, sizeof(ngx_http_simhash_dust_repl_t));
 
-    if (zone->dust == 0) {
+    dc = ngx_http_simhash_dust_conf(zone);
+
+    if (dc->size == 0) {
         return NGX_OK;
     }
 
-    for (n = 1024; n < zone->dust_opts.candidates; n *= 2) {
+    for (n = 1024; n < dc->opts.candidates; n *= 2) {
         /* void */
     }
 
@@ -1062,7 +642,9 @@ ngx_http_simhash_dust_sweep_cb(const sh_dust_rule_info_t *ri, void *data)
         return 0;
     }
 
-    if (sh_dust_export_rule(sw->zone->sh->dust, ri, rec) != 0
+    if (sh_dust_export_rule(ngx_http_simhash_dust_learner(sw->zone), ri,
+                            rec)
+        != 0
         || sh_dust_rule_unpin(rec, NULL) != 0)
     {
         return 0;
@@ -1092,7 +674,7 @@ ngx_http_simhash_dust_sweep(ngx_http_simhash_zone_t *zone,
 {
     ngx_http_simhash_dust_sweep_t  sw;
 
-    if (dr->slot == NULL || zone->sh->dust == NULL
+    if (dr->slot == NULL || ngx_http_simhash_dust_learner(zone) == NULL
         || ngx_time() < dr->next)
     {
         return;
@@ -1105,7 +687,7 @@ ngx_http_simhash_dust_sweep(ngx_http_simhash_zone_t *zone,
     sw.sent = 0;
 
     ngx_http_simhash_zone_lock(zone, log);
-    sh_dust_foreach_rule(zone->sh->dust, 0, 0,
+    sh_dust_foreach_rule(ngx_http_simhash_dust_learner(zone), 0, 0,
                          ngx_http_simhash_dust_sweep_cb, &sw);
     ngx_http_simhash_zone_unlock(zone);
 
@@ -1127,15 +709,15 @@ ngx_int_t
 ngx_http_simhash_dust_apply(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_dust_repl_t *dr, u_char *rec, ngx_log_t *log)
 {
-    int                            rc;
-    uint64_t                       seq;
-    sh_dust_rule_info_t            ri;
-    ngx_http_simhash_shctx_t      *sh;
-    ngx_http_simhash_dust_sent_t  *s;
+    int                             rc;
+    uint64_t                        seq;
+    sh_dust_rule_info_t             ri;
+    ngx_http_simhash_dust_sent_t   *s;
+    ngx_http_simhash_dust_shctx_t  *ds;
 
-    sh = zone->sh;
+    ds = ngx_http_simhash_dust_shctx(zone);
 
-    if (sh->dust == NULL) {
+    if (ds->dust == NULL) {
         return NGX_DECLINED;
     }
 
@@ -1148,18 +730,18 @@ ngx_http_simhash_dust_apply(ngx_http_simhash_zone_t *zone,
     /* ours before the import still go out; the import's do not */
     ngx_http_simhash_dust_publish(zone);
 
-    seq = sh_dust_change_seq(sh->dust);
+    seq = sh_dust_change_seq(ds->dust);
 
-    rc = sh_dust_import_rule(sh->dust, rec, SH_DUST_RULE_REC_LEN,
+    rc = sh_dust_import_rule(ds->dust, rec, SH_DUST_RULE_REC_LEN,
                              (uint64_t) ngx_time());
 
-    if (sh_dust_change_seq(sh->dust) != seq) {
-        sh->dust_published = sh_dust_change_seq(sh->dust);
+    if (sh_dust_change_seq(ds->dust) != seq) {
+        ds->published = sh_dust_change_seq(ds->dust);
     }
 
     if (rc == 0) {
         /* the snapshot is due: it keeps the rules and the stream's id */
-        (void) ngx_atomic_fetch_add(&sh->generation, 1);
+        (void) ngx_atomic_fetch_add(&zone->sh->generation, 1);
     }
 
     ngx_http_simhash_zone_unlock(zone);
@@ -1222,22 +804,22 @@ ngx_http_simhash_dust_text(u_char *out, char *text)
 void
 ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 {
-    size_t                     i, n;
-    sh_dust_change_t           ch[NGX_HTTP_SIMHASH_DUST_LOG_MAX];
-    sh_dust_rule_info_t       *ri;
-    ngx_http_simhash_shctx_t  *sh;
-    u_char                     host[3 * SH_DUST_HOST_TEXT + 1];
-    u_char                     arg[3 * SH_DUST_ARG_TEXT + 1];
-    u_char                     pat[3 * SH_DUST_PAT_TEXT + 9];
+    size_t                          i, n;
+    sh_dust_change_t                ch[NGX_HTTP_SIMHASH_DUST_LOG_MAX];
+    sh_dust_rule_info_t            *ri;
+    ngx_http_simhash_dust_shctx_t  *ds;
+    u_char                          host[3 * SH_DUST_HOST_TEXT + 1];
+    u_char                          arg[3 * SH_DUST_ARG_TEXT + 1];
+    u_char                          pat[3 * SH_DUST_PAT_TEXT + 9];
 
-    sh = zone->sh;
+    ds = ngx_http_simhash_dust_shctx(zone);
 
-    if (sh->dust == NULL) {
+    if (ds->dust == NULL) {
         return;
     }
 
     ngx_http_simhash_zone_lock(zone, log);
-    n = sh_dust_changes(sh->dust, &sh->dust_logged, ch,
+    n = sh_dust_changes(ds->dust, &ds->logged, ch,
                         NGX_HTTP_SIMHASH_DUST_LOG_MAX);
     ngx_http_simhash_zone_unlock(zone);
 
@@ -1276,25 +858,25 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
     ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_http_simhash_prediction_t *p)
 {
-    int                        rc;
-    uint32_t                   ref;
-    uint64_t                   rep;
-    ngx_str_t                  name;
-    ngx_http_simhash_shctx_t  *sh;
-    u_char                     id[NGX_HTTP_SIMHASH_NAME_MAX];
+    int         rc;
+    uint32_t    ref;
+    uint64_t    rep;
+    ngx_str_t   name;
+    sh_dust_t  *dust;
+    u_char      id[NGX_HTTP_SIMHASH_NAME_MAX];
 
-    sh = zone->sh;
+    dust = ngx_http_simhash_dust_learner(zone);
 
-    if (sh->dust == NULL) {
+    if (dust == NULL) {
         return NGX_DECLINED;
     }
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
-    rc = sh_dust_predict(sh->dust, (char *) key->data, key->len,
+    rc = sh_dust_predict(dust, (char *) key->data, key->len,
                          (uint64_t) ngx_time(), &rep, &p->why);
 
-    ref = rc == 1 ? sh_store_find_hash(sh->store, rep) : SH_NOREF;
+    ref = rc == 1 ? ngx_http_simhash_zone_find_hash(zone, rep) : SH_NOREF;
 
     if (ref != SH_NOREF) {
         ngx_http_simhash_zone_name(zone, ref, &name, id);
@@ -1340,8 +922,9 @@ ngx_http_simhash_dust_same_path(ngx_http_simhash_zone_t *zone,
 
     ngx_http_simhash_zone_lock(zone, log);
 
-    rc = sh_dust_same_path(zone->sh->dust, (char *) a->data, a->len,
-                           (char *) b->data, b->len);
+    rc = sh_dust_same_path(ngx_http_simhash_dust_learner(zone),
+                           (char *) a->data, a->len, (char *) b->data,
+                           b->len);
 
     ngx_http_simhash_zone_unlock(zone);
 
@@ -1354,7 +937,7 @@ ngx_http_simhash_dust_saved(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_prediction_t *p, ngx_log_t *log)
 {
     ngx_http_simhash_zone_lock(zone, log);
-    sh_dust_saved(zone->sh->dust, &p->why);
+    sh_dust_saved(ngx_http_simhash_dust_learner(zone), &p->why);
     ngx_http_simhash_zone_unlock(zone);
 }
 
@@ -1427,12 +1010,15 @@ ngx_array_t *
 ngx_http_simhash_dust_rules(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     sh_dust_stats_t *st, ngx_uint_t candidates, ngx_log_t *log)
 {
+    sh_dust_t                     *dust;
     ngx_uint_t                     i;
     sh_dust_host_info_t            key, *h;
     ngx_http_simhash_dust_walk_t   w;
     ngx_http_simhash_dust_rule_t  *rule;
 
-    if (zone->sh == NULL || zone->sh->dust == NULL) {
+    dust = ngx_http_simhash_dust_learner(zone);
+
+    if (dust == NULL) {
         return NULL;
     }
 
@@ -1448,13 +1034,12 @@ ngx_http_simhash_dust_rules(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
 
     ngx_http_simhash_zone_lock(zone, log);
 
-    sh_dust_stats(zone->sh->dust, st);
-    sh_dust_foreach_rule(zone->sh->dust, 0, candidates != 0,
+    sh_dust_stats(dust, st);
+    sh_dust_foreach_rule(dust, 0, candidates != 0,
                          ngx_http_simhash_dust_rule_cb, &w);
 
     if (w.rules->nelts && !w.failed) {
-        sh_dust_foreach_host(zone->sh->dust, ngx_http_simhash_dust_host_cb,
-                             &w);
+        sh_dust_foreach_host(dust, ngx_http_simhash_dust_host_cb, &w);
     }
 
     ngx_http_simhash_zone_unlock(zone);
@@ -1482,4 +1067,128 @@ ngx_http_simhash_dust_rules(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     }
 
     return w.rules;
+}
+
+
+/*
+ * The snapshot's tail section: the learner's image (its hosts and rules),
+ * after the store's.  A zone without a learner leaves a file's rules out;
+ * loaded, they replace the learner's, and this configuration's pins are
+ * applied again.
+ */
+
+static ngx_uint_t
+ngx_http_simhash_dust_want_tail(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log)
+{
+    if (ngx_http_simhash_dust_learner(zone) == NULL) {
+        ngx_log_error(NGX_LOG_INFO, log, 0,
+                      "simhash zone \"%V\": the snapshot's DUST rules are "
+                      "left out: the zone has no dust=", &zone->name);
+        return 0;
+    }
+
+    return 1;
+}
+
+
+/* In the saving thread: one hold of the lock, about 1.5 MB copied for the
+ * default tables when full; no nginx call that logs or allocates. */
+
+static ngx_int_t
+ngx_http_simhash_dust_save_tail(ngx_http_simhash_zone_t *zone, void **buf,
+    size_t *len, char *err, size_t errlen)
+{
+    void       *image;
+    size_t      n;
+    sh_dust_t  *dust;
+
+    dust = ngx_http_simhash_dust_learner(zone);
+
+    if (dust == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_simhash_zone_lock_quiet(zone) != NGX_OK) {
+        ngx_cpystrn((u_char *) err, (u_char *) "a dead worker's repair "
+                    "of the zone is pending", errlen);
+        return NGX_ERROR;
+    }
+
+    n = sh_dust_image_size(dust);
+    image = malloc(n);
+
+    if (image != NULL && sh_dust_image_save(dust, image, n) != n) {
+        free(image);
+        image = NULL;
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (image == NULL) {
+        ngx_cpystrn((u_char *) err, (u_char *) "out of memory for the "
+                    "DUST rules", errlen);
+        return NGX_ERROR;
+    }
+
+    *buf = image;
+    *len = n;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_simhash_dust_load_tail(ngx_http_simhash_zone_t *zone, u_char *buf,
+    size_t len, ngx_log_t *log)
+{
+    int   rc;
+    char  why[256];
+
+    ngx_http_simhash_zone_lock(zone, log);
+    rc = sh_dust_image_load(ngx_http_simhash_dust_learner(zone), buf, len,
+                            why, sizeof(why));
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (rc != 0) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "simhash zone \"%V\": the snapshot's DUST rules "
+                      "are left out: %s", &zone->name, why);
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "simhash zone \"%V\": DUST rules restored", &zone->name);
+
+    /* the file's rules replaced the learner's: the pins again */
+    ngx_http_simhash_dust_repin(zone, log);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A rule's own fields as JSON members (no braces): its host, pattern and
+ * argument as URLs spelled them, escaped; its state and evidence.  The
+ * statistics add the host's counts, "why?" nothing.
+ */
+
+u_char *
+ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri)
+{
+    p = ngx_sprintf(p, "\"host\":\"");
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                     ngx_strlen(ri->host));
+    p = ngx_sprintf(p, "\",\"pattern\":\"");
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                     ngx_strlen(ri->pattern));
+    p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
+                    sh_dust_kind_name(ri->kind));
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                     ngx_strlen(ri->arg));
+
+    return ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
+                       "\"against\":%uD,\"precision_lower\":%.4f",
+                       sh_dust_state_name(ri->state), ri->support,
+                       ri->against, ri->lower);
 }

@@ -28,6 +28,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_dust.h"
 
 
 #define NGX_HTTP_SIMHASH_EXPLAIN_RULES  16
@@ -185,14 +186,17 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
     uint64_t                      keyhash, rep;
     ngx_str_t                     name;
     sh_dust_why_t                 why;
+    sh_dust_t                    *dust;
     const sh_store_doc_t         *doc;
     ngx_http_simhash_zone_t      *zone;
     ngx_http_simhash_shctx_t     *sh;
+    ngx_http_simhash_sites_t     *ss;
     ngx_http_simhash_decision_t  *d;
     u_char                        id[NGX_HTTP_SIMHASH_NAME_MAX];
 
     zone = x->zone;
     sh = zone->sh;
+    dust = ngx_http_simhash_dust_learner(zone);
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
@@ -218,8 +222,10 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
 
     keyhash = sh_store_keyhash(sh->store, (char *) x->key.data, x->key.len);
 
-    if (sh->sites) {
-        d = &sh->sites->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
+    ss = ngx_http_simhash_sites(zone);
+
+    if (ss) {
+        d = &ss->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
 
         if (d->keyhash == keyhash) {
             x->decided = 1;
@@ -237,8 +243,8 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
 
     /* the prediction of the learner now, and its rules' evidence */
 
-    if (sh->dust) {
-        rc = sh_dust_predict_dry(sh->dust, (char *) x->key.data, x->key.len,
+    if (dust) {
+        rc = sh_dust_predict_dry(dust, (char *) x->key.data, x->key.len,
                                  &rep, &why);
         x->predicted = rc;
 
@@ -254,7 +260,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
             }
 
             x->evidence.why = &why;
-            sh_dust_foreach_rule(sh->dust, why.host_hash, 0,
+            sh_dust_foreach_rule(dust, why.host_hash, 0,
                                  ngx_http_simhash_explain_rule, &x->evidence);
             x->evidence.why = NULL;
         }
@@ -441,7 +447,7 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
 
     } else {
         p = ngx_sprintf(p, ",\"prediction\":null,\"learner\":\"%s\"",
-                        x->zone->sh->dust == NULL ? "none"
+                        ngx_http_simhash_dust_learner(x->zone) == NULL ? "none"
                         : x->predicted < 0 ? "refused" : "no rule");
     }
 

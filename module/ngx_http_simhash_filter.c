@@ -433,17 +433,17 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     if (res.status == SH_STATUS_OK && sh_doc_whole(ctx->doc)) {
         /* its own content is links: a hub (src/sh_block.h) */
-        (void) ngx_atomic_fetch_add(&slcf->zone->sh->whole_text, 1);
+        ngx_http_simhash_count(slcf->zone, whole_text, 1);
     }
 
     if (res.status == SH_STATUS_OK && res.short_content) {
-        (void) ngx_atomic_fetch_add(&slcf->zone->sh->short_content, 1);
+        ngx_http_simhash_count(slcf->zone, short_content, 1);
     }
 
     sh_doc_free(ctx->doc);
     ctx->doc = NULL;
 
-    (void) ngx_atomic_fetch_add(&slcf->zone->sh->bytes, ctx->fed);
+    ngx_http_simhash_count(slcf->zone, bytes, ctx->fed);
 
     switch (res.status) {
 

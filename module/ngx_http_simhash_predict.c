@@ -54,11 +54,11 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
 
     if (slcf->zone == NULL
-        || slcf->dust != NGX_HTTP_SIMHASH_DUST_ON
+        || slcf->dust->mode != NGX_HTTP_SIMHASH_DUST_ON
         || r != r->main
         || !(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))
         || ngx_http_get_module_ctx(r, ngx_http_simhash_module) != NULL
-        || (!slcf->dust_credentials && ngx_http_simhash_credentials(r)))
+        || (!slcf->dust->credentials && ngx_http_simhash_credentials(r)))
     {
         return NGX_DECLINED;
     }
@@ -115,8 +115,8 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
             || ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
                                                r->connection->log)))
     {
-        if (slcf->dust_verify == 0
-            || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust_verify)
+        if (slcf->dust->verify == 0
+            || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust->verify)
         {
             ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
 

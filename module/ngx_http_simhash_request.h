@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_dust.h"
 #include "sh_doc.h"
 
 #define NGX_HTTP_SIMHASH_TAG        0

@@ -395,8 +395,8 @@ ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->reason = reason;
     ctx->has_distance = 0;
 
-    (void) ngx_atomic_fetch_add(&slcf->zone->sh->responses[ctx->status], 1);
-    (void) ngx_atomic_fetch_add(&slcf->zone->sh->skipped[reason], 1);
+    ngx_http_simhash_count(slcf->zone, responses[ctx->status], 1);
+    ngx_http_simhash_count(slcf->zone, skipped[reason], 1);
 }
 
 

@@ -79,6 +79,46 @@ static ngx_http_simhash_site_metric_t  ngx_http_simhash_site_metrics[] = {
 };
 
 
+/* the console's part of the zone: its region in the shared memory */
+
+static size_t ngx_http_simhash_sites_shm_size(ngx_http_simhash_zone_t *zone);
+static ngx_int_t ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
+
+
+ngx_http_simhash_part_t  ngx_http_simhash_sites_part = {
+    ngx_string("sites"),
+    0,                                      /* index */
+    ngx_null_string,                        /* tail_name */
+    0,                                      /* shctx_size: its own region */
+
+    NULL,                                   /* create_conf */
+    NULL,                                   /* param */
+    NULL,                                   /* conf_done */
+    ngx_http_simhash_sites_shm_size,        /* shm_size */
+
+    ngx_http_simhash_sites_init,            /* shm_init */
+    NULL,                                   /* shm_migrate */
+
+    NULL,                                   /* want_tail */
+    NULL,                                   /* save_tail */
+    NULL,                                   /* load_tail */
+
+    NULL,                                   /* postconfiguration */
+    NULL,                                   /* init_module */
+    NULL,                                   /* init_process */
+    NULL,                                   /* exit_process */
+    NULL                                    /* exit_master */
+};
+
+
+static size_t
+ngx_http_simhash_sites_shm_size(ngx_http_simhash_zone_t *zone)
+{
+    return ngx_http_simhash_sites_shm();
+}
+
+
 size_t
 ngx_http_simhash_sites_shm(void)
 {
@@ -95,15 +135,15 @@ ngx_http_simhash_sites_shm(void)
  * mean nothing under the new one).
  */
 
-ngx_int_t
-ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+static ngx_int_t
+ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
     size_t                     size;
-    ngx_http_simhash_sites_t  *ss;
-    ngx_http_simhash_shctx_t  *sh;
+    ngx_http_simhash_sites_t  *ss, *old;
 
-    sh = zone->sh;
-    ss = sh->sites;
+    old = ngx_http_simhash_sites(zone);
+    ss = old;
 
     if (ss && ngx_memcmp(ss->key, zone->dust_secret, sizeof(ss->key)) == 0) {
         return NGX_OK;
@@ -134,11 +174,11 @@ ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     ngx_memzero(ss->decision, sizeof(ss->decision));
     ngx_memcpy(ss->key, zone->dust_secret, sizeof(ss->key));
 
-    if (sh->sites) {
+    if (old) {
         ngx_http_simhash_zone_unlock(zone);
     }
 
-    sh->sites = ss;
+    zone->sh->part[ngx_http_simhash_sites_part.index] = ss;
 
     return ss->topk ? NGX_OK : NGX_ERROR;
 }
@@ -156,7 +196,7 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_sites_t     *ss;
     ngx_http_simhash_decision_t  *d;
 
-    ss = zone->sh->sites;
+    ss = ngx_http_simhash_sites(zone);
 
     if (ss == NULL) {
         return;
@@ -235,7 +275,7 @@ ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_http_simhash_sites_t    *ss;
     ngx_http_simhash_outcome_t  *o;
 
-    ss = zone->sh->sites;
+    ss = ngx_http_simhash_sites(zone);
 
     if (ss == NULL || rules->len == 0) {
         return;
@@ -275,7 +315,7 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_sites_t       *ss;
     ngx_http_simhash_sites_snap_t  *snap;
 
-    ss = zone->sh->sites;
+    ss = ngx_http_simhash_sites(zone);
 
     if (ss == NULL) {
         return NULL;

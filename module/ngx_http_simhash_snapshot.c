@@ -1,31 +1,12 @@
-
 /*
- * Persistence of a simhash zone.  A save writes the store's format
- * (sh_store_file.h): a header, the zone's settings (its match rule:
- * match=, distance=, threshold=; in a replicated zone also the stream and
- * the id of the last entry applied, from which replication goes on after
- * a restart), then the store's image (sh_image.h), copied from the
- * zone in slices of 1 MB by a thread-pool task, so that no worker waits on
- * the lock for more than one slice.  The file follows what the zone
- * holds, not its size.
- *
- * A zone with a DUST learner (ngx_http_simhash_dust.c) adds its rules
- * after the image, as the file's tail section (sh_store_file.h says why
- * there): older files, without one, load as they did; a damaged section
- * costs the rules, never the documents.
- *
- * A start reads it back with pread, in chunks: a zone of the file's
- * geometry takes the records in place, any other stores the documents
- * again, oldest first (a smaller zone keeps the newest).  Files of the
- * older formats (the index region and one record per document,
- * sh_snapshot.h and sh_keyrec.h) still load, one document at a time.
- *
- * A damaged file never costs more than its damage, and is never lost: the
- * image is checksummed frame by frame, so a flipped byte costs one frame
- * of documents (at most 256) and the rest is restored; a file that cannot
- * be used at all starts the zone empty.  Either way the damaged file is
- * renamed aside (PATH.damaged-TIME), so that the next save cannot overwrite
- * it, and the log says where it went.
+ * The saving part of a simhash zone (ngx_http_simhash_part_t): the zone's
+ * documents outlive a restart in a file.  Its parameters file= and save=,
+ * the check of the file's place at configuration time, and its hooks:
+ * the master loads each new zone's file (init_module:
+ * ngx_http_simhash_snapshot_load.c); every worker arms a timer, and the
+ * one that wins the zone's save lock saves when changes are due
+ * (ngx_http_simhash_snapshot_save.c); the master saves last, when every
+ * worker has exited.
  */
 
 
@@ -34,87 +15,151 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_snapshot.h"
 #include "sh_snapshot.h"
-#include "sh_store_file.h"
-#include "sh_image.h"
 
 
-#define NGX_HTTP_SIMHASH_SAVE_BUF   (1024 * 1024)   /* bytes a hold of the
-                                                       lock copies */
-/* the settings, the stream's place and a line per writer of the stream
- * (replicate_writer=SEQ HEX-NODE) */
-#define NGX_HTTP_SIMHASH_WRITER_LINE                                         \
-    (sizeof("replicate_writer=") + NGX_INT64_LEN + 1                        \
-     + 2 * SH_STREAM_NODE_MAX + 1)
-#define NGX_HTTP_SIMHASH_META_MAX                                            \
-    (1024 + NGX_HTTP_SIMHASH_WRITERS * NGX_HTTP_SIMHASH_WRITER_LINE)
-/* a store file's header and settings fit in this (sh_store_file.h) */
-#define NGX_HTTP_SIMHASH_HEAD_MAX   (SH_STORE_FILE_META_MAX + 4096)
-
-
-/* a snapshot being saved: see ngx_http_simhash_save_write() */
-typedef struct {
-    ngx_http_simhash_zone_t     *zone;
-    u_char                      *buf;       /* the step buffer */
-    ngx_atomic_uint_t            generation;
-    sh_stream_id_t               repl_id;   /* at the first hold */
-    ngx_http_simhash_writer_t   *writers;   /* the stream's writers' last
-                                               seqs then (replicated) */
-    ngx_uint_t                   docs;
-    ngx_uint_t                   holds;
-    uint64_t                     bytes;
-    uint64_t                     recopied;
-    ngx_msec_t                   copy_ms;   /* the longest hold */
-    ngx_msec_t                   write_ms;  /* the whole save */
-    ngx_int_t                    rc;
-    ngx_atomic_t                 written;   /* the thread is done with it */
-    sh_file_owner_t              owner;
-    unsigned                     owned:1;   /* owner is set */
-    char                         err[512];
-} ngx_http_simhash_save_t;
-
-
-static ngx_int_t ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
-    int fd, const unsigned char *head, size_t head_len, uint64_t file_len,
-    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
-static ngx_int_t ngx_http_simhash_load_rules(ngx_http_simhash_zone_t *zone,
-    int fd, uint64_t off, uint64_t len, uint64_t sum, char *err,
-    size_t errlen, ngx_log_t *log);
-static ngx_int_t ngx_http_simhash_read_head(int fd, uint64_t file_len,
-    unsigned char *head, size_t *head_len, char *err, size_t errlen);
-static ngx_int_t ngx_http_simhash_load_records(
-    ngx_http_simhash_zone_t *zone, sh_snapshot_info_t *info,
-    const void *user, size_t user_len, ngx_uint_t *copied, char *err,
-    size_t errlen, ngx_log_t *log);
-static void ngx_http_simhash_version_refusal(ngx_http_simhash_zone_t *zone,
-    sh_snapshot_info_t *info, char *err, size_t errlen);
-static ngx_int_t ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone,
-    void *region, size_t region_size, const void *user, size_t user_len,
-    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
-static void ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone,
-    char *why, ngx_log_t *log);
-static ngx_msec_t ngx_http_simhash_msec(void);
-static ngx_int_t ngx_http_simhash_save(ngx_http_simhash_zone_t *zone,
+static void *ngx_http_simhash_snapshot_create_conf(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
+static ngx_int_t ngx_http_simhash_snapshot_param(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone, ngx_str_t *value);
+static ngx_int_t ngx_http_simhash_snapshot_check(ngx_conf_t *cf,
+    ngx_str_t *file);
+static char *ngx_http_simhash_snapshot_conf_done(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
+static ngx_int_t ngx_http_simhash_snapshot_shm_init(
+    ngx_http_simhash_zone_t *zone, ngx_http_simhash_zone_t *ozone,
     ngx_log_t *log);
-static ngx_int_t ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
-    sh_file_writer_t *w);
-static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
-static void ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv);
-static ngx_int_t ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv,
-    ngx_log_t *log);
-static void ngx_http_simhash_save_handler(ngx_event_t *ev);
-static ngx_int_t ngx_http_simhash_meta_line(u_char **pos, u_char *end,
-    ngx_str_t *name, ngx_str_t *value);
-static void ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
-    const sh_keyrec_t *rec, ngx_log_t *log);
-static void ngx_http_simhash_meta_writer(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *value, ngx_log_t *log);
-static void ngx_http_simhash_meta_position(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log);
-static void ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
-    const sh_keyrec_t *rec, ngx_log_t *log);
-static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
-    ngx_uint_t distance, uint32_t threshold);
+static ngx_int_t ngx_http_simhash_snapshot_init_module(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_simhash_snapshot_init_process(ngx_cycle_t *cycle);
+static void ngx_http_simhash_snapshot_exit_process(ngx_cycle_t *cycle);
+static void ngx_http_simhash_snapshot_exit_master(ngx_cycle_t *cycle);
+
+
+ngx_http_simhash_part_t  ngx_http_simhash_snapshot_part = {
+    ngx_string("snapshot"),
+    0,                                      /* index */
+    ngx_null_string,                        /* tail_name */
+    sizeof(ngx_http_simhash_save_shctx_t),  /* shctx_size */
+
+    ngx_http_simhash_snapshot_create_conf,  /* create_conf */
+    ngx_http_simhash_snapshot_param,        /* param */
+    ngx_http_simhash_snapshot_conf_done,    /* conf_done */
+    NULL,                                   /* shm_size */
+
+    ngx_http_simhash_snapshot_shm_init,     /* shm_init */
+    NULL,                                   /* shm_migrate */
+
+    NULL,                                   /* want_tail */
+    NULL,                                   /* save_tail */
+    NULL,                                   /* load_tail */
+
+    NULL,                                   /* postconfiguration */
+    ngx_http_simhash_snapshot_init_module,  /* init_module */
+    ngx_http_simhash_snapshot_init_process, /* init_process */
+    ngx_http_simhash_snapshot_exit_process, /* exit_process */
+    ngx_http_simhash_snapshot_exit_master   /* exit_master */
+};
+
+
+static void *
+ngx_http_simhash_snapshot_create_conf(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone)
+{
+    ngx_http_simhash_save_conf_t  *sc;
+
+    sc = ngx_pcalloc(cf->pool, sizeof(ngx_http_simhash_save_conf_t));
+    if (sc == NULL) {
+        return NULL;
+    }
+
+    sc->save = 300000;
+
+    return sc;
+}
+
+
+/* simhash_zone ... file=PATH save=TIME|off */
+
+static ngx_int_t
+ngx_http_simhash_snapshot_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
+    ngx_str_t *value)
+{
+    ngx_str_t                      s;
+    ngx_http_simhash_save_conf_t  *sc;
+
+    sc = ngx_http_simhash_save_conf(zone);
+
+    if (ngx_strncmp(value->data, "file=", 5) == 0) {
+
+        zone->file.data = value->data + 5;
+        zone->file.len = value->len - 5;
+
+        if (zone->file.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
+            return NGX_ERROR;
+        }
+
+        if (ngx_conf_full_name(cf->cycle, &zone->file, 0) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_simhash_snapshot_check(cf, &zone->file);
+    }
+
+    if (ngx_strncmp(value->data, "save=", 5) == 0) {
+
+        s.data = value->data + 5;
+        s.len = value->len - 5;
+        sc->save_set = 1;
+
+        if (s.len == 3 && ngx_strncmp(s.data, "off", 3) == 0) {
+            sc->save = 0;
+            return NGX_OK;
+        }
+
+        sc->save = ngx_parse_time(&s, 0);
+
+        if (sc->save == (ngx_msec_t) NGX_ERROR || sc->save < 1000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid save time \"%V\": at least 1s, "
+                               "or off", value);
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+static char *
+ngx_http_simhash_snapshot_conf_done(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone)
+{
+    ngx_http_simhash_save_conf_t  *sc;
+
+    sc = ngx_http_simhash_save_conf(zone);
+
+    if (sc->save_set && zone->file.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"save\" needs the \"file\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+#if (NGX_THREADS)
+    /* periodic saves write from nginx's default thread pool */
+    if (zone->file.len && sc->save) {
+        sc->thread_pool = ngx_thread_pool_add(cf, NULL);
+        if (sc->thread_pool == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+#endif
+
+    return NGX_CONF_OK;
+}
 
 
 /*
@@ -126,7 +171,7 @@ static u_char *ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule,
  * starting; the loader moves it aside without opening it.
  */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
 {
     int               rc;
@@ -179,1492 +224,113 @@ ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
 }
 
 
-/*
- * A file of the store's format (sh_store_file.h): its settings, then its
- * image straight into the zone's store, which is empty at start.  Another
- * extraction version or hash key is refused before anything is stored.
- * The image is read with pread in chunks, not mapped (sh_image.c
- * says why); `head` holds the file's first bytes: its header and
- * settings.
- */
+/* A created zone: its periodic saves count from now. */
 
 static ngx_int_t
-ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
-    const unsigned char *head, size_t head_len, uint64_t file_len,
-    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
+ngx_http_simhash_snapshot_shm_init(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
-    size_t                 meta_len, image_len;
-    ssize_t                n;
-    uint64_t               image_off, rest, tail_off, tail_len, tail_sum;
-    ngx_int_t              rc, tail;
-    sh_keyrec_t            rec;
-    sh_image_info_t        info;
-    const unsigned char   *meta, *image;
-    u_char                 footer[SH_STORE_FILE_TAIL_LEN];
-
-    if (sh_store_file_parse(head, head_len, &meta, &meta_len, &image,
-                            &image_len, err, errlen)
-        != 0)
-    {
-        return NGX_ERROR;
-    }
-
-    image_off = (uint64_t) (image - head);
-
-    /* the rules' section at the end, if any: the image stops before it */
-
-    rest = file_len - image_off;
-    tail = 0;
-
-    if (rest >= SH_STORE_FILE_TAIL_LEN) {
-        n = pread(fd, footer, SH_STORE_FILE_TAIL_LEN,
-                  (off_t) (file_len - SH_STORE_FILE_TAIL_LEN));
-
-        tail = n == SH_STORE_FILE_TAIL_LEN
-               && sh_store_file_tail_find(footer, rest, &tail_off, &tail_len,
-                                          &tail_sum);
-    }
-
-    if (tail) {
-        rest = tail_off;
-    }
-
-    ngx_http_simhash_zone_lock(zone, log);
-    ngx_http_simhash_zone_write(zone);
-
-    rc = NGX_OK;
-
-    if (sh_image_load_fd(zone->sh->store, fd, image_off, rest,
-                         zone->version, &info, err, errlen)
-        != 0)
-    {
-        /* the store may hold part of the image: start from empty */
-        char  why[256];
-
-        if (ngx_http_simhash_zone_empty(zone, why, sizeof(why)) != NGX_OK) {
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
-                          "simhash zone \"%V\": %s", &zone->name, why);
-        }
-
-        rc = NGX_ERROR;
-
-    } else {
-        ngx_memzero(&rec, sizeof(sh_keyrec_t));
-        rec.type = SH_KEYREC_META;
-        rec.data = meta;
-        rec.len = meta_len;
-        ngx_http_simhash_meta_rule(zone, &rec, log);
-        ngx_http_simhash_meta_replicate(zone, &rec, log);
-
-        *copied = info.documents;
-        (void) ngx_atomic_fetch_add(&zone->sh->generation, 1);
-        zone->sh->saved_generation = zone->sh->generation;
-
-        if (info.damaged) {
-            /* the intact frames' documents are in: say what was lost */
-            ngx_snprintf((u_char *) err, errlen,
-                         "%uD of its frames fail their checksum or are cut "
-                         "off; the documents of the others were restored%Z",
-                         info.damaged);
-            rc = NGX_DECLINED;
-        }
-    }
-
-    ngx_http_simhash_zone_unlock(zone);
-
-    if (rc == NGX_OK && tail) {
-        rc = ngx_http_simhash_load_rules(zone, fd, image_off + tail_off,
-                                         tail_len, tail_sum, err, errlen,
-                                         log);
-
-    } else if (rc == NGX_DECLINED && tail) {
-        /* damaged frames: err says so, the rules still come back */
-        char  why[256];
-
-        (void) ngx_http_simhash_load_rules(zone, fd, image_off + tail_off,
-                                           tail_len, tail_sum, why,
-                                           sizeof(why), log);
-    }
-
-    return rc;
-}
-
-
-/*
- * The DUST rules of the file's tail into the zone's learner.  NGX_OK, or
- * NGX_DECLINED when the section is damaged (the documents are in; err says
- * the rules were lost).  Rules of another seed are not damage: they are
- * left out with a warning.
- */
-
-static ngx_int_t
-ngx_http_simhash_load_rules(ngx_http_simhash_zone_t *zone, int fd,
-    uint64_t off, uint64_t len, uint64_t sum, char *err, size_t errlen,
-    ngx_log_t *log)
-{
-    u_char    *buf;
-    char       why[256];
-    ssize_t    n;
-    ngx_int_t  rc;
-
-    if (zone->sh->dust == NULL) {
-        ngx_log_error(NGX_LOG_INFO, log, 0,
-                      "simhash zone \"%V\": the snapshot's DUST rules are "
-                      "left out: the zone has no dust=", &zone->name);
-        return NGX_OK;
-    }
-
-    buf = len < 256 * 1024 * 1024 ? ngx_alloc((size_t) len + 1, log) : NULL;
-    if (buf == NULL) {
-        ngx_snprintf((u_char *) err, errlen, "its DUST rules (%uL bytes) "
-                     "could not be read: out of memory%Z", len);
-        return NGX_DECLINED;
-    }
-
-    n = pread(fd, buf, (size_t) len, (off_t) off);
-    rc = NGX_OK;
-
-    if (n < 0 || (uint64_t) n != len
-        || !sh_store_file_tail_ok(buf, (size_t) len, sum))
-    {
-        ngx_snprintf((u_char *) err, errlen, "its DUST rules are damaged "
-                     "and were not restored; every document was%Z");
-        rc = NGX_DECLINED;
-
-    } else {
-        ngx_http_simhash_zone_lock(zone, log);
-        rc = sh_dust_image_load(zone->sh->dust, buf, (size_t) len, why,
-                                sizeof(why));
-        ngx_http_simhash_zone_unlock(zone);
-
-        if (rc != 0) {
-            ngx_log_error(NGX_LOG_WARN, log, 0,
-                          "simhash zone \"%V\": the snapshot's DUST rules "
-                          "are left out: %s", &zone->name, why);
-
-        } else {
-            ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                          "simhash zone \"%V\": DUST rules restored",
-                          &zone->name);
-
-            /* the file's rules replaced the learner's: the pins again */
-            ngx_http_simhash_dust_repin(zone, log);
-        }
-
-        rc = NGX_OK;
-    }
-
-    ngx_free(buf);
-
-    return rc;
-}
-
-
-/*
- * The file's first bytes (header and settings of the store format) into
- * head; 1 if it is of that format, 0 if not (an older format), -1 if it
- * cannot be read.
- */
-
-static ngx_int_t
-ngx_http_simhash_read_head(int fd, uint64_t file_len, unsigned char *head,
-    size_t *head_len, char *err, size_t errlen)
-{
-    ssize_t  n;
-    size_t   want;
-
-    want = file_len < NGX_HTTP_SIMHASH_HEAD_MAX
-           ? (size_t) file_len : NGX_HTTP_SIMHASH_HEAD_MAX;
-
-    n = pread(fd, head, want, 0);
-
-    if (n < 0 || (size_t) n != want) {
-        ngx_snprintf((u_char *) err, errlen, "cannot be read: %s%Z",
-                     n < 0 ? strerror(ngx_errno) : "cut short");
-        return -1;
-    }
-
-    *head_len = want;
-
-    return sh_store_file_is(head, want) ? 1 : 0;
-}
-
-
-void
-ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log)
-{
-    int                  fd;
-    ngx_int_t            format;
-    char                 err[512];
-    void                *region;
-    size_t               region_size, user_len, head_len;
-    uint64_t             file_len;
-    unsigned char       *head;
-    ngx_int_t            rc;
-    ngx_uint_t           copied;
-    ngx_msec_t           start;
-    ngx_file_info_t      fi;
-    const void          *user;
-    sh_snapshot_info_t   info;
-
-    start = ngx_http_simhash_msec();
-
-    region = NULL;
-    copied = 0;
-
-    /* the name itself: a link is never followed, not even to look */
-
-    if (ngx_link_info(zone->file.data, &fi) == NGX_FILE_ERROR) {
-        if (ngx_errno == NGX_ENOENT) {
-            ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                          "simhash zone \"%V\": no snapshot \"%V\" yet, "
-                          "starting empty", &zone->name, &zone->file);
-            return;
-        }
-
-        ngx_snprintf((u_char *) err, sizeof(err), "%s%Z",
-                     strerror(ngx_errno));
-        rc = NGX_ERROR;
-        goto loaded;
-    }
-
-    /*
-     * A link, a FIFO, a device planted at PATH is not opened at all (a
-     * device's open can act); like a damaged file it is moved aside, and
-     * nginx starts empty.
-     */
-
-    if (sh_snapshot_check_stat((char *) zone->file.data, &fi, err,
-                               sizeof(err))
-        != 0)
-    {
-        rc = NGX_ERROR;
-        goto loaded;
-    }
-
-    fd = sh_snapshot_open((char *) zone->file.data, &file_len, err,
-                          sizeof(err));
-
-    if (fd >= 0) {
-        head = ngx_alloc(NGX_HTTP_SIMHASH_HEAD_MAX, log);
-
-        format = head == NULL ? -1
-                 : ngx_http_simhash_read_head(fd, file_len, head, &head_len,
-                                              err, sizeof(err));
-        rc = NGX_ERROR;
-
-        if (format == 1) {
-            rc = ngx_http_simhash_load_store(zone, fd, head, head_len,
-                                             file_len, &copied, err,
-                                             sizeof(err), log);
-        } else if (head == NULL) {
-            ngx_snprintf((u_char *) err, sizeof(err), "out of memory%Z");
-        }
-
-        if (head != NULL) {
-            ngx_free(head);
-        }
-
-        (void) close(fd);
-
-        if (format != 0) {
-            goto loaded;
-        }
-    }
-
-    /* an older format: its documents are stored one by one */
-
-    if (sh_snapshot_load((char *) zone->file.data, zone->seed_digest,
-                         &region, &region_size, &user, &user_len, &info,
-                         err, sizeof(err))
-        != 0)
-    {
-        rc = NGX_ERROR;
-
-    } else if (info.extraction != zone->version) {
-        ngx_http_simhash_version_refusal(zone, &info, err, sizeof(err));
-        rc = NGX_ERROR;
-
-    } else if (ngx_strcmp(info.kind, SH_KEYREC_KIND_V2) == 0) {
-        rc = ngx_http_simhash_load_v1(zone, region, region_size, user,
-                                      user_len, &copied, err, sizeof(err),
-                                      log);
-    } else {
-        rc = ngx_http_simhash_load_records(zone, &info, user, user_len,
-                                           &copied, err, sizeof(err), log);
-    }
-
-    free(region);
-
-loaded:
-
-    if (rc == NGX_ERROR) {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "simhash zone \"%V\": snapshot \"%V\" refused: %s; "
-                      "starting empty", &zone->name, &zone->file, err);
-        ngx_http_simhash_keep_aside(zone, "refused", log);
-        (void) ngx_atomic_fetch_add(&zone->sh->refused_snapshots, 1);
-        return;
-    }
-
-    zone->sh->restored = copied;
-
-    ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                  "simhash zone \"%V\": %ui documents restored from \"%V\" "
-                  "in %M ms", &zone->name, copied, &zone->file,
-                  ngx_http_simhash_msec() - start);
-
-    if (rc == NGX_DECLINED) {
-        /* partly damaged: what was intact is restored, err says the rest */
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "simhash zone \"%V\": snapshot \"%V\" is damaged: %s",
-                      &zone->name, &zone->file, err);
-        ngx_http_simhash_keep_aside(zone, "damaged", log);
-    }
-}
-
-
-/*
- * Why a snapshot of another extraction version is refused, in one line:
- * its fingerprints were made from other features, and mixing them in would
- * compare the incomparable.
- */
-
-static void
-ngx_http_simhash_version_refusal(ngx_http_simhash_zone_t *zone,
-    sh_snapshot_info_t *info, char *err, size_t errlen)
-{
-    u_char  *p;
-
-    if (info->extraction == 0) {
-        p = ngx_snprintf((u_char *) err, errlen - 1,
-                         "written before extraction versions (format %ud), "
-                         "its fingerprints are not known to be comparable "
-                         "with extraction version %08xD", info->version,
-                         zone->version);
-
-    } else {
-        p = ngx_snprintf((u_char *) err, errlen - 1,
-                         "written under extraction version %08xD, this "
-                         "configuration extracts %08xD (%s)",
-                         info->extraction, zone->version,
-                         sh_version_code(info->extraction)
-                         != sh_version_code(zone->version)
-                         ? "another release's extraction code"
-                         : "other options or another libxml2");
-    }
-
-    *p = '\0';
-}
-
-
-/*
- * The records, in their order (oldest first), into the zone.  NGX_OK;
- * NGX_DECLINED when blocks were damaged (what they held is lost, err says
- * how much); NGX_ERROR when nothing can be used.
- */
-
-static ngx_int_t
-ngx_http_simhash_load_records(ngx_http_simhash_zone_t *zone,
-    sh_snapshot_info_t *info, const void *user, size_t user_len,
-    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
-{
-    int                  rc;
-    ngx_str_t            key;
-    ngx_uint_t           records;
-    sh_keyrec_t          rec;
-    sh_keyrec_reader_t   rd;
-
-    if (sh_keyrec_open(&rd, info->kind, user, user_len) != 0) {
-        ngx_snprintf((u_char *) err, errlen, "not a snapshot of this module "
-                     "(its documents are \"%s\")%Z", info->kind);
-        return NGX_ERROR;
-    }
-
-    records = 0;
-
-    ngx_http_simhash_zone_lock(zone, log);
-
-    while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
-
-        if (rec.type == SH_KEYREC_META) {
-            ngx_http_simhash_meta_rule(zone, &rec, log);
-            ngx_http_simhash_meta_replicate(zone, &rec, log);
-            continue;
-        }
-
-        records++;
-        key.data = (u_char *) rec.data;
-        key.len = rec.len;
-
-        if (ngx_http_simhash_zone_key(zone, &key) == SH_NOREF) {
-            ngx_http_simhash_zone_write(zone);
-
-            if (ngx_http_simhash_zone_store(zone, &key, rec.hash, rec.digest,
-                                            rec.time, &rec.sketches)
-                != SH_NOREF)
-            {
-                (*copied)++;
-            }
-        }
-    }
-
-    ngx_http_simhash_zone_unlock(zone);
-
-    if (rc != 0) {
-        /* the checksums passed: the writer wrote this; keep what came */
-        return *copied ? NGX_DECLINED : NGX_ERROR;
-    }
-
-    if (info->damaged) {
-        ngx_snprintf((u_char *) err, errlen,
-                     "%uz of %uz blocks of documents failed their "
-                     "checksum (what they held is lost), %ui documents "
-                     "read from the others%Z",
-                     info->damaged, info->blocks, records);
-        return NGX_DECLINED;
-    }
-
-    if (!info->region_ok) {
-        /* the records alone rebuild the zone: nothing is lost */
-        ngx_snprintf((u_char *) err, errlen,
-                     "%s; the %ui documents were restored from their "
-                     "records%Z", info->region_err, records);
-        return NGX_DECLINED;
+    if (ozone == NULL && zone->sh->generation == 0) {
+        ngx_http_simhash_save_shctx(zone)->last_save = ngx_time();
     }
 
     return NGX_OK;
 }
 
 
-/* The next "name=value" line of a META record; NGX_DONE at its end. */
+/*
+ * The master, once every zone of the new cycle exists (at start, and at a
+ * reload that created or resized a zone): a zone created empty with a
+ * file starts from its snapshot.  Loading here, not in the zone's init,
+ * keeps the zone below its persistence.
+ */
 
 static ngx_int_t
-ngx_http_simhash_meta_line(u_char **pos, u_char *end, ngx_str_t *name,
-    ngx_str_t *value)
+ngx_http_simhash_snapshot_init_module(ngx_cycle_t *cycle)
 {
-    u_char  *p, *eol, *eq;
+    ngx_uint_t                 i, n;
+    ngx_http_simhash_zone_t  **zones;
 
-    for (p = *pos; p < end; p = eol + 1) {
-        eol = ngx_strlchr(p, end, '\n');
-        if (eol == NULL) {
-            eol = end;
-        }
-
-        eq = ngx_strlchr(p, eol, '=');
-        if (eq == NULL) {
-            continue;
-        }
-
-        name->data = p;
-        name->len = eq - p;
-        value->data = eq + 1;
-        value->len = eol - eq - 1;
-
-        *pos = eol + 1;
+    if (ngx_test_config) {
         return NGX_OK;
     }
 
-    *pos = end;
-    return NGX_DONE;
-}
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
-
-/*
- * Where a replicated zone was in its stream ("replicate_stream=",
- * "replicate_id=" lines).  Under the lock.
- */
-
-static void
-ngx_http_simhash_meta_replicate(ngx_http_simhash_zone_t *zone,
-    const sh_keyrec_t *rec, ngx_log_t *log)
-{
-    u_char     *p, *end;
-    ngx_str_t   name, value, stream, id;
-
-    ngx_str_null(&stream);
-    ngx_str_null(&id);
-
-    p = (u_char *) rec->data;
-    end = p + rec->len;
-
-    while (ngx_http_simhash_meta_line(&p, end, &name, &value) == NGX_OK) {
-
-        if (name.len == 16
-            && ngx_strncmp(name.data, "replicate_stream", 16) == 0)
-        {
-            stream = value;
-
-        } else if (name.len == 12
-                   && ngx_strncmp(name.data, "replicate_id", 12) == 0)
-        {
-            id = value;
-
-        } else if (name.len == 16
-                   && ngx_strncmp(name.data, "replicate_writer", 16) == 0)
-        {
-            ngx_http_simhash_meta_writer(zone, &value, log);
-        }
-    }
-
-    if (stream.data && id.data) {
-        ngx_http_simhash_meta_position(zone, &stream, &id, log);
-    }
-}
-
-
-/*
- * "replicate_writer=SEQ HEX-NODE": the last seq this zone had applied
- * from a writer of the stream when the snapshot was taken, back into the
- * outbox's table (a slot of its own, or none when the table is full), so
- * that a replay of what the snapshot holds is refused after a restart as
- * it is after a reload.  A line that does not parse is left out.
- */
-
-static void
-ngx_http_simhash_meta_writer(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *value, ngx_log_t *log)
-{
-    u_char                     *sp, node[SH_STREAM_NODE_MAX];
-    size_t                      len, i;
-    ngx_int_t                   hi, lo;
-    uint64_t                    seq;
-    ngx_uint_t                  k;
-    ngx_http_simhash_writer_t  *w;
-    ngx_http_simhash_outbox_t  *ob;
-
-    ob = zone->replicate ? zone->replicate->outbox : NULL;
-
-    if (ob == NULL) {
-        return;
-    }
-
-    sp = ngx_strlchr(value->data, value->data + value->len, ' ');
-    if (sp == NULL || sp == value->data) {
-        goto bad;
-    }
-
-    seq = 0;
-
-    for (i = 0; value->data + i < sp; i++) {
-        if (value->data[i] < '0' || value->data[i] > '9'
-            || seq > (UINT64_MAX - 9) / 10)
-        {
-            goto bad;
-        }
-
-        seq = seq * 10 + (value->data[i] - '0');
-    }
-
-    len = (value->data + value->len - (sp + 1)) / 2;
-
-    if (len == 0 || len > SH_STREAM_NODE_MAX
-        || (size_t) (value->data + value->len - (sp + 1)) != 2 * len)
-    {
-        goto bad;
-    }
-
-    for (i = 0; i < len; i++) {
-        hi = ngx_hextoi(sp + 1 + 2 * i, 1);
-        lo = ngx_hextoi(sp + 2 + 2 * i, 1);
-
-        if (hi == NGX_ERROR || lo == NGX_ERROR) {
-            goto bad;
-        }
-
-        node[i] = (u_char) (hi << 4 | lo);
-    }
-
-    for (k = 0; k < NGX_HTTP_SIMHASH_WRITERS; k++) {
-        w = &ob->writers[k];
-
-        if (w->len == 0
-            || (w->len == len && ngx_memcmp(w->node, node, len) == 0))
-        {
-            break;
-        }
-    }
-
-    if (k == NGX_HTTP_SIMHASH_WRITERS) {
-        return;
-    }
-
-    if (w->len == 0 || w->seq < seq) {
-        w->len = (u_char) len;
-        ngx_memcpy(w->node, node, len);
-        w->seq = seq;
-        w->used = ++ob->writers_clock;
-    }
-
-    return;
-
-bad:
-
-    ngx_log_error(NGX_LOG_WARN, log, 0,
-                  "simhash zone \"%V\": the snapshot's replicate_writer "
-                  "\"%V\" is not SEQ HEX-NODE: left out", &zone->name, value);
-}
-
-
-/*
- * The snapshot's place in the stream becomes the zone's (under the lock):
- * only the stream the zone follows now counts.  Replication reads on from
- * there (ngx_http_simhash_stream.c).
- */
-
-static void
-ngx_http_simhash_meta_position(ngx_http_simhash_zone_t *zone,
-    ngx_str_t *stream, ngx_str_t *id, ngx_log_t *log)
-{
-    sh_stream_id_t             sid;
-    ngx_http_simhash_shctx_t  *sh;
-
-    sh = zone->sh;
-
-    if (zone->stream.len == 0) {
-        return;
-    }
-
-    if (stream->len != zone->stream.len
-        || ngx_strncmp(stream->data, zone->stream.data, stream->len) != 0)
-    {
-        ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                      "simhash zone \"%V\": the snapshot followed the "
-                      "stream \"%V\", not \"%V\": reading this one from its "
-                      "start", &zone->name, stream, &zone->stream);
-        return;
-    }
-
-    if (sh_stream_id_parse(&sid, (char *) id->data, id->len) != 0) {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "simhash zone \"%V\": the snapshot's replicate_id "
-                      "\"%V\" is not a stream id: reading the stream from its "
-                      "start", &zone->name, id);
-        return;
-    }
-
-    sh->repl_id = sid;
-    sh->repl_stream = ngx_crc32_long(stream->data, stream->len);
-
-    ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                  "simhash zone \"%V\": the snapshot has the stream \"%V\" "
-                  "up to %V: replication goes on from there",
-                  &zone->name, stream, id);
-}
-
-
-/*
- * A META record's match rule ("match=", "distance=", "threshold=" lines)
- * against the zone's: the rule is applied at lookup, so a snapshot taken
- * under another rule is loaded all the same, and the log says the rule
- * changed.  A record with a distance but no rule comes from before there
- * were rules: it was "hamming".
- */
-
-static void
-ngx_http_simhash_meta_rule(ngx_http_simhash_zone_t *zone,
-    const sh_keyrec_t *rec, ngx_log_t *log)
-{
-    u_char      *p, *end, was[64], now[64];
-    ngx_int_t    n;
-    ngx_str_t    name, value;
-    sh_rule_t    rule;
-    ngx_uint_t   have_distance;
-    uint32_t     distance, threshold;
-
-    rule = SH_RULE_HAMMING;
-    distance = 0;
-    threshold = 0;
-    have_distance = 0;
-
-    p = (u_char *) rec->data;
-    end = p + rec->len;
-
-    while (ngx_http_simhash_meta_line(&p, end, &name, &value) == NGX_OK) {
-
-        if (name.len == 5 && ngx_strncmp(name.data, "match", 5) == 0) {
-            if (sh_rule_parse((char *) value.data, value.len, &rule) != 0) {
-                return;         /* a rule this build does not know */
-            }
-
-        } else if (name.len == 8 && ngx_strncmp(name.data, "distance", 8) == 0)
-        {
-            n = ngx_atoi(value.data, value.len);
-            if (n == NGX_ERROR) {
-                return;
-            }
-            distance = (uint32_t) n;
-            have_distance = 1;
-
-        } else if (name.len == 9
-                   && ngx_strncmp(name.data, "threshold", 9) == 0)
-        {
-            n = ngx_atofp(value.data, value.len, 4);
-            if (n == NGX_ERROR) {
-                return;
-            }
-            threshold = sh_score_from_nats((double) n / 10000);
-        }
-    }
-
-    if (!have_distance
-        || (rule == zone->rule && distance == zone->distance
-            && (rule == SH_RULE_HAMMING || threshold == zone->threshold)))
-    {
-        return;
-    }
-
-    ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                  "simhash zone \"%V\": snapshot \"%V\" was taken under "
-                  "%*s, lookups now apply %*s",
-                  &zone->name, &zone->file,
-                  ngx_http_simhash_rule_text(was, rule, distance, threshold)
-                  - was, was,
-                  ngx_http_simhash_rule_text(now, zone->rule, zone->distance,
-                                             zone->threshold)
-                  - now, now);
-}
-
-
-/* "match=R distance=D[ threshold=T]", at most 50 bytes */
-
-static u_char *
-ngx_http_simhash_rule_text(u_char *p, sh_rule_t rule, ngx_uint_t distance,
-    uint32_t threshold)
-{
-    p = ngx_sprintf(p, "match=%s distance=%ui", sh_rule_name(rule),
-                    distance);
-
-    if (rule == SH_RULE_WEIGHTED) {
-        p = ngx_sprintf(p, " threshold=");
-        p = ngx_http_simhash_score(p, threshold);
-    }
-
-    return p;
-}
-
-
-/*
- * A format 1 snapshot: its records are in ref order, so the documents are
- * taken in the age order of its index, each with the key recorded for its
- * ref when the fingerprints agree (the rule that file was written for).
- */
-
-static ngx_int_t
-ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone, void *region,
-    size_t region_size, const void *user, size_t user_len,
-    ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log)
-{
-    int                      rc;
-    sh_index_t              *ix;
-    sh_keyrec_t              rec;
-    sh_index_stats_t         st;
-    sh_keyrec_reader_t       rd;
-    ngx_http_simhash_copy_t  cp;
-
-    ix = sh_index_attach(region, region_size, err, errlen);
-    if (ix == NULL) {
-        return NGX_ERROR;
-    }
-
-    sh_index_stats(ix, &st);
-
-    ngx_memzero(&cp, sizeof(ngx_http_simhash_copy_t));
-    cp.zone = zone;
-    cp.nkeys = st.capacity;
-
-    (void) sh_keyrec_open(&rd, SH_KEYREC_KIND_V2, user, user_len);
-
-    cp.keys = ngx_calloc(st.capacity * sizeof(ngx_str_t) + 1, log);
-    cp.hashes = ngx_calloc(st.capacity * sizeof(uint64_t) + 1, log);
-
-    if (cp.keys == NULL || cp.hashes == NULL) {
-        ngx_cpystrn((u_char *) err, (u_char *) "out of memory", errlen);
-        rc = -1;
-        goto done;
-    }
-
-    while ((rc = sh_keyrec_next(&rd, &rec, err, errlen)) == 1) {
-        if (rec.ref >= st.capacity) {
-            ngx_snprintf((u_char *) err, errlen,
-                         "key record %uz: ref %uD is out of range%Z",
-                         rd.n, rec.ref);
-            rc = -1;
-            goto done;
-        }
-
-        cp.keys[rec.ref].data = (u_char *) rec.data;
-        cp.keys[rec.ref].len = rec.len;
-        cp.hashes[rec.ref] = rec.hash;
-    }
-
-    if (rc == 0) {
-        ngx_http_simhash_zone_lock(zone, log);
-        ngx_http_simhash_zone_write(zone);
-        ngx_http_simhash_zone_copy(&cp, ix);
-        ngx_http_simhash_zone_unlock(zone);
-        *copied = cp.copied;
-    }
-
-done:
-
-    if (cp.keys) {
-        ngx_free(cp.keys);
-    }
-
-    if (cp.hashes) {
-        ngx_free(cp.hashes);
-    }
-
-    return rc == 0 ? NGX_OK : NGX_ERROR;
-}
-
-
-/*
- * A snapshot that was refused or damaged is renamed aside (PATH.refused-TIME
- * or PATH.damaged-TIME), never overwritten: if it cannot be moved, this zone
- * is not saved at all until the operator deals with it.
- */
-
-static void
-ngx_http_simhash_keep_aside(ngx_http_simhash_zone_t *zone, char *why,
-    ngx_log_t *log)
-{
-    u_char  *aside;
-
-    aside = ngx_alloc(zone->file.len + 2 + ngx_strlen(why) + NGX_TIME_T_LEN
-                      + 1, log);
-    if (aside == NULL) {
-        zone->sh->save_off = 1;
-        return;
-    }
-
-    ngx_sprintf(aside, "%V.%s-%T%Z", &zone->file, why, ngx_time());
-
-    if (ngx_rename_file(zone->file.data, aside) == NGX_FILE_ERROR) {
-        zone->sh->save_off = 1;
-
-        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                      "simhash zone \"%V\": cannot move the %s snapshot "
-                      "\"%V\" aside to \"%s\"; the zone will not be saved, "
-                      "so that it is not overwritten",
-                      &zone->name, why, &zone->file, aside);
-
-    } else {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "simhash zone \"%V\": the %s snapshot is kept as "
-                      "\"%s\"", &zone->name, why, aside);
-    }
-
-    ngx_free(aside);
-}
-
-
-/* A monotonic clock in milliseconds, for the durations in the log. */
-
-static ngx_msec_t
-ngx_http_simhash_msec(void)
-{
-    struct timespec  ts;
-
-    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (ngx_msec_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-
-/*
- * Save, in three steps:
- *   copy    under the lock: the region (a memcpy), with the generation it
- *           corresponds to; then, in the region's age order, each
- *           document's key, a chunk of documents per hold of the lock;
- *   write   without any lock or nginx call (so that it can run in a thread
- *           of nginx's thread pool): sh_snapshot_save writes PATH.tmp,
- *           fsyncs it, renames it over PATH;
- *   finish  in the event loop: counters, log, free.
- * A worker saves at most one zone at a time, and only the worker holding
- * sh->save_lock saves; the master saves at exit, when no worker is left.
- */
-
-/*
- * The lock, for the save (which may run in a thread of nginx's pool): the
- * zone's mutex, but never while a dead writer's repair is pending (that is
- * for the next request to do, in the event loop, where it can log).
- */
-
-static ngx_int_t
-ngx_http_simhash_save_lock(ngx_http_simhash_zone_t *zone)
-{
-    ngx_uint_t  tries;
-
-    for (tries = 0; tries < 5000; tries++) {
-        ngx_shmtx_lock(&zone->shpool->mutex);
-
-        if (!zone->sh->writer) {
-            return NGX_OK;
-        }
-
-        ngx_shmtx_unlock(&zone->shpool->mutex);
-        ngx_msleep(1);
-    }
-
-    return NGX_ERROR;
-}
-
-
-/* the settings the documents were matched under and, when replicated, the
- * stream and the last entry applied at the first hold: a restart from this
- * file replays what came after (entries applied twice change nothing) */
-
-static size_t
-ngx_http_simhash_save_meta(ngx_http_simhash_save_t *sv, u_char *meta)
-{
-    u_char                   *p;
-    ngx_uint_t                i;
-    ngx_http_simhash_zone_t  *zone = sv->zone;
-
-    p = ngx_sprintf(meta, "distance=%ui\nmatch=%s\n", zone->distance,
-                    sh_rule_name(zone->rule));
-
-    if (zone->rule == SH_RULE_WEIGHTED) {
-        p = ngx_sprintf(p, "threshold=");
-        p = ngx_http_simhash_score(p, zone->threshold);
-        *p++ = '\n';
-    }
-
-    if (zone->stream.len
-        && zone->stream.len < NGX_HTTP_SIMHASH_META_MAX - 256)
-    {
-        p = ngx_sprintf(p, "replicate_stream=%V\nreplicate_id=",
-                        &zone->stream);
-        p += sh_stream_id_format((char *) p, &sv->repl_id);
-        *p++ = '\n';
-    }
-
-    for (i = 0; sv->writers && i < NGX_HTTP_SIMHASH_WRITERS; i++) {
-        if (sv->writers[i].len == 0) {
+    for (i = 0; i < n; i++) {
+        if (!zones[i]->formatted || zones[i]->file.len == 0) {
             continue;
         }
 
-        /* the node's id in hex: it may hold any byte */
-        p = ngx_sprintf(p, "replicate_writer=%uL ", sv->writers[i].seq);
-        p = ngx_hex_dump(p, sv->writers[i].node, sv->writers[i].len);
-        *p++ = '\n';
+        zones[i]->formatted = 0;
+
+        ngx_http_simhash_snapshot_load(zones[i], cycle->log);
+
+        /* what is in memory is what is in the file */
+        ngx_http_simhash_save_shctx(zones[i])->saved_generation =
+                                                    zones[i]->sh->generation;
     }
-
-    return p - meta;
-}
-
-
-/*
- * The DUST rules after the image, as the file's tail: copied under one
- * hold of the lock (the image of the hosts and rules, about 1.5 MB for the
- * default tables when full), written after it.  Like the rest of the save,
- * no nginx call that logs or allocates from a pool.
- */
-
-static ngx_int_t
-ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
-    sh_file_writer_t *w)
-{
-    void                      *buf;
-    size_t                     len;
-    ngx_int_t                  rc;
-    ngx_http_simhash_zone_t   *zone;
-
-    zone = sv->zone;
-    buf = NULL;
-    len = 0;
-
-    if (ngx_http_simhash_save_lock(zone) != NGX_OK) {
-        ngx_cpystrn((u_char *) sv->err, (u_char *) "a dead worker's repair "
-                    "of the zone is pending", sizeof(sv->err));
-        return NGX_ERROR;
-    }
-
-    len = sh_dust_image_size(zone->sh->dust);
-    buf = malloc(len);
-
-    if (buf != NULL && sh_dust_image_save(zone->sh->dust, buf, len) != len) {
-        free(buf);
-        buf = NULL;
-    }
-
-    ngx_shmtx_unlock(&zone->shpool->mutex);
-
-    if (buf == NULL) {
-        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory for the "
-                    "DUST rules", sizeof(sv->err));
-        return NGX_ERROR;
-    }
-
-    rc = sh_store_file_tail(w, buf, len, sv->err, sizeof(sv->err)) == 0
-         ? NGX_OK : NGX_ERROR;
-
-    free(buf);
-
-    return rc;
-}
-
-
-/*
- * The save, without an nginx call that logs or allocates from a pool (it
- * may run in a thread): PATH.tmp created afresh, the settings, then the
- * store's image one buffer per hold of the lock (sh_image.h), each
- * buffer written with the lock released; fsync, rename.  Then `written`
- * says the thread is done with sv (ngx_http_simhash_snapshot_exit_worker).
- */
-
-static void
-ngx_http_simhash_save_write(void *data, ngx_log_t *log)
-{
-    ngx_http_simhash_save_t  *sv = data;
-
-    ngx_http_simhash_save_write_file(sv);
-
-    ngx_memory_barrier();
-    sv->written = 1;
-}
-
-
-static void
-ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
-{
-    long                        n;
-    size_t                      len;
-    u_char                     *meta;
-    ngx_msec_t                  start, t;
-    sh_image_saver_t            isv;
-    sh_store_stats_t            st;
-    sh_file_writer_t           *w;
-    ngx_http_simhash_zone_t    *zone;
-    ngx_http_simhash_shctx_t   *sh;
-    ngx_http_simhash_outbox_t  *ob;
-
-    zone = sv->zone;
-    sh = zone->sh;
-    sv->rc = NGX_ERROR;
-    start = ngx_http_simhash_msec();
-
-    /* this thread calls no nginx function that logs or allocates from a
-     * pool: plain malloc, freed by ngx_http_simhash_save_done() */
-
-    ob = zone->replicate ? zone->replicate->outbox : NULL;
-
-    if (ob != NULL && sv->writers == NULL) {
-        sv->writers = malloc(sizeof(ob->writers));
-        if (sv->writers == NULL) {
-            ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
-                        sizeof(sv->err));
-            return;
-        }
-    }
-
-    w = sh_file_writer_open((char *) zone->file.data, SH_SNAPSHOT_MODE,
-                            sv->owned ? &sv->owner : NULL, sv->err,
-                            sizeof(sv->err));
-    if (w == NULL) {
-        return;
-    }
-
-    if (ngx_http_simhash_save_lock(zone) != NGX_OK) {
-        ngx_cpystrn((u_char *) sv->err, (u_char *) "a dead worker's repair "
-                    "of the zone is pending", sizeof(sv->err));
-        sh_file_writer_abort(w);
-        return;
-    }
-
-    sh_image_save_begin(&isv, sh->store, sv->buf, NGX_HTTP_SIMHASH_SAVE_BUF);
-    sv->generation = sh->generation;
-    sv->repl_id = sh->repl_id;
-
-    /* the writers' seqs move with the last id, under this lock: a restart
-     * from this file refuses the replays of what it had applied */
-    if (ob != NULL) {
-        ngx_memcpy(sv->writers, ob->writers, sizeof(ob->writers));
-    }
-
-    ngx_shmtx_unlock(&zone->shpool->mutex);
-
-    meta = malloc(NGX_HTTP_SIMHASH_META_MAX);
-    if (meta == NULL) {
-        ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
-                    sizeof(sv->err));
-        goto failed;
-    }
-
-    len = ngx_http_simhash_save_meta(sv, meta);
-    n = sh_store_file_begin(w, meta, len, sv->err, sizeof(sv->err));
-    free(meta);
-
-    if (n != 0) {
-        goto failed;
-    }
-
-    for ( ;; ) {
-        if (ngx_http_simhash_save_lock(zone) != NGX_OK) {
-            ngx_cpystrn((u_char *) sv->err, (u_char *) "a dead worker's "
-                        "repair of the zone is pending", sizeof(sv->err));
-            goto failed;
-        }
-
-        t = ngx_http_simhash_msec();
-        n = sh_image_save_step(&isv);
-
-        if (n > 0 && sh_image_save_complete(&isv)) {
-            sh_store_stats(sh->store, &st);
-            sv->docs = st.entries;
-        }
-
-        t = ngx_http_simhash_msec() - t;
-        ngx_shmtx_unlock(&zone->shpool->mutex);
-
-        sv->copy_ms = ngx_max(sv->copy_ms, t);
-
-        if (n < 0) {
-            ngx_cpystrn((u_char *) sv->err, (u_char *) "the zone changed "
-                        "faster than it could be copied", sizeof(sv->err));
-            goto failed;
-        }
-
-        if (n == 0) {
-            break;
-        }
-
-        sv->holds++;
-        sv->bytes += (uint64_t) n;
-
-        if (sh_file_writer_write(w, sv->buf, (size_t) n, sv->err,
-                                 sizeof(sv->err))
-            != 0)
-        {
-            goto failed;
-        }
-    }
-
-    sv->recopied = isv.recopied;
-
-    if (sh->dust && ngx_http_simhash_save_rules(sv, w) != NGX_OK) {
-        goto failed;
-    }
-
-    if (sh_file_writer_commit(w, sv->err, sizeof(sv->err)) != 0) {
-        return;
-    }
-
-    sv->write_ms = ngx_http_simhash_msec() - start;
-    sv->rc = NGX_OK;
-    return;
-
-failed:
-
-    if (!sh_image_save_complete(&isv)) {
-        if (ngx_http_simhash_save_lock(zone) == NGX_OK) {
-            sh_image_save_abort(&isv);
-            ngx_shmtx_unlock(&zone->shpool->mutex);
-        }
-    }
-
-    sh_file_writer_abort(w);
-}
-
-
-static ngx_int_t
-ngx_http_simhash_save_finish(ngx_http_simhash_save_t *sv, ngx_log_t *log)
-{
-    ngx_http_simhash_zone_t   *zone;
-    ngx_http_simhash_shctx_t  *sh;
-
-    zone = sv->zone;
-    sh = zone->sh;
-
-    if (sv->buf) {
-        ngx_free(sv->buf);
-        sv->buf = NULL;
-    }
-
-    if (sv->writers) {
-        ngx_free(sv->writers);
-        sv->writers = NULL;
-    }
-
-    sh->last_save = ngx_time();
-
-    if (sv->rc != NGX_OK) {
-        (void) ngx_atomic_fetch_add(&sh->save_errors, 1);
-
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "simhash zone \"%V\": saving \"%V\" failed: %s",
-                      &zone->name, &zone->file, sv->err);
-        return NGX_ERROR;
-    }
-
-    sh->saved_generation = sv->generation;
-    sh->save_ms = sv->write_ms;
-    sh->save_hold_ms = sv->copy_ms;
-    (void) ngx_atomic_fetch_add(&sh->saves, 1);
-
-    ngx_log_error(NGX_LOG_INFO, log, 0,
-                  "simhash zone \"%V\" saved to \"%V\": %ui documents, "
-                  "%uL bytes in %ui holds of the lock, the longest %M ms "
-                  "(%uL groups copied again), %M ms in all",
-                  &zone->name, &zone->file, sv->docs, sv->bytes, sv->holds,
-                  sv->copy_ms, sv->recopied, sv->write_ms);
 
     return NGX_OK;
 }
 
 
-/*
- * A master running as root saves a file the workers' user owns, as their
- * own saves do: the same owner and mode (0600) whoever wrote it last, and
- * root never leaves a file of its own in the workers' directory.  Writing
- * there is safe for root: see sh_snapshot_save().
- */
-
-static void
-ngx_http_simhash_save_owner(ngx_http_simhash_save_t *sv)
-{
-    ngx_core_conf_t  *ccf;
-
-    if (geteuid() != 0) {
-        return;
-    }
-
-    ccf = (ngx_core_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
-                                           ngx_core_module);
-
-    if (ccf == NULL || ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT) {
-        return;
-    }
-
-    sv->owner.uid = ccf->user;
-    sv->owner.gid = ccf->group;
-    sv->owned = 1;
-}
-
-
-/* The whole save in the calling process (the master at exit). */
+/* Each worker: the periodic saves of every zone with a file. */
 
 static ngx_int_t
-ngx_http_simhash_save(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+ngx_http_simhash_snapshot_init_process(ngx_cycle_t *cycle)
 {
-    ngx_http_simhash_save_t  sv;
+    ngx_uint_t                 i, n;
+    ngx_http_simhash_zone_t  **zones;
 
-    ngx_memzero(&sv, sizeof(ngx_http_simhash_save_t));
-    sv.zone = zone;
-    ngx_http_simhash_save_owner(&sv);
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
-    sv.buf = ngx_alloc(NGX_HTTP_SIMHASH_SAVE_BUF, log);
-
-    if (sv.buf == NULL) {
-        ngx_cpystrn((u_char *) sv.err, (u_char *) "out of memory",
-                    sizeof(sv.err));
-        sv.rc = NGX_ERROR;
-
-    } else {
-        ngx_memzero(sv.buf, NGX_HTTP_SIMHASH_SAVE_BUF);
-        ngx_http_simhash_save_write(&sv, log);
-    }
-
-    return ngx_http_simhash_save_finish(&sv, log);
-}
-
-
-#if (NGX_THREADS)
-
-static void
-ngx_http_simhash_save_done(ngx_event_t *ev)
-{
-    ngx_thread_task_t        *task = ev->data;
-    ngx_http_simhash_save_t  *sv = task->ctx;
-
-    (void) ngx_http_simhash_save_finish(sv, ev->log);
-    (void) ngx_atomic_cmp_set(&sv->zone->sh->save_lock, ngx_pid, 0);
-}
-
-#endif
-
-
-/*
- * Every worker arms a timer; when it fires and a save is due (changes since
- * the last save, the interval elapsed), the worker that wins save_lock
- * saves: the copy in the event loop, the write in nginx's thread pool when
- * nginx has threads (a full 256m zone is about 150 MB to write and fsync),
- * else in the event loop too.  A lock left by a worker that died is taken
- * over.
- */
-
-static ngx_uint_t
-ngx_http_simhash_save_due(ngx_http_simhash_zone_t *zone)
-{
-    ngx_http_simhash_shctx_t  *sh = zone->sh;
-
-    return !sh->save_off
-           && sh->generation != sh->saved_generation
-           && (ngx_msec_t) (ngx_time() - sh->last_save) * 1000 >= zone->save;
-}
-
-
-static void
-ngx_http_simhash_save_handler(ngx_event_t *ev)
-{
-    ngx_pid_t                  holder;
-    ngx_http_simhash_zone_t   *zone;
-    ngx_http_simhash_shctx_t  *sh;
-#if (NGX_THREADS)
-    ngx_thread_task_t         *task;
-    ngx_http_simhash_save_t   *sv;
-#endif
-
-    zone = ev->data;
-    sh = zone->sh;
-
-    if (ngx_exiting || ngx_terminate || ngx_quit) {
-        return;
-    }
-
-    ngx_add_timer(ev, ngx_min(zone->save, 10000));
-
-    if (!ngx_http_simhash_save_due(zone)) {
-        return;
-    }
-
-    holder = (ngx_pid_t) sh->save_lock;
-
-    if (holder && holder != ngx_pid && kill(holder, 0) == -1
-        && ngx_errno == NGX_ESRCH)
-    {
-        (void) ngx_atomic_cmp_set(&sh->save_lock, holder, 0);
-    }
-
-    if (!ngx_atomic_cmp_set(&sh->save_lock, 0, ngx_pid)) {
-        return;
-    }
-
-    if (!ngx_http_simhash_save_due(zone)) {
-        (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
-        return;
-    }
-
-#if (NGX_THREADS)
-
-    task = zone->save_task;
-
-    if (zone->thread_pool && task) {
-        sv = task->ctx;
-        ngx_memzero(sv, sizeof(ngx_http_simhash_save_t));
-        sv->zone = zone;
-        sv->buf = ngx_alloc(NGX_HTTP_SIMHASH_SAVE_BUF, ev->log);
-
-        if (sv->buf == NULL) {
-            ngx_cpystrn((u_char *) sv->err, (u_char *) "out of memory",
-                        sizeof(sv->err));
-            sv->rc = NGX_ERROR;
-
-        } else {
-            /* faulted in here, not during a hold of the lock */
-            ngx_memzero(sv->buf, NGX_HTTP_SIMHASH_SAVE_BUF);
-
-            task->handler = ngx_http_simhash_save_write;
-            task->event.handler = ngx_http_simhash_save_done;
-            task->event.data = task;
-            task->event.log = ev->log;
-
-            if (ngx_thread_task_post(zone->thread_pool, task) == NGX_OK) {
-                return;     /* ngx_http_simhash_save_done() releases */
-            }
-
-            ngx_http_simhash_save_write(sv, ev->log);
-        }
-
-        (void) ngx_http_simhash_save_finish(sv, ev->log);
-        (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
-        return;
-    }
-
-#endif
-
-    (void) ngx_http_simhash_save(zone, ev->log);
-    (void) ngx_atomic_cmp_set(&sh->save_lock, ngx_pid, 0);
-}
-
-
-/* Every worker arms the save timer of each zone with a file. */
-
-ngx_int_t
-ngx_http_simhash_snapshot_init_worker(ngx_http_simhash_zone_t *zone,
-    ngx_cycle_t *cycle)
-{
-    if (zone->file.len == 0 || zone->save == 0 || zone->sh == NULL) {
-        return NGX_OK;
-    }
-
-    zone->save_event.handler = ngx_http_simhash_save_handler;
-    zone->save_event.data = zone;
-    zone->save_event.log = cycle->log;
-    zone->save_event.cancelable = 1;
-
-#if (NGX_THREADS)
-    if (zone->thread_pool) {
-        zone->save_task = ngx_thread_task_alloc(cycle->pool,
-                                             sizeof(ngx_http_simhash_save_t));
-        if (zone->save_task == NULL) {
+    for (i = 0; i < n; i++) {
+        if (ngx_http_simhash_snapshot_init_worker(zones[i], cycle) != NGX_OK) {
             return NGX_ERROR;
         }
     }
-#endif
-
-    ngx_add_timer(&zone->save_event, ngx_min(zone->save, 10000));
 
     return NGX_OK;
 }
 
 
-/*
- * A worker exits.  nginx's thread pools have finished their tasks by now
- * (ngx_thread_pool_module's exit_process comes first: it waits for every
- * task queued before its own), but a save they ran may not have had its
- * completion event in the worker's loop, which has ended: finish it here,
- * its buffer freed and the save lock let go.
- */
-
-void
-ngx_http_simhash_snapshot_exit_worker(ngx_http_simhash_zone_t *zone,
-    ngx_log_t *log)
+static void
+ngx_http_simhash_snapshot_exit_process(ngx_cycle_t *cycle)
 {
-#if (NGX_THREADS)
-    ngx_http_simhash_save_t  *sv;
+    ngx_uint_t                 i, n;
+    ngx_http_simhash_zone_t  **zones;
 
-    if (zone->save_task == NULL || zone->sh == NULL) {
-        return;
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
+
+    for (i = 0; i < n; i++) {
+        ngx_http_simhash_snapshot_exit_worker(zones[i], cycle->log);
     }
-
-    sv = zone->save_task->ctx;
-
-    if (sv->buf == NULL || !sv->written) {
-        return;     /* none in flight, or a thread still holds it */
-    }
-
-    (void) ngx_http_simhash_save_finish(sv, log);
-    (void) ngx_atomic_cmp_set(&zone->sh->save_lock, ngx_pid, 0);
-#endif
 }
 
 
 /* The master saves last, when every worker has exited. */
 
-void
-ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+static void
+ngx_http_simhash_snapshot_exit_master(ngx_cycle_t *cycle)
 {
-    if (zone->file.len == 0 || zone->sh == NULL) {
-        return;
-    }
+    ngx_uint_t                      i, n;
+    ngx_http_simhash_zone_t       **zones, *zone;
+    ngx_http_simhash_save_shctx_t  *ss;
 
-    if (zone->sh->generation != zone->sh->saved_generation
-        && !zone->sh->save_off)
-    {
-        (void) ngx_http_simhash_save(zone, log);
+    zones = ngx_http_simhash_cycle_zones(cycle, &n);
+
+    for (i = 0; i < n; i++) {
+        zone = zones[i];
+
+        if (zone->file.len == 0 || zone->sh == NULL) {
+            continue;
+        }
+
+        ss = ngx_http_simhash_save_shctx(zone);
+
+        if (zone->sh->generation != ss->saved_generation && !ss->save_off) {
+            (void) ngx_http_simhash_snapshot_save(zone, cycle->log);
+        }
     }
 }

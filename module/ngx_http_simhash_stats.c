@@ -29,6 +29,8 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_dust.h"
+#include "ngx_http_simhash_snapshot.h"
 
 
 /* the values of one zone, read at one moment */
@@ -509,6 +511,19 @@ static u_char *ngx_http_simhash_stats_sites_prom(u_char *p,
 static ngx_str_t  ngx_http_simhash_allow = ngx_string("GET, HEAD");
 
 
+/* the counters' part of the zone: they live in its shared state */
+ngx_http_simhash_part_t  ngx_http_simhash_stats_part = {
+    ngx_string("stats"),
+    0,                                      /* index */
+    ngx_null_string,                        /* tail_name */
+    sizeof(ngx_http_simhash_counters_t),    /* shctx_size */
+    NULL, NULL, NULL, NULL,                 /* configuration */
+    NULL, NULL,                             /* shm_init, shm_migrate */
+    NULL, NULL, NULL,                       /* the snapshot's tail */
+    NULL, NULL, NULL, NULL, NULL            /* the module's hooks */
+};
+
+
 /* simhash_stats [ZONE] */
 
 char *
@@ -644,48 +659,23 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
 }
 
 
-/*
- * A rule's own fields as JSON members (no braces): its host, pattern and
- * argument as URLs spelled them, escaped; its state and evidence.  The
- * statistics add the host's counts, "why?" nothing.
- */
-
-u_char *
-ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri)
-{
-    p = ngx_sprintf(p, "\"host\":\"");
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
-                                     ngx_strlen(ri->host));
-    p = ngx_sprintf(p, "\",\"pattern\":\"");
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
-                                     ngx_strlen(ri->pattern));
-    p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
-                    sh_dust_kind_name(ri->kind));
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
-                                     ngx_strlen(ri->arg));
-
-    return ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
-                       "\"against\":%uD,\"precision_lower\":%.4f",
-                       sh_dust_state_name(ri->state), ri->support,
-                       ri->against, ri->lower);
-}
-
-
 /* The values of every zone asked for, into s[]; returns how many zones. */
 
 static ngx_uint_t
 ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
 {
-    uint64_t                      *v;
-    ngx_str_t                      value;
-    ngx_uint_t                     i, j, n, candidates;
-    sh_dust_stats_t                ds;
-    sh_index_stats_t               ix;
-    sh_store_stats_t               ss;
-    ngx_http_simhash_zone_t      **zones, *zone;
-    ngx_http_simhash_shctx_t      *sh;
-    ngx_http_simhash_loc_conf_t   *slcf;
-    ngx_http_simhash_main_conf_t  *smcf;
+    uint64_t                       *v;
+    ngx_str_t                       value;
+    ngx_uint_t                      i, j, n, candidates;
+    sh_dust_stats_t                 ds;
+    sh_index_stats_t                ix;
+    sh_store_stats_t                ss;
+    ngx_http_simhash_zone_t       **zones, *zone;
+    ngx_http_simhash_shctx_t       *sh;
+    ngx_http_simhash_loc_conf_t    *slcf;
+    ngx_http_simhash_counters_t    *c;
+    ngx_http_simhash_main_conf_t   *smcf;
+    ngx_http_simhash_save_shctx_t  *sv;
 
     smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
@@ -724,37 +714,41 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         v[NGX_HTTP_SIMHASH_V_EVICTIONS] = ss.evictions;
         v[NGX_HTTP_SIMHASH_V_LOOKUPS] = ix.lookups;
         v[NGX_HTTP_SIMHASH_V_PROBES] = ix.probes;
-        v[NGX_HTTP_SIMHASH_V_BYTES] = sh->bytes;
-        v[NGX_HTTP_SIMHASH_V_IDENTICAL] = sh->identical;
-        v[NGX_HTTP_SIMHASH_V_LISTINGS] = sh->listings;
-        v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = sh->whole_text;
-        v[NGX_HTTP_SIMHASH_V_SHORT_CONTENT] = sh->short_content;
+        c = ngx_http_simhash_counters(zone);
+
+        v[NGX_HTTP_SIMHASH_V_BYTES] = c->bytes;
+        v[NGX_HTTP_SIMHASH_V_IDENTICAL] = c->identical;
+        v[NGX_HTTP_SIMHASH_V_LISTINGS] = c->listings;
+        v[NGX_HTTP_SIMHASH_V_WHOLE_TEXT] = c->whole_text;
+        v[NGX_HTTP_SIMHASH_V_SHORT_CONTENT] = c->short_content;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXT_SIZE] = ss.text_bytes;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXTS] = ss.texts;
         v[NGX_HTTP_SIMHASH_V_KEY_TEXT_EVICTIONS] = ss.text_evictions;
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSTATUS; j++) {
-            v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = sh->responses[j];
+            v[NGX_HTTP_SIMHASH_V_RESPONSES + j] = c->responses[j];
         }
 
         for (j = 0; j < NGX_HTTP_SIMHASH_NSKIP; j++) {
-            v[NGX_HTTP_SIMHASH_V_SKIPPED + j] = sh->skipped[j];
+            v[NGX_HTTP_SIMHASH_V_SKIPPED + j] = c->skipped[j];
         }
 
-        v[NGX_HTTP_SIMHASH_V_SAVES] = sh->saves;
-        v[NGX_HTTP_SIMHASH_V_SAVE_ERRORS] = sh->save_errors;
+        sv = ngx_http_simhash_save_shctx(zone);
+
+        v[NGX_HTTP_SIMHASH_V_SAVES] = sv->saves;
+        v[NGX_HTTP_SIMHASH_V_SAVE_ERRORS] = sv->save_errors;
         /* last_save also times the next periodic save: 0 until one ran */
-        v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sh->saves ? sh->last_save : 0;
-        v[NGX_HTTP_SIMHASH_V_RESTORED] = sh->restored;
-        v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sh->refused_snapshots;
-        v[NGX_HTTP_SIMHASH_V_SAVE_MS] = sh->save_ms;
-        v[NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS] = sh->save_hold_ms;
+        v[NGX_HTTP_SIMHASH_V_LAST_SAVE] = sv->saves ? sv->last_save : 0;
+        v[NGX_HTTP_SIMHASH_V_RESTORED] = sv->restored;
+        v[NGX_HTTP_SIMHASH_V_SNAP_REFUSED] = sv->refused_snapshots;
+        v[NGX_HTTP_SIMHASH_V_SAVE_MS] = sv->save_ms;
+        v[NGX_HTTP_SIMHASH_V_SAVE_HOLD_MS] = sv->save_hold_ms;
 
         if (zone->replicate && zone->replicate->outbox) {
             ngx_http_simhash_stats_replication(zone->replicate->outbox, v);
         }
 
-        if (sh->dust) {
+        if (ngx_http_simhash_dust_learner(zone)) {
             s[n].rules = ngx_http_simhash_dust_rules(r->pool, zone, &ds,
                                                      candidates,
                                                      r->connection->log);
@@ -910,7 +904,7 @@ ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
         return zone->replicate != NULL;
 
     case NGX_HTTP_SIMHASH_G_DUST:
-        return zone->dust != 0;
+        return ngx_http_simhash_dust_conf(zone)->size != 0;
 
     default:
         return 1;

@@ -56,6 +56,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_dust.h"
 #include "ngx_http_simhash_redis.h"
 
 
@@ -1601,7 +1602,7 @@ ngx_http_simhash_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
      * so the pairs that turn a rule on come from the rule's records).
      */
 
-    if (applied && sh->dust) {
+    if (applied && ngx_http_simhash_dust_learner(zone)) {
         doc = sh_store_doc(sh->store, ref);
 
         if (doc != NULL) {

@@ -1,20 +1,29 @@
-
 /*
  * The shared memory zone of the simhash module: the PSM index of the
- * fingerprints and each document's key, shared by every worker.
+ * fingerprints and each document's key, shared by every worker; the zone
+ * core, the floor every other file of the module stands on.  It is the
+ * only door to the store (src/sh_store.h, sh_index.h), and it calls the
+ * features that keep state in a zone only through their part's hooks
+ * (ngx_http_simhash_part_t, handed down by the module): it names none.
  *
  * Layout (one slab pool, as limit_req):
- *   shpool->data -> ngx_http_simhash_shctx_t
+ *   shpool->data -> ngx_http_simhash_shctx_t, and after it, in the same
+ *                   allocation, each part's shctx_size bytes of shared
+ *                   state (the counters, the DUST learner's, the
+ *                   saves');
+ *                   sh->part[index] points to each part's
  *   sh->store    -> the sh_store region (src/sh_store.h): ONE slab
  *                   allocation holding the PSM index, a fixed record per
  *                   document (body digest, key hash, sketches, version
  *                   second), the key table and the key text ring; offsets
  *                   only, no pointer per document
  *   sh->index    -> the store's index, for lookups
- *   sh->dust     -> with dust=SIZE, the DUST learner's region
- *                   (src/sh_dust.h): another slab allocation of SIZE
- *                   bytes, fixed tables of hosts, candidates, evidence
- *                   and canonical forms; NULL without dust=
+ *   the parts'   -> what a part's shm_size added to the zone's size and
+ *   regions         its shm_init allocated: with dust=SIZE, the DUST
+ *                   learner's region (src/sh_dust.h), SIZE bytes of fixed
+ *                   tables of hosts, candidates, evidence and canonical
+ *                   forms; the console's tables (rates, sites, the last
+ *                   decisions)
  *
  * Locking: every index operation, lookups included, runs under the slab
  * pool's mutex (ngx_shmtx_t).  The sh_index contract asks for a shared lock
@@ -61,6 +70,34 @@ static void ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone,
 
 
 /*
+ * The parts of every zone (ngx_http_simhash_part_t), handed down by the
+ * module (ngx_http_simhash_parts.c lists them): the zone calls them
+ * through this table and knows none by name.
+ */
+static ngx_http_simhash_part_t  **ngx_http_simhash_zone_part;
+
+
+void
+ngx_http_simhash_zone_use_parts(ngx_http_simhash_part_t **parts)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; parts[i]; i++) {
+        parts[i]->index = i;
+    }
+
+    ngx_http_simhash_zone_part = parts;
+}
+
+
+ngx_http_simhash_part_t **
+ngx_http_simhash_zone_parts(void)
+{
+    return ngx_http_simhash_zone_part;
+}
+
+
+/*
  * The lock.  A worker that dies holding the mutex leaves sh->writer set if
  * it was changing the zone; the master releases the mutex, and the next
  * holder finds the mark and repairs (ngx_http_simhash_repair()).
@@ -92,10 +129,45 @@ ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone)
 }
 
 
+/*
+ * The lock for a thread of nginx's pool (a save), which cannot log: the
+ * zone's mutex, but never while a dead writer's repair is pending (that is
+ * for the next holder in an event loop to do).  NGX_ERROR after 5 s of a
+ * pending repair.
+ */
+
+ngx_int_t
+ngx_http_simhash_zone_lock_quiet(ngx_http_simhash_zone_t *zone)
+{
+    ngx_uint_t  tries;
+
+    for (tries = 0; tries < 5000; tries++) {
+        ngx_shmtx_lock(&zone->shpool->mutex);
+
+        if (!zone->sh->writer) {
+            return NGX_OK;
+        }
+
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        ngx_msleep(1);
+    }
+
+    return NGX_ERROR;
+}
+
+
 uint32_t
 ngx_http_simhash_zone_key(ngx_http_simhash_zone_t *zone, ngx_str_t *key)
 {
     return sh_store_find(zone->sh->store, (char *) key->data, key->len);
+}
+
+
+uint32_t
+ngx_http_simhash_zone_find_hash(ngx_http_simhash_zone_t *zone,
+    uint64_t keyhash)
+{
+    return sh_store_find_hash(zone->sh->store, keyhash);
 }
 
 
@@ -303,17 +375,88 @@ ngx_http_simhash_format(ngx_http_simhash_shctx_t *sh, char *err,
 }
 
 
-/* The zone's other regions: the DUST learner's, the console's. */
+/* The zone's parts, created or kept: ngx_http_simhash_part_t. */
 
 static ngx_int_t
-ngx_http_simhash_zone_parts(ngx_http_simhash_zone_t *zone,
+ngx_http_simhash_zone_parts_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log)
 {
-    if (ngx_http_simhash_dust_init(zone, ozone, log) != NGX_OK) {
-        return NGX_ERROR;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
+
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
+
+        if (part->shm_init && part->shm_init(zone, ozone, log) != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
-    return ngx_http_simhash_sites_init(zone, log);
+    return NGX_OK;
+}
+
+
+/* The shared memory the parts add to the zone's: not the store's. */
+
+size_t
+ngx_http_simhash_zone_parts_size(ngx_http_simhash_zone_t *zone)
+{
+    size_t                    size;
+    ngx_uint_t                i;
+    ngx_http_simhash_part_t  *part;
+
+    size = 0;
+
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
+
+        if (part->shm_size) {
+            size += part->shm_size(zone);
+        }
+    }
+
+    return size;
+}
+
+
+/*
+ * The shctx, and after it each part's shared state (shctx_size bytes, at
+ * sh->part[index]): one small slab allocation, zeroed.
+ */
+
+static ngx_http_simhash_shctx_t *
+ngx_http_simhash_zone_shctx(ngx_slab_pool_t *shpool)
+{
+    size_t                     size, off[NGX_HTTP_SIMHASH_PARTS_MAX];
+    u_char                    *p;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t   *part;
+    ngx_http_simhash_shctx_t  *sh;
+
+    size = ngx_align(sizeof(ngx_http_simhash_shctx_t), 16);
+
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
+        off[i] = size;
+        size += ngx_align(part->shctx_size, 16);
+    }
+
+    p = ngx_slab_calloc(shpool, size);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    sh = (ngx_http_simhash_shctx_t *) p;
+
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
+
+        if (part->shctx_size) {
+            sh->part[part->index] = p + off[i];
+        }
+    }
+
+    return sh;
 }
 
 
@@ -346,8 +489,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
                 return NGX_ERROR;
             }
 
-            return ngx_http_simhash_zone_parts(zone, ozone,
-                                               shm_zone->shm.log);
+            return ngx_http_simhash_zone_parts_init(zone, ozone,
+                                                    shm_zone->shm.log);
         }
 
         if (zone->sh->version != zone->version) {
@@ -362,7 +505,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
             }
         }
 
-        return ngx_http_simhash_zone_parts(zone, ozone, shm_zone->shm.log);
+        return ngx_http_simhash_zone_parts_init(zone, ozone,
+                                                shm_zone->shm.log);
     }
 
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
@@ -384,7 +528,7 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     (void) madvise(shm_zone->shm.addr, shm_zone->shm.size, MADV_HUGEPAGE);
 #endif
 
-    sh = ngx_slab_calloc(shpool, sizeof(ngx_http_simhash_shctx_t));
+    sh = ngx_http_simhash_zone_shctx(shpool);
     if (sh == NULL) {
         return NGX_ERROR;
     }
@@ -404,11 +548,10 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     shpool->log_nomem = 0;
 
-    /* the learner's pages were added to the zone's size: not the store's */
+    /* the parts' pages were added to the zone's size: not the store's */
 
-    avail = ngx_http_simhash_zone_avail(shm_zone->shm.size - zone->dust_shm
-                                        - ngx_http_simhash_sites_shm(),
-                                        zone->keys, &sh->text_size);
+    len = shm_zone->shm.size - ngx_http_simhash_zone_parts_size(zone);
+    avail = ngx_http_simhash_zone_avail(len, zone->keys, &sh->text_size);
     sh->store_size = sh_store_region_size(sh_store_capacity_for(avail,
                                                                 sh->text_size),
                                           sh->text_size);
@@ -433,9 +576,8 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     sh_store_stats(sh->store, &st);
     sh->capacity = st.capacity;
-    sh->last_save = ngx_time();
 
-    if (ngx_http_simhash_zone_parts(zone, NULL, shm_zone->shm.log)
+    if (ngx_http_simhash_zone_parts_init(zone, NULL, shm_zone->shm.log)
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -449,10 +591,10 @@ ngx_http_simhash_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_http_simhash_migrate(zone, shm_zone->shm.log);
 
-    /* a new zone starts from its snapshot: ngx_http_simhash_init_module
-     * loads it, once every zone of the cycle exists */
+    /* nothing taken over: a part may fill it at init_module (the saving
+     * part loads its snapshot once every zone of the cycle exists) */
 
-    zone->load = (sh->generation == 0 && zone->file.len);
+    zone->formatted = (sh->generation == 0);
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                   "simhash zone \"%V\": %uz bytes, capacity %uD documents "
@@ -647,6 +789,8 @@ ngx_http_simhash_migrate_visit(void *arg, uint32_t ref, uint64_t hash)
 static void
 ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 {
+    ngx_uint_t                   i;
+    ngx_http_simhash_part_t     *part;
     ngx_http_simhash_zone_t     *ozone;
     ngx_http_simhash_shctx_t    *osh;
     ngx_http_simhash_migrate_t   mg;
@@ -681,9 +825,15 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     zone->sh->repl_stream = osh->repl_stream;
     zone->sh->repl_since = osh->repl_since;
 
-    /* and the DUST rules learned (the evidence refills) */
+    /* and what the parts keep (the DUST rules learned, say) */
 
-    ngx_http_simhash_dust_migrate(zone, ozone, log);
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        part = ngx_http_simhash_zone_part[i];
+
+        if (part->shm_migrate) {
+            part->shm_migrate(zone, ozone, log);
+        }
+    }
 
     ngx_http_simhash_zone_unlock(zone);
     ngx_http_simhash_zone_unlock(ozone);
@@ -691,6 +841,53 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "simhash zone \"%V\" resized: %ui documents taken over",
                   &zone->name, mg.copied);
+}
+
+
+/*
+ * The zones of a cycle's configuration, or NULL (with *n = 0) when the
+ * cycle has no http block or the module no main configuration: the
+ * process hooks run for every cycle, the failed and the empty included.
+ */
+
+ngx_http_simhash_zone_t **
+ngx_http_simhash_cycle_zones(ngx_cycle_t *cycle, ngx_uint_t *n)
+{
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    *n = 0;
+
+    if (cycle->conf_ctx == NULL
+        || cycle->conf_ctx[ngx_http_module.index] == NULL)
+    {
+        return NULL;
+    }
+
+    smcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_simhash_module);
+    if (smcf == NULL) {
+        return NULL;
+    }
+
+    *n = smcf->zones.nelts;
+
+    return smcf->zones.elts;
+}
+
+
+/* The part that fills the snapshot's tail section, or NULL. */
+
+ngx_http_simhash_part_t *
+ngx_http_simhash_zone_tail(void)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; ngx_http_simhash_zone_part[i]; i++) {
+        if (ngx_http_simhash_zone_part[i]->save_tail) {
+            return ngx_http_simhash_zone_part[i];
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -2,9 +2,11 @@
 /*
  * The simhash_zone directive: a zone's parameters, checked and registered
  * as a shared memory zone of this module (its init is
- * ngx_http_simhash_zone_init, in ngx_http_simhash_zone.c).  This is the
- * configuration of the storage, above it: it may check what the snapshot
- * file's place is, the zone itself knows nothing of snapshots.
+ * ngx_http_simhash_zone_init, in ngx_http_simhash_zone.c).  The store's
+ * parameters are read here; every other one goes to the zone's parts
+ * (ngx_http_simhash_part_t: file= and save= to the saving part, dust= and
+ * its options to the DUST learner), which also say what shared memory
+ * they add.  Like the zone, this file names no part.
  */
 
 
@@ -20,16 +22,19 @@
  *              [distance=N] [threshold=T] [file=PATH] [save=TIME]
  *              [dust=SIZE] [dust_precision=P] [dust_evidence=N]
  *
- * (the dust parameters: ngx_http_simhash_dust.c; the learner's region is
- * added to SIZE, which stays the store's)
+ * (the parts' parameters: file= and save=, ngx_http_simhash_snapshot.c;
+ * dust=, ngx_http_simhash_dust_conf.c, whose region is added to SIZE,
+ * which stays the store's)
  *
- * Each parameter is parsed by ngx_http_simhash_zone_param(); the zone is
- * then registered as a shared memory zone of this module.
+ * Each parameter is parsed by ngx_http_simhash_zone_param(), or else by
+ * the part that takes it; the zone is then registered as a shared memory
+ * zone of this module.
  */
 
 static char *ngx_http_simhash_zone_param(ngx_conf_t *cf,
-    ngx_http_simhash_zone_t *zone, ngx_str_t *value, ssize_t *size,
-    ngx_uint_t *save_set);
+    ngx_http_simhash_zone_t *zone, ngx_str_t *value, ssize_t *size);
+static char *ngx_http_simhash_zone_parts_conf(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
 static char *ngx_http_simhash_zone_size(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone, ngx_str_t *value, ssize_t *size);
 static char *ngx_http_simhash_zone_rule(ngx_conf_t *cf,
@@ -42,13 +47,15 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_simhash_main_conf_t  *smcf = conf;
 
-    char                     *rv;
-    ssize_t                   size;
-    ngx_str_t                *value;
-    ngx_uint_t                i, save_set;
-    ngx_http_simhash_zone_t  *zone, **zp;
+    char                      *rv;
+    ssize_t                    size;
+    ngx_str_t                 *value;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts;
+    ngx_http_simhash_zone_t   *zone, **zp;
 
     value = cf->args->elts;
+    parts = ngx_http_simhash_zone_parts();
 
     zone = ngx_pcalloc(cf->pool, sizeof(ngx_http_simhash_zone_t));
     if (zone == NULL) {
@@ -58,14 +65,21 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     zone->rule = SH_RULE_DEFAULT;
     zone->distance = NGX_CONF_UNSET_UINT;
     zone->threshold = NGX_CONF_UNSET;
-    zone->save = 300000;
-    sh_dust_opts_init(&zone->dust_opts);
-    save_set = 0;
     size = 0;
 
+    for (i = 0; parts[i]; i++) {
+        if (parts[i]->create_conf == NULL) {
+            continue;
+        }
+
+        zone->conf[parts[i]->index] = parts[i]->create_conf(cf, zone);
+        if (zone->conf[parts[i]->index] == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
     for (i = 1; i < cf->args->nelts; i++) {
-        rv = ngx_http_simhash_zone_param(cf, zone, &value[i], &size,
-                                         &save_set);
+        rv = ngx_http_simhash_zone_param(cf, zone, &value[i], &size);
         if (rv != NGX_CONF_OK) {
             return rv;
         }
@@ -99,14 +113,9 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_http_simhash_dust_size(cf, zone) != NGX_CONF_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (save_set && zone->file.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"save\" needs the \"file\" parameter");
-        return NGX_CONF_ERROR;
+    rv = ngx_http_simhash_zone_parts_conf(cf, zone);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     if (ngx_http_simhash_zone_find(smcf, &zone->name)) {
@@ -115,9 +124,11 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    zone->shm_zone = ngx_shared_memory_add(cf, &zone->name,
-                                           size + zone->dust_shm
-                                           + ngx_http_simhash_sites_shm(),
+    /* the parts' regions come on top of SIZE, which stays the store's */
+
+    size += ngx_http_simhash_zone_parts_size(zone);
+
+    zone->shm_zone = ngx_shared_memory_add(cf, &zone->name, size,
                                            &ngx_http_simhash_module);
     if (zone->shm_zone == NULL) {
         return NGX_CONF_ERROR;
@@ -132,16 +143,6 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     zone->shm_zone->init = ngx_http_simhash_zone_init;
     zone->shm_zone->data = zone;
 
-#if (NGX_THREADS)
-    /* periodic saves write from nginx's default thread pool */
-    if (zone->file.len && zone->save) {
-        zone->thread_pool = ngx_thread_pool_add(cf, NULL);
-        if (zone->thread_pool == NULL) {
-            return NGX_CONF_ERROR;
-        }
-    }
-#endif
-
     zp = ngx_array_push(&smcf->zones);
     if (zp == NULL) {
         return NGX_CONF_ERROR;
@@ -155,21 +156,17 @@ ngx_http_simhash_zone_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 
 static char *
 ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
-    ngx_str_t *value, ssize_t *size, ngx_uint_t *save_set)
+    ngx_str_t *value, ssize_t *size)
 {
-    ngx_str_t  s;
-    ngx_int_t  n;
+    ngx_str_t                  s;
+    ngx_int_t                  n;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts, *part;
+
+    parts = ngx_http_simhash_zone_parts();
 
     if (ngx_strncmp(value->data, "zone=", 5) == 0) {
         return ngx_http_simhash_zone_size(cf, zone, value, size);
-    }
-
-    if (ngx_strncmp(value->data, "dust", 4) == 0) {
-        n = ngx_http_simhash_dust_param(cf, zone, value);
-
-        if (n != NGX_DECLINED) {
-            return n == NGX_OK ? NGX_CONF_OK : NGX_CONF_ERROR;
-        }
     }
 
     if (ngx_strncmp(value->data, "distance=", 9) == 0) {
@@ -236,53 +233,54 @@ ngx_http_simhash_zone_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
         return NGX_CONF_OK;
     }
 
-    if (ngx_strncmp(value->data, "file=", 5) == 0) {
+    /* a part's */
 
-        zone->file.data = value->data + 5;
-        zone->file.len = value->len - 5;
+    for (i = 0; parts[i]; i++) {
+        part = parts[i];
 
-        if (zone->file.len == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%V\"", value);
-            return NGX_CONF_ERROR;
+        if (part->param == NULL) {
+            continue;
         }
 
-        if (ngx_conf_full_name(cf->cycle, &zone->file, 0) != NGX_OK) {
-            return NGX_CONF_ERROR;
+        n = part->param(cf, zone, value);
+
+        if (n != NGX_DECLINED) {
+            return n == NGX_OK ? NGX_CONF_OK : NGX_CONF_ERROR;
         }
-
-        if (ngx_http_simhash_snapshot_check(cf, &zone->file) != NGX_OK) {
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "save=", 5) == 0) {
-
-        s.data = value->data + 5;
-        s.len = value->len - 5;
-        *save_set = 1;
-
-        if (s.len == 3 && ngx_strncmp(s.data, "off", 3) == 0) {
-            zone->save = 0;
-            return NGX_CONF_OK;
-        }
-
-        zone->save = ngx_parse_time(&s, 0);
-
-        if (zone->save == (ngx_msec_t) NGX_ERROR || zone->save < 1000) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid save time \"%V\": at least 1s, "
-                               "or off", value);
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
     }
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
                        value);
     return NGX_CONF_ERROR;
+}
+
+
+/* Every parameter read: each part checks its own. */
+
+static char *
+ngx_http_simhash_zone_parts_conf(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone)
+{
+    char                      *rv;
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts, *part;
+
+    parts = ngx_http_simhash_zone_parts();
+
+    for (i = 0; parts[i]; i++) {
+        part = parts[i];
+
+        if (part->conf_done == NULL) {
+            continue;
+        }
+
+        rv = part->conf_done(cf, zone);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    return NGX_CONF_OK;
 }
 
 
