@@ -160,7 +160,9 @@ for my $run (@runs) {
             my $uri = (split_url($r->{url}))[2];
             $k = $uri =~ /;jsessionid=/ ? 'sess-jsessionid'
                : $uri =~ /[?&]s=/ ? 'sess-s' : $uri =~ /[?&]sid=/ ? 'sess-sid'
-               : $uri =~ /[?&]sessionid=/ ? 'sess-sessionid' : 'sess-PHPSESSID';
+               : $uri =~ /[?&]sessionid=/ ? 'sess-sessionid'
+               : $uri =~ /[?&]PHPSESSID=/ ? 'sess-PHPSESSID'
+               : 'no-session';     # its session form was fetched first
         }
         if ($fetched_doc{$doc} && !($fetched_url{$r->{url}})) {
             $avoidable++;
