@@ -27,7 +27,12 @@ valgrind gdb wget libhiredis-dev redis-server"
 # (the Linux manual pages rendered to HTML by two independent renderers);
 # sphinx-doc, python-django-doc, python-scipy-doc, mkdocs-doc: sites whose
 # index pages sit inside a navigation of the whole site (its hub part).
+# python-sklearn-doc, python-pandas-doc, -flask-doc, -jinja2-doc,
+# -setuptools-doc, -requests-doc, docutils-doc: the third DUST site
+# (`make dust-eval SITE=3`, tools/dust-eval/gensite3.pl)
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk
+python-sklearn-doc python-pandas-doc python-flask-doc python-jinja2-doc
+python-setuptools-doc python-requests-doc docutils-doc
 manpages-dev mandoc man2html-base
 sphinx-doc python-django-doc python-scipy-doc mkdocs-doc"
 FUZZ_PKGS="clang libclang-rt-14-dev"

@@ -69,10 +69,11 @@ sub scope {
 # The second site's forms (gensite2.pl's truth): the most telling form
 # of the URL, a session alone last.
 my @form_rank = qw(alias case amp index cache-buster tracking default order
-                   sess-jsessionid sess-s sess-PHPSESSID);
+                   slash print reply
+                   sess-jsessionid sess-s sess-PHPSESSID sess-sid sess-sessionid);
 sub kind2 {
     my ($host, $f) = @_;
-    return 'alias' if $host =~ /^m\./;
+    return 'alias' if $host =~ /^(?:m|www)\./;    # the second, third site's
     my %f = map { $_ => 1 } split /,/, $f;
     for (@form_rank) { return $_ if $f{$_} }
     return $f;
@@ -96,7 +97,7 @@ sub nosid {
     my ($url) = @_;
     my ($base, $q) = split /\?/, $url, 2;
     $base =~ s/;jsessionid=[0-9A-F]+$//;
-    my @q = grep { !/^(?:sid|PHPSESSID|s)=/ } split /&/, $q // '';
+    my @q = grep { !/^(?:sid|PHPSESSID|s|sessionid)=/ } split /&/, $q // '';
     return @q ? "$base?" . join('&', @q) : $base;
 }
 sub pct { $_[1] ? sprintf('%.1f%%', 100 * $_[0] / $_[1]) : '-' }
@@ -164,7 +165,10 @@ for my $run (@runs) {
         if ($k eq 'sid' && $named) {    # which session, on the second site
             my $uri = (split_url($r->{url}))[2];
             $k = $uri =~ /;jsessionid=/ ? 'sess-jsessionid'
-               : $uri =~ /[?&]s=/ ? 'sess-s' : 'sess-PHPSESSID';
+               : $uri =~ /[?&]s=/ ? 'sess-s' : $uri =~ /[?&]sid=/ ? 'sess-sid'
+               : $uri =~ /[?&]sessionid=/ ? 'sess-sessionid'
+               : $uri =~ /[?&]PHPSESSID=/ ? 'sess-PHPSESSID'
+               : 'no-session';     # its session form was fetched first
         }
         if ($fetched_doc{$doc} && !($fetched_url{$r->{url}})) {
             $avoidable++;
