@@ -367,7 +367,11 @@ ngx_http_simhash_dust_verify_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 }
 
 
-/* RULE of simhash_dust_rule: "drop_param=sid", "sort_params", ... */
+/*
+ * RULE of simhash_dust_rule: "drop_param=sid", "sort_params",
+ * "drop_value=lang=en" (the argument is everything after the first "="),
+ * ...
+ */
 
 static ngx_int_t
 ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
@@ -389,7 +393,8 @@ ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
         { ngx_string("path_case"), SH_DUST_PATH_CASE, 0 },
         { ngx_string("drop_component"), SH_DUST_DROP_COMPONENT, 1 },
         { ngx_string("host_alias"), SH_DUST_HOST_ALIAS, 1 },
-        { ngx_string("drop_path_param"), SH_DUST_DROP_PATH_PARAM, 1 }
+        { ngx_string("drop_path_param"), SH_DUST_DROP_PATH_PARAM, 1 },
+        { ngx_string("drop_value"), SH_DUST_DROP_VALUE, 1 }
     };
 
     eq = ngx_strlchr(v->data, v->data + v->len, '=');

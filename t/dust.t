@@ -28,6 +28,8 @@ my $pins = <<"END";
                       index_file=index.html pin;
     simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
                       drop_param=s\xc3\xa9 pin;
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      drop_value=lang=en pin;
     simhash_dust_rule zone=crawl host=site.test pattern=/doc/
                       drop_param=utm forbid;
 END
@@ -269,6 +271,20 @@ is($h->{'x-simhash-predicted'}, 'drop_param(s%C3%A9)',
    'a non-ASCII argument: percent-encoded in X-Simhash-Predicted');
 ok($rule->('pinned.test', 'drop_param', 's%C3%A9'),
    'a non-ASCII argument: percent-encoded in the stats');
+
+# a pinned value rule drops that one value only: lang=en is the page,
+# lang=fr is fetched
+$t->raw_get('/pinned/doc/p22.html');
+$before = $hits->();
+($status, $h) = $t->raw_get('/pinned/doc/p22.html?lang=en');
+is($status, 204, 'pinned drop_value: the default value predicted');
+is($h->{'x-simhash-predicted'}, 'drop_value(lang=en)',
+   'pinned drop_value: named with its value');
+is($hits->(), $before, 'pinned drop_value: not fetched');
+($status, $h) = $t->raw_get('/pinned/doc/p22.html?lang=fr');
+ok(!exists $h->{'x-simhash-predicted'},
+   'pinned drop_value: another value is not predicted');
+is($hits->(), $before + 1, 'pinned drop_value: another value fetched');
 
 # -- keys=path (drop mode's default) and a path rule: the original must
 # have the request's path once the rules rewrote both.  /doc/d1/index.html
