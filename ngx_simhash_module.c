@@ -3484,7 +3484,7 @@ ngx_http_simhash_init_process(ngx_cycle_t *cycle)
             return NGX_ERROR;
         }
 
-        if (ngx_http_simhash_stream_init_worker(zones[i], cycle)
+        if (ngx_http_simhash_pump_init_worker(zones[i], cycle)
             != NGX_OK)
         {
             return NGX_ERROR;
@@ -3507,7 +3507,7 @@ ngx_http_simhash_exit_process(ngx_cycle_t *cycle)
 
     for (i = 0; i < n; i++) {
         ngx_http_simhash_snapshot_exit_worker(zones[i], cycle->log);
-        ngx_http_simhash_stream_exit_worker(zones[i]);
+        ngx_http_simhash_pump_exit_worker(zones[i]);
     }
 }
 

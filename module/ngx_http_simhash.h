@@ -23,12 +23,17 @@
  *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
  *                                 through a Redis Stream: the
  *                                 simhash_replicate directive, the outbox
- *   module/ngx_http_simhash_stream.c    worker 0's side of replication:
- *                                 publishing the outbox, reading the
- *                                 stream and applying it
- *   module/ngx_http_simhash_redis.c     hiredis's asynchronous API on
- *                                 nginx's event loop, every reply bounded
- *                                 (its own header)
+ *   module/ngx_http_simhash_pump.c      worker 0's side of replication
+ *                                 (ngx_http_simhash_pump.h): _publish.c
+ *                                 the outbox to the stream, _read.c the
+ *                                 stream read and checked, _apply.c
+ *                                 each entry applied
+ *   module/ngx_http_simhash_dust_replicate.c  the DUST rules between
+ *                                 nodes, pulled by the pump
+ *   module/ngx_http_simhash_redis.c     a Redis connection on nginx's
+ *                                 event loop, every reply bounded (its
+ *                                 own header); _url.c the URL, _reply.c
+ *                                 the stream commands' replies parsed
  *   module/ngx_http_simhash_guard.c     the loop guard: a request whose
  *                                 upstream is this proxy is refused
  *   module/ngx_http_simhash_dust.c      the DUST learner (src/sh_dust.h)
@@ -443,7 +448,8 @@ void ngx_http_simhash_snapshot_exit(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
 
 
-/* replication: ngx_http_simhash_replicate.c, ngx_http_simhash_stream.c */
+/* replication: ngx_http_simhash_replicate.c (the directive, the outbox),
+ * ngx_http_simhash_pump*.c (worker 0's pump) */
 
 /* lag buckets of simhash_stats, upper bounds in ms (the last: +Inf) */
 #define NGX_HTTP_SIMHASH_NLAG        12
@@ -591,14 +597,11 @@ ngx_int_t ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
  * (nothing when the zone is not replicated) */
 void ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint32_t ref, uint64_t time, ngx_log_t *log);
-/* under the lock: one DUST rule's record into the outbox */
-void ngx_http_simhash_replicate_dust(ngx_http_simhash_zone_t *zone,
-    u_char *rec, ngx_log_t *log);
 
-/* worker 0's link to Redis: ngx_http_simhash_stream.c */
-ngx_int_t ngx_http_simhash_stream_init_worker(
-    ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
-void ngx_http_simhash_stream_exit_worker(ngx_http_simhash_zone_t *zone);
+/* worker 0's pump to and from Redis: ngx_http_simhash_pump.c */
+ngx_int_t ngx_http_simhash_pump_init_worker(ngx_http_simhash_zone_t *zone,
+    ngx_cycle_t *cycle);
+void ngx_http_simhash_pump_exit_worker(ngx_http_simhash_zone_t *zone);
 
 
 /* the request side of a forward proxy: ngx_http_simhash_guard.c */
@@ -686,34 +689,6 @@ typedef struct {
 ngx_array_t *ngx_http_simhash_dust_rules(ngx_pool_t *pool,
     ngx_http_simhash_zone_t *zone, sh_dust_stats_t *st,
     ngx_uint_t candidates, ngx_log_t *log);
-
-/*
- * Replication of the rules (worker 0): what was last sent or applied of
- * each rule, in a direct-mapped table of worker 0's own (a collision
- * costs one record more), so that the sweep sends only counts that moved
- * by a step.
- */
-typedef struct {
-    uint64_t                     key;       /* 0: empty */
-    uint32_t                     support;
-    uint32_t                     against;
-} ngx_http_simhash_dust_sent_t;
-
-typedef struct {
-    ngx_http_simhash_dust_sent_t  *slot;
-    ngx_uint_t                     mask;
-    time_t                         next;    /* the next sweep */
-} ngx_http_simhash_dust_repl_t;
-
-ngx_int_t ngx_http_simhash_dust_repl_init(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, ngx_pool_t *pool);
-void ngx_http_simhash_dust_sweep(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, ngx_log_t *log);
-/* a DUST entry of the stream (its MAC verified): NGX_OK applied,
- * NGX_DECLINED ignored (no learner here), NGX_ERROR refused (damaged) */
-ngx_int_t ngx_http_simhash_dust_apply(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, u_char *rec, ngx_log_t *log);
-
 
 /*
  * What the console shows: ngx_http_simhash_sites.c (rates, sites, the last
