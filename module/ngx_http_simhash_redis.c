@@ -18,17 +18,20 @@
  * layer asserts on it: the worker would abort), the reader needs object
  * functions of ours, and the async API gives no way to set them short of
  * swapping the function table inside its context (ac->c.reader->fn), a
- * field of hiredis's own.  The reader alone is hiredis's supported API
+ * field of hiredis's own (hiredis 1.x's redisOptions and
+ * redisAsyncSetPushCallback reach neither the reader's object functions
+ * nor its bounds).  The reader alone is hiredis's supported API
  * for a program that does its own I/O (read.h's "public API for the
  * protocol parser", the README's "Reader API"):
  * redisReaderCreateWithFunctions() takes our functions, and its objects
  * are ours from the first byte; nothing here touches a field of a
  * hiredis struct but redisReply's and redisReadTask's, which are the
- * reader's interface.  The I/O is nginx's, which the async API wrapped
+ * reader's interface (and its error text, by read.h's own
+ * redisReaderGetError).  The I/O is nginx's, which the async API wrapped
  * anyway.
  *
  * Every reply is bounded while it is read: each object is counted before
- * it is made (ngx_http_simhash_redis_cost()), and the bytes received while
+ * it is made (ngx_http_simhash_redis_reader.c), and the bytes received while
  * a reply is not whole are counted as they come.  A reply over a bound, or
  * one that nothing asked for, makes the object function fail (the reader
  * stops with an error) or the read stop, and the connection ends, before
@@ -48,6 +51,7 @@
 #include <ngx_event.h>
 
 #include "ngx_http_simhash_redis.h"
+#include "ngx_http_simhash_redis_reader.h"
 
 
 #define NGX_HTTP_SIMHASH_REDIS_DOWN        0
@@ -96,49 +100,8 @@ static void ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_redis_error(ngx_http_simhash_redis_t *rd,
     ngx_uint_t level, const char *fmt, ...);
 static void ngx_http_simhash_redis_watch(ngx_http_simhash_redis_t *rd);
-static ngx_int_t ngx_http_simhash_redis_cost(const redisReadTask *task,
-    size_t cost);
-static void *ngx_http_simhash_redis_object(const redisReadTask *task,
-    int type);
-static void *ngx_http_simhash_redis_half(const redisReadTask *task,
-    redisReply *r);
-static void *ngx_http_simhash_redis_string(const redisReadTask *task,
-    char *str, size_t len);
-static void *ngx_http_simhash_redis_array(const redisReadTask *task,
-    ngx_http_simhash_redis_count_t elements);
-static void *ngx_http_simhash_redis_integer(const redisReadTask *task,
-    long long value);
-static void *ngx_http_simhash_redis_nil(const redisReadTask *task);
-#if (HIREDIS_MAJOR >= 1)
-static void *ngx_http_simhash_redis_double(const redisReadTask *task,
-    double value, char *str, size_t len);
-static void *ngx_http_simhash_redis_bool(const redisReadTask *task,
-    int value);
-#endif
-static void ngx_http_simhash_redis_free(void *obj);
 
 
-/*
- * hiredis 1.0 (Debian 13 and later) reads RESP3 too: arrays are counted in
- * size_t, and doubles and booleans have functions of their own, which a
- * hostile server may send whatever was asked.  0.14 (Debian 12) has four.
- */
-static redisReplyObjectFunctions  ngx_http_simhash_redis_fn = {
-    ngx_http_simhash_redis_string,
-    ngx_http_simhash_redis_array,
-    ngx_http_simhash_redis_integer,
-#if (HIREDIS_MAJOR >= 1)
-    ngx_http_simhash_redis_double,
-    ngx_http_simhash_redis_nil,
-    ngx_http_simhash_redis_bool,
-#else
-    ngx_http_simhash_redis_nil,
-#endif
-    ngx_http_simhash_redis_free
-};
-
-/* the connection whose replies are being read (one process, one thread) */
-static ngx_http_simhash_redis_t   *ngx_http_simhash_redis_reading;
 
 
 void
@@ -185,7 +148,7 @@ ngx_http_simhash_redis_connect(ngx_http_simhash_redis_t *rd)
     rd->out_pos = 0;
     rd->out_len = 0;
 
-    rd->reader = redisReaderCreateWithFunctions(&ngx_http_simhash_redis_fn);
+    rd->reader = ngx_http_simhash_redis_reader_create();
 
     if (rd->reader == NULL) {
         ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "out of memory");
@@ -410,17 +373,13 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
 static ngx_int_t
 ngx_http_simhash_redis_replies(ngx_http_simhash_redis_t *rd)
 {
-    int    rc;
-    void  *reply;
+    ngx_int_t    rc;
+    redisReply  *reply;
 
     for ( ;; ) {
-        reply = NULL;
+        rc = ngx_http_simhash_redis_reader_get(rd, &reply);
 
-        ngx_http_simhash_redis_reading = rd;
-        rc = redisReaderGetReply(rd->reader, &reply);
-        ngx_http_simhash_redis_reading = NULL;
-
-        if (rc != REDIS_OK) {
+        if (rc != NGX_OK) {
             if (rd->refused == NULL) {
                 ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
                                              "connection lost: %s",
@@ -458,7 +417,7 @@ ngx_http_simhash_redis_dispatch(ngx_http_simhash_redis_t *rd,
 
     if (ngx_queue_empty(&rd->cmds)) {
         /* the object functions refuse it first: never here */
-        ngx_http_simhash_redis_free(reply);
+        ngx_http_simhash_redis_reply_free(reply);
         rd->refused = "a reply that no command asked for";
         ngx_http_simhash_redis_drop(rd);
         return;
@@ -476,7 +435,7 @@ ngx_http_simhash_redis_dispatch(ngx_http_simhash_redis_t *rd,
     cmd->fn(rd, reply, cmd->data);
     rd->calling = 0;
 
-    ngx_http_simhash_redis_free(reply);
+    ngx_http_simhash_redis_reply_free(reply);
     ngx_free(cmd);
 }
 
@@ -1025,270 +984,4 @@ ngx_http_simhash_redis_error(ngx_http_simhash_redis_t *rd, ngx_uint_t level,
 
     ngx_log_error(level, rd->log, 0, "simhash zone \"%V\": %s, %V: %s",
                   &rd->zone, rd->name, &rd->conf->url, msg);
-}
-
-
-/*
- * The reader's object functions: each object of a reply is counted before
- * it is made.  NULL makes the reader fail (rd->refused says why): the
- * connection ends, every callback gets a NULL reply, and the partial
- * reply is freed by the reader, with ngx_http_simhash_redis_free().
- */
-
-static ngx_int_t
-ngx_http_simhash_redis_cost(const redisReadTask *task, size_t cost)
-{
-    ngx_http_simhash_redis_t  *rd;
-
-    rd = ngx_http_simhash_redis_reading;
-
-    if (rd == NULL) {
-        return NGX_OK;
-    }
-
-    if (task->parent == NULL) {
-        /* a reply begins: one per command sent, never more */
-
-        if (++rd->started > rd->asked) {
-            rd->refused = "a reply that no command asked for";
-            return NGX_ERROR;
-        }
-
-        rd->cost = 0;
-    }
-
-    rd->cost += sizeof(redisReply) + cost;
-
-    if (rd->cost > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY) {
-        rd->refused = "a reply larger than 16 MB";
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * A reply object (hiredis.h's redisReply, which the callbacks read), put
- * in its place in its parent array: the task says where.
- */
-
-static void *
-ngx_http_simhash_redis_object(const redisReadTask *task, int type)
-{
-    redisReply  *r, *parent;
-
-    r = ngx_calloc(sizeof(redisReply), ngx_cycle->log);
-    if (r == NULL) {
-        return NULL;
-    }
-
-    r->type = type;
-
-    if (task->parent) {
-        parent = task->parent->obj;
-        parent->element[task->idx] = r;
-    }
-
-    return r;
-}
-
-
-/*
- * An object that failed half-made (no memory for its string or elements):
- * in its parent already, it goes with the partial reply the reader frees;
- * a reply's first object is known to no one else.
- */
-
-static void *
-ngx_http_simhash_redis_half(const redisReadTask *task, redisReply *r)
-{
-    if (task->parent == NULL) {
-        ngx_http_simhash_redis_free(r);
-    }
-
-    return NULL;
-}
-
-
-static void *
-ngx_http_simhash_redis_string(const redisReadTask *task, char *str,
-    size_t len)
-{
-    redisReply                *r;
-    ngx_http_simhash_redis_t  *rd;
-
-    if (ngx_http_simhash_redis_cost(task, len) != NGX_OK) {
-        return NULL;
-    }
-
-    rd = ngx_http_simhash_redis_reading;
-
-    if (rd && rd->peek) {
-        rd->peek(rd, task, str, len);
-    }
-
-    r = ngx_http_simhash_redis_object(task, task->type);
-    if (r == NULL) {
-        return NULL;
-    }
-
-    /* NUL-terminated as hiredis's own: callers may print it with %s */
-
-    r->str = ngx_alloc(len + 1, ngx_cycle->log);
-    if (r->str == NULL) {
-        return ngx_http_simhash_redis_half(task, r);
-    }
-
-    ngx_memcpy(r->str, str, len);
-    r->str[len] = '\0';
-    r->len = len;
-
-    return r;
-}
-
-
-static void *
-ngx_http_simhash_redis_array(const redisReadTask *task,
-    ngx_http_simhash_redis_count_t elements)
-{
-    redisReply  *r;
-
-    if (elements > NGX_HTTP_SIMHASH_REDIS_MAX_ELEMENTS) {
-        if (ngx_http_simhash_redis_reading) {
-            ngx_http_simhash_redis_reading->refused =
-                "an array of more than 4096 elements";
-        }
-
-        return NULL;
-    }
-
-    if (ngx_http_simhash_redis_cost(task, elements * sizeof(void *))
-        != NGX_OK)
-    {
-        return NULL;
-    }
-
-    r = ngx_http_simhash_redis_object(task, task->type);
-    if (r == NULL) {
-        return NULL;
-    }
-
-    if (elements > 0) {
-        r->element = ngx_calloc(elements * sizeof(redisReply *),
-                                ngx_cycle->log);
-        if (r->element == NULL) {
-            return ngx_http_simhash_redis_half(task, r);
-        }
-    }
-
-    r->elements = elements;
-
-    return r;
-}
-
-
-static void *
-ngx_http_simhash_redis_integer(const redisReadTask *task, long long value)
-{
-    redisReply  *r;
-
-    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    r = ngx_http_simhash_redis_object(task, REDIS_REPLY_INTEGER);
-    if (r == NULL) {
-        return NULL;
-    }
-
-    r->integer = value;
-
-    return r;
-}
-
-
-static void *
-ngx_http_simhash_redis_nil(const redisReadTask *task)
-{
-    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_simhash_redis_object(task, REDIS_REPLY_NIL);
-}
-
-
-#if (HIREDIS_MAJOR >= 1)
-
-/* RESP3's double: its text kept, as hiredis keeps it */
-
-static void *
-ngx_http_simhash_redis_double(const redisReadTask *task, double value,
-    char *str, size_t len)
-{
-    redisReply  *r;
-
-    r = ngx_http_simhash_redis_string(task, str, len);
-    if (r == NULL) {
-        return NULL;
-    }
-
-    r->type = REDIS_REPLY_DOUBLE;
-    r->dval = value;
-
-    return r;
-}
-
-
-static void *
-ngx_http_simhash_redis_bool(const redisReadTask *task, int value)
-{
-    redisReply  *r;
-
-    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    r = ngx_http_simhash_redis_object(task, REDIS_REPLY_BOOL);
-    if (r == NULL) {
-        return NULL;
-    }
-
-    r->integer = value != 0;
-
-    return r;
-}
-
-#endif
-
-
-/*
- * A reply and all it holds.  A partial one (the reader stopped in the
- * middle) has NULL where its elements were not made yet.
- */
-
-static void
-ngx_http_simhash_redis_free(void *obj)
-{
-    size_t       i;
-    redisReply  *r = obj;
-
-    if (r == NULL) {
-        return;
-    }
-
-    if (r->element) {
-        for (i = 0; i < r->elements; i++) {
-            ngx_http_simhash_redis_free(r->element[i]);
-        }
-
-        ngx_free(r->element);
-    }
-
-    if (r->str) {
-        ngx_free(r->str);
-    }
-
-    ngx_free(r);
 }
