@@ -5,11 +5,12 @@
  * outbox).  This file starts and stops it; ngx_http_simhash_pump.h says
  * which file does what.
  *
- *   publish   every 10 ms worker 0 sends what is new in the outbox with
- *             pipelined XADD ... MAXLEN ~ N and takes a record out only
- *             when Redis has acknowledged it, so a record lost in flight
- *             (Redis down, the worker killed) is sent again: entries are
- *             applied idempotently.
+ *   publish   every 10 ms worker 0 pulls the DUST learner's rule changes
+ *             into the outbox (ngx_http_simhash_dust_replicate.c), sends
+ *             what is new in the outbox with pipelined XADD ... MAXLEN ~ N
+ *             and takes a record out only when Redis has acknowledged it,
+ *             so a record lost in flight (Redis down, the worker killed)
+ *             is sent again: entries are applied idempotently.
  *
  *   apply     worker 0 also reads the stream (XREAD BLOCK from the last id
  *             applied, kept in the zone and in every snapshot) on a second
@@ -43,13 +44,13 @@
  * in the same slot (ngx_worker stays 0), restarts it on reload, and runs
  * its event loop; a module-made process would need all of that again.  The
  * work is small next to parsing pages (a few microseconds per entry), and
- * it never blocks: hiredis's asynchronous API on nginx's event loop
+ * it never blocks: non-blocking connections on nginx's event loop
  * (ngx_http_simhash_redis.c).  What makes sharing the worker with requests
  * safe against a hostile Redis: every reply is bounded as it is read (an
  * unsolicited one, 4096 elements, 16 MB), reading is bounded per tick
  * and paced by rate=, and nothing Redis sends can make hiredis abort the
- * process.  Without a
- * master (master_process off) the one process does it.
+ * process.  Without a master (master_process off) the one process does
+ * it.
  */
 
 
