@@ -64,6 +64,7 @@
 #define NGX_HTTP_SIMHASH_REDIS_BACKOFF_MAX 5000
 
 #define NGX_HTTP_SIMHASH_REDIS_READ        (16 * 1024)  /* bytes per recv */
+#define NGX_HTTP_SIMHASH_REDIS_READS        4       /* recvs per event */
 
 
 /* a command awaiting its reply */
@@ -281,7 +282,10 @@ failed:
 /*
  * Whatever the server sent, fed to the reader 16 KB at a time, and each
  * reply made whole given to its command's callback at once.  Edge-
- * triggered events: read until the socket has no more.
+ * triggered events: read until the socket has no more, but READS recvs
+ * at most per turn of the event loop: when more waits (a large reply, or
+ * a flood) the rest is read at the next turn (ngx_posted_next_events),
+ * after the requests whose events came meanwhile.
  */
 
 static void
@@ -290,8 +294,9 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
     ngx_connection_t          *c = ev->data;
     ngx_http_simhash_redis_t  *rd = c->data;
 
-    ssize_t    n;
-    ngx_err_t  err;
+    ssize_t     n;
+    ngx_err_t   err;
+    ngx_uint_t  reads;
 
     static u_char  buf[NGX_HTTP_SIMHASH_REDIS_READ];
 
@@ -307,7 +312,13 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
         return;
     }
 
-    for ( ;; ) {
+    for (reads = 0; /* void */; reads++) {
+
+        if (reads == NGX_HTTP_SIMHASH_REDIS_READS) {
+            ngx_post_event(ev, &ngx_posted_next_events);
+            return;
+        }
+
         n = recv(c->fd, buf, sizeof(buf), 0);
 
         if (n == 0) {
