@@ -2,7 +2,7 @@
 """Crawls one site through the simhash gateway with simhash_gateway.py:
 every link on the start URL's host is followed; one JSON line per response
 (url, status, simhash_status, duplicate_of) goes to --out.  Used by
-t/26-https.t; also a small example of a spider using the middleware.
+t/https.t; also a small example of a spider using the middleware.
 
 usage: test_crawl.py --start https://host/ --gateway http://proxy:3127
                      --out FILE
