@@ -80,6 +80,8 @@ typedef struct {
 static void ngx_http_simhash_redis_connect(ngx_http_simhash_redis_t *rd);
 static ngx_int_t ngx_http_simhash_redis_socket(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_redis_read_handler(ngx_event_t *ev);
+static void ngx_http_simhash_redis_peek(void *data, const redisReadTask *task,
+    const char *str, size_t len);
 static ngx_int_t ngx_http_simhash_redis_replies(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_redis_dispatch(ngx_http_simhash_redis_t *rd,
     redisReply *reply);
@@ -141,24 +143,21 @@ ngx_http_simhash_redis_connect(ngx_http_simhash_redis_t *rd)
         (void) ngx_atomic_fetch_add(rd->reconnects, 1);
     }
 
-    rd->asked = 0;
-    rd->started = 0;
-    rd->cost = 0;
     rd->unparsed = 0;
     rd->refused = NULL;
     rd->out_pos = 0;
     rd->out_len = 0;
 
-    rd->reader = ngx_http_simhash_redis_reader_create();
+    rd->rr.string = rd->peek ? ngx_http_simhash_redis_peek : NULL;
+    rd->rr.data = rd;
 
-    if (rd->reader == NULL) {
+    if (ngx_http_simhash_redis_reader_init(&rd->rr) != NGX_OK) {
         ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "out of memory");
         goto later;
     }
 
     if (ngx_http_simhash_redis_socket(rd) != NGX_OK) {
-        redisReaderFree(rd->reader);
-        rd->reader = NULL;
+        ngx_http_simhash_redis_reader_free(&rd->rr);
         goto later;
     }
 
@@ -345,7 +344,7 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
             return;
         }
 
-        if (redisReaderFeed(rd->reader, (char *) buf, n) != REDIS_OK) {
+        if (ngx_http_simhash_redis_reader_feed(&rd->rr, buf, n) != NGX_OK) {
             ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "out of memory");
             ngx_http_simhash_redis_drop(rd);
             return;
@@ -378,6 +377,18 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
 }
 
 
+/* A string of a reply being read, to the owner's peek. */
+
+static void
+ngx_http_simhash_redis_peek(void *data, const redisReadTask *task,
+    const char *str, size_t len)
+{
+    ngx_http_simhash_redis_t  *rd = data;
+
+    rd->peek(rd, task, str, len);
+}
+
+
 /* Every reply the reader has made whole; NGX_ERROR: the connection is
  * gone. */
 
@@ -385,16 +396,19 @@ static ngx_int_t
 ngx_http_simhash_redis_replies(ngx_http_simhash_redis_t *rd)
 {
     ngx_int_t    rc;
+    const char  *why;
     redisReply  *reply;
 
     for ( ;; ) {
-        rc = ngx_http_simhash_redis_reader_get(rd, &reply);
+        rc = ngx_http_simhash_redis_reader_get(&rd->rr, &reply);
 
         if (rc != NGX_OK) {
+            rd->refused = rd->rr.refused;
+
             if (rd->refused == NULL) {
+                why = ngx_http_simhash_redis_reader_error(&rd->rr);
                 ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
-                                             "connection lost: %s",
-                                             redisReaderGetError(rd->reader));
+                                             "connection lost: %s", why);
             }
 
             ngx_http_simhash_redis_drop(rd);
@@ -773,7 +787,7 @@ ngx_http_simhash_redis_queue(ngx_http_simhash_redis_t *rd,
     }
 
     rd->out_len = p - rd->out;
-    rd->asked++;
+    rd->rr.asked++;
 
     if (!rd->c->write->posted) {
         ngx_post_event(rd->c->write, &ngx_posted_events);
@@ -866,7 +880,7 @@ ngx_http_simhash_redis_lost(ngx_http_simhash_redis_t *rd, ngx_err_t err,
 static void
 ngx_http_simhash_redis_drop(ngx_http_simhash_redis_t *rd)
 {
-    if (rd->c == NULL && rd->reader == NULL) {
+    if (rd->c == NULL && rd->rr.reader == NULL) {
         return;
     }
 
@@ -899,10 +913,7 @@ ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd)
         rd->c = NULL;
     }
 
-    if (rd->reader) {
-        redisReaderFree(rd->reader);
-        rd->reader = NULL;
-    }
+    ngx_http_simhash_redis_reader_free(&rd->rr);
 
     if (rd->timer.timer_set) {
         ngx_del_timer(&rd->timer);
@@ -954,7 +965,7 @@ ngx_http_simhash_redis_close(ngx_http_simhash_redis_t *rd)
         ngx_del_timer(&rd->timer);
     }
 
-    if (rd->c || rd->reader) {
+    if (rd->c || rd->rr.reader) {
         ngx_http_simhash_redis_end(rd);
     }
 

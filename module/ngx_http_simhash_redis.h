@@ -36,14 +36,7 @@
 
 #include <hiredis/hiredis.h>
 
-
-/* the element count of an array reply: int in hiredis 0.14, size_t from
- * 1.0 */
-#if (HIREDIS_MAJOR >= 1)
-typedef size_t  ngx_http_simhash_redis_count_t;
-#else
-typedef int     ngx_http_simhash_redis_count_t;
-#endif
+#include "ngx_http_simhash_redis_reader.h"
 
 
 /* a Redis server, from the URL of simhash_replicate */
@@ -72,18 +65,6 @@ typedef void (*ngx_http_simhash_redis_peek_pt)(ngx_http_simhash_redis_t *rd,
     const redisReadTask *task, const char *str, size_t len);
 
 
-/*
- * What one reply may cost before the connection is dropped as hostile or
- * broken: a bulk string, an array's length, the bytes of everything read
- * for it so far (strings, reply objects and element pointers counted), and
- * the bytes received while it is not whole.  A reply holds at most about
- * 2 * max_reply bytes (its objects and the buffer it was read from).
- */
-/* (the log says "16 MB" and "4096": change them with these) */
-#define NGX_HTTP_SIMHASH_REDIS_MAX_REPLY     (16 * 1024 * 1024)
-#define NGX_HTTP_SIMHASH_REDIS_MAX_ELEMENTS  4096
-
-
 struct ngx_http_simhash_redis_s {
     ngx_http_simhash_redis_conf_t  *conf;
     const char                     *name;      /* in log lines */
@@ -94,7 +75,7 @@ struct ngx_http_simhash_redis_s {
     ngx_http_simhash_redis_peek_pt  peek;      /* NULL: none */
 
     ngx_connection_t               *c;         /* NULL: not connected */
-    redisReader                    *reader;
+    ngx_http_simhash_redis_reader_t  rr;       /* its replies, bounded */
     ngx_queue_t                     cmds;      /* awaiting their reply,
                                                   oldest first */
     ngx_log_t                      *log;
@@ -118,11 +99,6 @@ struct ngx_http_simhash_redis_s {
     size_t                          out_len;
     size_t                          out_size;
 
-    ngx_uint_t                      asked;     /* replies awaited since
-                                                  the connect: more is
-                                                  unsolicited */
-    ngx_uint_t                      started;   /* replies begun */
-    size_t                          cost;      /* of the reply being read */
     size_t                          unparsed;  /* bytes received since the
                                                   last whole reply */
     const char                     *refused;   /* why the reader stopped

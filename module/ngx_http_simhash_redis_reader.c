@@ -18,7 +18,6 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
-#include "ngx_http_simhash_redis.h"
 #include "ngx_http_simhash_redis_reader.h"
 
 
@@ -62,19 +61,45 @@ static redisReplyObjectFunctions  ngx_http_simhash_redis_fn = {
     ngx_http_simhash_redis_reply_free
 };
 
-/* the connection whose replies are being read (one process, one thread) */
-static ngx_http_simhash_redis_t   *ngx_http_simhash_redis_reading;
+/* the reader at work (one process, one thread) */
+static ngx_http_simhash_redis_reader_t  *ngx_http_simhash_redis_reading;
 
 
-redisReader *
-ngx_http_simhash_redis_reader_create(void)
+ngx_int_t
+ngx_http_simhash_redis_reader_init(ngx_http_simhash_redis_reader_t *rr)
 {
-    return redisReaderCreateWithFunctions(&ngx_http_simhash_redis_fn);
+    rr->asked = 0;
+    rr->started = 0;
+    rr->cost = 0;
+    rr->refused = NULL;
+
+    rr->reader = redisReaderCreateWithFunctions(&ngx_http_simhash_redis_fn);
+
+    return rr->reader ? NGX_OK : NGX_ERROR;
+}
+
+
+void
+ngx_http_simhash_redis_reader_free(ngx_http_simhash_redis_reader_t *rr)
+{
+    if (rr->reader) {
+        redisReaderFree(rr->reader);
+        rr->reader = NULL;
+    }
 }
 
 
 ngx_int_t
-ngx_http_simhash_redis_reader_get(ngx_http_simhash_redis_t *rd,
+ngx_http_simhash_redis_reader_feed(ngx_http_simhash_redis_reader_t *rr,
+    u_char *buf, size_t len)
+{
+    return redisReaderFeed(rr->reader, (char *) buf, len) == REDIS_OK
+           ? NGX_OK : NGX_ERROR;
+}
+
+
+ngx_int_t
+ngx_http_simhash_redis_reader_get(ngx_http_simhash_redis_reader_t *rr,
     redisReply **reply)
 {
     int    rc;
@@ -82,8 +107,8 @@ ngx_http_simhash_redis_reader_get(ngx_http_simhash_redis_t *rd,
 
     r = NULL;
 
-    ngx_http_simhash_redis_reading = rd;
-    rc = redisReaderGetReply(rd->reader, &r);
+    ngx_http_simhash_redis_reading = rr;
+    rc = redisReaderGetReply(rr->reader, &r);
     ngx_http_simhash_redis_reading = NULL;
 
     *reply = r;
@@ -92,9 +117,16 @@ ngx_http_simhash_redis_reader_get(ngx_http_simhash_redis_t *rd,
 }
 
 
+const char *
+ngx_http_simhash_redis_reader_error(ngx_http_simhash_redis_reader_t *rr)
+{
+    return redisReaderGetError(rr->reader);
+}
+
+
 /*
  * The reader's object functions: each object of a reply is counted before
- * it is made.  NULL makes the reader fail (rd->refused says why): the
+ * it is made.  NULL makes the reader fail (rr->refused says why): the
  * connection ends, every callback gets a NULL reply, and the partial
  * reply is freed by the reader, with ngx_http_simhash_redis_reply_free().
  */
@@ -102,29 +134,29 @@ ngx_http_simhash_redis_reader_get(ngx_http_simhash_redis_t *rd,
 static ngx_int_t
 ngx_http_simhash_redis_cost(const redisReadTask *task, size_t cost)
 {
-    ngx_http_simhash_redis_t  *rd;
+    ngx_http_simhash_redis_reader_t  *rr;
 
-    rd = ngx_http_simhash_redis_reading;
+    rr = ngx_http_simhash_redis_reading;
 
-    if (rd == NULL) {
+    if (rr == NULL) {
         return NGX_OK;
     }
 
     if (task->parent == NULL) {
         /* a reply begins: one per command sent, never more */
 
-        if (++rd->started > rd->asked) {
-            rd->refused = "a reply that no command asked for";
+        if (++rr->started > rr->asked) {
+            rr->refused = "a reply that no command asked for";
             return NGX_ERROR;
         }
 
-        rd->cost = 0;
+        rr->cost = 0;
     }
 
-    rd->cost += sizeof(redisReply) + cost;
+    rr->cost += sizeof(redisReply) + cost;
 
-    if (rd->cost > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY) {
-        rd->refused = "a reply larger than 16 MB";
+    if (rr->cost > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY) {
+        rr->refused = "a reply larger than 16 MB";
         return NGX_ERROR;
     }
 
@@ -179,17 +211,17 @@ static void *
 ngx_http_simhash_redis_string(const redisReadTask *task, char *str,
     size_t len)
 {
-    redisReply                *r;
-    ngx_http_simhash_redis_t  *rd;
+    redisReply                       *r;
+    ngx_http_simhash_redis_reader_t  *rr;
 
     if (ngx_http_simhash_redis_cost(task, len) != NGX_OK) {
         return NULL;
     }
 
-    rd = ngx_http_simhash_redis_reading;
+    rr = ngx_http_simhash_redis_reading;
 
-    if (rd && rd->peek) {
-        rd->peek(rd, task, str, len);
+    if (rr && rr->string) {
+        rr->string(rr->data, task, str, len);
     }
 
     r = ngx_http_simhash_redis_object(task, task->type);

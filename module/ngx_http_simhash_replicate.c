@@ -454,8 +454,8 @@ ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
  */
 
 void
-ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
-    uint32_t ref, uint64_t time, ngx_log_t *log)
+ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, uint32_t ref, uint64_t time, ngx_log_t *log)
 {
     const sh_store_doc_t       *d;
     ngx_http_simhash_outrec_t   r;
