@@ -396,7 +396,7 @@ refused:
 
 /*
  * A DUST entry (its MAC verified): one rule's state, merged into the
- * learner (ngx_http_simhash_dust_apply()).  A zone without dust= reads
+ * learner (ngx_http_simhash_dust_repl_apply()).  A zone without dust= reads
  * past it: counted as ignored, not refused, as the tier may mix zones
  * with and without a learner.  A record that passed the MAC and still
  * does not decode (a node of another record version) is refused.

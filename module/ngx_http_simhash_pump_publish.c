@@ -349,7 +349,7 @@ ngx_http_simhash_pump_xadd_reply(ngx_http_simhash_redis_t *rd,
     ob->records--;
 
     /* the first entry of this zone's life: ours before it are from a
-     * previous one (see ngx_http_simhash_apply()) */
+     * previous one (see ngx_http_simhash_pump_apply()) */
 
     if (sh->repl_since.ms == 0
         && ngx_http_simhash_redis_id(reply, &id) == NGX_OK)
