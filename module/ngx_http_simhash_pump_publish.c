@@ -399,11 +399,8 @@ ngx_http_simhash_pump_xadd_failed(ngx_http_simhash_link_t *lk,
 
     ob = lk->rp->outbox;
 
-    if (ngx_strlcasestrn((u_char *) reply->str,
-                         (u_char *) reply->str + reply->len,
-                         (u_char *) "exhausted the last possible ID",
-                         30 - 1)
-        == NULL)
+    if (!ngx_http_simhash_redis_error_is(reply,
+                                         "exhausted the last possible ID"))
     {
         ngx_http_simhash_redis_fail(&lk->pub, "XADD refused: %*s",
                                     (size_t) reply->len, reply->str);
