@@ -38,12 +38,17 @@
  *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
  *                                 through a Redis Stream: the
  *                                 simhash_replicate directive, the outbox
- *   module/ngx_http_simhash_stream.c    worker 0's side of replication:
- *                                 publishing the outbox, reading the
- *                                 stream and applying it
- *   module/ngx_http_simhash_redis.c     hiredis's asynchronous API on
- *                                 nginx's event loop, every reply bounded
- *                                 (its own header)
+ *   module/ngx_http_simhash_pump.c      worker 0's side of replication
+ *                                 (ngx_http_simhash_pump.h): _publish.c
+ *                                 the outbox to the stream, _read.c the
+ *                                 stream read and checked, _apply.c
+ *                                 each entry applied
+ *   module/ngx_http_simhash_dust_replicate.c  the DUST rules between
+ *                                 nodes, pulled by the pump
+ *   module/ngx_http_simhash_redis.c     a Redis connection on nginx's
+ *                                 event loop, every reply bounded (its
+ *                                 own header); _url.c the URL, _reply.c
+ *                                 the stream commands' replies parsed
  *
  * the zone core
  *   module/ngx_http_simhash_zone.c      the shared memory zone: the index,
@@ -525,7 +530,8 @@ ngx_int_t ngx_http_simhash_secret_local(ngx_conf_t *cf,
 /* persistence: the saving part, ngx_http_simhash_snapshot.h */
 
 
-/* replication: ngx_http_simhash_replicate.c, ngx_http_simhash_stream.c */
+/* replication: ngx_http_simhash_replicate.c (the directive, the outbox),
+ * ngx_http_simhash_pump*.c (worker 0's pump) */
 
 /* lag buckets of simhash_stats, upper bounds in ms (the last: +Inf) */
 #define NGX_HTTP_SIMHASH_NLAG        12
@@ -675,14 +681,11 @@ ngx_int_t ngx_http_simhash_replicate_resolve(ngx_conf_t *cf,
  * (nothing when the zone is not replicated) */
 void ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint32_t ref, uint64_t time, ngx_log_t *log);
-/* under the lock: one DUST rule's record into the outbox */
-void ngx_http_simhash_replicate_dust(ngx_http_simhash_zone_t *zone,
-    u_char *rec, ngx_log_t *log);
 
-/* worker 0's link to Redis: ngx_http_simhash_stream.c */
-ngx_int_t ngx_http_simhash_stream_init_worker(
-    ngx_http_simhash_zone_t *zone, ngx_cycle_t *cycle);
-void ngx_http_simhash_stream_exit_worker(ngx_http_simhash_zone_t *zone);
+/* worker 0's pump to and from Redis: ngx_http_simhash_pump.c */
+ngx_int_t ngx_http_simhash_pump_init_worker(ngx_http_simhash_zone_t *zone,
+    ngx_cycle_t *cycle);
+void ngx_http_simhash_pump_exit_worker(ngx_http_simhash_zone_t *zone);
 
 
 /* the request side of a forward proxy: ngx_http_simhash_guard.c */

@@ -162,32 +162,8 @@ ngx_array_t *ngx_http_simhash_dust_rules(ngx_pool_t *pool,
 /* a rule's own fields as JSON members, for the stats and "why?" */
 u_char *ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri);
 
-/*
- * Replication of the rules (worker 0): what was last sent or applied of
- * each rule, in a direct-mapped table of worker 0's own (a collision
- * costs one record more), so that the sweep sends only counts that moved
- * by a step.
- */
-typedef struct {
-    uint64_t                     key;       /* 0: empty */
-    uint32_t                     support;
-    uint32_t                     against;
-} ngx_http_simhash_dust_sent_t;
-
-typedef struct {
-    ngx_http_simhash_dust_sent_t  *slot;
-    ngx_uint_t                     mask;
-    time_t                         next;    /* the next sweep */
-} ngx_http_simhash_dust_repl_t;
-
-ngx_int_t ngx_http_simhash_dust_repl_init(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, ngx_pool_t *pool);
-void ngx_http_simhash_dust_sweep(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, ngx_log_t *log);
-/* a DUST entry of the stream (its MAC verified): NGX_OK applied,
- * NGX_DECLINED ignored (no learner here), NGX_ERROR refused (damaged) */
-ngx_int_t ngx_http_simhash_dust_apply(ngx_http_simhash_zone_t *zone,
-    ngx_http_simhash_dust_repl_t *dr, u_char *rec, ngx_log_t *log);
+/* replication of the rules: ngx_http_simhash_dust_replicate.h, which
+ * reads the learner through this header (no arrow back) */
 
 
 #endif /* _NGX_HTTP_SIMHASH_DUST_H_INCLUDED_ */

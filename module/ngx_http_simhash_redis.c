@@ -1,7 +1,7 @@
 
 /*
- * A connection to Redis on nginx's event loop: hiredis's asynchronous API
- * with an nginx connection on its socket.  See ngx_http_simhash_redis.h.
+ * A connection to Redis on nginx's event loop.  See
+ * ngx_http_simhash_redis.h.
  *
  * The life of a connection, one ngx_http_simhash_redis_t:
  *
@@ -13,17 +13,36 @@
  *               reply is awaited
  *   CLOSED      for good (worker exit)
  *
- * Every reply is bounded while it is read (ngx_http_simhash_redis.h): the
- * reader's object functions are ours, and count what each reply costs.  A
- * reply over a bound, or one that nothing asked for (hiredis 0.14 asserts
- * on it: the worker would abort), makes the object function fail, which
- * ends the connection as a protocol error, before hiredis sees the reply.
+ * Why not hiredis's asynchronous API: to bound every reply while it is
+ * read, and to refuse one that nothing asked for (hiredis 0.14's async
+ * layer asserts on it: the worker would abort), the reader needs object
+ * functions of ours, and the async API gives no way to set them short of
+ * swapping the function table inside its context (ac->c.reader->fn), a
+ * field of hiredis's own (hiredis 1.x's redisOptions and
+ * redisAsyncSetPushCallback reach neither the reader's object functions
+ * nor its bounds).  The reader alone is hiredis's supported API
+ * for a program that does its own I/O (read.h's "public API for the
+ * protocol parser", the README's "Reader API"):
+ * redisReaderCreateWithFunctions() takes our functions, and its objects
+ * are ours from the first byte; nothing here touches a field of a
+ * hiredis struct but redisReply's and redisReadTask's, which are the
+ * reader's interface (and its error text, by read.h's own
+ * redisReaderGetError).  The I/O is nginx's, which the async API wrapped
+ * anyway.
+ *
+ * Every reply is bounded while it is read: each object is counted before
+ * it is made (ngx_http_simhash_redis_reader.c), and the bytes received while
+ * a reply is not whole are counted as they come.  A reply over a bound, or
+ * one that nothing asked for, makes the object function fail (the reader
+ * stops with an error) or the read stop, and the connection ends, before
+ * any callback sees the reply.
  *
  * Whatever ends a connection (the server closes it, a read or write error,
- * a timeout, a reply the owner cannot use, the worker exiting), hiredis
- * frees its context and calls our cleanup hook last thing before closing
- * the socket: ngx_http_simhash_redis_cleanup() is the one place where a
- * connection ends, frees the nginx connection, and schedules the next.
+ * a timeout, a reply the owner cannot use, the worker exiting),
+ * ngx_http_simhash_redis_end() is the one place where it ends: the socket
+ * closed, every awaited callback called with NULL, the next connection
+ * scheduled, the owner's down().  Inside a callback the end waits for the
+ * callback to return.
  */
 
 
@@ -32,6 +51,7 @@
 #include <ngx_event.h>
 
 #include "ngx_http_simhash_redis.h"
+#include "ngx_http_simhash_redis_reader.h"
 
 
 #define NGX_HTTP_SIMHASH_REDIS_DOWN        0
@@ -43,77 +63,48 @@
 #define NGX_HTTP_SIMHASH_REDIS_BACKOFF_MIN 100     /* ms */
 #define NGX_HTTP_SIMHASH_REDIS_BACKOFF_MAX 5000
 
+#define NGX_HTTP_SIMHASH_REDIS_READ        (16 * 1024)  /* bytes per recv */
+#define NGX_HTTP_SIMHASH_REDIS_READS        4       /* recvs per event */
 
-/* a command in flight: the owner's callback */
+
+/* a command awaiting its reply */
 typedef struct {
-    ngx_http_simhash_redis_t    *rd;
-    redisCallbackFn             *fn;
-    void                        *privdata;
+    ngx_queue_t                       queue;
+    ngx_http_simhash_redis_reply_pt   fn;
+    void                             *data;
+    ngx_uint_t                        owner;   /* the owner's, not the
+                                                  handshake's */
 } ngx_http_simhash_redis_cmd_t;
 
 
 static void ngx_http_simhash_redis_connect(ngx_http_simhash_redis_t *rd);
-static ngx_int_t ngx_http_simhash_redis_attach(ngx_http_simhash_redis_t *rd,
-    redisAsyncContext *ac);
-static void ngx_http_simhash_redis_add_read(void *data);
-static void ngx_http_simhash_redis_del_read(void *data);
-static void ngx_http_simhash_redis_add_write(void *data);
-static void ngx_http_simhash_redis_del_write(void *data);
-static void ngx_http_simhash_redis_cleanup(void *data);
+static ngx_int_t ngx_http_simhash_redis_socket(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_redis_read_handler(ngx_event_t *ev);
+static void ngx_http_simhash_redis_peek(void *data, const redisReadTask *task,
+    const char *str, size_t len);
+static ngx_int_t ngx_http_simhash_redis_replies(ngx_http_simhash_redis_t *rd);
+static void ngx_http_simhash_redis_dispatch(ngx_http_simhash_redis_t *rd,
+    redisReply *reply);
 static void ngx_http_simhash_redis_write_handler(ngx_event_t *ev);
+static void ngx_http_simhash_redis_send(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_redis_timer_handler(ngx_event_t *ev);
-static void ngx_http_simhash_redis_connected(const redisAsyncContext *ac,
-    int status);
-static void ngx_http_simhash_redis_handshake(redisAsyncContext *ac,
-    void *reply, void *privdata);
-static void ngx_http_simhash_redis_reply(redisAsyncContext *ac, void *reply,
-    void *privdata);
+static void ngx_http_simhash_redis_connected(ngx_http_simhash_redis_t *rd);
+static ngx_int_t ngx_http_simhash_redis_queue(ngx_http_simhash_redis_t *rd,
+    ngx_http_simhash_redis_reply_pt fn, void *data, ngx_uint_t owner,
+    int argc, const char **argv, const size_t *argvlen);
+static void ngx_http_simhash_redis_handshake(ngx_http_simhash_redis_t *rd,
+    redisReply *reply, void *data);
+static void ngx_http_simhash_redis_owned(ngx_http_simhash_redis_t *rd,
+    redisReply *reply);
+static void ngx_http_simhash_redis_lost(ngx_http_simhash_redis_t *rd,
+    ngx_err_t err, const char *what);
 static void ngx_http_simhash_redis_drop(ngx_http_simhash_redis_t *rd);
+static void ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd);
 static void ngx_http_simhash_redis_error(ngx_http_simhash_redis_t *rd,
     ngx_uint_t level, const char *fmt, ...);
 static void ngx_http_simhash_redis_watch(ngx_http_simhash_redis_t *rd);
-static ngx_int_t ngx_http_simhash_redis_cost(const redisReadTask *task,
-    size_t cost);
-static void *ngx_http_simhash_redis_string(const redisReadTask *task,
-    char *str, size_t len);
-static void *ngx_http_simhash_redis_array(const redisReadTask *task,
-    ngx_http_simhash_redis_count_t elements);
-static void *ngx_http_simhash_redis_integer(const redisReadTask *task,
-    long long value);
-static void *ngx_http_simhash_redis_nil(const redisReadTask *task);
-#if (HIREDIS_MAJOR >= 1)
-static void *ngx_http_simhash_redis_double(const redisReadTask *task,
-    double value, char *str, size_t len);
-static void *ngx_http_simhash_redis_bool(const redisReadTask *task,
-    int value);
-#endif
 
 
-/* hiredis's own object functions, which ours call once a reply passed */
-static redisReplyObjectFunctions  *ngx_http_simhash_redis_hiredis_fn;
-
-/*
- * hiredis 1.0 (Debian 13 and later) reads RESP3 too: arrays are counted in
- * size_t, and doubles and booleans have functions of their own, which a
- * hostile server may send whatever was asked.  0.14 (Debian 12) has four.
- */
-static redisReplyObjectFunctions  ngx_http_simhash_redis_fn = {
-    ngx_http_simhash_redis_string,
-    ngx_http_simhash_redis_array,
-    ngx_http_simhash_redis_integer,
-#if (HIREDIS_MAJOR >= 1)
-    ngx_http_simhash_redis_double,
-    ngx_http_simhash_redis_nil,
-    ngx_http_simhash_redis_bool,
-#else
-    ngx_http_simhash_redis_nil,
-#endif
-    NULL                                /* hiredis's freeObject */
-};
-
-/* the connection whose replies are being read (one process, one thread) */
-static ngx_http_simhash_redis_t   *ngx_http_simhash_redis_reading;
 
 
 void
@@ -126,6 +117,7 @@ ngx_http_simhash_redis_start(ngx_http_simhash_redis_t *rd)
 
     rd->backoff = NGX_HTTP_SIMHASH_REDIS_BACKOFF_MIN;
     rd->state = NGX_HTTP_SIMHASH_REDIS_DOWN;
+    ngx_queue_init(&rd->cmds);
 
     ngx_http_simhash_redis_connect(rd);
 }
@@ -134,57 +126,43 @@ ngx_http_simhash_redis_start(ngx_http_simhash_redis_t *rd)
 ngx_uint_t
 ngx_http_simhash_redis_is_ready(ngx_http_simhash_redis_t *rd)
 {
-    return rd->state == NGX_HTTP_SIMHASH_REDIS_READY;
+    return rd->state == NGX_HTTP_SIMHASH_REDIS_READY && !rd->dropped;
 }
 
 
 static void
 ngx_http_simhash_redis_connect(ngx_http_simhash_redis_t *rd)
 {
-    redisAsyncContext              *ac;
-    ngx_http_simhash_redis_conf_t  *conf;
-
     if (ngx_exiting || ngx_terminate || ngx_quit) {
         return;
     }
 
-    conf = rd->conf;
     rd->attempts++;
 
     if (rd->connects++) {
         (void) ngx_atomic_fetch_add(rd->reconnects, 1);
     }
 
-    /* both return at once: connect(2) is non-blocking, the address numeric */
+    rd->unparsed = 0;
+    rd->refused = NULL;
+    rd->out_pos = 0;
+    rd->out_len = 0;
 
-    ac = conf->host ? redisAsyncConnect((char *) conf->host, conf->port)
-                    : redisAsyncConnectUnix((char *) conf->path);
+    rd->rr.string = rd->peek ? ngx_http_simhash_redis_peek : NULL;
+    rd->rr.data = rd;
 
-    if (ac == NULL) {
+    if (ngx_http_simhash_redis_reader_init(&rd->rr) != NGX_OK) {
         ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "out of memory");
         goto later;
     }
 
-    if (ac->err) {
-        /* nothing attached yet: hiredis only closes the socket */
-        ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "cannot connect: %s",
-                                     ac->errstr);
-        redisAsyncFree(ac);
-        goto later;
-    }
-
-    if (ngx_http_simhash_redis_attach(rd, ac) != NGX_OK) {
-        redisAsyncFree(ac);
+    if (ngx_http_simhash_redis_socket(rd) != NGX_OK) {
+        ngx_http_simhash_redis_reader_free(&rd->rr);
         goto later;
     }
 
     rd->state = NGX_HTTP_SIMHASH_REDIS_CONNECTING;
-
-    /* this arms the write event that tells the connect(2) is done */
-
-    (void) redisAsyncSetConnectCallback(ac, ngx_http_simhash_redis_connected);
-
-    ngx_add_timer(&rd->timer, conf->timeout);
+    ngx_add_timer(&rd->timer, rd->conf->timeout);
 
     return;
 
@@ -197,20 +175,36 @@ later:
 
 
 /*
- * hiredis's socket as an nginx connection.  It is marked idle: a worker
- * that starts a graceful shutdown closes idle connections at once (with
- * c->close set), so the old worker of a reload lets go of Redis for the new
- * one.
+ * The socket, as an nginx connection, and connect(2) begun: it returns at
+ * once (non-blocking, the address numeric); the write event tells when it
+ * is done.  The connection is marked idle: a worker that starts a
+ * graceful shutdown closes idle connections at once (with c->close set),
+ * so the old worker of a reload lets go of Redis for the new one.
  */
 
 static ngx_int_t
-ngx_http_simhash_redis_attach(ngx_http_simhash_redis_t *rd,
-    redisAsyncContext *ac)
+ngx_http_simhash_redis_socket(ngx_http_simhash_redis_t *rd)
 {
-    ngx_connection_t  *c;
+    int                              rc, one;
+    ngx_err_t                        err;
+    ngx_int_t                        event;
+    ngx_socket_t                     s;
+    ngx_connection_t                *c;
+    ngx_http_simhash_redis_conf_t   *conf;
 
-    c = ngx_get_connection(ac->c.fd, rd->log);
+    conf = rd->conf;
+    one = 1;
+
+    s = ngx_socket(conf->sockaddr->sa_family, SOCK_STREAM, 0);
+
+    if (s == (ngx_socket_t) -1) {
+        ngx_http_simhash_redis_lost(rd, ngx_socket_errno, "cannot connect");
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(s, rd->log);
     if (c == NULL) {
+        (void) ngx_close_socket(s);
         ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
                                      "no free connection for Redis");
         return NGX_ERROR;
@@ -223,163 +217,75 @@ ngx_http_simhash_redis_attach(ngx_http_simhash_redis_t *rd,
     c->write->log = rd->log;
     c->read->handler = ngx_http_simhash_redis_read_handler;
     c->write->handler = ngx_http_simhash_redis_write_handler;
-
-    rd->ac = ac;
     rd->c = c;
 
-    ac->data = rd;
-    ac->ev.data = rd;
-    ac->ev.addRead = ngx_http_simhash_redis_add_read;
-    ac->ev.delRead = ngx_http_simhash_redis_del_read;
-    ac->ev.addWrite = ngx_http_simhash_redis_add_write;
-    ac->ev.delWrite = ngx_http_simhash_redis_del_write;
-    ac->ev.cleanup = ngx_http_simhash_redis_cleanup;
-
-    if (ngx_http_simhash_redis_hiredis_fn == NULL) {
-        ngx_http_simhash_redis_hiredis_fn = ac->c.reader->fn;
-        ngx_http_simhash_redis_fn.freeObject = ac->c.reader->fn->freeObject;
+    if (ngx_nonblocking(s) == -1) {
+        err = ngx_socket_errno;
+        goto failed;
     }
 
-    ac->c.reader->fn = &ngx_http_simhash_redis_fn;
+    /* pipelined commands go out at once, as hiredis's own connect has
+     * them */
 
-    rd->asked = 0;
-    rd->started = 0;
-    rd->cost = 0;
-    rd->refused = NULL;
+    if (conf->sockaddr->sa_family != AF_UNIX
+        && setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const void *) &one,
+                      sizeof(int))
+           == -1)
+    {
+        err = ngx_socket_errno;
+        goto failed;
+    }
+
+    if (ngx_add_conn && ngx_add_conn(c) == NGX_ERROR) {
+        err = 0;
+        goto failed;
+    }
+
+    rc = connect(s, conf->sockaddr, conf->socklen);
+    err = (rc == -1) ? ngx_socket_errno : 0;
+
+    if (rc == -1 && err != NGX_EINPROGRESS) {
+        goto failed;
+    }
+
+    if (ngx_add_conn == NULL) {
+        event = (ngx_event_flags & NGX_USE_CLEAR_EVENT) ? NGX_CLEAR_EVENT
+                                                        : NGX_LEVEL_EVENT;
+
+        if (ngx_add_event(c->read, NGX_READ_EVENT, event) != NGX_OK
+            || ngx_add_event(c->write, NGX_WRITE_EVENT, event) != NGX_OK)
+        {
+            err = 0;
+            goto failed;
+        }
+    }
+
+    if (rc == 0) {
+        /* a unix socket may connect at once: the write event says so */
+        ngx_post_event(c->write, &ngx_posted_events);
+    }
 
     return NGX_OK;
-}
 
+failed:
 
-/*
- * The event hooks.  hiredis calls them whenever it wants to read or write,
- * already active or not, and reads only once per event: level-triggered
- * events, added only when not active.
- */
+    ngx_http_simhash_redis_lost(rd, err, "cannot connect");
 
-static void
-ngx_http_simhash_redis_add_read(void *data)
-{
-    ngx_http_simhash_redis_t *rd = data;
-
-    if (rd->c && !rd->c->read->active) {
-        (void) ngx_add_event(rd->c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT);
-    }
-}
-
-
-static void
-ngx_http_simhash_redis_del_read(void *data)
-{
-    ngx_http_simhash_redis_t *rd = data;
-
-    if (rd->c && rd->c->read->active) {
-        (void) ngx_del_event(rd->c->read, NGX_READ_EVENT, 0);
-    }
-}
-
-
-static void
-ngx_http_simhash_redis_add_write(void *data)
-{
-    ngx_http_simhash_redis_t *rd = data;
-
-    if (rd->c && !rd->c->write->active) {
-        (void) ngx_add_event(rd->c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
-    }
-}
-
-
-static void
-ngx_http_simhash_redis_del_write(void *data)
-{
-    ngx_http_simhash_redis_t *rd = data;
-
-    if (rd->c && rd->c->write->active) {
-        (void) ngx_del_event(rd->c->write, NGX_WRITE_EVENT, 0);
-    }
-}
-
-
-/*
- * The context is going away (hiredis closes the socket right after): the
- * nginx connection goes back to the free list with its events removed and
- * unposted, and the next connection is scheduled.
- */
-
-static void
-ngx_http_simhash_redis_cleanup(void *data)
-{
-    ngx_http_simhash_redis_t *rd = data;
-
-    redisAsyncContext  *ac;
-    ngx_connection_t   *c;
-
-    ac = rd->ac;
-    c = rd->c;
-
-    if (c) {
-        if (c->read->active) {
-            (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
-        }
-
-        if (c->write->active) {
-            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
-        }
-
-        if (c->read->posted) {
-            ngx_delete_posted_event(c->read);
-        }
-
-        if (c->write->posted) {
-            ngx_delete_posted_event(c->write);
-        }
-
-        ngx_free_connection(c);
-        c->fd = (ngx_socket_t) -1;
-    }
-
+    ngx_close_connection(c);
     rd->c = NULL;
-    rd->ac = NULL;
 
-    if (ac) {
-        ac->ev.data = NULL;
-    }
-
-    if (rd->timer.timer_set) {
-        ngx_del_timer(&rd->timer);
-    }
-
-    if (rd->state == NGX_HTTP_SIMHASH_REDIS_CLOSED) {
-        return;
-    }
-
-    if (rd->refused) {
-        ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
-                                     "%s: connection dropped", rd->refused);
-
-    } else if (ac && ac->err) {
-        ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "%s%s",
-                     rd->state == NGX_HTTP_SIMHASH_REDIS_CONNECTING
-                     ? "cannot connect: " : "connection lost: ",
-                     ac->errstr);
-    }
-
-    rd->state = NGX_HTTP_SIMHASH_REDIS_DOWN;
-    rd->handshake = 0;
-    rd->pending = 0;
-
-    if (!(ngx_exiting || ngx_terminate || ngx_quit)) {
-        ngx_add_timer(&rd->timer, rd->backoff);
-        rd->backoff = ngx_min(rd->backoff * 2,
-                              NGX_HTTP_SIMHASH_REDIS_BACKOFF_MAX);
-    }
-
-    rd->down(rd);
-
-    rd->refused = NULL;
+    return NGX_ERROR;
 }
 
+
+/*
+ * Whatever the server sent, fed to the reader 16 KB at a time, and each
+ * reply made whole given to its command's callback at once.  Edge-
+ * triggered events: read until the socket has no more, but READS recvs
+ * at most per turn of the event loop: when more waits (a large reply, or
+ * a flood) the rest is read at the next turn (ngx_posted_next_events),
+ * after the requests whose events came meanwhile.
+ */
 
 static void
 ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
@@ -387,33 +293,175 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
     ngx_connection_t          *c = ev->data;
     ngx_http_simhash_redis_t  *rd = c->data;
 
+    ssize_t     n;
+    ngx_err_t   err;
+    ngx_uint_t  reads;
+
+    static u_char  buf[NGX_HTTP_SIMHASH_REDIS_READ];
+
     if (c->close) {
         /* a graceful shutdown closes idle connections: this is one */
         ngx_http_simhash_redis_close(rd);
         return;
     }
 
-    if (rd->ac == NULL) {
+    if (rd->state == NGX_HTTP_SIMHASH_REDIS_CONNECTING) {
+        /* connect(2) failed: the socket is readable with its error */
+        ngx_http_simhash_redis_connected(rd);
         return;
     }
 
-    /*
-     * hiredis keeps what it read until a reply is whole: a bulk string
-     * that never ends would take all memory.  It reads 16 KB per event,
-     * so the buffer stays within the bound and 16 KB.
-     */
+    for (reads = 0; /* void */; reads++) {
 
-    if (rd->ac->c.reader->len - rd->ac->c.reader->pos
-        > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY)
-    {
-        rd->refused = "a reply larger than 16 MB";
+        if (reads == NGX_HTTP_SIMHASH_REDIS_READS) {
+            ngx_post_event(ev, &ngx_posted_next_events);
+            return;
+        }
+
+        n = recv(c->fd, buf, sizeof(buf), 0);
+
+        if (n == 0) {
+            ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "connection lost: "
+                                         "Server closed the connection");
+            ngx_http_simhash_redis_drop(rd);
+            return;
+        }
+
+        if (n == -1) {
+            err = ngx_socket_errno;
+
+            if (err == NGX_EAGAIN) {
+                ev->ready = 0;
+                break;
+            }
+
+            if (err == NGX_EINTR) {
+                continue;
+            }
+
+            ngx_http_simhash_redis_lost(rd, err, "connection lost");
+            ngx_http_simhash_redis_drop(rd);
+            return;
+        }
+
+        if (ngx_http_simhash_redis_reader_feed(&rd->rr, buf, n) != NGX_OK) {
+            ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "out of memory");
+            ngx_http_simhash_redis_drop(rd);
+            return;
+        }
+
+        /*
+         * The reader keeps what it got until a reply is whole: a bulk
+         * string that never ends would take all memory.  Counted here, up
+         * to the last reply made whole (what follows it in the same read
+         * is not: at most 16 KB more).
+         */
+
+        rd->unparsed += n;
+
+        if (ngx_http_simhash_redis_replies(rd) != NGX_OK) {
+            return;
+        }
+
+        if (rd->unparsed > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY) {
+            rd->refused = "a reply larger than 16 MB";
+            ngx_http_simhash_redis_drop(rd);
+            return;
+        }
+    }
+
+    if (ngx_handle_read_event(ev, 0) != NGX_OK) {
+        ngx_http_simhash_redis_lost(rd, 0, "connection lost");
+        ngx_http_simhash_redis_drop(rd);
+    }
+}
+
+
+/* A string of a reply being read, to the owner's peek. */
+
+static void
+ngx_http_simhash_redis_peek(void *data, const redisReadTask *task,
+    const char *str, size_t len)
+{
+    ngx_http_simhash_redis_t  *rd = data;
+
+    rd->peek(rd, task, str, len);
+}
+
+
+/* Every reply the reader has made whole; NGX_ERROR: the connection is
+ * gone. */
+
+static ngx_int_t
+ngx_http_simhash_redis_replies(ngx_http_simhash_redis_t *rd)
+{
+    ngx_int_t    rc;
+    const char  *why;
+    redisReply  *reply;
+
+    for ( ;; ) {
+        rc = ngx_http_simhash_redis_reader_get(&rd->rr, &reply);
+
+        if (rc != NGX_OK) {
+            rd->refused = rd->rr.refused;
+
+            if (rd->refused == NULL) {
+                why = ngx_http_simhash_redis_reader_error(&rd->rr);
+                ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
+                                             "connection lost: %s", why);
+            }
+
+            ngx_http_simhash_redis_drop(rd);
+            return NGX_ERROR;
+        }
+
+        if (reply == NULL) {
+            return NGX_OK;
+        }
+
+        rd->unparsed = 0;
+
+        ngx_http_simhash_redis_dispatch(rd, reply);
+
+        if (rd->dropped) {
+            ngx_http_simhash_redis_end(rd);
+            return NGX_ERROR;
+        }
+    }
+}
+
+
+/* A whole reply to the oldest command awaiting one. */
+
+static void
+ngx_http_simhash_redis_dispatch(ngx_http_simhash_redis_t *rd,
+    redisReply *reply)
+{
+    ngx_queue_t                   *q;
+    ngx_http_simhash_redis_cmd_t  *cmd;
+
+    if (ngx_queue_empty(&rd->cmds)) {
+        /* the object functions refuse it first: never here */
+        ngx_http_simhash_redis_reply_free(reply);
+        rd->refused = "a reply that no command asked for";
         ngx_http_simhash_redis_drop(rd);
         return;
     }
 
-    ngx_http_simhash_redis_reading = rd;
-    redisAsyncHandleRead(rd->ac);
-    ngx_http_simhash_redis_reading = NULL;
+    q = ngx_queue_head(&rd->cmds);
+    ngx_queue_remove(q);
+    cmd = ngx_queue_data(q, ngx_http_simhash_redis_cmd_t, queue);
+
+    if (cmd->owner) {
+        ngx_http_simhash_redis_owned(rd, reply);
+    }
+
+    rd->calling = 1;
+    cmd->fn(rd, reply, cmd->data);
+    rd->calling = 0;
+
+    ngx_http_simhash_redis_reply_free(reply);
+    ngx_free(cmd);
 }
 
 
@@ -423,8 +471,61 @@ ngx_http_simhash_redis_write_handler(ngx_event_t *ev)
     ngx_connection_t          *c = ev->data;
     ngx_http_simhash_redis_t  *rd = c->data;
 
-    if (rd->ac) {
-        redisAsyncHandleWrite(rd->ac);
+    if (rd->state == NGX_HTTP_SIMHASH_REDIS_CONNECTING) {
+        ngx_http_simhash_redis_connected(rd);
+        return;
+    }
+
+    ngx_http_simhash_redis_send(rd);
+}
+
+
+/* What waits in the output buffer, as far as the socket takes it. */
+
+static void
+ngx_http_simhash_redis_send(ngx_http_simhash_redis_t *rd)
+{
+    ssize_t            n;
+    ngx_err_t          err;
+    ngx_connection_t  *c;
+
+    c = rd->c;
+
+    if (c == NULL || rd->dropped) {
+        return;
+    }
+
+    while (rd->out_pos < rd->out_len) {
+        n = send(c->fd, rd->out + rd->out_pos, rd->out_len - rd->out_pos, 0);
+
+        if (n == -1) {
+            err = ngx_socket_errno;
+
+            if (err == NGX_EAGAIN) {
+                c->write->ready = 0;
+                break;
+            }
+
+            if (err == NGX_EINTR) {
+                continue;
+            }
+
+            ngx_http_simhash_redis_lost(rd, err, "connection lost");
+            ngx_http_simhash_redis_drop(rd);
+            return;
+        }
+
+        rd->out_pos += n;
+    }
+
+    if (rd->out_pos == rd->out_len) {
+        rd->out_pos = 0;
+        rd->out_len = 0;
+    }
+
+    if (ngx_handle_write_event(c->write, 0) != NGX_OK) {
+        ngx_http_simhash_redis_lost(rd, 0, "connection lost");
+        ngx_http_simhash_redis_drop(rd);
     }
 }
 
@@ -466,24 +567,30 @@ ngx_http_simhash_redis_timer_handler(ngx_event_t *ev)
 /* connect(2) is done: AUTH and SELECT if configured, PING, then ready. */
 
 static void
-ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
+ngx_http_simhash_redis_connected(ngx_http_simhash_redis_t *rd)
 {
-    ngx_http_simhash_redis_t  *rd = cac->data;
-
-    int                             argc;
+    int                             argc, err;
     u_char                          db[NGX_INT_T_LEN];
     size_t                          argvlen[3];
+    socklen_t                       len;
     const char                     *argv[3];
-    redisAsyncContext              *ac;
     ngx_http_simhash_redis_conf_t  *conf;
 
-    if (status != REDIS_OK) {
-        /* hiredis frees the context next: our cleanup logs why */
-        return;
+    conf = rd->conf;
+    err = 0;
+    len = sizeof(int);
+
+    if (getsockopt(rd->c->fd, SOL_SOCKET, SO_ERROR, (void *) &err, &len)
+        == -1)
+    {
+        err = ngx_socket_errno;
     }
 
-    ac = rd->ac;
-    conf = rd->conf;
+    if (err) {
+        ngx_http_simhash_redis_lost(rd, err, "cannot connect");
+        ngx_http_simhash_redis_drop(rd);
+        return;
+    }
 
     if (rd->timer.timer_set) {
         ngx_del_timer(&rd->timer);
@@ -505,12 +612,11 @@ ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
         argv[argc] = (char *) conf->password.data;
         argvlen[argc++] = conf->password.len;
 
-        if (redisAsyncCommandArgv(ac, ngx_http_simhash_redis_handshake,
-                                  "AUTH", argc, argv, argvlen)
-            == REDIS_OK)
+        if (ngx_http_simhash_redis_queue(rd, ngx_http_simhash_redis_handshake,
+                                         "AUTH", 0, argc, argv, argvlen)
+            == NGX_OK)
         {
             rd->handshake++;
-            rd->asked++;
         }
     }
 
@@ -520,12 +626,11 @@ ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
         argv[1] = (char *) db;
         argvlen[1] = ngx_sprintf(db, "%ui", conf->db) - db;
 
-        if (redisAsyncCommandArgv(ac, ngx_http_simhash_redis_handshake,
-                                  "SELECT", 2, argv, argvlen)
-            == REDIS_OK)
+        if (ngx_http_simhash_redis_queue(rd, ngx_http_simhash_redis_handshake,
+                                         "SELECT", 0, 2, argv, argvlen)
+            == NGX_OK)
         {
             rd->handshake++;
-            rd->asked++;
         }
     }
 
@@ -534,12 +639,11 @@ ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
     argv[0] = "PING";
     argvlen[0] = 4;
 
-    if (redisAsyncCommandArgv(ac, ngx_http_simhash_redis_handshake, "PING",
-                              1, argv, argvlen)
-        == REDIS_OK)
+    if (ngx_http_simhash_redis_queue(rd, ngx_http_simhash_redis_handshake,
+                                     "PING", 0, 1, argv, argvlen)
+        == NGX_OK)
     {
         rd->handshake++;
-        rd->asked++;
     }
 
     ngx_add_timer(&rd->timer, conf->timeout);
@@ -547,14 +651,10 @@ ngx_http_simhash_redis_connected(const redisAsyncContext *cac, int status)
 
 
 static void
-ngx_http_simhash_redis_handshake(redisAsyncContext *ac, void *data,
-    void *privdata)
+ngx_http_simhash_redis_handshake(ngx_http_simhash_redis_t *rd,
+    redisReply *reply, void *data)
 {
-    ngx_http_simhash_redis_t  *rd = ac->data;
-
-    redisReply  *reply = data;
-
-    /* a reply of AUTH, SELECT or PING */
+    /* a reply of AUTH, SELECT or PING (data: which) */
 
     if (reply == NULL || rd->state != NGX_HTTP_SIMHASH_REDIS_HANDSHAKE) {
         return;
@@ -562,7 +662,7 @@ ngx_http_simhash_redis_handshake(redisAsyncContext *ac, void *data,
 
     if (reply->type == REDIS_REPLY_ERROR) {
         ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "%s refused: %*s",
-                                     (char *) privdata, (size_t) reply->len,
+                                     (char *) data, (size_t) reply->len,
                                      reply->str);
         ngx_http_simhash_redis_drop(rd);
         return;
@@ -603,74 +703,20 @@ ngx_http_simhash_redis_handshake(redisAsyncContext *ac, void *data,
 }
 
 
-/*
- * The command in the protocol's form ("*N\r\n$LEN\r\nARG\r\n..."), written
- * here into a buffer kept for the next one: hiredis's own formatter builds
- * it piece by piece in a fresh string, which was a quarter of what
- * publishing a document cost (callgrind, bench/replicate.pl).
- */
-
 ngx_int_t
 ngx_http_simhash_redis_command(ngx_http_simhash_redis_t *rd,
-    redisCallbackFn *fn, void *privdata, int argc, const char **argv,
-    const size_t *argvlen)
+    ngx_http_simhash_redis_reply_pt fn, void *data, int argc,
+    const char **argv, const size_t *argvlen)
 {
-    int                            i;
-    u_char                        *p;
-    size_t                         len;
-    ngx_http_simhash_redis_cmd_t  *cmd;
-
-    if (rd->state != NGX_HTTP_SIMHASH_REDIS_READY || rd->ac == NULL) {
+    if (!ngx_http_simhash_redis_is_ready(rd)) {
         return NGX_ERROR;
     }
 
-    len = 1 + NGX_INT_T_LEN + 2;
-
-    for (i = 0; i < argc; i++) {
-        len += 1 + NGX_SIZE_T_LEN + 2 + argvlen[i] + 2;
-    }
-
-    if (len > rd->out_size) {
-        p = ngx_alloc(ngx_max(len, 4096), rd->log);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        if (rd->out) {
-            ngx_free(rd->out);
-        }
-
-        rd->out = p;
-        rd->out_size = ngx_max(len, 4096);
-    }
-
-    p = ngx_sprintf(rd->out, "*%d\r\n", argc);
-
-    for (i = 0; i < argc; i++) {
-        p = ngx_sprintf(p, "$%uz\r\n", argvlen[i]);
-        p = ngx_cpymem(p, argv[i], argvlen[i]);
-        *p++ = '\r';
-        *p++ = '\n';
-    }
-
-    cmd = ngx_alloc(sizeof(ngx_http_simhash_redis_cmd_t), rd->log);
-    if (cmd == NULL) {
-        return NGX_ERROR;
-    }
-
-    cmd->rd = rd;
-    cmd->fn = fn;
-    cmd->privdata = privdata;
-
-    if (redisAsyncFormattedCommand(rd->ac, ngx_http_simhash_redis_reply, cmd,
-                                   (char *) rd->out, p - rd->out)
-        != REDIS_OK)
+    if (ngx_http_simhash_redis_queue(rd, fn, data, 1, argc, argv, argvlen)
+        != NGX_OK)
     {
-        ngx_free(cmd);
         return NGX_ERROR;
     }
-
-    rd->asked++;
 
     if (rd->pending++ == 0) {
         ngx_http_simhash_redis_watch(rd);
@@ -680,21 +726,84 @@ ngx_http_simhash_redis_command(ngx_http_simhash_redis_t *rd,
 }
 
 
-/* Every reply of the owner's commands, or NULL when the connection went. */
+/*
+ * A command in the protocol's form ("*N\r\n$LEN\r\nARG\r\n...") at the end
+ * of the output buffer, kept from one command to the next, and its
+ * callback at the end of the queue.  It is written when the current event
+ * is handled (the write event is posted): a write error found now would
+ * end the connection inside the owner's loop that sends.
+ */
+
+static ngx_int_t
+ngx_http_simhash_redis_queue(ngx_http_simhash_redis_t *rd,
+    ngx_http_simhash_redis_reply_pt fn, void *data, ngx_uint_t owner,
+    int argc, const char **argv, const size_t *argvlen)
+{
+    int                            i;
+    u_char                        *p;
+    size_t                         len, size;
+    ngx_http_simhash_redis_cmd_t  *cmd;
+
+    len = 1 + NGX_INT_T_LEN + 2;
+
+    for (i = 0; i < argc; i++) {
+        len += 1 + NGX_SIZE_T_LEN + 2 + argvlen[i] + 2;
+    }
+
+    if (rd->out_len + len > rd->out_size) {
+        size = ngx_max(ngx_max(rd->out_size * 2, rd->out_len + len), 4096);
+
+        p = ngx_alloc(size, rd->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (rd->out) {
+            ngx_memcpy(p, rd->out, rd->out_len);
+            ngx_free(rd->out);
+        }
+
+        rd->out = p;
+        rd->out_size = size;
+    }
+
+    cmd = ngx_alloc(sizeof(ngx_http_simhash_redis_cmd_t), rd->log);
+    if (cmd == NULL) {
+        return NGX_ERROR;
+    }
+
+    cmd->fn = fn;
+    cmd->data = data;
+    cmd->owner = owner;
+    ngx_queue_insert_tail(&rd->cmds, &cmd->queue);
+
+    p = ngx_sprintf(rd->out + rd->out_len, "*%d\r\n", argc);
+
+    for (i = 0; i < argc; i++) {
+        p = ngx_sprintf(p, "$%uz\r\n", argvlen[i]);
+        p = ngx_cpymem(p, argv[i], argvlen[i]);
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+
+    rd->out_len = p - rd->out;
+    rd->rr.asked++;
+
+    if (!rd->c->write->posted) {
+        ngx_post_event(rd->c->write, &ngx_posted_events);
+    }
+
+    return NGX_OK;
+}
+
+
+/* A reply of the owner's commands, before its callback: progress. */
 
 static void
-ngx_http_simhash_redis_reply(redisAsyncContext *ac, void *reply,
-    void *privdata)
+ngx_http_simhash_redis_owned(ngx_http_simhash_redis_t *rd, redisReply *reply)
 {
-    ngx_http_simhash_redis_cmd_t  *cmd = privdata;
+    if (rd->error[0] && reply->type != REDIS_REPLY_ERROR) {
 
-    ngx_http_simhash_redis_t  *rd;
-
-    rd = cmd->rd;
-
-    if (reply && rd->error[0]
-        && ((redisReply *) reply)->type != REDIS_REPLY_ERROR)
-    {
         /* the error of a command logged last is over */
 
         ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
@@ -706,8 +815,8 @@ ngx_http_simhash_redis_reply(redisAsyncContext *ac, void *reply,
         rd->attempts = 0;
     }
 
-    if (reply && rd->pending) {
-        /* progress: the timeout starts again for what is still awaited */
+    if (rd->pending) {
+        /* the timeout starts again for what is still awaited */
 
         if (--rd->pending) {
             ngx_http_simhash_redis_watch(rd);
@@ -716,10 +825,6 @@ ngx_http_simhash_redis_reply(redisAsyncContext *ac, void *reply,
             ngx_del_timer(&rd->timer);
         }
     }
-
-    cmd->fn(ac, reply, cmd->privdata);
-
-    ngx_free(cmd);
 }
 
 
@@ -749,25 +854,105 @@ ngx_http_simhash_redis_fail(ngx_http_simhash_redis_t *rd, const char *fmt,
 }
 
 
-/*
- * End the connection: hiredis frees the context now, or, inside one of its
- * callbacks, as soon as the callback returns; either way the cleanup hook
- * follows.
- */
+/* A system error, as "what: its text" (err 0: nginx's events failed). */
+
+static void
+ngx_http_simhash_redis_lost(ngx_http_simhash_redis_t *rd, ngx_err_t err,
+    const char *what)
+{
+    u_char  text[NGX_MAX_ERROR_STR], *p;
+
+    if (err == 0) {
+        ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "%s: event error",
+                                     what);
+        return;
+    }
+
+    p = ngx_strerror(err, text, sizeof(text) - 1);
+    *p = '\0';
+
+    ngx_http_simhash_redis_error(rd, NGX_LOG_ERR, "%s: %s", what, text);
+}
+
+
+/* End the connection: now, or, inside a callback, when it returns. */
 
 static void
 ngx_http_simhash_redis_drop(ngx_http_simhash_redis_t *rd)
 {
-    redisAsyncContext  *ac;
-
-    ac = rd->ac;
-
-    if (ac == NULL) {
+    if (rd->c == NULL && rd->rr.reader == NULL) {
         return;
     }
 
-    ac->err = 0;        /* logged already */
-    redisAsyncFree(ac);
+    if (rd->calling) {
+        rd->dropped = 1;
+        return;
+    }
+
+    ngx_http_simhash_redis_end(rd);
+}
+
+
+/*
+ * The one place where a connection ends: the socket closed (its events
+ * removed and unposted), the reader freed with any partial reply, every
+ * awaited callback called with NULL, then, unless the worker is exiting
+ * for good, the next connection scheduled and the owner told.
+ */
+
+static void
+ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd)
+{
+    ngx_queue_t                   *q;
+    ngx_http_simhash_redis_cmd_t  *cmd;
+
+    rd->dropped = 0;
+
+    if (rd->c) {
+        ngx_close_connection(rd->c);
+        rd->c = NULL;
+    }
+
+    ngx_http_simhash_redis_reader_free(&rd->rr);
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    while (!ngx_queue_empty(&rd->cmds)) {
+        q = ngx_queue_head(&rd->cmds);
+        ngx_queue_remove(q);
+        cmd = ngx_queue_data(q, ngx_http_simhash_redis_cmd_t, queue);
+
+        cmd->fn(rd, NULL, cmd->data);
+        ngx_free(cmd);
+    }
+
+    rd->out_pos = 0;
+    rd->out_len = 0;
+
+    if (rd->state == NGX_HTTP_SIMHASH_REDIS_CLOSED) {
+        return;
+    }
+
+    if (rd->refused) {
+        ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
+                                     "%s: connection dropped", rd->refused);
+    }
+
+    rd->state = NGX_HTTP_SIMHASH_REDIS_DOWN;
+    rd->handshake = 0;
+    rd->pending = 0;
+
+    if (!(ngx_exiting || ngx_terminate || ngx_quit)) {
+        ngx_add_timer(&rd->timer, rd->backoff);
+        rd->backoff = ngx_min(rd->backoff * 2,
+                              NGX_HTTP_SIMHASH_REDIS_BACKOFF_MAX);
+    }
+
+    rd->down(rd);
+
+    rd->refused = NULL;
 }
 
 
@@ -780,8 +965,8 @@ ngx_http_simhash_redis_close(ngx_http_simhash_redis_t *rd)
         ngx_del_timer(&rd->timer);
     }
 
-    if (rd->ac) {
-        redisAsyncFree(rd->ac);
+    if (rd->c || rd->rr.reader) {
+        ngx_http_simhash_redis_end(rd);
     }
 
     if (rd->out) {
@@ -822,136 +1007,3 @@ ngx_http_simhash_redis_error(ngx_http_simhash_redis_t *rd, ngx_uint_t level,
     ngx_log_error(level, rd->log, 0, "simhash zone \"%V\": %s, %V: %s",
                   &rd->zone, rd->name, &rd->conf->url, msg);
 }
-
-
-/*
- * The reader's object functions: each object of a reply is counted before
- * hiredis makes it.  NULL makes the reader fail ("out of memory" to
- * hiredis, rd->refused to us): the connection ends, every callback gets a
- * NULL reply, and the partial reply is freed.
- */
-
-static ngx_int_t
-ngx_http_simhash_redis_cost(const redisReadTask *task, size_t cost)
-{
-    ngx_http_simhash_redis_t  *rd;
-
-    rd = ngx_http_simhash_redis_reading;
-
-    if (rd == NULL) {
-        return NGX_OK;
-    }
-
-    if (task->parent == NULL) {
-        /* a reply begins: one per command sent, never more */
-
-        if (++rd->started > rd->asked) {
-            rd->refused = "a reply that no command asked for";
-            return NGX_ERROR;
-        }
-
-        rd->cost = 0;
-    }
-
-    rd->cost += sizeof(redisReply) + cost;
-
-    if (rd->cost > NGX_HTTP_SIMHASH_REDIS_MAX_REPLY) {
-        rd->refused = "a reply larger than 16 MB";
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-static void *
-ngx_http_simhash_redis_string(const redisReadTask *task, char *str,
-    size_t len)
-{
-    ngx_http_simhash_redis_t  *rd;
-
-    if (ngx_http_simhash_redis_cost(task, len) != NGX_OK) {
-        return NULL;
-    }
-
-    rd = ngx_http_simhash_redis_reading;
-
-    if (rd && rd->peek) {
-        rd->peek(rd, task, str, len);
-    }
-
-    return ngx_http_simhash_redis_hiredis_fn->createString(task, str, len);
-}
-
-
-static void *
-ngx_http_simhash_redis_array(const redisReadTask *task,
-    ngx_http_simhash_redis_count_t elements)
-{
-    if (elements > NGX_HTTP_SIMHASH_REDIS_MAX_ELEMENTS) {
-        if (ngx_http_simhash_redis_reading) {
-            ngx_http_simhash_redis_reading->refused =
-                "an array of more than 4096 elements";
-        }
-
-        return NULL;
-    }
-
-    if (ngx_http_simhash_redis_cost(task, elements * sizeof(void *))
-        != NGX_OK)
-    {
-        return NULL;
-    }
-
-    return ngx_http_simhash_redis_hiredis_fn->createArray(task, elements);
-}
-
-
-static void *
-ngx_http_simhash_redis_integer(const redisReadTask *task, long long value)
-{
-    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_simhash_redis_hiredis_fn->createInteger(task, value);
-}
-
-
-static void *
-ngx_http_simhash_redis_nil(const redisReadTask *task)
-{
-    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_simhash_redis_hiredis_fn->createNil(task);
-}
-
-
-#if (HIREDIS_MAJOR >= 1)
-
-static void *
-ngx_http_simhash_redis_double(const redisReadTask *task, double value,
-    char *str, size_t len)
-{
-    if (ngx_http_simhash_redis_cost(task, len) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_simhash_redis_hiredis_fn->createDouble(task, value, str,
-                                                           len);
-}
-
-
-static void *
-ngx_http_simhash_redis_bool(const redisReadTask *task, int value)
-{
-    if (ngx_http_simhash_redis_cost(task, 0) != NGX_OK) {
-        return NULL;
-    }
-
-    return ngx_http_simhash_redis_hiredis_fn->createBool(task, value);
-}
-
-#endif

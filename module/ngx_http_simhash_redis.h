@@ -2,14 +2,16 @@
 /*
  * ngx_http_simhash_redis.h -- a connection to Redis on nginx's event loop.
  *
- * hiredis's asynchronous API (async.h) does the protocol; this adapter
- * gives it an nginx connection on its socket (read and write events, level
- * triggered, as hiredis's hooks expect: it reads once per event and asks
- * again), and adds what hiredis 0.14 leaves to the event library: a connect
- * timeout, a reply timeout, AUTH and SELECT before the link is "ready", and
- * reconnecting with backoff after any loss.  Nothing here ever blocks: the
- * address is numeric (resolved when the configuration is read), connect(2)
- * is non-blocking, every read and write waits for its event.
+ * An nginx connection of our own does the I/O (a non-blocking connect(2)
+ * to the numeric address resolved when the configuration was read, reads
+ * and writes on nginx's events), and hiredis's reply parser (its "reader"
+ * API, read.h: redisReaderCreateWithFunctions, redisReaderFeed,
+ * redisReaderGetReply) makes the replies, with reply objects of ours
+ * that count what each reply costs.  Commands are pipelined; their
+ * callbacks are called in order, one per reply.  Added to the protocol: a
+ * connect timeout, a reply timeout, AUTH and SELECT before the link is
+ * "ready", and reconnecting with backoff after any loss.  Nothing here
+ * ever blocks.
  *
  * The owner gives two handlers: ready (connected, authenticated, the
  * database selected: commands may be sent) and down (the connection is
@@ -17,6 +19,10 @@
  * reconnect is scheduled).  Errors are logged once per kind: the same
  * failure again and again (Redis down for an hour, a wrong password) is
  * logged when it starts and when it ends, not at every retry.
+ *
+ * The Redis URL of simhash_replicate is read by ngx_http_simhash_redis_url.c
+ * into an ngx_http_simhash_redis_conf_t; the replies of the stream commands
+ * are parsed by ngx_http_simhash_redis_reply.c.
  */
 
 
@@ -26,27 +32,18 @@
 
 #include <ngx_config.h>
 #include <ngx_core.h>
+#include <ngx_event.h>
 
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 
-
-/* the element count of an array reply: int in hiredis 0.14, size_t from
- * 1.0 */
-#if (HIREDIS_MAJOR >= 1)
-typedef size_t  ngx_http_simhash_redis_count_t;
-#else
-typedef int     ngx_http_simhash_redis_count_t;
-#endif
+#include "ngx_http_simhash_redis_reader.h"
 
 
 /* a Redis server, from the URL of simhash_replicate */
 typedef struct {
     ngx_str_t                    url;       /* for the log: no password */
-    u_char                      *host;      /* numeric address, NUL-ended;
-                                               NULL: a unix socket */
-    int                          port;
-    u_char                      *path;      /* the unix socket, NUL-ended */
+    struct sockaddr             *sockaddr;  /* numeric, or a unix socket */
+    socklen_t                    socklen;
     ngx_str_t                    user;      /* "": AUTH with a password */
     ngx_str_t                    password;  /* "": no AUTH */
     ngx_uint_t                   db;
@@ -58,21 +55,14 @@ typedef struct ngx_http_simhash_redis_s  ngx_http_simhash_redis_t;
 
 typedef void (*ngx_http_simhash_redis_pt)(ngx_http_simhash_redis_t *rd);
 
+/* a command's reply, or NULL when the connection went first (then the
+ * callback must not send anything); the reply is freed after it returns */
+typedef void (*ngx_http_simhash_redis_reply_pt)(ngx_http_simhash_redis_t *rd,
+    redisReply *reply, void *data);
+
 /* a string of a reply being read (its place: task->parent, task->idx) */
 typedef void (*ngx_http_simhash_redis_peek_pt)(ngx_http_simhash_redis_t *rd,
     const redisReadTask *task, const char *str, size_t len);
-
-
-/*
- * What one reply may cost before the connection is dropped as hostile or
- * broken: a bulk string, an array's length, the bytes of everything read
- * for it so far (strings, reply objects and element pointers counted), and
- * the reader's buffer.  A reply holds at most about 2 * max_reply bytes
- * (its objects and the buffer it was read from).
- */
-/* (the log says "16 MB" and "4096": change them with these) */
-#define NGX_HTTP_SIMHASH_REDIS_MAX_REPLY     (16 * 1024 * 1024)
-#define NGX_HTTP_SIMHASH_REDIS_MAX_ELEMENTS  4096
 
 
 struct ngx_http_simhash_redis_s {
@@ -84,8 +74,10 @@ struct ngx_http_simhash_redis_s {
     ngx_http_simhash_redis_pt       down;
     ngx_http_simhash_redis_peek_pt  peek;      /* NULL: none */
 
-    redisAsyncContext              *ac;        /* NULL: not connected */
-    ngx_connection_t               *c;
+    ngx_connection_t               *c;         /* NULL: not connected */
+    ngx_http_simhash_redis_reader_t  rr;       /* its replies, bounded */
+    ngx_queue_t                     cmds;      /* awaiting their reply,
+                                                  oldest first */
     ngx_log_t                      *log;
     ngx_event_t                     timer;     /* connect and reply
                                                   timeout; the backoff */
@@ -100,27 +92,36 @@ struct ngx_http_simhash_redis_s {
     ngx_uint_t                      pending;       /* replies awaited */
     ngx_uint_t                      connects;
     ngx_uint_t                      attempts;      /* since the last ready */
-    u_char                         *out;           /* the last command */
+
+    u_char                         *out;       /* commands not written yet:
+                                                  from out_pos to out_len */
+    size_t                          out_pos;
+    size_t                          out_len;
     size_t                          out_size;
-    ngx_uint_t                      asked;     /* replies awaited since
-                                                  the connect: more is
-                                                  unsolicited */
-    ngx_uint_t                      started;   /* replies begun */
-    size_t                          cost;      /* of the reply being read */
+
+    size_t                          unparsed;  /* bytes received since the
+                                                  last whole reply */
     const char                     *refused;   /* why the reader stopped
                                                   (a reply over a bound,
                                                   unsolicited): the owner
                                                   sees it in down() */
+    unsigned                        calling:1;     /* in a callback */
+    unsigned                        dropped:1;     /* ended meanwhile: the
+                                                      end comes after it */
     u_char                          error[128];    /* the last logged */
     ngx_uint_t                      error_cmd;     /* it was a command's:
                                                       over at its success */
 };
 
 
+/* The URL of simhash_replicate, into redis (at configuration time). */
+char *ngx_http_simhash_redis_url(ngx_conf_t *cf,
+    ngx_http_simhash_redis_conf_t *redis, ngx_str_t *url);
+
 /* Connect now (ready or down follows, never at once). */
 void ngx_http_simhash_redis_start(ngx_http_simhash_redis_t *rd);
 
-/* Close for good (worker exit): no handler is called. */
+/* Close for good (worker exit): no handler but the commands' is called. */
 void ngx_http_simhash_redis_close(ngx_http_simhash_redis_t *rd);
 
 /* A reply the owner cannot use: log it (once per kind), drop the
@@ -129,14 +130,14 @@ void ngx_http_simhash_redis_fail(ngx_http_simhash_redis_t *rd,
     const char *fmt, ...);
 
 /*
- * Send a command (binary-safe arguments) when ready; the callback gets the
- * reply, or NULL when the connection went away first (then it must not
- * send anything).  While replies are awaited, none for timeout + wait
- * ends the connection.  NGX_ERROR: not ready, or hiredis refused.
+ * Send a command (binary-safe arguments) when ready: it is copied, and
+ * written once the current event is handled.  The callback gets the
+ * reply.  While replies are awaited, none for timeout + wait ends the
+ * connection.  NGX_ERROR: not ready, or no memory.
  */
 ngx_int_t ngx_http_simhash_redis_command(ngx_http_simhash_redis_t *rd,
-    redisCallbackFn *fn, void *privdata, int argc, const char **argv,
-    const size_t *argvlen);
+    ngx_http_simhash_redis_reply_pt fn, void *data, int argc,
+    const char **argv, const size_t *argvlen);
 
 ngx_uint_t ngx_http_simhash_redis_is_ready(ngx_http_simhash_redis_t *rd);
 

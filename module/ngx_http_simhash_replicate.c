@@ -11,7 +11,9 @@
  * into the zone's outbox: a ring in a shared memory zone of its own
  * ("NAME:outbox", outbox=SIZE), from which worker 0 publishes it and which
  * it empties only as far as Redis has acknowledged
- * (ngx_http_simhash_stream.c: worker 0's side, publishing and applying).
+ * (ngx_http_simhash_pump*.c: worker 0's side, publishing and applying).
+ * The Redis URL is read by ngx_http_simhash_redis_url.c; a DUST rule's
+ * record is put in by ngx_http_simhash_dust_replicate.c.
  * A request only appends to the outbox, in memory: nothing on the request
  * path ever waits for Redis.  When the outbox is full, new records are
  * dropped, counted, and logged once per overflow.
@@ -28,29 +30,18 @@
 
 #include "ngx_http_simhash.h"
 #include "ngx_http_simhash_redis.h"
+#include "ngx_http_simhash_replicate.h"
 
 
 #define NGX_HTTP_SIMHASH_OUTBOX_MIN     (256 * 1024)
 
 
-static ngx_str_t ngx_http_simhash_url_shown(ngx_conf_t *cf, ngx_str_t *url);
-static char *ngx_http_simhash_url_unix(ngx_conf_t *cf,
-    ngx_http_simhash_replicate_t *rp, ngx_str_t *shown, u_char *p,
-    u_char *end);
-static char *ngx_http_simhash_url_tcp(ngx_conf_t *cf,
-    ngx_http_simhash_replicate_t *rp, ngx_str_t *shown, u_char *p,
-    u_char *end);
-static char *ngx_http_simhash_replicate_url(ngx_conf_t *cf,
-    ngx_http_simhash_replicate_t *rp, ngx_str_t *url);
-static ngx_int_t ngx_http_simhash_unescape(ngx_conf_t *cf, ngx_str_t *s);
 static char *ngx_http_simhash_replicate_param(ngx_conf_t *cf,
     ngx_http_simhash_replicate_t *rp, ngx_str_t *value);
 static ngx_int_t ngx_http_simhash_outbox_init(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
     ngx_log_t *log);
-static ngx_int_t ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
-    ngx_http_simhash_outrec_t *r, u_char *key);
 
 
 /*
@@ -97,10 +88,12 @@ ngx_http_simhash_replicate_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     redis->timeout = 3000;
     ngx_http_simhash_where(cf, &rp->where);
 
-    rv = ngx_http_simhash_replicate_url(cf, rp, &value[2]);
+    rv = ngx_http_simhash_redis_url(cf, redis, &value[2]);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
+
+    rp->url = redis->url;
 
     for (i = 3; i < cf->args->nelts; i++) {
         rv = ngx_http_simhash_replicate_param(cf, rp, &value[i]);
@@ -170,332 +163,6 @@ ngx_http_simhash_replicate_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     *rpp = rp;
 
     return NGX_CONF_OK;
-}
-
-
-/*
- * redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
- * unix:/PATH, or unix://[[USER]:PASSWORD@]/PATH[?db=DB]
- *
- * HOST is resolved now, like an upstream server's name: the worker
- * connects to the address, never waits for a resolver.
- */
-
-static char *
-ngx_http_simhash_replicate_url(ngx_conf_t *cf,
-    ngx_http_simhash_replicate_t *rp, ngx_str_t *url)
-{
-    u_char                         *p, *last, *at, *colon, *end, *db;
-    ngx_int_t                       n;
-    ngx_str_t                       auth, shown;
-    ngx_http_simhash_redis_conf_t  *redis;
-
-    redis = rp->redis;
-    last = url->data + url->len;
-    db = NULL;
-
-    shown = ngx_http_simhash_url_shown(cf, url);
-    if (shown.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    if (url->len > 8 && ngx_strncmp(url->data, "redis://", 8) == 0) {
-        p = url->data + 8;
-        end = ngx_strlchr(p, last, '/');
-        if (end == NULL) {
-            end = last;
-
-        } else {
-            db = end + 1;
-        }
-
-    } else if (url->len > 5 && ngx_strncmp(url->data, "unix:", 5) == 0) {
-        p = url->data + 5;
-
-        if (last - p >= 2 && p[0] == '/' && p[1] == '/') {
-            p += 2;
-        }
-
-        end = ngx_strlchr(p, last, '?');
-        if (end == NULL) {
-            end = last;
-
-        } else if (last - end > 4 && ngx_strncmp(end, "?db=", 4) == 0) {
-            db = end + 4;
-
-        } else {
-            goto invalid;
-        }
-
-    } else {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": redis://HOST[:PORT] "
-                           "or unix:/PATH", &shown);
-        return NGX_CONF_ERROR;
-    }
-
-    /* the credentials, up to the last "@" of the authority */
-
-    at = NULL;
-
-    for (colon = p; colon < end; colon++) {
-        if (*colon == '@') {
-            at = colon;
-        }
-    }
-
-    if (at) {
-        auth.data = p;
-        auth.len = at - p;
-        p = at + 1;
-
-        colon = ngx_strlchr(auth.data, auth.data + auth.len, ':');
-        if (colon == NULL) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid Redis URL \"%V\": the credentials "
-                               "are USER:PASSWORD@, or :PASSWORD@ for a "
-                               "password alone", &shown);
-            return NGX_CONF_ERROR;
-        }
-
-        redis->user.data = auth.data;
-        redis->user.len = colon - auth.data;
-        redis->password.data = colon + 1;
-        redis->password.len = auth.data + auth.len - colon - 1;
-
-        if (redis->password.len == 0
-            || ngx_http_simhash_unescape(cf, &redis->user) != NGX_OK
-            || ngx_http_simhash_unescape(cf, &redis->password) != NGX_OK)
-        {
-            goto invalid;
-        }
-    }
-
-    if (db) {
-        n = ngx_atoi(db, last - db);
-        if (n == NGX_ERROR || n > 65535) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid Redis URL \"%V\": the database is "
-                               "a number", &shown);
-            return NGX_CONF_ERROR;
-        }
-
-        redis->db = (ngx_uint_t) n;
-    }
-
-    if (url->data[0] == 'u') {
-        return ngx_http_simhash_url_unix(cf, rp, &shown, p, end);
-    }
-
-    return ngx_http_simhash_url_tcp(cf, rp, &shown, p, end);
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid Redis URL \"%V\"",
-                       &shown);
-    return NGX_CONF_ERROR;
-}
-
-
-/* The URL as error messages show it: credentials hidden. */
-
-static ngx_str_t
-ngx_http_simhash_url_shown(ngx_conf_t *cf, ngx_str_t *url)
-{
-    u_char     *p, *last, *at;
-    ngx_str_t   shown;
-
-    last = url->data + url->len;
-    shown = *url;
-    at = NULL;
-
-    for (p = url->data; p < last && *p != '?'; p++) {
-        if (*p == '@') {
-            at = p;
-        }
-    }
-
-    p = ngx_strlchr(url->data, last, ':');
-
-    if (p) {
-        p++;
-
-        while (p < last && *p == '/' && p - url->data < 8) {
-            p++;    /* "//" of redis:// and unix:// */
-        }
-    }
-
-    if (at && p && p <= at) {
-        shown.len = (p - url->data) + sizeof("***") - 1 + (last - at);
-        shown.data = ngx_pnalloc(cf->pool, shown.len);
-        if (shown.data == NULL) {
-            return shown;
-        }
-
-        ngx_sprintf(shown.data, "%*s***%*s", (size_t) (p - url->data),
-                    url->data, (size_t) (last - at), at);
-    }
-
-    return shown;
-}
-
-
-/* unix:/PATH: the socket's path, and the URL as the statistics show it. */
-
-static char *
-ngx_http_simhash_url_unix(ngx_conf_t *cf, ngx_http_simhash_replicate_t *rp,
-    ngx_str_t *shown, u_char *p, u_char *end)
-{
-    u_char                         *last;
-    ngx_str_t                       path;
-    ngx_http_simhash_redis_conf_t  *redis;
-
-    redis = rp->redis;
-
-    path.data = p;
-    path.len = end - p;
-
-    if (path.len < 2 || path.data[0] != '/'
-        || path.len >= sizeof(((struct sockaddr_un *) 0)->sun_path))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": the socket's "
-                           "path is absolute, and short", shown);
-        return NGX_CONF_ERROR;
-    }
-
-    redis->path = ngx_pnalloc(cf->pool, path.len + 1);
-    if (redis->path == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_cpystrn(redis->path, path.data, path.len + 1);
-
-    rp->url.len = sizeof("unix:") - 1 + path.len;
-    rp->url.data = ngx_pnalloc(cf->pool, rp->url.len + NGX_INT_T_LEN
-                                         + sizeof("?db="));
-    if (rp->url.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    last = ngx_sprintf(rp->url.data, "unix:%V", &path);
-
-    if (redis->db) {
-        last = ngx_sprintf(last, "?db=%ui", redis->db);
-    }
-
-    rp->url.len = last - rp->url.data;
-    redis->url = rp->url;
-
-    return NGX_CONF_OK;
-}
-
-
-/* HOST[:PORT]: resolved now, and the URL as the statistics show it. */
-
-static char *
-ngx_http_simhash_url_tcp(ngx_conf_t *cf, ngx_http_simhash_replicate_t *rp,
-    ngx_str_t *shown, u_char *p, u_char *end)
-{
-    u_char                         *last, *host;
-    size_t                          len;
-    ngx_url_t                       u;
-    ngx_http_simhash_redis_conf_t  *redis;
-
-    redis = rp->redis;
-
-    /* the first address is used */
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url.data = p;
-    u.url.len = end - p;
-    u.default_port = 6379;
-
-    if (u.url.len == 0 || ngx_parse_url(cf->pool, &u) != NGX_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": %s", shown,
-                           u.err ? u.err : "no host");
-        return NGX_CONF_ERROR;
-    }
-
-    if (u.naddrs == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": no address", shown);
-        return NGX_CONF_ERROR;
-    }
-
-    host = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
-    if (host == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    switch (u.addrs[0].sockaddr->sa_family) {
-
-#if (NGX_HAVE_INET6)
-    case AF_INET6:
-        len = ngx_inet_ntop(AF_INET6,
-                   &((struct sockaddr_in6 *) u.addrs[0].sockaddr)->sin6_addr,
-                   host, NGX_SOCKADDR_STRLEN);
-        break;
-#endif
-
-    default: /* AF_INET */
-        len = ngx_inet_ntop(AF_INET,
-                     &((struct sockaddr_in *) u.addrs[0].sockaddr)->sin_addr,
-                     host, NGX_SOCKADDR_STRLEN);
-    }
-
-    host[len] = '\0';
-
-    redis->host = host;
-    redis->port = u.port ? u.port : 6379;
-
-    rp->url.data = ngx_pnalloc(cf->pool, sizeof("redis://") - 1
-                                         + u.url.len + NGX_INT_T_LEN + 2);
-    if (rp->url.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    last = ngx_sprintf(rp->url.data, "redis://%V", &u.url);
-
-    if (redis->db) {
-        last = ngx_sprintf(last, "/%ui", redis->db);
-    }
-
-    rp->url.len = last - rp->url.data;
-    redis->url = rp->url;
-
-    return NGX_CONF_OK;
-}
-
-
-/* %XX in the credentials, NUL-terminated in a copy: hiredis wants C
- * strings with lengths; a NUL inside is refused. */
-
-static ngx_int_t
-ngx_http_simhash_unescape(ngx_conf_t *cf, ngx_str_t *s)
-{
-    u_char  *dst, *src;
-
-    if (s->len == 0) {
-        return NGX_OK;
-    }
-
-    dst = ngx_pnalloc(cf->pool, s->len + 1);
-    if (dst == NULL) {
-        return NGX_ERROR;
-    }
-
-    src = s->data;
-    s->data = dst;
-
-    ngx_unescape_uri(&dst, &src, s->len, 0);
-
-    s->len = dst - s->data;
-    *dst = '\0';
-
-    return ngx_strlen(s->data) == s->len ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -753,7 +420,7 @@ ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
             continue;
         }
 
-        if (ngx_http_simhash_ring_put(rp->outbox, rec,
+        if (ngx_http_simhash_outbox_put(rp->outbox, rec,
                                       (u_char *) rec
                                       + sizeof(ngx_http_simhash_outrec_t))
             == NGX_OK)
@@ -783,12 +450,12 @@ ngx_http_simhash_outbox_migrate(ngx_http_simhash_replicate_t *rp,
 /*
  * This node's new version of a document (dated by
  * ngx_http_simhash_zone_changed()) into the outbox, under the zone's lock;
- * worker 0 publishes it (ngx_http_simhash_stream.c).
+ * worker 0 publishes it (ngx_http_simhash_pump_publish.c).
  */
 
 void
-ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
-    uint32_t ref, uint64_t time, ngx_log_t *log)
+ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, uint32_t ref, uint64_t time, ngx_log_t *log)
 {
     const sh_store_doc_t       *d;
     ngx_http_simhash_outrec_t   r;
@@ -815,7 +482,7 @@ ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key
     r.time = time;
     r.sketches = d->sketches;
 
-    if (ngx_http_simhash_ring_put(ob, &r, key->data) == NGX_OK) {
+    if (ngx_http_simhash_outbox_put(ob, &r, key->data) == NGX_OK) {
         return;
     }
 
@@ -831,44 +498,14 @@ ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone, ngx_str_t *key
 
 
 /*
- * A DUST rule's record (ngx_http_simhash_dust.c) into the outbox, under
- * the zone's lock.  A full outbox drops it like a document: the rule's
- * next change, or the next sweep, sends its state again.
- */
-
-void
-ngx_http_simhash_replicate_dust(ngx_http_simhash_zone_t *zone, u_char *rec,
-    ngx_log_t *log)
-{
-    ngx_http_simhash_outrec_t   r;
-    ngx_http_simhash_outbox_t  *ob;
-
-    if (zone->replicate == NULL || zone->replicate->outbox == NULL) {
-        return;
-    }
-
-    ob = zone->replicate->outbox;
-
-    ngx_memzero(&r, sizeof(ngx_http_simhash_outrec_t));
-    r.len = SH_DUST_RULE_REC_LEN;
-    r.type = NGX_HTTP_SIMHASH_OUT_DUST;
-    r.time = (uint64_t) ngx_time() * 1000;
-
-    if (ngx_http_simhash_ring_put(ob, &r, rec) != NGX_OK) {
-        (void) ngx_atomic_fetch_add(&ob->dropped, 1);
-    }
-}
-
-
-/*
  * A record at the tail; NGX_DECLINED when it does not fit.  The tail moves
  * last: a worker killed in the middle leaves a record that was never there.
  * A record never wraps: when it does not fit before the end of the ring,
  * the rest is marked unused and it goes at the start.
  */
 
-static ngx_int_t
-ngx_http_simhash_ring_put(ngx_http_simhash_outbox_t *ob,
+ngx_int_t
+ngx_http_simhash_outbox_put(ngx_http_simhash_outbox_t *ob,
     ngx_http_simhash_outrec_t *r, u_char *key)
 {
     size_t                      need, off, pad;

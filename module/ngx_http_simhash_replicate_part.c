@@ -4,7 +4,7 @@
  * between the zone's parts and the replication files, which know nothing
  * of the part interface.  After the configuration is read, each
  * simhash_replicate to its zone (ngx_http_simhash_replicate.c); in each
- * worker's life, worker 0's link to Redis (ngx_http_simhash_stream.c).
+ * worker's life, worker 0's link to Redis, the pump (ngx_http_simhash_pump.c).
  * The place in the stream stays in the zone's shctx, where the documents
  * it describes are.
  */
@@ -15,6 +15,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_pump.h"
 
 
 static ngx_int_t ngx_http_simhash_replicate_postconfiguration(
@@ -69,7 +70,7 @@ ngx_http_simhash_replicate_init_process(ngx_cycle_t *cycle)
     zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
     for (i = 0; i < n; i++) {
-        if (ngx_http_simhash_stream_init_worker(zones[i], cycle) != NGX_OK) {
+        if (ngx_http_simhash_pump_init_worker(zones[i], cycle) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -87,6 +88,6 @@ ngx_http_simhash_replicate_exit_process(ngx_cycle_t *cycle)
     zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
     for (i = 0; i < n; i++) {
-        ngx_http_simhash_stream_exit_worker(zones[i]);
+        ngx_http_simhash_pump_exit_worker(zones[i]);
     }
 }

@@ -681,7 +681,7 @@ bad:
 /*
  * The snapshot's place in the stream becomes the zone's (under the lock):
  * only the stream the zone follows now counts.  Replication reads on from
- * there (ngx_http_simhash_stream.c).
+ * there (ngx_http_simhash_pump_read.c).
  */
 
 static void

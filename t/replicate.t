@@ -264,4 +264,35 @@ wait_repl(sub { $_[0]{applied} == 1 }, 'what comes next is applied');
 
 $t->stop;
 $t->check_log;
+
+# --- over a unix socket, into another database ------------------------------
+
+my $ux = RedisTest->new(unixsocket => 1);
+$ux->start;
+my $u = SimhashTest->new(
+    http  => "simhash_zone zone=crawl:1m;\n"
+           . "    simhash_replicate crawl ${\ $ux->unix_url }?db=2 node=u;",
+    proxy => <<'EOF');
+        simhash crawl;
+        simhash_key "site$request_uri";
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /stats { simhash_stats; }
+EOF
+$u->start;
+ok(wait_until(sub {
+       $u->stats->{zones}{crawl}{replication}{connected} == 2 }),
+   'unix socket: both connections');
+is($u->status_of('/sourdough.html'), 'new', 'unix socket: a new page');
+ok(wait_until(sub {
+       $u->stats->{zones}{crawl}{replication}{published} == 1 }),
+   'unix socket: published');
+is($ux->cmd('SELECT', '2'), 'OK', 'unix socket: database 2');
+my $ue = $ux->cmd('XRANGE', $stream, '-', '+');
+is(scalar @$ue, 1, 'unix socket: the entry is in database 2');
+is({ @{ $ue->[0][1] } }->{key}, 'site/sourdough.html',
+   'unix socket: its key');
+$u->stop;
+$u->check_log;
+$ux->stop;
+
 done_testing;

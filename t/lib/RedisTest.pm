@@ -9,6 +9,7 @@ package RedisTest;
 #   my $redis = RedisTest->new(password => 'secret');   # or none
 #   $redis->start;
 #   my $url = $redis->url;              # redis://:secret@127.0.0.1:PORT
+#   RedisTest->new(unixsocket => 1)->unix_url   # unix:DIR/redis.sock too
 #   $redis->cmd('XLEN', 'simhash:crawl');
 #   $redis->kill9; $redis->start;       # same port, same data
 #   $redis->stop;
@@ -55,6 +56,7 @@ sub cpu {
 
 sub port { $_[0]{port} }
 sub dir { $_[0]{dir} }
+sub unix_url { "unix:$_[0]{dir}/redis.sock" }
 
 # The URL for simhash_replicate, with the password if there is one (or
 # the one given).
@@ -74,6 +76,11 @@ sub start {
             . "\nappendfsync no\nlogfile $self->{dir}/redis.log\n"
             . "daemonize no\nprotected-mode no\n";
     print $fh "requirepass $self->{password}\n" if defined $self->{password};
+    if ($self->{unixsocket}) {
+        # nginx's workers may run as nobody: the directory must let them by
+        chmod(0755, $self->{dir});
+        print $fh "unixsocket $self->{dir}/redis.sock\nunixsocketperm 777\n";
+    }
     close $fh;
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
