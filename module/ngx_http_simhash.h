@@ -34,7 +34,7 @@
  *                                 hooks; _snapshot_load.c the start from
  *                                 the file, _snapshot_save.c the saves
  *                                 (their header: ngx_http_simhash_snapshot.h)
- *   module/ngx_http_simhash_replicate_part.c  replication's part, over:
+ *   module/ngx_http_simhash_pump_part.c  replication's part, over:
  *   module/ngx_http_simhash_replicate.c a tier of nodes shares one index
  *                                 through a Redis Stream: the
  *                                 simhash_replicate directive, the outbox

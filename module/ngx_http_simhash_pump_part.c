@@ -4,9 +4,11 @@
  * between the zone's parts and the replication files, which know nothing
  * of the part interface.  After the configuration is read, each
  * simhash_replicate to its zone (ngx_http_simhash_replicate.c); in each
- * worker's life, worker 0's link to Redis, the pump (ngx_http_simhash_pump.c).
- * The place in the stream stays in the zone's shctx, where the documents
- * it describes are.
+ * worker's life, worker 0's link to Redis, the pump
+ * (ngx_http_simhash_pump.c).  It sits with the pump, the top of
+ * replication's files, so that the arrows run one way: part -> pump ->
+ * DUST replication -> replicate.  The place in the stream stays in the
+ * zone's shctx, where the documents it describes are.
  */
 
 
