@@ -6,7 +6,7 @@
 # says in one line what to install)
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
-# tree (issue 33's structural targets; in check with TREE_CHECK=1),
+# tree (issue 33's structural targets, part of check),
 # test-load (make test beside two busy loops per core; LOAD_RUNS=N), eval,
 # dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, sid,
 # install (the module into Debian's nginx, as root), clean.
@@ -132,14 +132,16 @@ itest: $(MODULE) $(CLI)
 
 # Issue 33's structural targets (tools/check-tree.sh: no circle among
 # module/ files, a zone core that calls no feature, no file over 1,500
-# lines, no function over 150, no include loop in src/): seconds.  Off in
-# `make check` until the tree meets them; TREE_CHECK=1 puts it first.
-TREE_CHECK ?= 0
-tree:
+# lines, no function over 150, no include loop in src/; then
+# tools/src-layers.py: src/'s parts in the order src/README.md gives, by
+# includes and by the symbols each object uses): seconds.  Part of `make
+# check`, after the library is built (src-layers reads its objects).
+tree: lib
 	@tools/check-tree.sh
+	@python3 tools/src-layers.py $(BUILD)
 
 # check = everything already installed; test = deps first.
-check: $(if $(filter 1,$(TREE_CHECK)),tree) all unit itest
+check: all tree unit itest
 test: deps
 	@$(MAKE) --no-print-directory check
 

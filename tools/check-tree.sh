@@ -16,8 +16,8 @@
 #
 # Each violation is one line, FILE:LINE: what (a circle: one line per arrow
 # in it, where the arrow is first drawn).  Exit 0 when there is none, 1
-# otherwise.  `make tree` runs it on this tree; `make check TREE_CHECK=1`
-# runs it first.  t/check-tree.t runs it on small fixture trees.
+# otherwise.  `make tree` runs it on this tree, and so does `make check`.
+# t/check-tree.t runs it on small fixture trees.
 #
 # Perl (always here: t/ needs it) reads C well enough for this: comments,
 # strings and preprocessor lines are blanked first (line numbers kept), then
