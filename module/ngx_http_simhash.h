@@ -771,9 +771,28 @@ typedef struct {
     uint64_t                     n[3];      /* made, verified, failed */
 } ngx_http_simhash_outcome_t;
 
+/*
+ * The same per learned rule: a rule is its host, the first path component
+ * of the URL it predicted ("" for a root-level file: the scope the learner
+ * learns it in) and its text, kind(arg).  4-way sets: a rule new to a full
+ * set takes the place of the one with the fewest predictions made (whose
+ * counts are lost); 1,024 rules, 40 KB.
+ */
+#define NGX_HTTP_SIMHASH_RULE_SETS      256
+#define NGX_HTTP_SIMHASH_RULE_WAYS      4
+
+typedef struct {
+    uint64_t                     hash;      /* host, scope, rule; 0: free */
+    uint64_t                     rule;      /* host and rule: what a
+                                               host-wide rule sums */
+    uint64_t                     n[3];      /* made, verified, failed */
+} ngx_http_simhash_rule_count_t;
+
 typedef struct ngx_http_simhash_sites_s {
     ngx_http_simhash_rate_t      rate[NGX_HTTP_SIMHASH_RATE_SLOTS];
     ngx_http_simhash_outcome_t   outcome[NGX_HTTP_SIMHASH_OUTCOMES];
+    ngx_http_simhash_rule_count_t  rule_count[NGX_HTTP_SIMHASH_RULE_SETS
+                                              * NGX_HTTP_SIMHASH_RULE_WAYS];
     ngx_http_simhash_decision_t  decision[NGX_HTTP_SIMHASH_DECISIONS];
     u_char                       key[32];   /* the secret of the table */
     sh_topk_t                   *topk;      /* follows, in the allocation */
@@ -808,6 +827,8 @@ typedef struct ngx_http_simhash_sites_snap_s {
     ngx_uint_t                   ntop;
     ngx_http_simhash_outcome_t  *outcome;   /* the ones in use */
     ngx_uint_t                   noutcome;
+    ngx_http_simhash_rule_count_t  *rule_count;     /* the ones in use */
+    ngx_uint_t                   nrule_count;
     ngx_str_t                    zone;      /* for Prometheus: its name, */
     struct ngx_http_simhash_sites_snap_s  *next;    /* the next zone's */
 } ngx_http_simhash_sites_snap_t;
@@ -816,6 +837,19 @@ typedef struct ngx_http_simhash_sites_snap_s {
  * spells them) for key, made, verified or failed */
 void ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log);
+
+/* a learned rule's predictions made, verified, failed, from a table of
+ * rule counts (the shared one under the lock, or a snap's copy) */
+void ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
+    ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3]);
+
+/* the rules with the most predictions made, in Prometheus: a bounded
+ * number of series whatever the rules */
+#define NGX_HTTP_SIMHASH_RULES_PROM     10
+
+u_char *ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
+    ngx_array_t *rules, ngx_http_simhash_sites_snap_t *sites,
+    ngx_uint_t head);
 
 ngx_http_simhash_sites_snap_t *ngx_http_simhash_sites_read(ngx_pool_t *pool,
     ngx_http_simhash_zone_t *zone, ngx_log_t *log);

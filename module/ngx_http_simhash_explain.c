@@ -36,6 +36,7 @@
 typedef struct {
     sh_dust_why_t               *why;
     sh_dust_rule_info_t          rule[NGX_HTTP_SIMHASH_EXPLAIN_RULES];
+    uint64_t                     counts[NGX_HTTP_SIMHASH_EXPLAIN_RULES][3];
     ngx_uint_t                   n;
 } ngx_http_simhash_explain_rules_t;
 
@@ -163,7 +164,8 @@ ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg)
     size = 1024 + 3 * (x->key.len + x->name.len + x->original.len
                        + x->predicted_of.len + x->rules_len)
            + x->evidence.n * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT
-                                   + SH_DUST_ARG_TEXT) + 256);
+                                   + SH_DUST_ARG_TEXT)
+                                + 256 + 3 * NGX_INT64_LEN);
 
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
@@ -184,6 +186,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
     uint32_t                      ref;
     uint64_t                      keyhash, rep;
     ngx_str_t                     name;
+    ngx_uint_t                    i;
     sh_dust_why_t                 why;
     const sh_store_doc_t         *doc;
     ngx_http_simhash_zone_t      *zone;
@@ -257,6 +260,15 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
             sh_dust_foreach_rule(sh->dust, why.host_hash, 0,
                                  ngx_http_simhash_explain_rule, &x->evidence);
             x->evidence.why = NULL;
+
+            /* what each rule's predictions came to so far */
+
+            for (i = 0; sh->sites && i < x->evidence.n; i++) {
+                ngx_http_simhash_sites_rule_counts(
+                    sh->sites->rule_count,
+                    NGX_HTTP_SIMHASH_RULE_SETS * NGX_HTTP_SIMHASH_RULE_WAYS,
+                    &x->evidence.rule[i], x->evidence.counts[i]);
+            }
         }
     }
 
@@ -434,7 +446,10 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
 
             p = ngx_sprintf(p, "%s{", i ? "," : "");
             p = ngx_http_simhash_rule_json(p, ri);
-            *p++ = '}';
+            p = ngx_sprintf(p, ",\"made\":%uL,\"verified\":%uL,"
+                            "\"failed\":%uL}", x->evidence.counts[i][0],
+                            x->evidence.counts[i][1],
+                            x->evidence.counts[i][2]);
         }
 
         p = ngx_sprintf(p, "]}");

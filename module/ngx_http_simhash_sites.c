@@ -1,7 +1,7 @@
 
 /*
  * What the console shows of a zone, kept in a region of the zone's shared
- * memory of its own (fixed: about 200 KB whatever the traffic):
+ * memory of its own (fixed: about 240 KB whatever the traffic):
  *
  *   - the rates of the last minutes: a ring of per-10-s counters of every
  *     event (a status, a drop, a prediction answered without a fetch),
@@ -15,7 +15,9 @@
  *   - the last decisions, direct-mapped by the key's hash (a later key on
  *     the same slot replaces it), for "why?" (ngx_http_simhash_explain.c);
  *   - what the rules' predictions came to, per host and set of rules:
- *     made, verified, failed (direct-mapped too), under the lock;
+ *     made, verified, failed (direct-mapped too), and per learned rule
+ *     (host, scope, rule: 4-way sets, the rule with the fewest predictions
+ *     giving way), in the same hold of the lock;
  *   - (in the outbox, not here) the lag of each other node of the tier.
  *
  * An event costs the ring's increments and one short hold of the zone's
@@ -29,6 +31,11 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+
+
+static void ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
+    ngx_str_t *key, ngx_str_t *rules, const char *host, size_t hlen,
+    ngx_uint_t what);
 
 
 static ngx_str_t  ngx_http_simhash_event_names[] = {
@@ -229,7 +236,7 @@ void
 ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log)
 {
-    size_t                       hlen;
+    size_t                       hlen, full;
     uint64_t                     h;
     const char                  *host;
     ngx_http_simhash_sites_t    *ss;
@@ -241,8 +248,8 @@ ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
         return;
     }
 
-    host = sh_topk_host((char *) key->data, key->len, &hlen);
-    hlen = ngx_min(hlen, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
+    host = sh_topk_host((char *) key->data, key->len, &full);
+    hlen = ngx_min(full, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
 
     h = ngx_hash_key(rules->data, rules->len);
     h = (h << 32) ^ ngx_hash_key_lc((u_char *) host, hlen);
@@ -263,7 +270,216 @@ ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 
     o->n[what]++;
 
+    ngx_http_simhash_sites_count_rules(ss, key, rules, host, full, what);
+
     ngx_http_simhash_zone_unlock(zone);
+}
+
+
+/*
+ * A learned rule's identity in the table of rule counts: the hash of its
+ * host (lowercased) and of its text as X-Simhash-Predicted spells it; with
+ * the scope (the URL's first path component) for the entry itself.
+ */
+
+static uint64_t
+ngx_http_simhash_rule_id(u_char *host, size_t hlen, u_char *rule, size_t rlen)
+{
+    uint64_t  id;
+
+    id = ((uint64_t) ngx_hash_key_lc(host, hlen) << 32)
+         | ngx_hash_key(rule, rlen);
+
+    return id + (id == 0);
+}
+
+
+static uint64_t
+ngx_http_simhash_rule_scope(uint64_t id, u_char *comp, size_t clen)
+{
+    uint64_t  h;
+
+    h = id ^ ((ngx_hash_key(comp, clen) + 1) * 0x9e3779b97f4a7c15ULL);
+
+    return h + (h == 0);
+}
+
+
+/* The first path component of a key (a URL): "doc" of /doc/17?sid=1, ""
+ * for a root-level file (/about), as the learner scopes its rules. */
+
+static void
+ngx_http_simhash_key_scope(ngx_str_t *key, ngx_str_t *comp)
+{
+    u_char  *p, *end, *start;
+
+    p = key->data;
+    end = p + key->len;
+    ngx_str_set(comp, "");
+
+    p = ngx_strlcasestrn(p, end, (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        p = key->data;
+
+    } else {
+        for (p += 3; p < end && *p != '/' && *p != '?' && *p != '#'; p++) {
+            /* the authority */
+        }
+    }
+
+    if (p == end || *p != '/') {
+        return;
+    }
+
+    start = ++p;
+
+    while (p < end && *p != '/' && *p != '?' && *p != '#') {
+        p++;
+    }
+
+    if (p < end && *p == '/') {
+        comp->data = start;
+        comp->len = p - start;
+    }
+}
+
+
+/*
+ * Under the lock: one outcome for each rule of a prediction's text (rules
+ * separated by spaces outside their parentheses).
+ */
+
+static void
+ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
+    ngx_str_t *key, ngx_str_t *rules, const char *host, size_t hlen,
+    ngx_uint_t what)
+{
+    u_char                         *p, *end, *start;
+    uint64_t                        id, h;
+    ngx_str_t                       comp;
+    ngx_uint_t                      depth, w;
+    ngx_http_simhash_rule_count_t  *set, *e;
+
+    /* as much of the host and the scope as the learner keeps of them */
+
+    ngx_http_simhash_key_scope(key, &comp);
+    comp.len = ngx_min(comp.len, SH_DUST_PAT_TEXT);
+    hlen = ngx_min(hlen, SH_DUST_HOST_TEXT);
+
+    p = rules->data;
+    end = p + rules->len;
+
+    while (p < end) {
+        start = p;
+
+        for (depth = 0; p < end && (*p != ' ' || depth); p++) {
+            depth += (*p == '(');
+            depth -= (*p == ')' && depth);
+        }
+
+        if (p > start) {
+            id = ngx_http_simhash_rule_id((u_char *) host, hlen, start,
+                                          p - start);
+            h = ngx_http_simhash_rule_scope(id, comp.data, comp.len);
+
+            set = &ss->rule_count[(h % NGX_HTTP_SIMHASH_RULE_SETS)
+                                  * NGX_HTTP_SIMHASH_RULE_WAYS];
+            e = NULL;
+
+            for (w = 0; w < NGX_HTTP_SIMHASH_RULE_WAYS; w++) {
+                if (set[w].hash == h) {
+                    e = &set[w];
+                    break;
+                }
+
+                if (e == NULL
+                    || set[w].n[NGX_HTTP_SIMHASH_MADE]
+                       < e->n[NGX_HTTP_SIMHASH_MADE])
+                {
+                    e = &set[w];    /* free, or the fewest predictions */
+                }
+            }
+
+            if (e->hash != h) {
+                ngx_memzero(e, sizeof(ngx_http_simhash_rule_count_t));
+                e->hash = h;
+                e->rule = id;
+            }
+
+            e->n[what]++;
+        }
+
+        while (p < end && *p == ' ') {
+            p++;
+        }
+    }
+}
+
+
+/*
+ * A learned rule's counts: its entry for its scope (pattern /doc/: the
+ * URLs under /doc/; "/": root-level files), or, for a host-wide rule
+ * (pattern "*", a pin or a host alias), the sum over the host's scopes.
+ */
+
+void
+ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
+    ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3])
+{
+    u_char      *p, *q;
+    size_t       len;
+    uint64_t     id, h;
+    ngx_uint_t   i, wide;
+    u_char       text[3 * (SH_DUST_ARG_TEXT + 32)];
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    out[0] = 0;
+    out[1] = 0;
+    out[2] = 0;
+
+    /* its text as the prediction's header spelled it: kind(arg), controls
+     * and bytes past ASCII percent-encoded */
+
+    p = ngx_sprintf(text, "%s", sh_dust_kind_name(ri->kind));
+
+    if (ri->arg[0]) {
+        *p++ = '(';
+
+        for (q = (u_char *) ri->arg; *q; q++) {
+            if (*q < 0x20 || *q >= 0x7f) {
+                *p++ = '%';
+                *p++ = hex[*q >> 4];
+                *p++ = hex[*q & 0xf];
+
+            } else {
+                *p++ = *q;
+            }
+        }
+
+        *p++ = ')';
+    }
+
+    id = ngx_http_simhash_rule_id((u_char *) ri->host, ngx_strlen(ri->host),
+                                  text, p - text);
+
+    wide = ri->pattern[0] != '/';
+    h = 0;
+
+    if (!wide) {
+        /* "/doc/" is the scope "doc", "/" the root-level files' "" */
+        len = ngx_strlen(ri->pattern);
+        len = len > 2 ? len - 2 : 0;
+        h = ngx_http_simhash_rule_scope(id, (u_char *) ri->pattern + 1, len);
+    }
+
+    for (i = 0; i < n; i++) {
+        if (wide ? t[i].rule == id : t[i].hash == h) {
+            out[0] += t[i].n[0];
+            out[1] += t[i].n[1];
+            out[2] += t[i].n[2];
+        }
+    }
 }
 
 
@@ -315,6 +531,11 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
         return NULL;
     }
 
+    snap->rule_count = ngx_palloc(pool, sizeof(ss->rule_count));
+    if (snap->rule_count == NULL) {
+        return NULL;
+    }
+
     ngx_http_simhash_zone_lock(zone, log);
 
     sh_topk_stats(ss->topk, &snap->st);
@@ -323,6 +544,14 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     for (i = 0; i < NGX_HTTP_SIMHASH_OUTCOMES; i++) {
         if (ss->outcome[i].hash) {
             snap->outcome[snap->noutcome++] = ss->outcome[i];
+        }
+    }
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_RULE_SETS * NGX_HTTP_SIMHASH_RULE_WAYS;
+         i++)
+    {
+        if (ss->rule_count[i].hash) {
+            snap->rule_count[snap->nrule_count++] = ss->rule_count[i];
         }
     }
 
@@ -519,6 +748,81 @@ ngx_http_simhash_sites_prom(u_char *p, ngx_http_simhash_sites_snap_t *first)
                                                  ngx_strlen(e->host));
                 p = ngx_sprintf(p, "\"} %uL\n", x);
             }
+        }
+    }
+
+    return p;
+}
+
+
+/*
+ * The learned rules with the most predictions made (at most
+ * NGX_HTTP_SIMHASH_RULES_PROM of a zone): what their predictions came to,
+ * simhash_dust_rule_predictions{zone,host,pattern,kind,arg,outcome}.
+ */
+
+u_char *
+ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
+    ngx_array_t *rules, ngx_http_simhash_sites_snap_t *sites, ngx_uint_t head)
+{
+    uint64_t                       c[3], top[NGX_HTTP_SIMHASH_RULES_PROM][3];
+    ngx_uint_t                     i, j, k, n;
+    sh_dust_rule_info_t           *ri, *which[NGX_HTTP_SIMHASH_RULES_PROM];
+    ngx_http_simhash_dust_rule_t  *rule;
+
+    static char  *outcome[] = { "made", "verified", "failed" };
+
+    if (head) {
+        p = ngx_sprintf(p, "# HELP simhash_dust_rule_predictions What the "
+                        "predictions of the learned rules with the most "
+                        "made came to: made, verified, failed.\n"
+                        "# TYPE simhash_dust_rule_predictions gauge\n");
+    }
+
+    /* the top ones by made, kept in order by insertion */
+
+    rule = rules->elts;
+    n = 0;
+
+    for (i = 0; i < rules->nelts; i++) {
+        ri = &rule[i].rule;
+        ngx_http_simhash_sites_rule_counts(sites->rule_count,
+                                           sites->nrule_count, ri, c);
+
+        if (c[0] == 0
+            || (n == NGX_HTTP_SIMHASH_RULES_PROM && c[0] <= top[n - 1][0]))
+        {
+            continue;
+        }
+
+        j = n < NGX_HTTP_SIMHASH_RULES_PROM ? n++ : n - 1;
+
+        for ( /* void */ ; j > 0 && top[j - 1][0] < c[0]; j--) {
+            ngx_memcpy(top[j], top[j - 1], sizeof(top[j]));
+            which[j] = which[j - 1];
+        }
+
+        ngx_memcpy(top[j], c, sizeof(c));
+        which[j] = ri;
+    }
+
+    for (j = 0; j < n; j++) {
+        ri = which[j];
+
+        for (k = 0; k < 3; k++) {
+            p = ngx_sprintf(p, "simhash_dust_rule_predictions{zone=\"%V\","
+                            "host=\"", zone);
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                             ngx_strlen(ri->host));
+            p = ngx_sprintf(p, "\",pattern=\"");
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                             ngx_strlen(ri->pattern));
+            p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
+                            sh_dust_kind_name(ri->kind));
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                             ngx_strlen(ri->arg));
+            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uL\n", outcome[k],
+                            top[j][k]);
         }
     }
 

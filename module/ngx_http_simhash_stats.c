@@ -499,7 +499,8 @@ static u_char *ngx_http_simhash_stats_json(u_char *p,
 static u_char *ngx_http_simhash_stats_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static size_t ngx_http_simhash_rules_size(ngx_array_t *rules);
-static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules);
+static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules,
+    ngx_http_simhash_sites_snap_t *sites);
 static u_char *ngx_http_simhash_rules_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static u_char *ngx_http_simhash_stats_sites_prom(u_char *p,
@@ -949,6 +950,15 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
                 * (ngx_http_simhash_rules_size(s[i].rules)
                    + (s[i].rules ? s[i].rules->nelts : 0)
                      * s[i].zone->name.len);
+
+        /* and the top rules' predictions */
+        size += prom && s[i].rules
+                ? 3 * NGX_HTTP_SIMHASH_RULES_PROM
+                  * (ngx_http_simhash_rules_size(s[i].rules)
+                     / ngx_max(s[i].rules->nelts, 1)
+                     + s[i].zone->name.len + 64)
+                  + 256
+                : 0;
     }
 
     if (prom) {
@@ -1083,7 +1093,7 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
         }
 
         if (s[i].rules) {
-            p = ngx_http_simhash_rules_json(p, s[i].rules);
+            p = ngx_http_simhash_rules_json(p, s[i].rules, s[i].sites);
         }
 
         p = ngx_http_simhash_sites_json(p, s[i].sites);
@@ -1178,6 +1188,14 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
 
     p = ngx_http_simhash_rules_prom(p, s, n);
 
+    for (i = 0, j = 0; i < n; i++) {
+        if (s[i].rules && s[i].sites) {
+            p = ngx_http_simhash_sites_rules_prom(p, &s[i].zone->name,
+                                                  s[i].rules, s[i].sites,
+                                                  j++ == 0);
+        }
+    }
+
     return ngx_http_simhash_stats_sites_prom(p, s, n);
 }
 
@@ -1239,13 +1257,15 @@ ngx_http_simhash_rules_size(ngx_array_t *rules)
 
     return rules->nelts
            * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT + SH_DUST_ARG_TEXT)
-              + 256 + 4 * NGX_INT64_LEN);
+              + 256 + 7 * NGX_INT64_LEN);
 }
 
 
 static u_char *
-ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules)
+ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules,
+    ngx_http_simhash_sites_snap_t *sites)
 {
+    uint64_t                       c[3];
     ngx_uint_t                     i;
     sh_dust_rule_info_t           *ri;
     ngx_http_simhash_dust_rule_t  *rule;
@@ -1259,8 +1279,19 @@ ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules)
 
         p = ngx_sprintf(p, "%s{", i ? "," : "");
         p = ngx_http_simhash_rule_json(p, ri);
-        p = ngx_sprintf(p, ",\"host_predictions\":%uL,\"host_saved\":%uL}",
+        p = ngx_sprintf(p, ",\"host_predictions\":%uL,\"host_saved\":%uL",
                         rule[i].predictions, rule[i].saved);
+
+        /* what this rule's own predictions came to */
+
+        if (sites) {
+            ngx_http_simhash_sites_rule_counts(sites->rule_count,
+                                               sites->nrule_count, ri, c);
+            p = ngx_sprintf(p, ",\"made\":%uL,\"verified\":%uL,"
+                            "\"failed\":%uL", c[0], c[1], c[2]);
+        }
+
+        *p++ = '}';
     }
 
     *p++ = ']';

@@ -128,8 +128,8 @@ def expected(j):
             p = "%s/rules/%d/" % (name, i)
             o[p + "host"] = urllib.request.unquote(r["host"])
             o[p + "state"] = r["state"]
-            for k in ("support", "against", "host_predictions",
-                      "host_saved"):
+            for k in ("support", "against", "made", "verified", "failed",
+                      "host_predictions", "host_saved"):
                 o[p + k] = str(r[k])
     return o
 
