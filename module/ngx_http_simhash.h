@@ -870,9 +870,10 @@ u_char *ngx_http_simhash_nodes_json(u_char *p,
 u_char *ngx_http_simhash_nodes_prom(u_char *p, ngx_http_simhash_zone_t *zone,
     ngx_uint_t head);
 
-/* ?explain=KEY and ?format=html of simhash_stats */
+/* ?explain=KEY (url 0), ?url=URL (url 1) and ?format=html of
+ * simhash_stats */
 ngx_int_t ngx_http_simhash_explain_handler(ngx_http_request_t *r,
-    ngx_str_t *arg);
+    ngx_str_t *arg, ngx_uint_t url);
 ngx_int_t ngx_http_simhash_console_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b,
     char *type);

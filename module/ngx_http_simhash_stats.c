@@ -606,7 +606,11 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
      * ngx_http_simhash_explain.c), behind the same access rules */
 
     if (ngx_http_arg(r, (u_char *) "explain", 7, &value) == NGX_OK) {
-        return ngx_http_simhash_explain_handler(r, &value);
+        return ngx_http_simhash_explain_handler(r, &value, 0);
+    }
+
+    if (ngx_http_arg(r, (u_char *) "url", 3, &value) == NGX_OK) {
+        return ngx_http_simhash_explain_handler(r, &value, 1);
     }
 
     if (ngx_http_arg(r, (u_char *) "format", 6, &value) == NGX_OK
