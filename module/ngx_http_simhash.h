@@ -57,6 +57,7 @@
 
 #include "sh_config.h"
 #include "sh_dust.h"
+#include "sh_file.h"
 #include "sh_index.h"
 #include "sh_keyrec.h"
 #include "sh_sketch.h"
@@ -795,6 +796,9 @@ typedef struct ngx_http_simhash_sites_s {
                                               * NGX_HTTP_SIMHASH_RULE_WAYS];
     ngx_http_simhash_decision_t  decision[NGX_HTTP_SIMHASH_DECISIONS];
     u_char                       key[32];   /* the secret of the table */
+    time_t                       since;     /* the figures count from */
+    time_t                       restored;  /* the save they were restored
+                                               from at start, 0: none */
     sh_topk_t                   *topk;      /* follows, in the allocation */
 } ngx_http_simhash_sites_t;
 
@@ -817,9 +821,21 @@ ngx_int_t ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
 void ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev, ngx_log_t *log);
 
+/* the figures across a restart, beside the snapshot (PATH.console):
+ * ngx_http_simhash_figures.c; the save in the snapshot's thread */
+ngx_int_t ngx_http_simhash_figures_save(ngx_http_simhash_zone_t *zone,
+    const sh_file_owner_t *owner, char *err, size_t errlen);
+void ngx_http_simhash_figures_load(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
+
 /* for simhash_stats: read under the lock, then written out */
 typedef struct ngx_http_simhash_sites_snap_s {
     ngx_uint_t                   now;       /* time / STEP */
+    ngx_str_t                    node;      /* whose figures: the zone's
+                                               replication node, else the
+                                               host's name */
+    time_t                       since;
+    time_t                       restored;
     uint64_t                     rate[NGX_HTTP_SIMHASH_NEV]
                                      [NGX_HTTP_SIMHASH_RATE_SLOTS];
     sh_topk_stats_t              st;

@@ -140,6 +140,8 @@ ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
                             sizeof(zone->dust_secret));
     ngx_memzero(ss->decision, sizeof(ss->decision));
     ngx_memcpy(ss->key, zone->dust_secret, sizeof(ss->key));
+    ss->since = ngx_time();
+    ss->restored = 0;
 
     if (sh->sites) {
         ngx_http_simhash_zone_unlock(zone);
@@ -512,6 +514,9 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
      * still filling */
 
     snap->now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
+    snap->since = ss->since;
+    snap->restored = ss->restored;
+    snap->node = zone->replicate ? zone->replicate->node : ngx_cycle->hostname;
 
     for (i = 0; i < NGX_HTTP_SIMHASH_RATE_SLOTS; i++) {
         epoch = snap->now - (NGX_HTTP_SIMHASH_RATE_SLOTS - 1 - i);
@@ -590,6 +595,8 @@ ngx_http_simhash_sites_size(ngx_http_simhash_sites_snap_t *ss,
 
     size = sizeof(",\"rates\":{\"step\":,\"slots\":,\"now\":}")
            + 3 * NGX_INT64_LEN;
+    size += sizeof(",\"figures\":{\"node\":\"\",\"since\":,\"restored\":}")
+            + 3 * ss->node.len + 2 * NGX_INT64_LEN;
     size += NGX_HTTP_SIMHASH_NEV
             * (sizeof(",\"predicted\":[]")
                + NGX_HTTP_SIMHASH_RATE_SLOTS * (NGX_INT64_LEN + 1));
@@ -644,6 +651,13 @@ ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
     if (ss == NULL) {
         return p;
     }
+
+    /* whose figures, since when, and whether a restart kept them */
+
+    p = ngx_sprintf(p, ",\"figures\":{\"node\":\"");
+    p = ngx_http_simhash_text_escape(p, ss->node.data, ss->node.len);
+    p = ngx_sprintf(p, "\",\"since\":%T,\"restored\":%T}", ss->since,
+                    ss->restored);
 
     p = ngx_sprintf(p, ",\"rates\":{\"step\":%d,\"slots\":%d,\"now\":%ui",
                     NGX_HTTP_SIMHASH_RATE_STEP, NGX_HTTP_SIMHASH_RATE_SLOTS,

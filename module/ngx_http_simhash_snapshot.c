@@ -413,6 +413,11 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     region = NULL;
     copied = 0;
 
+    /* the console's figures, kept beside the snapshot: a file of their own,
+     * whatever becomes of this one (ngx_http_simhash_figures.c) */
+
+    ngx_http_simhash_figures_load(zone, log);
+
     /* the name itself: a link is never followed, not even to look */
 
     if (ngx_link_info(zone->file.data, &fi) == NGX_FILE_ERROR) {
@@ -1350,6 +1355,15 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
     }
 
     if (sh_file_writer_commit(w, sv->err, sizeof(sv->err)) != 0) {
+        return;
+    }
+
+    /* the console's figures beside it (ngx_http_simhash_figures.c) */
+
+    if (ngx_http_simhash_figures_save(zone, sv->owned ? &sv->owner : NULL,
+                                      sv->err, sizeof(sv->err))
+        != NGX_OK)
+    {
         return;
     }
 

@@ -91,6 +91,8 @@ def expected(j):
         o[name + "/entries"] = str(z["entries"])
         o[name + "/capacity"] = str(z["capacity"])
         o[name + "/evictions"] = str(z["evictions"])
+        if "figures" in z:
+            o[name + "/node"] = urllib.request.unquote(z["figures"]["node"])
         for k, v in z["responses"].items():
             o[name + "/responses/" + k] = str(v)
         if "dust" in z:
