@@ -817,9 +817,12 @@ typedef struct {
 size_t ngx_http_simhash_sites_shm(void);
 ngx_int_t ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
     ngx_log_t *log);
-/* not under the lock: it takes it, briefly */
+/* not under the lock: it takes it, briefly; _locked: in the caller's
+ * hold (the decision's), so that a response takes the lock once */
 void ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev, ngx_log_t *log);
+void ngx_http_simhash_sites_event_locked(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev);
 
 /* the figures across a restart, beside the snapshot (PATH.console):
  * ngx_http_simhash_figures.c; the save in the snapshot's thread */
@@ -853,6 +856,8 @@ typedef struct ngx_http_simhash_sites_snap_s {
  * spells them) for key, made, verified or failed */
 void ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log);
+void ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what);
 
 /* a learned rule's predictions made, verified, failed, from a table of
  * rule counts (the shared one under the lock, or a snap's copy) */

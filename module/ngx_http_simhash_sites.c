@@ -33,6 +33,10 @@
 #include "ngx_http_simhash.h"
 
 
+static void ngx_http_simhash_sites_rate(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev);
+static void ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev);
 static void ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
     ngx_str_t *key, ngx_str_t *rules, const char *host, size_t hlen,
     ngx_uint_t what);
@@ -153,26 +157,64 @@ ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 }
 
 
+/*
+ * An event outside any hold of the lock (a skipped response, a prediction
+ * answered before the upstream): its rates, then one short hold for the
+ * rest.  A decision taken under the lock counts with
+ * ngx_http_simhash_sites_event_locked() in that hold instead.
+ */
+
 void
 ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev, ngx_log_t *log)
 {
-    size_t                        hlen;
-    uint64_t                      add[SH_TOPK_NCOUNT], weight, keyhash;
-    ngx_uint_t                    now, epoch;
-    const char                   *host;
-    ngx_http_simhash_rate_t      *slot;
-    ngx_http_simhash_sites_t     *ss;
-    ngx_http_simhash_decision_t  *d;
-
-    ss = zone->sh->sites;
-
-    if (ss == NULL) {
+    if (zone->sh->sites == NULL) {
         return;
     }
 
+    ngx_http_simhash_sites_rate(zone, ev);
+
+    if (ev->key == NULL || ev->key->len == 0 || ev->key->len > SH_KEY_MAX) {
+        return;
+    }
+
+    ngx_http_simhash_zone_lock(zone, log);
+    ngx_http_simhash_sites_table(zone, ev);
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+/* In the decision's own hold of the lock: no second one. */
+
+void
+ngx_http_simhash_sites_event_locked(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev)
+{
+    if (zone->sh->sites == NULL) {
+        return;
+    }
+
+    ngx_http_simhash_sites_rate(zone, ev);
+
+    if (ev->key == NULL || ev->key->len == 0 || ev->key->len > SH_KEY_MAX) {
+        return;
+    }
+
+    ngx_http_simhash_sites_table(zone, ev);
+}
+
+
+/* The ring of the last minutes: atomics, no lock. */
+
+static void
+ngx_http_simhash_sites_rate(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev)
+{
+    ngx_uint_t                now, epoch;
+    ngx_http_simhash_rate_t  *slot;
+
     now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
-    slot = &ss->rate[now % NGX_HTTP_SIMHASH_RATE_SLOTS];
+    slot = &zone->sh->sites->rate[now % NGX_HTTP_SIMHASH_RATE_SLOTS];
     epoch = slot->epoch;
 
     if (epoch != now && ngx_atomic_cmp_set(&slot->epoch, epoch, now)) {
@@ -185,10 +227,23 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
         (void) ngx_atomic_fetch_add(&slot->n[NGX_HTTP_SIMHASH_EV_DROPPED],
                                     1);
     }
+}
 
-    if (ev->key == NULL || ev->key->len == 0 || ev->key->len > SH_KEY_MAX) {
-        return;
-    }
+
+/* Under the lock: the event's site in the heavy hitters, the decision in
+ * the table of the last ones. */
+
+static void
+ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev)
+{
+    size_t                        hlen;
+    uint64_t                      add[SH_TOPK_NCOUNT], weight, keyhash;
+    const char                   *host;
+    ngx_http_simhash_sites_t     *ss;
+    ngx_http_simhash_decision_t  *d;
+
+    ss = zone->sh->sites;
 
     ngx_memzero(add, sizeof(add));
     add[SH_TOPK_PAGES] = 1;
@@ -213,8 +268,6 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     weight = add[SH_TOPK_DUPLICATES] + add[SH_TOPK_PREDICTED];
     host = sh_topk_host((char *) ev->key->data, ev->key->len, &hlen);
 
-    ngx_http_simhash_zone_lock(zone, log);
-
     (void) sh_topk_add(ss->topk, host, hlen, weight, add);
 
     keyhash = sh_store_keyhash(zone->sh->store, (char *) ev->key->data,
@@ -229,14 +282,28 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
                   ? 0xffff : (uint16_t) ev->distance;
     d->status = (uint8_t) ev->event;
     d->action = (uint8_t) ev->action;
-
-    ngx_http_simhash_zone_unlock(zone);
 }
 
 
 void
 ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log)
+{
+    if (zone->sh->sites == NULL || rules->len == 0) {
+        return;
+    }
+
+    ngx_http_simhash_zone_lock(zone, log);
+    ngx_http_simhash_sites_outcome_locked(zone, key, rules, what);
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+/* The same in a hold of the lock the caller has. */
+
+void
+ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what)
 {
     size_t                       hlen, full;
     uint64_t                     h;
@@ -257,8 +324,6 @@ ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     h = (h << 32) ^ ngx_hash_key_lc((u_char *) host, hlen);
     h += (h == 0);
 
-    ngx_http_simhash_zone_lock(zone, log);
-
     o = &ss->outcome[h % NGX_HTTP_SIMHASH_OUTCOMES];
 
     if (o->hash != h) {
@@ -273,8 +338,6 @@ ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     o->n[what]++;
 
     ngx_http_simhash_sites_count_rules(ss, key, rules, host, full, what);
-
-    ngx_http_simhash_zone_unlock(zone);
 }
 
 

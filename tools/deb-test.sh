@@ -16,11 +16,16 @@
 #      reads the statistics;
 #   3. runs the integration suite t/ against the installed module and tool,
 #      four files at a time (DEB_TEST_JOBS), as `make test` does;
-#   4. removes and purges the module package.
+#   4. removes and purges the module package;
+#   5. in a second copy of the base (no package), the from-source
+#      installation as docs/module.md writes it: its commands, read from
+#      the document ("Installation on Debian": tools/deps.sh, make install,
+#      the example copied into conf.d, nginx -t), run as written from a
+#      copy of the source tree, then every example in conf.d and nginx -t.
 #
 # Steps 2-4 run in a network namespace of their own (only a loopback), so
 # the chroot's nginx can listen on 80 and 3128 without touching the host's
-# ports and sends nothing outside; step 1 needs the mirror.  Mounts (/proc)
+# ports and sends nothing outside; steps 1 and 5 need the mirror.  Mounts (/proc)
 # live in a private mount namespace and vanish with it.
 #
 # Prints one "ok"/"not ok" line per check and "N passed, M failed" at the
@@ -150,6 +155,19 @@ cp -a "$SRC/tools/nginx-tmpdir.sh" "$ROOT/opt/src/tools/"
 ln -s /usr/share/doc/libnginx-mod-http-simhash/examples \
     "$ROOT/opt/src/conf-examples"
 cp "$SRC/t/fixtures/site/sourdough.html" "$ROOT/root/page.html"
+
+# For step 5: another copy of the base, the source tree without what
+# dpkg-buildpackage left in it, and the same check.sh (below).
+ROOT_SRC="$OUT/chroot-src"
+rm -rf "$ROOT_SRC"
+cp -a --reflink=auto "$BASE" "$ROOT_SRC"
+chmod 755 "$ROOT_SRC"
+mkdir -p "$ROOT_SRC/opt/ngx_simhash"
+(cd "$SRC" && tar cf - --exclude='./obj-*' --exclude=./debian/tmp \
+     --exclude='./debian/build-*' --exclude=./build --exclude=./build-asan \
+     --exclude='./debian/libnginx-mod-http-simhash' \
+     --exclude='./debian/simhash-tools' --exclude='./debian/.debhelper' .) \
+    | (cd "$ROOT_SRC/opt/ngx_simhash" && tar xf -)
 
 cat > "$ROOT/root/check.sh" <<'CHECK'
 #!/bin/bash
@@ -317,6 +335,42 @@ prove)
     if [ $rc -eq 0 ]; then ok "$what"; else not_ok "$what"; fi
     ;;
 
+source)
+    # docs/module.md's from-source installation, its commands as the
+    # document writes them (a root shell: `sudo` dropped; the clone is the
+    # copy in /opt/ngx_simhash; no systemd in a chroot: `systemctl` left
+    # out, nginx -t is what it would start with)
+    cd /opt/ngx_simhash || exit 1
+    awk '/^## Installation on Debian/ { on = 1; next }
+         on && /^    git clone/ { code = 1 }
+         code && /^$/ { exit }
+         code { sub(/^    /, ""); print }' docs/module.md \
+        | sed -e 's|^git clone .*|cd /opt/ngx_simhash|' -e 's/^sudo //' \
+              -e '/systemctl/d' > /tmp/steps.sh
+    check "docs/module.md has from-source steps (deps.sh, make install)" \
+        sh -c 'grep -q "^tools/deps.sh" /tmp/steps.sh &&
+               grep -q "^make install" /tmp/steps.sh'
+    sed 's/^/#   step: /' /tmp/steps.sh
+    check "docs/module.md's from-source steps, as written" \
+        bash -ex /tmp/steps.sh
+    check "make install: the module in /usr/lib/nginx/modules" \
+        test -f /usr/lib/nginx/modules/ngx_http_simhash_module.so
+    check "make install: the load_module link" \
+        grep -qx 'load_module modules/ngx_http_simhash_module.so;' \
+            /etc/nginx/modules-enabled/50-mod-http-simhash.conf
+    check "make install wrote /etc/nginx/simhash-resolver.conf" \
+        grep -q '^resolver ' /etc/nginx/simhash-resolver.conf
+    check "make install: /var/lib/nginx/simhash, www-data, 0750" \
+        test "$(stat -c '%U %a' /var/lib/nginx/simhash)" = "www-data 750"
+    rm -f /etc/nginx/conf.d/simhash-*.conf
+    for f in conf-examples/*.conf; do
+        case "${f##*/}" in mod-*) continue ;; esac
+        cp "$f" "/etc/nginx/conf.d/simhash-${f##*/}"
+    done
+    check "from source: nginx -t with every example in conf.d, no warning" \
+        no_warning
+    ;;
+
 remove)
     check "apt-get remove libnginx-mod-http-simhash" \
         apt-get remove -y -q libnginx-mod-http-simhash
@@ -332,6 +386,7 @@ remove)
     ;;
 esac
 CHECK
+cp "$ROOT/root/check.sh" "$ROOT_SRC/root/check.sh"
 
 echo "deb-test: $(basename "$module_deb"), $(basename "$tools_deb")" \
      "in a Debian 12 chroot ($ROOT)"
@@ -340,6 +395,8 @@ echo "deb-test: $(basename "$module_deb"), $(basename "$tools_deb")" \
     in_chroot_offline DEB_TEST_WAIT="$WAIT" bash /root/check.sh checks
     in_chroot_offline DEB_TEST_JOBS="$JOBS" bash /root/check.sh prove
     in_chroot_offline DEB_TEST_WAIT="$WAIT" bash /root/check.sh remove
+    # 5: from source, in a chroot of its own
+    ROOT="$ROOT_SRC" in_chroot bash /root/check.sh source
 } 2>&1 | tee -a "$LOG" | awk '
     /^ok /     { print; detail = 0; next }
     /^not ok / { print; detail = 1; next }
