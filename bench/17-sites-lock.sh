@@ -50,8 +50,9 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done | tee "$copy/runs.txt"
 
-# the simhash columns: req/s (5th field of the row after the scenario's two
-# words) and CPU per request (8th)
+# the simhash columns: req/s and CPU per request, and the CPU ratio of the
+# plain proxy to the module in the same run (the least noisy figure on a
+# shared machine: both runs see the same load)
 perl -e '
     my %s;
     while (<>) {
@@ -60,6 +61,7 @@ perl -e '
         @f = split " ", $f[0];
         push @{ $s{$sc}{$with}{rps} }, $f[1];
         push @{ $s{$sc}{$with}{cpu} }, $f[4];
+        push @{ $s{$sc}{$with}{rel} }, $f[5];    # plain/module CPU, same run
     }
     sub mean { my $n = 0; $n += $_ for @_; @_ ? $n / @_ : 0 }
     for my $sc (sort keys %s) {
@@ -71,4 +73,7 @@ perl -e '
                mean(@{$o->{rps}}), mean(@{$o->{cpu}}),
                mean(@{$o->{rps}}) / (mean(@{$w->{rps}}) || 1),
                mean(@{$o->{cpu}}) / (mean(@{$w->{cpu}}) || 1);
+        printf "%-9s the plain proxy'"'"'s CPU per request over the module'"'"'s, " .
+               "each run against its own plain run: with %.3f, without " .
+               "%.3f\n", $sc, mean(@{$w->{rel}}), mean(@{$o->{rel}});
     }' "$copy/runs.txt"
