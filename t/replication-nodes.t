@@ -3,7 +3,7 @@
 # the tier, from the entries applied (simhash_stats' "replication_nodes",
 # simhash_replication_node_lag_seconds{zone,node}); the node's own entries
 # are not counted.  One node and a real redis-server; the other nodes'
-# entries are signed by `simhash entry`, as in t/30-replicate.t.
+# entries are signed by `simhash entry`, as in t/replicate.t.
 
 use strict;
 use warnings;

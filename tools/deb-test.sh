@@ -143,7 +143,7 @@ mkdir -p "$ROOT/root/debs" "$ROOT/opt/src/tests" "$ROOT/opt/src/tools"
 cp "$module_deb" "$tools_deb" "$ROOT/root/debs/"
 # What the checks and t/ read: the suite and its fixtures, the script that
 # says where the suite's nginx prefixes go (tools/nginx-tmpdir.sh), a test
-# page; t/12-examples.t reads ../conf-examples, here the examples the
+# page; t/examples.t reads ../conf-examples, here the examples the
 # package installed.  They come from the tree the packages were built from
 # (BUILD/deb/src, written by tools/deb.sh), so that tests and package are
 # of one version even while the working tree moves on.
@@ -218,7 +218,7 @@ install)
     check "apt-get install ./simhash-tools_*.deb" \
         apt-get install -y -q ./simhash-tools_*.deb
     # for t/ (Test::More, HTTP::Tiny, JSON::PP) and the crawls through the
-    # examples (wget; openssl for t/26-https.t's CA); not needed by the
+    # examples (wget; openssl for t/https.t's CA); not needed by the
     # package
     check "apt-get install perl wget openssl (for t/ and the crawls)" \
         apt-get install -y -q --no-install-recommends perl wget openssl
@@ -311,14 +311,14 @@ EOF
     ;;
 
 prove)
-    # The suite against the installed files.  Left out: t/13-demo.t runs
+    # The suite against the installed files.  Left out: t/demo.t runs
     # demo/run.sh, a tool of the source tree (not packaged) that looks for
     # the module in a build directory; t/deps.t tests tools/deps.sh, the
     # source tree's installer of build dependencies.
     cd /opt/src || exit 1
     tests=()
     for t in t/*.t; do
-        case "$t" in t/13-demo.t|t/deps.t) ;; *) tests+=("$t") ;; esac
+        case "$t" in t/demo.t|t/deps.t) ;; *) tests+=("$t") ;; esac
     done
     # Four files at a time, as `make test` runs them: they wait on nginx
     # more than they compute (one at a time took 20 of make deb's 29
@@ -331,7 +331,7 @@ prove)
     # the failures again, for the summary on the terminal
     grep -E '^(t/.*(Wstat|Dubious)|  Failed tests:)' /tmp/prove.out \
         | sed 's/^/#   prove: /'
-    what="prove t/ (without 13-demo.t, deps.t) on the installed module"
+    what="prove t/ (without demo.t, deps.t) on the installed module"
     if [ $rc -eq 0 ]; then ok "$what"; else not_ok "$what"; fi
     ;;
 

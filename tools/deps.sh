@@ -13,9 +13,9 @@
 # install and fails (everything installed: it passes, root or not).
 set -eu
 
-# valgrind and gdb: the integration tests use both (t/11-valgrind.t,
-# `make itest VALGRIND=1`, t/17-dead-writer.t stops a worker with gdb);
-# wget: t/21-key-port.t crawls through the proxy with wget -r;
+# valgrind and gdb: the integration tests use both (t/valgrind.t,
+# `make itest VALGRIND=1`, t/dead-writer.t stops a worker with gdb);
+# wget: t/key-port.t crawls through the proxy with wget -r;
 # libhiredis-dev: the module's replication; redis-server: its tests;
 # libpsl-dev and publicsuffix: which hosts are one site (a DUST host alias
 # joins only those; src/sh_site.h), publicsuffix the list Debian updates.

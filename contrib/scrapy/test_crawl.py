@@ -3,7 +3,7 @@
 every link on the start URL's host is followed; one JSON line per response
 (url, status, simhash_status, duplicate_of), or per failed request (the
 request and the error as the errback has them), goes to --out.  Used by
-t/26-https.t; also a small example of a spider using the middleware.
+t/https.t; also a small example of a spider using the middleware.
 
 usage: test_crawl.py --start https://host/ --gateway http://proxy:3127
                      --out FILE

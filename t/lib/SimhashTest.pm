@@ -152,7 +152,7 @@ sub _arm {
 _arm($VALGRIND ? $VALGRIND_LIMIT : $LIMIT);
 
 # The limit of a file that starts an nginx under valgrind itself
-# (t/11-valgrind.t does, without SH_VALGRIND).
+# (t/valgrind.t does, without SH_VALGRIND).
 sub valgrind_limit { _arm($VALGRIND_LIMIT) }
 
 # Seconds left before the file's limit.

@@ -39,15 +39,17 @@ rnd(void)
 static inline uint64_t
 flip_random(uint64_t x, unsigned nbits)
 {
+    uint64_t flipped = 0;  /* the bits already chosen: each one once */
+
     while (nbits > 0) {
         uint64_t b = 1ull << (rnd() % 64);
 
-        if ((x ^ b) != x) {
-            x ^= b;
+        if ((flipped & b) == 0) {
+            flipped |= b;
             nbits--;
         }
     }
-    return x;
+    return x ^ flipped;
 }
 
 /* Read tests/fixtures/NAME (directory from $SH_FIXTURES) into a malloc'd

@@ -20,7 +20,7 @@ use SimhashTest;
 
 # the forward-proxy examples load the system's CA bundle for upstream TLS:
 # valgrind reports OpenSSL's assembly there as jumps on uninitialised
-# values, nothing of this module's (t/26-https.t skips likewise)
+# values, nothing of this module's (t/https.t skips likewise)
 plan skip_all => 'the examples load OpenSSL, which valgrind reports'
     if $SimhashTest::VALGRIND;
 

@@ -1,5 +1,5 @@
 /*
- * test_extract.c -- the page -> fingerprint path: chunking, HTML, text
+ * test_doc.c -- the page -> fingerprint path (sh_doc.h): chunking, HTML, text
  * normalisation, charsets, ignore patterns, stop words, stemming, bounds.
  */
 #include "test_util.h"

@@ -4,7 +4,7 @@
 # restored, and the file is kept aside.  A FIFO at the snapshot path never
 # hangs nginx -t nor the start: it is not opened, nginx -t warns, the start
 # moves it aside (issue 31: the workers' user could plant one to stop the
-# next start; t/26-snapshot-links.t starts with one).  A snapshot written before
+# next start; t/snapshot-links.t starts with one).  A snapshot written before
 # extraction versions (format 1) is refused with one line, counted and kept
 # aside, never mixed in: its fingerprints are not known to be comparable.
 

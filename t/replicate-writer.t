@@ -98,7 +98,7 @@ ok(wait_until(sub { repl()->{applied} == $applied0 + 1 }),
 
 # $N distinct genuine entries, each signed with its own (rising) writer
 # sequence: a replayed copy of one entry would be refused as a replay
-# without charging the bucket (t/36-replicate-replay.t), which is how
+# without charging the bucket (t/replicate-replay.t), which is how
 # worker 0's budget stays for genuine entries.  All are signed first and
 # written to the stream at once (signed and written one at a time, the
 # reader kept up and the bound was never approached); the counters are

@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # The worker applying the stream (worker 0) killed (SIGKILL) in the middle
 # of storing an entry, inside the zone's lock: the zone is repaired by the
-# next holder of the lock (t/17 tests the same for a request), the master
+# next holder of the lock (t/dead-writer.t tests the same for a request), the master
 # respawns worker 0, which goes on from the last entry applied, so the
 # entry it was storing is applied again; nothing is lost, the snapshot
 # checks out.

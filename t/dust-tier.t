@@ -13,7 +13,7 @@
 #   - B stops (its snapshot saved), A retires the rule, B restarts from its
 #     snapshot, replays the stream and ends with A's rules: retired;
 #   - pins are per node: A's pin does not reach B.
-# dust_precision=0.9 (about 60 clean pairs turn a rule on, t/39-dust.t).
+# dust_precision=0.9 (about 60 clean pairs turn a rule on, t/dust.t).
 
 use strict;
 use warnings;
