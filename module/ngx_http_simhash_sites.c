@@ -704,6 +704,33 @@ ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len)
 }
 
 
+/*
+ * A rule's own fields as JSON members (no braces): its host, pattern and
+ * argument as URLs spelled them, escaped; its state and evidence.  The
+ * statistics add the host's counts, "why?" nothing.
+ */
+
+u_char *
+ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri)
+{
+    p = ngx_sprintf(p, "\"host\":\"");
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                     ngx_strlen(ri->host));
+    p = ngx_sprintf(p, "\",\"pattern\":\"");
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                     ngx_strlen(ri->pattern));
+    p = ngx_sprintf(p, "\",\"kind\":\"%s\",\"arg\":\"",
+                    sh_dust_kind_name(ri->kind));
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                     ngx_strlen(ri->arg));
+
+    return ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
+                       "\"against\":%uD,\"precision_lower\":%.4f",
+                       sh_dust_state_name(ri->state), ri->support,
+                       ri->against, ri->lower);
+}
+
+
 u_char *
 ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
 {
