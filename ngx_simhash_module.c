@@ -170,6 +170,11 @@ typedef struct {
     unsigned                     action:3;      /* ngx_http_simhash_action_e */
     unsigned                     verifying:1;   /* a prediction, fetched as
                                                    a verification sample */
+    /* whether the response is dropped, decided once (drop_known); and
+     * whether the console counted it already, in the decision's hold */
+    unsigned                     drop:1;
+    unsigned                     drop_known:1;
+    unsigned                     accounted:1;
 } ngx_http_simhash_ctx_t;
 
 
@@ -225,9 +230,11 @@ static ngx_int_t ngx_http_simhash_add_header(ngx_http_request_t *r,
     ngx_str_t *key, u_char *value, size_t len);
 static void ngx_http_simhash_skip(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_skip_e reason);
+static ngx_uint_t ngx_http_simhash_drops(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static void ngx_http_simhash_account(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    ngx_uint_t drop);
+    ngx_uint_t locked);
 static void ngx_http_simhash_cleanup(void *data);
 
 static const sh_lookup_opts_t *ngx_http_simhash_lookup_opts(
@@ -611,6 +618,7 @@ static ngx_int_t
 ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 {
     ngx_str_t                       key, safe;
+    ngx_uint_t                      answer;
     ngx_http_simhash_ctx_t         *ctx;
     ngx_http_simhash_event_t        ev;
     ngx_http_simhash_loc_conf_t    *slcf;
@@ -667,39 +675,49 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 
     ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
 
-    ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
-                                   NGX_HTTP_SIMHASH_MADE,
-                                   r->connection->log);
-
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash dust: predicted duplicate of \"%V\" by %V",
                    &ctx->duplicate_of, &ctx->predicted);
+
+    answer = 0;
 
     if (slcf->action == NGX_HTTP_SIMHASH_DROP
         && (ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of, 0)
             || ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
                                                r->connection->log)))
     {
-        if (slcf->dust_verify == 0
-            || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust_verify)
-        {
-            ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+        answer = slcf->dust_verify == 0
+                 || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust_verify;
+        ctx->verifying = !answer;
+    }
 
-            ev.key = &key;
-            ev.event = NGX_HTTP_SIMHASH_EV_PREDICTED;
-            ev.action = NGX_HTTP_SIMHASH_DID_PREDICTED;
-            ev.original = p->name.len ? sh_store_keyhash(
-                              slcf->zone->sh->store, (char *) p->name.data,
-                              p->name.len) : 0;
-            ev.distance = (ngx_uint_t) NGX_ERROR;
-            ev.score = 0;
-            ev.bytes = 0;
-            ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
+    /* the console: the prediction made and, answered now, its event, in
+     * one hold of the lock */
 
-            return ngx_http_simhash_dust_answer(r, ctx, slcf);
-        }
+    ngx_http_simhash_zone_lock(slcf->zone, r->connection->log);
 
-        ctx->verifying = 1;
+    ngx_http_simhash_sites_outcome_locked(slcf->zone, &key, &ctx->predicted,
+                                          NGX_HTTP_SIMHASH_MADE);
+
+    if (answer) {
+        ev.key = &key;
+        ev.event = NGX_HTTP_SIMHASH_EV_PREDICTED;
+        ev.action = NGX_HTTP_SIMHASH_DID_PREDICTED;
+        ev.original = p->name.len ? sh_store_keyhash(
+                          slcf->zone->sh->store, (char *) p->name.data,
+                          p->name.len) : 0;
+        ev.distance = (ngx_uint_t) NGX_ERROR;
+        ev.score = 0;
+        ev.bytes = 0;
+        ngx_http_simhash_sites_event_locked(slcf->zone, &ev);
+    }
+
+    ngx_http_simhash_zone_unlock(slcf->zone);
+
+    if (answer) {
+        ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+
+        return ngx_http_simhash_dust_answer(r, ctx, slcf);
     }
 
     /* fetched: the response's decision is what counts */
@@ -1592,18 +1610,21 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->rep = doc->keyhash;
     rc = ngx_http_simhash_observe(r, ctx, slcf);
 
-    ngx_http_simhash_zone_unlock(zone);
-
-    if (rc) {
-        ngx_http_simhash_dust_log(zone, r->connection->log);
-    }
-
     ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
     ctx->hash = hash;
     ctx->has_hash = 1;
     ctx->distance = 0;
     ctx->score = 0;
     ctx->has_distance = 1;
+
+    /* the console's accounting in this hold, as a decision's */
+    ngx_http_simhash_account(r, ctx, slcf, 1);
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (rc) {
+        ngx_http_simhash_dust_log(zone, r->connection->log);
+    }
 
     (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
     (void) ngx_atomic_fetch_add(&sh->identical, 1);
@@ -1729,6 +1750,12 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     }
 
     changes = (rc == NGX_OK) ? ngx_http_simhash_observe(r, ctx, slcf) : 0;
+
+    if (rc == NGX_OK) {
+        /* the console's accounting in this hold: a response takes the
+         * lock once (BENCHMARKS.md, bench/17-sites-lock.sh) */
+        ngx_http_simhash_account(r, ctx, slcf, 1);
+    }
 
     ngx_http_simhash_zone_unlock(zone);
 
@@ -2018,7 +2045,6 @@ static ngx_int_t
 ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
     ngx_int_t                     rc;
-    ngx_str_t                     key;
     ngx_buf_t                    *b;
     ngx_uint_t                    drop;
     ngx_chain_t                  *out, *cl;
@@ -2028,22 +2054,18 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     ctx->phase = NGX_HTTP_SIMHASH_DONE;
 
-    /* decided on the original, before simhash_reveal hides anything */
-
-    drop = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
-           && slcf->action == NGX_HTTP_SIMHASH_DROP
-           && ngx_http_simhash_escape(r->pool, ctx->key.data, ctx->key.len,
-                                      &key)
-              == NGX_OK
-           && ngx_http_simhash_drop_allowed(slcf, &key, &ctx->duplicate_of,
-                                            ctx->score);
+    drop = ngx_http_simhash_drops(r, ctx, slcf);
 
     if (drop) {
         ctx->action = ctx->verifying ? NGX_HTTP_SIMHASH_ACT_VERIFIED
                                      : NGX_HTTP_SIMHASH_ACT_DROPPED;
     }
 
-    ngx_http_simhash_account(r, ctx, slcf, drop);
+    /* a response decided without a hold of the lock (skipped) */
+
+    if (!ctx->accounted) {
+        ngx_http_simhash_account(r, ctx, slcf, 0);
+    }
 
     if (ngx_http_simhash_set_headers(r, ctx) != NGX_OK) {
         return NGX_ERROR;
@@ -2328,18 +2350,52 @@ ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
 
 /*
+ * Whether the response is dropped: decided once, on the original, before
+ * simhash_reveal hides anything (in the decision's hold of the lock, for
+ * the console, or when the response is sent).
+ */
+
+static ngx_uint_t
+ngx_http_simhash_drops(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    ngx_str_t  key;
+
+    if (!ctx->drop_known) {
+        ctx->drop = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
+                    && slcf->action == NGX_HTTP_SIMHASH_DROP
+                    && ngx_http_simhash_escape(r->pool, ctx->key.data,
+                                               ctx->key.len, &key)
+                       == NGX_OK
+                    && ngx_http_simhash_drop_allowed(slcf, &key,
+                                                     &ctx->duplicate_of,
+                                                     ctx->score);
+        ctx->drop_known = 1;
+    }
+
+    return ctx->drop;
+}
+
+
+/*
  * The decision, for the console (ngx_http_simhash_sites.c): its rate, its
- * site, and "why?" later.  A skipped response may have been given up
- * before its key was made: it is made here, without changing the ctx.
+ * site, and "why?" later; for a prediction fetched to check it, what it
+ * came to.  `locked`: in the decision's hold of the zone's lock (no second
+ * hold), else the accounting takes it.  A skipped response may have been
+ * given up before its key was made: it is made here, without changing the
+ * ctx.
  */
 
 static void
 ngx_http_simhash_account(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
-    ngx_http_simhash_loc_conf_t *slcf, ngx_uint_t drop)
+    ngx_http_simhash_loc_conf_t *slcf, ngx_uint_t locked)
 {
     ngx_str_t                 key;
+    ngx_uint_t                drop, what;
     ngx_http_simhash_event_t  ev;
 
+    ctx->accounted = 1;
+    drop = ngx_http_simhash_drops(r, ctx, slcf);
     key = ctx->key;
 
     if (key.len == 0
@@ -2357,17 +2413,27 @@ ngx_http_simhash_account(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ev.score = ctx->has_distance ? ctx->score : 0;
     ev.bytes = drop ? ctx->held_bytes : 0;
 
-    ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
-
     /* a prediction fetched to check it: what its rules came to */
+
+    what = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
+           ? NGX_HTTP_SIMHASH_VERIFIED : NGX_HTTP_SIMHASH_FAILED;
+
+    if (locked) {
+        ngx_http_simhash_sites_event_locked(slcf->zone, &ev);
+
+        if (ctx->verifying && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
+            ngx_http_simhash_sites_outcome_locked(slcf->zone, &key,
+                                                  &ctx->predicted, what);
+        }
+
+        return;
+    }
+
+    ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
 
     if (ctx->verifying && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
         ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
-                                       ctx->status
-                                       == NGX_HTTP_SIMHASH_DUPLICATE
-                                       ? NGX_HTTP_SIMHASH_VERIFIED
-                                       : NGX_HTTP_SIMHASH_FAILED,
-                                       r->connection->log);
+                                       what, r->connection->log);
     }
 }
 
