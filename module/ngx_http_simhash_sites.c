@@ -20,9 +20,13 @@
  *     giving way), in the same hold of the lock;
  *   - (in the outbox, not here) the lag of each other node of the tier.
  *
- * An event costs the ring's increments and one short hold of the zone's
- * lock: a scan of the table's 64 hashes and, for a duplicate of an
- * untracked host, of its 64 counts (BENCHMARKS.md has the cost).
+ * An event costs the ring's increments and, under the zone's lock, a scan
+ * of the table's 64 hashes and, for a duplicate of an untracked host, of
+ * its 64 counts (BENCHMARKS.md has the cost).  A decision counts in its
+ * own hold of the lock (the _locked functions): a second hold for the
+ * console alone cost about 8% of an identical re-fetch's CPU under load,
+ * two workers meeting on it (bench/17-sites-lock.sh); only a response
+ * given up without a decision (skipped) takes one of its own.
  */
 
 
