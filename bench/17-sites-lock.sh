@@ -8,7 +8,7 @@
 # built into a directory of its own: the most that folding the accounting
 # into the decision's hold could save), each for the re-fetch of identical
 # pages (the cheapest response: where a second hold weighs most) and for
-# new pages; the runs alternate, ROUNDS times.  Printed: requests/s and
+# new pages, ROUNDS times, the order of the two alternating.  Printed: requests/s and
 # nginx's CPU per request of each, and the ratios without/with.
 #   bench/17-sites-lock.sh BUILD
 # Environment: ROUNDS (default 3), DURATION (default 10), as bench/wrk.sh.
@@ -40,9 +40,17 @@ BUILD="$copy/build" "$copy/tools/build-module.sh" > "$copy/build.log" 2>&1 \
 echo "command: ROUNDS=$ROUNDS DURATION=$DURATION MAXDOCS=$MAXDOCS" \
      "bench/17-sites-lock.sh $1 (each run: SCENARIOS=S CORPORA=docs" \
      "sh bench/wrk.sh BUILD)"
+# the order alternates from round to round: the first of two runs in a row
+# fared about 9% worse, two builds of the same code compared (a first
+# measurement, which ran "with" first every time, took that for the cost)
 for r in $(seq 1 "$ROUNDS"); do
+    if [ $((r % 2)) = 1 ]; then
+        order="with:$BUILD without:$copy/build"
+    else
+        order="without:$copy/build with:$BUILD"
+    fi
     for s in identical new; do
-        for b in with:"$BUILD" without:"$copy/build"; do
+        for b in $order; do
             line=$(SCENARIOS=$s sh "$TOP/bench/wrk.sh" "${b#*:}" 2>&1 \
                    | grep -E '^docs +(identical|new) ' || true)
             echo "round $r ${b%%:*} $line"
