@@ -1,15 +1,17 @@
 #!/bin/sh
 # What the per-site accounting's own hold of the zone's lock costs under
-# load (issue 36): after the decision's hold, ngx_http_simhash_sites_event
-# takes the lock again for the heavy-hitters table and the last decision.
-# bench/wrk.sh (2 workers on this 2-core machine, wrk -t2 -c32) runs the
-# module as built, then the same tree with that second hold taken out (a
-# copy of the tree whose sites_event returns after the lock-free rate ring,
-# built into a directory of its own: the most that folding the accounting
-# into the decision's hold could save), each for the re-fetch of identical
-# pages (the cheapest response: where a second hold weighs most) and for
-# new pages, ROUNDS times, the order of the two alternating.  Printed: requests/s and
-# nginx's CPU per request of each, and the ratios without/with.
+# load (issue 36).  ngx_http_simhash_sites_event takes the lock for the
+# heavy-hitters table and the last decision: before the accounting was
+# folded into the decision's hold, for every response, after the
+# decision's own hold; since, only for a response given up without a
+# decision.  bench/wrk.sh (2 workers on this 2-core machine, wrk -t2
+# -c32) runs the module as built, then a copy of the same tree whose
+# sites_event returns before its hold (built into a directory of its own),
+# for the re-fetch of identical pages (the cheapest response: where a
+# second hold weighs most) and for new pages, ROUNDS times, the order of
+# the two alternating.  Printed: requests/s and CPU per request of each,
+# the ratios without/with, and each run's CPU against the plain proxy's
+# in the same run.
 #   bench/17-sites-lock.sh BUILD
 # Environment: ROUNDS (default 3), DURATION (default 10), as bench/wrk.sh.
 set -eu
