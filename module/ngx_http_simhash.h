@@ -4,9 +4,12 @@
  *
  * The module, one subject a file:
  *
- *   ngx_simhash_module.c          the response path (header and body
- *                                 filters), the variables, the directives
- *                                 that configure a location
+ *   ngx_simhash_module.c          the module's tables and init hooks; its
+ *                                 top lists the request path's files, one
+ *                                 stage a file (module/..._predict.c,
+ *                                 _filter.c, _decide.c, _response.c,
+ *                                 _variables.c, _directives.c), which
+ *                                 share ngx_http_simhash_request.h
  *   module/ngx_http_simhash_names.c     how the module spells what it
  *                                 reports: status and skip names, scores,
  *                                 "file:line" of a directive
@@ -366,8 +369,8 @@ void ngx_http_simhash_zone_unlock(ngx_http_simhash_zone_t *zone);
  * Under the lock: the document of a key (its ref), or SH_NOREF; store a
  * new one (the oldest is evicted when the zone is full), with the second
  * of its version (0: unknown) and its sketches (NULL: none known); forget
- * one.  A document's record: sh_store_doc(zone->sh->store, ref); change it
- * with sh_store_set, sh_store_touch, sh_store_update.
+ * one.  A document's record and its changes: the request path's door,
+ * below.
  */
 uint32_t ngx_http_simhash_zone_key(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key);
@@ -395,6 +398,32 @@ void ngx_http_simhash_zone_name(ngx_http_simhash_zone_t *zone, uint32_t ref,
  */
 uint64_t ngx_http_simhash_zone_changed(ngx_http_simhash_zone_t *zone,
     uint32_t ref);
+
+/*
+ * The request path's door to the store (the end of
+ * ngx_http_simhash_zone.c), under the lock; the changes after
+ * ngx_http_simhash_zone_write.  doc: a document's record, NULL if none;
+ * fingerprint: NGX_OK or NGX_DECLINED; keyhash: a key's hash in this zone;
+ * lookup: sh_index_lookup; touch: made the newest; refresh: the same
+ * fingerprint, a new digest, made the newest; replace: a new fingerprint,
+ * digest and sketches, made the newest.
+ */
+const sh_store_doc_t *ngx_http_simhash_zone_doc(ngx_http_simhash_zone_t *zone,
+    uint32_t ref);
+ngx_int_t ngx_http_simhash_zone_fingerprint(ngx_http_simhash_zone_t *zone,
+    uint32_t ref, uint64_t *hash);
+uint64_t ngx_http_simhash_zone_keyhash(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key);
+size_t ngx_http_simhash_zone_lookup(ngx_http_simhash_zone_t *zone,
+    uint64_t hash, const float *weights, const sh_lookup_opts_t *opts,
+    sh_match_t *out, size_t max, sh_lookup_stats_t *st);
+void ngx_http_simhash_zone_touch(ngx_http_simhash_zone_t *zone,
+    uint32_t ref);
+void ngx_http_simhash_zone_refresh(ngx_http_simhash_zone_t *zone,
+    uint32_t ref, uint64_t digest);
+void ngx_http_simhash_zone_replace(ngx_http_simhash_zone_t *zone,
+    uint32_t ref, uint64_t fingerprint, uint64_t digest,
+    const sh_sketches_t *sketches);
 
 /*
  * Copy documents, oldest first, from an index `from` into the zone, with

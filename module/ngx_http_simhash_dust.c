@@ -16,8 +16,8 @@
  * and resizes, the pins of simhash_dust_rule, observing a decision
  * (logging the rule changes it causes, each once), a prediction and the
  * check that its original is still stored, and the rules for the stats.
- * The response path (ngx_simhash_module.c) decides when to call these,
- * and answers a predicted duplicate itself.
+ * The response path (module/ngx_http_simhash_decide.c, _predict.c)
+ * decides when to call these, and answers a predicted duplicate itself.
  */
 
 

@@ -692,3 +692,104 @@ ngx_http_simhash_migrate(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
                   "simhash zone \"%V\" resized: %ui documents taken over",
                   &zone->name, mg.copied);
 }
+
+
+/*
+ * ---- The request path's door to the store ----
+ *
+ * What a response's decision (ngx_http_simhash_decide.c) and a prediction
+ * (ngx_http_simhash_predict.c) ask of the store and the index, so that
+ * only this file and zone_conf.c call sh_store and sh_index.  All of them
+ * run under the lock; those that change a document, after
+ * ngx_http_simhash_zone_write.
+ */
+
+/* A stored document's record, NULL when ref holds none. */
+
+const sh_store_doc_t *
+ngx_http_simhash_zone_doc(ngx_http_simhash_zone_t *zone, uint32_t ref)
+{
+    return sh_store_doc(zone->sh->store, ref);
+}
+
+
+/* A stored document's fingerprint: NGX_OK, or NGX_DECLINED if none. */
+
+ngx_int_t
+ngx_http_simhash_zone_fingerprint(ngx_http_simhash_zone_t *zone,
+    uint32_t ref, uint64_t *hash)
+{
+    return sh_index_get(zone->sh->index, ref, hash) == 0 ? NGX_OK
+                                                         : NGX_DECLINED;
+}
+
+
+/* The zone's hash of a key (stored or not), as the documents carry it. */
+
+uint64_t
+ngx_http_simhash_zone_keyhash(ngx_http_simhash_zone_t *zone, ngx_str_t *key)
+{
+    return sh_store_keyhash(zone->sh->store, (char *) key->data, key->len);
+}
+
+
+/* The stored documents that match a fingerprint (sh_index_lookup). */
+
+size_t
+ngx_http_simhash_zone_lookup(ngx_http_simhash_zone_t *zone, uint64_t hash,
+    const float *weights, const sh_lookup_opts_t *opts, sh_match_t *out,
+    size_t max, sh_lookup_stats_t *st)
+{
+    return sh_index_lookup(zone->sh->index, hash, weights, opts, out, max,
+                           st);
+}
+
+
+/* A document fetched again, the same bytes: it is made the newest. */
+
+void
+ngx_http_simhash_zone_touch(ngx_http_simhash_zone_t *zone, uint32_t ref)
+{
+    (void) sh_store_touch(zone->sh->store, ref);
+}
+
+
+/*
+ * A document fetched again with another body but the same fingerprint: it
+ * keeps its fingerprint, takes the body's digest and is made the newest.
+ */
+
+void
+ngx_http_simhash_zone_refresh(ngx_http_simhash_zone_t *zone, uint32_t ref,
+    uint64_t digest)
+{
+    sh_store_doc_t  d;
+
+    d = *sh_store_doc(zone->sh->store, ref);
+    d.digest = digest;
+
+    sh_store_set(zone->sh->store, ref, &d);
+    (void) sh_store_touch(zone->sh->store, ref);
+}
+
+
+/*
+ * A document that changed: its fingerprint, digest and sketches are
+ * replaced, and it is made the newest.
+ */
+
+void
+ngx_http_simhash_zone_replace(ngx_http_simhash_zone_t *zone, uint32_t ref,
+    uint64_t fingerprint, uint64_t digest, const sh_sketches_t *sketches)
+{
+    sh_store_doc_t  d;
+
+    d = *sh_store_doc(zone->sh->store, ref);
+    d.digest = digest;
+    d.sketches = *sketches;
+
+    sh_store_set(zone->sh->store, ref, &d);
+    (void) sh_store_update(zone->sh->store, ref, fingerprint);
+}
+
+/* ---- end of the request path's door ---- */

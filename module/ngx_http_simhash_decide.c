@@ -1,0 +1,481 @@
+
+/*
+ * ngx_http_simhash_decide.c -- stage 3 of a response's path: what the
+ * page is, asked by the body filter's last buffer (finish, in
+ * ngx_http_simhash_filter.c).  ngx_http_simhash_identical answers
+ * "unchanged" without parsing when the raw body's digest equals the
+ * stored one; otherwise, with the fingerprint, ngx_http_simhash_decide
+ * consults and updates the zone under its mutex: a re-fetch of a stored
+ * key (refetch: unchanged or changed), a near-duplicate of another key
+ * (match, with the listing veto), or new.  The decision is observed by the
+ * DUST learner and the per-site counts; ngx_http_simhash_send
+ * (ngx_http_simhash_response.c) then writes it.  This file calls nothing
+ * of the filters: the stages call downward only.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#define XXH_STATIC_LINKING_ONLY     /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "ngx_http_simhash_request.h"
+
+
+/* matches looked at when the closest is two listings of one template */
+#define NGX_HTTP_SIMHASH_CANDIDATES 16
+
+
+static ngx_int_t ngx_http_simhash_key(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+static ngx_int_t ngx_http_simhash_observe(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    uint32_t ref, sh_result_t *res);
+static ngx_int_t ngx_http_simhash_match(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_str_t *key, sh_result_t *res);
+static const sh_lookup_opts_t *ngx_http_simhash_lookup_opts(
+    ngx_http_simhash_loc_conf_t *slcf, const sh_result_t *res,
+    sh_lookup_opts_t *opts);
+static size_t ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best);
+static void ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, uint32_t ref, ngx_log_t *log);
+
+
+/*
+ * An identical re-fetch: the key is stored and the body is byte for byte
+ * the one its fingerprint was taken from (a 64-bit digest of the body as
+ * received, before inflating).  Then the answer is "unchanged" at distance
+ * 0 with the stored fingerprint, and nothing is parsed: most of a recrawl
+ * is pages that did not change.  NGX_OK: answered; NGX_DECLINED: parse it.
+ */
+
+ngx_int_t
+ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    uint32_t                   ref;
+    uint64_t                   hash;
+    ngx_int_t                  rc;
+    XXH3_state_t               st;
+    ngx_chain_t               *cl;
+    const sh_store_doc_t      *doc;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    rc = ngx_http_simhash_key(r, ctx, slcf);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    (void) XXH3_64bits_reset(&st);
+
+    for (cl = ctx->held; cl; cl = cl->next) {
+        (void) XXH3_64bits_update(&st, cl->buf->pos,
+                                  cl->buf->last - cl->buf->pos);
+    }
+
+    /* 0 means "unknown" in the zone and in snapshots */
+    ctx->digest = XXH3_64bits_digest(&st);
+    ctx->digest += (ctx->digest == 0);
+
+    zone = slcf->zone;
+    sh = zone->sh;
+
+    ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    ref = ngx_http_simhash_zone_key(zone, &ctx->key);
+    doc = ngx_http_simhash_zone_doc(zone, ref);
+
+    if (doc == NULL
+        || doc->digest != ctx->digest
+        || ngx_http_simhash_zone_fingerprint(zone, ref, &hash) != NGX_OK)
+    {
+        ngx_http_simhash_zone_unlock(zone);
+        return NGX_DECLINED;
+    }
+
+    if (slcf->insert) {
+        ngx_http_simhash_zone_write(zone);
+        ngx_http_simhash_zone_touch(zone, ref);
+        (void) ngx_atomic_fetch_add(&sh->generation, 1);
+    }
+
+    ctx->rep = doc->keyhash;
+    rc = ngx_http_simhash_observe(r, ctx, slcf);
+
+    ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
+    ctx->hash = hash;
+    ctx->has_hash = 1;
+    ctx->distance = 0;
+    ctx->score = 0;
+    ctx->has_distance = 1;
+
+    /* the console's accounting in this hold, as a decision's */
+    ngx_http_simhash_account(r, ctx, slcf, 1);
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (rc) {
+        ngx_http_simhash_dust_log(zone, r->connection->log);
+    }
+
+    (void) ngx_atomic_fetch_add(&sh->responses[ctx->status], 1);
+    (void) ngx_atomic_fetch_add(&sh->identical, 1);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "simhash: %016uxL unchanged, identical body", hash);
+
+    return NGX_OK;
+}
+
+
+/*
+ * simhash_key for this response, once: NGX_OK; NGX_DECLINED when it cannot
+ * be stored (empty, or over SH_KEY_MAX: the page is then skipped).
+ */
+
+static ngx_int_t
+ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    if (ngx_http_complex_value(r, slcf->key, &ctx->key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->key.len == 0 || ctx->key.len > SH_KEY_MAX) {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The index, under the zone's lock (module/ngx_http_simhash_zone.c):
+ *   the key is stored   -> unchanged (the zone's match rule accepts the
+ *                          stored fingerprint) or changed (it is
+ *                          replaced); never a duplicate of itself;
+ *   else a match        -> duplicate of the closest match (the lowest
+ *                          score under the weighted rule);
+ *   else                -> new, and inserted (simhash_insert on).
+ * Duplicates are not inserted: the index keeps one representative per
+ * cluster, the first one seen.
+ */
+
+ngx_int_t
+ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res)
+{
+    uint32_t                  ref;
+    ngx_int_t                 rc, changes;
+    ngx_http_simhash_zone_t  *zone;
+
+    zone = slcf->zone;
+
+    ctx->hash = res->hash;
+    ctx->has_hash = 1;
+
+    if (ctx->key.len == 0 || ctx->key.len > SH_KEY_MAX) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: key of %uz bytes not stored", ctx->key.len);
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
+        return NGX_OK;
+    }
+
+    ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    ref = ngx_http_simhash_zone_key(zone, &ctx->key);
+
+    rc = ref != SH_NOREF ? ngx_http_simhash_refetch(r, ctx, slcf, ref, res)
+                         : NGX_DECLINED;
+
+    if (rc == NGX_DECLINED) {
+        rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res);
+    }
+
+    changes = (rc == NGX_OK) ? ngx_http_simhash_observe(r, ctx, slcf) : 0;
+
+    if (rc == NGX_OK) {
+        /* the console's accounting in this hold: a response takes the
+         * lock once (BENCHMARKS.md, bench/17-sites-lock.sh) */
+        ngx_http_simhash_account(r, ctx, slcf, 1);
+    }
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (changes) {
+        ngx_http_simhash_dust_log(zone, r->connection->log);
+    }
+
+    (void) ngx_atomic_fetch_add(&zone->sh->responses[ctx->status], 1);
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "simhash: %016uxL %V distance:%ui \"%V\"",
+                   res->hash, &ngx_http_simhash_status_names[ctx->status],
+                   ctx->distance, &ctx->duplicate_of);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Under the lock: the decision, to the DUST learner (simhash_dust learn or
+ * on).  The URL is the document key; a GET's only: the key names what a
+ * GET of it returns.  Returns the number of rule changes it caused.
+ */
+
+static ngx_int_t
+ngx_http_simhash_observe(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    if (slcf->dust == NGX_HTTP_SIMHASH_DUST_OFF
+        || r->method != NGX_HTTP_GET)
+    {
+        return 0;
+    }
+
+    return ngx_http_simhash_dust_observe(slcf->zone, &ctx->key, ctx->rep);
+}
+
+
+/*
+ * A re-fetch of a document the zone holds, under the lock: unchanged (it is
+ * made the newest) or changed (its fingerprint is replaced).  NGX_DECLINED:
+ * the document turned out not to be there after all.
+ */
+
+static ngx_int_t
+ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, uint32_t ref, sh_result_t *res)
+{
+    int                        same;
+    unsigned                   h;
+    uint64_t                   old;
+    sh_match_opts_t            mo;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_simhash_shctx_t  *sh;
+
+    zone = slcf->zone;
+    sh = zone->sh;
+
+    if (ngx_http_simhash_zone_fingerprint(zone, ref, &old) != NGX_OK) {
+        /* cannot happen: the key table holds stored documents only */
+        return NGX_DECLINED;
+    }
+
+    /* the rule of a lookup, the new page as the query */
+
+    sh_lookup_match_opts(&slcf->lookup, &mo);
+    same = sh_match_pair(&mo, res->hash, res->weights, old, &h, &ctx->score);
+
+    ctx->distance = h;
+    ctx->has_distance = 1;
+
+    ctx->status = same ? NGX_HTTP_SIMHASH_UNCHANGED
+                       : NGX_HTTP_SIMHASH_CHANGED;
+
+    /* the URL is its own document, unchanged or not */
+    ctx->rep = ngx_http_simhash_zone_doc(zone, ref)->keyhash;
+
+    if (!slcf->insert) {
+        return NGX_OK;
+    }
+
+    /*
+     * unchanged: the document is made the newest, and keeps its
+     * fingerprint (small edits do not drift it away from its cluster);
+     * changed: the fingerprint is replaced.  Either way the digest is the
+     * new body's, so that the next identical fetch needs no parse.
+     */
+
+    ngx_http_simhash_zone_write(zone);
+
+    if (ctx->status == NGX_HTTP_SIMHASH_UNCHANGED) {
+        ngx_http_simhash_zone_refresh(zone, ref, ctx->digest);
+
+    } else {
+        ngx_http_simhash_zone_replace(zone, ref, res->hash, ctx->digest,
+                                      &res->sketches);
+
+        ngx_http_simhash_changed(zone, &ctx->key, ref, r->connection->log);
+    }
+
+    (void) ngx_atomic_fetch_add(&sh->generation, 1);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A key the zone does not hold, under the lock: a duplicate of the closest
+ * match, else new and stored.  Duplicates are not stored: the index keeps
+ * one representative per cluster, the first one seen.
+ */
+
+static ngx_int_t
+ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res)
+{
+    size_t                    n;
+    uint32_t                  ref;
+    ngx_str_t                 safe, name;
+    sh_match_t                match;
+    sh_lookup_opts_t          opts;
+    sh_lookup_stats_t         st;
+    const sh_store_doc_t     *doc;
+    ngx_http_simhash_zone_t  *zone;
+    u_char                    id[NGX_HTTP_SIMHASH_NAME_MAX];
+
+    zone = slcf->zone;
+
+    n = ngx_http_simhash_zone_lookup(zone, res->hash, res->weights,
+                            ngx_http_simhash_lookup_opts(slcf, res, &opts),
+                            &match, 1, &st);
+
+    doc = n ? ngx_http_simhash_zone_doc(zone, match.ref) : NULL;
+
+    if (doc && sh_sketch_veto(&doc->sketches, &res->sketches)) {
+        n = ngx_http_simhash_not_listing(zone, slcf, res, &match);
+        doc = n ? ngx_http_simhash_zone_doc(zone, match.ref) : NULL;
+    }
+
+    if (doc) {
+        ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
+        ctx->rep = doc->keyhash;
+        ctx->distance = match.distance;
+        ctx->score = match.score;
+        ctx->has_distance = 1;
+
+        /* copied while locked: the document may be evicted right after */
+
+        ngx_http_simhash_zone_name(zone, match.ref, &name, id);
+
+        return ngx_http_simhash_escape(r->pool, name.data, name.len,
+                                       &ctx->duplicate_of);
+    }
+
+    ctx->status = NGX_HTTP_SIMHASH_NEW;
+    ctx->rep = ngx_http_simhash_zone_keyhash(zone, key);
+
+    if (slcf->insert) {
+        ngx_http_simhash_zone_write(zone);
+
+        ref = ngx_http_simhash_zone_store(zone, key, res->hash, ctx->digest,
+                                          0, &res->sketches);
+
+        if (ref != SH_NOREF) {
+            ngx_http_simhash_changed(zone, key, ref, r->connection->log);
+
+        } else if (ngx_http_simhash_escape(r->pool, key->data, key->len,
+                                           &safe)
+                   == NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "simhash: no room for \"%V\" in zone \"%V\"",
+                          &safe, &zone->name);
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The location's lookup options for this page: a short hub (a page whose
+ * own content is a few dozen words, mostly links) matches only within the
+ * classic radius (sh_match_short, src/sh_match.h).  The stored page's own
+ * flag is not kept: the rule is applied to the page being fetched.
+ */
+
+static const sh_lookup_opts_t *
+ngx_http_simhash_lookup_opts(ngx_http_simhash_loc_conf_t *slcf,
+    const sh_result_t *res, sh_lookup_opts_t *opts)
+{
+    *opts = slcf->lookup;
+
+    if (sh_result_short_hub(res) && opts->h > SH_SHORT_H) {
+        opts->h = SH_SHORT_H;
+    }
+
+    return opts;
+}
+
+
+/*
+ * The closest match was vetoed: the stored page and this one are two
+ * listings of one template (the same markup, other link words: see
+ * src/sh_sketch.h), not duplicates.  Another stored page may still match:
+ * the closest of up to NGX_HTTP_SIMHASH_CANDIDATES matches that is not a
+ * listing of this one.  Returns 1 with it in *best, or 0.  Under the lock.
+ */
+
+static size_t
+ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best)
+{
+    size_t                     n, i, found;
+    const sh_store_doc_t      *doc;
+    sh_match_t                 all[NGX_HTTP_SIMHASH_CANDIDATES];
+    sh_lookup_opts_t           opts;
+    sh_lookup_stats_t          st;
+    ngx_http_simhash_shctx_t  *sh;
+
+    sh = zone->sh;
+
+    (void) ngx_atomic_fetch_add(&sh->listings, 1);
+
+    (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
+    opts.mode = SH_MATCH_ALL;
+    opts.learn = 0;             /* the first lookup taught the learner */
+
+    n = ngx_http_simhash_zone_lookup(zone, res->hash, res->weights, &opts,
+                                     all, NGX_HTTP_SIMHASH_CANDIDATES, &st);
+    n = ngx_min(n, NGX_HTTP_SIMHASH_CANDIDATES);
+    found = 0;
+
+    for (i = 0; i < n; i++) {
+        doc = ngx_http_simhash_zone_doc(zone, all[i].ref);
+
+        if (doc == NULL || sh_sketch_veto(&doc->sketches, &res->sketches)) {
+            continue;
+        }
+
+        if (!found
+            || (opts.rule == SH_RULE_WEIGHTED ? all[i].score < best->score
+                                              : all[i].distance
+                                                < best->distance))
+        {
+            *best = all[i];
+            found = 1;
+        }
+    }
+
+    return found;
+}
+
+
+/*
+ * Under the lock, after this node stored a new document or a new version of
+ * one: the zone dates the version, and a replicated zone publishes it.
+ */
+
+static void
+ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    uint32_t ref, ngx_log_t *log)
+{
+    uint64_t  time;
+
+    time = ngx_http_simhash_zone_changed(zone, ref);
+
+    ngx_http_simhash_replicate_publish(zone, key, ref, time, log);
+}
