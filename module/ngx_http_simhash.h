@@ -888,6 +888,10 @@ void ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone,
 void ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what);
 
+/* the first path component of a key (a URL), the scope the DUST learner
+ * learns a rule in: "doc" of /doc/17?sid=1, "" for a root-level file */
+void ngx_http_simhash_key_scope(ngx_str_t *key, ngx_str_t *comp);
+
 /* a learned rule's predictions made, verified, failed, from a table of
  * rule counts (the shared one under the lock, or a snap's copy) */
 void ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,

@@ -41,6 +41,7 @@
 
 typedef struct {
     sh_dust_why_t               *why;
+    ngx_str_t                    scope;     /* the URL's, sites.c's way */
     sh_dust_rule_info_t          rule[NGX_HTTP_SIMHASH_EXPLAIN_RULES];
     uint64_t                     counts[NGX_HTTP_SIMHASH_EXPLAIN_RULES][3];
     ngx_uint_t                   n;
@@ -421,6 +422,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
             }
 
             x->evidence.why = &why;
+            ngx_http_simhash_key_scope(&x->key, &x->evidence.scope);
             sh_dust_foreach_rule(sh->dust, why.host_hash, 0,
                                  ngx_http_simhash_explain_rule, &x->evidence);
             x->evidence.why = NULL;
@@ -479,17 +481,34 @@ ngx_http_simhash_explain_name(ngx_pool_t *pool,
 }
 
 
-/* The host's rules of the kinds (and arguments) that made the prediction */
+/* The host's rules of the kinds (and arguments) that made the prediction,
+ * of the URL's scope or host-wide */
 
 static int
 ngx_http_simhash_explain_rule(const sh_dust_rule_info_t *ri, void *data)
 {
     ngx_http_simhash_explain_rules_t  *er = data;
 
+    size_t    len;
     unsigned  i;
 
     if (ri->state != SH_DUST_ACTIVE && ri->state != SH_DUST_PINNED) {
         return 0;
+    }
+
+    /* the URL's scope's rules and the host-wide ones: "/doc/" is "doc",
+     * "/" the root-level files' "" (a pattern is cut as the learner cuts
+     * it, at SH_DUST_PAT_TEXT) */
+
+    if (ri->pattern[0] == '/') {
+        len = ngx_strlen(ri->pattern);
+        len = len > 2 ? len - 2 : 0;
+
+        if (len != ngx_min(er->scope.len, SH_DUST_PAT_TEXT)
+            || ngx_strncmp(ri->pattern + 1, er->scope.data, len) != 0)
+        {
+            return 0;
+        }
     }
 
     for (i = 0; i < er->why->nrules; i++) {

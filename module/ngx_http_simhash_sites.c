@@ -377,7 +377,7 @@ ngx_http_simhash_rule_scope(uint64_t id, u_char *comp, size_t clen)
 /* The first path component of a key (a URL): "doc" of /doc/17?sid=1, ""
  * for a root-level file (/about), as the learner scopes its rules. */
 
-static void
+void
 ngx_http_simhash_key_scope(ngx_str_t *key, ngx_str_t *comp)
 {
     u_char  *p, *end, *start;

@@ -108,6 +108,9 @@ is_deeply([ map { $other->{$_} } qw(made verified failed) ], [0, 0, 0],
     =~ s/([^A-Za-z0-9._~-])/sprintf('%%%02X', ord $1)/ge;
 my $x = $t->stats("/stats?explain=$q");
 my ($ev) = grep { $_->{arg} eq 'sid' } @{ $x->{prediction}{evidence} || [] };
+is(scalar(grep { $_->{pattern} eq '/other/' }
+           @{ $x->{prediction}{evidence} || [] }), 0,
+   '"why?": not the same rule of another scope');
 is_deeply([ map { $ev->{$_} } qw(made verified failed) ], [4, 3, 1],
           '"why?" gives the predicting rule\'s counts');
 
