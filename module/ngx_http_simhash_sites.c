@@ -23,10 +23,11 @@
  * An event costs the ring's increments and, under the zone's lock, a scan
  * of the table's 64 hashes and, for a duplicate of an untracked host, of
  * its 64 counts (BENCHMARKS.md has the cost).  A decision counts in its
- * own hold of the lock (the _locked functions): a second hold for the
- * console alone cost about 8% of an identical re-fetch's CPU under load,
- * two workers meeting on it (bench/17-sites-lock.sh); only a response
- * given up without a decision (skipped) takes one of its own.
+ * own hold of the lock (the _locked functions): one acquisition a
+ * response, and no second window for two workers to meet in (under wrk a
+ * second hold showed no cost a shared machine could resolve:
+ * bench/17-sites-lock.sh); only a response given up without a decision
+ * (skipped) takes one of its own.
  */
 
 
