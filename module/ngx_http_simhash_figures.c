@@ -198,9 +198,13 @@ ngx_http_simhash_figures_read(char *path, size_t size, char *err,
         return NULL;
     }
 
-    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)
-        || (size_t) st.st_size != size)
-    {
+    if (fstat(fd, &st) == -1) {
+        ngx_snprintf((u_char *) err, errlen, "%s%Z", strerror(errno));
+        (void) close(fd);
+        return NULL;
+    }
+
+    if (!S_ISREG(st.st_mode) || (size_t) st.st_size != size) {
         ngx_snprintf((u_char *) err, errlen, "not a file of this build's "
                      "figures (%O bytes, %uz expected)%Z",
                      (off_t) st.st_size, size);
