@@ -314,11 +314,16 @@ prove)
     # The suite against the installed files.  Left out: t/demo.t runs
     # demo/run.sh, a tool of the source tree (not packaged) that looks for
     # the module in a build directory; t/deps.t tests tools/deps.sh, the
-    # source tree's installer of build dependencies.
+    # source tree's installer of build dependencies; t/check-tree.t tests
+    # tools/check-tree.sh, the source tree's structure checker (neither
+    # tool is packaged).
     cd /opt/src || exit 1
     tests=()
     for t in t/*.t; do
-        case "$t" in t/demo.t|t/deps.t) ;; *) tests+=("$t") ;; esac
+        case "$t" in
+            t/demo.t|t/deps.t|t/check-tree.t) ;;
+            *) tests+=("$t") ;;
+        esac
     done
     # Four files at a time, as `make test` runs them: they wait on nginx
     # more than they compute (one at a time took 20 of make deb's 29
@@ -331,7 +336,7 @@ prove)
     # the failures again, for the summary on the terminal
     grep -E '^(t/.*(Wstat|Dubious)|  Failed tests:)' /tmp/prove.out \
         | sed 's/^/#   prove: /'
-    what="prove t/ (without demo.t, deps.t) on the installed module"
+    what="prove t/ (but demo.t, deps.t, check-tree.t) on the installed module"
     if [ $rc -eq 0 ]; then ok "$what"; else not_ok "$what"; fi
     ;;
 
