@@ -88,9 +88,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 $(BUILD)/tests/test_fuzz_regressions: $(wildcard fuzz/*.c fuzz/*.h)
 
 # The evaluation parses extraction options with the CLI's own parser.
-$(EVAL): $(EVAL_SRCS) tools/simhash/cli.c $(LIB)
+EVAL_CLI  := tools/simhash/cli.c tools/simhash/cli_args.c \
+             tools/simhash/cli_match.c
+$(EVAL): $(EVAL_SRCS) $(EVAL_CLI) $(wildcard tools/simhash/*.h) $(LIB)
 	$(CC) $(CFLAGS_ALL) -Itools/simhash $(LDFLAGS) -o $@ $(EVAL_SRCS) \
-	    tools/simhash/cli.c $(LIB) $(LDLIBS_ALL)
+	    $(EVAL_CLI) $(LIB) $(LDLIBS_ALL)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -52,6 +52,7 @@
 #include "ngx_http_simhash_request.h"
 #include "sh_block.h"
 #include "sh_html.h"
+#include "sh_library.h"
 
 
 static ngx_http_simhash_zone_t **ngx_http_simhash_cycle_zones(

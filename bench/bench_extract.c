@@ -32,6 +32,7 @@
 
 #include "sh_block.h"
 #include "sh_doc.h"
+#include "sh_library.h"
 
 typedef struct {
     char   *data;

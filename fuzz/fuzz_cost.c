@@ -33,6 +33,7 @@
 
 #include "sh_config.h"
 #include "sh_doc.h"
+#include "sh_library.h"
 
 #define FCOST_MAX       (1024 * 1024)
 #define FCOST_MIN_JUDGED (64 * 1024)

@@ -24,8 +24,8 @@
  *   - the whole document (sh_doc): the same status, tokens (each token's
  *     bytes folded into a digest), blocks with the same zones and weights
  *     (content weighting, sh_block.h), features, fingerprint and weights,
- *     bit for bit.  This also holds sh_budget's model of libxml2's
- *     tokenizer to the parser: sh_html cuts the input only where the
+ *     bit for bit.  This also holds sh_tokenizer_model, the model of
+ *     libxml2's tokenizer, to the parser: sh_html cuts the input only where the
  *     model says every construct is complete, and a model wrong about
  *     where one ends would let the parser see it cut, and read on to the
  *     end of its bytes.
@@ -47,6 +47,7 @@
 #include "sh_decode.h"
 #include "sh_doc.h"
 #include "sh_idf.h"
+#include "sh_library.h"
 #include "sh_text.h"
 
 #define FDOC_NCFG   10

@@ -1,6 +1,6 @@
 /*
  * fuzz_image.c -- sh_image_load (a store filled back from its image, what
- * a zone starts from: src/sh_store_image.h) on any bytes, and the store it
+ * a zone starts from: src/sh_image.h) on any bytes, and the store it
  * accepts put to work.
  *
  * Input: a flags byte, a capacity byte, then the image.
@@ -15,7 +15,7 @@
  *   bit 2  load unkeyed (sh_image_load_unkeyed: the key hashes as they are)
  *   bit 3  expect another extraction version: the load must fail
  *
- * sh_store_image.h promises: a damaged or foreign image is refused with a
+ * sh_image.h promises: a damaged or foreign image is refused with a
  * message (the store is then formatted again), never a crash and never
  * memory out of proportion to the image.  So: a refusal must come with a
  * message; an accepted image must leave a store that passes
@@ -29,9 +29,9 @@
 #include "fuzz_util.h"
 
 #include "sh_store.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 
-/* The image's layout (sh_store_image.c's: checked against the bytes a
+/* The image's layout (sh_image.c's: checked against the bytes a
  * real save writes by fuzz_seeds.c and by the replay of the seeds). */
 #define FIMG_FRAME          24      /* type, n, first, sum */
 #define FIMG_REC            56      /* an index record and a store record */
@@ -69,7 +69,7 @@ fimg_store(void **mem, uint32_t capacity, uint64_t text)
     return st;
 }
 
-/* A frame's payload size, as sh_store_image.c reads it; 0: no frame. */
+/* A frame's payload size, as sh_image.c reads it; 0: no frame. */
 static size_t
 fimg_payload(const uint8_t *h)
 {

@@ -29,6 +29,7 @@
 #include "sh_bphs.h"
 #include "sh_brute.h"
 #include "sh_index.h"
+#include "sh_library.h"
 #include "sh_snapshot.h"
 #include "sh_volatility.h"
 

@@ -22,6 +22,7 @@
 
 #include "ngx_http_simhash_request.h"
 #include "sh_block.h"
+#include "sh_library.h"
 
 
 static void ngx_http_simhash_merge_options(

@@ -4,7 +4,7 @@
  * (sh_store_file.h): a header, the zone's settings (its match rule:
  * match=, distance=, threshold=; in a replicated zone also the stream and
  * the id of the last entry applied, from which replication goes on after
- * a restart), then the store's image (sh_store_image.h), copied from the
+ * a restart), then the store's image (sh_image.h), copied from the
  * zone in slices of 1 MB by a thread-pool task, so that no worker waits on
  * the lock for more than one slice.  The file follows what the zone
  * holds, not its size.
@@ -36,7 +36,7 @@
 #include "ngx_http_simhash.h"
 #include "sh_snapshot.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 
 
 #define NGX_HTTP_SIMHASH_SAVE_BUF   (1024 * 1024)   /* bytes a hold of the
@@ -183,7 +183,7 @@ ngx_http_simhash_snapshot_check(ngx_conf_t *cf, ngx_str_t *file)
  * A file of the store's format (sh_store_file.h): its settings, then its
  * image straight into the zone's store, which is empty at start.  Another
  * extraction version or hash key is refused before anything is stored.
- * The image is read with pread in chunks, not mapped (sh_store_image.c
+ * The image is read with pread in chunks, not mapped (sh_image.c
  * says why); `head` holds the file's first bytes: its header and
  * settings.
  */
@@ -1216,7 +1216,7 @@ ngx_http_simhash_save_rules(ngx_http_simhash_save_t *sv,
 /*
  * The save, without an nginx call that logs or allocates from a pool (it
  * may run in a thread): PATH.tmp created afresh, the settings, then the
- * store's image one buffer per hold of the lock (sh_store_image.h), each
+ * store's image one buffer per hold of the lock (sh_image.h), each
  * buffer written with the lock released; fsync, rename.  Then `written`
  * says the thread is done with sv (ngx_http_simhash_snapshot_exit_worker).
  */

@@ -23,7 +23,6 @@
 #include "sh_mac.h"
 #include "sh_simhash.h"
 #include "sh_stopwords.h"
-#include "sh_text.h"
 #include "sh_version.h"
 
 #define DIGEST_SEED     0x6469676573743031ULL   /* "digest01" */
@@ -85,19 +84,6 @@ sh_stem_lang_valid(const char *lang)
         }
     }
     return 0;
-}
-
-/* Every table the library builds at run time, built before any thread or
- * worker process exists. */
-void
-sh_library_init(void)
-{
-    sh_acc_t acc;
-
-    xmlInitParser();
-    sh_acc_init(&acc);          /* builds the sign table once */
-    sh_text_init();
-    sh_features_init();
 }
 
 /*

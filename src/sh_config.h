@@ -12,14 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Feature types; each has one constant weight. */
-enum {
-    SH_FEAT_WORD = 0,       /* a stemmed word */
-    SH_FEAT_SHINGLE = 1,    /* w consecutive stemmed words */
-    SH_FEAT_NTYPES
-};
+#include "sh_features.h"    /* the feature types, SH_SHINGLE_MAX */
 
-#define SH_SHINGLE_MAX      8
 #define SH_IGNORE_MAX       32
 
 typedef struct {
@@ -117,8 +111,6 @@ const char *sh_content_name(unsigned mode);
 /* Is `lang` a Snowball language libstemmer knows?  (For early errors.) */
 int sh_stem_lang_valid(const char *lang);
 
-/* Process-wide initialisation of libxml2; idempotent, call before fork. */
-void sh_library_init(void);
 
 
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "sh_block.h"
-#include "sh_config.h"
 #include "sh_features.h"
 
 #define SHINGLE_SEED    0x5348494e474c4531ULL   /* "SHINGLE1" */

@@ -29,6 +29,15 @@
 #include "sh_idf.h"
 #include "sh_simhash.h"
 
+/* Feature types; each has one constant weight (sh_options_t). */
+enum {
+    SH_FEAT_WORD = 0,       /* a stemmed word */
+    SH_FEAT_SHINGLE = 1,    /* w consecutive stemmed words */
+    SH_FEAT_NTYPES
+};
+
+#define SH_SHINGLE_MAX      8
+
 typedef struct sh_features_s sh_features_t;
 
 /* Build the weighing tables; sh_library_init calls it once. */

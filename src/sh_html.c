@@ -32,7 +32,7 @@ typedef xmlErrorPtr     sh_xml_error_t;
 #endif
 
 #include "sh_block.h"
-#include "sh_budget.h"
+#include "sh_tokenizer_model.h"
 #include "sh_html.h"
 
 enum { EL_INLINE = 0, EL_BLOCK, EL_SKIP };
@@ -77,8 +77,9 @@ struct sh_html_s {
     void             *tag_arg;
 
     /* Where the parser may be handed its input, and what it may cost
-     * (sh_budget.h); the input scanned but not handed yet. */
-    sh_budget_t       budget;
+     * (sh_tokenizer_model.h, sh_budget.h); the input scanned but not
+     * handed yet. */
+    sh_tokenizer_model_t model;
     uint64_t          fed;          /* bytes handed to the parser */
     char             *hold;
     size_t            nhold;
@@ -254,7 +255,7 @@ end_block(sh_html_t *h)
 static void
 stop(sh_html_t *h, sh_budget_why_t why)
 {
-    sh_budget_over(&h->budget, why);
+    sh_budget_over(&h->model.budget, why);
     h->stopped = 1;
     xmlStopParser(h->ctxt);
 }
@@ -320,7 +321,8 @@ over_budget(sh_html_t *h, int error, sh_budget_walk_t walk)
     }
     pos = h->fed - (uint64_t) (in->end - in->cur);
     depth = (size_t) PARSER_STATE(h, nameNr, h->open);
-    if (sh_budget_parser(&h->budget, pos, error, walk, depth, names) != 0)
+    if (sh_budget_parser(&h->model.budget, pos, error, walk, depth,
+                         names) != 0)
     {
         h->stopped = 1;
         xmlStopParser(h->ctxt);
@@ -507,7 +509,7 @@ sh_html_new(sh_html_text_fn text, sh_html_block_fn block_end, void *arg)
     h->block_end = block_end;
     h->arg = arg;
     h->modelled = sh_libxml_modelled(NULL);
-    sh_budget_init(&h->budget);
+    sh_tokenizer_model_init(&h->model);
 
     memset(&sax, 0, sizeof(sax));
     sax.startElement = on_start;
@@ -563,7 +565,7 @@ shrink_input(sh_html_t *h)
 #endif
 }
 
-/* Hand the parser p[0..len), which ends where sh_budget allows. */
+/* Hand the parser p[0..len), which ends where sh_tokenizer_model allows. */
 static void
 parse_piece(sh_html_t *h, const char *p, size_t len)
 {
@@ -631,9 +633,9 @@ hold(sh_html_t *h, const char *p, size_t len)
 static void
 give(sh_html_t *h, const char *p, size_t len)
 {
-    size_t first = h->budget.safe_first, last = h->budget.safe_last, n;
+    size_t first = h->model.safe_first, last = h->model.safe_last, n;
 
-    if (!h->modelled || last == SH_BUDGET_NONE) {
+    if (!h->modelled || last == SH_TOKENIZER_MODEL_NONE) {
         hold(h, p, len);
         return;
     }
@@ -654,9 +656,9 @@ give(sh_html_t *h, const char *p, size_t len)
 
 /*
  * The scanner found script or style text that may be skipped
- * (sh_budget.h): is the parser in that element, inside an element that
- * hides its text from us, and holding no input?  Then the text would only
- * pass through htmlParseScript (a function call per character) to be
+ * (sh_tokenizer_model.h): is the parser in that element, inside an element
+ * that hides its text from us, and holding no input?  Then the text would
+ * only pass through htmlParseScript (a function call per character) to be
  * dropped by on_characters, and it raises no error: skipped, it changes
  * nothing but the time.  With no input held, the parser's offsets stay
  * the page's (h->fed counts the skipped bytes), as the budget needs.
@@ -667,7 +669,7 @@ skippable(sh_html_t *h)
     xmlParserInputPtr in = h->ctxt->input;
     const xmlChar    *name = PARSER_STATE(h, name, NULL);
 
-    return h->modelled && h->budget.raw_text && h->skip > 0
+    return h->modelled && h->model.raw_text && h->skip > 0
            && h->nhold == 0 && !h->ended
            && in != NULL && in->cur == in->end
            && PARSER_STATE(h, instate, XML_PARSER_START) == XML_PARSER_CONTENT
@@ -689,13 +691,13 @@ sync_scanner(sh_html_t *h)
     const char *element;
 
     if (!h->modelled) {
-        element = sh_budget_raw_element(&h->budget);
+        element = sh_tokenizer_model_raw_element(&h->model);
     } else if (h->ended) {
         element = NULL;
     } else {
         element = (const char *) PARSER_STATE(h, name, NULL);
     }
-    sh_budget_sync(&h->budget, element);
+    sh_tokenizer_model_sync(&h->model, element);
 }
 
 int
@@ -704,7 +706,7 @@ sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
     size_t n;
 
     while (len > 0 && !h->stopped && !h->failed) {
-        n = sh_budget_scan(&h->budget, utf8, len);
+        n = sh_tokenizer_model_scan(&h->model, utf8, len);
         if (skippable(h)) {
             h->fed += n;
         } else {
@@ -712,10 +714,10 @@ sh_html_feed(sh_html_t *h, const char *utf8, size_t len)
         }
         utf8 += n;
         len -= n;
-        if (h->budget.sync) {
+        if (h->model.sync) {
             sync_scanner(h);
         }
-        if (h->budget.verdict != SH_BUDGET_OK) {
+        if (h->model.budget.verdict != SH_BUDGET_OK) {
             h->stopped = 1;
         }
     }
@@ -744,9 +746,9 @@ sh_budget_verdict_t
 sh_html_verdict(const sh_html_t *h, const char **why)
 {
     if (why != NULL) {
-        *why = sh_budget_why_name(h->budget.why);
+        *why = sh_budget_why_name(h->model.budget.why);
     }
-    return h->budget.verdict;
+    return h->model.budget.verdict;
 }
 
 void

@@ -66,10 +66,11 @@ void sh_html_free(sh_html_t *h);
  * The libxml2 behaviour class: the family of libxml2 versions whose HTML
  * parser reads a page the same way, as far as this library can tell.
  * Fingerprints are a function of the page and of the class (the lead's
- * extraction version includes it); the markup scanner of sh_budget.c is
- * a model of one class only, SH_LIBXML_MODELLED.
+ * extraction version includes it); sh_tokenizer_model.c is a model of
+ * one class only, SH_LIBXML_MODELLED.
  *
- *   SH_LIBXML_29      2.9.x: the tokenizer sh_budget.c models (2.9.14)
+ *   SH_LIBXML_29      2.9.x: the tokenizer sh_tokenizer_model.c models
+ *                     (2.9.14)
  *   SH_LIBXML_210     2.10 to 2.13: the same tokenizer, other internals
  *                     (push parser look-ahead, input buffers)
  *   SH_LIBXML_HTML5   2.14 and later: the HTML5 tokenizer

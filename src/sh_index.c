@@ -647,7 +647,7 @@ sh_index_foreach(const sh_index_t *ix, sh_index_visit_fn fn, void *arg)
     }
 }
 
-/* ---- Copying the documents out and back (sh_store_image.c). ---- */
+/* ---- Copying the documents out and back (sh_image.c). ---- */
 
 _Static_assert(sizeof(sh_index_doc_t) == sizeof(sh_docrec_t)
                && SH_INDEX_FREE == REF_FREE,

@@ -35,8 +35,7 @@
 #include "sh_volatility.h"
 
 #define SH_NOREF        UINT32_MAX
-#define SH_H_MAX        7       /* largest supported Hamming distance */
-#define SH_H_DEFAULT    3
+/* SH_H_MAX, SH_H_DEFAULT: the radius, sh_match.h */
 
 typedef struct sh_index_s sh_index_t;   /* the region, seen as an index */
 
@@ -183,7 +182,7 @@ void sh_index_learn_reset(sh_index_t *ix);
 
 /*
  * For a caller that copies the documents out in slices while the index
- * keeps changing (sh_store_image.h): the age neighbours of a stored
+ * keeps changing (sh_image.h): the age neighbours of a stored
  * document, older and newer (SH_NOREF at either end), the ends of the
  * order, and the per-document records themselves.
  */

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sh_index.h"
 #include "sh_match.h"
 
 void

@@ -39,6 +39,11 @@
 #define SH_SCORE_UNIT           16      /* score units per nat */
 #define SH_MATCH_HMAX           16      /* largest cap on H */
 
+/* The hamming rule's radius h: the index's bucket probes flip at most
+ * SH_H_MAX header bits (sh_index.h). */
+#define SH_H_MAX                7       /* largest supported radius */
+#define SH_H_DEFAULT            3
+
 typedef enum {
     SH_RULE_HAMMING = 0,
     SH_RULE_WEIGHTED

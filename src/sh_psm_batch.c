@@ -140,6 +140,67 @@ ends_to_starts(uint32_t *start, size_t nb)
     start[0] = 0;
 }
 
+/* The copy of the batch in bucket order (stable: the pages in a bucket
+ * ascend), and the start of every bucket. */
+static void
+bucket_order(const uint64_t *hash, size_t n, unsigned t, ent_t *ent,
+             uint32_t *start)
+{
+    unsigned shift = 64 - t;
+    size_t   nb = (size_t) 1 << t, i;
+
+    memset(start, 0, (nb + 1) * sizeof(uint32_t));
+    for (i = 0; i < n; i++) {
+        start[(hash[i] >> shift) + 1]++;
+    }
+    sizes_to_starts(start, nb);
+    for (i = 0; i < n; i++) {
+        uint32_t at = start[hash[i] >> shift]++;
+
+        ent[at].x = hash[i];
+        ent[at].i = i;
+    }
+    ends_to_starts(start, nb);
+}
+
+/* Every page's k masks, then its probes in the order of the bucket they
+ * probe, and the start of every bucket's probes. */
+static void
+probe_order(const sh_volatility_t *vol, const uint64_t *hash,
+            const float *const *w, size_t n, unsigned t, unsigned vh,
+            unsigned k, sh_vosh_node_t *heap, uint32_t *masks, ent_t *probe,
+            uint32_t *pstart)
+{
+    unsigned shift = 64 - t, q;
+    size_t   nb = (size_t) 1 << t, i;
+
+    memset(pstart, 0, (nb + 1) * sizeof(uint32_t));
+    for (i = 0; i < n; i++) {
+        uint32_t p0 = (uint32_t) (hash[i] >> shift);
+
+        if (i + AHEAD < n && w[i + AHEAD] != NULL) {
+            __builtin_prefetch(w[i + AHEAD] + 64 - t);
+            __builtin_prefetch(w[i + AHEAD] + 63);
+        }
+        page_masks(vol, w[i], t, vh, k, heap, masks + i * k);
+        for (q = 0; q < k && masks[i * k + q] != 0; q++) {
+            pstart[(p0 ^ masks[i * k + q]) + 1]++;
+        }
+    }
+    sizes_to_starts(pstart, nb);
+    for (i = 0; i < n; i++) {
+        uint32_t p0 = (uint32_t) (hash[i] >> shift);
+
+        for (q = 0; q < k && masks[i * k + q] != 0; q++) {
+            uint32_t at = pstart[p0 ^ masks[i * k + q]]++;
+
+            probe[at].x = hash[i];
+            probe[at].i = i;
+        }
+    }
+    ends_to_starts(pstart, nb);
+}
+
 SH_POPCNT_CLONES int
 sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
              const sh_lookup_opts_t *o, unsigned t, sh_pair_fn fn,
@@ -148,9 +209,9 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
     const sh_volatility_t *vol = o->vol ? o->vol : sh_volatility_default();
     sh_psm_batch_stats_t st;
     sh_match_opts_t mo;
-    unsigned  h, vh, k, shift, q;
+    unsigned  h, vh, k, shift;
     int       weighted;
-    size_t    nb, i, b;
+    size_t    nb, b;
     ent_t    *ent = NULL, *probe = NULL;
     uint32_t *start = NULL, *pstart = NULL, *masks = NULL;
     sh_vosh_node_t *heap = NULL;
@@ -195,46 +256,8 @@ sh_psm_batch(const uint64_t *hash, const float *const *w, size_t n,
     st.scratch_bytes = n * sizeof(ent_t) + 2 * (nb + 1) * sizeof(uint32_t)
                        + n * k * (sizeof(uint32_t) + sizeof(ent_t));
 
-    /* The copy in bucket order (stable: the pages in a bucket ascend). */
-    memset(start, 0, (nb + 1) * sizeof(uint32_t));
-    for (i = 0; i < n; i++) {
-        start[(hash[i] >> shift) + 1]++;
-    }
-    sizes_to_starts(start, nb);
-    for (i = 0; i < n; i++) {
-        uint32_t at = start[hash[i] >> shift]++;
-
-        ent[at].x = hash[i];
-        ent[at].i = i;
-    }
-    ends_to_starts(start, nb);
-
-    /* Every page's probes, then the probes in the order of their bucket. */
-    memset(pstart, 0, (nb + 1) * sizeof(uint32_t));
-    for (i = 0; i < n; i++) {
-        uint32_t p0 = (uint32_t) (hash[i] >> shift);
-
-        if (i + AHEAD < n && w[i + AHEAD] != NULL) {
-            __builtin_prefetch(w[i + AHEAD] + 64 - t);
-            __builtin_prefetch(w[i + AHEAD] + 63);
-        }
-        page_masks(vol, w[i], t, vh, k, heap, masks + i * k);
-        for (q = 0; q < k && masks[i * k + q] != 0; q++) {
-            pstart[(p0 ^ masks[i * k + q]) + 1]++;
-        }
-    }
-    sizes_to_starts(pstart, nb);
-    for (i = 0; i < n; i++) {
-        uint32_t p0 = (uint32_t) (hash[i] >> shift);
-
-        for (q = 0; q < k && masks[i * k + q] != 0; q++) {
-            uint32_t at = pstart[p0 ^ masks[i * k + q]]++;
-
-            probe[at].x = hash[i];
-            probe[at].i = i;
-        }
-    }
-    ends_to_starts(pstart, nb);
+    bucket_order(hash, n, t, ent, start);
+    probe_order(vol, hash, w, n, t, vh, k, heap, masks, probe, pstart);
     st.probes = n + pstart[nb];
 
     for (b = 0; b < nb && rc == 0; b++) {

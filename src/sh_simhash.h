@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sh_popcnt.h"      /* sh_distance */
 #include "sh_sketch.h"
 
 #define SH_BITS 64
@@ -62,12 +63,6 @@ void sh_acc_init(sh_acc_t *acc);
 void sh_acc_add(sh_acc_t *acc, uint64_t h, float w);
 /* Normalise, set the bits; fills hash and weights of `res`. */
 void sh_acc_finish(const sh_acc_t *acc, sh_result_t *res);
-
-static inline unsigned
-sh_distance(uint64_t a, uint64_t b)
-{
-    return (unsigned) __builtin_popcountll(a ^ b);
-}
 
 const char *sh_status_name(sh_status_t s);
 

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sh_simhash.h"
+#include "sh_popcnt.h"
 #include "sh_sketch.h"
 
 /* The sign of each bit of a byte, +1 or -1: eight counts move at once. */

@@ -9,8 +9,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "sh_fold.h"
 #include "sh_stopwords.h"
-#include "sh_text.h"
 
 struct sh_stopwords_s {
     uint64_t *slot;         /* 0 = empty; a word hashing to 0 is stored as 1 */
@@ -71,7 +71,7 @@ set_add(sh_stopwords_t **sp, const char *word, size_t len)
     uint64_t        h;
     size_t          i;
 
-    len = sh_text_normalize(word, len, norm);
+    len = sh_fold_word(word, len, norm);
     if (len == 0) {
         return 0;
     }

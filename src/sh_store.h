@@ -11,7 +11,7 @@
  *   the key table   uint32_t refs, open addressing on the key hash
  *   the key text    a ring of its own size: the oldest text goes first
  *   dirty marks     one bit per 64 refs, for the sliced copy
- *                   (sh_store_image.h)
+ *                   (sh_image.h)
  *
  * Per document that is about 76 bytes whatever the key's length (30.6 of
  * the index, 40 of the record, 5.2 of the key table; docs/SCALE.md), plus
@@ -159,7 +159,7 @@ void sh_store_stats(const sh_store_t *st, sh_store_stats_t *s);
  * records themselves.  Documents keep their refs; the age order is what
  * the old one still says, documents it lost follow, newest last; a record
  * without a fingerprint or a key hash is dropped, a text that is not its
- * own is forgotten.  A copy in progress (sh_store_image.h) is abandoned.
+ * own is forgotten.  A copy in progress (sh_image.h) is abandoned.
  * Needs memory for 16 bytes a document.  Returns the documents kept, or
  * -1 when out of memory (nothing changed); *dropped: the documents that
  * had no key hash (a put the writer did not finish: every change writes

@@ -1,6 +1,6 @@
 /*
  * sh_store_file.h -- a zone's snapshot in the store's format: the caller's
- * settings and the store's image (sh_store_image.h), one file.
+ * settings and the store's image (sh_image.h), one file.
  *
  *   header   magic "SHZSTOR1", format version, byte order, the length of
  *            the settings, an XXH3 of the header and the settings
@@ -14,7 +14,7 @@
  *            the XXH3 of the footer's first 24 bytes
  *
  * Why a tail and not a frame of the image or the settings: the image's
- * frames belong to the store (sh_store_image.h checks that its END frame
+ * frames belong to the store (sh_image.h checks that its END frame
  * ends it), the settings are bounded text; a section at the end, found
  * from the end, leaves both as they were, so older files load unchanged,
  * and older readers that take the rest of the file as the image still

@@ -1,6 +1,6 @@
 /*
  * sh_store_internal.h -- the store's region, for its own files
- * (sh_store.c, sh_store_image.c) only.
+ * (sh_store.c, sh_image.c) only.
  */
 #ifndef SH_STORE_INTERNAL_H
 #define SH_STORE_INTERNAL_H

@@ -15,7 +15,7 @@
  *      categories L, N, M).  Each CJK ideograph and each kana is a token of
  *      its own, so Chinese and Japanese text, written without spaces, gives
  *      one feature per character and shingles of consecutive characters;
- *   3. tokens are case-folded and put in Unicode NFC (utf8proc), so
+ *   3. tokens are case-folded and put in Unicode NFC (sh_fold.h), so
  *      "STRASSE", "Straße" and "strasse" are one token, and so are
  *      "ΣΟΦΊΑ"/"σοφία" and "МОСКВА"/"москва".  A token longer than
  *      SH_TOKEN_MAX bytes keeps only its first SH_TOKEN_MAX bytes;
@@ -29,7 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SH_TOKEN_MAX    64
+#include "sh_fold.h"
+
 #define SH_BLOCK_MAX    (64 * 1024)
 
 typedef struct sh_text_s sh_text_t;
@@ -50,11 +51,5 @@ void sh_text_set_token_hook(sh_text_t *t, sh_raw_token_fn fn, void *arg);
 int  sh_text_feed(sh_text_t *t, const char *text, size_t len);
 int  sh_text_end_block(sh_text_t *t);
 void sh_text_free(sh_text_t *t);
-
-/*
- * Normalise one word as tokens are (fold case, NFC) into out (at least
- * SH_TOKEN_MAX + 4 bytes); returns its length.  For stop-word files.
- */
-size_t sh_text_normalize(const char *word, size_t len, char *out);
 
 #endif

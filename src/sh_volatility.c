@@ -22,7 +22,6 @@
 #include "sh_err.h"
 #include "sh_file.h"
 #include "sh_volatility.h"
-#include "sh_vosh.h"
 
 #define LUT_N       1024
 #define LUT_SCALE   128.0f      /* entries per unit of |w|: covers [0, 8) */
@@ -37,7 +36,7 @@ struct sh_volatility_s {
     float    c[SH_VOL_MAXPOINTS];
     float    s[SH_VOL_MAXPOINTS];
     float    lut_lo[LUT_N];
-    uint32_t k[2][SH_VOSH_HMAX][NT][SH_VOL_NRECALL];
+    uint32_t k[2][SH_VOL_HMAX][NT][SH_VOL_NRECALL];
     int      builtin;           /* the static default: never freed */
 };
 
@@ -98,7 +97,7 @@ build_lut(sh_volatility_t *v)
 static int
 kslot(int all, unsigned h, unsigned t)
 {
-    return all >= 0 && all <= 1 && h >= 1 && h <= SH_VOSH_HMAX
+    return all >= 0 && all <= 1 && h >= 1 && h <= SH_VOL_HMAX
            && t >= SH_VOL_TMIN && t <= SH_VOL_TMAX;
 }
 
@@ -396,7 +395,7 @@ sh_volatility_k(const sh_volatility_t *v, int all, unsigned h, unsigned t,
     if (h == 0) {
         return 0;
     }
-    if (h > SH_VOSH_HMAX || all < 0 || all > 1) {
+    if (h > SH_VOL_HMAX || all < 0 || all > 1) {
         return fallback;
     }
     while (lvl < SH_VOL_NRECALL - 1
@@ -599,7 +598,7 @@ sh_volatility_save(const sh_volatility_t *v, const char *path, char *err,
         fprintf(f, "%.9g %.9g\n", v->c[i], v->s[i]);
     }
     for (all = 0; all < 2; all++) {
-        for (h = 1; h <= SH_VOSH_HMAX; h++) {
+        for (h = 1; h <= SH_VOL_HMAX; h++) {
             for (t = SH_VOL_TMIN; t <= SH_VOL_TMAX; t++) {
                 const uint32_t *k = v->k[all][h - 1][t - SH_VOL_TMIN];
 
@@ -771,7 +770,7 @@ sh_volatility_write_c(const sh_volatility_t *v, const char *path, char *err,
     fprintf(f, "};\n\nconst uint32_t sh_vol_builtin_k[][3 + SH_VOL_NRECALL]"
             " = {\n");
     for (all = 0; all < 2; all++) {
-        for (h = 1; h <= SH_VOSH_HMAX; h++) {
+        for (h = 1; h <= SH_VOL_HMAX; h++) {
             for (t = SH_VOL_TMIN; t <= SH_VOL_TMAX; t++) {
                 const uint32_t *k = v->k[all][h - 1][t - SH_VOL_TMIN];
 

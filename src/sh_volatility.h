@@ -47,6 +47,7 @@ void sh_volatility_free(sh_volatility_t *v);
 #define SH_VOL_TMIN       4
 #define SH_VOL_TMAX       40
 #define SH_VOL_NRECALL    8
+#define SH_VOL_HMAX       7     /* k(t) is kept for radii 1..7 (SH_H_MAX) */
 extern const float sh_volatility_recall_levels[SH_VOL_NRECALL];
 
 /*

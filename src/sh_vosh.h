@@ -29,7 +29,7 @@
 
 #include "sh_volatility.h"
 
-#define SH_VOSH_HMAX    7       /* largest subset size (= SH_H_MAX) */
+#define SH_VOSH_HMAX    SH_VOL_HMAX     /* largest subset size (= SH_H_MAX) */
 
 typedef struct {
     double  score;              /* sum of log-odds of the elements */

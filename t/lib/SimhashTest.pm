@@ -472,7 +472,7 @@ sub pid {
 }
 
 # The frames of a snapshot in the store's format (src/sh_store_file.h,
-# src/sh_store_image.h): a list of { type => RECS|TEXT|END, at => offset of
+# src/sh_image.h): a list of { type => RECS|TEXT|END, at => offset of
 # its payload, size => its bytes, n => records or text bytes }.
 sub store_frames {
     my ($bytes) = @_;

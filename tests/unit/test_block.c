@@ -10,6 +10,7 @@
 
 #include "sh_block.h"
 #include "sh_doc.h"
+#include "sh_library.h"
 #include "sh_match.h"
 
 static sh_config_t *

@@ -1,9 +1,9 @@
 /*
- * test_budget.c -- what a page may cost (sh_budget.h), and the scanner
- * that decides it: pages crafted for libxml2 2.9's slow paths are
- * stopped, and cost no more than a real page of their size; the parser
- * reads whole constructs whatever the chunking; constructs over
- * SH_PENDING_MAX make the page too large.
+ * test_budget.c -- what a page may cost (sh_budget.h), and the model of
+ * libxml2's tokenizer that decides it (sh_tokenizer_model.h): pages
+ * crafted for libxml2 2.9's slow paths are stopped, and cost no more than
+ * a real page of their size; the parser reads whole constructs whatever
+ * the chunking; constructs over SH_PENDING_MAX make the page too large.
  *
  * CPU is compared, never timed against a constant: each hostile page
  * against the fixture article repeated to the same size, in the same run,
@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "sh_budget.h"
+#include "sh_library.h"
+#include "sh_tokenizer_model.h"
 #include "sh_doc.h"
 #include "sh_html.h"
 
@@ -220,14 +222,14 @@ test_unmatched_end_tags_deep(void **state)
 static void
 test_scanner_stops_before_the_tag(void **state)
 {
-    page_t      pg = page_attributes(209000, 0);
-    sh_budget_t b;
-    size_t      n;
+    page_t               pg = page_attributes(209000, 0);
+    sh_tokenizer_model_t b;
+    size_t               n;
 
-    sh_budget_init(&b);
-    n = sh_budget_scan(&b, pg.p, pg.len);
-    assert_int_equal(b.verdict, SH_BUDGET_EXCEEDED);
-    assert_int_equal(b.why, SH_BUDGET_WHY_MARKUP);
+    sh_tokenizer_model_init(&b);
+    n = sh_tokenizer_model_scan(&b, pg.p, pg.len);
+    assert_int_equal(b.budget.verdict, SH_BUDGET_EXCEEDED);
+    assert_int_equal(b.budget.why, SH_BUDGET_WHY_MARKUP);
     assert_int_equal(n, strlen("<html><body>"));
     assert_true(b.safe_last <= n);
     free(pg.p);
@@ -346,8 +348,8 @@ test_look_ahead_disagreements_are_steady(void **state)
 
 /*
  * An end tag inside script text ends it if the element it names is open
- * below the script; libxml2 knows, the scanner asks it (sh_budget_sync),
- * whatever the chunking.
+ * below the script; libxml2 knows, the scanner asks it
+ * (sh_tokenizer_model_sync), whatever the chunking.
  */
 static void
 test_end_tags_in_script_text(void **state)
@@ -363,61 +365,6 @@ test_end_tags_in_script_text(void **state)
 }
 
 /* ---- script and style text, spared the parser ---------------------------- */
-
-/* Scan `html` from where `b` is: the bytes of the next span, and its
- * raw_text flag. */
-static size_t
-span(sh_budget_t *b, const char *html, size_t *off, int *raw)
-{
-    size_t n = sh_budget_scan(b, html + *off, strlen(html + *off));
-
-    *off += n;
-    *raw = b->raw_text;
-    return n;
-}
-
-/*
- * The scanner hands script and style text over in spans of their own, up
- * to the "</" and letter that ends htmlParseScript's run; a '<' that is
- * not one stays inside.  A span with a character libxml2 reports as
- * invalid is not spared (its errors are charged), and an incomplete
- * character at the end of the input stays out of it.
- */
-static void
-test_script_text_spans(void **state)
-{
-    static const char page[] =
-        "<p>a<script>if (a<b) s = \"</ \";</script><style>\x01x</style>"
-        "<script>\xef\xbf\xbe</script><script>\xc3";
-    sh_budget_t b;
-    size_t      off = 0, n;
-    int         raw;
-
-    sh_budget_init(&b);
-    n = span(&b, page, &off, &raw);
-    assert_int_equal(n, strlen("<p>a<script>"));
-    assert_false(raw);
-    n = span(&b, page, &off, &raw);
-    assert_int_equal(n, strlen("if (a<b) s = \"</ \";"));
-    assert_true(raw);
-    assert_int_equal(b.safe_last, n);
-    n = span(&b, page, &off, &raw);
-    assert_int_equal(n, strlen("</script><style>"));
-    assert_false(raw);
-    n = span(&b, page, &off, &raw);
-    assert_int_equal(n, 2);             /* \x01x: a C0 control */
-    assert_false(raw);
-    span(&b, page, &off, &raw);         /* </style><script> */
-    n = span(&b, page, &off, &raw);
-    assert_int_equal(n, 3);             /* U+FFFE */
-    assert_false(raw);
-    span(&b, page, &off, &raw);         /* </script><script> */
-    n = span(&b, page, &off, &raw);
-    assert_int_equal(n, 1);             /* \xc3: taken, not spared */
-    assert_false(raw);
-    assert_int_equal(b.safe_last, 0);
-    assert_int_equal(off, strlen(page));
-}
 
 /*
  * Spared script text changes nothing the parser reports: the text around
@@ -580,7 +527,6 @@ main(void)
         cmocka_unit_test(test_scanner_stops_before_the_tag),
         cmocka_unit_test(test_look_ahead_disagreements_are_steady),
         cmocka_unit_test(test_end_tags_in_script_text),
-        cmocka_unit_test(test_script_text_spans),
         cmocka_unit_test(test_script_text_spared),
         cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_depth_cap),

@@ -9,6 +9,7 @@
 #include "test_util.h"
 
 #include "sh_config.h"
+#include "sh_library.h"
 #include "sh_mac.h"
 
 static sh_config_t *

@@ -8,6 +8,7 @@
 
 #include "sh_decode.h"
 #include "sh_doc.h"
+#include "sh_library.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

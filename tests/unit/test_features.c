@@ -12,6 +12,7 @@
 
 #include "sh_config.h"
 #include "sh_features.h"
+#include "sh_library.h"
 
 #define MAIN_FULL   (16 | SH_CLASS_MAIN | 16 << SH_CLASS_HUB_SHIFT)
 

@@ -11,6 +11,7 @@
 #include "sh_block.h"
 #include "sh_config.h"
 #include "sh_html.h"
+#include "sh_library.h"
 
 typedef struct {
     sh_html_t *h;

@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "sh_config.h"
+#include "sh_library.h"
 #include "sh_stopwords.h"
 
 static int

@@ -1,6 +1,6 @@
 /*
  * test_store.c -- the compact document store (sh_store.h) against a model
- * of what it must hold, and its sliced copy (sh_store_image.h): a store
+ * of what it must hold, and its sliced copy (sh_image.h): a store
  * changed between every step of a copy loads back as it was at the last
  * step, in place and into another geometry.
  */
@@ -8,7 +8,7 @@
 #include "test_util.h"
 
 #include "sh_store.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 #include "sh_store_internal.h"
 #include "sh_store_file.h"
 #include "sh_snapshot.h"

@@ -5,7 +5,7 @@
  * without a tail reads as image to its end; a damaged footer costs the
  * tail only, a damaged section is refused by its checksum, a damaged
  * header or settings refuse the file; settings too long are refused.
- * The image's own frames are sh_store_image's (test_store.c).
+ * The image's own frames are sh_image's (test_store.c).
  */
 #include "test_util.h"
 

@@ -8,6 +8,7 @@
 #include "test_util.h"
 
 #include "sh_config.h"
+#include "sh_library.h"
 #include "sh_text.h"
 
 typedef struct {
@@ -218,7 +219,8 @@ test_ignore_patterns(void **state)
     assert_string_equal(s.tokens, "updated|7|minutes|ago|");
 }
 
-/* The normaliser of stop-word files: fold and compose, as tokens are. */
+/* The normaliser of stop-word files (sh_fold.h): fold and compose, as
+ * tokens are. */
 static void
 test_normalize(void **state)
 {
@@ -226,13 +228,13 @@ test_normalize(void **state)
     size_t n;
 
     (void) state;
-    n = sh_text_normalize("STRASSE", 7, out);
+    n = sh_fold_word("STRASSE", 7, out);
     assert_int_equal(n, 7);
     assert_memory_equal(out, "strasse", 7);
-    n = sh_text_normalize("Stra\xc3\x9f" "e", 7, out);
+    n = sh_fold_word("Stra\xc3\x9f" "e", 7, out);
     assert_int_equal(n, 7);
     assert_memory_equal(out, "strasse", 7);
-    n = sh_text_normalize("Cafe\xcc\x81", 6, out);
+    n = sh_fold_word("Cafe\xcc\x81", 6, out);
     assert_int_equal(n, 5);
     assert_memory_equal(out, "caf\xc3\xa9", 5);
 }

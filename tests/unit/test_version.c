@@ -9,6 +9,7 @@
 
 #include "sh_config.h"
 #include "sh_idf.h"
+#include "sh_library.h"
 #include "sh_version.h"
 
 static uint32_t

@@ -131,17 +131,13 @@ build(const ev_config_t *c, const char *out)
 void
 ev_idf_prepare(ev_run_t *run, ev_config_t *c)
 {
-    char path[4096], tmp[4200];
+    char path[4096];
     const char *dir = run->cache_dir ? run->cache_dir : run->out_dir;
 
     snprintf(path, sizeof(path), "%s/idf-%016llx.tbl", dir,
              (unsigned long long) table_key(run, c));
     if (access(path, R_OK) != 0) {
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        build(c, tmp);
-        if (rename(tmp, path) != 0) {
-            ev_die("%s: %s", path, strerror(errno));
-        }
+        build(c, path);     /* sh_idf_builder_save replaces it atomically */
     }
     /* The path outlives this call: configurations keep pointers. */
     free(c->idf_path);

@@ -35,6 +35,7 @@
 #include <xxhash.h>
 
 #include "eval.h"
+#include "sh_library.h"
 
 typedef struct {
     uint32_t a, b;

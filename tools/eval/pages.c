@@ -18,6 +18,7 @@
 
 #include "eval.h"
 #include "sh_block.h"
+#include "sh_file.h"
 
 #define EV_CHUNK (64 * 1024)
 
@@ -273,8 +274,24 @@ hdr_ok(FILE *f, const ev_run_t *run, const char *magic)
            && h.npages == run->npages && h.digest == pages_digest(run);
 }
 
+/* A cache entry being written, through the project's one atomic file
+ * writer (sh_file.h): an interrupted run never leaves a truncated entry
+ * behind.  A failed write drops the entry. */
+typedef struct {
+    sh_file_writer_t *w;
+    int               failed;
+} cache_out_t;
+
 static void
-hdr_write(FILE *f, const ev_run_t *run, const char *magic)
+cache_put(cache_out_t *o, const void *p, size_t n)
+{
+    if (!o->failed && sh_file_writer_write(o->w, p, n, NULL, 0) != 0) {
+        o->failed = 1;
+    }
+}
+
+static void
+hdr_write(cache_out_t *o, const ev_run_t *run, const char *magic)
 {
     cache_hdr_t h;
 
@@ -282,37 +299,31 @@ hdr_write(FILE *f, const ev_run_t *run, const char *magic)
     memcpy(h.magic, magic, 8);
     h.npages = run->npages;
     h.digest = pages_digest(run);
-    fwrite(&h, sizeof(h), 1, f);
+    cache_put(o, &h, sizeof(h));
 }
 
-/* Write to a temporary name and rename, so that an interrupted run never
- * leaves a truncated cache entry behind. */
 static void
-cache_commit(FILE *f, const char *path)
+cache_commit(cache_out_t *o)
 {
-    char tmp[4200];
-
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    if (ferror(f) | fclose(f)) {
-        unlink(tmp);
-        return;
-    }
-    if (rename(tmp, path) != 0) {
-        unlink(tmp);
+    if (o->failed) {
+        sh_file_writer_abort(o->w);
+    } else {
+        (void) sh_file_writer_commit(o->w, NULL, 0);
     }
 }
 
-static FILE *
+static int
 cache_create(const ev_run_t *run, const char *kind, uint64_t key,
-             char *path, size_t pathlen)
+             cache_out_t *o)
 {
-    char tmp[4200];
+    char path[4096];
 
-    if (cache_path(run, kind, key, path, pathlen) != 0) {
-        return NULL;
+    o->failed = 0;
+    if (cache_path(run, kind, key, path, sizeof(path)) != 0) {
+        return -1;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    return fopen(tmp, "wb");
+    o->w = sh_file_writer_open(path, 0644, NULL, NULL, 0);
+    return o->w != NULL ? 0 : -1;
 }
 
 static void
@@ -363,6 +374,7 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
     ev_fp_t *fp;
     double t0, secs = 0.0;
     FILE *f;
+    cache_out_t out;
 
     ev_config_seed(c, seed);
     if (c->idf_corpus) {
@@ -388,12 +400,11 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
     secs = ev_now() - t0;
     c->seconds += secs;
 
-    f = cache_create(run, "fp", key, path, sizeof(path));
-    if (f != NULL) {
-        hdr_write(f, run, "SHEVFP03");
-        fwrite(fp, sizeof(*fp), run->npages, f);
-        fwrite(&secs, sizeof(secs), 1, f);
-        cache_commit(f, path);
+    if (cache_create(run, "fp", key, &out) == 0) {
+        hdr_write(&out, run, "SHEVFP03");
+        cache_put(&out, fp, sizeof(*fp) * run->npages);
+        cache_put(&out, &secs, sizeof(secs));
+        cache_commit(&out);
     }
 }
 
@@ -429,23 +440,22 @@ ev_truth_load(ev_run_t *run, uint64_t key)
 void
 ev_truth_save(const ev_run_t *run, uint64_t key)
 {
-    char path[4096];
-    FILE *f = cache_create(run, "truth", key, path, sizeof(path));
-    size_t i;
+    cache_out_t out;
+    size_t      i;
 
-    if (f == NULL) {
+    if (cache_create(run, "truth", key, &out) != 0) {
         return;
     }
-    hdr_write(f, run, "SHEVGT01");
+    hdr_write(&out, run, "SHEVGT01");
     for (i = 0; i < run->npages; i++) {
         const ev_page_t *pg = &run->pages[i];
         uint32_t v[2] = { pg->nshingles, pg->ntokens };
 
-        fwrite(v, sizeof(v), 1, f);
-        fwrite(&pg->size, sizeof(pg->size), 1, f);
-        fwrite(pg->shingles, sizeof(uint64_t), pg->nshingles, f);
+        cache_put(&out, v, sizeof(v));
+        cache_put(&out, &pg->size, sizeof(pg->size));
+        cache_put(&out, pg->shingles, sizeof(uint64_t) * pg->nshingles);
     }
-    cache_commit(f, path);
+    cache_commit(&out);
 }
 
 void

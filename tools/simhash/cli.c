@@ -51,163 +51,172 @@ cli_parse_uint(const char *opt, const char *s, unsigned long min,
     return 0;
 }
 
+#define STR_(x)     #x
+#define STR(x)      STR_(x)
+
+/* ---- the extraction options' readers ---- */
+
 static int
-parse_float(const char *opt, const char *s, float *out)
+set_weight(void *target, const char *name, const char *value)
 {
     char  *end;
-    double v;
+    double v = strtod(value, &end);
 
-    if (s == NULL) {
-        cli_error("%s needs a value", opt);
+    if (end == value || *end != '\0' || !(v >= 0.0 && v <= 1000.0)) {
+        cli_error("%s: \"%s\" is not a weight from 0 to 1000", name, value);
         return -1;
     }
-    v = strtod(s, &end);
-    if (end == s || *end != '\0' || !(v >= 0.0 && v <= 1000.0)) {
-        cli_error("%s: \"%s\" is not a weight from 0 to 1000", opt, s);
-        return -1;
-    }
-    *out = (float) v;
+    *(float *) target = (float) v;
     return 0;
+}
+
+static int
+set_stem(void *target, const char *name, const char *value)
+{
+    const char **stem = target;
+
+    if (strcmp(value, "none") == 0 || strcmp(value, "off") == 0) {
+        *stem = NULL;
+    } else if (!sh_stem_lang_valid(value)) {
+        cli_error("%s: unknown Snowball language \"%s\"", name, value);
+        return -1;
+    } else {
+        *stem = value;
+    }
+    return 0;
+}
+
+static const char *
+show_stem(const void *target, char *buf, size_t len)
+{
+    const char *stem = *(const char *const *) target;
+
+    return stem != NULL ? stem : "none";
+}
+
+static int
+set_stopwords(void *target, const char *name, const char *value)
+{
+    sh_options_t *o = target;
+
+    o->stopwords_off = 0;
+    o->stopwords_file = NULL;
+    if (strcmp(value, "none") == 0 || strcmp(value, "off") == 0) {
+        o->stopwords_off = 1;
+    } else if (strcmp(value, "english") != 0) {
+        o->stopwords_file = value;
+    }
+    return 0;
+}
+
+static const char *
+show_stopwords(const void *target, char *buf, size_t len)
+{
+    const sh_options_t *o = target;
+
+    return o->stopwords_off ? "none"
+           : o->stopwords_file != NULL ? o->stopwords_file : "english";
+}
+
+static int
+set_ignore(void *target, const char *name, const char *value)
+{
+    if (sh_options_add_ignore(target, value) != 0) {
+        cli_error("%s: at most %d patterns", name, SH_IGNORE_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+set_seed(void *target, const char *name, const char *value)
+{
+    sh_options_t *o = target;
+
+    o->seed = value;
+    o->seed_len = strlen(value);
+    return 0;
+}
+
+static int
+set_content(void *target, const char *name, const char *value)
+{
+    int mode = sh_content_parse(value);
+
+    if (mode < 0) {
+        cli_error("%s: \"%s\" is not auto, structure or off", name, value);
+        return -1;
+    }
+    *(unsigned *) target = (unsigned) mode;
+    return 0;
+}
+
+static const char *
+show_content(const void *target, char *buf, size_t len)
+{
+    return sh_content_name(*(const unsigned *) target);
 }
 
 void
 cli_extract_init(cli_extract_t *x)
 {
-    sh_options_init(&x->opts);
+    sh_options_t *o = &x->opts;
+    cli_opt_t     t[] = {
+        CLI_OPT_UINT("--shingle", "N", &o->shingle, 1, SH_SHINGLE_MAX,
+                     "words per shingle feature, 1 = words only"),
+        CLI_OPT_CALL("--stem", "LANG|none", &o->stem, set_stem, show_stem,
+                     "Snowball stemmer language"),
+        CLI_OPT_CALL("--stopwords", "FILE|english|none", o, set_stopwords,
+                     show_stopwords,
+                     "drop stop words: from FILE (one per line)\n"
+                     "or the built-in English list"),
+        CLI_OPT_CALL("--ignore", "REGEX", o, set_ignore, NULL,
+                     "PCRE2 pattern removed from each text block before\n"
+                     "tokenising (repeatable, up to " STR(SH_IGNORE_MAX)
+                     ")"),
+        CLI_OPT_UINT("--min-features", "N", &o->min_features, 0,
+                     SH_MIN_FEATURES_LIMIT,
+                     "fewer distinct features: too short"),
+        CLI_OPT_UINT("--max-features", "N", &o->max_features,
+                     SH_MAX_FEATURES_FLOOR, SH_MAX_FEATURES_LIMIT,
+                     "distinct features kept per page"),
+        CLI_OPT_STRING("--idf", "FILE", &o->idf_file,
+                       "IDF table from `simhash idf build`"),
+        CLI_OPT_CALL("--seed", "SECRET", o, set_seed, NULL,
+                     "key for the feature hash (simhash_seed)"),
+        CLI_OPT_CALL("--word-weight", "W", &o->weight[SH_FEAT_WORD],
+                     set_weight, cli_show_float, "weight of word features"),
+        CLI_OPT_CALL("--shingle-weight", "W", &o->weight[SH_FEAT_SHINGLE],
+                     set_weight, cli_show_float,
+                     "weight of shingle features"),
+        CLI_OPT_CALL("--content", "MODE", &o->content, set_content,
+                     show_content,
+                     "weigh each text block by where it sits: auto\n"
+                     "(markup and text statistics), structure (markup\n"
+                     "only) or off (the whole page's text)"),
+        CLI_OPT_STRING("--charset", "LABEL", &x->charset,
+                       "charset as if from the Content-Type header"),
+        CLI_OPT_END
+    };
+
+    _Static_assert(sizeof(t) == sizeof(x->table), "CLI_EXTRACT_NOPTS");
+    sh_options_init(o);
     x->charset = NULL;
+    memcpy(x->table, t, sizeof(t));
 }
 
 void
-cli_extract_usage(FILE *f)
+cli_extract_usage(FILE *f, const cli_extract_t *x)
 {
-    fprintf(f,
-"extraction options (the same as the nginx module's simhash_* directives):\n"
-"  --shingle N          words per shingle feature, 1 = words only "
-"(default %u)\n"
-"  --stem LANG|none     Snowball stemmer language (default %s)\n"
-"  --stopwords FILE|english|none  drop stop words: from FILE (one per line)\n"
-"                       or the built-in English list (default: none)\n"
-"  --ignore REGEX       PCRE2 pattern removed from each text block before\n"
-"                       tokenising (repeatable, up to %d)\n"
-"  --min-features N     fewer distinct features: too short (default %u)\n"
-"  --max-features N     distinct features kept per page (default %u)\n"
-"  --idf FILE           IDF table from `simhash idf build`\n"
-"  --seed SECRET        key for the feature hash (simhash_seed)\n"
-"  --word-weight W      weight of word features (default %g)\n"
-"  --shingle-weight W   weight of shingle features (default %g)\n"
-"  --content MODE       weigh each text block by where it sits: auto\n"
-"                       (markup and text statistics), structure (markup\n"
-"                       only) or off (the whole page's text; default %s)\n"
-"  --charset LABEL      charset as if from the Content-Type header\n",
-            SH_DEFAULT_SHINGLE, SH_DEFAULT_STEM, SH_IGNORE_MAX,
-            SH_DEFAULT_MIN_FEATURES, SH_DEFAULT_MAX_FEATURES,
-            (double) SH_DEFAULT_WEIGHT_WORD,
-            (double) SH_DEFAULT_WEIGHT_SHINGLE,
-            sh_content_name(SH_DEFAULT_CONTENT));
+    fputs("extraction options (the same as the nginx module's simhash_* "
+          "directives):\n", f);
+    cli_opts_usage(f, x->table);
 }
 
 int
 cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i)
 {
-    const char    *a = argv[*i];
-    const char    *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    unsigned long  n;
-
-#define TAKES_VALUE() \
-    do { if (v == NULL) { cli_error("%s needs a value", a); return -1; } \
-         (*i)++; } while (0)
-
-    if (strcmp(a, "--shingle") == 0) {
-        if (cli_parse_uint(a, v, 1, SH_SHINGLE_MAX, &n) != 0) {
-            return -1;
-        }
-        x->opts.shingle = (unsigned) n;
-        (*i)++;
-    } else if (strcmp(a, "--stem") == 0) {
-        TAKES_VALUE();
-        if (strcmp(v, "none") == 0 || strcmp(v, "off") == 0) {
-            x->opts.stem = NULL;
-        } else if (!sh_stem_lang_valid(v)) {
-            cli_error("--stem: unknown Snowball language \"%s\"", v);
-            return -1;
-        } else {
-            x->opts.stem = v;
-        }
-    } else if (strcmp(a, "--stopwords") == 0) {
-        TAKES_VALUE();
-        x->opts.stopwords_off = 0;
-        x->opts.stopwords_file = NULL;
-        if (strcmp(v, "none") == 0 || strcmp(v, "off") == 0) {
-            x->opts.stopwords_off = 1;
-        } else if (strcmp(v, "english") != 0) {
-            x->opts.stopwords_file = v;
-        }
-    } else if (strcmp(a, "--ignore") == 0) {
-        TAKES_VALUE();
-        if (sh_options_add_ignore(&x->opts, v) != 0) {
-            cli_error("--ignore: at most %d patterns", SH_IGNORE_MAX);
-            return -1;
-        }
-    } else if (strcmp(a, "--min-features") == 0) {
-        if (cli_parse_uint(a, v, 0, SH_MIN_FEATURES_LIMIT, &n) != 0) {
-            return -1;
-        }
-        x->opts.min_features = (unsigned) n;
-        (*i)++;
-    } else if (strcmp(a, "--max-features") == 0) {
-        if (cli_parse_uint(a, v, SH_MAX_FEATURES_FLOOR,
-                           SH_MAX_FEATURES_LIMIT, &n) != 0)
-        {
-            return -1;
-        }
-        x->opts.max_features = (unsigned) n;
-        (*i)++;
-    } else if (strcmp(a, "--idf") == 0) {
-        TAKES_VALUE();
-        x->opts.idf_file = v;
-    } else if (strcmp(a, "--seed") == 0) {
-        TAKES_VALUE();
-        x->opts.seed = v;
-        x->opts.seed_len = strlen(v);
-    } else if (strcmp(a, "--word-weight") == 0) {
-        if (parse_float(a, v, &x->opts.weight[SH_FEAT_WORD]) != 0) {
-            return -1;
-        }
-        (*i)++;
-    } else if (strcmp(a, "--shingle-weight") == 0) {
-        if (parse_float(a, v, &x->opts.weight[SH_FEAT_SHINGLE]) != 0) {
-            return -1;
-        }
-        (*i)++;
-    } else if (strcmp(a, "--content") == 0) {
-        TAKES_VALUE();
-        if (sh_content_parse(v) < 0) {
-            cli_error("--content: \"%s\" is not auto, structure or off", v);
-            return -1;
-        }
-        x->opts.content = (unsigned) sh_content_parse(v);
-    } else if (strcmp(a, "--charset") == 0) {
-        TAKES_VALUE();
-        x->charset = v;
-    } else {
-        return 0;
-    }
-#undef TAKES_VALUE
-    return 1;
-}
-
-cli_arg_t
-cli_common_arg(cli_extract_t *x, int argc, char **argv, int *i,
-               void (*usage)(FILE *))
-{
-    int r;
-
-    if (cli_is_help(argv[*i])) {
-        usage(stdout);
-        return CLI_ARG_HELP;
-    }
-    r = cli_extract_arg(x, argc, argv, i);
-    return r < 0 ? CLI_ARG_BAD : r > 0 ? CLI_ARG_TAKEN : CLI_ARG_OWN;
+    return cli_opts_take(x->table, argc, argv, i);
 }
 
 sh_config_t *

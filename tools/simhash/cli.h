@@ -1,7 +1,7 @@
 /*
  * cli.h -- what the `simhash` subcommands share: the command table, error
- * reporting, the extraction options every subcommand accepts, and reading
- * pages and path lists.
+ * reporting, the extraction and match rule options (tables of the
+ * argument parser, cli_args.h), and reading pages and path lists.
  *
  * Each subcommand lives in cmd_NAME.c and exports `int cmd_NAME(int argc,
  * char **argv)` (argv[0] is the subcommand name); main.c dispatches.
@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 
+#include "cli_args.h"
 #include "sh_doc.h"
 #include "sh_match.h"
 
@@ -25,34 +26,22 @@ typedef struct {
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
- * Extraction options shared by every subcommand that fingerprints pages.
- * cli_extract_arg() consumes argv[*i] (and its value) when it is one of them:
- * returns 1 if consumed, 0 if not an extraction option, -1 on a bad value
- * (after printing the error).
+ * The extraction options of every subcommand that fingerprints pages, a
+ * table (cli_args.h) whose rows point into the struct: cli_extract_init
+ * sets the library's defaults and builds it.  cli_extract_arg() takes
+ * argv[*i] (and its value) when it is one of them, as cli_opts_take().
  */
-typedef struct {
+#define CLI_EXTRACT_NOPTS   12
+
+struct cli_extract_s {
     sh_options_t opts;
     const char  *charset;       /* --charset: as if from Content-Type */
-} cli_extract_t;
+    cli_opt_t    table[CLI_EXTRACT_NOPTS + 1];
+};
 
 void cli_extract_init(cli_extract_t *x);
-
-/*
- * One step of a subcommand's argument loop, the part every subcommand
- * shares: --help (usage printed), an extraction option (consumed), a bad
- * value (error printed), or an argument that is the caller's own.
- */
-typedef enum {
-    CLI_ARG_OWN = 0,
-    CLI_ARG_TAKEN,
-    CLI_ARG_HELP,
-    CLI_ARG_BAD
-} cli_arg_t;
-
-cli_arg_t cli_common_arg(cli_extract_t *x, int argc, char **argv, int *i,
-                         void (*usage)(FILE *));
 int  cli_extract_arg(cli_extract_t *x, int argc, char **argv, int *i);
-void cli_extract_usage(FILE *f);
+void cli_extract_usage(FILE *f, const cli_extract_t *x);
 /* Compile the options; prints the error and returns NULL on failure. */
 sh_config_t *cli_extract_config(const cli_extract_t *x);
 
@@ -91,23 +80,28 @@ int cli_fingerprint_file(sh_config_t *cfg, const char *path,
 /*
  * The match rule options (sh_match.h) of the subcommands that decide
  * near-duplicates: --match hamming|weighted, --h N (the radius, or the cap
- * on H), --threshold T (nats), --volatility FILE.  cli_match_arg() returns
- * as cli_extract_arg(); cli_match_finish() applies the rule's defaults and
- * checks the ranges (printing the error, -1).
+ * on H), --threshold T (nats), --volatility FILE; a table (cli_args.h)
+ * built by cli_match_init.  cli_match_finish() applies the rule's defaults
+ * and checks the ranges (printing the error, -1).
  */
-typedef struct {
+#define CLI_MATCH_NOPTS     4
+
+struct cli_match_s {
     sh_match_opts_t  opts;      /* the result, after cli_match_finish */
     sh_rule_t        rule;
-    long             h;         /* -1: the rule's default */
-    double           t;         /* < 0: the default threshold */
+    int              rule_given;    /* --match was given */
+    unsigned         h;         /* --h */
+    int              h_given;
+    double           t;         /* --threshold, nats */
+    int              t_given;
     sh_volatility_t *vol;       /* --volatility, owned */
-} cli_match_t;
+    cli_opt_t        table[CLI_MATCH_NOPTS + 1];
+};
 
 void cli_match_init(cli_match_t *m);
-int  cli_match_arg(cli_match_t *m, int argc, char **argv, int *i);
 int  cli_match_finish(cli_match_t *m);
 void cli_match_free(cli_match_t *m);
-void cli_match_usage(FILE *f);
+void cli_match_usage(FILE *f, const cli_match_t *m);
 
 /* The help flag test every subcommand uses. */
 int cli_is_help(const char *arg);

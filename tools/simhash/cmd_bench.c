@@ -120,42 +120,9 @@ now(void)
     return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
-        "usage: simhash bench [options]\n\n"
-        "PSM index vs BPHS vs brute force, online mode (PSM paper 8.4).\n\n"
-        "  --corpus DIR     pages to store and query (repeatable; default\n"
-        "                   /usr/share/doc/rust-doc/html)\n"
-        "  --fresh DIR      pages with no duplicate, queried only (default\n"
-        "                   /usr/share/doc/postgresql-doc-15/html)\n"
-        "  --cache FILE     keep fingerprints in FILE (and FILE.edits)\n"
-        "  --n LIST         log2 of the stored counts (default 20,22,24)\n"
-        "  --methods LIST   psm,bphs4,bphs10,bphs20,brute (default all)\n"
-        "  --match RULE     hamming, weighted or both (default hamming)\n"
-        "  --h N            hamming radius, 1..3 (default 3)\n"
-        "  --threshold T    weighted: T in nats (default %g)\n"
-        "  --cap N          weighted: the cap on H, 1..%d (default %d)\n"
-        "  --truth-queries N  weighted: queries compared by brute force\n"
-        "                   with every stored fingerprint (20000; with\n"
-        "                   --match both, the queries of both rules)\n"
-        "  --recall R       target relative recall for PSM's k (0.95)\n"
-        "  --k N            fixed k instead of the target recall\n"
-        "  --queries N      queries per method, by relocation (100000)\n"
-        "  --edits N        edited pages among the queries (4000)\n"
-        "  --brute-max L    brute force only for n <= 2^L (20)\n"
-        "  --learn L        online-learner experiment at n = 2^L\n"
-        "  --volatility F   volatility table (default: the built-in one)\n"
-        "  --t N            PSM header bits (default: about log2 n)\n"
-        "  --reps N         timed passes over the queries, fastest kept (5)"
-        "\n"
-        "  --json           one JSON object per method and n\n"
-        "  --dat PREFIX     gnuplot data: PREFIX-qps.dat, "
-        "PREFIX-recall.dat\n\n", SH_WEIGHTED_T_DEFAULT, SH_MATCH_HMAX,
-        SH_WEIGHTED_H_DEFAULT);
-    cli_extract_usage(f);
-}
+static const char synopsis[] =
+    "usage: simhash bench [options]\n\n"
+    "PSM index vs BPHS vs brute force, online mode (PSM paper 8.4).\n\n";
 
 /* ---- Corpus ---- */
 
@@ -1206,186 +1173,317 @@ weighted_truth(bench_t *b, run_t *r)
 /* ---- Options ---- */
 
 static int
-parse_list(const char *s, unsigned *out, unsigned max, unsigned *n)
+set_corpus(void *target, const char *name, const char *value)
 {
-    char *copy = strdup(s), *tok, *save = NULL;
+    bench_t *b = target;
 
-    *n = 0;
-    for (tok = strtok_r(copy, ",", &save); tok && *n < max;
+    if (b->ncorpus == sizeof(b->corpus) / sizeof(b->corpus[0])) {
+        cli_error("%s: at most %zu", name,
+                  sizeof(b->corpus) / sizeof(b->corpus[0]));
+        return -1;
+    }
+    b->corpus[b->ncorpus++] = value;
+    return 0;
+}
+
+static const char *
+show_corpus(const void *target, char *buf, size_t len)
+{
+    return "/usr/share/doc/rust-doc/html";
+}
+
+static int
+set_fresh(void *target, const char *name, const char *value)
+{
+    *(const char **) target = strcmp(value, "none") == 0 ? NULL : value;
+    return 0;
+}
+
+static int
+set_volatility(void *target, const char *name, const char *value)
+{
+    sh_volatility_t **vol = target;
+    char              err[512];
+
+    sh_volatility_free(*vol);
+    *vol = sh_volatility_load(value, err, sizeof(err));
+    if (*vol == NULL) {
+        cli_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *
+show_volatility(const void *target, char *buf, size_t len)
+{
+    return "the built-in one";
+}
+
+/* --n: log2 sizes from 10 to 30, e.g. 20,24. */
+static int
+set_sizes(void *target, const char *name, const char *value)
+{
+    bench_t *b = target;
+    char    *copy = strdup(value), *tok, *save = NULL, *end;
+    long     v;
+
+    b->nn = 0;
+    for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && b->nn < 16;
          tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long  v = strtol(tok, &end, 10);
-
+        v = strtol(tok, &end, 10);
         if (*end != '\0' || v < 10 || v > 30) {
-            free(copy);
-            return -1;
+            b->nn = 0;
+            break;
         }
-        out[(*n)++] = (unsigned) v;
+        b->log2n[b->nn++] = (unsigned) v;
     }
     free(copy);
-    return *n > 0 ? 0 : -1;
+    if (b->nn == 0) {
+        cli_error("%s: expected log2 sizes in 10..30, e.g. 20,24", name);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *
+show_sizes(const void *target, char *buf, size_t len)
+{
+    const bench_t *b = target;
+    unsigned       i;
+    size_t         at = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < b->nn && at < len; i++) {
+        at += (size_t) snprintf(buf + at, len - at, "%s%u", i ? "," : "",
+                                b->log2n[i]);
+    }
+    return buf;
+}
+
+static int
+set_methods(void *target, const char *name, const char *value)
+{
+    bench_t *b = target;
+
+    b->m_psm = strstr(value, "psm") != NULL;
+    b->m_bphs[0] = strstr(value, "bphs4") != NULL;
+    b->m_bphs[1] = strstr(value, "bphs10") != NULL;
+    b->m_bphs[2] = strstr(value, "bphs20") != NULL;
+    b->m_brute = strstr(value, "brute") != NULL;
+    return 0;
+}
+
+static int
+set_rules(void *target, const char *name, const char *value)
+{
+    int *rules = target;
+
+    *rules = strcmp(value, "hamming") == 0 ? 1
+             : strcmp(value, "weighted") == 0 ? 2
+             : strcmp(value, "both") == 0 ? 3 : 0;
+    if (*rules == 0) {
+        cli_error("%s: expected hamming, weighted or both", name);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+set_threshold(void *target, const char *name, const char *value)
+{
+    double t;
+
+    if (cli_set_nats(&t, name, value) != 0) {
+        return -1;
+    }
+    *(uint32_t *) target = sh_score_from_nats(t);
+    return 0;
+}
+
+static const char *
+show_threshold(const void *target, char *buf, size_t len)
+{
+    snprintf(buf, len, "%g", sh_score_nats(*(const uint32_t *) target));
+    return buf;
+}
+
+static void
+bench_defaults(bench_t *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->fresh = "/usr/share/doc/postgresql-doc-15/html";
+    b->log2n[0] = 20;
+    b->log2n[1] = 22;
+    b->log2n[2] = 24;
+    b->nn = 3;
+    b->h = SH_H_DEFAULT;
+    b->rules = 1;
+    sh_match_opts_init(&b->wm);
+    sh_match_opts_rule(&b->wm, SH_RULE_WEIGHTED);
+    b->truth_queries = 20000;
+    b->pq_probes = b->pq_scanned = -1;
+    b->recall = 0.95f;
+    b->queries = 100000;
+    b->edits = 4000;
+    b->brute_max = 20;
+    b->reps = 5;
+    b->m_psm = b->m_bphs[0] = b->m_bphs[1] = b->m_bphs[2] = b->m_brute = 1;
+    b->seed = 0x6a09e667f3bcc909ull;
+}
+
+/* The gnuplot data files of --dat: 0, or -1 (said why). */
+static int
+open_dat(bench_t *b)
+{
+    char p[4096];
+
+    snprintf(p, sizeof(p), "%s-qps.dat", b->dat);
+    b->dat_qps = fopen(p, "w");
+    snprintf(p, sizeof(p), "%s-recall.dat", b->dat);
+    b->dat_recall = fopen(p, "w");
+    if (b->dat_qps == NULL || b->dat_recall == NULL) {
+        cli_error("bench: cannot write %s-*.dat", b->dat);
+        return -1;
+    }
+    fprintf(b->dat_qps, "# log2n\tmethod\tqps\trecall\tbytes_per_entry\n");
+    fprintf(b->dat_recall, "# log2n\tt\tthen F and A recall at k = 5, "
+            "10, 20, 50\n");
+    return 0;
+}
+
+/* Every method at one size, under each rule asked for. */
+static int
+bench_size(bench_t *b, unsigned log2n)
+{
+    static const unsigned tb[3] = { 4, 10, 20 };
+    run_t                 r;
+    unsigned              j;
+    int                   rc = -1;
+
+    if (make_run(b, log2n, &r) != 0) {
+        return -1;
+    }
+    fprintf(stderr, "bench: n = 2^%u: %zu queries (%zu real x %zu)\n",
+            log2n, r.nq, b->nrq, r.nq / (b->nrq ? b->nrq : 1));
+    if (b->rules == 3 && r.nq > b->truth_queries) {
+        r.nq = b->truth_queries;        /* both rules, the same queries */
+    }
+    if (b->rules & 1) {
+        b->weighted = 0;
+        /* BPHS with 10 tables first: it is the truth for the others. */
+        if (run_bphs(b, &r, 10, 1) != 0) {
+            goto done;
+        }
+        fprintf(stderr, "bench: %zu true pairs, %zu queries with a "
+                "match\n", r.npairs, r.nqmatch);
+        for (j = 0; j < 3; j++) {
+            if (b->m_bphs[j] && tb[j] != 10
+                && run_bphs(b, &r, tb[j], 0) != 0) {
+                goto done;
+            }
+        }
+        if (b->m_psm && run_psm(b, &r, log2n) != 0) {
+            goto done;
+        }
+        if (b->m_brute && log2n <= b->brute_max) {
+            run_brute(b, &r);
+        }
+    }
+    if (b->rules & 2) {
+        /* After the hamming pass: the truth keeps fewer queries. */
+        b->weighted = 1;
+        if (weighted_truth(b, &r) != 0
+            || (b->m_psm && run_psm(b, &r, log2n) != 0))
+        {
+            goto done;
+        }
+        if (b->m_brute && log2n <= b->brute_max) {
+            run_brute(b, &r);
+        }
+    }
+    rc = 0;
+
+done:
+    free_run(&r);
+    return rc;
 }
 
 int
 cmd_bench(int argc, char **argv)
 {
-    cli_extract_t x;
-    bench_t       b;
-    sh_config_t  *cfg;
+    static bench_t   b;
+    cli_extract_t    x;
+    sh_config_t     *cfg = NULL;
     sh_volatility_t *vol = NULL;
-    unsigned long v;
-    unsigned      i;
-    int           a, rc = 1;
+    unsigned         i;
+    int              a, rc = 1;
+    cli_opt_t        opts[] = {
+        CLI_OPT_CALL("--corpus", "DIR", &b, set_corpus, show_corpus,
+                     "pages to store and query (repeatable)"),
+        CLI_OPT_CALL("--fresh", "DIR", &b.fresh, set_fresh, NULL,
+                     "pages with no duplicate, queried only (none:\n"
+                     "no such pages)"),
+        CLI_OPT_STRING("--cache", "FILE", &b.cache,
+                       "keep fingerprints in FILE (and FILE.edits)"),
+        CLI_OPT_CALL("--n", "LIST", &b, set_sizes, show_sizes,
+                     "log2 of the stored counts"),
+        CLI_OPT_CALL("--methods", "LIST", &b, set_methods, NULL,
+                     "psm,bphs4,bphs10,bphs20,brute (default all)"),
+        CLI_OPT_CALL("--match", "RULE", &b.rules, set_rules, NULL,
+                     "hamming, weighted or both (default hamming)"),
+        CLI_OPT_UINT("--h", "N", &b.h, 1, 3, "hamming radius, 1..3"),
+        CLI_OPT_CALL("--threshold", "T", &b.wm.threshold, set_threshold,
+                     show_threshold, "weighted: T in nats"),
+        CLI_OPT_UINT("--cap", "N", &b.wm.h, 1, SH_MATCH_HMAX,
+                     "weighted: the cap on H"),
+        CLI_OPT_UINT("--truth-queries", "N", &b.truth_queries, 1, 10000000,
+                     "weighted: queries compared by brute force\n"
+                     "with every stored fingerprint (with --match\n"
+                     "both, the queries of both rules)"),
+        CLI_OPT_CALL("--recall", "R", &b.recall, cli_set_recall,
+                     cli_show_float, "target relative recall for PSM's k"),
+        CLI_OPT_UINT("--k", "N", &b.k_force, 1, SH_PROBES_MAX,
+                     "fixed k instead of the target recall"),
+        CLI_OPT_UINT("--queries", "N", &b.queries, 1, 10000000,
+                     "queries per method, by relocation"),
+        CLI_OPT_UINT("--edits", "N", &b.edits, 0, 1000000,
+                     "edited pages among the queries"),
+        CLI_OPT_UINT("--brute-max", "L", &b.brute_max, 0, 30,
+                     "brute force only for n <= 2^L"),
+        CLI_OPT_UINT("--learn", "L", &b.learn_log2n, 10, 30,
+                     "online-learner experiment at n = 2^L"),
+        CLI_OPT_CALL("--volatility", "F", &vol, set_volatility,
+                     show_volatility, "volatility table"),
+        CLI_OPT_UINT("--t", "N", &b.t, 1, 40,
+                     "PSM header bits (default: about log2 n)"),
+        CLI_OPT_UINT("--reps", "N", &b.reps, 1, 100,
+                     "timed passes over the queries, fastest kept"),
+        CLI_OPT_FLAG("--json", &b.json,
+                     "one JSON object per method and n"),
+        CLI_OPT_STRING("--dat", "PREFIX", &b.dat,
+                       "gnuplot data: PREFIX-qps.dat, PREFIX-recall.dat"),
+        CLI_OPT_END
+    };
+    cli_cmd_t        cmd = {
+        .name = "bench", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
-    memset(&b, 0, sizeof(b));
+    bench_defaults(&b);
     cli_extract_init(&x);
-    b.fresh = "/usr/share/doc/postgresql-doc-15/html";
-    b.log2n[0] = 20;
-    b.log2n[1] = 22;
-    b.log2n[2] = 24;
-    b.nn = 3;
-    b.h = SH_H_DEFAULT;
-    b.rules = 1;
-    sh_match_opts_init(&b.wm);
-    sh_match_opts_rule(&b.wm, SH_RULE_WEIGHTED);
-    b.truth_queries = 20000;
-    b.pq_probes = b.pq_scanned = -1;
-    b.recall = 0.95f;
-    b.queries = 100000;
-    b.edits = 4000;
-    b.brute_max = 20;
-    b.reps = 5;
-    b.m_psm = b.m_bphs[0] = b.m_bphs[1] = b.m_bphs[2] = b.m_brute = 1;
-    b.seed = 0x6a09e667f3bcc909ull;
-
-    for (a = 1; a < argc; a++) {
-        int r = cli_extract_arg(&x, argc, argv, &a);
-        const char *o = argv[a], *val = a + 1 < argc ? argv[a + 1] : NULL;
-
-        if (r < 0) {
-            return 2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        if (cli_is_help(o)) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(o, "--json") == 0) {
-            b.json = 1;
-            continue;
-        }
-        if (val == NULL) {
-            cli_error("bench: unknown option '%s' (or missing value)", o);
-            return 2;
-        }
-        a++;
-        if (strcmp(o, "--corpus") == 0 && b.ncorpus < 8) {
-            b.corpus[b.ncorpus++] = val;
-        } else if (strcmp(o, "--fresh") == 0) {
-            b.fresh = strcmp(val, "none") == 0 ? NULL : val;
-        } else if (strcmp(o, "--cache") == 0) {
-            b.cache = val;
-        } else if (strcmp(o, "--volatility") == 0) {
-            char err[512];
-
-            sh_volatility_free(vol);
-            vol = sh_volatility_load(val, err, sizeof(err));
-            if (vol == NULL) {
-                cli_error("%s", err);
-                return 1;
-            }
-        } else if (strcmp(o, "--dat") == 0) {
-            b.dat = val;
-        } else if (strcmp(o, "--n") == 0) {
-            if (parse_list(val, b.log2n, 16, &b.nn) != 0) {
-                cli_error("--n: expected log2 sizes in 10..30, e.g. 20,24");
-                return 2;
-            }
-        } else if (strcmp(o, "--methods") == 0) {
-            b.m_psm = strstr(val, "psm") != NULL;
-            b.m_bphs[0] = strstr(val, "bphs4") != NULL;
-            b.m_bphs[1] = strstr(val, "bphs10") != NULL;
-            b.m_bphs[2] = strstr(val, "bphs20") != NULL;
-            b.m_brute = strstr(val, "brute") != NULL;
-        } else if (strcmp(o, "--recall") == 0) {
-            b.recall = strtof(val, NULL);
-            if (!(b.recall > 0 && b.recall <= 1)) {
-                cli_error("--recall: expected a number in (0, 1]");
-                return 2;
-            }
-        } else if (strcmp(o, "--match") == 0) {
-            b.rules = strcmp(val, "hamming") == 0 ? 1
-                      : strcmp(val, "weighted") == 0 ? 2
-                      : strcmp(val, "both") == 0 ? 3 : 0;
-            if (b.rules == 0) {
-                cli_error("--match: expected hamming, weighted or both");
-                return 2;
-            }
-        } else if (strcmp(o, "--threshold") == 0) {
-            char  *end;
-            double t = strtod(val, &end);
-
-            if (end == val || *end != '\0' || !(t >= 0 && t <= 1000)) {
-                cli_error("--threshold: expected nats from 0 to 1000");
-                return 2;
-            }
-            b.wm.threshold = sh_score_from_nats(t);
-        } else if (strcmp(o, "--cap") == 0) {
-            if (cli_parse_uint(o, val, 1, SH_MATCH_HMAX, &v) != 0) {
-                return 2;
-            }
-            b.wm.h = (unsigned) v;
-        } else if (strcmp(o, "--truth-queries") == 0) {
-            if (cli_parse_uint(o, val, 1, 10000000, &v) != 0) {
-                return 2;
-            }
-            b.truth_queries = (unsigned) v;
-        } else if (strcmp(o, "--h") == 0) {
-            if (cli_parse_uint(o, val, 1, 3, &v) != 0) {
-                return 2;
-            }
-            b.h = (unsigned) v;
-        } else if (strcmp(o, "--k") == 0) {
-            if (cli_parse_uint(o, val, 1, SH_PROBES_MAX, &v) != 0) {
-                return 2;
-            }
-            b.k_force = (unsigned) v;
-        } else if (strcmp(o, "--t") == 0) {
-            if (cli_parse_uint(o, val, 1, 40, &v) != 0) {
-                return 2;
-            }
-            b.t = (unsigned) v;
-        } else if (strcmp(o, "--reps") == 0) {
-            if (cli_parse_uint(o, val, 1, 100, &v) != 0) {
-                return 2;
-            }
-            b.reps = (unsigned) v;
-        } else if (strcmp(o, "--queries") == 0) {
-            if (cli_parse_uint(o, val, 1, 10000000, &v) != 0) {
-                return 2;
-            }
-            b.queries = (unsigned) v;
-        } else if (strcmp(o, "--edits") == 0) {
-            if (cli_parse_uint(o, val, 0, 1000000, &v) != 0) {
-                return 2;
-            }
-            b.edits = (unsigned) v;
-        } else if (strcmp(o, "--brute-max") == 0) {
-            if (cli_parse_uint(o, val, 0, 30, &v) != 0) {
-                return 2;
-            }
-            b.brute_max = (unsigned) v;
-        } else if (strcmp(o, "--learn") == 0) {
-            if (cli_parse_uint(o, val, 10, 30, &v) != 0) {
-                return 2;
-            }
-            b.learn_log2n = (unsigned) v;
-        } else {
-            cli_error("bench: unknown option '%s'", o);
-            return 2;
-        }
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        sh_volatility_free(vol);
+        return 2;
+    case CLI_PARSED:
+        break;
+    }
+    if (a < argc) {
+        cli_error("bench: unexpected argument %s (see --help)", argv[a]);
+        sh_volatility_free(vol);
+        return 2;
     }
     if (b.ncorpus == 0) {
         b.corpus[b.ncorpus++] = "/usr/share/doc/rust-doc/html";
@@ -1393,25 +1491,9 @@ cmd_bench(int argc, char **argv)
     b.vol = vol != NULL ? vol : sh_volatility_default();
     b.wm.vol = b.vol;
     cfg = cli_extract_config(&x);
-    if (cfg == NULL) {
-        return 1;
-    }
-    if (b.dat != NULL) {
-        char p[4096];
-
-        snprintf(p, sizeof(p), "%s-qps.dat", b.dat);
-        b.dat_qps = fopen(p, "w");
-        snprintf(p, sizeof(p), "%s-recall.dat", b.dat);
-        b.dat_recall = fopen(p, "w");
-        if (b.dat_qps == NULL || b.dat_recall == NULL) {
-            cli_error("bench: cannot write %s-*.dat", b.dat);
-            goto done;
-        }
-        fprintf(b.dat_qps, "# log2n\tmethod\tqps\trecall\tbytes_per_entry\n");
-        fprintf(b.dat_recall, "# log2n\tt\tthen F and A recall at k = 5, "
-                "10, 20, 50\n");
-    }
-    if (build_workload(&b, cfg) != 0) {
+    if (cfg == NULL || (b.dat != NULL && open_dat(&b) != 0)
+        || build_workload(&b, cfg) != 0)
+    {
         goto done;
     }
     if (!b.json) {
@@ -1420,55 +1502,9 @@ cmd_bench(int argc, char **argv)
                "t", "build_s");
     }
     for (i = 0; i < b.nn; i++) {
-        run_t    r;
-        unsigned tb[3] = { 4, 10, 20 }, j;
-
-        if (make_run(&b, b.log2n[i], &r) != 0) {
+        if (bench_size(&b, b.log2n[i]) != 0) {
             goto done;
         }
-        fprintf(stderr, "bench: n = 2^%u: %zu queries (%zu real x %zu)\n",
-                b.log2n[i], r.nq, b.nrq, r.nq / (b.nrq ? b.nrq : 1));
-        if (b.rules == 3 && r.nq > b.truth_queries) {
-            r.nq = b.truth_queries;     /* both rules, the same queries */
-        }
-        if (b.rules & 1) {
-            b.weighted = 0;
-            /* BPHS with 10 tables first: it is the truth for the others. */
-            if (run_bphs(&b, &r, 10, 1) != 0) {
-                free_run(&r);
-                goto done;
-            }
-            fprintf(stderr, "bench: %zu true pairs, %zu queries with a "
-                    "match\n", r.npairs, r.nqmatch);
-            for (j = 0; j < 3; j++) {
-                if (b.m_bphs[j] && tb[j] != 10
-                    && run_bphs(&b, &r, tb[j], 0) != 0) {
-                    free_run(&r);
-                    goto done;
-                }
-            }
-            if (b.m_psm && run_psm(&b, &r, b.log2n[i]) != 0) {
-                free_run(&r);
-                goto done;
-            }
-            if (b.m_brute && b.log2n[i] <= b.brute_max) {
-                run_brute(&b, &r);
-            }
-        }
-        if (b.rules & 2) {
-            /* After the hamming pass: the truth keeps fewer queries. */
-            b.weighted = 1;
-            if (weighted_truth(&b, &r) != 0
-                || (b.m_psm && run_psm(&b, &r, b.log2n[i]) != 0))
-            {
-                free_run(&r);
-                goto done;
-            }
-            if (b.m_brute && b.log2n[i] <= b.brute_max) {
-                run_brute(&b, &r);
-            }
-        }
-        free_run(&r);
     }
     rc = 0;
 

@@ -30,23 +30,10 @@
 #define RANK_NONE       UINT32_MAX
 #define PER_PAGE_MAX    50      /* partners per page: clusters don't rule */
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
-        "usage: simhash calibrate [options] --list PATHS -o FILE\n\n"
-        "Build the volatility table p(|w|) and the probe table k(t) from a "
-        "corpus.\n\n"
-        "  --list PATHS     pages ('-' = stdin)\n"
-        "  -o FILE          the table, for --volatility options\n"
-        "  --cache FILE     keep the fingerprints in FILE between runs\n"
-        "  --pair-h N       pairs within N bits give the samples (default 3)"
-        "\n  --edits N        edited pages added as pairs (default 2000)\n"
-        "  --max-pages N    pages compared all-to-all (default 40000)\n"
-        "  --queries N      pages whose ranks make k(t) (default 1000)\n"
-        "  --emit-c FILE    also write the table as C (the built-in one)\n\n");
-    cli_extract_usage(f);
-}
+static const char synopsis[] =
+    "usage: simhash calibrate [options] --list PATHS -o FILE\n\n"
+    "Build the volatility table p(|w|) and the probe table k(t) from a "
+    "corpus.\n\n";
 
 typedef struct {
     const float *wu, *wv;
@@ -199,71 +186,272 @@ calibrate_k(sh_volatility_t *vol, const cpairs_t *q, size_t nq_pages,
     free(rfirst);
 }
 
+/* One calibration: its options, the pages, the pairs. */
+typedef struct {
+    unsigned      pair_h, edits, max_pages, nqueries;
+    pageset_t     fs;           /* the corpus */
+    pageset_t     es;           /* edited copies of its pages */
+    uint32_t     *ok;           /* the pages compared, indices into fs */
+    size_t        nok;
+    uint32_t     *eorig;        /* the page each edited copy is of */
+    sh_brute_t    br;
+    sh_match_t   *m;
+    cpairs_t      pairs;        /* within pair_h: the samples */
+    cpairs_t      qpairs;       /* within SH_H_MAX: the k(t) queries' */
+    uint32_t     *qoff;         /* query q's pairs: [qoff[q], qoff[q + 1]) */
+    size_t        nq;
+    uint64_t      rng;
+} cal_t;
+
+/* The pages with a fingerprint, a random sample if there are too many,
+ * in a brute-force index. */
+static int
+sample_pages(cal_t *c)
+{
+    size_t i;
+
+    c->ok = malloc((c->fs.n + 1) * sizeof(uint32_t));
+    c->m = malloc(65536 * sizeof(sh_match_t));
+    if (c->ok == NULL || c->m == NULL) {
+        cli_error("out of memory");
+        return -1;
+    }
+    for (i = 0; i < c->fs.n; i++) {
+        if (c->fs.fp[i].status == SH_STATUS_OK) {
+            c->ok[c->nok++] = (uint32_t) i;
+        }
+    }
+    for (i = c->nok; i > 1; i--) {
+        size_t   r = page_rand(&c->rng) % i;
+        uint32_t tmp = c->ok[i - 1];
+
+        c->ok[i - 1] = c->ok[r];
+        c->ok[r] = tmp;
+    }
+    if (c->nok > c->max_pages) {
+        c->nok = c->max_pages;
+    }
+    if (sh_brute_init(&c->br, c->nok) != 0) {
+        cli_error("out of memory");
+        return -1;
+    }
+    for (i = 0; i < c->nok; i++) {
+        sh_brute_add(&c->br, c->fs.fp[c->ok[i]].hash, (uint32_t) i);
+    }
+    return 0;
+}
+
+/* Natural pairs: exactly, all-to-all.  Samples from those within
+ * pair_h; k(t) queries with every match within SH_H_MAX. */
+static int
+natural_pairs(cal_t *c)
+{
+    size_t i, j;
+
+    c->qoff = malloc((c->nqueries + c->edits + 2) * sizeof(uint32_t));
+    if (c->qoff == NULL) {
+        cli_error("out of memory");
+        return -1;
+    }
+    for (i = 0; i < c->nok; i++) {
+        const pageset_fp_t *u = &c->fs.fp[c->ok[i]];
+        size_t n = sh_brute_lookup(&c->br, u->hash, SH_H_MAX, SH_MATCH_ALL,
+                                   c->m, 65536), taken = 0, tq = 0;
+
+        if (n > 65536) {
+            n = 65536;
+        }
+        if (c->nq < c->nqueries) {
+            c->qoff[c->nq] = (uint32_t) c->qpairs.n;
+        }
+        for (j = 0; j < n; j++) {
+            const sh_match_t   *mj = &c->m[j];
+            const pageset_fp_t *v = &c->fs.fp[c->ok[mj->ref]];
+
+            if (mj->ref == i || mj->distance == 0) {
+                continue;
+            }
+            if (mj->distance <= c->pair_h && mj->ref > i
+                && taken < PER_PAGE_MAX) {
+                cp_add(&c->pairs, u->hash, u->w, v->hash, v->w);
+                taken++;
+            }
+            if (c->nq < c->nqueries && tq < PER_PAGE_MAX) {
+                cp_add(&c->qpairs, u->hash, u->w, v->hash, v->w);
+                tq++;
+            }
+        }
+        if (c->nq < c->nqueries && tq > 0) {
+            c->nq++;
+        }
+        pageset_progress("pairs", i + 1, c->nok);
+    }
+    c->qoff[c->nq] = (uint32_t) c->qpairs.n;
+    return 0;
+}
+
+/* Edited pairs: what changes between two fetches of one page.  The
+ * edited copies go to `es` first; pairs point into it once it has
+ * stopped growing. */
+static int
+edited_pairs(cal_t *c, sh_config_t *cfg)
+{
+    size_t i;
+
+    c->eorig = malloc((c->edits + 1) * sizeof(uint32_t));
+    if (c->eorig == NULL) {
+        cli_error("out of memory");
+        return -1;
+    }
+    for (i = 0; i < c->edits && c->nok > 0; i++) {
+        size_t      pi = c->ok[page_rand(&c->rng) % c->nok];
+        size_t      di = c->ok[page_rand(&c->rng) % c->nok];
+        char       *page, *donor, *ed;
+        size_t      len, dlen, elen;
+        sh_result_t r;
+
+        page = page_read_file(pageset_path(&c->fs, pi), &len);
+        donor = page_read_file(pageset_path(&c->fs, di), &dlen);
+        ed = page ? page_edit_page(page, len,
+                                   (page_edit_t) (i % PAGE_EDIT_NTYPES),
+                                   donor, donor ? dlen : 0, &c->rng, &elen)
+                  : NULL;
+        if (ed != NULL && pageset_fingerprint(cfg, ed, elen, &r) == 0
+            && r.status == SH_STATUS_OK) {
+            c->eorig[c->es.n] = (uint32_t) pi;
+            pageset_add(&c->es, "edit", &r);
+        }
+        free(page);
+        free(donor);
+        free(ed);
+        pageset_progress("edits", i + 1, c->edits);
+    }
+    for (i = 0; i < c->es.n; i++) {
+        const pageset_fp_t *o = &c->fs.fp[c->eorig[i]];
+        const pageset_fp_t *e = &c->es.fp[i];
+        unsigned            d = sh_distance(e->hash, o->hash);
+
+        if (d > 0 && d <= c->pair_h) {
+            cp_add(&c->pairs, e->hash, e->w, o->hash, o->w);
+        }
+        /* The edited page is also a query whose match is its original. */
+        if (d > 0 && d <= SH_H_MAX) {
+            c->qoff[c->nq++] = (uint32_t) c->qpairs.n;
+            cp_add(&c->qpairs, e->hash, e->w, o->hash, o->w);
+        }
+    }
+    c->qoff[c->nq] = (uint32_t) c->qpairs.n;
+    if (c->pairs.n == 0) {
+        cli_error("calibrate: no near-duplicate pairs within %u bits; "
+                  "add --edits or more pages", c->pair_h);
+        return -1;
+    }
+    return 0;
+}
+
+/* p(|w|) from the samples |W_j(u) - W_j(v)| of every pair and bit. */
+static sh_volatility_t *
+fit_volatility(const cal_t *c)
+{
+    sh_volatility_t *vol;
+    float           *ys;
+    char             err[512];
+    size_t           i, j;
+    float            w;
+
+    ys = malloc(c->pairs.n * 64 * sizeof(float));
+    if (ys == NULL) {
+        cli_error("out of memory");
+        return NULL;
+    }
+    for (i = 0; i < c->pairs.n; i++) {
+        for (j = 0; j < 64; j++) {
+            ys[i * 64 + j] = c->pairs.p[i].wu[j] - c->pairs.p[i].wv[j];
+        }
+    }
+    vol = sh_volatility_from_samples(ys, c->pairs.n * 64, err, sizeof(err));
+    free(ys);
+    if (vol == NULL) {
+        cli_error("calibrate: %s", err);
+        return NULL;
+    }
+    fprintf(stderr, "calibrate: %zu pages, %zu edited; %zu pairs within "
+            "%u bits, %zu samples; %zu query pages for k(t); p(|w|):",
+            c->nok, c->es.n, c->pairs.n, c->pair_h, c->pairs.n * 64, c->nq);
+    for (w = 0; w < 1.6f; w += 0.25f) {
+        fprintf(stderr, " %.2f:%.3g", w, sh_volatility_p(vol, w));
+    }
+    fprintf(stderr, "\n");
+    return vol;
+}
+
+static void
+cal_free(cal_t *c)
+{
+    free(c->pairs.p);
+    free(c->qpairs.p);
+    free(c->qoff);
+    free(c->ok);
+    free(c->eorig);
+    free(c->m);
+    sh_brute_free(&c->br);
+    pageset_free(&c->fs);
+    pageset_free(&c->es);
+}
+
 int
 cmd_calibrate(int argc, char **argv)
 {
-    cli_extract_t x;
-    const char   *list = NULL, *out = NULL, *cache = NULL, *emit = NULL;
-    unsigned long pair_h = 3, edits = 2000, max_pages = 40000, nqueries = 1000;
-    char        **paths = NULL, err[512];
-    size_t        npaths = 0, i, j, nok = 0;
-    sh_config_t  *cfg = NULL;
-    pageset_t    fs, es;
-    sh_brute_t    br;
-    cpairs_t      pairs = { 0 }, qpairs = { 0 };
-    uint32_t     *qoff = NULL, *ok = NULL, *eorig = NULL;
-    size_t        nq = 0;
-    sh_match_t   *m = NULL;
-    float        *ys = NULL;
+    static cal_t     c;
+    cli_extract_t    x;
+    const char      *list = NULL, *out = NULL, *cache = NULL, *emit = NULL;
+    char           **paths = NULL, err[512];
+    size_t           npaths = 0;
+    sh_config_t     *cfg = NULL;
     sh_volatility_t *vol = NULL;
-    uint64_t      rng = 0x3c6ef372fe94f82bull;
-    int           a, rc = 1;
+    int              a, rc = 1;
+    cli_opt_t        opts[] = {
+        CLI_OPT_STRING("--list", "PATHS", &list, "pages ('-' = stdin)"),
+        CLI_OPT_STRING("-o", "FILE", &out,
+                       "the table, for --volatility options"),
+        CLI_OPT_STRING("--cache", "FILE", &cache,
+                       "keep the fingerprints in FILE between runs"),
+        CLI_OPT_UINT("--pair-h", "N", &c.pair_h, 1, SH_H_MAX,
+                     "pairs within N bits give the samples"),
+        CLI_OPT_UINT("--edits", "N", &c.edits, 0, 1000000,
+                     "edited pages added as pairs"),
+        CLI_OPT_UINT("--max-pages", "N", &c.max_pages, 2, 1ul << 24,
+                     "pages compared all-to-all"),
+        CLI_OPT_UINT("--queries", "N", &c.nqueries, 1, 1000000,
+                     "pages whose ranks make k(t)"),
+        CLI_OPT_STRING("--emit-c", "FILE", &emit,
+                       "also write the table as C (the built-in one)"),
+        CLI_OPT_END
+    };
+    cli_cmd_t        cmd = {
+        .name = "calibrate", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
+    memset(&c, 0, sizeof(c));
+    c.pair_h = 3;
+    c.edits = 2000;
+    c.max_pages = 40000;
+    c.nqueries = 1000;
+    c.rng = 0x3c6ef372fe94f82bull;
     cli_extract_init(&x);
-    pageset_init(&fs);
-    pageset_init(&es);
-    memset(&br, 0, sizeof(br));
-    for (a = 1; a < argc; a++) {
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            return 0;
-        case CLI_ARG_BAD:
-            return 2;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
-            list = argv[++a];
-        } else if (strcmp(argv[a], "-o") == 0 && a + 1 < argc) {
-            out = argv[++a];
-        } else if (strcmp(argv[a], "--cache") == 0 && a + 1 < argc) {
-            cache = argv[++a];
-        } else if (strcmp(argv[a], "--emit-c") == 0 && a + 1 < argc) {
-            emit = argv[++a];
-        } else if (strcmp(argv[a], "--pair-h") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--pair-h", argv[++a], 1, SH_H_MAX, &pair_h)) {
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--edits") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--edits", argv[++a], 0, 1000000, &edits)) {
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--max-pages") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--max-pages", argv[++a], 2, 1ul << 24,
-                               &max_pages)) {
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--queries") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--queries", argv[++a], 1, 1000000,
-                               &nqueries)) {
-                return 2;
-            }
-        } else {
-            cli_error("calibrate: unknown option '%s'", argv[a]);
-            return 2;
-        }
+    pageset_init(&c.fs);
+    pageset_init(&c.es);
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
+    }
+    if (a < argc) {
+        cli_error("calibrate: unexpected argument %s (see --help)", argv[a]);
+        return 2;
     }
     if (list == NULL || out == NULL) {
         cli_error("calibrate needs --list PATHS and -o FILE");
@@ -274,158 +462,14 @@ cmd_calibrate(int argc, char **argv)
     }
     cfg = cli_extract_config(&x);
     if (cfg == NULL
-        || pageset_from_paths(&fs, cfg, x.charset, paths, npaths, cache)
-           != 0) {
-        goto done;
-    }
-
-    /* Pages with a fingerprint, a random sample if there are too many. */
-    ok = malloc((fs.n + 1) * sizeof(uint32_t));
-    m = malloc(65536 * sizeof(sh_match_t));
-    if (ok == NULL || m == NULL) {
-        cli_error("out of memory");
-        goto done;
-    }
-    for (i = 0; i < fs.n; i++) {
-        if (fs.fp[i].status == SH_STATUS_OK) {
-            ok[nok++] = (uint32_t) i;
-        }
-    }
-    for (i = nok; i > 1; i--) {
-        size_t   r = page_rand(&rng) % i;
-        uint32_t tmp = ok[i - 1];
-
-        ok[i - 1] = ok[r];
-        ok[r] = tmp;
-    }
-    if (nok > max_pages) {
-        nok = max_pages;
-    }
-    if (sh_brute_init(&br, nok) != 0) {
-        cli_error("out of memory");
-        goto done;
-    }
-    for (i = 0; i < nok; i++) {
-        sh_brute_add(&br, fs.fp[ok[i]].hash, (uint32_t) i);
-    }
-
-    /* Natural pairs: exactly, all-to-all.  Samples from those within
-     * pair_h; k(t) queries with every match within SH_H_MAX. */
-    qoff = malloc((nqueries + edits + 2) * sizeof(uint32_t));
-    if (qoff == NULL) {
-        cli_error("out of memory");
-        goto done;
-    }
-    for (i = 0; i < nok; i++) {
-        const pageset_fp_t *u = &fs.fp[ok[i]];
-        size_t n = sh_brute_lookup(&br, u->hash, SH_H_MAX, SH_MATCH_ALL, m,
-                                   65536), taken = 0, tq = 0;
-
-        if (n > 65536) {
-            n = 65536;
-        }
-        if (nq < nqueries) {
-            qoff[nq] = (uint32_t) qpairs.n;
-        }
-        for (j = 0; j < n; j++) {
-            const pageset_fp_t *v = &fs.fp[ok[m[j].ref]];
-
-            if (m[j].ref == i || m[j].distance == 0) {
-                continue;
-            }
-            if (m[j].distance <= pair_h && m[j].ref > i
-                && taken < PER_PAGE_MAX) {
-                cp_add(&pairs, u->hash, u->w, v->hash, v->w);
-                taken++;
-            }
-            if (nq < nqueries && tq < PER_PAGE_MAX) {
-                cp_add(&qpairs, u->hash, u->w, v->hash, v->w);
-                tq++;
-            }
-        }
-        if (nq < nqueries && tq > 0) {
-            nq++;
-        }
-        pageset_progress("pairs", i + 1, nok);
-    }
-    qoff[nq] = (uint32_t) qpairs.n;
-
-    /* Edited pairs: what changes between two fetches of one page.  The
-     * edited copies go to `es` first; pairs point into it once it has
-     * stopped growing. */
-    eorig = malloc((edits + 1) * sizeof(uint32_t));
-    if (eorig == NULL) {
-        cli_error("out of memory");
-        goto done;
-    }
-    for (i = 0; i < edits && nok > 0; i++) {
-        size_t      pi = ok[page_rand(&rng) % nok], di = ok[page_rand(&rng) % nok];
-        char       *page, *donor, *ed;
-        size_t      len, dlen, elen;
-        sh_result_t r;
-
-        page = page_read_file(pageset_path(&fs, pi), &len);
-        donor = page_read_file(pageset_path(&fs, di), &dlen);
-        ed = page ? page_edit_page(page, len, (page_edit_t) (i % PAGE_EDIT_NTYPES),
-                                 donor, donor ? dlen : 0, &rng, &elen) : NULL;
-        if (ed != NULL && pageset_fingerprint(cfg, ed, elen, &r) == 0
-            && r.status == SH_STATUS_OK) {
-            eorig[es.n] = (uint32_t) pi;
-            pageset_add(&es, "edit", &r);
-        }
-        free(page);
-        free(donor);
-        free(ed);
-        pageset_progress("edits", i + 1, edits);
-    }
-    for (i = 0; i < es.n; i++) {
-        const pageset_fp_t *o = &fs.fp[eorig[i]];
-        unsigned       d = sh_distance(es.fp[i].hash, o->hash);
-
-        if (d > 0 && d <= pair_h) {
-            cp_add(&pairs, es.fp[i].hash, es.fp[i].w, o->hash, o->w);
-        }
-        /* The edited page is also a query whose match is its original. */
-        if (d > 0 && d <= SH_H_MAX) {
-            qoff[nq++] = (uint32_t) qpairs.n;
-            cp_add(&qpairs, es.fp[i].hash, es.fp[i].w, o->hash, o->w);
-        }
-    }
-    qoff[nq] = (uint32_t) qpairs.n;
-    if (pairs.n == 0) {
-        cli_error("calibrate: no near-duplicate pairs within %lu bits; "
-                  "add --edits or more pages", pair_h);
-        goto done;
-    }
-
-    /* The samples. */
-    ys = malloc(pairs.n * 64 * sizeof(float));
-    if (ys == NULL) {
-        cli_error("out of memory");
-        goto done;
-    }
-    for (i = 0; i < pairs.n; i++) {
-        for (j = 0; j < 64; j++) {
-            ys[i * 64 + j] = pairs.p[i].wu[j] - pairs.p[i].wv[j];
-        }
-    }
-    vol = sh_volatility_from_samples(ys, pairs.n * 64, err, sizeof(err));
-    if (vol == NULL) {
-        cli_error("calibrate: %s", err);
-        goto done;
-    }
-    fprintf(stderr, "calibrate: %zu pages, %zu edited; %zu pairs within "
-            "%lu bits, %zu samples; %zu query pages for k(t); p(|w|):", nok,
-            es.n, pairs.n, pair_h, pairs.n * 64, nq);
+        || pageset_from_paths(&c.fs, cfg, x.charset, paths, npaths, cache)
+           != 0
+        || sample_pages(&c) != 0 || natural_pairs(&c) != 0
+        || edited_pairs(&c, cfg) != 0 || (vol = fit_volatility(&c)) == NULL)
     {
-        float w;
-
-        for (w = 0; w < 1.6f; w += 0.25f) {
-            fprintf(stderr, " %.2f:%.3g", w, sh_volatility_p(vol, w));
-        }
-        fprintf(stderr, "\n");
+        goto done;
     }
-    calibrate_k(vol, &qpairs, nq, qoff);
+    calibrate_k(vol, &c.qpairs, c.nq, c.qoff);
 
     if (sh_volatility_save(vol, out, err, sizeof(err)) != 0
         || (emit != NULL
@@ -437,16 +481,7 @@ cmd_calibrate(int argc, char **argv)
 
 done:
     sh_volatility_free(vol);
-    free(ys);
-    free(pairs.p);
-    free(qpairs.p);
-    free(qoff);
-    free(ok);
-    free(eorig);
-    free(m);
-    sh_brute_free(&br);
-    pageset_free(&fs);
-    pageset_free(&es);
+    cal_free(&c);
     sh_config_free(cfg);
     cli_free_list(paths, npaths);
     return rc;

@@ -27,28 +27,13 @@
 #include "sh_index.h"
 #include "sh_psm_batch.h"
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
-        "usage: simhash dedup [options] --list PATHS\n\n"
-        "Print every near-duplicate pair: <path>\\t<path>\\t<distance>.\n\n"
-        "  --list PATHS       pages to compare ('-' = stdin)\n"
-        "  --method M         psm | bphs | both (default psm; both prints\n"
-        "                     PSM's pairs and compares on stderr)\n"
-        "  --tables T         BPHS design: 4, 10 or 20 tables (default 4)\n"
-        "  --k N              PSM probes per page (default: from --recall)\n"
-        "  --recall R         target relative recall for k (default 0.95)\n"
-        "  --clusters         print clusters (connected pages), one per line"
-        "\n  --cache FILE       keep the fingerprints in FILE between runs\n"
-        "  --background N     add N random fingerprints (scale tests)\n"
-        "  --quiet            print no pairs, only the summary\n\n"
-        "BPHS serves the hamming rule only: with --method bphs or both the\n"
-        "rule is hamming unless --match says otherwise (an error).\n\n");
-    cli_match_usage(f);
-    fputc('\n', f);
-    cli_extract_usage(f);
-}
+static const char synopsis[] =
+    "usage: simhash dedup [options] --list PATHS\n\n"
+    "Print every near-duplicate pair: <path>\\t<path>\\t<distance>.\n\n";
+
+static const char notes[] =
+    "BPHS serves the hamming rule only: with --method bphs or both the\n"
+    "rule is hamming unless --match says otherwise (an error).\n";
 
 typedef struct {
     uint32_t a, b;      /* page indices, a < b */
@@ -280,279 +265,328 @@ print_clusters(const pageset_t *fs, const batch_t *b, const pairs_t *ps)
     return 0;
 }
 
+/* One run: the options, the pages, the batch and each method's pairs. */
+typedef struct {
+    const char   *list, *cache, *method;
+    unsigned      tables, k, background;
+    float         recall;
+    int           clusters, quiet;
+    pageset_t     fs;
+    batch_t       b;
+    uint32_t     *page;         /* batch index -> page, for real pages */
+    pairs_t       pp, pb;       /* PSM's pairs, BPHS's */
+    double        tp, tb;       /* their CPU time */
+    size_t        rp, rb, r0p, r0b;     /* their peak RSS, and before */
+    size_t        listings, shorts;     /* pairs left out */
+    sh_psm_batch_stats_t pst;
+} dedup_t;
+
 /* A batch member: its page's path, or "random:N" for the background. */
 static void
-print_name(const pageset_t *fs, const uint32_t *page, size_t real,
-           uint32_t i)
+print_name(const dedup_t *d, uint32_t i)
 {
-    if (i < real) {
-        fputs(pageset_path(fs, page[i]), stdout);
+    if (i < d->b.nreal) {
+        fputs(pageset_path(&d->fs, d->page[i]), stdout);
     } else {
         printf("random:%u", i);
     }
 }
 
+static int
+set_method(void *target, const char *name, const char *value)
+{
+    if (strcmp(value, "psm") != 0 && strcmp(value, "bphs") != 0
+        && strcmp(value, "both") != 0) {
+        cli_error("%s: expected psm, bphs or both", name);
+        return -1;
+    }
+    *(const char **) target = value;
+    return 0;
+}
+
+static int
+set_tables(void *target, const char *name, const char *value)
+{
+    unsigned long n;
+    unsigned      G, g;
+
+    if (cli_parse_uint(name, value, 4, 20, &n) != 0
+        || sh_bphs_design((unsigned) n, &G, &g) != 0) {
+        cli_error("%s: expected 4, 10 or 20", name);
+        return -1;
+    }
+    *(unsigned *) target = (unsigned) n;
+    return 0;
+}
+
+static const char *
+show_tables(const void *target, char *buf, size_t len)
+{
+    snprintf(buf, len, "%u", *(const unsigned *) target);
+    return buf;
+}
+
+/* The batch: the pages with a fingerprint, then the background; and the
+ * page of each real member. */
+static int
+make_batch(dedup_t *d)
+{
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    size_t   i, n = d->fs.n + d->background + 1;
+
+    d->b.hash = malloc(n * sizeof(uint64_t));
+    d->b.w = malloc(n * sizeof(float *));
+    d->page = malloc((d->fs.n + 1) * sizeof(uint32_t));
+    if (d->b.hash == NULL || d->b.w == NULL || d->page == NULL) {
+        cli_error("out of memory");
+        return -1;
+    }
+    for (i = 0; i < d->fs.n; i++) {
+        if (d->fs.fp[i].status == SH_STATUS_OK) {
+            d->page[d->b.n] = (uint32_t) i;
+            d->b.hash[d->b.n] = d->fs.fp[i].hash;
+            d->b.w[d->b.n] = d->fs.fp[i].w;
+            d->b.n++;
+        }
+    }
+    d->b.nreal = d->b.n;
+    for (i = 0; i < d->background; i++) {
+        d->b.hash[d->b.n] = page_rand(&rng);
+        d->b.w[d->b.n] = d->b.nreal ? d->b.w[page_rand(&rng) % d->b.nreal]
+                                    : NULL;
+        d->b.n++;
+    }
+    return 0;
+}
+
+/* The methods asked for, each timed and measured, then the vetoes. */
+static int
+run_methods(dedup_t *d, const sh_match_opts_t *mo)
+{
+    size_t real = d->b.nreal;
+
+    if (strcmp(d->method, "bphs") != 0) {
+        d->r0p = peak_rss_reset();
+        if (run_psm(&d->b, mo, d->k, d->recall, &d->pp, &d->pst, &d->tp)
+            != 0) {
+            return -1;
+        }
+        d->rp = peak_rss_peak();
+    }
+    if (strcmp(d->method, "psm") != 0) {
+        d->r0b = peak_rss_reset();
+        if (run_bphs(&d->b, d->tables, mo->h, &d->pb, &d->tb) != 0) {
+            return -1;
+        }
+        d->rb = peak_rss_peak();
+    }
+    d->listings = drop_listings(&d->pp, &d->fs, d->page, real)
+                  + drop_listings(&d->pb, &d->fs, d->page, real);
+    d->shorts = drop_short(&d->pp, &d->fs, d->page, real)
+                + drop_short(&d->pb, &d->fs, d->page, real);
+    return 0;
+}
+
+/* The pairs of the method shown, or their clusters. */
+static void
+print_pairs(dedup_t *d)
+{
+    pairs_t *show = strcmp(d->method, "bphs") == 0 ? &d->pb : &d->pp;
+    size_t   real = d->b.nreal, i;
+
+    qsort(show->p, show->n, sizeof(pair_t), cmp_pair);
+    if (d->quiet) {
+        return;
+    }
+    if (!d->clusters) {
+        for (i = 0; i < show->n; i++) {
+            const pair_t *q = &show->p[i];
+
+            print_name(d, q->a);
+            putchar('\t');
+            print_name(d, q->b);
+            printf("\t%u\n", q->d);
+        }
+        return;
+    }
+    {
+        /* Re-index pairs by fpset position for the paths. */
+        batch_t fb = d->b;
+        pairs_t tmp = *show;
+
+        for (i = 0; i < tmp.n; i++) {
+            if (tmp.p[i].a < real) {
+                tmp.p[i].a = d->page[tmp.p[i].a];
+            } else {
+                tmp.p[i].a += (uint32_t) d->fs.n;
+            }
+            if (tmp.p[i].b < real) {
+                tmp.p[i].b = d->page[tmp.p[i].b];
+            } else {
+                tmp.p[i].b += (uint32_t) d->fs.n;
+            }
+        }
+        fb.n = d->fs.n + d->b.n;
+        print_clusters(&d->fs, &fb, &tmp);
+    }
+}
+
+/* What each method found, at what cost, on stderr. */
+static void
+report(dedup_t *d, const sh_match_opts_t *mo)
+{
+    size_t i, j = 0, common = 0, n = d->b.n;
+    double tp = d->tp, tb = d->tb;
+
+    if (d->listings > 0) {
+        fprintf(stderr, "dedup: %zu pairs left out: two listings of one "
+                "template (same markup, other link words)\n", d->listings);
+    }
+    if (d->shorts > 0) {
+        fprintf(stderr, "dedup: %zu pairs left out: a short hub (a page of "
+                "under %u words of its own, mostly links) over %u bits "
+                "apart\n", d->shorts, (unsigned) SH_SHORT_TERMS,
+                (unsigned) SH_SHORT_H);
+    }
+    if (strcmp(d->method, "bphs") != 0) {
+        fprintf(stderr, "dedup: psm_a rule=%s n=%zu t=%u k=%u pairs=%zu "
+                "time=%.3fs pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB "
+                "(+%.1f)\n", sh_rule_name(mo->rule), n, d->pst.t, d->pst.k,
+                d->pp.n, tp, n / (tp > 0 ? tp : 1e-9),
+                d->pp.n / (tp > 0 ? tp : 1e-9), d->rp / 1048576.0,
+                (d->rp - (d->r0p < d->rp ? d->r0p : d->rp)) / 1048576.0);
+    }
+    if (strcmp(d->method, "psm") != 0) {
+        fprintf(stderr, "dedup: bphs%u n=%zu pairs=%zu time=%.3fs "
+                "pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB (+%.1f)\n",
+                d->tables, n, d->pb.n, tb, n / (tb > 0 ? tb : 1e-9),
+                d->pb.n / (tb > 0 ? tb : 1e-9), d->rb / 1048576.0,
+                (d->rb - (d->r0b < d->rb ? d->r0b : d->rb)) / 1048576.0);
+    }
+    if (strcmp(d->method, "both") == 0) {
+        /* PSM finds a subset of BPHS's exact pairs. */
+        qsort(d->pb.p, d->pb.n, sizeof(pair_t), cmp_pair);
+        for (i = 0; i < d->pp.n; i++) {
+            while (j < d->pb.n && cmp_pair(&d->pb.p[j], &d->pp.p[i]) < 0) {
+                j++;
+            }
+            common += j < d->pb.n
+                      && cmp_pair(&d->pb.p[j], &d->pp.p[i]) == 0;
+        }
+        fprintf(stderr, "dedup: relative recall of psm_a %.4f (%zu of %zu "
+                "pairs), speed-up over bphs%u %.2fx\n",
+                d->pb.n ? (double) common / d->pb.n : 1.0, common, d->pb.n,
+                d->tables, tp > 0 ? tb / tp : 0);
+    }
+}
+
+/* The rule BPHS can serve, when it is asked for: 0, or -1 (said why). */
+static int
+check_rule(const dedup_t *d, cli_match_t *mt)
+{
+    if (strcmp(d->method, "psm") != 0) {
+        if (mt->rule_given && mt->rule != SH_RULE_HAMMING) {
+            cli_error("--method %s: BPHS serves the hamming rule only",
+                      d->method);
+            return -1;
+        }
+        mt->rule = SH_RULE_HAMMING;
+    }
+    if (cli_match_finish(mt) != 0) {
+        return -1;
+    }
+    if (mt->opts.h > 3 && strcmp(d->method, "psm") != 0) {
+        cli_error("BPHS designs support h <= 3");
+        return -1;
+    }
+    return 0;
+}
+
 int
 cmd_dedup(int argc, char **argv)
 {
-    cli_extract_t x;
-    cli_match_t   mt;
-    const char   *list = NULL, *cache = NULL, *method = "psm";
-    unsigned long tables = 4, k = 0, background = 0;
-    int           rule_given = 0;
-    float         recall = 0.95f;
-    int           clusters = 0, quiet = 0, a, rc = 1;
-    char        **paths = NULL;
-    size_t        npaths = 0, i, real = 0;
-    sh_config_t  *cfg = NULL;
-    pageset_t    fs;
-    batch_t       b;
-    pairs_t       pp = { 0 }, pb = { 0 };
-    uint64_t      rng = 0x9e3779b97f4a7c15ull;
-    double        tp = 0, tb = 0;
-    size_t        rp = 0, rb = 0, r0p = 0, r0b = 0, listings = 0, shorts = 0;
-    sh_psm_batch_stats_t pst;
+    static dedup_t d;
+    cli_extract_t  x;
+    cli_match_t    mt;
+    char         **paths = NULL;
+    size_t         npaths = 0;
+    sh_config_t   *cfg = NULL;
+    int            a, rc = 1;
+    cli_opt_t      opts[] = {
+        CLI_OPT_STRING("--list", "PATHS", &d.list,
+                       "pages to compare ('-' = stdin)"),
+        CLI_OPT_CALL("--method", "M", &d.method, set_method, NULL,
+                     "psm | bphs | both (default psm; both prints\n"
+                     "PSM's pairs and compares on stderr)"),
+        CLI_OPT_CALL("--tables", "T", &d.tables, set_tables, show_tables,
+                     "BPHS design: 4, 10 or 20 tables"),
+        CLI_OPT_UINT("--k", "N", &d.k, 1, SH_PROBES_MAX,
+                     "PSM probes per page (default: from --recall)"),
+        CLI_OPT_CALL("--recall", "R", &d.recall, cli_set_recall,
+                     cli_show_float, "target relative recall for k"),
+        CLI_OPT_FLAG("--clusters", &d.clusters,
+                     "print clusters (connected pages), one per line"),
+        CLI_OPT_STRING("--cache", "FILE", &d.cache,
+                       "keep the fingerprints in FILE between runs"),
+        CLI_OPT_UINT("--background", "N", &d.background, 0, 1ul << 30,
+                     "add N random fingerprints (scale tests)"),
+        CLI_OPT_FLAG("--quiet", &d.quiet,
+                     "print no pairs, only the summary"),
+        CLI_OPT_END
+    };
+    cli_cmd_t      cmd = {
+        .name = "dedup", .synopsis = synopsis, .opts = opts, .notes = notes,
+        .match = &mt, .extract = &x
+    };
 
+    memset(&d, 0, sizeof(d));
+    d.method = "psm";
+    d.tables = 4;
+    d.recall = 0.95f;
     cli_extract_init(&x);
     cli_match_init(&mt);
-    pageset_init(&fs);
-    memset(&b, 0, sizeof(b));
-    for (a = 1; a < argc; a++) {
-        rule_given |= strcmp(argv[a], "--match") == 0;
-        switch (cli_match_arg(&mt, argc, argv, &a)) {
-        case 1:
-            continue;
-        case -1:
-            goto usage_error;
-        }
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            cli_match_free(&mt);
-            return 0;
-        case CLI_ARG_BAD:
-            goto usage_error;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
-            list = argv[++a];
-        } else if (strcmp(argv[a], "--cache") == 0 && a + 1 < argc) {
-            cache = argv[++a];
-        } else if (strcmp(argv[a], "--method") == 0 && a + 1 < argc) {
-            method = argv[++a];
-            if (strcmp(method, "psm") != 0 && strcmp(method, "bphs") != 0
-                && strcmp(method, "both") != 0) {
-                cli_error("--method: expected psm, bphs or both");
-                goto usage_error;
-            }
-        } else if (strcmp(argv[a], "--tables") == 0 && a + 1 < argc) {
-            unsigned G, g;
-
-            if (cli_parse_uint("--tables", argv[++a], 4, 20, &tables) != 0
-                || sh_bphs_design((unsigned) tables, &G, &g) != 0) {
-                cli_error("--tables: expected 4, 10 or 20");
-                goto usage_error;
-            }
-        } else if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--k", argv[++a], 1, SH_PROBES_MAX, &k) != 0) {
-                goto usage_error;
-            }
-        } else if (strcmp(argv[a], "--recall") == 0 && a + 1 < argc) {
-            char *end;
-
-            recall = strtof(argv[++a], &end);
-            if (*end != '\0' || !(recall > 0 && recall <= 1)) {
-                cli_error("--recall: expected a number in (0, 1]");
-                goto usage_error;
-            }
-        } else if (strcmp(argv[a], "--background") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--background", argv[++a], 0, 1ul << 30,
-                               &background) != 0) {
-                goto usage_error;
-            }
-        } else if (strcmp(argv[a], "--clusters") == 0) {
-            clusters = 1;
-        } else if (strcmp(argv[a], "--quiet") == 0) {
-            quiet = 1;
-        } else {
-            cli_error("dedup: unknown option '%s'", argv[a]);
-            goto usage_error;
-        }
+    pageset_init(&d.fs);
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        cli_match_free(&mt);
+        return 0;
+    case CLI_BAD:
+        goto usage_error;
+    case CLI_PARSED:
+        break;
     }
-    if (list == NULL) {
+    if (a < argc) {
+        cli_error("dedup: unexpected argument %s (see --help)", argv[a]);
+        goto usage_error;
+    }
+    if (d.list == NULL) {
         cli_error("dedup needs --list PATHS");
         goto usage_error;
     }
-    if (strcmp(method, "psm") != 0) {
-        if (rule_given && mt.rule != SH_RULE_HAMMING) {
-            cli_error("--method %s: BPHS serves the hamming rule only",
-                      method);
-            goto usage_error;
-        }
-        mt.rule = SH_RULE_HAMMING;
-    }
-    if (cli_match_finish(&mt) != 0) {
+    if (check_rule(&d, &mt) != 0) {
         goto usage_error;
     }
-    if (mt.opts.h > 3 && strcmp(method, "psm") != 0) {
-        cli_error("BPHS designs support h <= 3");
-        goto usage_error;
-    }
-    if (cli_read_list(list, &paths, &npaths) != 0) {
+    if (cli_read_list(d.list, &paths, &npaths) != 0) {
+        cli_match_free(&mt);
         return 1;
     }
     cfg = cli_extract_config(&x);
-    if (cfg == NULL
-        || pageset_from_paths(&fs, cfg, x.charset, paths, npaths, cache)
-           != 0) {
-        goto done;
-    }
-
-    /* The batch: pages with a fingerprint, then the background. */
-    b.hash = malloc((fs.n + background + 1) * sizeof(uint64_t));
-    b.w = malloc((fs.n + background + 1) * sizeof(float *));
-    if (b.hash == NULL || b.w == NULL) {
-        cli_error("out of memory");
-        goto done;
-    }
-    for (i = 0; i < fs.n; i++) {
-        if (fs.fp[i].status == SH_STATUS_OK) {
-            b.hash[b.n] = fs.fp[i].hash;
-            b.w[b.n] = fs.fp[i].w;
-            b.n++;
-        }
-    }
-    real = b.n;
-    b.nreal = real;
-    for (i = 0; i < background; i++) {
-        b.hash[b.n] = page_rand(&rng);
-        b.w[b.n] = real ? b.w[page_rand(&rng) % real] : NULL;
-        b.n++;
-    }
-    /* Page indices in pairs refer to b; map real ones back to paths. */
+    if (cfg != NULL
+        && pageset_from_paths(&d.fs, cfg, x.charset, paths, npaths, d.cache)
+           == 0
+        && make_batch(&d) == 0 && run_methods(&d, &mt.opts) == 0)
     {
-        uint32_t *page = malloc((real + 1) * sizeof(uint32_t));
-        size_t    j = 0;
-
-        if (page == NULL) {
-            cli_error("out of memory");
-            goto done;
-        }
-        for (i = 0; i < fs.n; i++) {
-            if (fs.fp[i].status == SH_STATUS_OK) {
-                page[j++] = (uint32_t) i;
-            }
-        }
-        if (strcmp(method, "bphs") != 0) {
-            r0p = peak_rss_reset();
-            if (run_psm(&b, &mt.opts, (unsigned) k, recall, &pp, &pst, &tp)
-                != 0) {
-                free(page);
-                goto done;
-            }
-            rp = peak_rss_peak();
-        }
-        if (strcmp(method, "psm") != 0) {
-            r0b = peak_rss_reset();
-            if (run_bphs(&b, (unsigned) tables, mt.opts.h, &pb, &tb) != 0) {
-                free(page);
-                goto done;
-            }
-            rb = peak_rss_peak();
-        }
-        listings = drop_listings(&pp, &fs, page, real)
-                   + drop_listings(&pb, &fs, page, real);
-        shorts = drop_short(&pp, &fs, page, real)
-                 + drop_short(&pb, &fs, page, real);
-        {
-            pairs_t *show = strcmp(method, "bphs") == 0 ? &pb : &pp;
-
-            qsort(show->p, show->n, sizeof(pair_t), cmp_pair);
-            if (!quiet && !clusters) {
-                for (i = 0; i < show->n; i++) {
-                    const pair_t *q = &show->p[i];
-
-                    print_name(&fs, page, real, q->a);
-                    putchar('\t');
-                    print_name(&fs, page, real, q->b);
-                    printf("\t%u\n", q->d);
-                }
-            }
-            if (!quiet && clusters) {
-                /* Re-index pairs by fpset position for the paths. */
-                batch_t fb = b;
-                pairs_t tmp = *show;
-
-                for (i = 0; i < tmp.n; i++) {
-                    if (tmp.p[i].a < real) {
-                        tmp.p[i].a = page[tmp.p[i].a];
-                    } else {
-                        tmp.p[i].a += (uint32_t) fs.n;
-                    }
-                    if (tmp.p[i].b < real) {
-                        tmp.p[i].b = page[tmp.p[i].b];
-                    } else {
-                        tmp.p[i].b += (uint32_t) fs.n;
-                    }
-                }
-                fb.n = fs.n + b.n;
-                print_clusters(&fs, &fb, &tmp);
-            }
-        }
-        free(page);
+        print_pairs(&d);
+        report(&d, &mt.opts);
+        rc = 0;
     }
 
-    if (listings > 0) {
-        fprintf(stderr, "dedup: %zu pairs left out: two listings of one "
-                "template (same markup, other link words)\n", listings);
-    }
-    if (shorts > 0) {
-        fprintf(stderr, "dedup: %zu pairs left out: a short hub (a page of "
-                "under %u words of its own, mostly links) over %u bits "
-                "apart\n", shorts, (unsigned) SH_SHORT_TERMS,
-                (unsigned) SH_SHORT_H);
-    }
-    if (strcmp(method, "bphs") != 0) {
-        fprintf(stderr, "dedup: psm_a rule=%s n=%zu t=%u k=%u pairs=%zu "
-                "time=%.3fs pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB "
-                "(+%.1f)\n", sh_rule_name(mt.opts.rule), b.n, pst.t, pst.k,
-                pp.n, tp, b.n / (tp > 0 ? tp : 1e-9),
-                pp.n / (tp > 0 ? tp : 1e-9), rp / 1048576.0,
-                (rp - (r0p < rp ? r0p : rp)) / 1048576.0);
-    }
-    if (strcmp(method, "psm") != 0) {
-        fprintf(stderr, "dedup: bphs%lu n=%zu pairs=%zu time=%.3fs "
-                "pages/s=%.0f pairs/s=%.0f maxrss=%.1fMB (+%.1f)\n", tables,
-                b.n, pb.n, tb, b.n / (tb > 0 ? tb : 1e-9),
-                pb.n / (tb > 0 ? tb : 1e-9), rb / 1048576.0,
-                (rb - (r0b < rb ? r0b : rb)) / 1048576.0);
-    }
-    if (strcmp(method, "both") == 0) {
-        /* PSM finds a subset of BPHS's exact pairs. */
-        size_t j = 0, common = 0;
-
-        qsort(pb.p, pb.n, sizeof(pair_t), cmp_pair);
-        for (i = 0; i < pp.n; i++) {
-            while (j < pb.n && cmp_pair(&pb.p[j], &pp.p[i]) < 0) {
-                j++;
-            }
-            common += j < pb.n && cmp_pair(&pb.p[j], &pp.p[i]) == 0;
-        }
-        fprintf(stderr, "dedup: relative recall of psm_a %.4f (%zu of %zu "
-                "pairs), speed-up over bphs%lu %.2fx\n",
-                pb.n ? (double) common / pb.n : 1.0, common, pb.n, tables,
-                tp > 0 ? tb / tp : 0);
-    }
-    rc = 0;
-
-done:
-    free(pp.p);
-    free(pb.p);
-    free(b.hash);
-    free(b.w);
-    pageset_free(&fs);
+    free(d.pp.p);
+    free(d.pb.p);
+    free(d.b.hash);
+    free(d.b.w);
+    free(d.page);
+    pageset_free(&d.fs);
     sh_config_free(cfg);
     cli_free_list(paths, npaths);
     cli_match_free(&mt);

@@ -7,10 +7,7 @@
 
 #include "cli.h"
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
+static const char synopsis[] =
 "usage: simhash distance [options] FILE_A FILE_B\n"
 "\n"
 "Print the Hamming distance H (0-64) between the simhashes of two pages,\n"
@@ -22,63 +19,44 @@ usage(FILE *f)
 "\"short\", one with a short hub (a page of under 40 words of its own,\n"
 "mostly links) over 3 bits apart (sh_match_short).  A page whose own\n"
 "content is short is said so on stderr.\n"
-"Fails when either page is too short to have a fingerprint.\n\n");
-    cli_match_usage(f);
-    fputc('\n', f);
-    cli_extract_usage(f);
-}
+"Fails when either page is too short to have a fingerprint.\n";
 
 int
 cmd_distance(int argc, char **argv)
 {
     cli_extract_t  x;
     cli_match_t    mt;
+    cli_cmd_t      cmd = {
+        .name = "distance", .synopsis = synopsis, .match = &mt, .extract = &x
+    };
     sh_config_t   *cfg;
     sh_result_t    res[2];
     const char    *file[2];
-    int            nfile = 0, a, i, rc = 0;
+    int            a, i, rc = 0;
 
     cli_extract_init(&x);
     cli_match_init(&mt);
-    for (a = 1; a < argc; a++) {
-        switch (cli_match_arg(&mt, argc, argv, &a)) {
-        case 1:
-            continue;
-        case -1:
-            cli_match_free(&mt);
-            return 2;
-        }
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            cli_match_free(&mt);
-            return 0;
-        case CLI_ARG_BAD:
-            cli_match_free(&mt);
-            return 2;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (argv[a][0] == '-' && argv[a][1] != '\0') {
-            cli_error("distance: unknown option %s (see --help)", argv[a]);
-            cli_match_free(&mt);
-            return 2;
-        }
-        if (nfile == 2) {
-            cli_error("distance: takes exactly two files");
-            cli_match_free(&mt);
-            return 2;
-        }
-        file[nfile++] = argv[a];
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        cli_match_free(&mt);
+        return 0;
+    case CLI_BAD:
+        cli_match_free(&mt);
+        return 2;
+    case CLI_PARSED:
+        break;
     }
-    if (nfile != 2 || cli_match_finish(&mt) != 0) {
-        if (nfile != 2) {
-            cli_error("distance: takes exactly two files");
-        }
+    if (argc - a != 2) {
+        cli_error("distance: takes exactly two files");
         cli_match_free(&mt);
         return 2;
     }
+    if (cli_match_finish(&mt) != 0) {
+        cli_match_free(&mt);
+        return 2;
+    }
+    file[0] = argv[a];
+    file[1] = argv[a + 1];
 
     cfg = cli_extract_config(&x);
     if (cfg == NULL) {

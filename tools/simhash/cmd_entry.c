@@ -21,10 +21,7 @@
 #include "sh_stream.h"
 #include "sh_version.h"
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
+static const char synopsis[] =
 "usage: simhash entry [options] --node ID --key KEY --fp HEX\n"
 "                     [--digest HEX] [--time MS] [--xv HEX] [--seq N]\n"
 "       simhash entry [options] --node ID --dust HEX [--time MS] [--seq N]\n"
@@ -35,20 +32,7 @@ usage(FILE *f)
 "read such lines and say whether the MAC verifies (exit 0) or not (1).\n"
 "The extraction options below give the entry's extraction version (xv)\n"
 "unless --xv sets it; the seed also gives its seed field.\n"
-"\n"
-"  --time MS            version time, ms since 1970 (default: now)\n"
-"  --seq N              the writer's sequence number (default: now in\n"
-"                       microseconds since 1970); a node refuses an entry\n"
-"                       whose seq is not above the last it applied from\n"
-"                       that writer (a replay); --seq none: no seq, as an\n"
-"                       earlier release wrote entries (which a node of\n"
-"                       this one refuses)\n"
-"  --digest HEX         body digest, 16 hex digits (default: 0, unknown)\n"
-"  --dust HEX           a DUST entry instead: a rule's record, 352 hex\n"
-"                       digits (176 bytes, as on the stream)\n"
-"\n");
-    cli_extract_usage(f);
-}
+"\n";
 
 static int
 hex64(const char *s, uint64_t *v)
@@ -208,41 +192,48 @@ cmd_entry(int argc, char **argv)
     const char         *seq = NULL;
     int                 a, check = 0, rc = 0;
     unsigned            i;
+    cli_opt_t           opts[] = {
+        CLI_OPT_STRING("--node", "ID", &node, "the writing node's name"),
+        CLI_OPT_STRING("--key", "KEY", &ukey, "the page's key"),
+        CLI_OPT_STRING("--fp", "HEX", &fp,
+                       "its fingerprint, 16 hex digits"),
+        CLI_OPT_STRING("--xv", "HEX", &xv,
+                       "the extraction version (default: the options')"),
+        CLI_OPT_STRING("--time", "MS", &tm,
+                       "version time, ms since 1970 (default: now)"),
+        CLI_OPT_STRING("--seq", "N", &seq,
+                       "the writer's sequence number (default: now in\n"
+                       "microseconds since 1970); a node refuses an entry\n"
+                       "whose seq is not above the last it applied from\n"
+                       "that writer (a replay); --seq none: no seq, as an\n"
+                       "earlier release wrote entries (which a node of\n"
+                       "this one refuses)"),
+        CLI_OPT_STRING("--digest", "HEX", &digest,
+                       "body digest, 16 hex digits; 0: unknown"),
+        CLI_OPT_STRING("--dust", "HEX", &dust,
+                       "a DUST entry instead: a rule's record, 352 hex\n"
+                       "digits (176 bytes, as on the stream)"),
+        CLI_OPT_FLAG("--verify", &check,
+                     "read an entry's lines from standard input and\n"
+                     "check its MAC"),
+        CLI_OPT_END
+    };
+    cli_cmd_t           cmd = {
+        .name = "entry", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
     cli_extract_init(&x);
-    for (a = 1; a < argc; a++) {
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            return 0;
-        case CLI_ARG_BAD:
-            return 2;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (strcmp(argv[a], "--verify") == 0) {
-            check = 1;
-        } else if (a + 1 < argc && strcmp(argv[a], "--node") == 0) {
-            node = argv[++a];
-        } else if (a + 1 < argc && strcmp(argv[a], "--key") == 0) {
-            ukey = argv[++a];
-        } else if (a + 1 < argc && strcmp(argv[a], "--fp") == 0) {
-            fp = argv[++a];
-        } else if (a + 1 < argc && strcmp(argv[a], "--digest") == 0) {
-            digest = argv[++a];
-        } else if (a + 1 < argc && strcmp(argv[a], "--time") == 0) {
-            tm = argv[++a];
-        } else if (a + 1 < argc && strcmp(argv[a], "--xv") == 0) {
-            xv = argv[++a];
-        } else if (a + 1 < argc && strcmp(argv[a], "--dust") == 0) {
-            dust = argv[++a];
-        } else if (a + 1 < argc && strcmp(argv[a], "--seq") == 0) {
-            seq = argv[++a];
-        } else {
-            cli_error("entry: unknown option %s (see --help)", argv[a]);
-            return 2;
-        }
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
+    }
+    if (a < argc) {
+        cli_error("entry: unexpected argument %s (see --help)", argv[a]);
+        return 2;
     }
 
     cfg = cli_extract_config(&x);

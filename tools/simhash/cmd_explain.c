@@ -31,23 +31,20 @@
 #include "sh_snapshot.h"
 #include "sh_store.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 #include "sh_topk.h"
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
-        "usage: simhash explain [--zone NAME] URL http://HOST[:PORT]/PATH\n"
-        "       simhash explain URL --snapshot FILE\n\n"
-        "Asks a running node's simhash_stats location (PATH) why URL (a key\n"
-        "as simhash_key makes it) would be fetched, predicted or dropped:\n"
-        "its stored version, the last decision on it (status, action, the\n"
-        "original, distance and score), the DUST rule that predicts it and\n"
-        "that rule's evidence.  Prints the node's JSON answer.\n"
-        "With --snapshot, what a module's snapshot FILE says of URL: stored\n"
-        "or not (fingerprint, version time), and the DUST rules of its host.\n");
-}
+static const char synopsis[] =
+    "usage: simhash explain [--zone NAME] URL http://HOST[:PORT]/PATH\n"
+    "       simhash explain URL --snapshot FILE\n\n"
+    "Asks a running node's simhash_stats location (PATH) why URL (a key\n"
+    "as simhash_key makes it) would be fetched, predicted or dropped:\n"
+    "its stored version, the last decision on it (status, action, the\n"
+    "original, distance and score), the DUST rule that predicts it and\n"
+    "that rule's evidence.  Prints the node's JSON answer.\n"
+    "With --snapshot, what a module's snapshot FILE says of URL: stored\n"
+    "or not (fingerprint, version time), and the DUST rules of its host.\n"
+    "\n";
 
 static int
 rule_of_host(const sh_dust_rule_info_t *r, void *ctx)
@@ -199,29 +196,36 @@ cmd_explain(int argc, char **argv)
     ssize_t          n;
     int              i, fd = -1, status = 0;
     char            *body;
+    cli_opt_t        opts[] = {
+        CLI_OPT_STRING("--zone", "NAME", &zone,
+                       "the zone asked (default: the location's first)"),
+        CLI_OPT_STRING("--snapshot", "FILE", &snapshot,
+                       "read a module's snapshot instead of asking"),
+        CLI_OPT_END
+    };
+    cli_cmd_t        cmd = {
+        .name = "explain", .synopsis = synopsis, .opts = opts
+    };
 
-    for (i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--zone") == 0 && i + 1 < argc) {
-            zone = argv[++i];
-        } else if (strcmp(argv[i], "--snapshot") == 0 && i + 1 < argc) {
-            snapshot = argv[++i];
-        } else if (url == NULL) {
-            url = argv[i];
-        } else if (stats == NULL) {
-            stats = argv[i];
-        } else {
-            usage(stderr);
-            return 2;
-        }
+    switch (cli_parse(&cmd, argc, argv, 1, &i)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
     }
+    if (argc - i > 2) {
+        cli_usage(stderr, &cmd);
+        return 2;
+    }
+    url = i < argc ? argv[i] : NULL;
+    stats = i + 1 < argc ? argv[i + 1] : NULL;
     if (url != NULL && snapshot != NULL && stats == NULL) {
         return explain_snapshot(url, snapshot);
     }
     if (url == NULL || stats == NULL || strncmp(stats, "http://", 7) != 0) {
-        usage(stderr);
+        cli_usage(stderr, &cmd);
         return 2;
     }
 

@@ -13,24 +13,14 @@
 
 #include "cli.h"
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
+static const char synopsis[] =
 "usage: simhash fingerprint [options] FILE...\n"
 "       simhash fingerprint [options] --list PATHS\n"
 "\n"
 "Print <simhash>\\t<features>\\t<path> per page; '-' for the simhash when\n"
 "the page is not fingerprinted (too short, not text, too large or too\n"
 "complex).  FILE '-' reads standard input.\n"
-"\n"
-"  --list PATHS         read the pages' paths from PATHS ('-' = stdin)\n"
-"  --weights            also print the 64 weights W[0..63]\n"
-"  --sketches           also print the structure and link sketches:\n"
-"                       <structure>\\t<tag 4-grams>\\t<links>\\t<link words>\n"
-"\n");
-    cli_extract_usage(f);
-}
+"\n";
 
 int
 cmd_fingerprint(int argc, char **argv)
@@ -42,33 +32,32 @@ cmd_fingerprint(int argc, char **argv)
     char         **paths = NULL;
     size_t         npaths = 0, i;
     int            weights = 0, sketches = 0, own = 0, rc = 0, j, a;
+    cli_opt_t      opts[] = {
+        CLI_OPT_STRING("--list", "PATHS", &list,
+                       "read the pages' paths from PATHS ('-' = stdin)"),
+        CLI_OPT_FLAG("--weights", &weights,
+                     "also print the 64 weights W[0..63]"),
+        CLI_OPT_FLAG("--sketches", &sketches,
+                     "also print the structure and link sketches:\n"
+                     "<structure>\\t<tag 4-grams>\\t<links>\\t<link words>"),
+        CLI_OPT_FLAG("--own", &own,
+                     "also print the words of the page's own content and\n"
+                     "its flags (short, hub, short,hub or -)"),
+        CLI_OPT_END
+    };
+    cli_cmd_t      cmd = {
+        .name = "fingerprint", .synopsis = synopsis, .opts = opts,
+        .extract = &x, .options_first = 1
+    };
 
     cli_extract_init(&x);
-    for (a = 1; a < argc; a++) {
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            return 0;
-        case CLI_ARG_BAD:
-            return 2;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
-            list = argv[++a];
-        } else if (strcmp(argv[a], "--weights") == 0) {
-            weights = 1;
-        } else if (strcmp(argv[a], "--sketches") == 0) {
-            sketches = 1;
-        } else if (strcmp(argv[a], "--own") == 0) {
-            own = 1;
-        } else if (argv[a][0] == '-' && argv[a][1] != '\0') {
-            cli_error("fingerprint: unknown option %s (see --help)", argv[a]);
-            return 2;
-        } else {
-            break;
-        }
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
     }
     if (list == NULL && a >= argc) {
         cli_error("fingerprint: no pages given (see --help)");

@@ -10,17 +10,12 @@
 #include "cli.h"
 #include "sh_idf.h"
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
+static const char synopsis[] =
 "usage: simhash idf build [options] --list PATHS -o FILE\n"
 "\n"
 "Build an IDF table from the pages listed in PATHS, for --idf FILE and the\n"
 "module's simhash_idf directive.  Use the same --stem and --seed as when\n"
-"fingerprinting.\n\n");
-    cli_extract_usage(f);
-}
+"fingerprinting.\n\n";
 
 typedef struct {
     uint64_t *words;
@@ -62,36 +57,36 @@ cmd_idf(int argc, char **argv)
     char             **paths, err[512];
     size_t             npaths, i, used = 0;
     int                a, rc = 0;
+    cli_opt_t          opts[] = {
+        CLI_OPT_STRING("--list", "PATHS", &list,
+                       "the pages, one path a line ('-' = stdin)"),
+        CLI_OPT_STRING("-o", "FILE", &out, "the table to write"),
+        CLI_OPT_END
+    };
+    cli_cmd_t          cmd = {
+        .name = "idf build", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
+    cli_extract_init(&x);
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         if (argc >= 2 && cli_is_help(argv[1])) {
-            usage(stdout);
+            cli_usage(stdout, &cmd);
             return 0;
         }
         cli_error("idf: the only subcommand is 'build' (see --help)");
         return 2;
     }
-    cli_extract_init(&x);
-    for (a = 2; a < argc; a++) {
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            return 0;
-        case CLI_ARG_BAD:
-            return 2;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
-            list = argv[++a];
-        } else if (strcmp(argv[a], "-o") == 0 && a + 1 < argc) {
-            out = argv[++a];
-        } else {
-            cli_error("idf build: unexpected argument %s (see --help)",
-                      argv[a]);
-            return 2;
-        }
+    switch (cli_parse(&cmd, argc, argv, 2, &a)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
+    }
+    if (a < argc) {
+        cli_error("idf build: unexpected argument %s (see --help)", argv[a]);
+        return 2;
     }
     if (list == NULL || out == NULL) {
         cli_error("idf build: needs --list PATHS and -o FILE");

@@ -28,45 +28,93 @@
 #include "sh_keyrec.h"
 #include "sh_snapshot.h"
 #include "sh_store_file.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 
 #define PATHS_KIND  "SHPATHS1"
+
+/* The options of build and query, for their parsers and the usage. */
+static struct {
+    const char *list, *out;
+    unsigned    capacity, t;
+} bo;
+
+static struct {
+    const char *mode;
+    unsigned    k;
+    float       recall;
+} qo = { "all", 0, 0.95f };
+
+static int
+set_mode(void *target, const char *name, const char *value)
+{
+    if (strcmp(value, "first") != 0 && strcmp(value, "all") != 0
+        && strcmp(value, "closest") != 0) {
+        cli_error("%s: expected first, all or closest", name);
+        return -1;
+    }
+    *(const char **) target = value;
+    return 0;
+}
+
+static const cli_opt_t build_opts[] = {
+    CLI_OPT_STRING("--list", "PATHS", &bo.list, "pages ('-' = stdin)"),
+    CLI_OPT_STRING("-o", "FILE", &bo.out, "the snapshot to write"),
+    CLI_OPT_UINT("--capacity", "N", &bo.capacity, 1, 1ul << 31,
+                 "documents the index holds (default: the pages;\n"
+                 "when full, the oldest are evicted)"),
+    CLI_OPT_UINT("--t", "N", &bo.t, 1, 40,
+                 "header bits (default: about log2 capacity)"),
+    CLI_OPT_END
+};
+
+static const cli_opt_t query_opts[] = {
+    CLI_OPT_CALL("--mode", "M", &qo.mode, set_mode, NULL,
+                 "first | all | closest (default all)"),
+    CLI_OPT_UINT("--k", "N", &qo.k, 1, SH_PROBES_MAX,
+                 "VOSH probes after the page itself (default:\n"
+                 "from --recall)"),
+    CLI_OPT_CALL("--recall", "R", &qo.recall, cli_set_recall,
+                 cli_show_float, "target relative recall for k"),
+    CLI_OPT_END
+};
 
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-        "usage: simhash index build [options] --list PATHS -o FILE\n"
-        "       simhash index query [options] FILE PAGE...\n"
-        "       simhash index stats FILE\n"
-        "       simhash index check FILE\n"
-        "       simhash index dump FILE\n"
-        "       simhash index rules FILE\n\n"
-        "build: fingerprint the pages and store them in a PSM index snapshot"
-        "\n  --capacity N     documents the index holds (default: the pages;"
-        "\n                   when full, the oldest are evicted)\n"
-        "  --t N            header bits (default: about log2 capacity)\n"
-        "query: print <page>\\t<stored page>\\t<distance> per match, or\n"
-        "       <page>\\t-\\t- when there is none; the match rule options\n"
-        "       below (--match, --h, --threshold, --volatility)\n"
-        "  --mode M         first | all | closest (default all)\n"
-        "  --k N            VOSH probes after the page itself (default:\n"
-        "                   from --recall)\n"
-        "  --recall R       target relative recall for k (default 0.95)\n"
-        "check: load a snapshot (this tool's or the nginx module's), verify\n"
-        "       its checksum, the index's structure and the document table;\n"
-        "       print format, capacity, entries, documents with a path or\n"
-        "       key, and \"check\\tOK\" (exit 0) or \"check\\tFAILED: why\"\n"
-        "       (exit 1)\n"
-        "dump:  print <hex>\\t<ref>\\t<path or key> per stored document,\n"
-        "       oldest first (\"-\" when it has none)\n"
-        "rules: print the DUST rules of a module's snapshot (dust=), one a\n"
-        "       line: <host>\\t<pattern>\\t<rule>\\t<state>\\t<support>\\t"
-        "<against>\n"
-        "       \\t<precision's lower bound, at z = 2.58>\n\n");
-    cli_match_usage(f);
+    cli_extract_t x;
+    cli_match_t   m;
+
+    cli_extract_init(&x);
+    cli_match_init(&m);
+    fputs("usage: simhash index build [options] --list PATHS -o FILE\n"
+          "       simhash index query [options] FILE PAGE...\n"
+          "       simhash index stats FILE\n"
+          "       simhash index check FILE\n"
+          "       simhash index dump FILE\n"
+          "       simhash index rules FILE\n\n"
+          "build: fingerprint the pages and store them in a PSM index "
+          "snapshot\n", f);
+    cli_opts_usage(f, build_opts);
+    fputs("query: print <page>\\t<stored page>\\t<distance> per match, or\n"
+          "       <page>\\t-\\t- when there is none; the match rule options\n"
+          "       below (--match, --h, --threshold, --volatility)\n", f);
+    cli_opts_usage(f, query_opts);
+    fputs("check: load a snapshot (this tool's or the nginx module's), "
+          "verify\n"
+          "       its checksum, the index's structure and the document "
+          "table;\n"
+          "       print format, capacity, entries, documents with a path or\n"
+          "       key, and \"check\\tOK\" (exit 0) or\n"
+          "       \"check\\tFAILED: why\" (exit 1)\n"
+          "dump:  print <hex>\\t<ref>\\t<path or key> per stored document,\n"
+          "       oldest first (\"-\" when it has none)\n"
+          "rules: print the DUST rules of a module's snapshot (dust=), one a\n"
+          "       line: <host>\\t<pattern>\\t<rule>\\t<state>\\t<support>\\t"
+          "<against>\n"
+          "       \\t<precision's lower bound, at z = 2.58>\n\n", f);
+    cli_match_usage(f, &m);
     fputc('\n', f);
-    cli_extract_usage(f);
+    cli_extract_usage(f, &x);
 }
 
 /* ---- The path table in the user section. ---- */
@@ -115,14 +163,53 @@ paths_get(const paths_t *p, uint32_t ref)
 
 /* ---- build ---- */
 
+/*
+ * The user section of a snapshot of this tool: the capacity, then each
+ * ref's offset into a blob of the stored pages' paths (UINT32_MAX: none),
+ * then the blob.  `refpath` holds each ref's page.
+ */
+static char *
+paths_section(const pageset_t *fs, const uint32_t *refpath, size_t capacity,
+              size_t *usize)
+{
+    size_t    i, slen = 0, at = 0;
+    char     *user, *str;
+    uint32_t  c32 = (uint32_t) capacity, *off;
+
+    for (i = 0; i < capacity; i++) {
+        if (refpath[i] != UINT32_MAX) {
+            slen += strlen(pageset_path(fs, refpath[i])) + 1;
+        }
+    }
+    *usize = 4 + capacity * 4 + slen;
+    user = malloc(*usize);
+    if (user == NULL) {
+        cli_error("out of memory");
+        return NULL;
+    }
+    off = (uint32_t *) (user + 4);
+    str = user + 4 + capacity * 4;
+    memcpy(user, &c32, 4);
+    for (i = 0; i < capacity; i++) {
+        if (refpath[i] == UINT32_MAX) {
+            off[i] = UINT32_MAX;
+            continue;
+        }
+        off[i] = (uint32_t) at;
+        strcpy(str + at, pageset_path(fs, refpath[i]));
+        at += strlen(str + at) + 1;
+    }
+    return user;
+}
+
 static int
 index_build(int argc, char **argv)
 {
     cli_extract_t x;
-    const char   *list = NULL, *out = NULL;
-    unsigned long capacity = 0, t = 0;
+    const char   *list, *out;
+    unsigned long capacity, t;
     char        **paths = NULL, err[512];
-    size_t        npaths = 0, i, slen = 0, usize;
+    size_t        npaths = 0, i, usize;
     sh_config_t  *cfg = NULL;
     pageset_t    fs;
     void         *mem = NULL;
@@ -131,37 +218,29 @@ index_build(int argc, char **argv)
     char         *user = NULL;
     int           rc = 1, a;
     size_t        stored = 0, skipped = 0;
+    cli_cmd_t     cmd = {
+        .name = "index build", .opts = build_opts, .extract = &x,
+        .usage = usage
+    };
 
     cli_extract_init(&x);
     pageset_init(&fs);
-    for (a = 1; a < argc; a++) {
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            return 0;
-        case CLI_ARG_BAD:
-            return 2;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (strcmp(argv[a], "--list") == 0 && a + 1 < argc) {
-            list = argv[++a];
-        } else if (strcmp(argv[a], "-o") == 0 && a + 1 < argc) {
-            out = argv[++a];
-        } else if (strcmp(argv[a], "--capacity") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--capacity", argv[++a], 1, 1ul << 31,
-                               &capacity) != 0) {
-                return 2;
-            }
-        } else if (strcmp(argv[a], "--t") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--t", argv[++a], 1, 40, &t) != 0) {
-                return 2;
-            }
-        } else {
-            cli_error("index build: unknown option '%s'", argv[a]);
-            return 2;
-        }
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
+    }
+    list = bo.list;
+    out = bo.out;
+    capacity = bo.capacity;
+    t = bo.t;
+    if (a < argc) {
+        cli_error("index build: unexpected argument %s (see --help)",
+                  argv[a]);
+        return 2;
     }
     if (list == NULL || out == NULL) {
         cli_error("index build needs --list PATHS and -o FILE");
@@ -223,33 +302,9 @@ index_build(int argc, char **argv)
         stored++;
     }
 
-    /* The user section: offsets into a blob of the stored pages' paths. */
-    for (i = 0; i < capacity; i++) {
-        if (refpath[i] != UINT32_MAX) {
-            slen += strlen(pageset_path(&fs, refpath[i])) + 1;
-        }
-    }
-    usize = 4 + capacity * 4 + slen;
-    user = malloc(usize);
+    user = paths_section(&fs, refpath, capacity, &usize);
     if (user == NULL) {
-        cli_error("out of memory");
         goto done;
-    }
-    {
-        uint32_t c32 = (uint32_t) capacity, *off = (uint32_t *) (user + 4);
-        char    *s = user + 4 + capacity * 4;
-        size_t   at = 0;
-
-        memcpy(user, &c32, 4);
-        for (i = 0; i < capacity; i++) {
-            if (refpath[i] == UINT32_MAX) {
-                off[i] = UINT32_MAX;
-                continue;
-            }
-            off[i] = (uint32_t) at;
-            strcpy(s + at, pageset_path(&fs, refpath[i]));
-            at += strlen(s + at) + 1;
-        }
     }
     if (sh_snapshot_save(out, ix, PATHS_KIND, user, usize, err, sizeof(err))
         != 0)
@@ -520,85 +575,51 @@ index_query(int argc, char **argv)
     cli_match_t       mt;
     sh_lookup_opts_t  o;
     sh_config_t      *cfg = NULL;
-    const char       *file = NULL;
+    const char       *file;
     char            **pages;
-    size_t            npages = 0, i, j;
-    unsigned long     v;
+    size_t            npages, i, j;
     void             *mem = NULL;
     sh_index_t       *ix;
     paths_t           p;
     sh_match_t       *m;
     int               a, rc = 1;
+    cli_cmd_t         cmd = {
+        .name = "index query", .opts = query_opts, .match = &mt,
+        .extract = &x, .usage = usage
+    };
 
     cli_extract_init(&x);
     cli_match_init(&mt);
     sh_lookup_opts_init(&o);
     memset(&p, 0, sizeof(p));
-    o.mode = SH_MATCH_ALL;
-    pages = calloc((size_t) argc, sizeof(char *));
     m = malloc(4096 * sizeof(sh_match_t));
-    if (pages == NULL || m == NULL) {
+    if (m == NULL) {
         cli_error("out of memory");
-        free(pages);
-        free(m);
         return 1;
     }
-    for (a = 1; a < argc; a++) {
-        int r = cli_match_arg(&mt, argc, argv, &a);
-
-        if (r == 0) {
-            r = cli_extract_arg(&x, argc, argv, &a);
-        }
-        if (r < 0) {
-            goto done2;
-        }
-        if (r > 0) {
-            continue;
-        }
-        if (strcmp(argv[a], "--k") == 0 && a + 1 < argc) {
-            if (cli_parse_uint("--k", argv[++a], 1, SH_PROBES_MAX, &v)
-                != 0) {
-                goto done2;
-            }
-            o.probes = (unsigned) v;
-        } else if (strcmp(argv[a], "--recall") == 0 && a + 1 < argc) {
-            char *end;
-
-            o.recall = strtof(argv[++a], &end);
-            if (*end != '\0' || !(o.recall > 0 && o.recall <= 1)) {
-                cli_error("--recall: expected a number in (0, 1]");
-                goto done2;
-            }
-        } else if (strcmp(argv[a], "--mode") == 0 && a + 1 < argc) {
-            const char *md = argv[++a];
-
-            if (strcmp(md, "first") == 0) {
-                o.mode = SH_MATCH_FIRST;
-            } else if (strcmp(md, "all") == 0) {
-                o.mode = SH_MATCH_ALL;
-            } else if (strcmp(md, "closest") == 0) {
-                o.mode = SH_MATCH_CLOSEST;
-            } else {
-                cli_error("--mode: expected first, all or closest");
-                goto done2;
-            }
-        } else if (cli_is_help(argv[a])) {
-            usage(stdout);
-            rc = 0;
-            goto done;
-        } else if (argv[a][0] == '-' && argv[a][1] != '\0') {
-            cli_error("index query: unknown option '%s'", argv[a]);
-            goto done2;
-        } else if (file == NULL) {
-            file = argv[a];
-        } else {
-            pages[npages++] = argv[a];
-        }
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        rc = 0;
+        goto done;
+    case CLI_BAD:
+        goto done2;
+    case CLI_PARSED:
+        break;
     }
-    if (file == NULL || npages == 0) {
+    if (argc - a < 2) {
         cli_error("index query needs FILE and at least one PAGE");
         goto done2;
     }
+    file = argv[a];
+    pages = argv + a + 1;
+    npages = (size_t) (argc - a - 1);
+    o.mode = strcmp(qo.mode, "first") == 0 ? SH_MATCH_FIRST
+             : strcmp(qo.mode, "closest") == 0 ? SH_MATCH_CLOSEST
+             : SH_MATCH_ALL;
+    if (qo.k != 0) {
+        o.probes = qo.k;
+    }
+    o.recall = qo.recall;
     if (cli_match_finish(&mt) != 0) {
         goto done2;
     }
@@ -643,7 +664,6 @@ done2:
 done:
     free(p.own);
     free(mem);
-    free(pages);
     free(m);
     cli_match_free(&mt);
     sh_config_free(cfg);

@@ -11,19 +11,11 @@
 #include "cli.h"
 #include "sh_block.h"
 
-static void
-usage(FILE *f)
-{
-    fprintf(f,
+static const char synopsis[] =
 "usage: simhash text [options] [--blocks] FILE\n"
 "\n"
 "Print the tokens of a page's visible text, one per line, after ignore\n"
-"patterns and case folding, before stop words and stemming.\n"
-"  --blocks             one line per block of text instead: its weight\n"
-"                       (0 to 1), its zone (main, chrome or -), the share\n"
-"                       of its text inside links, and its tokens\n\n");
-    cli_extract_usage(f);
-}
+"patterns and case folding, before stop words and stemming.\n";
 
 /* The tokens of the current block, space-separated. */
 typedef struct {
@@ -80,37 +72,39 @@ cmd_text(int argc, char **argv)
     sh_config_t   *cfg;
     sh_doc_t      *doc = NULL;
     sh_result_t    res;
-    const char    *file = NULL;
+    const char    *file;
     line_t         line;
     int            a, rc = 0, blocks = 0;
+    cli_opt_t      opts[] = {
+        CLI_OPT_FLAG("--blocks", &blocks,
+                     "one line per block of text instead: its weight\n"
+                     "(0 to 1), its zone (main, chrome or -), the share\n"
+                     "of its text inside links, and its tokens"),
+        CLI_OPT_END
+    };
+    cli_cmd_t      cmd = {
+        .name = "text", .synopsis = synopsis, .opts = opts, .extract = &x
+    };
 
     cli_extract_init(&x);
     memset(&line, 0, sizeof(line));
-    for (a = 1; a < argc; a++) {
-        switch (cli_common_arg(&x, argc, argv, &a, usage)) {
-        case CLI_ARG_HELP:
-            return 0;
-        case CLI_ARG_BAD:
-            return 2;
-        case CLI_ARG_TAKEN:
-            continue;
-        case CLI_ARG_OWN:
-            break;
-        }
-        if (strcmp(argv[a], "--blocks") == 0) {
-            blocks = 1;
-            continue;
-        }
-        if ((argv[a][0] == '-' && argv[a][1] != '\0') || file != NULL) {
-            cli_error("text: takes options and one file (see --help)");
-            return 2;
-        }
-        file = argv[a];
+    switch (cli_parse(&cmd, argc, argv, 1, &a)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
     }
-    if (file == NULL) {
+    if (a == argc) {
         cli_error("text: no file given (see --help)");
         return 2;
     }
+    if (argc - a > 1) {
+        cli_error("text: takes options and one file (see --help)");
+        return 2;
+    }
+    file = argv[a];
     if (blocks && x.opts.content == SH_CONTENT_OFF) {
         cli_error("text: --blocks needs --content auto or structure");
         return 2;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sh_library.h"
 
 int cmd_fingerprint(int argc, char **argv);
 int cmd_distance(int argc, char **argv);

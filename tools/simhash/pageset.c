@@ -1,7 +1,6 @@
 /*
  * pageset.c -- fingerprint sets and their cache files.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <xxhash.h>
 
 #include "pageset.h"
+#include "sh_file.h"
 
 #define FPSET_MAGIC "SHFPSET3"
 
@@ -119,14 +119,13 @@ pageset_canary(sh_config_t *cfg)
 int
 pageset_save(const pageset_t *s, const char *path, uint64_t canary)
 {
-    char     tmp[4096];
-    FILE    *f;
-    uint64_t hdr[4], sum;
+    sh_file_writer_t *w;
+    uint64_t          hdr[4], sum;
+    char              err[512];
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen(tmp, "wb");
-    if (f == NULL) {
-        cli_error("%s: %s", tmp, strerror(errno));
+    w = sh_file_writer_open(path, 0644, NULL, err, sizeof(err));
+    if (w == NULL) {
+        cli_error("%s", err);
         return -1;
     }
     memcpy(&hdr[0], FPSET_MAGIC, 8);
@@ -135,17 +134,19 @@ pageset_save(const pageset_t *s, const char *path, uint64_t canary)
     hdr[3] = s->slen;
     sum = XXH3_64bits(s->fp, s->n * sizeof(pageset_fp_t))
           ^ XXH3_64bits(s->str, s->slen);
-    if (fwrite(hdr, sizeof(hdr), 1, f) != 1
-        || (s->n && fwrite(s->fp, sizeof(pageset_fp_t), s->n, f) != s->n)
-        || (s->slen && fwrite(s->str, 1, s->slen, f) != s->slen)
-        || fwrite(&sum, sizeof(sum), 1, f) != 1 || fclose(f) != 0)
+    if (sh_file_writer_write(w, hdr, sizeof(hdr), err, sizeof(err)) != 0
+        || sh_file_writer_write(w, s->fp, s->n * sizeof(pageset_fp_t), err,
+                                sizeof(err)) != 0
+        || sh_file_writer_write(w, s->str, s->slen, err, sizeof(err)) != 0
+        || sh_file_writer_write(w, &sum, sizeof(sum), err, sizeof(err))
+           != 0)
     {
-        cli_error("%s: write failed", tmp);
-        remove(tmp);
+        cli_error("%s", err);
+        sh_file_writer_abort(w);
         return -1;
     }
-    if (rename(tmp, path) != 0) {
-        cli_error("%s: %s", path, strerror(errno));
+    if (sh_file_writer_commit(w, err, sizeof(err)) != 0) {
+        cli_error("%s", err);
         return -1;
     }
     return 0;

@@ -1,6 +1,6 @@
 /*
- * sh_store_image.c -- the sliced copy of a store and its loading back
- * (sh_store_image.h).
+ * sh_image.c -- the sliced copy of a store and its loading back
+ * (sh_image.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "sh_err.h"
 #include "sh_bigmem.h"
-#include "sh_store_image.h"
+#include "sh_image.h"
 #include "sh_store_internal.h"
 
 #define IMG_MAGIC       "SHIMAGE"

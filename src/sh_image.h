@@ -1,5 +1,5 @@
 /*
- * sh_store_image.h -- a consistent copy of a store (sh_store.h) taken in
+ * sh_image.h -- a consistent copy of a store (sh_store.h) taken in
  * slices, each under a short hold of the zone's lock, and a store filled
  * back from one.
  *
@@ -32,8 +32,8 @@
  * Its size follows what the store holds (refs handed out, text in use,
  * what changed during the copy), not the zone's size.
  */
-#ifndef SH_STORE_IMAGE_H
-#define SH_STORE_IMAGE_H
+#ifndef SH_IMAGE_H
+#define SH_IMAGE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -117,7 +117,7 @@ int sh_image_load(sh_store_t *st, const unsigned char *image, size_t len,
 /*
  * The same from a file: the image's `len` bytes at offset `off` of `fd`,
  * read with pread in chunks of 4 MB (two passes: the check, then the
- * records; a file is not mapped, see sh_store_image.c).  This is how a
+ * records; a file is not mapped, see sh_image.c).  This is how a
  * zone starts from its snapshot.
  */
 int sh_image_load_fd(sh_store_t *st, int fd, uint64_t off, uint64_t len,
