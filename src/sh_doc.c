@@ -438,6 +438,26 @@ links_are_content(const sh_doc_t *d)
 }
 
 /*
+ * Does a hub need its links to count?  Only while its text apart from
+ * them is short (under SH_SHORT_TERMS terms, estimated from the share of
+ * its bytes that is not link text): a heading, a sentence and a list.  A
+ * page with pages of prose beside a longer list of links (rustdoc's
+ * TryFrom: 1,100 terms of documentation and 1,900 of implementors) is
+ * told from other pages by that prose as any page is; counting its list
+ * fully made the fingerprint follow the list, which differs between two
+ * copies of one document (std's implementors and core's), and the pair
+ * came out past the weighted rule's threshold in one order.
+ */
+static int
+prose_is_short(const sh_doc_t *d)
+{
+    unsigned zone = own_zone(d);
+    uint64_t bytes = d->zone_bytes[zone], link = d->zone_link[zone];
+
+    return (bytes - link) * d->zone_terms[zone] < SH_SHORT_TERMS * bytes;
+}
+
+/*
  * The terms of the page's own content (see links_are_content), and
  * whether they are few: a section index of a heading, a sentence and four
  * links, a mail of two lines.  Such a page's fingerprint rests on a few
@@ -540,9 +560,10 @@ sh_doc_finish(sh_doc_t *d, sh_result_t *res)
     /* A hub of a few words keeps its ordinary weights: counting its two
      * or three words of links fully, against its surroundings at 1/8,
      * left a fingerprint of a handful of features (sh_match_short judges
-     * such a page instead). */
+     * such a page instead).  So does a hub with prose enough of its own
+     * (prose_is_short). */
     sh_features_weigh(d->features, d->cfg->opts.weight, d->cfg->idf,
-                      outside, d->hub && !res->short_content, &acc);
+                      outside, sh_doc_whole(d) && !res->short_content, &acc);
     if (acc.norm2 <= 0.0) {
         res->status = SH_STATUS_TOO_SHORT;  /* every weight was zero */
         return 0;
@@ -606,7 +627,7 @@ sh_doc_set_block_filter(sh_doc_t *d, sh_block_filter_fn fn, void *arg)
 int
 sh_doc_whole(const sh_doc_t *d)
 {
-    return d->hub;
+    return d->hub && prose_is_short(d);
 }
 
 int

@@ -110,9 +110,12 @@ void sh_doc_set_block_filter(sh_doc_t *doc, sh_block_filter_fn fn,
  * outside it then weigh sh_block_outside())? */
 int sh_doc_has_main(const sh_doc_t *doc);
 
-/* After sh_doc_finish: is the page a hub, its own content links, whose
- * link text then counted fully (sh_block_hub_weight)?  (The name is the
- * first rule's: such a page was fingerprinted on its whole text.) */
+/* After sh_doc_finish: is the page a hub, its own content links with
+ * little prose besides, whose link text then counted fully
+ * (sh_block_hub_weight) unless the page is short (sh_result_t's
+ * short_content)?  A hub with prose enough of its own keeps its ordinary
+ * weights, and is not one here.  (The name is the first rule's: such a
+ * page was fingerprinted on its whole text.) */
 int sh_doc_whole(const sh_doc_t *d);
 
 /* The charset the document was decoded with (valid after the first bytes). */

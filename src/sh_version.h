@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 /* Bump with every change to the extraction code (tokens, weights, blocks). */
-#define SH_EXTRACT_CODE     2u
+#define SH_EXTRACT_CODE     3u
 
 /* A version from the code and a 64-bit digest of the options and class. */
 uint32_t sh_version_make(uint64_t options_digest);

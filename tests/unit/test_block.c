@@ -418,6 +418,62 @@ test_hubs_in_site_navigation(void **state)
 }
 
 /*
+ * A hub with prose enough of its own: a long article beside a longer
+ * list of links (rustdoc's trait pages and their implementors).  Its
+ * prose tells it from other pages; it keeps its ordinary weights, so two
+ * copies whose lists differ (std's implementors and core's) stay close,
+ * where counting the lists fully set them apart.  A short section index
+ * still counts its links (test_hubs_are_told_apart).
+ */
+static char *
+article_with_list(const char *const *extra)
+{
+    size_t n = 0, k;
+    char  *p = malloc(16384);
+    const char *const *it;
+
+    n += (size_t) snprintf(p + n, 16384 - n,
+        "<html><head><title>Field notes</title></head><body><main>"
+        "<h1>Streams</h1>%s%s<ul>", article, article);
+    for (k = 0; k < 8; k++) {
+        for (it = rivers; *it != NULL; it++) {
+            n += (size_t) snprintf(p + n, 16384 - n,
+                                   "<li><a href=\"/%zu\">%s, part %zu</a>"
+                                   "</li>", n, *it, k);
+        }
+    }
+    for (it = extra; it != NULL && *it != NULL; it++) {
+        n += (size_t) snprintf(p + n, 16384 - n,
+                               "<li><a href=\"/%zu\">%s</a></li>", n, *it);
+    }
+    snprintf(p + n, 16384 - n, "</ul></main></body></html>");
+    return p;
+}
+
+static void
+test_hubs_with_prose_keep_their_weights(void **state)
+{
+    sh_config_t *c = config_mode(SH_CONTENT_AUTO);
+    char        *a = article_with_list(NULL), *b = article_with_list(birds);
+    sh_result_t  ra, rb;
+    sh_doc_t    *d;
+
+    d = sh_doc_new(c, NULL);
+    assert_int_equal(sh_doc_feed(d, a, strlen(a)), 0);
+    assert_int_equal(sh_doc_finish(d, &ra), 0);
+    assert_int_equal(ra.status, SH_STATUS_OK);
+    assert_true(ra.hub && !ra.short_content);
+    assert_false(sh_doc_whole(d));      /* its links did not count fully */
+    sh_doc_free(d);
+    rb = fp(c, b);
+    assert_true(rb.hub);
+    assert_true(__builtin_popcountll(ra.hash ^ rb.hash) <= SH_SHORT_H);
+    free(a);
+    free(b);
+    sh_config_free(c);
+}
+
+/*
  * Short content: a section index of a heading and four links is a short
  * hub, whatever the navigation around it; twenty links and a heading are
  * not short; and a short hub's pair stands only within SH_SHORT_H bits.
@@ -607,6 +663,7 @@ main(void)
         cmocka_unit_test(test_link_menus_do_not_count),
         cmocka_unit_test(test_hubs_are_told_apart),
         cmocka_unit_test(test_hubs_in_site_navigation),
+        cmocka_unit_test(test_hubs_with_prose_keep_their_weights),
         cmocka_unit_test(test_short_content_is_said),
         cmocka_unit_test(test_outside_main_counts_little),
         cmocka_unit_test(test_plain_pages_fingerprint_as_before),

@@ -45,6 +45,8 @@ typedef struct {
     uint64_t   hash;
     uint32_t   status;          /* sh_status_t */
     uint32_t   nfeatures;
+    uint32_t   short_hub;       /* sh_result_short_hub: matched within
+                                   SH_SHORT_H only (sh_match_short) */
     float      w[SH_BITS];      /* W[j], for the weighted rule (match.c) */
     sh_sketches_t sk;           /* the listing veto (sh_sketch.h) */
 } ev_fp_t;

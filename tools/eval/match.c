@@ -19,6 +19,13 @@
  * rule accepts, counted exactly by sh_match_count_patterns over the page's
  * 64 costs, over 2^64.  It is reported as the median (and the 90th
  * percentile and maximum) over every page and key.
+ *
+ * Short hubs.  A page of a few words of its own, mostly links, is matched
+ * within SH_SHORT_H only, whatever the rule (sh_match_short: the module
+ * caps its lookup there, dedup and distance refuse the rest): its pairs
+ * and its random fingerprints are counted under that cap, as the rule is
+ * built.  Its weights rest on a few words (two headings' worth), so the
+ * cap of 10 alone would accept random fingerprints 1,000 times as often.
  */
 #include <errno.h>
 #include <math.h>
@@ -57,11 +64,22 @@ typedef struct {
     double    p_med, p_90, p_max;
 } setting_t;
 
+/* The pages most likely to accept a random fingerprint at the defaults:
+ * the column max names no page, and the worst page is the one to read. */
+#define M_WORST     8
+
+typedef struct {
+    double    p;
+    uint32_t  page;
+    unsigned  seed;
+} worst_t;
+
 typedef struct {
     setting_t s[M_NSET];
     uint64_t  pos9, pos8, nstr;
     uint64_t  pos9_seed[EV_SEEDS_MAX];
     size_t    npq;              /* (page, key) with a fingerprint */
+    worst_t   worst[M_WORST];   /* at the defaults, highest first */
 } mstats_t;
 
 static void
@@ -86,6 +104,13 @@ static int
 accepts(const setting_t *s, unsigned d, uint32_t score)
 {
     return d <= s->h && (!s->weighted || score <= s->tq);
+}
+
+/* The radius or cap a query page is matched within under a setting. */
+static unsigned
+cap_of(const setting_t *s, const ev_fp_t *q)
+{
+    return q->short_hub && s->h > SH_SHORT_H ? SH_SHORT_H : s->h;
 }
 
 static int
@@ -118,6 +143,33 @@ page_costs(const ev_run_t *run, const ev_config_t *c)
         }
     }
     return cost;
+}
+
+static const setting_t *find_setting(const mstats_t *m, int weighted,
+                                     unsigned h, uint32_t tq);
+
+/* Keep the M_WORST highest P(random) under the default weighted rule. */
+static void
+worst_note(mstats_t *m, const double *pp, uint32_t page, unsigned seed)
+{
+    uint32_t tdef = sh_score_from_nats(SH_WEIGHTED_T_DEFAULT);
+    const setting_t *d = find_setting(m, 1, SH_WEIGHTED_H_DEFAULT, tdef);
+    double p;
+    int k;
+
+    if (d == NULL) {
+        return;
+    }
+    p = pp[d - m->s];
+    if (p <= m->worst[M_WORST - 1].p) {
+        return;
+    }
+    for (k = M_WORST - 1; k > 0 && m->worst[k - 1].p < p; k--) {
+        m->worst[k] = m->worst[k - 1];
+    }
+    m->worst[k].p = p;
+    m->worst[k].page = page;
+    m->worst[k].seed = seed;
 }
 
 static void
@@ -157,15 +209,16 @@ random_accept(const ev_run_t *run, const ev_config_t *c,
             }
             for (st = 0; st < M_NSET; st++) {
                 const setting_t *x = &m->s[st];
+                unsigned xh = cap_of(x, &c->fp[seed][i]);
                 double n;
 
                 if (x->weighted) {
-                    n = (double) cnt[x->h * row + x->tq];
+                    n = (double) cnt[xh * row + x->tq];
                 } else {
                     /* every pattern of <= h bits, whatever its cost */
                     uint64_t tot = 0, binom = 1;
 
-                    for (k = 0; k <= x->h; k++) {
+                    for (k = 0; k <= xh; k++) {
                         tot += binom;
                         binom = binom * (64 - k) / (k + 1);
                     }
@@ -173,6 +226,7 @@ random_accept(const ev_run_t *run, const ev_config_t *c,
                 }
                 pp[st] = ldexp(n, -64);
             }
+            worst_note(m, pp, (uint32_t) i, seed);
             npq++;
         }
     }
@@ -226,8 +280,11 @@ pairs_measure(const ev_run_t *run, const ev_config_t *c,
                                    a match */
             }
             d = sh_distance(fa->hash, fb->hash);
-            if (d > M_CAP_MAX) {
-                continue;
+            if (d > M_CAP_MAX
+                || !sh_match_short(d, fa->short_hub != 0, fb->short_hub != 0))
+            {
+                continue;       /* a short hub is matched within
+                                   SH_SHORT_H only */
             }
             for (o = 0; o < 2; o++) {
                 uint32_t q = o ? p->b : p->a;
@@ -448,6 +505,15 @@ write_md(const ev_run_t *run, const ev_config_t *c, const mstats_t *m)
                 SH_WEIGHTED_H_DEFAULT, rate(wdef->acc9, m->pos9),
                 (unsigned long long) wdef->str_prose_pairs, wdef->p_med,
                 P_TARGET);
+    }
+    fprintf(f, "\nThe pages most likely to accept a random fingerprint at "
+            "the defaults (page, key, P):\n\n");
+    for (h = 0; h < M_WORST && m->worst[h].p > 0; h++) {
+        const ev_fp_t *w = &c->fp[m->worst[h].seed][m->worst[h].page];
+
+        fprintf(f, "    %.1e  key %u  %u features  %s\n", m->worst[h].p,
+                m->worst[h].seed, w->nfeatures,
+                run->pages[m->worst[h].page].path);
     }
     if (ferror(f) | fclose(f)) {
         ev_die("%s: write error", path);

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "eval.h"
+#include "sh_match.h"
 #include "sh_block.h"
 #include "sh_file.h"
 
@@ -171,6 +172,7 @@ one_page(job_t *job, sh_config_t *cfg, size_t i, char *buf, truth_t *t)
         job->fp[i].status = (uint32_t) res.status;
         job->fp[i].hash = res.status == SH_STATUS_OK ? res.hash : 0;
         job->fp[i].nfeatures = res.nfeatures;
+        job->fp[i].short_hub = (uint32_t) sh_result_short_hub(&res);
         memcpy(job->fp[i].w, res.weights, sizeof(job->fp[i].w));
         job->fp[i].sk = res.sketches;
     }
@@ -384,7 +386,7 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
     fp = c->fp[seed] = ev_xcalloc(run->npages, sizeof(*fp));
     f = cache_open(run, "fp", key, path, sizeof(path));
     if (f != NULL) {
-        int ok = hdr_ok(f, run, "SHEVFP03")
+        int ok = hdr_ok(f, run, "SHEVFP04")
                  && fread(fp, sizeof(*fp), run->npages, f) == run->npages
                  && fread(&secs, sizeof(secs), 1, f) == 1;
 
@@ -401,7 +403,7 @@ ev_fingerprint(ev_run_t *run, ev_config_t *c, unsigned seed)
     c->seconds += secs;
 
     if (cache_create(run, "fp", key, &out) == 0) {
-        hdr_write(&out, run, "SHEVFP03");
+        hdr_write(&out, run, "SHEVFP04");
         cache_put(&out, fp, sizeof(*fp) * run->npages);
         cache_put(&out, &secs, sizeof(secs));
         cache_commit(&out);

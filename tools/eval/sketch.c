@@ -22,7 +22,8 @@
  *           (main J < 0.5) and of near-duplicates (main J >= 0.9) within
  *           h = 3, against content weighting alone.
  *
- * Output: sketch.md in the output directory.
+ * Output: sketch.md in the output directory, and sketch-drift.tsv: every
+ * page that drifted (host, H, hub or not, path), to read which moved.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -246,7 +247,7 @@ ev_sketch_report(const ev_run_t *run)
     sh_options_t         opts;
     sh_config_t         *cfg;
     char                 err[512], path[4096];
-    FILE                *f;
+    FILE                *f, *moved;
     unsigned             g;
     size_t               i, k;
     double               t0 = ev_now();
@@ -260,6 +261,11 @@ ev_sketch_report(const ev_run_t *run)
     cfg = sh_config_new(&opts, err, sizeof(err));
     if (cfg == NULL) {
         ev_die("sketch: %s", err);
+    }
+    snprintf(path, sizeof(path), "%s/sketch-drift.tsv", run->out_dir);
+    moved = fopen(path, "w");
+    if (moved == NULL) {
+        ev_die("%s: %s", path, strerror(errno));
     }
     snprintf(path, sizeof(path), "%s/sketch.md", run->out_dir);
     f = fopen(path, "w");
@@ -339,6 +345,10 @@ ev_sketch_report(const ev_run_t *run)
                                                NULL);
             h = fp_dist(&now[i], &fin[i]);
             drift_add(&all, h);
+            if (h > 0) {
+                fprintf(moved, "%s\t%u\t%s\t%s\n", t->groups[g], h,
+                        fin[i].hub ? "hub" : "-", p);
+            }
             if (i >= ACTIVE_AFTER) {
                 drift_add(&late, h);
             }
@@ -387,7 +397,7 @@ ev_sketch_report(const ev_run_t *run)
         table_free(&half[0]);
         table_free(&half[1]);
     }
-    if (ferror(f) | fclose(f)) {
+    if (ferror(f) | fclose(f) | ferror(moved) | fclose(moved)) {
         ev_die("%s: write error", path);
     }
     sh_config_free(cfg);
