@@ -65,8 +65,12 @@
  * (g + b + 2) / (b + 1), at most 0.25 (Laplace's rule: the chance that the
  * rule is bad in one more scope is (b + 1) / (g + b + 2), so a bad scope
  * still turns it on with probability a on average): 91 pairs after one
- * scope, 85 after two, 24 at the cap; the scope's own pairs against count
- * in full, so a trap in one scope holds the rule off there.  A retired
+ * scope, 85 after two, 24 at the cap.  Pooled: every scoped pair also
+ * counts in one sum over all scopes of the host and its alias (a
+ * candidate of its own pattern, never a rule); once that sum passes the test
+ * at a, every scope is tested at the cap (24 clean pairs of its own).
+ * The scope's own pairs against count in full either way, so a trap in
+ * one scope holds the rule off there.  A retired
  * rule comes back only when the test holds again AND its support has
  * doubled since it was retired, so a borderline rule does not flap.
  * Counts are halved past 2^20 pairs, so old evidence fades.  Pins
@@ -78,15 +82,15 @@
  *
  * Canonical form: c(u) = u with every active rule of its scope applied
  * (HOST_ALIAS first, then the rules: path, then parameters).  An active
- * alias joins two hosts: the source's URLs take the target's host, and
- * the URLs of either take the rules of both (a host's forbid, or its own
- * evidence against a rule, still holds for its own URLs).  A pair against a rule of the
+ * alias joins two hosts: the source's URLs take the target's host, and the
+ * URLs of either take the rules of both (a host's forbid, or its own evidence
+ * against a rule, still holds for its own URLs).  A pair against a rule of the
  * other host, applied to this host's URLs (a verification fetch of its
- * prediction, or any fetch the canonical table checks), counts against
- * that rule where it was learned and retires it in this host's scope at
- * once (a candidate made for the purpose): the first wrong answer a
- * borrowed rule gives a host is its last there, until the host's own
- * evidence turns it on.  A learned alias points at the host that had more
+ * prediction, or any fetch the canonical table checks), counts against that
+ * rule where it was learned and retires it in this host's scope at once (a
+ * candidate made for the purpose): the first wrong answer a borrowed rule
+ * gives a host is its last there, until the host's own evidence turns it on.
+ * A learned alias points at the host that had more
  * requests when it turned on, whose URLs are already the canonical
  * table's forms; its candidate is named by hash order, so that the pairs
  * of both hosts count for one rule.  The canonical table maps hash(c(u))
@@ -98,7 +102,9 @@
  * document is known from ANOTHER URL: c(u) in the canonical table, else,
  * for one active rule R alone, R's own evidence of R(u) (the last URL R
  * mapped there, or R(u) itself fetched), which also knows the documents
- * fetched before R turned on.  No active rule, no prediction (a site
+ * fetched before R turned on; and when no active rule changes u, an
+ * active rule that mapped a fetched w onto u (its reverse entry: u is
+ * R(w)) names w's document.  No active rule, no prediction (a site
  * without DUST gets none), and an exact re-fetch is not a prediction.
  *
  * Bounds.  A URL that sh_url_parse refuses (longer than SH_URL_LEN_MAX,
@@ -165,10 +171,15 @@ typedef enum {
     SH_DUST_PATH_CASE,
     SH_DUST_DROP_COMPONENT,     /* arg: the component, "print" */
     SH_DUST_HOST_ALIAS,         /* arg: the canonical host b */
-    SH_DUST_DROP_PATH_PARAM     /* arg: a path parameter's name,
+    SH_DUST_DROP_PATH_PARAM,    /* arg: a path parameter's name,
                                    "jsessionid" of /a/B.html;jsessionid=1F */
+    SH_DUST_DROP_VALUE          /* arg: "name=value", one value of a
+                                   parameter (a default written out:
+                                   format=html, hl=en, page=1); values of
+                                   at most SH_DUST_VALUE_MAX bytes */
 } sh_dust_kind_t;
-#define SH_DUST_KIND_MAX    SH_DUST_DROP_PATH_PARAM
+#define SH_DUST_KIND_MAX    SH_DUST_DROP_VALUE
+#define SH_DUST_VALUE_MAX   8
 
 typedef enum {
     SH_DUST_CANDIDATE = 0,

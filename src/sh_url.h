@@ -170,7 +170,7 @@ sh_url_mix(uint64_t z)
 }
 
 /* One step of an order-dependent hash of parts: the URL's (sh_url_hash)
- * and the learner's keys built on them (sh_dust.c). */
+ * and the learner's keys built on them (sh_dust_learn.c). */
 static inline uint64_t
 sh_url_step(uint64_t h, uint64_t x)
 {

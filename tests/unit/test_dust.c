@@ -1680,7 +1680,9 @@ test_host_prior(void **state)
     assert_int_equal(scope_pairs(f.d, "other.example", "c", 500, 40, 0), 11);
     unmake(&f);
 
-    /* the defaults: 115 pairs alone, then a = 0.0049 (g + 2): 91, 85 */
+    /* the defaults: 115 pairs alone; then the host's pooled sum holds the
+     * test (issue 34: before, a = 0.0049 (g + 2) gave 91, 85): each next
+     * scope at the cap, 24 */
     sh_dust_opts_init(&o);
     o.hosts = 64;
     o.candidates = 1024;
@@ -1688,8 +1690,65 @@ test_host_prior(void **state)
     o.canonical_slots = 1024;
     make(&f, &o);
     assert_int_equal(scope_pairs(f.d, "h.example", "a", 1, 200, 0), 115);
-    assert_int_equal(scope_pairs(f.d, "h.example", "b", 1000, 200, 0), 91);
-    assert_int_equal(scope_pairs(f.d, "h.example", "c", 2000, 200, 0), 85);
+    assert_int_equal(scope_pairs(f.d, "h.example", "b", 1000, 200, 0), 24);
+    assert_int_equal(scope_pairs(f.d, "h.example", "c", 2000, 200, 0), 24);
+    unmake(&f);
+}
+
+/*
+ * Pooled across scopes (issue 34): a rule whose pairs are spread thinly
+ * over many sections, no section reaching the test alone, turns on once
+ * the host's pooled sum holds, in every section with the cap's 24 pairs
+ * of its own; a section whose pairs disagree one time in five stays off
+ * although the pool holds; the pool is no rule (it rewrites nothing),
+ * and a section of another host learns alone.
+ */
+static void
+test_pooled_scopes(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    char                p[16];
+    unsigned            i, on = 0;
+
+    (void) state;
+    sh_dust_opts_init(&o);
+    o.hosts = 64;
+    o.candidates = 1024;
+    o.evidence_slots = 16384;
+    o.canonical_slots = 1024;
+    make(&f, &o);
+    /* 8 sections, 20 pairs each: 160 pooled, none alone past 115; the
+     * pool holds part way through, and a section with 24 clean pairs of
+     * its own by then is on at its next pair */
+    for (i = 0; i < 8; i++) {
+        snprintf(p, sizeof(p), "s%u", i);
+        scope_pairs(f.d, "pool.example", p, 1000 * (i + 1), 20, 0);
+    }
+    for (i = 0; i < 8; i++) {
+        snprintf(p, sizeof(p), "s%u", i);
+        on += scope_pairs(f.d, "pool.example", p, 1000 * (i + 1) + 500, 8, 0)
+              > 0;
+    }
+    assert_int_equal(on, 8);
+    assert_int_equal(sh_dust_rule(f.d, "pool.example", "/s0/",
+                                  SH_DUST_DROP_PARAM, "sid", &r), 0);
+    assert_true(r.need < 1.2);      /* ln 3: tested at 25% */
+    /* a section with one pair in five against: never on */
+    assert_int_equal(scope_pairs(f.d, "pool.example", "trap", 50000, 300, 5),
+                     0);
+    /* a section with no pair of its own is not predicted */
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://pool.example/new/1?sid=zz"), 0);
+    /* another host: 8 sections of 20 pairs, none on */
+    on = 0;
+    for (i = 0; i < 8; i++) {
+        snprintf(p, sizeof(p), "s%u", i);
+        on += scope_pairs(f.d, "lone.example", p, 90000 + 1000 * i, 12, 0)
+              > 0;
+    }
+    assert_int_equal(on, 0);
     unmake(&f);
 }
 
@@ -1728,9 +1787,11 @@ test_path_param(void **state)
     assert_int_equal(rep, DOCREP(7));
     sh_dust_why_format(&why, text, sizeof(text));
     assert_string_equal(text, "drop_path_param(jsessionid)");
-    /* the same file without one: the rule's own evidence knows it */
+    /* the same file without one: the rule's own evidence knows it (its
+     * reverse entry: B8.html is R(w) of a fetched w, issue 34) */
     assert_int_equal(pred(f.d, &rep, NULL, "http://j.example/a/B8.html"),
-                     0);            /* no active rule changes it */
+                     1);
+    assert_int_equal(rep, DOCREP(8));
     assert_int_equal(pred(f.d, NULL, NULL,
                           "http://j.example/b/C3.html;part=9"), 0);
     /* a pin names it */
@@ -1740,6 +1801,164 @@ test_path_param(void **state)
     assert_int_equal(sh_dust_pin(f.d, "j.example", "/c/",
                                  SH_DUST_DROP_PATH_PARAM, "a=b",
                                  SH_DUST_PIN_ON, 1000), -1);
+    unmake(&f);
+}
+
+/*
+ * The canonical URL requested after a variant was fetched (issue 34):
+ * /p/N with no session id after /p/N?sid=A, DIR/ after DIR/index.php.
+ * No active rule changes the URL; the active rule that maps the fetched
+ * variant onto it (its reverse entry) names the document.  Not while the
+ * rule is only a candidate, not when it is forbidden host-wide, not for
+ * a URL already fetched, and never through a content parameter (page=N
+ * on a listing is no variant of the listing's page 1).
+ */
+static void
+test_reverse_predict(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    /* one variant fetched, the rule still a candidate: no answer */
+    obs(f.d, DOCREP(900), "http://r.example/p/900?sid=%X", 0x77);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://r.example/p/%d?sid=%X", n, 0xA000 + n);
+        obs(f.d, DOCREP(n), "http://r.example/p/%d?sid=%X", n, 0xB000 + n);
+        obs(f.d, DOCREP(500 + n), "http://r.example/l/?page=%d&sid=%X",
+            n, 0xC000 + n);
+        obs(f.d, DOCREP(500 + n), "http://r.example/l/?page=%d&sid=%X",
+            n, 0xD000 + n);
+        obs(f.d, DOCREP(501 + n), "http://r.example/l/?page=%d&sid=%X",
+            n + 1, 0xC000 + n);
+    }
+    assert_int_equal(state_of(f.d, "r.example", "/p/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "r.example", "/l/",
+                                  SH_DUST_DROP_PARAM, "page"),
+                         SH_DUST_ACTIVE);
+    /* variants fetched after the rule came on, and before it */
+    obs(f.d, DOCREP(40), "http://r.example/p/40?sid=%X", 0xF040);
+    assert_int_equal(pred(f.d, &rep, &why, "http://r.example/p/40"), 1);
+    assert_int_equal(rep, DOCREP(40));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_param(sid)");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://r.example/p/900"), 1);
+    assert_int_equal(rep, DOCREP(900));
+    /* a URL never linked in any form: nothing to say */
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/p/41"), 0);
+    /* fetched itself: the store's to answer */
+    obs(f.d, DOCREP(40), "http://r.example/p/40");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/p/40"), 0);
+    /* the listing's pages are no variant of each other: page 1 with no
+     * sid is a variant of page 1 with one, never of page 2 */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://r.example/l/?page=3"), 1);
+    assert_int_equal(rep, DOCREP(503));
+    /* forbidden host-wide: no answer */
+    assert_int_equal(sh_dust_pin(f.d, "r.example", NULL, SH_DUST_DROP_PARAM,
+                                 "sid", SH_DUST_PIN_OFF, 1000), 0);
+    obs(f.d, DOCREP(42), "http://r.example/p/42?sid=%X", 0xF042);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://r.example/p/42"), 0);
+    unmake(&f);
+}
+
+/*
+ * One value of a parameter (issue 34): hl=en written out is the page
+ * without it, hl=fr another page.  drop_value(hl=en) turns on and
+ * predicts; drop_param(hl) and drop_value(hl=fr) never do, and an hl=fr
+ * URL is never predicted.  A long value (a session id) makes no value
+ * rule; a value rule can be pinned by its text.
+ */
+static void
+test_drop_value(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://v.example/d/%d", n);
+        obs(f.d, DOCREP(n), "http://v.example/d/%d?hl=en", n);
+        obs(f.d, DOCREP(1000 + n), "http://v.example/d/%d?hl=fr", n);
+        obs(f.d, DOCREP(n), "http://v.example/d/%d?t=%016X", n, 0xAB00 + n);
+    }
+    assert_int_equal(state_of(f.d, "v.example", "/d/", SH_DUST_DROP_VALUE,
+                              "hl=en"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "v.example", "/d/",
+                                  SH_DUST_DROP_VALUE, "hl=fr"),
+                         SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "v.example", "/d/",
+                                  SH_DUST_DROP_PARAM, "hl"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "v.example", "/d/", SH_DUST_DROP_PARAM,
+                              "t"), SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, &why, "http://v.example/d/7?hl=en&t=1"),
+                     1);
+    assert_int_equal(rep, DOCREP(7));
+    assert_int_equal(pred(f.d, &rep, &why, "http://v.example/d/31?hl=en"),
+                     0);            /* never seen in any form */
+    obs(f.d, DOCREP(31), "http://v.example/d/31");
+    assert_int_equal(pred(f.d, &rep, &why, "http://v.example/d/31?hl=en"),
+                     1);
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_value(hl=en)");
+    /* hl=fr is the French page, never the English one */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://v.example/d/8?hl=fr&t=2"),
+                     1);
+    assert_int_equal(rep, DOCREP(1008));
+    assert_int_equal(pred(f.d, NULL, NULL, "http://v.example/d/31?hl=fr"), 0);
+    /* a 16-byte value is an id, not a default: no value rule */
+    assert_int_equal(state_of(f.d, "v.example", "/d/", SH_DUST_DROP_VALUE,
+                              "t=000000000000AB01"), -1);
+    assert_int_equal(sh_dust_pin(f.d, "v.example", "/e/",
+                                 SH_DUST_DROP_VALUE, "format=html",
+                                 SH_DUST_PIN_ON, 1000), 0);
+    assert_int_equal(sh_dust_pin(f.d, "v.example", "/e/",
+                                 SH_DUST_DROP_VALUE, "format",
+                                 SH_DUST_PIN_ON, 1000), -1);
+    obs(f.d, DOCREP(77), "http://v.example/e/x");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://v.example/e/x?format=html"), 1);
+    assert_int_equal(rep, DOCREP(77));
+    unmake(&f);
+}
+
+/* An index file behind a path parameter (DIR/index.html;jsessionid=HEX
+ * for DIR/) is index_file(index.html), one rule, not one a session. */
+static void
+test_index_path_param(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep;
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 20; n++) {
+        obs(f.d, DOCREP(n), "http://x.example/m/d%d/", n);
+        obs(f.d, DOCREP(n), "http://x.example/m/d%d/index.html;jsessionid=%X",
+            n, 0xC000 + n);
+    }
+    assert_int_equal(state_of(f.d, "x.example", "/m/", SH_DUST_INDEX_FILE,
+                              "index.html"), SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://x.example/m/d3/index.html;jsessionid=FF"),
+                     1);
+    assert_int_equal(rep, DOCREP(3));
     unmake(&f);
 }
 
@@ -1804,8 +2023,12 @@ main(void)
         cmocka_unit_test(test_sid_defaults),
         cmocka_unit_test(test_sprt_bound),
         cmocka_unit_test(test_host_prior),
+        cmocka_unit_test(test_pooled_scopes),
         cmocka_unit_test(test_path_param),
         cmocka_unit_test(test_moved_scope),
+        cmocka_unit_test(test_reverse_predict),
+        cmocka_unit_test(test_drop_value),
+        cmocka_unit_test(test_index_path_param),
         cmocka_unit_test(test_sid_crawl),
         cmocka_unit_test(test_page_never),
         cmocka_unit_test(test_scope_pattern),

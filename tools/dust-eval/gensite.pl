@@ -31,22 +31,13 @@
 # nodust.test serves the "en" documents at /doc/PATH with plain links.
 use strict;
 use warnings;
-use File::Find;
-use File::Path qw(make_path);
-use File::Basename qw(dirname);
+use FindBin;
+use lib $FindBin::Bin;
+use DustPages qw(slurp spew text_of esc html_files page_of);
 
 my $out = shift or die "usage: $0 OUT\n";
 my $MAXEN = $ENV{DUST_SITE_EN} // 100000;   # cap on "en" documents
 srand($ENV{DUST_SITE_SEED} // 23);
-
-sub slurp { local $/; open(my $f, '<:raw', $_[0]) or die "$_[0]: $!"; <$f> }
-sub spew {
-    my ($p, $c) = @_;
-    make_path(dirname($p));
-    open(my $f, '>:raw', $p) or die "$p: $!";
-    print $f $c;
-    close $f;
-}
 
 # The main text of a documentation page, without its links, scripts,
 # navigation and sidebars.
@@ -65,38 +56,16 @@ sub main_html {
     $m =~ s{<!--.*?-->}{}gs;
     return $m;
 }
-sub text_of {
-    my $t = $_[0] =~ s/<[^>]*>/ /gr;
-    $t =~ s/&[a-z#0-9]+;/ /gi;
-    $t =~ s/\s+/ /g;
-    return $t;
-}
-sub esc { $_[0] =~ s/&/&amp;/gr =~ s/</&lt;/gr =~ s/>/&gt;/gr =~ s/"/&quot;/gr }
-
 sub pages_of {
     my ($root, $prefix, $skip) = @_;
-    my @p;
-    return () unless -d $root;
-    find({ no_chdir => 1, wanted => sub {
-        return unless /\.html$/ && -f $_ && !-l $_;
-        my $rel = substr($File::Find::name, length($root) + 1);
-        return if $skip && $rel =~ $skip;
-        push @p, [$rel, $File::Find::name];
-    } }, $root);
     my @docs;
-    for (sort { $a->[0] cmp $b->[0] } @p) {
+    for (html_files($root, $skip)) {
         my ($rel, $file) = @$_;
-        my $raw = slurp($file);
-        my $body = main_html($raw);
-        my $text = text_of($body);
-        next if length($text) < ($ENV{DUST_SITE_MINTEXT} // 1000);     # stubs and tables of contents
-        my ($title) = $raw =~ m{<title>(.*?)</title>}si;
-        $title = text_of($title // $rel);
-        $title =~ s/^\s+|\s+$//g;
+        my $pg = page_of($rel, $file, \&main_html,
+                         $ENV{DUST_SITE_MINTEXT} // 1000) or next;
         my $path = $rel =~ s/\.html$//r;
         $path =~ s{(^|/)index$}{$1};       # a directory's index: DIR/
-        push @docs, { path => "$prefix/$path", body => $body,
-                      text => $text, title => $title };
+        push @docs, { path => "$prefix/$path", %$pg };
     }
     return @docs;
 }

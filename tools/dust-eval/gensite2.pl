@@ -39,22 +39,16 @@
 #                                 few pages of the cache-buster section
 use strict;
 use warnings;
-use File::Find;
+use File::Spec;
 use File::Path qw(make_path);
 use File::Basename qw(dirname);
-use File::Spec;
+use FindBin;
+use lib $FindBin::Bin;
+use DustPages qw(slurp spew text_of esc html_files page_of);
 
 my $out = shift or die "usage: $0 OUT\n";
 srand($ENV{DUST_SITE_SEED} // 34);
 
-sub slurp { local $/; open(my $f, '<:raw', $_[0]) or die "$_[0]: $!"; <$f> }
-sub spew {
-    my ($p, $c) = @_;
-    make_path(dirname($p));
-    open(my $f, '>:raw', $p) or die "$p: $!";
-    print $f $c;
-    close $f;
-}
 sub main_html {
     my ($html) = @_;
     my $m;
@@ -69,37 +63,16 @@ sub main_html {
     $m =~ s{<!--.*?-->}{}gs;
     return $m;
 }
-sub text_of {
-    my $t = $_[0] =~ s/<[^>]*>/ /gr;
-    $t =~ s/&[a-z#0-9]+;/ /gi;
-    $t =~ s/\s+/ /g;
-    return $t;
-}
-sub esc { $_[0] =~ s/&/&amp;/gr =~ s/</&lt;/gr =~ s/>/&gt;/gr =~ s/"/&quot;/gr }
 sub pages_of {
     my ($root, $skip) = @_;
-    my @p;
-    return () unless -d $root;
-    find({ no_chdir => 1, wanted => sub {
-        return unless /\.html$/ && -f $_ && !-l $_;
-        my $rel = substr($File::Find::name, length($root) + 1);
-        return if $skip && $rel =~ $skip;
-        return if $rel =~ /[^a-z0-9_\/.-]/;     # one spelling per path
-        push @p, [$rel, $File::Find::name];
-    } }, $root);
     my @docs;
-    for (sort { $a->[0] cmp $b->[0] } @p) {
+    # one spelling per path: no upper case (the path-case form makes it)
+    for (html_files($root, $skip, sub { $_[0] !~ /[^a-z0-9_\/.-]/ })) {
         my ($rel, $file) = @$_;
-        my $raw = slurp($file);
-        my $body = main_html($raw);
-        my $text = text_of($body);
-        next if length($text) < 1200;
-        my ($title) = $raw =~ m{<title>(.*?)</title>}si;
-        $title = text_of($title // $rel);
-        $title =~ s/^\s+|\s+$//g;
+        my $pg = page_of($rel, $file, \&main_html, 1200) or next;
         my $path = $rel;
         $path =~ s{(^|/)index\.html$}{$1};      # a directory: DIR/
-        push @docs, { rel => $path, body => $body, text => $text, title => $title };
+        push @docs, { rel => $path, %$pg };
     }
     return @docs;
 }

@@ -101,7 +101,13 @@ sub nosid {
 }
 sub pct { $_[1] ? sprintf('%.1f%%', 100 * $_[0] / $_[1]) : '-' }
 
-my $changing = qr/^drop_param\((?:page|sort|lang|q|id|hl)\)$/;
+# a content parameter dropped whatever its value, or one of its values
+# that selects another page (drop_value: page=1, sort=name, lang=en, hl=en
+# are the defaults, v=6.1 the second site's version switch)
+my $changing = qr/^(?:drop_param\((?:page|sort|lang|q|id|hl|v)\)
+                   |drop_value\((?:page=(?!1\)).*|sort=(?!name\)).*
+                                 |lang=(?!en\)).*|hl=(?!en\)).*|q=.*|id=.*
+                                 |v=6\.1)\))$/x;
 my @summary;
 for my $run (@runs) {
     my $what = do { local $/; open(my $f, '<', "$run/what") or die; <$f> };
@@ -253,7 +259,7 @@ for my $run (@runs) {
     $o .= sprintf "  stats: observations %d, predictions %d, saved %d, support %d, against %d, candidates %d, active %d, activations %d, retirements %d\n",
         map { $d->{$_} // 0 } qw(observations predictions saved support against candidates active activations retirements);
     my @bad = grep { $_->{to} eq 'on' && $_->{rule} =~ $changing } @changes;
-    $o .= sprintf "  content-changing parameters (page, sort, lang, q, id, hl) ever active: %s\n",
+    $o .= sprintf "  content-changing parameters (page, sort, lang, q, id, hl, v; values other than the defaults) ever active: %s\n",
         @bad ? join(', ', map { "$_->{rule} $_->{host} $_->{pattern}" } @bad) : 'none';
     print $o, "\n";
     push @summary, { run => ($run =~ s{.*/}{}r), crawler => $crawler, site => $site,

@@ -1,0 +1,88 @@
+/*
+ * sh_dust_activation.h -- candidates and the sequential test that turns
+ * them on and off (sh_dust_activation.c), private to src/sh_dust_*.c.
+ */
+#ifndef SH_DUST_ACTIVATION_H
+#define SH_DUST_ACTIVATION_H
+
+#include "sh_dust_region.h"
+
+#define PAT_ROOT        0x51c7e3a9d2b4f681ULL   /* the pattern "/" */
+#define PAT_HOST        0x3b9f0d6ac2e75814ULL   /* a host's record of a
+                                                   rule over its scopes */
+#define PAT_POOL        0x6e21c8b05f9a3d47ULL   /* a rule's pairs of every
+                                                   scope of a host, pooled */
+
+/* One atomic rule that changes a URL. */
+typedef struct {
+    uint8_t      kind;
+    uint64_t     arg;
+    const char  *text;          /* its argument as the URL spells it */
+    uint32_t     textlen;
+    sh_url_rw_t  rw;
+} atom_t;
+
+/* A rule's scope: a host and its first path component (PAT_ROOT for a
+ * root-level file, 0 for host-wide). */
+typedef struct {
+    uint64_t    host;
+    uint64_t    pattern;
+    const char *pat;            /* the pattern's component, for display */
+    uint32_t    patlen;
+} scope_t;
+
+static inline uint64_t
+cand_key(uint64_t host, uint64_t pattern, uint8_t kind, uint64_t arg)
+{
+    return sh_url_step(sh_url_step(sh_url_step(host, pattern), kind), arg);
+}
+
+static inline int
+manual(const dcand_t *c)
+{
+    return c->state == SH_DUST_PINNED || c->state == SH_DUST_FORBIDDEN;
+}
+
+static inline int
+on(const dcand_t *c)
+{
+    return c->state == SH_DUST_ACTIVE || c->state == SH_DUST_PINNED;
+}
+
+/* The candidate of (host, pattern, kind, arg), or NULL; a new one (a
+ * free way, else the least recently used one that is neither manual nor
+ * on), or NULL when every way is manual. */
+dcand_t *sh_dust_cand_find(sh_dust_t *d, uint64_t host, uint64_t pattern,
+                           uint8_t kind, uint64_t arg);
+dcand_t *sh_dust_cand_new(sh_dust_t *d, uint64_t host, uint64_t pattern,
+                          uint8_t kind, uint64_t arg);
+
+/* The Wilson lower bound of s successes in s + a trials at z. */
+double sh_dust_wilson_lower(uint32_t s, uint32_t a, double z);
+
+/* A candidate as sh_dust.h shows it; its state change into the ring. */
+void sh_dust_rule_info_of(sh_dust_t *d, const dcand_t *c,
+                          sh_dust_rule_info_t *r);
+void sh_dust_record(sh_dust_t *d, const dcand_t *c, sh_dust_state_t from,
+                    uint64_t now);
+
+/* The host learns that c is on (its hint bit, its alias), or off. */
+void sh_dust_mark_on(sh_dust_t *d, const dcand_t *c);
+void sh_dust_mark_off(sh_dust_t *d, const dcand_t *c);
+
+/* The candidate of the alias of hosts a and b, whichever way named. */
+dcand_t *sh_dust_alias_cand(sh_dust_t *d, uint64_t a, uint64_t b);
+
+/* The learned state after new counts: 1 if it changed. */
+int sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now);
+
+/* One pair for (scope, atom); against a borrowed rule; for the rule on
+ * for u learned in scope ls.  Each returns the state changes it made. */
+int sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a,
+                     int same, uint64_t now);
+int sh_dust_borrowed(sh_dust_t *d, const scope_t *sc, const atom_t *a,
+                     uint64_t now);
+int sh_dust_credit(sh_dust_t *d, const scope_t *sc, const atom_t *a,
+                   const scope_t *ls, int same, uint64_t now);
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * sh_dust_learn.c -- an observation (sh_dust_observe): the pairs a URL and
+ * its document give the rules, one step per evidence table.
+ *
+ * An observation (url, rep) is held in an obs_t: the URL parsed, its
+ * scope, its atomic rules, the rules already on for it (c(u)) and where
+ * each was learned.  Then, in this order (the tables' LRU stamps make the
+ * order part of the result):
+ *
+ *   for each atomic rule R that changes u, with R'(u) its image:
+ *     pair      K(scope, R, R'(u)): the last other URL R mapped there;
+ *     forward   R'(u) itself fetched before (its identity entry), or
+ *               known to the canonical table, or, for a path rule that
+ *               moves u into another scope, that scope's canonical form;
+ *     reverse   u's own entry under R'(u), for a later URL that is R'(u);
+ *   reverse     u, or c(u), is R'(w) of an earlier w;
+ *   alias       the same path and query on another host;
+ *   alias path  else the same path on another host that has rules;
+ *   identity    u's own entry;
+ *   canonical   c(u)'s entry, checked against and refreshed.
+ */
+#include <string.h>
+
+#include "sh_dust_rewrite.h"
+
+/* Pairs of the same path on two hosts: HOST_ALIAS(larger -> smaller). */
+static int
+alias_pair(sh_dust_t *d, uint64_t other, const sh_url_t *u, int same,
+           uint64_t now)
+{
+    uint64_t from = u->host_hash > other ? u->host_hash : other;
+    uint64_t to = u->host_hash > other ? other : u->host_hash;
+    dhost_t *th = sh_dust_host_find(d, to);
+    scope_t  sc;
+    atom_t   a;
+
+    if (sh_dust_host_find(d, from) == NULL
+        || !sh_dust_same_site(d, from, to))
+    {
+        return 0;               /* two sites: not even a candidate */
+    }
+    memset(&a, 0, sizeof(a));
+    a.kind = SH_DUST_HOST_ALIAS;
+    a.arg = to;
+    a.text = th ? th->text : "";
+    a.textlen = th ? th->textlen : 0;
+    sc.host = from;
+    sc.pattern = 0;
+    sc.pat = "";
+    sc.patlen = 0;
+    return sh_dust_evidence(d, &sc, &a, same, now);
+}
+
+/*
+ * A pair across hosts that the exact comparison misses: u (on host h) and
+ * the last URL of its path on host `other`, when other has rules.  u is
+ * put in other's canonical form (its host, its rules for u's pattern); if
+ * other's canonical table knows that form from another URL, the two
+ * documents are one (support for an alias of the two hosts) or not.  A
+ * session id on both hosts, which no two links share, otherwise hides an
+ * alias until each host has learned its own rule.
+ */
+static void
+cross_alias(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
+            const dhost_t *h, const atom_t *a, unsigned na, uint64_t other,
+            uint64_t rep, uint64_t hu, uint64_t now)
+{
+    dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1], found;
+    sh_url_rw_t  rw;
+    scope_t      os = *sc;
+    dhost_t     *oh = sh_dust_host_find(d, other);
+    dcanon_t    *ce;
+
+    if (oh == NULL || oh->bloom == 0
+        || h->alias_to == other || h->alias_from == other)
+    {
+        return;                 /* no rules there, or joined already */
+    }
+    os.host = other;
+    sh_dust_canonical(d, u, &os, oh, a, na, &rw, applied, which);
+    if (rw.host == 0) {
+        rw.host = other;
+    }
+    ce = sh_dust_canon_get(d, sh_url_hash(u, &rw), 0, &found);
+    if (ce != NULL && ce->url != hu) {
+        alias_pair(d, other, u, ce->rep == rep, now);
+    }
+}
+
+/* An observation on its way through the tables. */
+typedef struct {
+    sh_url_t     u;
+    scope_t      sc;
+    dhost_t     *h;
+    uint64_t     rep;
+    uint64_t     now;
+    uint64_t     hu;            /* hash(u) */
+    uint64_t     hc;            /* hash(c(u)); hu with no rule on */
+    int          refetch;       /* u was seen before: no new pair */
+    atom_t       a[ATOMS_MAX];
+    unsigned     n;             /* atoms */
+    dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1];
+    unsigned     na;            /* rules applied in c(u) */
+    sh_url_rw_t  rw;            /* c(u)'s rewrite */
+    uint8_t      isactive[ATOMS_MAX];
+    scope_t      lender[ATOMS_MAX];     /* where each active atom's rule
+                                           was learned (values: a slot
+                                           can be reused on the way) */
+} obs_t;
+
+/* The rules on for u: c(u), and which atom each applied rule is. */
+static void
+obs_active(sh_dust_t *d, obs_t *o)
+{
+    unsigned i;
+
+    memset(o->isactive, 0, o->n);
+    memset(&o->rw, 0, sizeof(o->rw));
+    o->na = 0;
+    if (o->h->bloom != 0 || o->h->alias_to != 0) {
+        o->na = sh_dust_canonical(d, &o->u, &o->sc, o->h, o->a, o->n, &o->rw,
+                                  o->applied, o->which);
+        for (i = 0; i < o->na; i++) {
+            if (o->which[i] >= 0) {
+                o->isactive[o->which[i]] = 1;
+                o->lender[o->which[i]] = (scope_t) {
+                    o->applied[i]->host, o->applied[i]->pattern, "", 0 };
+            }
+        }
+    }
+    o->hc = o->na > 0 ? sh_url_hash(&o->u, &o->rw) : o->hu;
+}
+
+/* One pair for atom i: credited to the rule on for it (where it was
+ * learned), else counted for the candidate in u's scope. */
+static void
+obs_pair(sh_dust_t *d, obs_t *o, unsigned i, int same)
+{
+    if (o->isactive[i]) {
+        sh_dust_credit(d, &o->sc, &o->a[i], &o->lender[i], same, o->now);
+    } else {
+        sh_dust_evidence(d, &o->sc, &o->a[i], same, o->now);
+    }
+}
+
+/* The pair table: the last other URL that R mapped to R'(u).  Two URLs
+ * of one canonical form say nothing of a rule composed with the rules
+ * that made them one. */
+static void
+step_pair(sh_dust_t *d, obs_t *o, unsigned i, uint64_t hr)
+{
+    devid_t *e;
+    int      found;
+
+    e = evid_at(d, cand_key(o->sc.host, o->sc.pattern, o->a[i].kind,
+                            o->a[i].arg) ^ KEY_PAIR, hr, 1, &found);
+    if (found && e->url != o->hu && (o->isactive[i] || e->aux != o->hc)) {
+        obs_pair(d, o, i, e->rep == o->rep);
+    }
+    e->rep = o->rep;
+    e->url = o->hu;
+    e->aux = o->hc;
+}
+
+/* A path rule that moves u into another scope, composed with that
+ * scope's query rules: /amp/docs/x?sid=A is /docs/x, a canonical form
+ * there. */
+static void
+step_moved(sh_dust_t *d, obs_t *o, unsigned i, const sh_url_rw_t *rwi,
+           uint64_t to)
+{
+    sh_url_rw_t  rwm = *rwi;
+    dhost_t     *h = o->h, *other;
+    dcanon_t    *ce;
+    int          found;
+
+    other = h->alias_to ? sh_dust_host_find(d, h->alias_to)
+            : h->alias_from ? sh_dust_host_find(d, h->alias_from) : NULL;
+    if (sh_dust_moved_rules(d, h, other, to, o->a, o->n, NULL, &rwm, NULL,
+                            NULL, 0) == 0)
+    {
+        return;
+    }
+    if (h->alias_to != 0) {
+        rwm.host = h->alias_to;
+    }
+    ce = sh_dust_canon_get(d, sh_url_hash(&o->u, &rwm), 0, &found);
+    if (ce != NULL && ce->url != o->hu) {
+        sh_dust_evidence(d, &o->sc, &o->a[i], ce->rep == o->rep, o->now);
+    }
+}
+
+/* The identity table: R'(u) itself fetched before u; else, with rules
+ * on, a URL whose canonical form R'(u) is; else a moved scope's form. */
+static void
+step_forward(sh_dust_t *d, obs_t *o, unsigned i, uint64_t hr,
+             const sh_url_rw_t *rwi)
+{
+    devid_t  *e;
+    dcanon_t *ce;
+    uint64_t  mt;
+    int       found;
+
+    e = evid_at(d, KEY_IDENT, hr, 0, &found);
+    if (found && e->url != o->hu) {
+        obs_pair(d, o, i, e->rep == o->rep);
+    } else if (o->na > 0 && !o->isactive[i]) {
+        ce = sh_dust_canon_get(d, hr, 0, &found);
+        if (ce != NULL && ce->url != o->hu) {
+            sh_dust_evidence(d, &o->sc, &o->a[i], ce->rep == o->rep, o->now);
+        }
+    } else if (!o->isactive[i] && (mt = sh_dust_moved_to(&o->u, rwi)) != 0
+               && mt != o->sc.pattern)
+    {
+        step_moved(d, o, i, rwi, mt);
+    }
+}
+
+/* The reverse table, written: u under R'(u), with the rule that made it,
+ * for a later URL that is R'(u) (and for the backfill). */
+static void
+step_leave_reverse(sh_dust_t *d, obs_t *o, unsigned i, uint64_t hr)
+{
+    devid_t *e;
+    int      found;
+
+    e = evid_at(d, KEY_REV, hr, 1, &found);
+    e->rep = o->rep;
+    e->url = o->hu;
+    e->aux = o->a[i].arg;
+    e->pattern = o->sc.pattern;
+    e->host = o->sc.host;
+    e->image = hr;
+    e->kind = o->a[i].kind;
+}
+
+/* Each atomic rule R that changes u, in turn: its pair, forward and
+ * reverse entries.  R'(u) is R(u) composed with the rules already on for
+ * u's scope, so that a rule whose pairs only line up once another is on
+ * (utm_source behind a session id) is learned too; an active rule's own
+ * pairs are taken without composition, so that its evidence stays its
+ * own. */
+static void
+step_atoms(sh_dust_t *d, obs_t *o)
+{
+    sh_url_rw_t rwi;
+    uint64_t    hr;
+    unsigned    i;
+
+    for (i = 0; i < o->n; i++) {
+        rwi = o->a[i].rw;
+        if (o->na > 0 && !o->isactive[i]) {
+            sh_dust_merge_rw(&rwi, &o->rw);
+            rwi.host = o->rw.host;
+        }
+        hr = sh_url_hash(&o->u, &rwi);
+        if (!o->isactive[i] && hr == o->hc) {
+            continue;           /* nothing beyond the rules already on */
+        }
+        step_pair(d, o, i, hr);
+        if (!o->refetch) {
+            step_forward(d, o, i, hr, &rwi);
+        }
+        if (o->a[i].kind != SH_DUST_DROP_VALUE) {
+            /* a value's rewrite is its name's when the name is there
+             * once: the reverse entry stays the name's rule */
+            step_leave_reverse(d, o, i, hr);
+        }
+    }
+}
+
+/* The reverse table, read: u, or c(u), is R'(w) of an earlier w. */
+static void
+step_reverse(sh_dust_t *d, obs_t *o)
+{
+    devid_t *e;
+    atom_t   ra;
+    scope_t  rs;
+    unsigned i;
+    int      found, same;
+
+    for (i = 0; !o->refetch && i < (o->hc != o->hu ? 2u : 1u); i++) {
+        e = evid_at(d, KEY_REV, i ? o->hc : o->hu, 0, &found);
+        if (found && e->url != o->hu && e->kind != 0) {
+            memset(&ra, 0, sizeof(ra));
+            ra.kind = e->kind;
+            ra.arg = e->aux;
+            rs = o->sc;
+            if (e->pattern != o->sc.pattern) {
+                rs.pattern = e->pattern;
+                rs.pat = "";
+                rs.patlen = 0;
+            }
+            same = e->rep == o->rep;
+            e->url = o->hu;     /* this pair is counted */
+            e->rep = o->rep;
+            sh_dust_evidence(d, &rs, &ra, same, o->now);
+            break;
+        }
+    }
+}
+
+/* The alias table: the same path and query on another host.  1 if it
+ * made a pair. */
+static int
+step_alias(sh_dust_t *d, obs_t *o)
+{
+    sh_url_rw_t nh = { .no_host = 1 };
+    devid_t    *e;
+    int         found, paired;
+
+    e = evid_at(d, KEY_ALIAS, sh_url_hash(&o->u, &nh), 1, &found);
+    paired = found && e->aux != o->u.host_hash && e->url != o->hu;
+    if (paired) {
+        alias_pair(d, e->aux, &o->u, e->rep == o->rep, o->now);
+    }
+    e->rep = o->rep;
+    e->url = o->hu;
+    e->aux = o->u.host_hash;
+    return paired;
+}
+
+/* The alias path table: else the same path on another host that has
+ * rules, u put in that host's canonical form.  A host with rules keeps
+ * the entry: its canonical table can answer. */
+static void
+step_alias_path(sh_dust_t *d, obs_t *o, int paired)
+{
+    devid_t *e;
+    dhost_t *oh;
+    int      found;
+
+    e = evid_at(d, KEY_APATH, sh_url_path_hash(&o->u, NULL), 1, &found);
+    if (found && e->aux != o->u.host_hash && !paired && !o->refetch) {
+        cross_alias(d, &o->u, &o->sc, o->h, o->a, o->n, e->aux, o->rep,
+                    o->hu, o->now);
+    }
+    if (!found || o->h->bloom != 0 || e->aux == o->u.host_hash
+        || (oh = sh_dust_host_find(d, e->aux)) == NULL || oh->bloom == 0)
+    {
+        e->rep = o->rep;
+        e->url = o->hu;
+        e->aux = o->u.host_hash;
+    }
+}
+
+/* The identity table, written: u itself. */
+static void
+step_identity(sh_dust_t *d, obs_t *o)
+{
+    devid_t *e;
+    int      found;
+
+    e = evid_at(d, KEY_IDENT, o->hu, 1, &found);
+    e->rep = o->rep;
+    e->url = o->hu;
+}
+
+/* The canonical table, checked and refreshed while rules are on: another
+ * URL of c(u) is a pair for each rule that made it, as the canonical form
+ * it made; against, a borrowed rule is retired here. */
+static void
+step_canonical(sh_dust_t *d, obs_t *o)
+{
+    dcanon_t *ce;
+    scope_t   cs;
+    atom_t    ca;
+    unsigned  i, pairs;
+    int       found, w;
+
+    if (o->h->bloom == 0 && o->h->alias_to == 0) {
+        return;
+    }
+    ce = sh_dust_canon_get(d, sh_url_hash(&o->u, &o->rw), 1, &found);
+    /* decided once: a pair's activation may refill the entry's set */
+    pairs = found && ce->url != o->hu ? o->na : 0;
+    for (i = 0; i < pairs; i++) {
+        w = o->which[i];
+        if (w >= 0) {
+            sh_dust_evidence(d, &o->lender[w], &o->a[w], ce->rep == o->rep,
+                             o->now);
+            if (ce->rep != o->rep && o->lender[w].host != o->sc.host) {
+                sh_dust_borrowed(d, &o->sc, &o->a[w], o->now);
+            }
+        } else {
+            cs = (scope_t) { o->applied[i]->host, 0, "", 0 };
+            memset(&ca, 0, sizeof(ca));
+            ca.kind = o->applied[i]->kind;
+            ca.arg = o->applied[i]->arg;
+            sh_dust_evidence(d, &cs, &ca, ce->rep == o->rep, o->now);
+        }
+    }
+    ce->rep = o->rep;
+    ce->url = o->hu;
+}
+
+int
+sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
+                uint64_t now)
+{
+    obs_t    o;
+    devid_t *e;
+    uint64_t seq0 = d->change_seq;
+    int      found;
+
+    if (sh_url_parse(&o.u, url, len) != 0) {
+        d->stats.refused++;
+        return -1;
+    }
+    sh_url_hash_parts(&o.u, d->secret);
+    d->stats.observed++;
+    o.h = sh_dust_host_get(d, o.u.host_hash, o.u.host.p, o.u.host.len, 1);
+    if (o.h == NULL) {
+        return 0;               /* every way pinned: no room to learn */
+    }
+    o.h->requests++;
+    o.h->last = now;
+    o.rep = rep;
+    o.now = now;
+    sh_dust_scope_of(&o.u, &o.sc);
+    o.hu = sh_url_hash(&o.u, NULL);
+    e = evid_at(d, KEY_IDENT, o.hu, 0, &found);
+    o.refetch = e != NULL && e->url == o.hu;
+    o.n = sh_dust_atoms(&o.u, o.a);
+
+    obs_active(d, &o);
+    step_atoms(d, &o);
+    step_reverse(d, &o);
+    step_alias_path(d, &o, step_alias(d, &o));
+    step_identity(d, &o);
+    step_canonical(d, &o);
+    return (int) (d->change_seq - seq0);
+}

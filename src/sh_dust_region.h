@@ -1,0 +1,207 @@
+/*
+ * sh_dust_region.h -- the DUST learner's region, private to src/sh_dust_*.c:
+ * its header, the records of its tables, and the tables' lookups.  The
+ * public contract is sh_dust.h; nothing outside the learner includes this.
+ *
+ * Layout (each part 64-byte aligned, found by offsets in the header):
+ *
+ *   header      sizes, offsets, options, counters, the secret
+ *   hosts       dhost_t[host_sets * HOST_WAYS]
+ *   candidates  dcand_t[cand_sets * CAND_WAYS]
+ *   evidence    devid_t[evid_sets * EVID_WAYS]: scoped pairs, identity
+ *               entries (one per URL seen), alias entries (path sans host)
+ *   canonical   dcanon_t[canon_sets * CANON_WAYS]
+ *   changes     sh_dust_change_t[SH_DUST_CHANGES], a ring
+ *
+ * Every table is set-associative: a key's set is fixed by its hash, a miss
+ * takes a free way or the least recently used one (a stamp from the
+ * region's clock, which counts touches, so replacement is deterministic).
+ *
+ * A host keeps a 64-bit hint of its active rules (one bit per kind and
+ * argument, hashed): an observation or prediction of a host with no bit
+ * set makes no candidate probe at all, which is what keeps a site without
+ * DUST at the cost of the evidence probes.  Bits are set when a rule turns
+ * on (or is touched while on) and never cleared but with the host's slot:
+ * a stale bit costs a probe, never a wrong rewrite.
+ */
+#ifndef SH_DUST_REGION_H
+#define SH_DUST_REGION_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "sh_dust.h"
+#include "sh_url.h"
+
+#define HOST_WAYS       8
+#define CAND_WAYS       8
+#define EVID_WAYS       4
+#define CANON_WAYS      4
+
+typedef struct {
+    uint64_t hash;              /* 0: free */
+    uint64_t alias_to;          /* the target of its active alias, 0 */
+    uint64_t alias_from;        /* a host whose active alias is this, 0 */
+    uint64_t site;              /* hash of its registrable domain, 0:
+                                   unknown (sh_site.h) */
+    uint64_t bloom;             /* hint: bits of its active rules */
+    uint64_t stamp;
+    uint64_t last;
+    uint64_t requests;
+    uint64_t predictions;
+    uint64_t saved;
+    uint32_t pins;              /* manual rules: the host is not evicted */
+    uint16_t wild;              /* host-wide manual rules */
+    uint8_t  textlen;
+    uint8_t  pad;
+    char     text[SH_DUST_HOST_TEXT];
+} dhost_t;
+
+typedef struct {
+    uint64_t host;              /* 0: free */
+    uint64_t pattern;           /* 0: host-wide */
+    uint64_t arg;
+    uint64_t stamp;
+    uint64_t last;
+    uint32_t support;
+    uint32_t against;
+    uint32_t retired_support;   /* support when last retired */
+    uint8_t  kind;
+    uint8_t  state;
+    uint8_t  arglen;
+    uint8_t  patlen;
+    char     arg_text[SH_DUST_ARG_TEXT];
+    char     pat_text[SH_DUST_PAT_TEXT];
+} dcand_t;
+
+/* What an entry of the evidence and canonical tables begins with. */
+typedef struct {
+    uint64_t key;               /* 0: free */
+    uint64_t stamp;             /* of its last use: a set's oldest goes */
+} dway_t;
+
+typedef struct {
+    dway_t   way;
+    uint64_t rep;
+    uint64_t url;               /* hash of the URL that set it */
+    uint64_t aux;               /* pair entries: the canonical form of
+                                   the URL; alias entries: its host;
+                                   reverse entries: the rule's argument */
+    uint64_t pattern;           /* reverse entries: the rule's pattern */
+    uint64_t host;              /* reverse entries: the scope's host */
+    uint64_t image;             /* reverse entries: the hash of R(u) */
+    uint8_t  kind;              /* reverse entries: the rule's kind */
+    uint8_t  pad[7];
+} devid_t;
+
+typedef struct {
+    dway_t   way;
+    uint64_t rep;
+    uint64_t url;
+} dcanon_t;
+
+struct sh_dust_s {
+    char            magic[8];
+    uint32_t        version;
+    uint32_t        header_bytes;
+    uint64_t        size;
+    uint32_t        host_sets, cand_sets, evid_sets, canon_sets;
+    uint64_t        off_hosts, off_cands, off_evid, off_canon, off_changes;
+    uint64_t        clock;
+    uint64_t        change_seq;
+    sh_dust_opts_t  opts;
+    double          llr_pair;   /* the sequential test: a pair's weight */
+    double          llr_against;    /* a pair against's */
+    double          llr_on;     /* the bound to turn on: ln((1-a)/a) */
+    double          alpha;      /* a = Phi(-z) */
+    sh_dust_stats_t stats;
+    uint64_t        secret_digest;
+    unsigned char   secret[SH_URL_SECRET_LEN];
+};
+
+/* The kinds of evidence entries, mixed into their keys. */
+#define KEY_PAIR    0x2f8ad1c39e6b5074ULL
+#define KEY_IDENT   0x7c15e2b9a0d4f863ULL
+#define KEY_ALIAS   0xe93b6a07d5c2184fULL
+#define KEY_APATH   0x2c85f1d96ab37e04ULL
+#define KEY_REV     0x4b90c6e2a1f3d857ULL
+
+static inline uint64_t
+nonzero(uint64_t h)
+{
+    return h ? h : 1;
+}
+
+static inline dhost_t *
+hosts(const sh_dust_t *d)
+{
+    return (dhost_t *) ((char *) d + d->off_hosts);
+}
+
+static inline dcand_t *
+cands(const sh_dust_t *d)
+{
+    return (dcand_t *) ((char *) d + d->off_cands);
+}
+
+static inline devid_t *
+evids(const sh_dust_t *d)
+{
+    return (devid_t *) ((char *) d + d->off_evid);
+}
+
+static inline dcanon_t *
+canons(const sh_dust_t *d)
+{
+    return (dcanon_t *) ((char *) d + d->off_canon);
+}
+
+static inline sh_dust_change_t *
+ring(const sh_dust_t *d)
+{
+    return (sh_dust_change_t *) ((char *) d + d->off_changes);
+}
+
+static inline void
+copy_text(char *dst, size_t cap, uint8_t *dlen, const char *src, size_t n)
+{
+    n = n > cap ? cap : n;
+    if (n > 0) {                /* an argument-free rule's text is NULL */
+        memcpy(dst, src, n);
+    }
+    *dlen = (uint8_t) n;
+}
+
+static inline uint64_t
+bloom_bit(uint8_t kind, uint64_t arg)
+{
+    return 1ULL << (sh_url_step(kind, arg) >> 58);
+}
+
+/* ln((1 - alpha) / alpha): what the sequential test's sum must reach. */
+double sh_dust_need_for(double alpha);
+
+dhost_t *sh_dust_host_find(sh_dust_t *d, uint64_t hash);
+/* Find or make the entry of a host; NULL if every way is pinned.  `whole`:
+ * text is the host as a URL or the operator spelled it, not cut. */
+dhost_t *sh_dust_host_get(sh_dust_t *d, uint64_t hash, const char *text,
+                          size_t len, int whole);
+/* Whether hosts a and b are one site (sh_site.h), both known. */
+int sh_dust_same_site(sh_dust_t *d, uint64_t a, uint64_t b);
+
+/* The entry of a key in the evidence or the canonical table; *found says
+ * whether it was there; not there and `create`: a fresh one, else NULL. */
+devid_t *sh_dust_evid_get(sh_dust_t *d, uint64_t key, int create,
+                          int *found);
+dcanon_t *sh_dust_canon_get(sh_dust_t *d, uint64_t key, int create,
+                            int *found);
+
+/* The evidence entry of kind `key` (KEY_*, or a rule's cand_key ^
+ * KEY_PAIR) for the URL hash h. */
+static inline devid_t *
+evid_at(sh_dust_t *d, uint64_t key, uint64_t h, int create, int *found)
+{
+    return sh_dust_evid_get(d, nonzero(sh_url_step(key, h)), create, found);
+}
+
+#endif

@@ -1,0 +1,352 @@
+/*
+ * sh_dust_rewrite.c -- a URL seen as the learner sees it: the atomic
+ * rules that change it (one per distinct parameter name, path component
+ * and path parameter name, sort, trailing slash, index file, path case),
+ * its scope (host and first path component), and c(u), the URL with every
+ * rule on for its scope applied, an alias's and a moved scope's rules
+ * included.
+ */
+#include <string.h>
+
+#include "sh_dust_rewrite.h"
+
+unsigned
+sh_dust_atoms(const sh_url_t *u, atom_t *out)
+{
+    unsigned    i, j, n = 0;
+    uint32_t    seen = 0, mask;
+    const char *pn, *eq, *semi;
+    size_t      pl;
+
+    for (i = 0; i < u->nparams; i++) {
+        if (seen >> i & 1) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nparams; j++) {
+            if (u->params[j].name_hash == u->params[i].name_hash) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_PARAM;
+        out[n].arg = u->params[i].name_hash;
+        out[n].text = u->params[i].name.p;
+        out[n].textlen = u->params[i].name.len;
+        out[n].rw.drop_params = mask;
+        n++;
+    }
+    /* one value of a parameter, short enough to be a default rather than
+     * an id (session ids and trackers are longer): format=html, page=1 */
+    seen = 0;
+    for (i = 0; i < u->nparams; i++) {
+        if ((seen >> i & 1) || u->params[i].value.len == 0
+            || u->params[i].value.len > SH_DUST_VALUE_MAX)
+        {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nparams; j++) {
+            if (u->params[j].hash == u->params[i].hash) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_VALUE;
+        out[n].arg = nonzero(u->params[i].hash);
+        out[n].text = u->params[i].name.p;
+        out[n].textlen = (uint32_t) (u->params[i].value.p
+                                     + u->params[i].value.len
+                                     - u->params[i].name.p);
+        out[n].rw.drop_params = mask;
+        n++;
+    }
+    if (u->nparams >= 2 && !u->sorted) {
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_SORT_PARAMS;
+        out[n].rw.sort = 1;
+        n++;
+    }
+    if (u->nsegs >= 2 && u->segs[u->nsegs - 1].seg.len == 0) {
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_TRAILING_SLASH;
+        out[n].rw.trailing_slash = 1;
+        n++;
+    }
+    if (u->nsegs >= 1) {
+        const sh_url_seg_t *s = &u->segs[u->nsegs - 1];
+        const char         *dot = s->base_len > 1
+                                  ? memchr(s->seg.p + 1, '.', s->base_len - 1)
+                                  : NULL;
+
+        /* a file name with an extension: index.html, default.aspx; named
+         * without its path parameters (index.html;jsessionid=1F is
+         * index.html: a session must not make each name its own rule) */
+        if (dot != NULL && s->seg.p[0] != '.') {
+            memset(&out[n], 0, sizeof(out[n]));
+            out[n].kind = SH_DUST_INDEX_FILE;
+            out[n].arg = s->base;
+            out[n].text = s->seg.p;
+            out[n].textlen = s->base_len;
+            out[n].rw.index_file = 1;
+            n++;
+        }
+    }
+    if (u->upper) {
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_PATH_CASE;
+        out[n].rw.lower = 1;
+        n++;
+    }
+    /* a path parameter by its name, wherever it is: the Java servlet's
+     * ";jsessionid=HEX" on the last segment, a ";sid=" of another */
+    seen = 0;
+    for (i = 0; i < u->nsegs; i++) {
+        if ((seen >> i & 1) || u->segs[i].pname == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nsegs; j++) {
+            if (u->segs[j].pname == u->segs[i].pname) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_PATH_PARAM;
+        out[n].arg = u->segs[i].pname;
+        pn = u->segs[i].seg.p + u->segs[i].base_len + 1;
+        pl = u->segs[i].seg.len - u->segs[i].base_len - 1;
+        eq = memchr(pn, '=', pl);
+        semi = memchr(pn, ';', pl);
+        eq = (semi != NULL && (eq == NULL || semi < eq)) ? semi : eq;
+        out[n].text = pn;
+        out[n].textlen = eq ? (uint32_t) (eq - pn) : (uint32_t) pl;
+        out[n].rw.drop_pparams = mask;
+        n++;
+    }
+    seen = 0;
+    for (i = 0; u->nsegs >= 2 && i < u->nsegs; i++) {
+        if ((seen >> i & 1) || u->segs[i].seg.len == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nsegs; j++) {
+            if (u->segs[j].hash == u->segs[i].hash) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_COMPONENT;
+        out[n].arg = u->segs[i].hash;
+        out[n].text = u->segs[i].seg.p;
+        out[n].textlen = u->segs[i].seg.len;
+        out[n].rw.drop_segs = mask;
+        n++;
+    }
+    return n;
+}
+
+void
+sh_dust_scope_of(const sh_url_t *u, scope_t *sc)
+{
+    sc->host = u->host_hash;
+    if (u->nsegs >= 2) {
+        sc->pattern = nonzero(u->segs[0].hash);
+        sc->pat = u->segs[0].seg.p;
+        sc->patlen = u->segs[0].seg.len;
+    } else {
+        sc->pattern = PAT_ROOT;
+        sc->pat = "";
+        sc->patlen = 0;
+    }
+}
+
+void
+sh_dust_merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from)
+{
+    to->drop_params |= from->drop_params;
+    to->drop_segs |= from->drop_segs;
+    to->sort |= from->sort;
+    to->index_file |= from->index_file;
+    to->trailing_slash |= from->trailing_slash;
+    to->lower |= from->lower;
+}
+
+/* The rule of atom a that is on for host h in `pattern` (or host-wide,
+ * pinned), or NULL: none, or forbidden host-wide. */
+static dcand_t *
+rule_on(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
+{
+    dcand_t *c, *w;
+
+    if (h == NULL || !(h->bloom & bloom_bit(a->kind, a->arg))) {
+        return NULL;
+    }
+    w = h->wild ? sh_dust_cand_find(d, h->hash, 0, a->kind, a->arg) : NULL;
+    if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
+        return NULL;
+    }
+    c = (w != NULL && w->state == SH_DUST_PINNED)
+        ? w : sh_dust_cand_find(d, h->hash, pattern, a->kind, a->arg);
+    return (c != NULL && on(c)) ? c : NULL;
+}
+
+/* Whether h refuses the other host's rule of atom a for its URLs in
+ * `pattern`: it forbids it there or host-wide (a forbid sets no hint bit:
+ * it is looked up), or has evidence of its own against it there and not
+ * enough for it (retired, or a pair against counted: sh_dust_borrowed(), or
+ * another node's record of that, which an import leaves a candidate). */
+static int
+refuses(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
+{
+    dcand_t *c;
+
+    if (h->pins != 0) {
+        c = sh_dust_cand_find(d, h->hash, 0, a->kind, a->arg);
+        if (c != NULL && c->state == SH_DUST_FORBIDDEN) {
+            return 1;
+        }
+    }
+    c = sh_dust_cand_find(d, h->hash, pattern, a->kind, a->arg);
+    return c != NULL && (c->state == SH_DUST_FORBIDDEN
+                         || c->state == SH_DUST_RETIRED || c->against > 0);
+}
+
+/*
+ * The scope a path rewrite moves u into, when it changes u's first
+ * component (drop_component(amp) of /amp/docs/x, path_case of
+ * /Docs/X.HTML): its pattern, or 0 when u stays in its own scope.
+ */
+uint64_t
+sh_dust_moved_to(const sh_url_t *u, const sh_url_rw_t *rw)
+{
+    unsigned i;
+
+    if (rw->lower && u->nsegs >= 2 && u->segs[0].lower != u->segs[0].hash) {
+        return nonzero(u->segs[0].lower);
+    }
+    if (!(rw->drop_segs & 1)) {
+        return 0;
+    }
+    for (i = 1; i + 1 < u->nsegs; i++) {
+        if (!(rw->drop_segs >> i & 1)) {
+            return nonzero(rw->lower ? u->segs[i].lower : u->segs[i].hash);
+        }
+    }
+    return PAT_ROOT;
+}
+
+/*
+ * The rules of the scope u is moved into (pattern to), on host h or its
+ * alias `other`, for the atoms that rewrite the query or a path
+ * parameter (not yet in rw): merged into rw, each atom's index in
+ * which[] and rule in applied[] from n on; the new count.  R(u) is u in
+ * its own scope and T(R(u)) is R(u) in the other, so T(R(u)) is u: an
+ * /amp/ page with a session id is the /docs/ page its scope's rules make
+ * of it, with no session rule learned again under /amp/.
+ */
+unsigned
+sh_dust_moved_rules(sh_dust_t *d, dhost_t *h, dhost_t *other, uint64_t to,
+                    const atom_t *a, unsigned na, const uint8_t *skip,
+                    sh_url_rw_t *rw, dcand_t **applied, int *which, unsigned n)
+{
+    dcand_t *c;
+    unsigned i;
+
+    for (i = 0; i < na; i++) {
+        if ((skip != NULL && skip[i])
+            || (a[i].kind != SH_DUST_DROP_PARAM
+                && a[i].kind != SH_DUST_SORT_PARAMS
+                && a[i].kind != SH_DUST_DROP_PATH_PARAM
+                && a[i].kind != SH_DUST_DROP_VALUE))
+        {
+            continue;
+        }
+        c = rule_on(d, h, to, &a[i]);
+        if (c == NULL && other != NULL
+            && (c = rule_on(d, other, to, &a[i])) != NULL
+            && refuses(d, h, to, &a[i]))
+        {
+            c = NULL;
+        }
+        if (c != NULL) {
+            sh_dust_merge_rw(rw, &a[i].rw);
+            if (applied != NULL) {
+                which[n] = (int) i;
+                applied[n] = c;
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+/*
+ * c(u): the rewrite of every rule on for u's scope, the rules applied in
+ * applied[] and their atoms' indices in which[] (-1: the host alias),
+ * their count returned.  With an active alias the two hosts' rules both
+ * apply, on either host's URLs: a URL of the source takes the target's
+ * host and the rules of both; a URL of the target keeps its host and
+ * takes the source's rules too.  A host's forbid holds for its own URLs
+ * whatever the other host learned, and so does its own evidence against
+ * a rule (refuses()).
+ */
+unsigned
+sh_dust_canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
+                  dhost_t *h, const atom_t *a, unsigned na, sh_url_rw_t *rw,
+                  dcand_t **applied, int *which)
+{
+    dcand_t *c;
+    dhost_t *own = h, *other = NULL;
+    uint64_t to;
+    unsigned i, n = 0;
+
+    memset(rw, 0, sizeof(*rw));
+    if (h->alias_to != 0) {
+        c = sh_dust_alias_cand(d, sc->host, h->alias_to);
+        if (c != NULL && on(c)) {
+            rw->host = h->alias_to;
+            which[n] = -1;
+            applied[n++] = c;
+            other = sh_dust_host_find(d, h->alias_to);
+        }
+    } else if (h->alias_from != 0) {
+        other = sh_dust_host_find(d, h->alias_from);
+    }
+    if (own->bloom == 0 && (other == NULL || other->bloom == 0)) {
+        return n;
+    }
+    for (i = 0; i < na; i++) {
+        c = rule_on(d, own, sc->pattern, &a[i]);
+        if (c == NULL && other != NULL
+            && (c = rule_on(d, other, sc->pattern, &a[i])) != NULL
+            && refuses(d, own, sc->pattern, &a[i]))
+        {
+            c = NULL;
+        }
+        if (c != NULL) {
+            sh_dust_merge_rw(rw, &a[i].rw);
+            which[n] = (int) i;
+            applied[n++] = c;
+        }
+    }
+    /* a path rule that moved u into another scope: that scope's query
+     * rules too */
+    if (n > 0 && (to = sh_dust_moved_to(u, rw)) != 0 && to != sc->pattern) {
+        uint8_t done[ATOMS_MAX];
+
+        memset(done, 0, na);
+        for (i = 0; i < n; i++) {
+            if (which[i] >= 0) {
+                done[which[i]] = 1;
+            }
+        }
+        n = sh_dust_moved_rules(d, own, other, to, a, na, done, rw, applied,
+                                which, n);
+    }
+    return n;
+}

@@ -1,0 +1,68 @@
+# tools/dust-eval/DustPages.pm -- what the DUST evaluation's site
+# generators (gensite.pl, gensite2.pl) share: files read and written, a
+# page's text, HTML escaping, and the walk over a documentation package's
+# HTML pages.  Each generator keeps its own idea of a page's main text
+# (main_html: the packages it reads differ) and of which pages count.
+package DustPages;
+use strict;
+use warnings;
+use Exporter 'import';
+use File::Find;
+use File::Path qw(make_path);
+use File::Basename qw(dirname);
+
+our @EXPORT_OK = qw(slurp spew text_of esc html_files page_of);
+
+sub slurp { local $/; open(my $f, '<:raw', $_[0]) or die "$_[0]: $!"; <$f> }
+
+sub spew {
+    my ($p, $c) = @_;
+    make_path(dirname($p));
+    open(my $f, '>:raw', $p) or die "$p: $!";
+    print $f $c;
+    close $f;
+}
+
+# The words of some HTML: tags and entities made spaces, spaces squeezed.
+sub text_of {
+    my $t = $_[0] =~ s/<[^>]*>/ /gr;
+    $t =~ s/&[a-z#0-9]+;/ /gi;
+    $t =~ s/\s+/ /g;
+    return $t;
+}
+
+sub esc { $_[0] =~ s/&/&amp;/gr =~ s/</&lt;/gr =~ s/>/&gt;/gr =~ s/"/&quot;/gr }
+
+# The HTML files under $root (regular files, not links), as [path under
+# $root, file name], sorted by path: skipped when their path matches
+# $skip, kept only when $keep (a sub of the path) says so.
+sub html_files {
+    my ($root, $skip, $keep) = @_;
+    my @p;
+    return () unless -d $root;
+    find({ no_chdir => 1, wanted => sub {
+        return unless /\.html$/ && -f $_ && !-l $_;
+        my $rel = substr($File::Find::name, length($root) + 1);
+        return if $skip && $rel =~ $skip;
+        return if $keep && !$keep->($rel);
+        push @p, [$rel, $File::Find::name];
+    } }, $root);
+    return sort { $a->[0] cmp $b->[0] } @p;
+}
+
+# One page: its main text as HTML (by $main, a sub of the raw HTML), its
+# words, its title (the path $rel when it has none); undef when its words
+# are fewer than $min_text bytes (stubs and tables of contents).
+sub page_of {
+    my ($rel, $file, $main, $min_text) = @_;
+    my $raw = slurp($file);
+    my $body = $main->($raw);
+    my $text = text_of($body);
+    return undef if length($text) < $min_text;
+    my ($title) = $raw =~ m{<title>(.*?)</title>}si;
+    $title = text_of($title // $rel);
+    $title =~ s/^\s+|\s+$//g;
+    return { body => $body, text => $text, title => $title };
+}
+
+1;
