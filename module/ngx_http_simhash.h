@@ -82,6 +82,7 @@
 
 #include "sh_config.h"
 #include "sh_dust.h"
+#include "sh_file.h"
 #include "sh_index.h"
 #include "sh_keyrec.h"
 #include "sh_sketch.h"
@@ -756,11 +757,33 @@ typedef struct {
     uint64_t                     n[3];      /* made, verified, failed */
 } ngx_http_simhash_outcome_t;
 
+/*
+ * The same per learned rule: a rule is its host, the first path component
+ * of the URL it predicted ("" for a root-level file: the scope the learner
+ * learns it in) and its text, kind(arg).  4-way sets: a rule new to a full
+ * set takes the place of the one with the fewest predictions made (whose
+ * counts are lost); 1,024 rules, 40 KB.
+ */
+#define NGX_HTTP_SIMHASH_RULE_SETS      256
+#define NGX_HTTP_SIMHASH_RULE_WAYS      4
+
+typedef struct {
+    uint64_t                     hash;      /* host, scope, rule; 0: free */
+    uint64_t                     rule;      /* host and rule: what a
+                                               host-wide rule sums */
+    uint64_t                     n[3];      /* made, verified, failed */
+} ngx_http_simhash_rule_count_t;
+
 typedef struct ngx_http_simhash_sites_s {
     ngx_http_simhash_rate_t      rate[NGX_HTTP_SIMHASH_RATE_SLOTS];
     ngx_http_simhash_outcome_t   outcome[NGX_HTTP_SIMHASH_OUTCOMES];
+    ngx_http_simhash_rule_count_t  rule_count[NGX_HTTP_SIMHASH_RULE_SETS
+                                              * NGX_HTTP_SIMHASH_RULE_WAYS];
     ngx_http_simhash_decision_t  decision[NGX_HTTP_SIMHASH_DECISIONS];
     u_char                       key[32];   /* the secret of the table */
+    time_t                       since;     /* the figures count from */
+    time_t                       restored;  /* the save they were restored
+                                               from at start, 0: none */
     sh_topk_t                   *topk;      /* follows, in the allocation */
 } ngx_http_simhash_sites_t;
 
@@ -784,13 +807,28 @@ size_t ngx_http_simhash_sites_shm(void);
 #define ngx_http_simhash_sites(zone)                                         \
     ((ngx_http_simhash_sites_t *)                                            \
          ngx_http_simhash_part_shm(zone, ngx_http_simhash_sites_part))
-/* not under the lock: it takes it, briefly */
+/* not under the lock: it takes it, briefly; _locked: in the caller's
+ * hold (the decision's), so that a response takes the lock once */
 void ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev, ngx_log_t *log);
+void ngx_http_simhash_sites_event_locked(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev);
+
+/* the figures across a restart, beside the snapshot (PATH.console):
+ * ngx_http_simhash_figures.c; the save in the snapshot's thread */
+ngx_int_t ngx_http_simhash_figures_save(ngx_http_simhash_zone_t *zone,
+    const sh_file_owner_t *owner, char *err, size_t errlen);
+void ngx_http_simhash_figures_load(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
 
 /* for simhash_stats: read under the lock, then written out */
 typedef struct ngx_http_simhash_sites_snap_s {
     ngx_uint_t                   now;       /* time / STEP */
+    ngx_str_t                    node;      /* whose figures: the zone's
+                                               replication node, else the
+                                               host's name */
+    time_t                       since;
+    time_t                       restored;
     uint64_t                     rate[NGX_HTTP_SIMHASH_NEV]
                                      [NGX_HTTP_SIMHASH_RATE_SLOTS];
     sh_topk_stats_t              st;
@@ -798,6 +836,8 @@ typedef struct ngx_http_simhash_sites_snap_s {
     ngx_uint_t                   ntop;
     ngx_http_simhash_outcome_t  *outcome;   /* the ones in use */
     ngx_uint_t                   noutcome;
+    ngx_http_simhash_rule_count_t  *rule_count;     /* the ones in use */
+    ngx_uint_t                   nrule_count;
     ngx_str_t                    zone;      /* for Prometheus: its name, */
     struct ngx_http_simhash_sites_snap_s  *next;    /* the next zone's */
 } ngx_http_simhash_sites_snap_t;
@@ -806,6 +846,26 @@ typedef struct ngx_http_simhash_sites_snap_s {
  * spells them) for key, made, verified or failed */
 void ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log);
+void ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what);
+
+/* the first path component of a key (a URL), the scope the DUST learner
+ * learns a rule in: "doc" of /doc/17?sid=1, "" for a root-level file */
+void ngx_http_simhash_key_scope(ngx_str_t *key, ngx_str_t *comp);
+
+/* a learned rule's predictions made, verified, failed, from a table of
+ * rule counts (the shared one under the lock, or a snap's copy) */
+void ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
+    ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3]);
+
+/* the rules with the most predictions made, in Prometheus: a bounded
+ * number of series whatever the rules (written by the statistics,
+ * ngx_http_simhash_stats.c, from the rules and the sites' counts) */
+#define NGX_HTTP_SIMHASH_RULES_PROM     10
+
+u_char *ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
+    ngx_array_t *rules, ngx_http_simhash_sites_snap_t *sites,
+    ngx_uint_t head);
 
 ngx_http_simhash_sites_snap_t *ngx_http_simhash_sites_read(ngx_pool_t *pool,
     ngx_http_simhash_zone_t *zone, ngx_log_t *log);
@@ -825,9 +885,10 @@ u_char *ngx_http_simhash_nodes_json(u_char *p,
 u_char *ngx_http_simhash_nodes_prom(u_char *p, ngx_http_simhash_zone_t *zone,
     ngx_uint_t head);
 
-/* ?explain=KEY and ?format=html of simhash_stats */
+/* ?explain=KEY (url 0), ?url=URL (url 1) and ?format=html of
+ * simhash_stats */
 ngx_int_t ngx_http_simhash_explain_handler(ngx_http_request_t *r,
-    ngx_str_t *arg);
+    ngx_str_t *arg, ngx_uint_t url);
 ngx_int_t ngx_http_simhash_console_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b,
     char *type);

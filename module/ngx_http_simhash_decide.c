@@ -109,18 +109,21 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->rep = doc->keyhash;
     rc = ngx_http_simhash_observe(r, ctx, slcf);
 
-    ngx_http_simhash_zone_unlock(zone);
-
-    if (rc) {
-        ngx_http_simhash_dust_log(zone, r->connection->log);
-    }
-
     ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
     ctx->hash = hash;
     ctx->has_hash = 1;
     ctx->distance = 0;
     ctx->score = 0;
     ctx->has_distance = 1;
+
+    /* the console's accounting in this hold, as a decision's */
+    ngx_http_simhash_account(r, ctx, slcf, 1);
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (rc) {
+        ngx_http_simhash_dust_log(zone, r->connection->log);
+    }
 
     ngx_http_simhash_count(zone, responses[ctx->status], 1);
     ngx_http_simhash_count(zone, identical, 1);
@@ -197,6 +200,12 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     }
 
     changes = (rc == NGX_OK) ? ngx_http_simhash_observe(r, ctx, slcf) : 0;
+
+    if (rc == NGX_OK) {
+        /* the console's accounting in this hold: a response takes the
+         * lock once (BENCHMARKS.md, bench/17-sites-lock.sh) */
+        ngx_http_simhash_account(r, ctx, slcf, 1);
+    }
 
     ngx_http_simhash_zone_unlock(zone);
 

@@ -1,9 +1,15 @@
 
 /*
- * "Why?" for one URL: simhash_stats ?explain=KEY[&zone=NAME], behind the
- * statistics' own access rules.  KEY is the document key as the location's
- * simhash_key makes it (by default the whole URL), percent-encoded in the
- * query.  The answer, as JSON, says what the module would do now and why:
+ * "Why?" for one URL: simhash_stats ?url=URL[&zone=NAME] or
+ * ?explain=KEY[&zone=NAME], behind the statistics' own access rules, each
+ * percent-encoded in the query.  URL is an absolute http or https URL: its
+ * key is made by the simhash_key of the statistics' location (the default,
+ * $simhash_request_scheme://$simhash_host$request_uri, unless that
+ * location sets another: it must then be the crawl location's), evaluated
+ * for a request of that URL as a forward proxy receives it (the request
+ * line parsed by nginx's own parser, a copy of the request with the URL's
+ * host, URI and arguments and no variable cached).  KEY is a key as it is
+ * stored.  The answer, as JSON, says what the module would do now and why:
  *
  *   - the stored document of the key, if any: a fetch of it is compared
  *     with that version first (unchanged, changed);
@@ -36,12 +42,15 @@
 
 typedef struct {
     sh_dust_why_t               *why;
+    ngx_str_t                    scope;     /* the URL's, sites.c's way */
     sh_dust_rule_info_t          rule[NGX_HTTP_SIMHASH_EXPLAIN_RULES];
+    uint64_t                     counts[NGX_HTTP_SIMHASH_EXPLAIN_RULES][3];
     ngx_uint_t                   n;
 } ngx_http_simhash_explain_rules_t;
 
 
 typedef struct {
+    ngx_str_t                    url;       /* ?url=, or "" */
     ngx_str_t                    key;
     ngx_http_simhash_zone_t     *zone;
     time_t                       now;
@@ -83,11 +92,150 @@ static char  *ngx_http_simhash_event_name[] = {
 };
 
 
+/*
+ * The key the location's simhash_key makes of an absolute URL: NGX_OK,
+ * NGX_DECLINED for a URL that is not one (400), NGX_ERROR.
+ */
+
+static ngx_int_t
+ngx_http_simhash_explain_url_key(ngx_http_request_t *r, ngx_str_t *url,
+    ngx_str_t *key)
+{
+    u_char                       *p;
+    size_t                        len;
+    ngx_buf_t                     b;
+    ngx_http_request_t           *fr;
+    ngx_http_core_main_conf_t    *cmcf;
+    ngx_http_simhash_loc_conf_t  *slcf;
+
+    /* a request line of it, as a forward proxy's client sends one */
+
+    len = sizeof("GET  HTTP/1.0" CRLF) - 1 + url->len;
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(&b, sizeof(ngx_buf_t));
+    b.start = p;
+    b.pos = p;
+    p = ngx_cpymem(p, "GET ", 4);
+    p = ngx_cpymem(p, url->data, url->len);
+    p = ngx_cpymem(p, " HTTP/1.0" CRLF, sizeof(" HTTP/1.0" CRLF) - 1);
+    b.last = p;
+    b.end = p;
+
+    /* a copy of the request for its configuration and connection, with
+     * nothing of its own line, host, variables or module contexts */
+
+    fr = ngx_palloc(r->pool, sizeof(ngx_http_request_t));
+    if (fr == NULL) {
+        return NGX_ERROR;
+    }
+
+    *fr = *r;
+
+    fr->state = 0;
+    fr->request_start = NULL;
+    fr->request_end = NULL;
+    fr->method_end = NULL;
+    fr->uri_start = NULL;
+    fr->uri_end = NULL;
+    fr->uri_ext = NULL;
+    fr->args_start = NULL;
+    fr->schema_start = NULL;
+    fr->schema_end = NULL;
+    fr->host_start = NULL;
+    fr->host_end = NULL;
+    fr->port_start = NULL;
+    fr->port_end = NULL;
+    fr->http_protocol.data = NULL;
+    fr->complex_uri = 0;
+    fr->quoted_uri = 0;
+    fr->plus_in_uri = 0;
+    fr->empty_path_in_uri = 0;
+    ngx_str_null(&fr->args);
+    ngx_str_null(&fr->exten);
+    ngx_memzero(&fr->headers_in, sizeof(ngx_http_headers_in_t));
+
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+
+    fr->variables = ngx_pcalloc(r->pool, cmcf->variables.nelts
+                                         * sizeof(ngx_http_variable_value_t));
+    fr->ctx = ngx_pcalloc(r->pool, sizeof(void *) * ngx_http_max_module);
+
+    if (fr->variables == NULL || fr->ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_parse_request_line(fr, &b) != NGX_OK
+        || fr->schema_start == NULL || fr->host_start == NULL
+        || fr->host_end <= fr->host_start)
+    {
+        return NGX_DECLINED;
+    }
+
+    /* its URI and arguments, as ngx_http_process_request_uri makes them */
+
+    fr->uri.len = (fr->args_start ? fr->args_start - 1 : fr->uri_end)
+                  - fr->uri_start;
+
+    if (fr->complex_uri || fr->quoted_uri || fr->empty_path_in_uri) {
+        fr->uri.data = ngx_pnalloc(r->pool, fr->uri.len + 1);
+        if (fr->uri.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        fr->uri.len += fr->empty_path_in_uri;
+
+        if (ngx_http_parse_complex_uri(fr, 1) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+    } else {
+        fr->uri.data = fr->uri_start;
+    }
+
+    fr->unparsed_uri.len = fr->uri_end - fr->uri_start;
+    fr->unparsed_uri.data = fr->uri_start;
+    fr->valid_unparsed_uri = fr->empty_path_in_uri ? 0 : 1;
+
+    if (fr->args_start && fr->uri_end > fr->args_start) {
+        fr->args.len = fr->uri_end - fr->args_start;
+        fr->args.data = fr->args_start;
+    }
+
+    /* $host: lowercased, without a trailing dot (ngx_http_validate_host) */
+
+    len = fr->host_end - fr->host_start;
+    len -= (fr->host_start[len - 1] == '.' && len > 1);
+
+    fr->headers_in.server.data = ngx_pnalloc(r->pool, len);
+    if (fr->headers_in.server.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_strlow(fr->headers_in.server.data, fr->host_start, len);
+    fr->headers_in.server.len = len;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    if (ngx_http_complex_value(fr, slcf->key, key) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
-ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg)
+ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg,
+    ngx_uint_t url)
 {
     u_char                        *dst, *src;
     size_t                         size;
+    ngx_int_t                      rc;
     ngx_buf_t                     *b;
     ngx_str_t                      name;
     ngx_uint_t                     i;
@@ -104,7 +252,7 @@ ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* the key, percent-decoded (the console encodes it so) */
+    /* the key or the URL, percent-decoded (the console encodes it so) */
 
     x->key.data = ngx_pnalloc(r->pool, arg->len + 1);
     if (x->key.data == NULL) {
@@ -115,6 +263,24 @@ ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg)
     src = arg->data;
     ngx_unescape_uri(&dst, &src, arg->len, 0);
     x->key.len = dst - x->key.data;
+
+    if (url) {
+        x->url = x->key;
+
+        if (x->url.len == 0 || x->url.len > SH_KEY_MAX) {
+            return NGX_HTTP_BAD_REQUEST;
+        }
+
+        rc = ngx_http_simhash_explain_url_key(r, &x->url, &x->key);
+
+        if (rc == NGX_DECLINED) {
+            return NGX_HTTP_BAD_REQUEST;
+        }
+
+        if (rc != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
 
     if (x->key.len == 0 || x->key.len > SH_KEY_MAX) {
         return NGX_HTTP_BAD_REQUEST;
@@ -161,10 +327,11 @@ ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    size = 1024 + 3 * (x->key.len + x->name.len + x->original.len
+    size = 1024 + 3 * (x->url.len + x->key.len + x->name.len + x->original.len
                        + x->predicted_of.len + x->rules_len)
            + x->evidence.n * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT
-                                   + SH_DUST_ARG_TEXT) + 256);
+                                   + SH_DUST_ARG_TEXT)
+                                + 256 + 3 * NGX_INT64_LEN);
 
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
@@ -185,6 +352,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
     uint32_t                      ref;
     uint64_t                      keyhash, rep;
     ngx_str_t                     name;
+    ngx_uint_t                    i;
     sh_dust_why_t                 why;
     sh_dust_t                    *dust;
     const sh_store_doc_t         *doc;
@@ -260,9 +428,19 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
             }
 
             x->evidence.why = &why;
+            ngx_http_simhash_key_scope(&x->key, &x->evidence.scope);
             sh_dust_foreach_rule(dust, why.host_hash, 0,
                                  ngx_http_simhash_explain_rule, &x->evidence);
             x->evidence.why = NULL;
+
+            /* what each rule's predictions came to so far */
+
+            for (i = 0; ss != NULL && i < x->evidence.n; i++) {
+                ngx_http_simhash_sites_rule_counts(
+                    ss->rule_count,
+                    NGX_HTTP_SIMHASH_RULE_SETS * NGX_HTTP_SIMHASH_RULE_WAYS,
+                    &x->evidence.rule[i], x->evidence.counts[i]);
+            }
         }
     }
 
@@ -309,17 +487,34 @@ ngx_http_simhash_explain_name(ngx_pool_t *pool,
 }
 
 
-/* The host's rules of the kinds (and arguments) that made the prediction */
+/* The host's rules of the kinds (and arguments) that made the prediction,
+ * of the URL's scope or host-wide */
 
 static int
 ngx_http_simhash_explain_rule(const sh_dust_rule_info_t *ri, void *data)
 {
     ngx_http_simhash_explain_rules_t  *er = data;
 
+    size_t    len;
     unsigned  i;
 
     if (ri->state != SH_DUST_ACTIVE && ri->state != SH_DUST_PINNED) {
         return 0;
+    }
+
+    /* the URL's scope's rules and the host-wide ones: "/doc/" is "doc",
+     * "/" the root-level files' "" (a pattern is cut as the learner cuts
+     * it, at SH_DUST_PAT_TEXT) */
+
+    if (ri->pattern[0] == '/') {
+        len = ngx_strlen(ri->pattern);
+        len = len > 2 ? len - 2 : 0;
+
+        if (len != ngx_min(er->scope.len, SH_DUST_PAT_TEXT)
+            || ngx_strncmp(ri->pattern + 1, er->scope.data, len) != 0)
+        {
+            return 0;
+        }
     }
 
     for (i = 0; i < er->why->nrules; i++) {
@@ -385,6 +580,10 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
     }
 
     p = ngx_sprintf(p, "{\"zone\":\"%V\"", &x->zone->name);
+    if (x->url.len) {
+        p = ngx_http_simhash_explain_str(p, "url", &x->url);
+    }
+
     p = ngx_http_simhash_explain_str(p, "key", &x->key);
     p = ngx_sprintf(p, ",\"now\":%T,\"would\":\"%s\",\"why\":\"%s\"", x->now,
                     would, why);
@@ -440,7 +639,10 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
 
             p = ngx_sprintf(p, "%s{", i ? "," : "");
             p = ngx_http_simhash_rule_json(p, ri);
-            *p++ = '}';
+            p = ngx_sprintf(p, ",\"made\":%uL,\"verified\":%uL,"
+                            "\"failed\":%uL}", x->evidence.counts[i][0],
+                            x->evidence.counts[i][1],
+                            x->evidence.counts[i][2]);
         }
 
         p = ngx_sprintf(p, "]}");

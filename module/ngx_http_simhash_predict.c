@@ -46,6 +46,7 @@ ngx_int_t
 ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 {
     ngx_str_t                       key, safe;
+    ngx_uint_t                      answer;
     ngx_http_simhash_ctx_t         *ctx;
     ngx_http_simhash_event_t        ev;
     ngx_http_simhash_loc_conf_t    *slcf;
@@ -102,39 +103,49 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 
     ngx_http_set_ctx(r, ctx, ngx_http_simhash_module);
 
-    ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
-                                   NGX_HTTP_SIMHASH_MADE,
-                                   r->connection->log);
-
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash dust: predicted duplicate of \"%V\" by %V",
                    &ctx->duplicate_of, &ctx->predicted);
+
+    answer = 0;
 
     if (slcf->action == NGX_HTTP_SIMHASH_DROP
         && (ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of, 0)
             || ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
                                                r->connection->log)))
     {
-        if (slcf->dust->verify == 0
-            || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust->verify)
-        {
-            ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+        answer = slcf->dust->verify == 0
+                 || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust->verify;
+        ctx->verifying = !answer;
+    }
 
-            ev.key = &key;
-            ev.event = NGX_HTTP_SIMHASH_EV_PREDICTED;
-            ev.action = NGX_HTTP_SIMHASH_DID_PREDICTED;
-            ev.original = p->name.len
-                          ? ngx_http_simhash_zone_keyhash(slcf->zone, &p->name)
-                          : 0;
-            ev.distance = (ngx_uint_t) NGX_ERROR;
-            ev.score = 0;
-            ev.bytes = 0;
-            ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
+    /* the console: the prediction made and, answered now, its event, in
+     * one hold of the lock */
 
-            return ngx_http_simhash_dust_answer(r, ctx, slcf);
-        }
+    ev.key = &key;
+    ev.event = NGX_HTTP_SIMHASH_EV_PREDICTED;
+    ev.action = NGX_HTTP_SIMHASH_DID_PREDICTED;
+    ev.original = (answer && p->name.len)
+                  ? ngx_http_simhash_zone_keyhash(slcf->zone, &p->name) : 0;
+    ev.distance = (ngx_uint_t) NGX_ERROR;
+    ev.score = 0;
+    ev.bytes = 0;
 
-        ctx->verifying = 1;
+    ngx_http_simhash_zone_lock(slcf->zone, r->connection->log);
+
+    ngx_http_simhash_sites_outcome_locked(slcf->zone, &key, &ctx->predicted,
+                                          NGX_HTTP_SIMHASH_MADE);
+
+    if (answer) {
+        ngx_http_simhash_sites_event_locked(slcf->zone, &ev);
+    }
+
+    ngx_http_simhash_zone_unlock(slcf->zone);
+
+    if (answer) {
+        ngx_http_simhash_dust_saved(slcf->zone, p, r->connection->log);
+
+        return ngx_http_simhash_dust_answer(r, ctx, slcf);
     }
 
     /* fetched: the response's decision is what counts */

@@ -106,6 +106,11 @@ typedef struct {
     unsigned                     action:3;      /* ngx_http_simhash_action_e */
     unsigned                     verifying:1;   /* a prediction, fetched as
                                                    a verification sample */
+    /* whether the response is dropped, decided once (drop_known); and
+     * whether the console counted it already, in the decision's hold */
+    unsigned                     drop:1;
+    unsigned                     drop_known:1;
+    unsigned                     accounted:1;
 } ngx_http_simhash_ctx_t;
 
 
@@ -149,6 +154,14 @@ ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
     ngx_str_t *out);
 void ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_skip_e reason);
+/* whether the response is dropped (decided once); the console's
+ * accounting of the decision, `locked` in the decision's hold of the
+ * zone's lock (no second hold), else taking it */
+ngx_uint_t ngx_http_simhash_drops(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+void ngx_http_simhash_account(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_uint_t locked);
 
 
 /* ngx_http_simhash_variables.c: $simhash and the others */

@@ -32,18 +32,12 @@ ngx_str_t  ngx_http_simhash_h_predicted =
     ngx_string("X-Simhash-Predicted");
 
 
-static void ngx_http_simhash_account(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    ngx_uint_t drop);
-
-
 /* Header (with the tags, or the drop status) and the held body. */
 
 ngx_int_t
 ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
     ngx_int_t                     rc;
-    ngx_str_t                     key;
     ngx_buf_t                    *b;
     ngx_uint_t                    drop;
     ngx_chain_t                  *out, *cl;
@@ -53,22 +47,19 @@ ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     ctx->phase = NGX_HTTP_SIMHASH_DONE;
 
-    /* decided on the original, before simhash_reveal hides anything */
-
-    drop = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
-           && slcf->action == NGX_HTTP_SIMHASH_DROP
-           && ngx_http_simhash_escape(r->pool, ctx->key.data, ctx->key.len,
-                                      &key)
-              == NGX_OK
-           && ngx_http_simhash_drop_allowed(slcf, &key, &ctx->duplicate_of,
-                                            ctx->score);
+    drop = ngx_http_simhash_drops(r, ctx, slcf);
 
     if (drop) {
         ctx->action = ctx->verifying ? NGX_HTTP_SIMHASH_ACT_VERIFIED
                                      : NGX_HTTP_SIMHASH_ACT_DROPPED;
     }
 
-    ngx_http_simhash_account(r, ctx, slcf, drop);
+    /* a response given up without a decision (skipped): counted here,
+     * in a hold of its own; a decision was counted in its hold */
+
+    if (!ctx->accounted) {
+        ngx_http_simhash_account(r, ctx, slcf, 0);
+    }
 
     if (ngx_http_simhash_set_headers(r, ctx) != NGX_OK) {
         return NGX_ERROR;
@@ -401,18 +392,52 @@ ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
 
 /*
- * The decision, for the console (ngx_http_simhash_sites.c): its rate, its
- * site, and "why?" later.  A skipped response may have been given up
- * before its key was made: it is made here, without changing the ctx.
+ * Whether the response is dropped: decided once, on the original, before
+ * simhash_reveal hides anything (in the decision's hold of the lock, for
+ * the console, else when the response is sent).
  */
 
-static void
+ngx_uint_t
+ngx_http_simhash_drops(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    ngx_str_t  key;
+
+    if (!ctx->drop_known) {
+        ctx->drop = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
+                    && slcf->action == NGX_HTTP_SIMHASH_DROP
+                    && ngx_http_simhash_escape(r->pool, ctx->key.data,
+                                               ctx->key.len, &key)
+                       == NGX_OK
+                    && ngx_http_simhash_drop_allowed(slcf, &key,
+                                                     &ctx->duplicate_of,
+                                                     ctx->score);
+        ctx->drop_known = 1;
+    }
+
+    return ctx->drop;
+}
+
+
+/*
+ * The decision, for the console (ngx_http_simhash_sites.c): its rate, its
+ * site, and "why?" later; for a prediction fetched to check it, what it
+ * came to.  `locked`: in the decision's hold of the zone's lock (no second
+ * hold), else the accounting takes it.  A skipped response may have been
+ * given up before its key was made: it is made here, without changing the
+ * ctx.
+ */
+
+void
 ngx_http_simhash_account(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
-    ngx_http_simhash_loc_conf_t *slcf, ngx_uint_t drop)
+    ngx_http_simhash_loc_conf_t *slcf, ngx_uint_t locked)
 {
     ngx_str_t                 key;
+    ngx_uint_t                drop, what;
     ngx_http_simhash_event_t  ev;
 
+    ctx->accounted = 1;
+    drop = ngx_http_simhash_drops(r, ctx, slcf);
     key = ctx->key;
 
     if (key.len == 0
@@ -430,16 +455,26 @@ ngx_http_simhash_account(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ev.score = ctx->has_distance ? ctx->score : 0;
     ev.bytes = drop ? ctx->held_bytes : 0;
 
-    ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
-
     /* a prediction fetched to check it: what its rules came to */
+
+    what = ctx->status == NGX_HTTP_SIMHASH_DUPLICATE
+           ? NGX_HTTP_SIMHASH_VERIFIED : NGX_HTTP_SIMHASH_FAILED;
+
+    if (locked) {
+        ngx_http_simhash_sites_event_locked(slcf->zone, &ev);
+
+        if (ctx->verifying && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
+            ngx_http_simhash_sites_outcome_locked(slcf->zone, &key,
+                                                  &ctx->predicted, what);
+        }
+
+        return;
+    }
+
+    ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
 
     if (ctx->verifying && ctx->status != NGX_HTTP_SIMHASH_SKIPPED) {
         ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
-                                       ctx->status
-                                       == NGX_HTTP_SIMHASH_DUPLICATE
-                                       ? NGX_HTTP_SIMHASH_VERIFIED
-                                       : NGX_HTTP_SIMHASH_FAILED,
-                                       r->connection->log);
+                                       what, r->connection->log);
     }
 }

@@ -1,7 +1,7 @@
 
 /*
  * What the console shows of a zone, kept in a region of the zone's shared
- * memory of its own (fixed: about 200 KB whatever the traffic):
+ * memory of its own (fixed: about 220 KB whatever the traffic):
  *
  *   - the rates of the last minutes: a ring of per-10-s counters of every
  *     event (a status, a drop, a prediction answered without a fetch),
@@ -15,12 +15,19 @@
  *   - the last decisions, direct-mapped by the key's hash (a later key on
  *     the same slot replaces it), for "why?" (ngx_http_simhash_explain.c);
  *   - what the rules' predictions came to, per host and set of rules:
- *     made, verified, failed (direct-mapped too), under the lock;
+ *     made, verified, failed (direct-mapped too), and per learned rule
+ *     (host, scope, rule: 4-way sets, the rule with the fewest predictions
+ *     giving way), in the same hold of the lock;
  *   - (in the outbox, not here) the lag of each other node of the tier.
  *
- * An event costs the ring's increments and one short hold of the zone's
- * lock: a scan of the table's 64 hashes and, for a duplicate of an
- * untracked host, of its 64 counts (BENCHMARKS.md has the cost).
+ * An event costs the ring's increments and, under the zone's lock, a scan
+ * of the table's 64 hashes and, for a duplicate of an untracked host, of
+ * its 64 counts (BENCHMARKS.md has the cost).  A decision counts in its
+ * own hold of the lock (the _locked functions): one acquisition a
+ * response, and no second window for two workers to meet in (under wrk a
+ * second hold showed no cost a shared machine could resolve:
+ * bench/17-sites-lock.sh); only a response given up without a decision
+ * (skipped) takes one of its own.
  */
 
 
@@ -29,6 +36,15 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+
+
+static void ngx_http_simhash_sites_rate(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev);
+static void ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev);
+static void ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
+    ngx_str_t *key, ngx_str_t *rules, const char *host, size_t hlen,
+    ngx_uint_t what);
 
 
 static ngx_str_t  ngx_http_simhash_event_names[] = {
@@ -173,6 +189,8 @@ ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
                             sizeof(zone->dust_secret));
     ngx_memzero(ss->decision, sizeof(ss->decision));
     ngx_memcpy(ss->key, zone->dust_secret, sizeof(ss->key));
+    ss->since = ngx_time();
+    ss->restored = 0;
 
     if (old) {
         ngx_http_simhash_zone_unlock(zone);
@@ -184,26 +202,65 @@ ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
 }
 
 
+/*
+ * An event outside any hold of the lock (a skipped response, a prediction
+ * answered before the upstream): its rates, then one short hold for the
+ * rest.  A decision taken under the lock counts with
+ * ngx_http_simhash_sites_event_locked() in that hold instead.
+ */
+
 void
 ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev, ngx_log_t *log)
 {
-    size_t                        hlen;
-    uint64_t                      add[SH_TOPK_NCOUNT], weight, keyhash;
-    ngx_uint_t                    now, epoch;
-    const char                   *host;
-    ngx_http_simhash_rate_t      *slot;
-    ngx_http_simhash_sites_t     *ss;
-    ngx_http_simhash_decision_t  *d;
-
-    ss = ngx_http_simhash_sites(zone);
-
-    if (ss == NULL) {
+    if (ngx_http_simhash_sites(zone) == NULL) {
         return;
     }
 
+    ngx_http_simhash_sites_rate(zone, ev);
+
+    if (ev->key == NULL || ev->key->len == 0 || ev->key->len > SH_KEY_MAX) {
+        return;
+    }
+
+    ngx_http_simhash_zone_lock(zone, log);
+    ngx_http_simhash_sites_table(zone, ev);
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+/* In the decision's own hold of the lock: no second one. */
+
+void
+ngx_http_simhash_sites_event_locked(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev)
+{
+    if (ngx_http_simhash_sites(zone) == NULL) {
+        return;
+    }
+
+    ngx_http_simhash_sites_rate(zone, ev);
+
+    if (ev->key == NULL || ev->key->len == 0 || ev->key->len > SH_KEY_MAX) {
+        return;
+    }
+
+    ngx_http_simhash_sites_table(zone, ev);
+}
+
+
+/* The ring of the last minutes: atomics, no lock. */
+
+static void
+ngx_http_simhash_sites_rate(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev)
+{
+    ngx_uint_t                now, epoch;
+    ngx_http_simhash_rate_t  *slot;
+
     now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
-    slot = &ss->rate[now % NGX_HTTP_SIMHASH_RATE_SLOTS];
+    slot = &ngx_http_simhash_sites(zone)->rate[now
+                                             % NGX_HTTP_SIMHASH_RATE_SLOTS];
     epoch = slot->epoch;
 
     if (epoch != now && ngx_atomic_cmp_set(&slot->epoch, epoch, now)) {
@@ -216,10 +273,23 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
         (void) ngx_atomic_fetch_add(&slot->n[NGX_HTTP_SIMHASH_EV_DROPPED],
                                     1);
     }
+}
 
-    if (ev->key == NULL || ev->key->len == 0 || ev->key->len > SH_KEY_MAX) {
-        return;
-    }
+
+/* Under the lock: the event's site in the heavy hitters, the decision in
+ * the table of the last ones. */
+
+static void
+ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_event_t *ev)
+{
+    size_t                        hlen;
+    uint64_t                      add[SH_TOPK_NCOUNT], weight, keyhash;
+    const char                   *host;
+    ngx_http_simhash_sites_t     *ss;
+    ngx_http_simhash_decision_t  *d;
+
+    ss = ngx_http_simhash_sites(zone);
 
     ngx_memzero(add, sizeof(add));
     add[SH_TOPK_PAGES] = 1;
@@ -244,12 +314,9 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     weight = add[SH_TOPK_DUPLICATES] + add[SH_TOPK_PREDICTED];
     host = sh_topk_host((char *) ev->key->data, ev->key->len, &hlen);
 
-    ngx_http_simhash_zone_lock(zone, log);
-
     (void) sh_topk_add(ss->topk, host, hlen, weight, add);
 
-    keyhash = sh_store_keyhash(zone->sh->store, (char *) ev->key->data,
-                               ev->key->len);
+    keyhash = ngx_http_simhash_zone_keyhash(zone, ev->key);
     d = &ss->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
 
     d->keyhash = keyhash;
@@ -260,8 +327,6 @@ ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
                   ? 0xffff : (uint16_t) ev->distance;
     d->status = (uint8_t) ev->event;
     d->action = (uint8_t) ev->action;
-
-    ngx_http_simhash_zone_unlock(zone);
 }
 
 
@@ -269,7 +334,23 @@ void
 ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_str_t *rules, ngx_uint_t what, ngx_log_t *log)
 {
-    size_t                       hlen;
+    if (ngx_http_simhash_sites(zone) == NULL || rules->len == 0) {
+        return;
+    }
+
+    ngx_http_simhash_zone_lock(zone, log);
+    ngx_http_simhash_sites_outcome_locked(zone, key, rules, what);
+    ngx_http_simhash_zone_unlock(zone);
+}
+
+
+/* The same in a hold of the lock the caller has. */
+
+void
+ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
+    ngx_str_t *key, ngx_str_t *rules, ngx_uint_t what)
+{
+    size_t                       hlen, full;
     uint64_t                     h;
     const char                  *host;
     ngx_http_simhash_sites_t    *ss;
@@ -281,14 +362,12 @@ ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
         return;
     }
 
-    host = sh_topk_host((char *) key->data, key->len, &hlen);
-    hlen = ngx_min(hlen, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
+    host = sh_topk_host((char *) key->data, key->len, &full);
+    hlen = ngx_min(full, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
 
     h = ngx_hash_key(rules->data, rules->len);
     h = (h << 32) ^ ngx_hash_key_lc((u_char *) host, hlen);
     h += (h == 0);
-
-    ngx_http_simhash_zone_lock(zone, log);
 
     o = &ss->outcome[h % NGX_HTTP_SIMHASH_OUTCOMES];
 
@@ -303,7 +382,214 @@ ngx_http_simhash_sites_outcome(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 
     o->n[what]++;
 
-    ngx_http_simhash_zone_unlock(zone);
+    ngx_http_simhash_sites_count_rules(ss, key, rules, host, full, what);
+}
+
+
+/*
+ * A learned rule's identity in the table of rule counts: the hash of its
+ * host (lowercased) and of its text as X-Simhash-Predicted spells it; with
+ * the scope (the URL's first path component) for the entry itself.
+ */
+
+static uint64_t
+ngx_http_simhash_rule_id(u_char *host, size_t hlen, u_char *rule, size_t rlen)
+{
+    uint64_t  id;
+
+    id = ((uint64_t) ngx_hash_key_lc(host, hlen) << 32)
+         | ngx_hash_key(rule, rlen);
+
+    return id + (id == 0);
+}
+
+
+static uint64_t
+ngx_http_simhash_rule_scope(uint64_t id, u_char *comp, size_t clen)
+{
+    uint64_t  h;
+
+    h = id ^ ((ngx_hash_key(comp, clen) + 1) * 0x9e3779b97f4a7c15ULL);
+
+    return h + (h == 0);
+}
+
+
+/* The first path component of a key (a URL): "doc" of /doc/17?sid=1, ""
+ * for a root-level file (/about), as the learner scopes its rules. */
+
+void
+ngx_http_simhash_key_scope(ngx_str_t *key, ngx_str_t *comp)
+{
+    u_char  *p, *end, *start;
+
+    p = key->data;
+    end = p + key->len;
+    ngx_str_set(comp, "");
+
+    p = ngx_strlcasestrn(p, end, (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        p = key->data;
+
+    } else {
+        for (p += 3; p < end && *p != '/' && *p != '?' && *p != '#'; p++) {
+            /* the authority */
+        }
+    }
+
+    if (p == end || *p != '/') {
+        return;
+    }
+
+    start = ++p;
+
+    while (p < end && *p != '/' && *p != '?' && *p != '#') {
+        p++;
+    }
+
+    if (p < end && *p == '/') {
+        comp->data = start;
+        comp->len = p - start;
+    }
+}
+
+
+/*
+ * Under the lock: one outcome for each rule of a prediction's text (rules
+ * separated by spaces outside their parentheses).
+ */
+
+static void
+ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
+    ngx_str_t *key, ngx_str_t *rules, const char *host, size_t hlen,
+    ngx_uint_t what)
+{
+    u_char                         *p, *end, *start;
+    uint64_t                        id, h;
+    ngx_str_t                       comp;
+    ngx_uint_t                      depth, w;
+    ngx_http_simhash_rule_count_t  *set, *e;
+
+    /* as much of the host and the scope as the learner keeps of them */
+
+    ngx_http_simhash_key_scope(key, &comp);
+    comp.len = ngx_min(comp.len, SH_DUST_PAT_TEXT);
+    hlen = ngx_min(hlen, SH_DUST_HOST_TEXT);
+
+    p = rules->data;
+    end = p + rules->len;
+
+    while (p < end) {
+        start = p;
+
+        for (depth = 0; p < end && (*p != ' ' || depth); p++) {
+            depth += (*p == '(');
+            depth -= (*p == ')' && depth);
+        }
+
+        if (p > start) {
+            id = ngx_http_simhash_rule_id((u_char *) host, hlen, start,
+                                          p - start);
+            h = ngx_http_simhash_rule_scope(id, comp.data, comp.len);
+
+            set = &ss->rule_count[(h % NGX_HTTP_SIMHASH_RULE_SETS)
+                                  * NGX_HTTP_SIMHASH_RULE_WAYS];
+            e = NULL;
+
+            for (w = 0; w < NGX_HTTP_SIMHASH_RULE_WAYS; w++) {
+                if (set[w].hash == h) {
+                    e = &set[w];
+                    break;
+                }
+
+                if (e == NULL
+                    || set[w].n[NGX_HTTP_SIMHASH_MADE]
+                       < e->n[NGX_HTTP_SIMHASH_MADE])
+                {
+                    e = &set[w];    /* free, or the fewest predictions */
+                }
+            }
+
+            if (e->hash != h) {
+                ngx_memzero(e, sizeof(ngx_http_simhash_rule_count_t));
+                e->hash = h;
+                e->rule = id;
+            }
+
+            e->n[what]++;
+        }
+
+        while (p < end && *p == ' ') {
+            p++;
+        }
+    }
+}
+
+
+/*
+ * A learned rule's counts: its entry for its scope (pattern /doc/: the
+ * URLs under /doc/; "/": root-level files), or, for a host-wide rule
+ * (pattern "*", a pin or a host alias), the sum over the host's scopes.
+ */
+
+void
+ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
+    ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3])
+{
+    u_char      *p, *q;
+    size_t       len;
+    uint64_t     id, h;
+    ngx_uint_t   i, wide;
+    u_char       text[3 * (SH_DUST_ARG_TEXT + 32)];
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    out[0] = 0;
+    out[1] = 0;
+    out[2] = 0;
+
+    /* its text as the prediction's header spelled it: kind(arg), controls
+     * and bytes past ASCII percent-encoded */
+
+    p = ngx_sprintf(text, "%s", sh_dust_kind_name(ri->kind));
+
+    if (ri->arg[0]) {
+        *p++ = '(';
+
+        for (q = (u_char *) ri->arg; *q; q++) {
+            if (*q < 0x20 || *q >= 0x7f) {
+                *p++ = '%';
+                *p++ = hex[*q >> 4];
+                *p++ = hex[*q & 0xf];
+
+            } else {
+                *p++ = *q;
+            }
+        }
+
+        *p++ = ')';
+    }
+
+    id = ngx_http_simhash_rule_id((u_char *) ri->host, ngx_strlen(ri->host),
+                                  text, p - text);
+
+    wide = ri->pattern[0] != '/';
+    h = 0;
+
+    if (!wide) {
+        /* "/doc/" is the scope "doc", "/" the root-level files' "" */
+        len = ngx_strlen(ri->pattern);
+        len = len > 2 ? len - 2 : 0;
+        h = ngx_http_simhash_rule_scope(id, (u_char *) ri->pattern + 1, len);
+    }
+
+    for (i = 0; i < n; i++) {
+        if (wide ? t[i].rule == id : t[i].hash == h) {
+            out[0] += t[i].n[0];
+            out[1] += t[i].n[1];
+            out[2] += t[i].n[2];
+        }
+    }
 }
 
 
@@ -336,6 +622,9 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
      * still filling */
 
     snap->now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
+    snap->since = ss->since;
+    snap->restored = ss->restored;
+    snap->node = zone->replicate ? zone->replicate->node : ngx_cycle->hostname;
 
     for (i = 0; i < NGX_HTTP_SIMHASH_RATE_SLOTS; i++) {
         epoch = snap->now - (NGX_HTTP_SIMHASH_RATE_SLOTS - 1 - i);
@@ -355,6 +644,11 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
         return NULL;
     }
 
+    snap->rule_count = ngx_palloc(pool, sizeof(ss->rule_count));
+    if (snap->rule_count == NULL) {
+        return NULL;
+    }
+
     ngx_http_simhash_zone_lock(zone, log);
 
     sh_topk_stats(ss->topk, &snap->st);
@@ -363,6 +657,14 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     for (i = 0; i < NGX_HTTP_SIMHASH_OUTCOMES; i++) {
         if (ss->outcome[i].hash) {
             snap->outcome[snap->noutcome++] = ss->outcome[i];
+        }
+    }
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_RULE_SETS * NGX_HTTP_SIMHASH_RULE_WAYS;
+         i++)
+    {
+        if (ss->rule_count[i].hash) {
+            snap->rule_count[snap->nrule_count++] = ss->rule_count[i];
         }
     }
 
@@ -401,6 +703,8 @@ ngx_http_simhash_sites_size(ngx_http_simhash_sites_snap_t *ss,
 
     size = sizeof(",\"rates\":{\"step\":,\"slots\":,\"now\":}")
            + 3 * NGX_INT64_LEN;
+    size += sizeof(",\"figures\":{\"node\":\"\",\"since\":,\"restored\":}")
+            + 3 * ss->node.len + 2 * NGX_INT64_LEN;
     size += NGX_HTTP_SIMHASH_NEV
             * (sizeof(",\"predicted\":[]")
                + NGX_HTTP_SIMHASH_RATE_SLOTS * (NGX_INT64_LEN + 1));
@@ -455,6 +759,13 @@ ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
     if (ss == NULL) {
         return p;
     }
+
+    /* whose figures, since when, and whether a restart kept them */
+
+    p = ngx_sprintf(p, ",\"figures\":{\"node\":\"");
+    p = ngx_http_simhash_text_escape(p, ss->node.data, ss->node.len);
+    p = ngx_sprintf(p, "\",\"since\":%T,\"restored\":%T}", ss->since,
+                    ss->restored);
 
     p = ngx_sprintf(p, ",\"rates\":{\"step\":%d,\"slots\":%d,\"now\":%ui",
                     NGX_HTTP_SIMHASH_RATE_STEP, NGX_HTTP_SIMHASH_RATE_SLOTS,

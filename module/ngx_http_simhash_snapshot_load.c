@@ -284,6 +284,11 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     region = NULL;
     copied = 0;
 
+    /* the console's figures, kept beside the snapshot: a file of their own,
+     * whatever becomes of this one (ngx_http_simhash_figures.c) */
+
+    ngx_http_simhash_figures_load(zone, log);
+
     /* the name itself: a link is never followed, not even to look */
 
     if (ngx_link_info(zone->file.data, &fi) == NGX_FILE_ERROR) {

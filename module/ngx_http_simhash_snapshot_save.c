@@ -308,6 +308,15 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
         return;
     }
 
+    /* the console's figures beside it (ngx_http_simhash_figures.c) */
+
+    if (ngx_http_simhash_figures_save(zone, sv->owned ? &sv->owner : NULL,
+                                      sv->err, sizeof(sv->err))
+        != NGX_OK)
+    {
+        return;
+    }
+
     sv->write_ms = ngx_http_simhash_snapshot_msec() - start;
     sv->rc = NGX_OK;
     return;

@@ -501,7 +501,8 @@ static u_char *ngx_http_simhash_stats_json(u_char *p,
 static u_char *ngx_http_simhash_stats_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static size_t ngx_http_simhash_rules_size(ngx_array_t *rules);
-static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules);
+static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules,
+    ngx_http_simhash_sites_snap_t *sites);
 static u_char *ngx_http_simhash_rules_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static u_char *ngx_http_simhash_stats_sites_prom(u_char *p,
@@ -620,7 +621,11 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
      * ngx_http_simhash_explain.c), behind the same access rules */
 
     if (ngx_http_arg(r, (u_char *) "explain", 7, &value) == NGX_OK) {
-        return ngx_http_simhash_explain_handler(r, &value);
+        return ngx_http_simhash_explain_handler(r, &value, 0);
+    }
+
+    if (ngx_http_arg(r, (u_char *) "url", 3, &value) == NGX_OK) {
+        return ngx_http_simhash_explain_handler(r, &value, 1);
     }
 
     if (ngx_http_arg(r, (u_char *) "format", 6, &value) == NGX_OK
@@ -943,6 +948,15 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
                 * (ngx_http_simhash_rules_size(s[i].rules)
                    + (s[i].rules ? s[i].rules->nelts : 0)
                      * s[i].zone->name.len);
+
+        /* and the top rules' predictions */
+        size += prom && s[i].rules
+                ? 3 * NGX_HTTP_SIMHASH_RULES_PROM
+                  * (ngx_http_simhash_rules_size(s[i].rules)
+                     / ngx_max(s[i].rules->nelts, 1)
+                     + s[i].zone->name.len + 64)
+                  + 256
+                : 0;
     }
 
     if (prom) {
@@ -1077,7 +1091,7 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
         }
 
         if (s[i].rules) {
-            p = ngx_http_simhash_rules_json(p, s[i].rules);
+            p = ngx_http_simhash_rules_json(p, s[i].rules, s[i].sites);
         }
 
         p = ngx_http_simhash_sites_json(p, s[i].sites);
@@ -1172,6 +1186,14 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
 
     p = ngx_http_simhash_rules_prom(p, s, n);
 
+    for (i = 0, j = 0; i < n; i++) {
+        if (s[i].rules && s[i].sites) {
+            p = ngx_http_simhash_sites_rules_prom(p, &s[i].zone->name,
+                                                  s[i].rules, s[i].sites,
+                                                  j++ == 0);
+        }
+    }
+
     return ngx_http_simhash_stats_sites_prom(p, s, n);
 }
 
@@ -1233,13 +1255,15 @@ ngx_http_simhash_rules_size(ngx_array_t *rules)
 
     return rules->nelts
            * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT + SH_DUST_ARG_TEXT)
-              + 256 + 4 * NGX_INT64_LEN);
+              + 256 + 7 * NGX_INT64_LEN);
 }
 
 
 static u_char *
-ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules)
+ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules,
+    ngx_http_simhash_sites_snap_t *sites)
 {
+    uint64_t                       c[3];
     ngx_uint_t                     i;
     sh_dust_rule_info_t           *ri;
     ngx_http_simhash_dust_rule_t  *rule;
@@ -1253,8 +1277,19 @@ ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules)
 
         p = ngx_sprintf(p, "%s{", i ? "," : "");
         p = ngx_http_simhash_rule_json(p, ri);
-        p = ngx_sprintf(p, ",\"host_predictions\":%uL,\"host_saved\":%uL}",
+        p = ngx_sprintf(p, ",\"host_predictions\":%uL,\"host_saved\":%uL",
                         rule[i].predictions, rule[i].saved);
+
+        /* what this rule's own predictions came to */
+
+        if (sites) {
+            ngx_http_simhash_sites_rule_counts(sites->rule_count,
+                                               sites->nrule_count, ri, c);
+            p = ngx_sprintf(p, ",\"made\":%uL,\"verified\":%uL,"
+                            "\"failed\":%uL", c[0], c[1], c[2]);
+        }
+
+        *p++ = '}';
     }
 
     *p++ = ']';
@@ -1326,6 +1361,81 @@ ngx_http_simhash_rules_prom(u_char *p, ngx_http_simhash_snap_t *s,
                     p = ngx_sprintf(p, "%uL\n", rule[j].saved);
                 }
             }
+        }
+    }
+
+    return p;
+}
+
+
+/*
+ * The learned rules with the most predictions made (at most
+ * NGX_HTTP_SIMHASH_RULES_PROM of a zone): what their predictions came to,
+ * simhash_dust_rule_predictions{zone,host,pattern,kind,arg,outcome}.
+ */
+
+u_char *
+ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
+    ngx_array_t *rules, ngx_http_simhash_sites_snap_t *sites, ngx_uint_t head)
+{
+    uint64_t                       c[3], top[NGX_HTTP_SIMHASH_RULES_PROM][3];
+    ngx_uint_t                     i, j, k, n;
+    sh_dust_rule_info_t           *ri, *which[NGX_HTTP_SIMHASH_RULES_PROM];
+    ngx_http_simhash_dust_rule_t  *rule;
+
+    static char  *outcome[] = { "made", "verified", "failed" };
+
+    if (head) {
+        p = ngx_sprintf(p, "# HELP simhash_dust_rule_predictions What the "
+                        "predictions of the learned rules with the most "
+                        "made came to: made, verified, failed.\n"
+                        "# TYPE simhash_dust_rule_predictions gauge\n");
+    }
+
+    /* the top ones by made, kept in order by insertion */
+
+    rule = rules->elts;
+    n = 0;
+
+    for (i = 0; i < rules->nelts; i++) {
+        ri = &rule[i].rule;
+        ngx_http_simhash_sites_rule_counts(sites->rule_count,
+                                           sites->nrule_count, ri, c);
+
+        if (c[0] == 0
+            || (n == NGX_HTTP_SIMHASH_RULES_PROM && c[0] <= top[n - 1][0]))
+        {
+            continue;
+        }
+
+        j = n < NGX_HTTP_SIMHASH_RULES_PROM ? n++ : n - 1;
+
+        for ( /* void */ ; j > 0 && top[j - 1][0] < c[0]; j--) {
+            ngx_memcpy(top[j], top[j - 1], sizeof(top[j]));
+            which[j] = which[j - 1];
+        }
+
+        ngx_memcpy(top[j], c, sizeof(c));
+        which[j] = ri;
+    }
+
+    for (j = 0; j < n; j++) {
+        ri = which[j];
+
+        for (k = 0; k < 3; k++) {
+            p = ngx_sprintf(p, "simhash_dust_rule_predictions{zone=\"%V\","
+                            "host=\"", zone);
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                             ngx_strlen(ri->host));
+            p = ngx_sprintf(p, "\",pattern=\"");
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                             ngx_strlen(ri->pattern));
+            p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
+                            sh_dust_kind_name(ri->kind));
+            p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                             ngx_strlen(ri->arg));
+            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uL\n", outcome[k],
+                            top[j][k]);
         }
     }
 

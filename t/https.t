@@ -181,7 +181,7 @@ isnt($status, 200, 'and not on the proxy port, for every site');
 SKIP: {
     # Debian's python3 (python3-scrapy), not one earlier in PATH
     my $py = -x '/usr/bin/python3' ? '/usr/bin/python3' : 'python3';
-    skip 'no python3-scrapy', 7
+    skip 'no python3-scrapy', 11
         if system("$py -c 'import scrapy' 2>/dev/null") != 0;
 
     my $out = "$p/scrapy.jsonl";
@@ -209,6 +209,21 @@ SKIP: {
     my $keys = $t->read_file('logs/simhash-crawl.log');
     like($keys, qr{"\Q$abs\E/a/b/p6\.html"}, 'keyed https://');
     unlike($keys, qr{"http://127\.0\.0\.1:$tls/(?!simhash-stats)}, "never http://");
+
+    # a site whose certificate the gateway refuses: the gateway answers
+    # 502, RetryMiddleware retries and gives up; its log line and the
+    # errback's request name the site's URL, not the gateway's
+    my $badurl = "https://127.0.0.1:$bad/a/p1.html";
+    $log = `cd $top/contrib/scrapy && $py test_crawl.py \\
+        --start $badurl --gateway http://127.0.0.1:$gw --out $out 2>&1`;
+    is($?, 0, 'scrapy crawl of a refused site ran') or diag($log);
+    like($log, qr{Gave up retrying <GET \Q$badurl\E> .*502},
+         "Scrapy's log names the site's URL") or diag($log);
+    unlike($log, qr{/fetch/https}, 'and never the gateway URL') or diag($log);
+    like($t->read_file($out) // '',
+         qr{"failed": "<GET \Q$badurl\E>", "error": "HttpError},
+         "the errback's error names the site's URL")
+        or diag($t->read_file($out));
 }
 
 $t->check_log;

@@ -46,6 +46,7 @@ sub wait_zone {
 
 wait_zone(sub { $_[0]{replication}{connected} == 2 }, 'both connections');
 is_deeply(zone()->{replication_nodes}, [], 'no other node yet');
+is(zone()->{figures}{node}, 'a', 'the figures are node a\'s, as it is named');
 
 # our own page: published, read back, not another node's lag
 $t->get('/sourdough.html');

@@ -16,16 +16,22 @@
 #      reads the statistics;
 #   3. runs the integration suite t/ against the installed module and tool,
 #      four files at a time (DEB_TEST_JOBS), as `make test` does;
-#   4. removes and purges the module package.
+#   4. removes and purges the module package;
+#   5. in a second copy of the base (no package), the from-source
+#      installation as docs/module.md writes it: its commands, read from
+#      the document ("Installation on Debian": tools/deps.sh, make install,
+#      the example copied into conf.d, nginx -t), run as written from a
+#      copy of the source tree, then every example in conf.d and nginx -t.
 #
 # Steps 2-4 run in a network namespace of their own (only a loopback), so
 # the chroot's nginx can listen on 80 and 3128 without touching the host's
-# ports and sends nothing outside; step 1 needs the mirror.  Mounts (/proc)
+# ports and sends nothing outside; steps 1 and 5 need the mirror.  Mounts (/proc)
 # live in a private mount namespace and vanish with it.
 #
 # Prints one "ok"/"not ok" line per check and "N passed, M failed" at the
 # end; exits non-zero if any check failed.  Log: BUILD/deb/deb-test.log.
 # DEB_TEST_MIRROR overrides the Debian mirror (default: the host's).
+# DEB_TEST_SOURCE=0 skips step 5.
 # DEB_TEST_WAIT (120 s): how long a check waits for nginx to listen or to
 # exit before it fails, saying what it waited for.
 set -eu
@@ -150,6 +156,19 @@ cp -a "$SRC/tools/nginx-tmpdir.sh" "$ROOT/opt/src/tools/"
 ln -s /usr/share/doc/libnginx-mod-http-simhash/examples \
     "$ROOT/opt/src/conf-examples"
 cp "$SRC/t/fixtures/site/sourdough.html" "$ROOT/root/page.html"
+
+# For step 5: another copy of the base, the source tree without what
+# dpkg-buildpackage left in it, and the same check.sh (below).
+ROOT_SRC="$OUT/chroot-src"
+rm -rf "$ROOT_SRC"
+cp -a --reflink=auto "$BASE" "$ROOT_SRC"
+chmod 755 "$ROOT_SRC"
+mkdir -p "$ROOT_SRC/opt/ngx_simhash"
+(cd "$SRC" && tar cf - --exclude='./obj-*' --exclude=./debian/tmp \
+     --exclude='./debian/build-*' --exclude=./build --exclude=./build-asan \
+     --exclude='./debian/libnginx-mod-http-simhash' \
+     --exclude='./debian/simhash-tools' --exclude='./debian/.debhelper' .) \
+    | (cd "$ROOT_SRC/opt/ngx_simhash" && tar xf -)
 
 cat > "$ROOT/root/check.sh" <<'CHECK'
 #!/bin/bash
@@ -296,11 +315,16 @@ prove)
     # The suite against the installed files.  Left out: t/demo.t runs
     # demo/run.sh, a tool of the source tree (not packaged) that looks for
     # the module in a build directory; t/deps.t tests tools/deps.sh, the
-    # source tree's installer of build dependencies.
+    # source tree's installer of build dependencies; t/check-tree.t tests
+    # tools/check-tree.sh, the source tree's structure checker (neither
+    # tool is packaged).
     cd /opt/src || exit 1
     tests=()
     for t in t/*.t; do
-        case "$t" in t/demo.t|t/deps.t) ;; *) tests+=("$t") ;; esac
+        case "$t" in
+            t/demo.t|t/deps.t|t/check-tree.t) ;;
+            *) tests+=("$t") ;;
+        esac
     done
     # Four files at a time, as `make test` runs them: they wait on nginx
     # more than they compute (one at a time took 20 of make deb's 29
@@ -313,8 +337,44 @@ prove)
     # the failures again, for the summary on the terminal
     grep -E '^(t/.*(Wstat|Dubious)|  Failed tests:)' /tmp/prove.out \
         | sed 's/^/#   prove: /'
-    what="prove t/ (without demo.t, deps.t) on the installed module"
+    what="prove t/ (but demo.t, deps.t, check-tree.t) on the installed module"
     if [ $rc -eq 0 ]; then ok "$what"; else not_ok "$what"; fi
+    ;;
+
+source)
+    # docs/module.md's from-source installation, its commands as the
+    # document writes them (a root shell: `sudo` dropped; the clone is the
+    # copy in /opt/ngx_simhash; no systemd in a chroot: `systemctl` left
+    # out, nginx -t is what it would start with)
+    cd /opt/ngx_simhash || exit 1
+    awk '/^## Installation on Debian/ { on = 1; next }
+         on && /^    git clone/ { code = 1 }
+         code && /^$/ { exit }
+         code { sub(/^    /, ""); print }' docs/module.md \
+        | sed -e 's|^git clone .*|cd /opt/ngx_simhash|' -e 's/^sudo //' \
+              -e '/systemctl/d' > /tmp/steps.sh
+    check "docs/module.md has from-source steps (deps.sh, make install)" \
+        sh -c 'grep -q "^tools/deps.sh" /tmp/steps.sh &&
+               grep -q "^make install" /tmp/steps.sh'
+    sed 's/^/#   step: /' /tmp/steps.sh
+    check "docs/module.md's from-source steps, as written" \
+        bash -ex /tmp/steps.sh
+    check "make install: the module in /usr/lib/nginx/modules" \
+        test -f /usr/lib/nginx/modules/ngx_http_simhash_module.so
+    check "make install: the load_module link" \
+        grep -qx 'load_module modules/ngx_http_simhash_module.so;' \
+            /etc/nginx/modules-enabled/50-mod-http-simhash.conf
+    check "make install wrote /etc/nginx/simhash-resolver.conf" \
+        grep -q '^resolver ' /etc/nginx/simhash-resolver.conf
+    check "make install: /var/lib/nginx/simhash, www-data, 0750" \
+        test "$(stat -c '%U %a' /var/lib/nginx/simhash)" = "www-data 750"
+    rm -f /etc/nginx/conf.d/simhash-*.conf
+    for f in conf-examples/*.conf; do
+        case "${f##*/}" in mod-*) continue ;; esac
+        cp "$f" "/etc/nginx/conf.d/simhash-${f##*/}"
+    done
+    check "from source: nginx -t with every example in conf.d, no warning" \
+        no_warning
     ;;
 
 remove)
@@ -332,6 +392,7 @@ remove)
     ;;
 esac
 CHECK
+cp "$ROOT/root/check.sh" "$ROOT_SRC/root/check.sh"
 
 echo "deb-test: $(basename "$module_deb"), $(basename "$tools_deb")" \
      "in a Debian 12 chroot ($ROOT)"
@@ -340,6 +401,11 @@ echo "deb-test: $(basename "$module_deb"), $(basename "$tools_deb")" \
     in_chroot_offline DEB_TEST_WAIT="$WAIT" bash /root/check.sh checks
     in_chroot_offline DEB_TEST_JOBS="$JOBS" bash /root/check.sh prove
     in_chroot_offline DEB_TEST_WAIT="$WAIT" bash /root/check.sh remove
+    # 5: from source, in a chroot of its own (DEB_TEST_SOURCE=0 skips it:
+    # its apt-get of the build dependencies is most of this test's time)
+    if [ "${DEB_TEST_SOURCE:-1}" != 0 ]; then
+        ROOT="$ROOT_SRC" in_chroot bash /root/check.sh source
+    fi
 } 2>&1 | tee -a "$LOG" | awk '
     /^ok /     { print; detail = 0; next }
     /^not ok / { print; detail = 1; next }

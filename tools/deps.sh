@@ -18,10 +18,13 @@ set -eu
 # wget: t/key-port.t crawls through the proxy with wget -r;
 # libhiredis-dev: the module's replication; redis-server: its tests;
 # libpsl-dev and publicsuffix: which hosts are one site (a DUST host alias
-# joins only those; src/sh_site.h), publicsuffix the list Debian updates.
+# joins only those; src/sh_site.h), publicsuffix the list Debian updates;
+# ca-certificates: the CAs every example that fetches https trusts
+# (/etc/ssl/certs/ca-certificates.crt; nginx -t fails without the file,
+# which a minimal Debian lacks: the package depends on it too).
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
-libssl-dev libpsl-dev publicsuffix
+libssl-dev libpsl-dev publicsuffix ca-certificates
 valgrind gdb wget libhiredis-dev redis-server"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
 # (the Linux manual pages rendered to HTML by two independent renderers);

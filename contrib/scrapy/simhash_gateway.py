@@ -19,7 +19,13 @@ and gives the crawler back what it would have had without it:
   - the gateway request skips the duplicate filter (dont_filter): the
     real URL went through it already when the spider yielded it;
   - response.meta["simhash"]: the X-Simhash-* decision (status, hash,
-    duplicate_of, distance, score), also left in response.headers.
+    duplicate_of, distance, score), also left in response.headers;
+  - the log and the errors name the real URL: the gateway request is a
+    GatewayRequest, whose repr is the site's URL, so that RetryMiddleware's
+    "Gave up retrying <GET https://site/...>" (a 502 when the gateway
+    refused the site's certificate), "Crawled (200) <GET ...>" and
+    "Error downloading <GET ...>" say which site failed, not
+    "<GET http://proxy:3127/fetch/...>" for every one.
 
 Settings:
   SIMHASH_GATEWAY   the gateway's base URL, e.g. http://proxy:3127
@@ -36,9 +42,10 @@ request direction so that a redirect's new request is rewritten too:
 
 from urllib.parse import urljoin, urlsplit
 
+from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-__all__ = ["SimhashGatewayMiddleware"]
+__all__ = ["GatewayRequest", "SimhashGatewayMiddleware"]
 
 _HEADERS = {
     "status": b"X-Simhash-Status",
@@ -47,6 +54,19 @@ _HEADERS = {
     "distance": b"X-Simhash-Distance",
     "score": b"X-Simhash-Score",
 }
+
+
+class GatewayRequest(Request):
+    """A request to the gateway that Scrapy's log lines call by its site's
+    URL: every middleware and the log formatter print a request as its
+    repr, and the url itself must stay the gateway's to be downloaded.
+    A module-level class, so that disk queues can store it."""
+
+    def __repr__(self):
+        real = self.meta.get("simhash_real_url", self.url)
+        return f"<{self.method} {real}>"
+
+    __str__ = __repr__
 
 
 class SimhashGatewayMiddleware:
@@ -92,7 +112,8 @@ class SimhashGatewayMiddleware:
         meta["simhash_real_url"] = request.url
         meta.setdefault("download_slot", u.netloc)
         meta.pop("proxy", None)             # the gateway is no proxy
-        return request.replace(url=self.to_gateway(request.url), meta=meta,
+        return request.replace(cls=GatewayRequest,
+                               url=self.to_gateway(request.url), meta=meta,
                                dont_filter=True)
 
     def process_response(self, request, response, spider):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Crawls one site through the simhash gateway with simhash_gateway.py:
 every link on the start URL's host is followed; one JSON line per response
-(url, status, simhash_status, duplicate_of) goes to --out.  Used by
+(url, status, simhash_status, duplicate_of), or per failed request (the
+request and the error as the errback has them), goes to --out.  Used by
 t/https.t; also a small example of a spider using the middleware.
 
 usage: test_crawl.py --start https://host/ --gateway http://proxy:3127
@@ -41,7 +42,21 @@ class SiteSpider(scrapy.Spider):
         for href in response.css("a::attr(href)").getall():
             url = response.urljoin(href)
             if urlsplit(url).netloc == self.host:
-                yield scrapy.Request(url, callback=self.parse)
+                yield scrapy.Request(url, callback=self.parse,
+                                     errback=self.failed)
+
+    def start_requests(self):
+        for url in self.start_urls:
+            yield scrapy.Request(url, callback=self.parse,
+                                 errback=self.failed, dont_filter=True)
+
+    # a request that failed (after RetryMiddleware gave up): which one the
+    # error names, as a spider's errback sees it
+    def failed(self, failure):
+        self.out.write(json.dumps({
+            "failed": repr(failure.request), "error": repr(failure.value),
+        }) + "\n")
+        self.out.flush()
 
 
 def main():

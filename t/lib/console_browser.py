@@ -91,6 +91,8 @@ def expected(j):
         o[name + "/entries"] = str(z["entries"])
         o[name + "/capacity"] = str(z["capacity"])
         o[name + "/evictions"] = str(z["evictions"])
+        if "figures" in z:
+            o[name + "/node"] = urllib.request.unquote(z["figures"]["node"])
         for k, v in z["responses"].items():
             o[name + "/responses/" + k] = str(v)
         if "dust" in z:
@@ -128,8 +130,8 @@ def expected(j):
             p = "%s/rules/%d/" % (name, i)
             o[p + "host"] = urllib.request.unquote(r["host"])
             o[p + "state"] = r["state"]
-            for k in ("support", "against", "host_predictions",
-                      "host_saved"):
+            for k in ("support", "against", "made", "verified", "failed",
+                      "host_predictions", "host_saved"):
                 o[p + k] = str(r[k])
     return o
 
