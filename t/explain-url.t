@@ -117,6 +117,24 @@ $x = why_url('http://v.test/q/b.html?page=9');
 is($x->{key}, 'http://v.test/q/b.html?page=9', '/stats: the default key');
 is($x->{last_decision}, undef, '/stats: so no decision on it');
 
+# the CLI: an http(s) URL is asked as the crawl requests it (url=), so
+# the statistics location's template makes the key; anything else is a
+# stored key (explain=)
+SKIP: {
+    my $cli = $ENV{SH_CLI} // '';
+    skip 'SH_CLI not set (make itest sets it)', 3 unless -x $cli;
+    my $q = $t->url('/stats-q');
+    my $j = eval { decode_json(
+        scalar `$cli explain http://v.test/q/b.html?page=9 $q`) } // {};
+    is($j->{key}, 'http://v.test/q/b.html',
+       'simhash explain URL: the location\'s template made the key');
+    is($j->{last_decision}{status}, 'new',
+       'simhash explain URL: the decision taken under it');
+    $j = eval { decode_json(scalar `$cli explain v.test/q/b.html $q`) } // {};
+    is($j->{key}, 'v.test/q/b.html',
+       'simhash explain KEY: a key that is no URL is asked as stored');
+}
+
 # the stored-key form still answers
 my $r = $t->get('/stats?explain=' . esc('http://v.test/doc/copy.html'));
 is(eval { decode_json($r->{content})->{last_decision}{action} }, 'dropped',

@@ -9,8 +9,10 @@
  *
  * STATS_URL is the node's simhash_stats location, http://HOST[:PORT]/PATH
  * (plain HTTP: the statistics are served on the loopback or a private
- * network, behind their own access rules).  URL is the key as the
- * location's simhash_key makes it.  Prints the JSON answer; --zone NAME
+ * network, behind their own access rules).  URL is an http(s) URL as the
+ * crawl asks for it (sent as ?url=: the node makes the key with the
+ * statistics location's simhash_key) or, in any other form, a key as
+ * simhash_key made it (sent as ?explain=).  Prints the JSON answer; --zone NAME
  * asks about another zone than the location's first.  Exit 1 when the
  * node does not answer 200.  A few lines of HTTP/1.0 over a socket: the
  * tool links no HTTP library.
@@ -37,8 +39,9 @@
 static const char synopsis[] =
     "usage: simhash explain [--zone NAME] URL http://HOST[:PORT]/PATH\n"
     "       simhash explain URL --snapshot FILE\n\n"
-    "Asks a running node's simhash_stats location (PATH) why URL (a key\n"
-    "as simhash_key makes it) would be fetched, predicted or dropped:\n"
+    "Asks a running node's simhash_stats location (PATH) why URL (an\n"
+    "http(s) URL, keyed by the location's simhash_key; or a stored key)\n"
+    "would be fetched, predicted or dropped:\n"
     "its stored version, the last decision on it (status, action, the\n"
     "original, distance and score), the DUST rule that predicts it and\n"
     "that rule's evidence.  Prints the node's JSON answer.\n"
@@ -255,10 +258,16 @@ cmd_explain(int argc, char **argv)
         encode(zone, z, sizeof(z));
         snprintf(zq, sizeof(zq), "&zone=%s", z);
     }
+    /* an http(s) URL is asked as the crawl would request it (url=: the
+     * node makes the key with the location's simhash_key), anything else
+     * as a stored key (explain=), as the console's box does */
     n = snprintf(req, sizeof(req),
-                 "GET %s%cexplain=%s%s HTTP/1.0\r\nHost: %s\r\n"
+                 "GET %s%c%s=%s%s HTTP/1.0\r\nHost: %s\r\n"
                  "Accept: application/json\r\nConnection: close\r\n\r\n",
-                 path, strchr(path, '?') ? '&' : '?', key, zq, host);
+                 path, strchr(path, '?') ? '&' : '?',
+                 strncasecmp(url, "http://", 7) == 0
+                 || strncasecmp(url, "https://", 8) == 0 ? "url" : "explain",
+                 key, zq, host);
     if (n < 0 || (size_t) n >= sizeof(req)) {
         cli_error("%s: URL too long", url);
         return 2;
