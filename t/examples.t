@@ -16,7 +16,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use SimhashTest;
+use SimhashTest qw(wait_until);
 
 # the forward-proxy examples load the system's CA bundle for upstream TLS:
 # valgrind reports OpenSSL's assembly there as jumps on uninitialised
@@ -163,8 +163,13 @@ EOF
             unlike($log, qr/utime|Last-modified header/i,
                    "$e: no Last-Modified on a drop for wget to apply");
 
-            # its access log says what was done, with the whole URL
-            my $alog = $o->read_file("$p/logs/simhash-dedup.log") // '';
+            # its access log says what was done, with the whole URL; nginx
+            # logs a request as it ends, which may be after wget has it
+            my $alog;
+            wait_until("$e: the access log's line of p4.html", sub {
+                $alog = $o->read_file("$p/logs/simhash-dedup.log") // '';
+                $alog =~ m{/site/p4\.html } && $alog =~ m{/site/copy/p2\.html }
+            });
             like($alog, qr{ 204 dropped duplicate http://\Q$origin\E/site/p1\.html\?sessionid=0123456789abcdef http://\Q$origin\E/site/p1\.html }m,
                  "$e: the access log: the session-id copy dropped")
                 or diag($alog);
