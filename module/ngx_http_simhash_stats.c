@@ -503,6 +503,8 @@ static u_char *ngx_http_simhash_stats_prom(u_char *p,
 static size_t ngx_http_simhash_rules_size(ngx_array_t *rules);
 static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules,
     ngx_http_simhash_sites_snap_t *sites);
+static u_char *ngx_http_simhash_rule_labels(u_char *p, ngx_str_t *zone,
+    sh_dust_rule_info_t *ri);
 static u_char *ngx_http_simhash_rules_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static u_char *ngx_http_simhash_stats_sites_prom(u_char *p,
@@ -1332,19 +1334,10 @@ ngx_http_simhash_rules_prom(u_char *p, ngx_http_simhash_snap_t *s,
             for (j = 0; j < s[i].rules->nelts; j++) {
                 ri = &rule[j].rule;
 
-                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",host=\"",
-                                &ngx_http_simhash_rule_prom[k],
-                                &s[i].zone->name);
-                p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
-                                                 ngx_strlen(ri->host));
-                p = ngx_sprintf(p, "\",pattern=\"");
-                p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
-                                                 ngx_strlen(ri->pattern));
-                p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
-                                sh_dust_kind_name(ri->kind));
-                p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
-                                                 ngx_strlen(ri->arg));
-                p = ngx_sprintf(p, "\",state=\"%s\"} ",
+                p = ngx_sprintf(p, "simhash_%V{",
+                                &ngx_http_simhash_rule_prom[k]);
+                p = ngx_http_simhash_rule_labels(p, &s[i].zone->name, ri);
+                p = ngx_sprintf(p, ",state=\"%s\"} ",
                                 sh_dust_state_name(ri->state));
 
                 switch (k) {
@@ -1423,21 +1416,36 @@ ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
         ri = which[j];
 
         for (k = 0; k < 3; k++) {
-            p = ngx_sprintf(p, "simhash_dust_rule_predictions{zone=\"%V\","
-                            "host=\"", zone);
-            p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
-                                             ngx_strlen(ri->host));
-            p = ngx_sprintf(p, "\",pattern=\"");
-            p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
-                                             ngx_strlen(ri->pattern));
-            p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
-                            sh_dust_kind_name(ri->kind));
-            p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
-                                             ngx_strlen(ri->arg));
-            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uL\n", outcome[k],
+            p = ngx_sprintf(p, "simhash_dust_rule_predictions{");
+            p = ngx_http_simhash_rule_labels(p, zone, ri);
+            p = ngx_sprintf(p, ",outcome=\"%s\"} %uL\n", outcome[k],
                             top[j][k]);
         }
     }
 
     return p;
+}
+
+
+/*
+ * A learned rule's Prometheus labels, zone="Z",host="H",pattern="P",
+ * kind="K",arg="A" (no braces): one spelling for every series of a rule.
+ */
+
+static u_char *
+ngx_http_simhash_rule_labels(u_char *p, ngx_str_t *zone,
+    sh_dust_rule_info_t *ri)
+{
+    p = ngx_sprintf(p, "zone=\"%V\",host=\"", zone);
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
+                                     ngx_strlen(ri->host));
+    p = ngx_sprintf(p, "\",pattern=\"");
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
+                                     ngx_strlen(ri->pattern));
+    p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
+                    sh_dust_kind_name(ri->kind));
+    p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
+                                     ngx_strlen(ri->arg));
+
+    return ngx_sprintf(p, "\"");
 }
