@@ -282,6 +282,17 @@ typedef struct {
     ngx_int_t                  (*init_process)(ngx_cycle_t *cycle);
     void                       (*exit_process)(ngx_cycle_t *cycle);
     void                       (*exit_master)(ngx_cycle_t *cycle);
+
+    /* a file of the part's own beside the snapshot (PATH.something), which
+     * any part may keep: save_aside writes it right after each snapshot is
+     * committed, in the save's thread (owner: the snapshot's, NULL: none;
+     * the same limits as save_tail), load_aside reads it back when the
+     * zone starts from its snapshot, whatever becomes of that */
+    ngx_int_t                  (*save_aside)(ngx_http_simhash_zone_t *zone,
+                                   const sh_file_owner_t *owner, char *err,
+                                   size_t errlen);
+    void                       (*load_aside)(ngx_http_simhash_zone_t *zone,
+                                   ngx_log_t *log);
 } ngx_http_simhash_part_t;
 
 /* the list, NULL-terminated: ngx_http_simhash_parts.c (only the module's

@@ -89,7 +89,10 @@ ngx_http_simhash_part_t  ngx_http_simhash_dust_part = {
     NULL,                                   /* init_module */
     NULL,                                   /* init_process */
     NULL,                                   /* exit_process */
-    ngx_http_simhash_dust_exit_master       /* exit_master */
+    ngx_http_simhash_dust_exit_master,      /* exit_master */
+
+    NULL,                                   /* save_aside */
+    NULL                                    /* load_aside */
 };
 
 

@@ -48,7 +48,10 @@ ngx_http_simhash_part_t  ngx_http_simhash_replicate_part = {
     NULL,                                   /* init_module */
     ngx_http_simhash_replicate_init_process,    /* init_process */
     ngx_http_simhash_replicate_exit_process,    /* exit_process */
-    NULL                                    /* exit_master */
+    NULL,                                   /* exit_master */
+
+    NULL,                                   /* save_aside */
+    NULL                                    /* load_aside */
 };
 
 

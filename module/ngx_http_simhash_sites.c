@@ -124,7 +124,10 @@ ngx_http_simhash_part_t  ngx_http_simhash_sites_part = {
     NULL,                                   /* init_module */
     NULL,                                   /* init_process */
     NULL,                                   /* exit_process */
-    NULL                                    /* exit_master */
+    NULL,                                   /* exit_master */
+
+    ngx_http_simhash_figures_save,          /* save_aside: PATH.console */
+    ngx_http_simhash_figures_load           /* load_aside */
 };
 
 

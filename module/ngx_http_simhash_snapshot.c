@@ -58,7 +58,10 @@ ngx_http_simhash_part_t  ngx_http_simhash_snapshot_part = {
     ngx_http_simhash_snapshot_init_module,  /* init_module */
     ngx_http_simhash_snapshot_init_process, /* init_process */
     ngx_http_simhash_snapshot_exit_process, /* exit_process */
-    ngx_http_simhash_snapshot_exit_master   /* exit_master */
+    ngx_http_simhash_snapshot_exit_master,  /* exit_master */
+
+    NULL,                                   /* save_aside */
+    NULL                                    /* load_aside */
 };
 
 

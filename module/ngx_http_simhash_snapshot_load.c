@@ -38,6 +38,8 @@
 static ngx_int_t ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone,
     int fd, const unsigned char *head, size_t head_len, uint64_t file_len,
     ngx_uint_t *copied, char *err, size_t errlen, ngx_log_t *log);
+static void ngx_http_simhash_load_aside(ngx_http_simhash_zone_t *zone,
+    ngx_log_t *log);
 static ngx_int_t ngx_http_simhash_load_tail(ngx_http_simhash_zone_t *zone,
     int fd, uint64_t off, uint64_t len, uint64_t sum, char *err,
     size_t errlen, ngx_log_t *log);
@@ -179,6 +181,24 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
 }
 
 
+/* each part's file beside the snapshot, through the part table */
+
+static void
+ngx_http_simhash_load_aside(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
+{
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts;
+
+    parts = ngx_http_simhash_zone_parts();
+
+    for (i = 0; parts[i]; i++) {
+        if (parts[i]->load_aside) {
+            parts[i]->load_aside(zone, log);
+        }
+    }
+}
+
+
 /*
  * The file's tail section to the part that fills it (the DUST learner's
  * rules).  NGX_OK, or NGX_DECLINED when the section is damaged (the
@@ -284,10 +304,10 @@ ngx_http_simhash_snapshot_load(ngx_http_simhash_zone_t *zone,
     region = NULL;
     copied = 0;
 
-    /* the console's figures, kept beside the snapshot: a file of their own,
-     * whatever becomes of this one (ngx_http_simhash_figures.c) */
+    /* the parts' files beside the snapshot (the console's figures),
+     * whatever becomes of this one */
 
-    ngx_http_simhash_figures_load(zone, log);
+    ngx_http_simhash_load_aside(zone, log);
 
     /* the name itself: a link is never followed, not even to look */
 

@@ -59,6 +59,7 @@ typedef struct {
 } ngx_http_simhash_save_t;
 
 
+static ngx_int_t ngx_http_simhash_save_aside(ngx_http_simhash_save_t *sv);
 static ngx_int_t ngx_http_simhash_save_tail(ngx_http_simhash_save_t *sv,
     sh_file_writer_t *w);
 static void ngx_http_simhash_save_write(void *data, ngx_log_t *log);
@@ -124,6 +125,31 @@ ngx_http_simhash_save_meta(ngx_http_simhash_save_t *sv, u_char *meta)
     }
 
     return p - meta;
+}
+
+
+/* Each part's file beside the snapshot, through the part table, in the
+ * save's thread. */
+
+static ngx_int_t
+ngx_http_simhash_save_aside(ngx_http_simhash_save_t *sv)
+{
+    ngx_uint_t                 i;
+    ngx_http_simhash_part_t  **parts;
+
+    parts = ngx_http_simhash_zone_parts();
+
+    for (i = 0; parts[i]; i++) {
+        if (parts[i]->save_aside
+            && parts[i]->save_aside(sv->zone, sv->owned ? &sv->owner : NULL,
+                                    sv->err, sizeof(sv->err))
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }
 
 
@@ -308,12 +334,9 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
         return;
     }
 
-    /* the console's figures beside it (ngx_http_simhash_figures.c) */
+    /* the parts' files beside it (the console's figures) */
 
-    if (ngx_http_simhash_figures_save(zone, sv->owned ? &sv->owner : NULL,
-                                      sv->err, sizeof(sv->err))
-        != NGX_OK)
-    {
+    if (ngx_http_simhash_save_aside(sv) != NGX_OK) {
         return;
     }
 

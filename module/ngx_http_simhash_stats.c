@@ -523,7 +523,8 @@ ngx_http_simhash_part_t  ngx_http_simhash_stats_part = {
     NULL, NULL, NULL, NULL,                 /* configuration */
     NULL, NULL,                             /* shm_init, shm_migrate */
     NULL, NULL, NULL,                       /* the snapshot's tail */
-    NULL, NULL, NULL, NULL, NULL            /* the module's hooks */
+    NULL, NULL, NULL, NULL, NULL,           /* the module's hooks */
+    NULL, NULL                              /* files beside the snapshot */
 };
 
 
