@@ -83,10 +83,12 @@
 #include "sh_config.h"
 #include "sh_dust.h"
 #include "sh_file.h"
+#include "sh_image.h"
 #include "sh_index.h"
 #include "sh_keyrec.h"
 #include "sh_sketch.h"
 #include "sh_store.h"
+#include "sh_store_file.h"
 #include "sh_stream.h"
 #include "sh_topk.h"
 #include "sh_volatility.h"
@@ -503,6 +505,41 @@ void ngx_http_simhash_zone_refresh(ngx_http_simhash_zone_t *zone,
 void ngx_http_simhash_zone_replace(ngx_http_simhash_zone_t *zone,
     uint32_t ref, uint64_t fingerprint, uint64_t digest,
     const sh_sketches_t *sketches);
+
+/*
+ * The snapshot's and the statistics' door (ngx_http_simhash_zone.c's last
+ * block), each under the lock its library function asks: stats: the
+ * index's (ix, if not NULL) and the store's statistics; set: a document's
+ * record, then its fingerprint (sh_store_set, sh_store_update); save_*:
+ * sh_image_save_*; load_image: sh_image_load_fd with the zone's version;
+ * file_*: sh_store_file_*; attach: sh_index_attach, then sh_index_stats.
+ */
+void ngx_http_simhash_zone_stats(ngx_http_simhash_zone_t *zone,
+    sh_index_stats_t *ix, sh_store_stats_t *ss);
+void ngx_http_simhash_zone_set(ngx_http_simhash_zone_t *zone, uint32_t ref,
+    const sh_store_doc_t *d, uint64_t fingerprint);
+void ngx_http_simhash_zone_save_begin(ngx_http_simhash_zone_t *zone,
+    sh_image_saver_t *isv, unsigned char *buf, size_t size);
+long ngx_http_simhash_zone_save_step(sh_image_saver_t *isv);
+int ngx_http_simhash_zone_save_complete(const sh_image_saver_t *isv);
+void ngx_http_simhash_zone_save_abort(sh_image_saver_t *isv);
+int ngx_http_simhash_zone_load_image(ngx_http_simhash_zone_t *zone, int fd,
+    uint64_t off, uint64_t len, sh_image_info_t *info, char *err,
+    size_t errlen);
+int ngx_http_simhash_zone_file_begin(sh_file_writer_t *w, const void *meta,
+    size_t meta_len, char *err, size_t errlen);
+int ngx_http_simhash_zone_file_tail(sh_file_writer_t *w, const void *data,
+    size_t len, char *err, size_t errlen);
+int ngx_http_simhash_zone_file_parse(const unsigned char *file, size_t len,
+    const unsigned char **meta, size_t *meta_len,
+    const unsigned char **image, size_t *image_len, char *err, size_t errlen);
+int ngx_http_simhash_zone_file_tail_find(const unsigned char *footer,
+    uint64_t rest, uint64_t *off, uint64_t *len, uint64_t *sum);
+int ngx_http_simhash_zone_file_tail_ok(const void *data, size_t len,
+    uint64_t sum);
+int ngx_http_simhash_zone_file_is(const unsigned char *file, size_t len);
+sh_index_t *ngx_http_simhash_zone_attach(void *region, size_t size,
+    sh_index_stats_t *st, char *err, size_t errlen);
 
 /*
  * Copy documents, oldest first, from an index `from` into the zone, with

@@ -357,13 +357,11 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
     sh_dust_t                    *dust;
     const sh_store_doc_t         *doc;
     ngx_http_simhash_zone_t      *zone;
-    ngx_http_simhash_shctx_t     *sh;
     ngx_http_simhash_sites_t     *ss;
     ngx_http_simhash_decision_t  *d;
     u_char                        id[NGX_HTTP_SIMHASH_NAME_MAX];
 
     zone = x->zone;
-    sh = zone->sh;
     dust = ngx_http_simhash_dust_learner(zone);
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
@@ -371,9 +369,12 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
     /* its stored version */
 
     ref = ngx_http_simhash_zone_key(zone, &x->key);
-    doc = sh_store_doc(sh->store, ref);
+    doc = ngx_http_simhash_zone_doc(zone, ref);
 
-    if (doc && sh_index_get(sh->index, ref, &x->fingerprint) == 0) {
+    if (doc
+        && ngx_http_simhash_zone_fingerprint(zone, ref, &x->fingerprint)
+           == NGX_OK)
+    {
         x->stored = 1;
         x->version = doc->time;
         ngx_http_simhash_zone_name(zone, ref, &name, id);
@@ -388,7 +389,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
 
     /* its last decision, if the table still has it */
 
-    keyhash = sh_store_keyhash(sh->store, (char *) x->key.data, x->key.len);
+    keyhash = ngx_http_simhash_zone_keyhash(zone, &x->key);
 
     ss = ngx_http_simhash_sites(zone);
 
@@ -468,7 +469,7 @@ ngx_http_simhash_explain_name(ngx_pool_t *pool,
 
     ngx_str_null(out);
 
-    ref = sh_store_find_hash(zone->sh->store, keyhash);
+    ref = ngx_http_simhash_zone_find_hash(zone, keyhash);
 
     if (ref == SH_NOREF) {
         return NGX_OK;

@@ -329,7 +329,7 @@ ngx_http_simhash_pump_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
      */
 
     ref = ngx_http_simhash_zone_key(zone, &key);
-    doc = sh_store_doc(sh->store, ref);
+    doc = ngx_http_simhash_zone_doc(zone, ref);
 
     if (doc == NULL) {
         ngx_http_simhash_zone_write(zone);
@@ -339,7 +339,7 @@ ngx_http_simhash_pump_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
                                           &e.sketches);
         applied = (ref != SH_NOREF);
 
-    } else if (sh_index_get(sh->index, ref, &hash) == 0
+    } else if (ngx_http_simhash_zone_fingerprint(zone, ref, &hash) == NGX_OK
                && sh_stream_newer(e.time, e.hash, doc->time, hash))
     {
         ngx_http_simhash_zone_write(zone);
@@ -348,8 +348,7 @@ ngx_http_simhash_pump_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
         d.digest = 0;
         d.sketches = e.sketches;
         d.time = sh_stream_second(e.time);
-        sh_store_set(sh->store, ref, &d);
-        (void) sh_store_update(sh->store, ref, e.hash);
+        ngx_http_simhash_zone_set(zone, ref, &d, e.hash);
         (void) ngx_atomic_fetch_add(&sh->generation, 1);
         applied = 1;
     }
@@ -363,7 +362,7 @@ ngx_http_simhash_pump_apply(ngx_http_simhash_link_t *lk, sh_stream_id_t *id,
      */
 
     if (applied && ngx_http_simhash_dust_learner(zone)) {
-        doc = sh_store_doc(sh->store, ref);
+        doc = ngx_http_simhash_zone_doc(zone, ref);
 
         if (doc != NULL) {
             dust = ngx_http_simhash_dust_observe(zone, &key, doc->keyhash);

@@ -460,18 +460,17 @@ ngx_http_simhash_replicate_publish(ngx_http_simhash_zone_t *zone,
     const sh_store_doc_t       *d;
     ngx_http_simhash_outrec_t   r;
     ngx_http_simhash_outbox_t  *ob;
-    ngx_http_simhash_shctx_t   *sh;
 
     if (zone->replicate == NULL) {
         return;
     }
 
-    sh = zone->sh;
     ob = zone->replicate->outbox;
 
-    d = sh_store_doc(sh->store, ref);
+    d = ngx_http_simhash_zone_doc(zone, ref);
 
-    if (ob == NULL || d == NULL || sh_index_get(sh->index, ref, &r.hash) != 0)
+    if (ob == NULL || d == NULL
+        || ngx_http_simhash_zone_fingerprint(zone, ref, &r.hash) != NGX_OK)
     {
         return;
     }

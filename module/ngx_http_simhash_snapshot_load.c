@@ -93,8 +93,8 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
     const unsigned char   *meta, *image;
     u_char                 footer[SH_STORE_FILE_TAIL_LEN];
 
-    if (sh_store_file_parse(head, head_len, &meta, &meta_len, &image,
-                            &image_len, err, errlen)
+    if (ngx_http_simhash_zone_file_parse(head, head_len, &meta, &meta_len,
+                                         &image, &image_len, err, errlen)
         != 0)
     {
         return NGX_ERROR;
@@ -112,8 +112,9 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
                   (off_t) (file_len - SH_STORE_FILE_TAIL_LEN));
 
         tail = n == SH_STORE_FILE_TAIL_LEN
-               && sh_store_file_tail_find(footer, rest, &tail_off, &tail_len,
-                                          &tail_sum);
+               && ngx_http_simhash_zone_file_tail_find(footer, rest,
+                                                       &tail_off, &tail_len,
+                                                       &tail_sum);
     }
 
     if (tail) {
@@ -125,8 +126,8 @@ ngx_http_simhash_load_store(ngx_http_simhash_zone_t *zone, int fd,
 
     rc = NGX_OK;
 
-    if (sh_image_load_fd(zone->sh->store, fd, image_off, rest,
-                         zone->version, &info, err, errlen)
+    if (ngx_http_simhash_zone_load_image(zone, fd, image_off, rest, &info,
+                                         err, errlen)
         != 0)
     {
         /* the store may hold part of the image: start from empty */
@@ -233,7 +234,7 @@ ngx_http_simhash_load_tail(ngx_http_simhash_zone_t *zone, int fd,
     rc = NGX_OK;
 
     if (n < 0 || (uint64_t) n != len
-        || !sh_store_file_tail_ok(buf, (size_t) len, sum))
+        || !ngx_http_simhash_zone_file_tail_ok(buf, (size_t) len, sum))
     {
         ngx_snprintf((u_char *) err, errlen, "its %V are damaged and were "
                      "not restored; every document was%Z", &part->tail_name);
@@ -275,7 +276,7 @@ ngx_http_simhash_read_head(int fd, uint64_t file_len, unsigned char *head,
 
     *head_len = want;
 
-    return sh_store_file_is(head, want) ? 1 : 0;
+    return ngx_http_simhash_zone_file_is(head, want) ? 1 : 0;
 }
 
 
@@ -859,12 +860,10 @@ ngx_http_simhash_load_v1(ngx_http_simhash_zone_t *zone, void *region,
     sh_keyrec_reader_t       rd;
     ngx_http_simhash_copy_t  cp;
 
-    ix = sh_index_attach(region, region_size, err, errlen);
+    ix = ngx_http_simhash_zone_attach(region, region_size, &st, err, errlen);
     if (ix == NULL) {
         return NGX_ERROR;
     }
-
-    sh_index_stats(ix, &st);
 
     ngx_memzero(&cp, sizeof(ngx_http_simhash_copy_t));
     cp.zone = zone;

@@ -180,7 +180,9 @@ ngx_http_simhash_save_tail(ngx_http_simhash_save_t *sv, sh_file_writer_t *w)
         return rc == NGX_DECLINED ? NGX_OK : NGX_ERROR;
     }
 
-    rc = sh_store_file_tail(w, buf, len, sv->err, sizeof(sv->err)) == 0
+    rc = ngx_http_simhash_zone_file_tail(w, buf, len, sv->err,
+                                         sizeof(sv->err))
+         == 0
          ? NGX_OK : NGX_ERROR;
 
     free(buf);
@@ -256,7 +258,8 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
         return;
     }
 
-    sh_image_save_begin(&isv, sh->store, sv->buf, NGX_HTTP_SIMHASH_SAVE_BUF);
+    ngx_http_simhash_zone_save_begin(zone, &isv, sv->buf,
+                                     NGX_HTTP_SIMHASH_SAVE_BUF);
     sv->generation = sh->generation;
     sv->repl_id = sh->repl_id;
 
@@ -276,7 +279,8 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
     }
 
     len = ngx_http_simhash_save_meta(sv, meta);
-    n = sh_store_file_begin(w, meta, len, sv->err, sizeof(sv->err));
+    n = ngx_http_simhash_zone_file_begin(w, meta, len, sv->err,
+                                         sizeof(sv->err));
     free(meta);
 
     if (n != 0) {
@@ -291,10 +295,10 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
         }
 
         t = ngx_http_simhash_snapshot_msec();
-        n = sh_image_save_step(&isv);
+        n = ngx_http_simhash_zone_save_step(&isv);
 
-        if (n > 0 && sh_image_save_complete(&isv)) {
-            sh_store_stats(sh->store, &st);
+        if (n > 0 && ngx_http_simhash_zone_save_complete(&isv)) {
+            ngx_http_simhash_zone_stats(zone, NULL, &st);
             sv->docs = st.entries;
         }
 
@@ -346,9 +350,9 @@ ngx_http_simhash_save_write_file(ngx_http_simhash_save_t *sv)
 
 failed:
 
-    if (!sh_image_save_complete(&isv)) {
+    if (!ngx_http_simhash_zone_save_complete(&isv)) {
         if (ngx_http_simhash_zone_lock_quiet(zone) == NGX_OK) {
-            sh_image_save_abort(&isv);
+            ngx_http_simhash_zone_save_abort(&isv);
             ngx_shmtx_unlock(&zone->shpool->mutex);
         }
     }

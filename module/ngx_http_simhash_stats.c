@@ -704,8 +704,7 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
         }
 
         ngx_http_simhash_zone_lock(zone, r->connection->log);
-        sh_index_stats(sh->index, &ix);
-        sh_store_stats(sh->store, &ss);
+        ngx_http_simhash_zone_stats(zone, &ix, &ss);
         ngx_http_simhash_zone_unlock(zone);
 
         s[n].zone = zone;

@@ -990,3 +990,170 @@ ngx_http_simhash_zone_replace(ngx_http_simhash_zone_t *zone, uint32_t ref,
 }
 
 /* ---- end of the request path's door ---- */
+
+
+/*
+ * ---- The snapshot's and the statistics' door ----
+ *
+ * What the snapshot (ngx_http_simhash_snapshot_save.c, _load.c), the
+ * replication's applier and the statistics ask of the store, the index and
+ * the store's file format: thin wrappers, called under the same locks as
+ * the library's functions were.
+ */
+
+/* Under the lock: the index's statistics (ix, if not NULL), the store's. */
+
+void
+ngx_http_simhash_zone_stats(ngx_http_simhash_zone_t *zone,
+    sh_index_stats_t *ix, sh_store_stats_t *ss)
+{
+    if (ix) {
+        sh_index_stats(zone->sh->index, ix);
+    }
+
+    sh_store_stats(zone->sh->store, ss);
+}
+
+
+/* Under the write lock: a document's record set, then its fingerprint. */
+
+void
+ngx_http_simhash_zone_set(ngx_http_simhash_zone_t *zone, uint32_t ref,
+    const sh_store_doc_t *d, uint64_t fingerprint)
+{
+    sh_store_set(zone->sh->store, ref, d);
+    (void) sh_store_update(zone->sh->store, ref, fingerprint);
+}
+
+
+/* Under the lock: start copying the store's image (sh_image_save_begin). */
+
+void
+ngx_http_simhash_zone_save_begin(ngx_http_simhash_zone_t *zone,
+    sh_image_saver_t *isv, unsigned char *buf, size_t size)
+{
+    sh_image_save_begin(isv, zone->sh->store, buf, size);
+}
+
+
+/* Under the lock: the image's next bytes (sh_image_save_step). */
+
+long
+ngx_http_simhash_zone_save_step(sh_image_saver_t *isv)
+{
+    return sh_image_save_step(isv);
+}
+
+
+/* 1 once the image's copy is complete (sh_image_save_complete). */
+
+int
+ngx_http_simhash_zone_save_complete(const sh_image_saver_t *isv)
+{
+    return sh_image_save_complete(isv);
+}
+
+
+/* Under the lock: abandon the image's copy (sh_image_save_abort). */
+
+void
+ngx_http_simhash_zone_save_abort(sh_image_saver_t *isv)
+{
+    sh_image_save_abort(isv);
+}
+
+
+/* Under the write lock: a file's image into the store (sh_image_load_fd). */
+
+int
+ngx_http_simhash_zone_load_image(ngx_http_simhash_zone_t *zone, int fd,
+    uint64_t off, uint64_t len, sh_image_info_t *info, char *err,
+    size_t errlen)
+{
+    return sh_image_load_fd(zone->sh->store, fd, off, len, zone->version,
+                            info, err, errlen);
+}
+
+
+/* A snapshot's header and settings written (sh_store_file_begin). */
+
+int
+ngx_http_simhash_zone_file_begin(sh_file_writer_t *w, const void *meta,
+    size_t meta_len, char *err, size_t errlen)
+{
+    return sh_store_file_begin(w, meta, meta_len, err, errlen);
+}
+
+
+/* A snapshot's tail section written (sh_store_file_tail). */
+
+int
+ngx_http_simhash_zone_file_tail(sh_file_writer_t *w, const void *data,
+    size_t len, char *err, size_t errlen)
+{
+    return sh_store_file_tail(w, data, len, err, errlen);
+}
+
+
+/* A snapshot's settings and image found (sh_store_file_parse). */
+
+int
+ngx_http_simhash_zone_file_parse(const unsigned char *file, size_t len,
+    const unsigned char **meta, size_t *meta_len,
+    const unsigned char **image, size_t *image_len, char *err, size_t errlen)
+{
+    return sh_store_file_parse(file, len, meta, meta_len, image, image_len,
+                               err, errlen);
+}
+
+
+/* A snapshot's tail section found by its footer (sh_store_file_tail_find). */
+
+int
+ngx_http_simhash_zone_file_tail_find(const unsigned char *footer,
+    uint64_t rest, uint64_t *off, uint64_t *len, uint64_t *sum)
+{
+    return sh_store_file_tail_find(footer, rest, off, len, sum);
+}
+
+
+/* 1 if a tail section's bytes are intact (sh_store_file_tail_ok). */
+
+int
+ngx_http_simhash_zone_file_tail_ok(const void *data, size_t len,
+    uint64_t sum)
+{
+    return sh_store_file_tail_ok(data, len, sum);
+}
+
+
+/* 1 if a file is of the store's format (sh_store_file_is). */
+
+int
+ngx_http_simhash_zone_file_is(const unsigned char *file, size_t len)
+{
+    return sh_store_file_is(file, len);
+}
+
+
+/*
+ * A format 1 snapshot's index attached (sh_index_attach), and if it is,
+ * its statistics (sh_index_stats); NULL and a message if not.
+ */
+
+sh_index_t *
+ngx_http_simhash_zone_attach(void *region, size_t size,
+    sh_index_stats_t *st, char *err, size_t errlen)
+{
+    sh_index_t  *ix;
+
+    ix = sh_index_attach(region, size, err, errlen);
+
+    if (ix != NULL) {
+        sh_index_stats(ix, st);
+    }
+
+    return ix;
+}
+
+/* ---- end of the snapshot's and the statistics' door ---- */

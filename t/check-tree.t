@@ -2,9 +2,11 @@
 # tools/check-tree.sh, the checker of issue 33's structural targets, on
 # small trees written here: each target broken once (a circle by calls, a
 # circle by includes, the zone core calling a feature, a file and a function
-# one line too long, an include loop in src/), each caught at its file and
-# line; and the same trees one step short of each limit pass.  Last, it runs
-# on this tree and says each thing it finds as FILE:LINE: what.
+# one line too long, an include loop in src/, a feature calling the store
+# and the image itself), each caught at its file and line; and the same
+# trees one step short of each limit pass (a feature naming the store's
+# types, the zone core calling the store).  Last, it runs on this tree and
+# says each thing it finds as FILE:LINE: what.
 
 use strict;
 use warnings;
@@ -55,6 +57,7 @@ int ngx_http_simhash_dust_init(int x);
 int ngx_http_simhash_parts_init(int x);
 int ngx_http_simhash_stats_get(int x);
 int ngx_http_simhash_sites_get(int x);
+int sh_store_doc(int x);
 #endif
 EOF
 
@@ -77,6 +80,7 @@ EOF
 int
 ngx_http_simhash_zone_find(int x)
 {
+    (void) sh_store_doc(x);
     return ngx_http_simhash_zone_lock(x);
 }
 EOF
@@ -90,12 +94,14 @@ ngx_http_simhash_parts_init(int x)
     return x;
 }
 EOF
+    # a feature names the store's types, but calls the zone only
     'module/ngx_http_simhash_dust.c' => <<'EOF',
 #include "ngx_http_simhash.h"
 int
 ngx_http_simhash_dust_init(int x)
 {
-    return ngx_http_simhash_zone_find(x);
+    return ngx_http_simhash_zone_find(x) + sizeof(sh_store_doc_t *)
+           + sizeof(sh_index_t);    /* not sh_store_doc(x) */
 }
 EOF
     'module/ngx_http_simhash_stats.c' => "#include \"ngx_http_simhash.h\"\n"
@@ -164,6 +170,16 @@ EOF
     # an include loop in src/, through a third part
     'src/sh_b.c' => "#include \"sh_b.h\"\n#include \"sh_c.h\"\n",
     'src/sh_c.h' => "#include \"sh_a.h\"\n",
+    # a feature calls the store and the image itself, not through the zone
+    'module/ngx_http_simhash_guard.c' => <<'EOF',
+#include "ngx_http_simhash.h"
+int
+ngx_http_simhash_guard_get(int x)
+{
+    x += sh_store_doc (x) + sizeof(sh_store_doc_t);
+    return sh_image_save_step(&x);
+}
+EOF
     # `step` is allowed its length in the tokenizer model only
     'src/sh_other.c' => func('step', 151),
     'tools/simhash/cmd_x.c' => "\n" . func('cmd_x', 151),
@@ -189,6 +205,8 @@ my @expect = (
                      . 'ngx_http_simhash_dust_init'],
     ["${M}dust.c:5", 'circle among {dust, zone core}: uses '
                      . 'ngx_http_simhash_zone_find'],
+    ["${M}guard.c:5", 'calls sh_store_doc; only the zone core'],
+    ["${M}guard.c:6", 'calls sh_image_save_step; only the zone core'],
     ['src/sh_a.h:1', 'include circle among {sh_a, sh_b, sh_c}: includes '
                      . 'src/sh_b.h'],
     ['src/sh_b.c:2', 'include circle among {sh_a, sh_b, sh_c}: includes '

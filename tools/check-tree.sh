@@ -13,6 +13,9 @@
 #   (e) no include loop in src/: no part (sh_x.c, sh_x.h, sh_x_internal.h)
 #       includes, through any chain, a header of a part that includes its
 #       own.
+#   (f) only the zone core (zone.c, zone_conf.c) calls sh_store_*,
+#       sh_index_* and sh_image_* functions in module/ and the top file (a
+#       call: the name and `(` inside a body; a type may be named anywhere).
 #
 # Each violation is one line, FILE:LINE: what (a circle: one line per arrow
 # in it, where the arrow is first drawn).  Exit 0 when there is none, 1
@@ -293,6 +296,18 @@ for my $f (grep { -f } @ZONE_CORE) {
         problem($f, line_at($s, $at), "the zone core calls the feature "
                 . "function $name ($def); only the zone core and the part "
                 . "table are allowed");
+    }
+}
+
+# (f) only the zone core calls the store, the index and the image: a call
+# is the name followed by `(` inside a body (a type such as sh_store_doc_t
+# may be named anywhere).
+for my $f (grep { !$core{$_} } @module) {
+    my $s = inner($f);
+    while ($s =~ /\b(sh_(?:store|index|image)_\w+)\s*\(/g) {
+        problem($f, line_at($s, $-[1]), "calls $1; only the zone core "
+                . "(zone.c, zone_conf.c) calls sh_store_*, sh_index_* and "
+                . "sh_image_*");
     }
 }
 
