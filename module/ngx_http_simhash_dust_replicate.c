@@ -233,7 +233,9 @@ ngx_http_simhash_dust_repl_sweep_rule(const sh_dust_rule_info_t *ri,
         return 0;
     }
 
-    if (sh_dust_export_rule(ngx_http_simhash_dust_learner(sw->zone), ri, rec) != 0
+    if (sh_dust_export_rule(ngx_http_simhash_dust_learner(sw->zone), ri,
+                            rec)
+        != 0
         || sh_dust_rule_unpin(rec, NULL) != 0)
     {
         return 0;
