@@ -11,7 +11,7 @@ use File::Find;
 use File::Path qw(make_path);
 use File::Basename qw(dirname);
 
-our @EXPORT_OK = qw(slurp spew text_of esc html_files page_of);
+our @EXPORT_OK = qw(slurp spew text_of esc html_files page_of a page);
 
 sub slurp { local $/; open(my $f, '<:raw', $_[0]) or die "$_[0]: $!"; <$f> }
 
@@ -63,6 +63,22 @@ sub page_of {
     $title = text_of($title // $rel);
     $title =~ s/^\s+|\s+$//g;
     return { body => $body, text => $text, title => $title };
+}
+
+# A link, its address and text escaped.
+sub a { sprintf qq{<a href="%s">%s</a>}, esc($_[0]), esc($_[1]) }
+
+# A generated page view: the title, the section's navigation, the body and
+# a list of related links, in the one layout every site uses.
+sub page {
+    my ($title, $nav, $body, $related) = @_;
+    return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+         . "<title>" . esc($title) . "</title></head>\n<body>\n"
+         . "<div class=\"nav\">$nav</div>\n<h1>" . esc($title) . "</h1>\n"
+         . "<div class=\"content\">\n$body\n</div>\n"
+         . "<div class=\"related\"><ul>\n"
+         . join('', map { "<li>$_</li>\n" } @$related) . "</ul></div>\n"
+         . "</body></html>\n";
 }
 
 1;

@@ -33,7 +33,7 @@ use strict;
 use warnings;
 use FindBin;
 use lib $FindBin::Bin;
-use DustPages qw(slurp spew text_of esc html_files page_of);
+use DustPages qw(slurp spew text_of esc html_files page_of a page);
 
 my $out = shift or die "usage: $0 OUT\n";
 my $MAXEN = $ENV{DUST_SITE_EN} // 100000;   # cap on "en" documents
@@ -117,17 +117,6 @@ sub lang_link {
     my $u = "/doc/$en[$i]{path}?lang=$lang&sid=$s";
     $truth{$u} = "$lang:$en[$i]{path}";
     return $u;
-}
-sub a { my ($href, $text) = @_; sprintf qq{<a href="%s">%s</a>}, esc($href), esc($text) }
-sub page {
-    my ($title, $nav, $body, $related) = @_;
-    return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-         . "<title>" . esc($title) . "</title></head>\n<body>\n"
-         . "<div class=\"nav\">$nav</div>\n<h1>" . esc($title) . "</h1>\n"
-         . "<div class=\"content\">\n$body\n</div>\n"
-         . "<div class=\"related\"><ul>\n"
-         . join('', map { "<li>$_</li>\n" } @$related) . "</ul></div>\n"
-         . "</body></html>\n";
 }
 sub home_link {
     my ($s) = @_;

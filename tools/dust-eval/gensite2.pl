@@ -44,7 +44,7 @@ use File::Path qw(make_path);
 use File::Basename qw(dirname);
 use FindBin;
 use lib $FindBin::Bin;
-use DustPages qw(slurp spew text_of esc html_files page_of);
+use DustPages qw(slurp spew text_of esc html_files page_of a page);
 
 my $out = shift or die "usage: $0 OUT\n";
 srand($ENV{DUST_SITE_SEED} // 34);
@@ -113,7 +113,6 @@ sub rnd { my @c = ('a' .. 'z', 'A' .. 'Z', 0 .. 9, '_'); join '', map { $c[rand 
 my %truth;      # URI -> [document, forms]
 my %ntruth;
 my %case_links; # a path-case spelling -> the file it serves
-sub a { sprintf qq{<a href="%s">%s</a>}, esc($_[0]), esc($_[1]) }
 
 # the file under OUT/site of a document path
 sub file_of { my $p = $_[0]; $p =~ m{/$} ? "${p}index.html" : $p }
@@ -181,16 +180,6 @@ sub trap_link {
     my ($u, $docid, $form) = @_;
     $truth{$u} //= [$docid, $form];
     return $u;
-}
-sub page {
-    my ($title, $nav, $body, $related) = @_;
-    return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-         . "<title>" . esc($title) . "</title></head>\n<body>\n"
-         . "<div class=\"nav\">$nav</div>\n<h1>" . esc($title) . "</h1>\n"
-         . "<div class=\"content\">\n$body\n</div>\n"
-         . "<div class=\"related\"><ul>\n"
-         . join('', map { "<li>$_</li>\n" } @$related) . "</ul></div>\n"
-         . "</body></html>\n";
 }
 sub home_link {
     my ($s) = @_;

@@ -50,7 +50,7 @@ use File::Path qw(make_path);
 use Digest::MD5;
 use FindBin;
 use lib $FindBin::Bin;
-use DustPages qw(slurp spew text_of esc html_files page_of);
+use DustPages qw(slurp spew text_of esc html_files page_of a page);
 
 my $out = shift or die "usage: $0 OUT\n";
 srand($ENV{DUST_SITE_SEED} // 3003);
@@ -178,7 +178,6 @@ my @sources = (['twitter', 'social'], ['facebook', 'social'], ['newsletter', 'em
 
 my %truth;      # URI -> [document, forms]
 my %ntruth;
-sub a { sprintf qq{<a href="%s">%s</a>}, esc($_[0]), esc($_[1]) }
 sub note { my ($u, $doc, $forms) = @_; $truth{$u} //= [$doc, $forms]; $u }
 
 # A link to document $i from a page view with session $s (its target
@@ -237,16 +236,6 @@ sub reply_link {
     my @q = ("replytocom=$c");
     push @q, 'utm_source=newsletter', 'utm_medium=email' if rand() < 0.05;
     return note("$p?" . join('&', @q), "doc:$d->{path}", 'reply');
-}
-sub page {
-    my ($title, $navl, $body, $related) = @_;
-    return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-         . "<title>" . esc($title) . "</title></head>\n<body>\n"
-         . "<div class=\"nav\">$navl</div>\n<h1>" . esc($title) . "</h1>\n"
-         . "<div class=\"content\">\n$body\n</div>\n"
-         . "<div class=\"related\"><ul>\n"
-         . join('', map { "<li>$_</li>\n" } @$related) . "</ul></div>\n"
-         . "</body></html>\n";
 }
 sub home_link { a(note(rand() < 0.85 ? '/' : '/index.html', 'home', 'home'), 'Home') }
 
