@@ -317,7 +317,8 @@ is(rules($B), rules($A), 'B ends with the same rules as A: ' . rules($A));
 $before = hits($B);
 ($status, $h) = $B->raw_get('/doc/p90.html?sid=b4');
 ok(!exists $h->{'x-simhash-predicted'}, 'B: retired, no prediction');
-is(hits($B), $before + 1, 'B: retired, fetched');
+is($B->wait_lines('logs/origin.log', $before + 1), $before + 1,
+   'B: retired, fetched');
 
 $_->stop for values %node;
 for my $name (qw(a b c)) {

@@ -161,7 +161,7 @@ is($hits->(), $before, 'HEAD: the origin was not asked');
 is($status, 200, 'an unknown page: fetched');
 ok(!exists $h->{'x-simhash-predicted'}, 'an unknown page: no prediction');
 is($h->{'x-var-predicted'}, '[]', 'an unknown page: $simhash_predicted empty');
-is($hits->(), $before + 1, 'an unknown page: reached the origin');
+is($hits_at_least->($before + 1), $before + 1, 'an unknown page: reached the origin');
 
 # -- tag mode: fetched and tagged, the prediction along
 $before = $hits->();
@@ -171,12 +171,12 @@ is($r->{headers}{'x-simhash-predicted'}, 'drop_param(sid)',
    'tag mode: X-Simhash-Predicted');
 is($r->{headers}{'x-simhash-status'}, 'duplicate', 'tag mode: decided');
 is($r->{content}, $pages[4], 'tag mode: the whole page');
-is($hits->(), $before + 1, 'tag mode: the origin was asked');
+is($hits_at_least->($before + 1), $before + 1, 'tag mode: the origin was asked');
 
 # -- verification: simhash_dust_verify 100% fetches every prediction
 $before = $hits->();
 ($status, $h) = $t->raw_get('/verify/doc/p6.html?sid=v');
-is($hits->(), $before + 1, 'verify 100%: fetched');
+is($hits_at_least->($before + 1), $before + 1, 'verify 100%: fetched');
 is($h->{'x-simhash-predicted'}, 'drop_param(sid)',
    'verify: the prediction is told');
 is($h->{'x-simhash-status'}, 'duplicate', 'verify: the fetch decided');
@@ -185,7 +185,7 @@ is($status, 204, 'verify: then dropped as any duplicate');
 # -- learn only: never predicted
 $before = $hits->();
 ($status, $h) = $t->raw_get('/learn/doc/p7.html?sid=l');
-is($hits->(), $before + 1, 'simhash_dust learn: fetched');
+is($hits_at_least->($before + 1), $before + 1, 'simhash_dust learn: fetched');
 ok(!exists $h->{'x-simhash-predicted'}, 'simhash_dust learn: no prediction');
 
 # -- POST is never predicted
@@ -198,14 +198,14 @@ ok(!exists $r->{headers}{'x-simhash-predicted'}, 'POST: no prediction');
 # -- credentials
 $before = $hits->();
 ($status, $h) = $t->raw_get('/doc/p9.html?sid=c1', Cookie => 'u=1');
-is($hits->(), $before + 1, 'Cookie: fetched');
+is($hits_at_least->($before + 1), $before + 1, 'Cookie: fetched');
 ok(!exists $h->{'x-simhash-predicted'}, 'Cookie: no prediction');
 ($status, $h) = $t->raw_get('/doc/p10.html?sid=c2',
                             Authorization => 'Basic dTpw');
-is($hits->(), $before + 2, 'Authorization: fetched');
+is($hits_at_least->($before + 2), $before + 2, 'Authorization: fetched');
 ($status, $h) = $t->raw_get('/cred/doc/p11.html?sid=c3', Cookie => 'u=1');
 is($status, 204, 'simhash_dust_credentials on: predicted');
-is($hits->(), $before + 2, 'simhash_dust_credentials on: not fetched');
+is($hits_at_least->($before + 2), $before + 2, 'simhash_dust_credentials on: not fetched');
 
 # -- the stats: the learner's counters and its rules
 
@@ -259,7 +259,7 @@ ok(!exists $h->{'x-simhash-predicted'},
 ($status, $h) = $t->raw_get('/pinned/doc/p20.html?ref=b');
 is($status, 204, 'pinned rule: predicted without any pair');
 is($h->{'x-simhash-predicted'}, 'drop_param(ref)', 'pinned rule: named');
-is($hits->(), $before + 1, 'pinned rule: one fetch in all');
+is($hits_at_least->($before + 1), $before + 1, 'pinned rule: one fetch in all');
 is($rule->('pinned.test', 'drop_param', 'ref')->{state}, 'pinned',
    'stats: pinned');
 
@@ -284,7 +284,7 @@ is($hits->(), $before, 'pinned drop_value: not fetched');
 ($status, $h) = $t->raw_get('/pinned/doc/p22.html?lang=fr');
 ok(!exists $h->{'x-simhash-predicted'},
    'pinned drop_value: another value is not predicted');
-is($hits->(), $before + 1, 'pinned drop_value: another value fetched');
+is($hits_at_least->($before + 1), $before + 1, 'pinned drop_value: another value fetched');
 
 # -- keys=path (drop mode's default) and a path rule: the original must
 # have the request's path once the rules rewrote both.  /doc/d1/index.html
@@ -318,7 +318,7 @@ $before = $hits->();
 is($h->{'x-simhash-predicted'}, 'drop_param(ref)',
    'another item: predicted');
 is($status, 200, 'another item, keys=path: the prediction not answered');
-is($hits->(), $before + 1, 'another item: fetched');
+is($hits_at_least->($before + 1), $before + 1, 'another item: fetched');
 
 # forbid: drop_param(utm) never turns on, whatever the evidence
 for my $i (21 .. 90) {
@@ -432,7 +432,7 @@ is($rule->('site.test', 'drop_param', 'sid')->{state}, 'retired',
 $before = $hits->();
 ($status, $h) = $t->raw_get('/doc/p12.html?sid=final');
 ok(!exists $h->{'x-simhash-predicted'}, 'retired: no prediction');
-is($hits->(), $before + 1, 'retired: fetched');
+is($hits_at_least->($before + 1), $before + 1, 'retired: fetched');
 unlink $t->prefix . '/html/flag';
 
 # -- a damaged rules section costs the rules, never the documents
