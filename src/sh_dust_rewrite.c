@@ -170,6 +170,7 @@ sh_dust_merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from)
 {
     to->drop_params |= from->drop_params;
     to->drop_segs |= from->drop_segs;
+    to->drop_pparams |= from->drop_pparams;
     to->sort |= from->sort;
     to->index_file |= from->index_file;
     to->trailing_slash |= from->trailing_slash;

@@ -1801,6 +1801,21 @@ test_path_param(void **state)
     assert_int_equal(sh_dust_pin(f.d, "j.example", "/c/",
                                  SH_DUST_DROP_PATH_PARAM, "a=b",
                                  SH_DUST_PIN_ON, 1000), -1);
+    /* composed with a query rule, c(u) drops both: a fresh session in the
+     * path and in the query is the page fetched under another pair of
+     * them (the canonical form once kept ";jsessionid=": an alias URL,
+     * which always takes two rules, was never predicted) */
+    assert_int_equal(sh_dust_pin(f.d, "j.example", "/d/",
+                                 SH_DUST_DROP_PATH_PARAM, "jsessionid",
+                                 SH_DUST_PIN_ON, 1000), 0);
+    assert_int_equal(sh_dust_pin(f.d, "j.example", "/d/",
+                                 SH_DUST_DROP_PARAM, "sid",
+                                 SH_DUST_PIN_ON, 1000), 0);
+    obs(f.d, DOCREP(500), "http://j.example/d/E1.html;jsessionid=A1?sid=S1");
+    assert_int_equal(pred(f.d, &rep, &why,
+                          "http://j.example/d/E1.html;jsessionid=B2?sid=S2"),
+                     1);
+    assert_int_equal(rep, DOCREP(500));
     unmake(&f);
 }
 
