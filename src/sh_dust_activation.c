@@ -517,8 +517,7 @@ pool(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
         }
     }
     if (p->arglen == 0 && a->textlen > 0) {
-        copy_text(p->arg_text, SH_DUST_ARG_TEXT, &p->arglen, a->text,
-                  a->textlen);
+        atom_text(p->arg_text, SH_DUST_ARG_TEXT, &p->arglen, a);
     }
     count(d, p, same, now);
 }
@@ -540,15 +539,13 @@ sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
         if (c == NULL) {
             return 0;
         }
-        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a->text,
-                  a->textlen);
+        atom_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a);
         copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
                   sc->patlen);
     }
     /* a candidate made from a reverse pair has no text yet */
     if (c->arglen == 0 && a->textlen > 0) {
-        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a->text,
-                  a->textlen);
+        atom_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a);
     }
     if (c->patlen == 0 && sc->patlen > 0) {
         copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
@@ -587,8 +584,7 @@ sh_dust_borrowed(sh_dust_t *d, const scope_t *sc, const atom_t *a,
         if (c == NULL) {
             return 0;
         }
-        copy_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a->text,
-                  a->textlen);
+        atom_text(c->arg_text, SH_DUST_ARG_TEXT, &c->arglen, a);
         copy_text(c->pat_text, SH_DUST_PAT_TEXT, &c->patlen, sc->pat,
                   sc->patlen);
     }

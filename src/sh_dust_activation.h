@@ -16,11 +16,23 @@
 /* One atomic rule that changes a URL. */
 typedef struct {
     uint8_t      kind;
+    uint8_t      family;        /* a parameter family: its text is the
+                                   prefix, "utm_", and names "utm_*" */
     uint64_t     arg;
     const char  *text;          /* its argument as the URL spells it */
     uint32_t     textlen;
     sh_url_rw_t  rw;
 } atom_t;
+
+/* An atom's argument as a rule names it: "sid", a family's "utm_*". */
+static inline void
+atom_text(char *dst, size_t cap, uint8_t *dlen, const atom_t *a)
+{
+    copy_text(dst, cap, dlen, a->text, a->textlen);
+    if (a->family && *dlen < cap) {
+        dst[(*dlen)++] = '*';
+    }
+}
 
 /* A rule's scope: a host and its first path component (PAT_ROOT for a
  * root-level file, 0 for host-wide). */

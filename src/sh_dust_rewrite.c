@@ -1,7 +1,8 @@
 /*
  * sh_dust_rewrite.c -- a URL seen as the learner sees it: the atomic
- * rules that change it (one per distinct parameter name, path component
- * and path parameter name, sort, trailing slash, index file, path case),
+ * rules that change it (one per distinct parameter name and name family,
+ * path component and path parameter name, sort, trailing slash, index
+ * file, path case),
  * its scope (host and first path component), and c(u), the URL with every
  * rule on for its scope applied, an alias's and a moved scope's rules
  * included.
@@ -34,6 +35,31 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
         out[n].arg = u->params[i].name_hash;
         out[n].text = u->params[i].name.p;
         out[n].textlen = u->params[i].name.len;
+        out[n].rw.drop_params = mask;
+        n++;
+    }
+    /* a family of parameters, drop_param(utm_*): every name with the
+     * prefix, so that trackers that always come together (utm_source,
+     * utm_medium, utm_campaign) make a pair that no one of them alone
+     * makes (sh_url.c, param_family) */
+    seen = 0;
+    for (i = 0; i < u->nparams; i++) {
+        if ((seen >> i & 1) || u->params[i].family == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nparams; j++) {
+            if (u->params[j].family == u->params[i].family) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_PARAM;
+        out[n].family = 1;
+        out[n].arg = u->params[i].family;
+        out[n].text = u->params[i].name.p;
+        out[n].textlen = u->params[i].family_len;
         out[n].rw.drop_params = mask;
         n++;
     }

@@ -287,6 +287,55 @@ param_cmp(const sh_url_param_t *a, const unsigned char *da, size_t na,
     return a->value.len < b->value.len ? -1 : 1;
 }
 
+/*
+ * A parameter's family: the names that share its prefix up to its first
+ * '_', "utm_" of utm_source and utm_medium, "pk_" of pk_campaign.  Tracking
+ * parameters come as families whose members travel together, so that no
+ * one of them alone ever makes a URL another URL; DUST learns the family
+ * as one rule, drop_param(utm_*).  The prefix is a letter, then letters
+ * or digits (2 to 16 bytes), then '_', then at least one more byte: raw
+ * and decoded spell it alike, and a name that starts with '_' or is all
+ * prefix has no family.  Its hash is the decoded name "utm_*"'s, which is
+ * how the operator names it (sh_dust_pin).
+ */
+static int
+ascii_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static void
+param_family(sh_url_param_t *pa, const unsigned char *secret)
+{
+    unsigned char f[SH_URL_FAMILY_MAX + 2];
+    const char   *p = pa->name.p;
+    uint32_t      k;
+
+    pa->family = 0;
+    pa->family_len = 0;
+    if (pa->name.len < 4 || !ascii_alpha(p[0])) {
+        return;
+    }
+    for (k = 1; k < pa->name.len && k <= SH_URL_FAMILY_MAX; k++) {
+        if (p[k] == '_') {
+            break;
+        }
+        if (!ascii_alpha(p[k]) && !(p[k] >= '0' && p[k] <= '9')) {
+            return;
+        }
+    }
+    if (k < 2 || k > SH_URL_FAMILY_MAX || k + 1 >= pa->name.len
+        || p[k] != '_')
+    {
+        return;
+    }
+    memcpy(f, p, k + 1);
+    f[k + 1] = '*';
+    pa->family = XXH3_64bits_withSecret(f, k + 2, secret, SH_URL_SECRET_LEN);
+    pa->family = pa->family ? pa->family : 1;
+    pa->family_len = k + 1;
+}
+
 void
 sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
 {
@@ -344,6 +393,7 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
         pa->hash = sh_url_mix(pa->name_hash * 0xC2B2AE3D27D4EB4FULL
                          ^ sh_url_hash_bytes(secret, pa->value.p,
                                              pa->value.len));
+        param_family(pa, secret);
         used += n;
         u->order[i] = (uint8_t) i;
     }

@@ -38,6 +38,7 @@
 
 #define SH_URL_LEN_MAX      4096    /* bytes of a URL */
 #define SH_URL_PARAMS_MAX   32      /* query parameters */
+#define SH_URL_FAMILY_MAX   16      /* a family prefix before its "_" */
 #define SH_URL_SEGS_MAX     16      /* path segments */
 #define SH_URL_HOST_MAX     255     /* bytes of the authority */
 #define SH_URL_SECRET_LEN   192     /* XXH3's secret */
@@ -62,6 +63,9 @@ typedef struct {
     sh_url_span_t value;    /* raw; empty for "a" and "a=" */
     uint64_t      name_hash;    /* of the decoded name (hash_parts) */
     uint64_t      hash;         /* of (decoded name, value) */
+    uint64_t      family;       /* of its family's name, "utm_*" for
+                                   utm_source; 0: it has none */
+    uint32_t      family_len;   /* the family's prefix, "utm_": 4 */
 } sh_url_param_t;
 
 typedef struct {

@@ -1884,6 +1884,67 @@ test_reverse_predict(void **state)
 }
 
 /*
+ * A family of parameters (issue 34): utm_source, utm_medium and
+ * utm_campaign always come together, so no one of them alone ever maps a
+ * URL onto another; drop_param(utm_*) drops them all and turns on.  A
+ * family whose values select pages (filter_color, filter_size) never
+ * does, nor its members; a URL with one member of an active family is
+ * predicted too, and the operator names the family as the learner does.
+ */
+static void
+test_param_family(void **state)
+{
+    static const char *src[] = { "news", "tw", "fb" };
+    static const char *med[] = { "email", "social", "cpc" };
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://t.example/b/%d", n);
+        obs(f.d, DOCREP(n), "http://t.example/b/%d?utm_source=%s"
+            "&utm_medium=%s&utm_campaign=c%d", n, src[n % 3],
+            med[(n / 3) % 3], n);
+        obs(f.d, DOCREP(2000 + n), "http://t.example/s/%d", n);
+        obs(f.d, DOCREP(3000 + n), "http://t.example/s/%d?filter_color=red"
+            "&filter_size=%d", n, n % 4);
+    }
+    assert_int_equal(state_of(f.d, "t.example", "/b/", SH_DUST_DROP_PARAM,
+                              "utm_*"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "t.example", "/b/",
+                                  SH_DUST_DROP_PARAM, "utm_source"),
+                         SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "t.example", "/s/",
+                                  SH_DUST_DROP_PARAM, "filter_*"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, &why, "http://t.example/b/7?utm_medium=x"
+                          "&utm_source=y&utm_term=z"), 1);
+    assert_int_equal(rep, DOCREP(7));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_param(utm_*)");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://t.example/b/8?utm_source=q"),
+                     1);
+    assert_int_equal(rep, DOCREP(8));
+    assert_int_equal(pred(f.d, NULL, NULL, "http://t.example/s/3?filter_color"
+                          "=blue&filter_size=1"), 0);
+    /* no family: a name that starts with '_', or is all prefix */
+    assert_int_equal(pred(f.d, NULL, NULL, "http://t.example/b/9?utm_=1"), 0);
+    assert_int_equal(sh_dust_pin(f.d, "t.example", "/c/", SH_DUST_DROP_PARAM,
+                                 "pk_*", SH_DUST_PIN_ON, 1000), 0);
+    obs(f.d, DOCREP(77), "http://t.example/c/77?pk_campaign=a&pk_kwd=b");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://t.example/c/77?pk_kwd=c"),
+                     1);
+    assert_int_equal(rep, DOCREP(77));
+    unmake(&f);
+}
+
+/*
  * One value of a parameter (issue 34): hl=en written out is the page
  * without it, hl=fr another page.  drop_value(hl=en) turns on and
  * predicts; drop_param(hl) and drop_value(hl=fr) never do, and an hl=fr
@@ -2067,6 +2128,7 @@ main(void)
         cmocka_unit_test(test_image_rules),
         cmocka_unit_test(test_relocatable),
         cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_param_family),
     };
 
     return cmocka_run_group_tests(tests, test_site_load, test_site_unload);
