@@ -22,12 +22,19 @@
 #                (utm_source), lang (lang=en), default (page=1, sort=name
 #                written out), other (the session id and the order of the
 #                parameters)
+# DUST_MISSED=FILE: every avoidable request after the first quarter that
+# was fetched, one a line (index, kind, rule or -, URL, original), to read
+# what the learner missed.
 use strict;
 use warnings;
 use JSON::PP;
 
 my ($gen, @runs) = @ARGV;
 die "usage: $0 GEN RUN...\n" unless @runs;
+my $missed;
+if ($ENV{DUST_MISSED}) {
+    open($missed, '>', $ENV{DUST_MISSED}) or die "$ENV{DUST_MISSED}: $!\n";
+}
 my (%truth, %forms, %label_of, $named);
 open(my $t, '<', "$gen/truth.tsv") or die "$gen/truth.tsv: $!";
 while (<$t>) {
@@ -178,6 +185,10 @@ for my $run (@runs) {
             if ($i >= @req / 4) {
                 $q_avoidable++;
                 $q_avoided++ if $saved;
+                # DUST_MISSED=FILE: each one missed, to read why
+                printf {$missed} "%d\t%s\t%s\t%s\t%s\n", $i, $k,
+                    $r->{pred} eq '' ? '-' : $r->{pred}, $r->{url},
+                    $r->{dup} // '' if $missed && !$saved;
             }
             $kinds{$k}{avoidable}++;
             $kinds{$k}{avoided}++ if $saved;
