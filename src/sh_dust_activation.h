@@ -16,8 +16,9 @@
 /* One atomic rule that changes a URL. */
 typedef struct {
     uint8_t      kind;
-    uint8_t      family;        /* a parameter family: its text is the
-                                   prefix, "utm_", and names "utm_*" */
+    uint8_t      family;        /* a family: its text is the prefix,
+                                   "utm_" or "index.", and names "utm_*"
+                                   or "index.*" */
     uint64_t     arg;
     const char  *text;          /* its argument as the URL spells it */
     uint32_t     textlen;

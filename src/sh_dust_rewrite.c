@@ -119,6 +119,18 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
             out[n].rw.index_file = 1;
             n++;
         }
+        /* and as a family, index_file(index.*): index.php, index.html
+         * and index.HTML of one site are one rule (sh_url.c) */
+        if (dot != NULL && u->file_family != 0) {
+            memset(&out[n], 0, sizeof(out[n]));
+            out[n].kind = SH_DUST_INDEX_FILE;
+            out[n].family = 1;
+            out[n].arg = u->file_family;
+            out[n].text = s->seg.p;
+            out[n].textlen = u->file_family_len;
+            out[n].rw.index_file = 1;
+            n++;
+        }
     }
     if (u->upper) {
         memset(&out[n], 0, sizeof(out[n]));

@@ -336,6 +336,38 @@ param_family(sh_url_param_t *pa, const unsigned char *secret)
     pa->family_len = k + 1;
 }
 
+/*
+ * The last segment's file name as a family: its stem and any extension,
+ * "index.*" of index.php, index.html and index.HTML.  A server that maps
+ * DIR/ to a default file names it in one of a few ways; a site that moved
+ * from one to another, or links both, is one rule: index_file(index.*).
+ * Hashed as the operator names it (sh_dust_pin).
+ */
+static void
+file_family(sh_url_t *u, const unsigned char *secret)
+{
+    unsigned char       f[SH_URL_FAMILY_MAX + 2];
+    const sh_url_seg_t *s = &u->segs[u->nsegs - 1];
+    const char         *dot;
+
+    u->file_family = 0;
+    u->file_family_len = 0;
+    dot = s->base_len > 1 ? memchr(s->seg.p + 1, '.', s->base_len - 1)
+                          : NULL;
+    if (dot == NULL || s->seg.p[0] == '.'
+        || (uint32_t) (dot - s->seg.p) + 1 > SH_URL_FAMILY_MAX
+        || dot + 1 == s->seg.p + s->base_len)
+    {
+        return;
+    }
+    u->file_family_len = (uint32_t) (dot - s->seg.p) + 1;
+    memcpy(f, s->seg.p, u->file_family_len);
+    f[u->file_family_len] = '*';
+    u->file_family = sh_url_hash_bytes(secret, (const char *) f,
+                                       u->file_family_len + 1);
+    u->file_family = u->file_family ? u->file_family : 1;
+}
+
 void
 sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
 {
@@ -380,6 +412,10 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
                                                  sg->base_len)
                              : sg->base;
         }
+    }
+
+    if (u->nsegs >= 1) {
+        file_family(u, secret);
     }
 
     for (i = 0; i < u->nparams; i++) {

@@ -95,6 +95,10 @@ typedef struct {
     uint8_t        order[SH_URL_PARAMS_MAX];  /* params by (decoded name,
                                                  value): hash_parts */
     int            sorted;      /* params already in that order */
+    uint64_t       file_family;     /* the last segment's file name as a
+                                       family, "index.*" of index.php;
+                                       0: no extension (hash_parts) */
+    uint32_t       file_family_len; /* its stem with the dot, "index." */
     uint64_t       scheme_hash;
     uint64_t       host_hash;   /* of the lowercased authority */
 } sh_url_t;

@@ -1945,6 +1945,48 @@ test_param_family(void **state)
 }
 
 /*
+ * A family of index files (issue 34): DIR/ is DIR/index.php on one page,
+ * DIR/index.html or DIR/index.htm on another, so each name alone gathers
+ * a third of the pairs; index_file(index.*) gathers them all and answers
+ * a name never seen (index.shtml).  A file that is its own page
+ * (DIR/page.html is not DIR/) never makes its family a rule.
+ */
+static void
+test_index_family(void **state)
+{
+    static const char *name[] = { "index.php", "index.html", "index.htm" };
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://i.example/d/%d/", n);
+        obs(f.d, DOCREP(n), "http://i.example/d/%d/%s", n, name[n % 3]);
+        obs(f.d, DOCREP(100 + n), "http://i.example/p/%d/", n);
+        obs(f.d, DOCREP(200 + n), "http://i.example/p/%d/page.html", n);
+    }
+    assert_int_equal(state_of(f.d, "i.example", "/d/", SH_DUST_INDEX_FILE,
+                              "index.*"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "i.example", "/p/",
+                                  SH_DUST_INDEX_FILE, "page.*"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, &why,
+                          "http://i.example/d/7/index.shtml"), 1);
+    assert_int_equal(rep, DOCREP(7));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "index_file(index.*)");
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://i.example/p/7/page.htm"), 0);
+    unmake(&f);
+}
+
+/*
  * One value of a parameter (issue 34): hl=en written out is the page
  * without it, hl=fr another page.  drop_value(hl=en) turns on and
  * predicts; drop_param(hl) and drop_value(hl=fr) never do, and an hl=fr
@@ -2129,6 +2171,7 @@ main(void)
         cmocka_unit_test(test_relocatable),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_param_family),
+        cmocka_unit_test(test_index_family),
     };
 
     return cmocka_run_group_tests(tests, test_site_load, test_site_unload);
