@@ -30,6 +30,8 @@ my $pins = <<"END";
                       drop_param=s\xc3\xa9 pin;
     simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
                       drop_value=lang=en pin;
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/doc/
+                      drop_param=utm_* pin;
     simhash_dust_rule zone=crawl host=site.test pattern=/doc/
                       drop_param=utm forbid;
 END
@@ -285,6 +287,18 @@ is($hits->(), $before, 'pinned drop_value: not fetched');
 ok(!exists $h->{'x-simhash-predicted'},
    'pinned drop_value: another value is not predicted');
 is($hits_at_least->($before + 1), $before + 1, 'pinned drop_value: another value fetched');
+
+# a pinned family of parameters: every utm_* name, together or alone
+$t->raw_get('/pinned/doc/p23.html');
+$before = $hits_at_least->($before + 2);
+($status, $h) = $t->raw_get('/pinned/doc/p23.html?utm_source=news'
+                            . '&utm_medium=email&utm_campaign=x');
+is($status, 204, 'pinned family: utm_source, utm_medium, utm_campaign');
+is($h->{'x-simhash-predicted'}, 'drop_param(utm_*)',
+   'pinned family: named as the family');
+($status, $h) = $t->raw_get('/pinned/doc/p23.html?utm_term=q');
+is($status, 204, 'pinned family: a member alone');
+is($hits->(), $before, 'pinned family: not fetched');
 
 # -- keys=path (drop mode's default) and a path rule: the original must
 # have the request's path once the rules rewrote both.  /doc/d1/index.html
