@@ -11,84 +11,80 @@
 
 #include "sh_dust_rewrite.h"
 
+/* The ways a URL's parameters group into atoms. */
+enum { BY_NAME, BY_FAMILY, BY_VALUE };
+
+/* A parameter's key in grouping `by`, 0 when it makes no atom that way. */
+static uint64_t
+param_key(const sh_url_param_t *pa, int by)
+{
+    switch (by) {
+    case BY_NAME:
+        return pa->name_hash;
+    case BY_FAMILY:
+        return pa->family;
+    default:
+        /* a value short enough to be a default rather than an id
+         * (session ids and trackers are longer): format=html, page=1 */
+        return (pa->value.len == 0 || pa->value.len > SH_DUST_VALUE_MAX)
+               ? 0 : nonzero(pa->hash);
+    }
+}
+
+/*
+ * The query's atoms grouped `by`: drop_param(NAME) for every occurrence
+ * of a name; drop_param(utm_*) for every name of a family, so that
+ * trackers that always come together (utm_source, utm_medium,
+ * utm_campaign) make a pair that no one of them alone makes (sh_url.c,
+ * param_family); drop_value(NAME=VALUE) for one short value.  Appended at
+ * out[n]; the new count.
+ */
+static unsigned
+query_atoms(const sh_url_t *u, atom_t *out, unsigned n, int by)
+{
+    const sh_url_param_t *pa;
+    unsigned              i, j;
+    uint32_t              seen = 0, mask;
+    uint64_t              key;
+
+    for (i = 0; i < u->nparams; i++) {
+        pa = &u->params[i];
+        if ((seen >> i & 1) || (key = param_key(pa, by)) == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nparams; j++) {
+            if (param_key(&u->params[j], by) == key) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = by == BY_VALUE ? SH_DUST_DROP_VALUE : SH_DUST_DROP_PARAM;
+        out[n].family = by == BY_FAMILY;
+        out[n].arg = key;
+        out[n].text = pa->name.p;
+        out[n].textlen = by == BY_NAME ? pa->name.len
+                         : by == BY_FAMILY ? pa->family_len
+                         : (uint32_t) (pa->value.p + pa->value.len
+                                       - pa->name.p);
+        out[n].rw.drop_params = mask;
+        n++;
+    }
+    return n;
+}
+
 unsigned
 sh_dust_atoms(const sh_url_t *u, atom_t *out)
 {
-    unsigned    i, j, n = 0;
-    uint32_t    seen = 0, mask;
+    unsigned    i, j, n;
+    uint32_t    seen, mask;
     const char *pn, *eq, *semi;
     size_t      pl;
 
-    for (i = 0; i < u->nparams; i++) {
-        if (seen >> i & 1) {
-            continue;
-        }
-        mask = 0;
-        for (j = i; j < u->nparams; j++) {
-            if (u->params[j].name_hash == u->params[i].name_hash) {
-                mask |= 1u << j;
-            }
-        }
-        seen |= mask;
-        memset(&out[n], 0, sizeof(out[n]));
-        out[n].kind = SH_DUST_DROP_PARAM;
-        out[n].arg = u->params[i].name_hash;
-        out[n].text = u->params[i].name.p;
-        out[n].textlen = u->params[i].name.len;
-        out[n].rw.drop_params = mask;
-        n++;
-    }
-    /* a family of parameters, drop_param(utm_*): every name with the
-     * prefix, so that trackers that always come together (utm_source,
-     * utm_medium, utm_campaign) make a pair that no one of them alone
-     * makes (sh_url.c, param_family) */
-    seen = 0;
-    for (i = 0; i < u->nparams; i++) {
-        if ((seen >> i & 1) || u->params[i].family == 0) {
-            continue;
-        }
-        mask = 0;
-        for (j = i; j < u->nparams; j++) {
-            if (u->params[j].family == u->params[i].family) {
-                mask |= 1u << j;
-            }
-        }
-        seen |= mask;
-        memset(&out[n], 0, sizeof(out[n]));
-        out[n].kind = SH_DUST_DROP_PARAM;
-        out[n].family = 1;
-        out[n].arg = u->params[i].family;
-        out[n].text = u->params[i].name.p;
-        out[n].textlen = u->params[i].family_len;
-        out[n].rw.drop_params = mask;
-        n++;
-    }
-    /* one value of a parameter, short enough to be a default rather than
-     * an id (session ids and trackers are longer): format=html, page=1 */
-    seen = 0;
-    for (i = 0; i < u->nparams; i++) {
-        if ((seen >> i & 1) || u->params[i].value.len == 0
-            || u->params[i].value.len > SH_DUST_VALUE_MAX)
-        {
-            continue;
-        }
-        mask = 0;
-        for (j = i; j < u->nparams; j++) {
-            if (u->params[j].hash == u->params[i].hash) {
-                mask |= 1u << j;
-            }
-        }
-        seen |= mask;
-        memset(&out[n], 0, sizeof(out[n]));
-        out[n].kind = SH_DUST_DROP_VALUE;
-        out[n].arg = nonzero(u->params[i].hash);
-        out[n].text = u->params[i].name.p;
-        out[n].textlen = (uint32_t) (u->params[i].value.p
-                                     + u->params[i].value.len
-                                     - u->params[i].name.p);
-        out[n].rw.drop_params = mask;
-        n++;
-    }
+    n = query_atoms(u, out, 0, BY_NAME);
+    n = query_atoms(u, out, n, BY_FAMILY);
+    n = query_atoms(u, out, n, BY_VALUE);
     if (u->nparams >= 2 && !u->sorted) {
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = SH_DUST_SORT_PARAMS;
