@@ -546,6 +546,8 @@ my $p2t = join('', map { "    $post_of{$_} $_;\n" } sort { $a <=> $b } keys %pos
 my $n2n = join('', map { "    $doc[$_]{path} $doc[$_]{node};\n" } @{ $by_sec{news} });
 my $conf = <<'CONF';
 # the origin of the DUST evaluation's fourth site (tools/dust-eval/gensite4.pl)
+# the news paths are the keys of a map: longer than the default bucket
+map_hash_bucket_size 128;
 map $arg_t $d4_t { default 0; "~^([1-9][0-9]{0,4})$" $1; }
 map $arg_p $d4_p { default 0;
 %%P2T%%}
