@@ -162,8 +162,8 @@ eval: deps
 
 # DUST with a real crawl (issue 23): a site made of the doc packages'
 # pages, crawled by wget -r and tools/dust-eval/crawl.pl through the proxy
-# in drop mode; the report in $(BUILD)/dust-eval/report.txt.  SITE=2: the
-# second site (gensite2.pl), in $(BUILD)/dust-eval-2 (issue 34).
+# in drop mode; the report in $(BUILD)/dust-eval/report.txt.  SITE=N (2,
+# 3, 4): the Nth site (gensiteN.pl), in $(BUILD)/dust-eval-N (issue 34).
 dust-eval: deps
 	@tools/deps.sh eval
 	@$(MAKE) --no-print-directory all

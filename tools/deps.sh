@@ -33,9 +33,17 @@ valgrind gdb wget libhiredis-dev redis-server"
 # python-sklearn-doc, python-pandas-doc, -flask-doc, -jinja2-doc,
 # -setuptools-doc, -requests-doc, docutils-doc: the third DUST site
 # (`make dust-eval SITE=3`, tools/dust-eval/gensite3.pl)
+# python-pytest-doc, -celery-doc, -kombu-doc, -tornado-doc, -scrapy-doc,
+# -pymongo-doc, -werkzeug-doc, -aiohttp-doc, -dask-doc, -gevent-doc,
+# -pil-doc, -cryptography-doc, -click-doc, -distributed-doc, -xarray-doc:
+# the fourth (`make dust-eval SITE=4`, tools/dust-eval/gensite4.pl)
 EVAL_PKGS="rust-doc python3.11-doc postgresql-doc-15 gnuplot-nox wrk
 python-sklearn-doc python-pandas-doc python-flask-doc python-jinja2-doc
 python-setuptools-doc python-requests-doc docutils-doc
+python-pytest-doc python-celery-doc python-kombu-doc python-tornado-doc
+python-scrapy-doc python-pymongo-doc python-werkzeug-doc python-aiohttp-doc
+python-dask-doc python-gevent-doc python-pil-doc python-cryptography-doc
+python-click-doc python-distributed-doc python-xarray-doc
 manpages-dev mandoc man2html-base
 sphinx-doc python-django-doc python-scipy-doc mkdocs-doc"
 FUZZ_PKGS="clang libclang-rt-14-dev"

@@ -20,7 +20,8 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$(pwd)/$BUILD" ;; esac
-# SITE=2 (DUST_SITE=2): the second site, gensite2.pl, in BUILD/dust-eval-2
+# SITE=N (DUST_SITE=N, N = 2, 3, 4): the Nth site, gensiteN.pl, in
+# BUILD/dust-eval-N
 DUST_SITE=${DUST_SITE:-${SITE:-1}}
 export DUST_SITE
 OUT="$BUILD/dust-eval"; GENSITE=gensite.pl
@@ -36,7 +37,7 @@ if [ "$DUST_SITE" = 1 ]; then
     "$HERE/check-pages.sh" "$BUILD" | tee "$OUT/pages.txt"
 else
     # its traps serve other real documents (scipy pages), not listings
-    echo "(the second site's traps are other documents)" > "$OUT/pages.txt"
+    echo "(the traps of sites 2 to 4 are other documents or listings)" > "$OUT/pages.txt"
 fi
 
 for run in $RUNS; do

@@ -75,9 +75,15 @@ sub scope {
 }
 # The second site's forms (gensite2.pl's truth): the most telling form
 # of the URL, a session alone last.
-my @form_rank = qw(alias case amp index cache-buster tracking default order
+# The fourth site's (gensite4.pl): stable (/docs/en/stable/), title
+# (MediaWiki's index.php?title=), node (Drupal's /node/N), post (phpBB's
+# p=), ref, highlight, context (a parent's id written out), sess-aspnet
+# (ASP.NET's /(S(...))/ path segment).
+my @form_rank = qw(alias case amp stable title node post index cache-buster
+                   tracking ref highlight context default order
                    slash print reply
-                   sess-jsessionid sess-s sess-PHPSESSID sess-sid sess-sessionid);
+                   sess-jsessionid sess-s sess-PHPSESSID sess-sid sess-sessionid
+                   sess-aspnet);
 sub kind2 {
     my ($host, $f) = @_;
     return 'alias' if $host =~ /^(?:m|www)\./;    # the second, third site's
@@ -104,6 +110,7 @@ sub nosid {
     my ($url) = @_;
     my ($base, $q) = split /\?/, $url, 2;
     $base =~ s/;jsessionid=[0-9A-F]+$//;
+    $base =~ s{/\(S\([a-z0-5]{24}\)\)/}{/};     # the fourth site's ASP.NET
     my @q = grep { !/^(?:sid|PHPSESSID|s|sessionid)=/ } split /&/, $q // '';
     return @q ? "$base?" . join('&', @q) : $base;
 }
@@ -112,10 +119,16 @@ sub pct { $_[1] ? sprintf('%.1f%%', 100 * $_[0] / $_[1]) : '-' }
 # a content parameter dropped whatever its value, or one of its values
 # that selects another page (drop_value: page=1, sort=name, lang=en, hl=en
 # are the defaults, v=6.1 the second site's version switch)
-my $changing = qr/^(?:drop_param\((?:page|sort|lang|q|id|hl|v)\)
-                   |drop_value\((?:page=(?!1\)).*|sort=(?!name\)).*
+# (the fourth site's: t, p, f, start, sd, sk, oldid, title, ProductID,
+# CategoryID, SortBy; page=0 and sk=t, sd=d, SortBy=Name its defaults)
+my $changing = qr/^(?:drop_param\((?:page|sort|lang|q|id|hl|v
+                                  |t|p|start|sd|sk|oldid|title
+                                  |productid|categoryid|sortby)\)
+                   |drop_value\((?:page=(?![01]\)).*|sort=(?!name\)).*
                                  |lang=(?!en\)).*|hl=(?!en\)).*|q=.*|id=.*
-                                 |v=6\.1)\))$/x;
+                                 |v=6\.1|t=.*|p=.*|start=(?!0\)).*|sd=(?!d\)).*
+                                 |sk=(?!t\)).*|oldid=.*|title=.*|productid=.*
+                                 |categoryid=.*|sortby=(?!name\)).*)\))$/xi;
 my @summary;
 for my $run (@runs) {
     my $what = do { local $/; open(my $f, '<', "$run/what") or die; <$f> };
@@ -171,7 +184,8 @@ for my $run (@runs) {
         my $k = $fetched_nosid{$doc}{$nosid} ? 'sid' : kind($r->{url}, $doc);
         if ($k eq 'sid' && $named) {    # which session, on the second site
             my $uri = (split_url($r->{url}))[2];
-            $k = $uri =~ /;jsessionid=/ ? 'sess-jsessionid'
+            $k = $uri =~ m{/\(S\(} ? 'sess-aspnet'
+               : $uri =~ /;jsessionid=/ ? 'sess-jsessionid'
                : $uri =~ /[?&]s=/ ? 'sess-s' : $uri =~ /[?&]sid=/ ? 'sess-sid'
                : $uri =~ /[?&]sessionid=/ ? 'sess-sessionid'
                : $uri =~ /[?&]PHPSESSID=/ ? 'sess-PHPSESSID'
@@ -274,7 +288,7 @@ for my $run (@runs) {
     $o .= sprintf "  stats: observations %d, predictions %d, saved %d, support %d, against %d, candidates %d, active %d, activations %d, retirements %d\n",
         map { $d->{$_} // 0 } qw(observations predictions saved support against candidates active activations retirements);
     my @bad = grep { $_->{to} eq 'on' && $_->{rule} =~ $changing } @changes;
-    $o .= sprintf "  content-changing parameters (page, sort, lang, q, id, hl, v; values other than the defaults) ever active: %s\n",
+    $o .= sprintf "  content-changing parameters (page, sort, lang, q, id, hl, v, and the fourth site's; values other than the defaults) ever active: %s\n",
         @bad ? join(', ', map { "$_->{rule} $_->{host} $_->{pattern}" } @bad) : 'none';
     print $o, "\n";
     push @summary, { run => ($run =~ s{.*/}{}r), crawler => $crawler, site => $site,
