@@ -522,18 +522,52 @@ pool(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
     count(d, p, same, now);
 }
 
+/*
+ * A pair against a rule in scope sc also counts against the same rule of
+ * the host's alias, in the same pattern: the two hosts serve one site's
+ * pages, and a rule shown wrong on one is wrong on the other (a listing's
+ * CategoryID is no less a listing's on the mobile host).  Only against:
+ * support stays each host's own, so this can only hold a rule off.
+ */
+static int
+alias_against(sh_dust_t *d, const scope_t *sc, const atom_t *a,
+              uint64_t now)
+{
+    const dhost_t *h;
+    uint64_t       partner;
+    dcand_t       *pc;
+
+    if (a->kind == SH_DUST_HOST_ALIAS || sc->pattern == 0
+        || sc->pattern == PAT_HOST || sc->pattern == PAT_POOL
+        || (h = sh_dust_host_find(d, sc->host)) == NULL)
+    {
+        return 0;
+    }
+    partner = h->alias_to ? h->alias_to : h->alias_from;
+    pc = partner ? sh_dust_cand_find(d, partner, sc->pattern, a->kind,
+                                     a->arg)
+                 : NULL;
+    if (pc == NULL || manual(pc)) {
+        return 0;
+    }
+    d->stats.against++;
+    count(d, pc, 0, now);
+    return sh_dust_evaluate(d, pc, now);
+}
+
 /* One pair for (scope, atom): support if same, else against. */
 int
 sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
                  uint64_t now)
 {
     dcand_t *c;
+    int      n = same ? 0 : alias_against(d, sc, a, now);
 
     pool(d, sc, a, same, now);
     c = sh_dust_cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
     if (c == NULL) {
         if (!same) {
-            return 0;           /* a candidate starts with support */
+            return n;           /* a candidate starts with support */
         }
         c = sh_dust_cand_new(d, sc->host, sc->pattern, a->kind, a->arg);
         if (c == NULL) {
@@ -557,7 +591,7 @@ sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
         d->stats.against++;
     }
     count(d, c, same, now);
-    return sh_dust_evaluate(d, c, now);
+    return n + sh_dust_evaluate(d, c, now);
 }
 
 /*

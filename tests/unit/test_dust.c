@@ -696,6 +696,51 @@ test_alias_rules_union(void **state)
     unmake(&f);
 }
 
+/*
+ * A pair against on one host of an alias counts against the alias's own
+ * copy of the rule too (one site): src and tgt each learned ref= from
+ * their own pages, then tgt's pages show ref= selecting another page; the
+ * rule retires on both, and src's variants are fetched again.
+ */
+static void
+test_alias_against(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    int                 n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    learn_pairs(f.d, "http://tgt.example/p/%d?ref=a", "http://tgt.example/p/"
+                "%d?ref=b", 12);
+    learn_pairs(f.d, "http://src.tgt.example/p/%d?ref=a", "http://src.tgt."
+                "example/p/%d?ref=b", 12);
+    for (n = 1; n <= 12; n++) {
+        obs(f.d, DOCREP(n), "http://src.tgt.example/p/%d", n);
+        obs(f.d, DOCREP(n), "http://tgt.example/p/%d", n);
+    }
+    assert_int_equal(alias_rule(f.d, "src.tgt.example", "tgt.example", &r),
+                     0);
+    assert_int_equal(r.state, SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "src.tgt.example", "/p/",
+                              SH_DUST_DROP_PARAM, "ref"), SH_DUST_ACTIVE);
+    /* on tgt, ref= now selects the page */
+    for (n = 60; n < 66; n++) {
+        obs(f.d, DOCREP(n), "http://tgt.example/p/%d", n);
+        obs(f.d, DOCREP(100 + n), "http://tgt.example/p/%d?ref=c", n);
+    }
+    assert_int_not_equal(state_of(f.d, "tgt.example", "/p/",
+                                  SH_DUST_DROP_PARAM, "ref"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "src.tgt.example", "/p/",
+                                  SH_DUST_DROP_PARAM, "ref"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(70), "http://src.tgt.example/p/70");
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://src.tgt.example/p/70?ref=x"), 0);
+    unmake(&f);
+}
+
 /* Security issue 31: attacker.example copies victim.example's pages, then
  * serves one page whatever ?v= says.  Two sites: no alias, not even a
  * candidate, and victim.example's distinct ?v= pages are never predicted
@@ -2172,6 +2217,7 @@ main(void)
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_param_family),
         cmocka_unit_test(test_index_family),
+        cmocka_unit_test(test_alias_against),
     };
 
     return cmocka_run_group_tests(tests, test_site_load, test_site_unload);
