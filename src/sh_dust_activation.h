@@ -16,21 +16,30 @@
 /* One atomic rule that changes a URL. */
 typedef struct {
     uint8_t      kind;
-    uint8_t      family;        /* a family: its text is the prefix,
-                                   "utm_" or "index.", and names "utm_*"
-                                   or "index.*" */
+    uint8_t      family;        /* ATOM_PREFIX: its text is a prefix,
+                                   "utm_" or "index.", named "utm_*" or
+                                   "index.*"; ATOM_SHAPE: a component
+                                   named by its shape, "(S(*))" */
     uint64_t     arg;
     const char  *text;          /* its argument as the URL spells it */
     uint32_t     textlen;
     sh_url_rw_t  rw;
 } atom_t;
 
-/* An atom's argument as a rule names it: "sid", a family's "utm_*". */
+#define ATOM_PREFIX     1       /* a family by prefix: text, then '*' */
+#define ATOM_SHAPE      2       /* a component's shape: "(S(*))" */
+
+/* An atom's argument as a rule names it: "sid", a family's "utm_*", a
+ * shape's "(S(*))". */
 static inline void
 atom_text(char *dst, size_t cap, uint8_t *dlen, const atom_t *a)
 {
+    if (a->family == ATOM_SHAPE) {
+        *dlen = (uint8_t) sh_url_shape(a->text, a->textlen, dst, cap);
+        return;
+    }
     copy_text(dst, cap, dlen, a->text, a->textlen);
-    if (a->family && *dlen < cap) {
+    if (a->family == ATOM_PREFIX && *dlen < cap) {
         dst[(*dlen)++] = '*';
     }
 }

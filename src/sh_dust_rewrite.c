@@ -61,7 +61,7 @@ query_atoms(const sh_url_t *u, atom_t *out, unsigned n, int by)
         seen |= mask;
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = by == BY_VALUE ? SH_DUST_DROP_VALUE : SH_DUST_DROP_PARAM;
-        out[n].family = by == BY_FAMILY;
+        out[n].family = by == BY_FAMILY ? ATOM_PREFIX : 0;
         out[n].arg = key;
         out[n].text = pa->name.p;
         out[n].textlen = by == BY_NAME ? pa->name.len
@@ -69,6 +69,46 @@ query_atoms(const sh_url_t *u, atom_t *out, unsigned n, int by)
                          : (uint32_t) (pa->value.p + pa->value.len
                                        - pa->name.p);
         out[n].rw.drop_params = mask;
+        n++;
+    }
+    return n;
+}
+
+/*
+ * The path's components as atoms, drop_component(print): each distinct
+ * component, or (by_shape) each distinct shape of a component that holds
+ * a token, drop_component((S(*))): ASP.NET's cookieless session, a new
+ * "(S(kx1bq2...))" on every page view, is one rule whatever its value
+ * (sh_url_shape).  Appended at out[n]; the new count.
+ */
+static unsigned
+component_atoms(const sh_url_t *u, atom_t *out, unsigned n, int by_shape)
+{
+    const sh_url_seg_t *sg;
+    unsigned            i, j;
+    uint32_t            seen = 0, mask;
+    uint64_t            key;
+
+    for (i = 0; u->nsegs >= 2 && i < u->nsegs; i++) {
+        sg = &u->segs[i];
+        key = by_shape ? sg->shape : sg->hash;
+        if ((seen >> i & 1) || sg->seg.len == 0 || key == 0) {
+            continue;
+        }
+        mask = 0;
+        for (j = i; j < u->nsegs; j++) {
+            if ((by_shape ? u->segs[j].shape : u->segs[j].hash) == key) {
+                mask |= 1u << j;
+            }
+        }
+        seen |= mask;
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_DROP_COMPONENT;
+        out[n].family = by_shape ? ATOM_SHAPE : 0;
+        out[n].arg = key;
+        out[n].text = sg->seg.p;
+        out[n].textlen = by_shape ? sg->base_len : sg->seg.len;
+        out[n].rw.drop_segs = mask;
         n++;
     }
     return n;
@@ -120,7 +160,7 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
         if (dot != NULL && u->file_family != 0) {
             memset(&out[n], 0, sizeof(out[n]));
             out[n].kind = SH_DUST_INDEX_FILE;
-            out[n].family = 1;
+            out[n].family = ATOM_PREFIX;
             out[n].arg = u->file_family;
             out[n].text = s->seg.p;
             out[n].textlen = u->file_family_len;
@@ -161,37 +201,25 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
         out[n].rw.drop_pparams = mask;
         n++;
     }
-    seen = 0;
-    for (i = 0; u->nsegs >= 2 && i < u->nsegs; i++) {
-        if ((seen >> i & 1) || u->segs[i].seg.len == 0) {
-            continue;
-        }
-        mask = 0;
-        for (j = i; j < u->nsegs; j++) {
-            if (u->segs[j].hash == u->segs[i].hash) {
-                mask |= 1u << j;
-            }
-        }
-        seen |= mask;
-        memset(&out[n], 0, sizeof(out[n]));
-        out[n].kind = SH_DUST_DROP_COMPONENT;
-        out[n].arg = u->segs[i].hash;
-        out[n].text = u->segs[i].seg.p;
-        out[n].textlen = u->segs[i].seg.len;
-        out[n].rw.drop_segs = mask;
-        n++;
-    }
-    return n;
+    n = component_atoms(u, out, n, 0);
+    return component_atoms(u, out, n, 1);
 }
 
 void
 sh_dust_scope_of(const sh_url_t *u, scope_t *sc)
 {
+    unsigned i = 0;
+
+    /* a component that holds a token (a session: /(S(kx1bq2...))/shop/)
+     * names no section: the scope is the first one after it */
+    while (i + 1 < u->nsegs && u->segs[i].shape != 0) {
+        i++;
+    }
     sc->host = u->host_hash;
-    if (u->nsegs >= 2) {
-        sc->pattern = nonzero(u->segs[0].hash);
-        sc->pat = u->segs[0].seg.p;
-        sc->patlen = u->segs[0].seg.len;
+    if (i + 1 < u->nsegs) {
+        sc->pattern = nonzero(u->segs[i].hash);
+        sc->pat = u->segs[i].seg.p;
+        sc->patlen = u->segs[i].seg.len;
     } else {
         sc->pattern = PAT_ROOT;
         sc->pat = "";

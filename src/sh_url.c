@@ -304,6 +304,12 @@ ascii_alpha(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+static int
+ascii_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
 static void
 param_family(sh_url_param_t *pa, const unsigned char *secret)
 {
@@ -320,7 +326,7 @@ param_family(sh_url_param_t *pa, const unsigned char *secret)
         if (p[k] == '_') {
             break;
         }
-        if (!ascii_alpha(p[k]) && !(p[k] >= '0' && p[k] <= '9')) {
+        if (!ascii_alpha(p[k]) && !ascii_digit(p[k])) {
             return;
         }
     }
@@ -334,6 +340,44 @@ param_family(sh_url_param_t *pa, const unsigned char *secret)
     pa->family = XXH3_64bits_withSecret(f, k + 2, secret, SH_URL_SECRET_LEN);
     pa->family = pa->family ? pa->family : 1;
     pa->family_len = k + 1;
+}
+
+size_t
+sh_url_shape(const char *seg, size_t len, char *out, size_t cap)
+{
+    size_t i = 0, j, n = 0;
+    int    tokens = 0, alpha, digit;
+
+    while (i < len) {
+        for (j = i, alpha = 0, digit = 0;
+             j < len && (ascii_alpha(seg[j]) || ascii_digit(seg[j])); j++)
+        {
+            alpha |= ascii_alpha(seg[j]);
+            digit |= ascii_digit(seg[j]);
+        }
+        if (j - i >= SH_URL_TOKEN_MIN && alpha && digit) {
+            if (n + 1 > cap) {
+                return 0;
+            }
+            out[n++] = '*';
+            tokens++;
+        } else {
+            if (n + (j - i) > cap) {
+                return 0;
+            }
+            memcpy(out + n, seg + i, j - i);
+            n += j - i;
+        }
+        if (j < len) {
+            if (n + 1 > cap) {
+                return 0;
+            }
+            out[n++] = seg[j];
+            j++;
+        }
+        i = j;
+    }
+    return tokens ? n : 0;
 }
 
 /*
@@ -383,11 +427,20 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
 
     for (i = 0; i < u->nsegs; i++) {
         sh_url_seg_t *sg = &u->segs[i];
+        size_t        n;
 
         sg->pname = 0;
+        sg->shape = 0;
         if (sg->seg.len == 0) {
             sg->hash = sg->lower = sg->base = sg->base_lower = EMPTY_SEG;
             continue;
+        }
+        if (sg->base_len >= SH_URL_TOKEN_MIN
+            && (n = sh_url_shape(sg->seg.p, sg->base_len, (char *) buf,
+                                 sizeof(buf))) > 0)
+        {
+            sg->shape = sh_url_hash_bytes(secret, buf, n);
+            sg->shape = sg->shape ? sg->shape : 1;
         }
         sg->hash = sh_url_hash_bytes(secret, sg->seg.p, sg->seg.len);
         sg->lower = u->upper ? sh_url_hash_lower(secret, sg->seg.p,

@@ -79,6 +79,10 @@ typedef struct {
     uint64_t      base_lower;   /* and lowercased */
     uint64_t      pname;        /* hash of its first path parameter's
                                    name ("jsessionid"), 0: none */
+    uint64_t      shape;        /* hash of its shape when it holds a
+                                   token: "(S(*))" of ASP.NET's
+                                   "(S(kx1bq2...))"; 0: none
+                                   (sh_url_shape) */
 } sh_url_seg_t;
 
 typedef struct {
@@ -135,6 +139,16 @@ void sh_url_secret(const void *key, size_t len,
 int sh_url_parse(sh_url_t *u, const char *s, size_t len);
 
 const char *sh_url_strerror(sh_url_error_t e);
+
+/*
+ * A path segment's shape: its bytes before any ';', each token -- a run
+ * of at least SH_URL_TOKEN_MIN letters and digits with both in it, the
+ * mark of a generated id (a session, a cache key) rather than a word or a
+ * number -- written '*'.  Its length in out (at most cap bytes), or 0 when
+ * the segment holds no token.
+ */
+#define SH_URL_TOKEN_MIN    16
+size_t sh_url_shape(const char *seg, size_t len, char *out, size_t cap);
 
 /* Fill the part hashes and the parameters' sorted order. */
 void sh_url_hash_parts(sh_url_t *u, const unsigned char *secret);

@@ -2032,6 +2032,57 @@ test_index_family(void **state)
 }
 
 /*
+ * A session in the path (issue 34): ASP.NET's cookieless session is a
+ * component "(S(token))", new on every page view.  drop_component((S(*)))
+ * turns on by its shape, whatever the token; the scope is the section
+ * after it (/store/), and at the root a page's token does not make a
+ * scope of each session.  A path component that is an id (a generated
+ * file name) never makes its shape a rule: its pairs disagree.
+ */
+static void
+test_path_token(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n, v;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 30; n++) {
+        for (v = 0; v < 2; v++) {
+            obs(f.d, DOCREP(n), "http://n.example/store/(S(kx%04dq%04dz"
+                "3n4p5q6r7s8t))/Product.aspx?ProductID=%d", n, v, n);
+            obs(f.d, DOCREP(200 + n), "http://n.example/(S(rt%04dq%04dz"
+                "3n4p5q6r7s8t))/Page%d.aspx", n, v, n);
+        }
+        obs(f.d, DOCREP(400 + n), "http://n.example/f/a8f9e3b2c1d0e9f8a7"
+            "b%d/", n);
+        obs(f.d, DOCREP(500 + n), "http://n.example/f/a8f9e3b2c1d0e9f8a7"
+            "c%d/", n);
+    }
+    assert_int_equal(state_of(f.d, "n.example", "/store/",
+                              SH_DUST_DROP_COMPONENT, "(S(*))"),
+                     SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, &why, "http://n.example/store/(S(new"
+                          "0000session11112222))/Product.aspx?ProductID=7"),
+                     1);
+    assert_int_equal(rep, DOCREP(7));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_component((S(*)))");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://n.example/(S(new0000"
+                          "session33334444))/Page9.aspx"), 1);
+    assert_int_equal(rep, DOCREP(209));
+    assert_int_not_equal(state_of(f.d, "n.example", "/f/",
+                                  SH_DUST_DROP_COMPONENT, "*"),
+                         SH_DUST_ACTIVE);
+    unmake(&f);
+}
+
+/*
  * One value of a parameter (issue 34): hl=en written out is the page
  * without it, hl=fr another page.  drop_value(hl=en) turns on and
  * predicts; drop_param(hl) and drop_value(hl=fr) never do, and an hl=fr
@@ -2218,6 +2269,7 @@ main(void)
         cmocka_unit_test(test_param_family),
         cmocka_unit_test(test_index_family),
         cmocka_unit_test(test_alias_against),
+        cmocka_unit_test(test_path_token),
     };
 
     return cmocka_run_group_tests(tests, test_site_load, test_site_unload);

@@ -297,6 +297,35 @@ test_rewrites(void **state)
                      hash_of("http://b.org/p?x=1", &rw));
 }
 
+/* A segment's shape: tokens (16+ letters and digits, both) become '*';
+ * words, numbers and slugs are no tokens. */
+static void
+test_shape(void **state)
+{
+    char   out[64];
+    size_t n;
+
+    (void) state;
+    n = sh_url_shape("(S(kx1bq2mz3n4p5q6r7s8t9u))", 27, out, sizeof(out));
+    assert_int_equal(n, 6);
+    assert_memory_equal(out, "(S(*))", 6);
+    n = sh_url_shape("a8f9e3b2c1d0e9f8a7b6.html", 25, out, sizeof(out));
+    assert_int_equal(n, 6);
+    assert_memory_equal(out, "*.html", 6);
+    n = sh_url_shape("sid-0123456789ABCDEF-x", 22, out, sizeof(out));
+    assert_int_equal(n, 7);
+    assert_memory_equal(out, "sid-*-x", 7);
+    assert_int_equal(sh_url_shape("internationalization", 20, out,
+                                  sizeof(out)), 0);
+    assert_int_equal(sh_url_shape("12345678901234567890", 20, out,
+                                  sizeof(out)), 0);
+    assert_int_equal(sh_url_shape("introduction-to-python-3", 24, out,
+                                  sizeof(out)), 0);
+    /* too long for out: no shape rather than half of one */
+    assert_int_equal(sh_url_shape("(S(kx1bq2mz3n4p5q6r7s8t9u))", 27, out, 4),
+                     0);
+}
+
 static void
 test_keyed(void **state)
 {
@@ -321,6 +350,7 @@ main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_rewrites),
         cmocka_unit_test(test_keyed),
+        cmocka_unit_test(test_shape),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);
