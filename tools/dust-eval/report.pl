@@ -23,8 +23,8 @@
 #                written out), other (the session id and the order of the
 #                parameters)
 # DUST_MISSED=FILE: every avoidable request after the first quarter that
-# was fetched, one a line (index, kind, rule or -, URL, original), to read
-# what the learner missed.
+# was fetched, one a line (index, kind, rule or -, URL, original), and
+# every wrong prediction (kind "wrong"), to read what the learner missed.
 use strict;
 use warnings;
 use JSON::PP;
@@ -176,6 +176,8 @@ for my $run (@runs) {
             if (!defined $dupdoc || $dupdoc ne $doc) {
                 $wrong++;
                 $wrong_by{$r->{pred}}++;
+                printf {$missed} "%d\twrong\t%s\t%s\t%s\n", $i, $r->{pred},
+                    $r->{url}, $r->{dup} if $missed;
             }
         }
         # sid: the document was fetched under this URL but for the
