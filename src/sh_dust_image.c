@@ -151,6 +151,10 @@ rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
         sh_dust_mark_on(d, c);
     } else {
         sh_dust_mark_off(d, c);
+        if (from == SH_DUST_ACTIVE || from == SH_DUST_PINNED) {
+            sh_dust_host_stale(d, host,
+                               kind == SH_DUST_HOST_ALIAS ? arg : 0);
+        }
     }
     if (!manual(c) && !replace) {
         if (sh_dust_evaluate(d, c, now)) {

@@ -394,6 +394,7 @@ step_canonical(sh_dust_t *d, obs_t *o)
     }
     ce->rep = o->rep;
     ce->url = o->hu;
+    ce->gen = sh_dust_host_gen(d, o->h);
 }
 
 int

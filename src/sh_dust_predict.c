@@ -19,9 +19,10 @@
  * canonical probe; then c(u)'s identity and one probe a rule.
  */
 static int
-find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
-         dcand_t **applied, const int *which, unsigned na,
-         const sh_url_rw_t *rw, uint64_t *rep, int *used)
+find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
+         const dhost_t *h, const atom_t *a, dcand_t **applied,
+         const int *which, unsigned na, const sh_url_rw_t *rw, uint64_t *rep,
+         int *used)
 {
     sh_url_rw_t nh;
     dcanon_t   *ce;
@@ -35,8 +36,10 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc, const atom_t *a,
     if (e != NULL && e->url == hu) {
         return 0;
     }
+    /* a form set under rules now off (another generation) may be
+     * another page's: the rules on now must make it again */
     ce = sh_dust_canon_get(d, sh_url_hash(u, rw), 0, &found);
-    if (ce != NULL && ce->url != hu) {
+    if (ce != NULL && ce->url != hu && ce->gen == sh_dust_host_gen(d, h)) {
         *rep = ce->rep;
         *used = -1;
         return 1;
@@ -175,7 +178,7 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     sh_dust_scope_of(&u, &sc);
     n = sh_dust_atoms(&u, a);
     na = sh_dust_canonical(d, &u, &sc, h, a, n, &rw, applied, which);
-    if (na == 0 || !find_rep(d, &u, &sc, a, applied, which, na, &rw, rep,
+    if (na == 0 || !find_rep(d, &u, &sc, h, a, applied, which, na, &rw, rep,
                              &used))
     {
         hu = sh_url_hash(&u, NULL);

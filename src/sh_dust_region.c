@@ -16,11 +16,12 @@
 #include "sh_site.h"
 
 #define DUST_MAGIC      "SHDUST1"
-#define DUST_VERSION    5u          /* 2: entries begin with dway_t;
+#define DUST_VERSION    6u          /* 2: entries begin with dway_t;
                                        3: hosts know their alias source;
                                        4: and their site; 5: the
                                        sequential test's constants,
-                                       reverse entries know R(u) */
+                                       reverse entries know R(u); 6:
+                                       canonical forms' generation */
 #define SPRT_RATIO      10.0    /* a good rule disagrees 10x less often
                                    than the worst one allowed on */
 
@@ -357,6 +358,33 @@ sh_dust_evid_get(sh_dust_t *d, uint64_t key, int create, int *found)
 
     return way_get(d, (unsigned char *) set, sizeof(*set), EVID_WAYS, key,
                    create, found);
+}
+
+uint32_t
+sh_dust_host_gen(sh_dust_t *d, const dhost_t *h)
+{
+    const dhost_t *p;
+    uint64_t       partner;
+
+    if (h == NULL) {
+        return 0;
+    }
+    partner = h->alias_to ? h->alias_to : h->alias_from;
+    p = partner ? sh_dust_host_find(d, partner) : NULL;
+    return h->gen + (p ? p->gen : 0);
+}
+
+void
+sh_dust_host_stale(sh_dust_t *d, uint64_t host, uint64_t alias)
+{
+    dhost_t *h = sh_dust_host_find(d, host);
+
+    if (h != NULL) {
+        h->gen++;
+    }
+    if (alias != 0 && (h = sh_dust_host_find(d, alias)) != NULL) {
+        h->gen++;
+    }
 }
 
 dcanon_t *

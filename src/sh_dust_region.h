@@ -51,6 +51,8 @@ typedef struct {
     uint64_t predictions;
     uint64_t saved;
     uint32_t pins;              /* manual rules: the host is not evicted */
+    uint32_t gen;               /* rules of it turned off: a canonical
+                                   form made before may be another's */
     uint16_t wild;              /* host-wide manual rules */
     uint8_t  textlen;
     uint8_t  pad;
@@ -98,6 +100,8 @@ typedef struct {
     dway_t   way;
     uint64_t rep;
     uint64_t url;
+    uint32_t gen;               /* sh_dust_host_gen() when it was set */
+    uint32_t pad;
 } dcanon_t;
 
 struct sh_dust_s {
@@ -195,6 +199,19 @@ devid_t *sh_dust_evid_get(sh_dust_t *d, uint64_t key, int create,
                           int *found);
 dcanon_t *sh_dust_canon_get(sh_dust_t *d, uint64_t key, int create,
                             int *found);
+
+/*
+ * The generation of host h's canonical forms: its own and its alias
+ * partner's count of rules turned off (the two share forms).  A canonical
+ * entry set under another generation may have been made by a rule now
+ * off, and names no document for a prediction (sh_dust_predict); the
+ * next URL of its form sets it again.
+ */
+uint32_t sh_dust_host_gen(sh_dust_t *d, const dhost_t *h);
+
+/* A rule of host `host` turned off (retired, unpinned, forbidden): its
+ * canonical forms are stale (an alias: both hosts'). */
+void sh_dust_host_stale(sh_dust_t *d, uint64_t host, uint64_t alias);
 
 /* The evidence entry of kind `key` (KEY_*, or a rule's cand_key ^
  * KEY_PAIR) for the URL hash h. */

@@ -2083,6 +2083,59 @@ test_path_token(void **state)
 }
 
 /*
+ * A canonical form made under a rule that later turned off names no
+ * document (site4: drop_param(CategoryID) was on for a while; the forms
+ * its listings left answered drop_value(CategoryID=1)'s URLs as another
+ * category's listing after it retired).  /c/50?cat=2 leaves the form
+ * /c/50 while drop_param(cat) is on; cat then shows it selects pages and
+ * retires; drop_value(cat=1), still on (pinned here), maps /c/50?cat=1
+ * onto /c/50 and must not answer the cat=2 page.  A form set again under the rules on
+ * now answers.
+ */
+static void
+test_stale_canonical(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    uint64_t       rep;
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(n), "http://g.example/c/%d", n);
+        obs(f.d, DOCREP(n), "http://g.example/c/%d?cat=%d", n, 1 + n % 2);
+        obs(f.d, DOCREP(n), "http://g.example/c/%d?cat=%d", n, 3 + n % 5);
+    }
+    assert_int_equal(state_of(f.d, "g.example", "/c/", SH_DUST_DROP_PARAM,
+                              "cat"), SH_DUST_ACTIVE);
+    /* the value rule on by hand: once drop_param(cat) is on, the pairs
+     * it already makes one are no evidence for another rule */
+    assert_int_equal(sh_dust_pin(f.d, "g.example", "/c/",
+                                 SH_DUST_DROP_VALUE, "cat=1", SH_DUST_PIN_ON,
+                                 1000), 0);
+    obs(f.d, DOCREP(502), "http://g.example/c/50?cat=2");
+    for (n = 60; n < 80; n++) {
+        obs(f.d, DOCREP(n), "http://g.example/c/%d", n);
+        obs(f.d, DOCREP(100 + n), "http://g.example/c/%d?cat=9", n);
+    }
+    assert_int_not_equal(state_of(f.d, "g.example", "/c/",
+                                  SH_DUST_DROP_PARAM, "cat"),
+                         SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "g.example", "/c/", SH_DUST_DROP_VALUE,
+                              "cat=1"), SH_DUST_PINNED);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://g.example/c/50?cat=1"),
+                     0);
+    /* the form made again, under the rules on now */
+    obs(f.d, DOCREP(500), "http://g.example/c/50");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://g.example/c/50?cat=1"),
+                     1);
+    assert_int_equal(rep, DOCREP(500));
+    unmake(&f);
+}
+
+/*
  * One value of a parameter (issue 34): hl=en written out is the page
  * without it, hl=fr another page.  drop_value(hl=en) turns on and
  * predicts; drop_param(hl) and drop_value(hl=fr) never do, and an hl=fr
@@ -2270,6 +2323,7 @@ main(void)
         cmocka_unit_test(test_index_family),
         cmocka_unit_test(test_alias_against),
         cmocka_unit_test(test_path_token),
+        cmocka_unit_test(test_stale_canonical),
     };
 
     return cmocka_run_group_tests(tests, test_site_load, test_site_unload);
