@@ -428,7 +428,8 @@ backfill(sh_dust_t *d, const dcand_t *c)
         if (ce != NULL && !found) {
             ce->rep = e->rep;
             ce->url = e->url;
-            ce->gen = sh_dust_host_gen(d, sh_dust_host_find(d, c->host));
+            ce->gen = sh_dust_host_gen(d, sh_dust_host_find(d, c->host),
+                                       e->pattern);
         }
     }
 }
@@ -452,7 +453,7 @@ sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         c->retired_support = c->support;
         d->stats.retirements++;
         sh_dust_mark_off(d, c);
-        sh_dust_host_stale(d, c->host,
+        sh_dust_host_stale(d, c->host, c->pattern,
                            c->kind == SH_DUST_HOST_ALIAS ? c->arg : 0);
         host_record(d, c, 0);
     } else {

@@ -152,7 +152,7 @@ rule_decode(sh_dust_t *d, const unsigned char *r, size_t len, int replace,
     } else {
         sh_dust_mark_off(d, c);
         if (from == SH_DUST_ACTIVE || from == SH_DUST_PINNED) {
-            sh_dust_host_stale(d, host,
+            sh_dust_host_stale(d, host, pattern,
                                kind == SH_DUST_HOST_ALIAS ? arg : 0);
         }
     }

@@ -394,7 +394,8 @@ step_canonical(sh_dust_t *d, obs_t *o)
     }
     ce->rep = o->rep;
     ce->url = o->hu;
-    ce->gen = sh_dust_host_gen(d, o->h);
+    ce->gen = sh_dust_host_gen(d, o->h, sh_dust_form_scope(&o->u, &o->sc,
+                                                           &o->rw));
 }
 
 int

@@ -188,7 +188,8 @@ sh_dust_pin(sh_dust_t *d, const char *host, const char *pattern,
         c->state = SH_DUST_CANDIDATE;
         sh_dust_mark_off(d, c);
         if (from == SH_DUST_PINNED) {
-            sh_dust_host_stale(d, hh, kind == SH_DUST_HOST_ALIAS ? ah : 0);
+            sh_dust_host_stale(d, hh, ph,
+                               kind == SH_DUST_HOST_ALIAS ? ah : 0);
         }
         if (!sh_dust_evaluate(d, c, now)) {
             sh_dust_record(d, c, (sh_dust_state_t) from, now);
@@ -220,7 +221,8 @@ sh_dust_pin(sh_dust_t *d, const char *host, const char *pattern,
     } else {
         sh_dust_mark_off(d, c);
         if (from == SH_DUST_ACTIVE || from == SH_DUST_PINNED) {
-            sh_dust_host_stale(d, hh, kind == SH_DUST_HOST_ALIAS ? ah : 0);
+            sh_dust_host_stale(d, hh, ph,
+                               kind == SH_DUST_HOST_ALIAS ? ah : 0);
         }
     }
     if (from != c->state) {

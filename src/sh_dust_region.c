@@ -361,29 +361,41 @@ sh_dust_evid_get(sh_dust_t *d, uint64_t key, int create, int *found)
 }
 
 uint32_t
-sh_dust_host_gen(sh_dust_t *d, const dhost_t *h)
+sh_dust_host_gen(sh_dust_t *d, const dhost_t *h, uint64_t pattern)
 {
     const dhost_t *p;
     uint64_t       partner;
+    unsigned       b = (unsigned) (pattern % GEN_BUCKETS);
 
     if (h == NULL) {
         return 0;
     }
     partner = h->alias_to ? h->alias_to : h->alias_from;
     p = partner ? sh_dust_host_find(d, partner) : NULL;
-    return h->gen + (p ? p->gen : 0);
+    return (uint32_t) h->gen[b] + (p ? p->gen[b] : 0);
+}
+
+/* Every bucket of host hash's, or the one of `pattern`. */
+static void
+stale(sh_dust_t *d, uint64_t hash, uint64_t pattern)
+{
+    dhost_t *h = sh_dust_host_find(d, hash);
+    unsigned b;
+
+    for (b = 0; h != NULL && b < GEN_BUCKETS; b++) {
+        if (pattern == 0 || pattern % GEN_BUCKETS == b) {
+            h->gen[b]++;
+        }
+    }
 }
 
 void
-sh_dust_host_stale(sh_dust_t *d, uint64_t host, uint64_t alias)
+sh_dust_host_stale(sh_dust_t *d, uint64_t host, uint64_t pattern,
+                   uint64_t alias)
 {
-    dhost_t *h = sh_dust_host_find(d, host);
-
-    if (h != NULL) {
-        h->gen++;
-    }
-    if (alias != 0 && (h = sh_dust_host_find(d, alias)) != NULL) {
-        h->gen++;
+    stale(d, host, pattern);
+    if (alias != 0) {
+        stale(d, alias, pattern);
     }
 }
 

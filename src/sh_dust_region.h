@@ -37,6 +37,7 @@
 #define CAND_WAYS       8
 #define EVID_WAYS       4
 #define CANON_WAYS      4
+#define GEN_BUCKETS     8       /* a host's scopes, by their pattern */
 
 typedef struct {
     uint64_t hash;              /* 0: free */
@@ -51,8 +52,9 @@ typedef struct {
     uint64_t predictions;
     uint64_t saved;
     uint32_t pins;              /* manual rules: the host is not evicted */
-    uint32_t gen;               /* rules of it turned off: a canonical
-                                   form made before may be another's */
+    uint16_t gen[GEN_BUCKETS];  /* rules turned off, by the bucket of
+                                   their pattern: a canonical form made
+                                   before may be another page's */
     uint16_t wild;              /* host-wide manual rules */
     uint8_t  textlen;
     uint8_t  pad;
@@ -201,17 +203,21 @@ dcanon_t *sh_dust_canon_get(sh_dust_t *d, uint64_t key, int create,
                             int *found);
 
 /*
- * The generation of host h's canonical forms: its own and its alias
- * partner's count of rules turned off (the two share forms).  A canonical
+ * The generation of the canonical forms of host h's URLs in scope
+ * `pattern`: the count of rules turned off in the scopes of its bucket,
+ * its own and its alias partner's (the two share forms).  A canonical
  * entry set under another generation may have been made by a rule now
  * off, and names no document for a prediction (sh_dust_predict); the
- * next URL of its form sets it again.
+ * next URL of its form that is fetched sets it again.  By bucket, so that
+ * a rule retired in one section does not make a whole site's forms stale.
  */
-uint32_t sh_dust_host_gen(sh_dust_t *d, const dhost_t *h);
+uint32_t sh_dust_host_gen(sh_dust_t *d, const dhost_t *h, uint64_t pattern);
 
-/* A rule of host `host` turned off (retired, unpinned, forbidden): its
- * canonical forms are stale (an alias: both hosts'). */
-void sh_dust_host_stale(sh_dust_t *d, uint64_t host, uint64_t alias);
+/* A rule of host `host` in `pattern` turned off (retired, unpinned,
+ * forbidden): those forms are stale (a host alias, pattern 0: every
+ * scope of both hosts, `alias` the other). */
+void sh_dust_host_stale(sh_dust_t *d, uint64_t host, uint64_t pattern,
+                        uint64_t alias);
 
 /* The evidence entry of kind `key` (KEY_*, or a rule's cand_key ^
  * KEY_PAIR) for the URL hash h. */

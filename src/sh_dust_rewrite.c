@@ -303,6 +303,15 @@ sh_dust_moved_to(const sh_url_t *u, const sh_url_rw_t *rw)
     return PAT_ROOT;
 }
 
+uint64_t
+sh_dust_form_scope(const sh_url_t *u, const scope_t *sc,
+                   const sh_url_rw_t *rw)
+{
+    uint64_t to = sh_dust_moved_to(u, rw);
+
+    return to != 0 ? to : sc->pattern;
+}
+
 /*
  * The rules of the scope u is moved into (pattern to), on host h or its
  * alias `other`, for the atoms that rewrite the query or a path

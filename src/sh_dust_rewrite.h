@@ -20,6 +20,10 @@ void sh_dust_merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from);
 /* The scope a path rewrite moves u into, or 0 when it stays. */
 uint64_t sh_dust_moved_to(const sh_url_t *u, const sh_url_rw_t *rw);
 
+/* The scope of c(u), u rewritten by rw: where it moved, else u's own. */
+uint64_t sh_dust_form_scope(const sh_url_t *u, const scope_t *sc,
+                            const sh_url_rw_t *rw);
+
 /* The query and path-parameter rules on for u in the scope it is moved
  * into (pattern `to`), merged into rw; the new count of applied rules. */
 unsigned sh_dust_moved_rules(sh_dust_t *d, dhost_t *h, dhost_t *other,
