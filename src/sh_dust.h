@@ -210,7 +210,9 @@ typedef struct {
     uint64_t        pattern_hash;   /* 0: host-wide */
     uint64_t        arg_hash;
     char            host[SH_DUST_HOST_TEXT + 1];  /* "" if unknown */
-    char            pattern[SH_DUST_PAT_TEXT + 3]; /* "/doc/", "/", "*" */
+    char            pattern[SH_DUST_PAT_TEXT + 3]; /* "/doc/", "/", "*",
+                                                      a script's
+                                                      "/store/Cart.aspx" */
     char            arg[SH_DUST_ARG_TEXT + 1];
     sh_dust_kind_t  kind;
     sh_dust_state_t state;

@@ -254,20 +254,7 @@ sh_dust_rule_info_of(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     r->pattern_hash = c->pattern;
     r->arg_hash = c->arg;
     host_text(d, c->host, r->host);
-    if (c->pattern == 0) {
-        strcpy(r->pattern, "*");
-    } else if (c->pattern == PAT_HOST) {
-        strcpy(r->pattern, "**");   /* scopes on (support), off */
-    } else if (c->pattern == PAT_POOL) {
-        strcpy(r->pattern, "*/");   /* the pairs of every scope */
-    } else if (c->pattern == PAT_ROOT) {
-        strcpy(r->pattern, "/");
-    } else {
-        r->pattern[0] = '/';
-        memcpy(r->pattern + 1, c->pat_text, c->patlen);
-        r->pattern[1 + c->patlen] = '/';
-        r->pattern[2 + c->patlen] = '\0';
-    }
+    sh_dust_pattern_name(r->pattern, c->pattern, c->pat_text, c->patlen);
     memcpy(r->arg, c->arg_text, c->arglen);
     r->arg[c->arglen] = '\0';
     r->kind = (sh_dust_kind_t) c->kind;
@@ -434,6 +421,35 @@ backfill(sh_dust_t *d, const dcand_t *c)
     }
 }
 
+void
+sh_dust_pattern_name(char *out, uint64_t pattern, const char *text,
+                     size_t len)
+{
+    if (pattern == 0) {
+        strcpy(out, "*");
+    } else if (pattern == PAT_HOST) {
+        strcpy(out, "**");          /* scopes on (support), off */
+    } else if (pattern == PAT_POOL) {
+        strcpy(out, "*/");          /* the pairs of every scope */
+    } else if (pattern == PAT_ROOT) {
+        strcpy(out, "/");
+    } else if (len > 0 && memchr(text, '/', len) != NULL) {
+        /* a script's scope: "store/Cart.aspx", "/index.php" */
+        if (text[0] == '/') {
+            text++;
+            len--;
+        }
+        out[0] = '/';
+        memcpy(out + 1, text, len);
+        out[1 + len] = '\0';
+    } else {
+        out[0] = '/';
+        memcpy(out + 1, text, len);
+        out[1 + len] = '/';
+        out[2 + len] = '\0';
+    }
+}
+
 /* The learned state after new counts: activate, retire, or neither. */
 int
 sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
@@ -526,52 +542,18 @@ pool(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
     count(d, p, same, now);
 }
 
-/*
- * A pair against a rule in scope sc also counts against the same rule of
- * the host's alias, in the same pattern: the two hosts serve one site's
- * pages, and a rule shown wrong on one is wrong on the other (a listing's
- * CategoryID is no less a listing's on the mobile host).  Only against:
- * support stays each host's own, so this can only hold a rule off.
- */
-static int
-alias_against(sh_dust_t *d, const scope_t *sc, const atom_t *a,
-              uint64_t now)
-{
-    const dhost_t *h;
-    uint64_t       partner;
-    dcand_t       *pc;
-
-    if (a->kind == SH_DUST_HOST_ALIAS || sc->pattern == 0
-        || sc->pattern == PAT_HOST || sc->pattern == PAT_POOL
-        || (h = sh_dust_host_find(d, sc->host)) == NULL)
-    {
-        return 0;
-    }
-    partner = h->alias_to ? h->alias_to : h->alias_from;
-    pc = partner ? sh_dust_cand_find(d, partner, sc->pattern, a->kind,
-                                     a->arg)
-                 : NULL;
-    if (pc == NULL || manual(pc)) {
-        return 0;
-    }
-    d->stats.against++;
-    count(d, pc, 0, now);
-    return sh_dust_evaluate(d, pc, now);
-}
-
 /* One pair for (scope, atom): support if same, else against. */
 int
 sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
                  uint64_t now)
 {
     dcand_t *c;
-    int      n = same ? 0 : alias_against(d, sc, a, now);
 
     pool(d, sc, a, same, now);
     c = sh_dust_cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
     if (c == NULL) {
         if (!same) {
-            return n;           /* a candidate starts with support */
+            return 0;           /* a candidate starts with support */
         }
         c = sh_dust_cand_new(d, sc->host, sc->pattern, a->kind, a->arg);
         if (c == NULL) {
@@ -595,7 +577,7 @@ sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
         d->stats.against++;
     }
     count(d, c, same, now);
-    return n + sh_dust_evaluate(d, c, now);
+    return sh_dust_evaluate(d, c, now);
 }
 
 /*

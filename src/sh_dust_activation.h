@@ -29,6 +29,11 @@ typedef struct {
 #define ATOM_PREFIX     1       /* a family by prefix: text, then '*' */
 #define ATOM_SHAPE      2       /* a component's shape: "(S(*))" */
 
+/* A pattern as the operator writes it: "*", "/", "/doc/", a script's
+ * "/store/Cart.aspx" (out: at least SH_DUST_PAT_TEXT + 3 bytes). */
+void sh_dust_pattern_name(char *out, uint64_t pattern, const char *text,
+                          size_t len);
+
 /* An atom's argument as a rule names it: "sid", a family's "utm_*", a
  * shape's "(S(*))". */
 static inline void
@@ -51,6 +56,7 @@ typedef struct {
     uint64_t    pattern;
     const char *pat;            /* the pattern's component, for display */
     uint32_t    patlen;
+    char        text[SH_DUST_PAT_TEXT]; /* a script's: "store/Cart.aspx" */
 } scope_t;
 
 static inline uint64_t

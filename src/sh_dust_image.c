@@ -419,19 +419,8 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
         ri.against = (uint32_t) sh_le_get(r + 36, 4);
         ri.last = sh_le_get(r + 48, 8);
         memcpy(ri.arg, r + 56, r[5]);
-        if (ri.pattern_hash == 0) {
-            strcpy(ri.pattern, "*");
-        } else if (ri.pattern_hash == PAT_HOST) {
-            strcpy(ri.pattern, "**");
-        } else if (ri.pattern_hash == PAT_POOL) {
-            strcpy(ri.pattern, "*/");
-        } else if (ri.pattern_hash == PAT_ROOT) {
-            strcpy(ri.pattern, "/");
-        } else {
-            ri.pattern[0] = '/';
-            memcpy(ri.pattern + 1, r + 88, r[6]);
-            ri.pattern[1 + r[6]] = '/';
-        }
+        sh_dust_pattern_name(ri.pattern, ri.pattern_hash,
+                             (const char *) r + 88, r[6]);
         memcpy(ri.host, r + 112, r[7]);
         n = ri.support + ri.against;
         ri.precision = n ? (double) ri.support / n : 0.0;

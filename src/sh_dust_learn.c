@@ -126,7 +126,8 @@ obs_active(sh_dust_t *d, obs_t *o)
             if (o->which[i] >= 0) {
                 o->isactive[o->which[i]] = 1;
                 o->lender[o->which[i]] = (scope_t) {
-                    o->applied[i]->host, o->applied[i]->pattern, "", 0 };
+                    .host = o->applied[i]->host,
+                    .pattern = o->applied[i]->pattern, .pat = "" };
             }
         }
     }
@@ -385,7 +386,7 @@ step_canonical(sh_dust_t *d, obs_t *o)
                 sh_dust_borrowed(d, &o->sc, &o->a[w], o->now);
             }
         } else {
-            cs = (scope_t) { o->applied[i]->host, 0, "", 0 };
+            cs = (scope_t) { .host = o->applied[i]->host, .pat = "" };
             memset(&ca, 0, sizeof(ca));
             ca.kind = o->applied[i]->kind;
             ca.arg = o->applied[i]->arg;

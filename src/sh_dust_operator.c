@@ -51,7 +51,8 @@ static int
 pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
            const char **comp, size_t *len)
 {
-    size_t n;
+    const char *slash, *script;
+    size_t      n;
 
     *comp = "";
     *len = 0;
@@ -70,12 +71,33 @@ pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
         *hash = PAT_ROOT;
         return 0;
     }
-    if (memchr(p, '/', n) != NULL || n > SH_URL_LEN_MAX) {
+    if (n > SH_URL_LEN_MAX) {
+        return -1;
+    }
+    *comp = p;
+    *len = n;
+    slash = last_byte(p, '/', n);
+    if (p[strlen(p) - 1] != '/'
+        && memchr(slash ? slash : p, '.', n - (size_t) (slash ? slash - p : 0))
+           != NULL)
+    {
+        /* a script's scope, "/store/Cart.aspx", "/index.php": its
+         * section's pattern and its name, lowercased */
+        if (slash != NULL && memchr(p, '/', (size_t) (slash - p)) != NULL) {
+            return -1;
+        }
+        *hash = slash == NULL ? PAT_ROOT
+                : nonzero(sh_url_hash_bytes(d->secret, p,
+                                            (size_t) (slash - p)));
+        script = slash ? slash + 1 : p;
+        *hash = nonzero(sh_url_step(*hash, sh_url_hash_lower(d->secret,
+                            script, n - (size_t) (script - p))));
+        return 0;
+    }
+    if (memchr(p, '/', n) != NULL) {
         return -1;
     }
     *hash = nonzero(sh_url_hash_bytes(d->secret, p, n));
-    *comp = p;
-    *len = n;
     return 0;
 }
 

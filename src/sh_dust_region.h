@@ -168,6 +168,18 @@ ring(const sh_dust_t *d)
     return (sh_dust_change_t *) ((char *) d + d->off_changes);
 }
 
+/* The last c in p[0..n), or NULL (memrchr is GNU's). */
+static inline const char *
+last_byte(const char *p, int c, size_t n)
+{
+    while (n > 0) {
+        if (p[--n] == (char) c) {
+            return p + n;
+        }
+    }
+    return NULL;
+}
+
 static inline void
 copy_text(char *dst, size_t cap, uint8_t *dlen, const char *src, size_t n)
 {

@@ -205,10 +205,65 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
     return component_atoms(u, out, n, 1);
 }
 
+/*
+ * The script a URL's query is given to: its last segment, when the URL
+ * has a query and the segment an extension that is not a static
+ * document's (viewtopic.php?t=3, Category.aspx?CategoryID=1): its index,
+ * or -1.  A parameter means what its script makes of it: CategoryID is
+ * where a product was reached from on Product.aspx and the listing itself
+ * on Category.aspx, beside it in one section.
+ */
+static int
+script_of(const sh_url_t *u)
+{
+    static const char *doc[] = { "html", "htm", "shtml", "xhtml", "xml",
+                                 "txt", "pdf" };
+    const sh_url_seg_t *s;
+    const char         *dot;
+    size_t              n, k;
+    unsigned            i;
+
+    if (u->nparams == 0 || u->nsegs == 0) {
+        return -1;
+    }
+    s = &u->segs[u->nsegs - 1];
+    dot = s->base_len > 1 ? last_byte(s->seg.p + 1, '.', s->base_len - 1)
+                          : NULL;
+    if (dot == NULL) {
+        return -1;
+    }
+    n = (size_t) (s->seg.p + s->base_len - dot - 1);
+    for (i = 0; i < sizeof(doc) / sizeof(doc[0]); i++) {
+        if (strlen(doc[i]) == n) {
+            for (k = 0; k < n && (dot[1 + k] | 0x20) == doc[i][k]; k++) {
+                /* ASCII case folded */
+            }
+            if (k == n) {
+                return -1;
+            }
+        }
+    }
+    return n > 0 ? (int) (u->nsegs - 1) : -1;
+}
+
+/* A section's pattern refined by u's script, if u has one: the pattern
+ * of its query's scope.  The script's name is compared lowercased (IIS
+ * and ASP.NET ignore case). */
+static uint64_t
+script_pattern(const sh_url_t *u, uint64_t pattern)
+{
+    int j = script_of(u);
+
+    return j < 0 ? pattern
+                 : nonzero(sh_url_step(pattern, u->segs[j].base_lower));
+}
+
 void
 sh_dust_scope_of(const sh_url_t *u, scope_t *sc)
 {
     unsigned i = 0;
+    int      j;
+    size_t   n = 0, k;
 
     /* a component that holds a token (a session: /(S(kx1bq2...))/shop/)
      * names no section: the scope is the first one after it */
@@ -225,6 +280,22 @@ sh_dust_scope_of(const sh_url_t *u, scope_t *sc)
         sc->pat = "";
         sc->patlen = 0;
     }
+    if ((j = script_of(u)) < 0) {
+        return;
+    }
+    /* "store/Category.aspx", "/index.php" at the root */
+    sc->pattern = script_pattern(u, sc->pattern);
+    k = sc->patlen < sizeof(sc->text) ? sc->patlen : sizeof(sc->text);
+    memcpy(sc->text, sc->pat, k);
+    n = k;
+    if (n < sizeof(sc->text)) {
+        sc->text[n++] = '/';
+    }
+    k = u->segs[j].base_len;
+    k = k < sizeof(sc->text) - n ? k : sizeof(sc->text) - n;
+    memcpy(sc->text + n, u->segs[j].seg.p, k);
+    sc->pat = sc->text;
+    sc->patlen = (uint32_t) (n + k);
 }
 
 void
@@ -290,17 +361,18 @@ sh_dust_moved_to(const sh_url_t *u, const sh_url_rw_t *rw)
     unsigned i;
 
     if (rw->lower && u->nsegs >= 2 && u->segs[0].lower != u->segs[0].hash) {
-        return nonzero(u->segs[0].lower);
+        return script_pattern(u, nonzero(u->segs[0].lower));
     }
     if (!(rw->drop_segs & 1)) {
         return 0;
     }
     for (i = 1; i + 1 < u->nsegs; i++) {
-        if (!(rw->drop_segs >> i & 1)) {
-            return nonzero(rw->lower ? u->segs[i].lower : u->segs[i].hash);
+        if (!(rw->drop_segs >> i & 1) && u->segs[i].shape == 0) {
+            return script_pattern(u, nonzero(rw->lower ? u->segs[i].lower
+                                                        : u->segs[i].hash));
         }
     }
-    return PAT_ROOT;
+    return script_pattern(u, PAT_ROOT);
 }
 
 uint64_t
