@@ -207,17 +207,21 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
 
 /*
  * The script a URL's query is given to: its last segment, when the URL
- * has a query and the segment an extension that is not a static
- * document's (viewtopic.php?t=3, Category.aspx?CategoryID=1): its index,
+ * has a query and the segment names a server-side handler by its
+ * extension (viewtopic.php?t=3, Category.aspx?CategoryID=1): its index,
  * or -1.  A parameter means what its script makes of it: CategoryID is
  * where a product was reached from on Product.aspx and the listing itself
- * on Category.aspx, beside it in one section.
+ * on Category.aspx, beside it in one section.  The extensions are the
+ * handlers' (PHP, ASP and ASP.NET, JSP, CGI, ColdFusion, Struts), named by
+ * the servers that dispatch on them; a dot in a document's name
+ * (email.parser, 2.7) is no script.
  */
 static int
 script_of(const sh_url_t *u)
 {
-    static const char *doc[] = { "html", "htm", "shtml", "xhtml", "xml",
-                                 "txt", "pdf" };
+    static const char *ext[] = { "php", "php3", "php4", "php5", "phtml",
+                                 "asp", "aspx", "ashx", "jsp", "jspx",
+                                 "cgi", "pl", "cfm", "do", "action" };
     const sh_url_seg_t *s;
     const char         *dot;
     size_t              n, k;
@@ -233,17 +237,17 @@ script_of(const sh_url_t *u)
         return -1;
     }
     n = (size_t) (s->seg.p + s->base_len - dot - 1);
-    for (i = 0; i < sizeof(doc) / sizeof(doc[0]); i++) {
-        if (strlen(doc[i]) == n) {
-            for (k = 0; k < n && (dot[1 + k] | 0x20) == doc[i][k]; k++) {
+    for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+        if (strlen(ext[i]) == n) {
+            for (k = 0; k < n && (dot[1 + k] | 0x20) == ext[i][k]; k++) {
                 /* ASCII case folded */
             }
             if (k == n) {
-                return -1;
+                return (int) (u->nsegs - 1);
             }
         }
     }
-    return n > 0 ? (int) (u->nsegs - 1) : -1;
+    return -1;
 }
 
 /* A section's pattern refined by u's script, if u has one: the pattern
