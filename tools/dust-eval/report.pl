@@ -289,7 +289,12 @@ for my $run (@runs) {
     my $d = $z->{dust} // {};
     $o .= sprintf "  stats: observations %d, predictions %d, saved %d, support %d, against %d, candidates %d, active %d, activations %d, retirements %d\n",
         map { $d->{$_} // 0 } qw(observations predictions saved support against candidates active activations retirements);
-    my @bad = grep { $_->{to} eq 'on' && $_->{rule} =~ $changing } @changes;
+    # CategoryID is the listing on Category.aspx, only where a product was
+    # reached from on Product.aspx (a script's scope names its script)
+    my @bad = grep { $_->{to} eq 'on' && $_->{rule} =~ $changing
+                     && !($_->{rule} =~ /categoryid/i
+                          && $_->{pattern} =~ m{/product\.aspx$}i) }
+              @changes;
     $o .= sprintf "  content-changing parameters (page, sort, lang, q, id, hl, v, and the fourth site's; values other than the defaults) ever active: %s\n",
         @bad ? join(', ', map { "$_->{rule} $_->{host} $_->{pattern}" } @bad) : 'none';
     print $o, "\n";
