@@ -33,6 +33,7 @@
 
 
 static size_t ngx_http_simhash_dust_region(ngx_uint_t units);
+static ngx_int_t ngx_http_simhash_dust_pattern_ok(u_char *p, u_char *last);
 static ngx_int_t ngx_http_simhash_dust_kind(ngx_str_t *v,
     sh_dust_kind_t *kind, u_char **arg, ngx_pool_t *pool);
 
@@ -436,6 +437,38 @@ ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
 
 
 /*
+ * pattern= of simhash_dust_rule: "/dir/", "/" or, a script's scope,
+ * "/dir/page.php" or "/page.php" (a last part with a dot, no trailing
+ * slash): the scopes the learner names (docs/DUST.md, "Rules and their
+ * scope").
+ */
+
+static ngx_int_t
+ngx_http_simhash_dust_pattern_ok(u_char *p, u_char *last)
+{
+    u_char  *slash;
+
+    if (p == last || p[0] != '/') {
+        return NGX_ERROR;
+    }
+
+    slash = ngx_strlchr(p + 1, last - 1, '/');
+
+    if (slash == NULL) {
+        return NGX_OK;                  /* "/", "/dir/", "/page.php" */
+    }
+
+    if (last[-1] == '/' || ngx_strlchr(slash + 1, last, '/') != NULL
+        || ngx_strlchr(slash + 1, last, '.') == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;                      /* "/dir/page.php" */
+}
+
+
+/*
  * simhash_dust_rule zone=NAME host=HOST [pattern=/dir/] RULE pin|forbid:
  * a rule set by hand, as a search console lets a site owner say which
  * parameters matter.  Applied whenever its zone is initialised.
@@ -495,13 +528,15 @@ ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         if (v->len > 8 && ngx_strncmp(v->data, "pattern=", 8) == 0) {
             pin->pattern = v->data + 8;
 
-            if (pin->pattern[0] != '/'
-                || ngx_strlchr(pin->pattern + 1, v->data + v->len - 1, '/'))
+            if (ngx_http_simhash_dust_pattern_ok(pin->pattern,
+                                                 v->data + v->len)
+                != NGX_OK)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid \"%V\": a first path "
-                                   "component, \"/dir/\", or \"/\" for "
-                                   "root-level files", v);
+                                   "component, \"/dir/\", \"/\" for "
+                                   "root-level files, or a script, "
+                                   "\"/dir/page.php\"", v);
                 return NGX_CONF_ERROR;
             }
 

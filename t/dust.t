@@ -514,7 +514,23 @@ my @bad = (
     [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=y '
       . 'host=a.test sort_params pin;',
       qr/unknown simhash zone "y"/ ],
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=z '
+      . 'host=a.test pattern=/a/b/ drop_param=sid pin;',
+      qr{invalid "pattern=/a/b/": a first path component, "/dir/", "/" for root-level files, or a script, "/dir/page\.php"} ],
 );
+# a script's scope is a pattern too (docs/DUST.md, "Rules and their scope")
+{
+    my $n = SimhashTest->new(http => 'simhash_zone zone=z:1m dust=1m; '
+                             . 'simhash_dust_rule zone=z host=a.test '
+                             . 'pattern=/store/Cart.aspx drop_param=ref pin; '
+                             . 'simhash_dust_rule zone=z host=a.test '
+                             . 'pattern=/store/ drop_component=(S(*)) pin;',
+                             proxy => 'location / { simhash z; }');
+    $n->write_config;
+    my ($rc, $out) = $n->nginx_t;
+    is($rc, 0, 'nginx -t takes pattern=/store/Cart.aspx and '
+               . 'drop_component=(S(*))') or diag($out);
+}
 for my $b (@bad) {
     my $n = SimhashTest->new(http => $b->[0],
                              proxy => 'location / { simhash z; }');
