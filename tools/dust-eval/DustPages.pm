@@ -1,8 +1,9 @@
 # tools/dust-eval/DustPages.pm -- what the DUST evaluation's site
-# generators (gensite.pl, gensite2.pl) share: files read and written, a
-# page's text, HTML escaping, and the walk over a documentation package's
-# HTML pages.  Each generator keeps its own idea of a page's main text
-# (main_html: the packages it reads differ) and of which pages count.
+# generators share: files read and written, a page's text, HTML escaping,
+# the walk over a documentation package's HTML pages, and main_html (the
+# third and fourth sites'; the first two keep their own, tuned to their
+# packages' themes).  Each generator keeps its own idea of which pages
+# count.
 package DustPages;
 use strict;
 use warnings;
@@ -11,7 +12,8 @@ use File::Find;
 use File::Path qw(make_path);
 use File::Basename qw(dirname);
 
-our @EXPORT_OK = qw(slurp spew text_of esc html_files page_of a page);
+our @EXPORT_OK = qw(slurp spew text_of esc html_files page_of a page
+                    main_html);
 
 sub slurp { local $/; open(my $f, '<:raw', $_[0]) or die "$_[0]: $!"; <$f> }
 
@@ -79,6 +81,23 @@ sub page {
          . "<div class=\"related\"><ul>\n"
          . join('', map { "<li>$_</li>\n" } @$related) . "</ul></div>\n"
          . "</body></html>\n";
+}
+
+# A page's own text: the theme's main element, else the Sphinx body,
+# else the whole body; navigation, forms and links' markup gone.
+sub main_html {
+    my ($html) = @_;
+    my $m;
+    if ($html =~ m{<main[^>]*>(.*?)</main>}si) { $m = $1 }
+    elsif ($html =~ m{role="main"[^>]*>(.*?)(?:<div class="sphinxsidebar"|<footer|<div class="footer")}si) { $m = $1 }
+    elsif ($html =~ m{<div class="document"[^>]*>(.*?)(?:<div class="footer"|</body>)}si) { $m = $1 }
+    elsif ($html =~ m{<body[^>]*>(.*?)</body>}si) { $m = $1 }
+    else { $m = $html }
+    $m =~ s{<(script|style|nav|form|select|button|header|footer)\b.*?</\1>}{}gsi;
+    $m =~ s{</?a\b[^>]*>}{}gsi;
+    $m =~ s{<(?:img|link|meta|input|iframe)\b[^>]*>}{}gsi;
+    $m =~ s{<!--.*?-->}{}gs;
+    return $m;
 }
 
 1;

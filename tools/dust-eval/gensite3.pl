@@ -50,27 +50,11 @@ use File::Path qw(make_path);
 use Digest::MD5;
 use FindBin;
 use lib $FindBin::Bin;
-use DustPages qw(slurp spew text_of esc html_files page_of a page);
+use DustPages qw(slurp spew text_of esc html_files page_of a page main_html);
 
 my $out = shift or die "usage: $0 OUT\n";
 srand($ENV{DUST_SITE_SEED} // 3003);
 
-# A page's own text: the theme's main element, else the Sphinx body,
-# else the whole body; navigation, forms and links' markup gone.
-sub main_html {
-    my ($html) = @_;
-    my $m;
-    if ($html =~ m{<main[^>]*>(.*?)</main>}si) { $m = $1 }
-    elsif ($html =~ m{role="main"[^>]*>(.*?)(?:<div class="sphinxsidebar"|<footer|<div class="footer")}si) { $m = $1 }
-    elsif ($html =~ m{<div class="document"[^>]*>(.*?)(?:<div class="footer"|</body>)}si) { $m = $1 }
-    elsif ($html =~ m{<body[^>]*>(.*?)</body>}si) { $m = $1 }
-    else { $m = $html }
-    $m =~ s{<(script|style|nav|form|select|button|header|footer)\b.*?</\1>}{}gsi;
-    $m =~ s{</?a\b[^>]*>}{}gsi;
-    $m =~ s{<(?:img|link|meta|input|iframe)\b[^>]*>}{}gsi;
-    $m =~ s{<!--.*?-->}{}gs;
-    return $m;
-}
 sub pages_of {
     my ($root, $skip, $min) = @_;
     my @docs;
