@@ -49,7 +49,6 @@ $t->write_file('html/doc/a.html', $pages[0]);
 $t->write_file('html/doc/b.html', $pages[1]);
 $t->start;
 
-my $hits = sub { $t->lines_of('logs/origin.log') };
 # the origin logs a request as it ends, which may be after the proxy
 # answered: wait for n lines
 my $hits_settled = sub { $t->wait_lines('logs/origin.log', $_[0]) };
@@ -64,7 +63,9 @@ is($r->{headers}{'x-simhash-status'}, 'new', 'the first variant: fetched');
 my $n = $SimhashTest::VALGRIND ? 160 : 800;
 my ($lo, $hi) = $SimhashTest::VALGRIND ? (1, 30) : (23, 77);
 my ($fetched, $answered, $other) = (0, 0, 0);
-my $before = $hits->();
+# counted from the first variant's line: its fetch ends at the origin
+# when it logs it, which may be after the proxy answered
+my $before = $t->lines_after('logs/origin.log', qr{ /doc/a\.html\?sid=first });
 for my $i (1 .. $n) {
     my ($status, $h) = $t->raw_get("/doc/a.html?sid=v$i");
     if (($h->{'x-simhash-predicted'} // '') ne 'drop_param(sid)') {
@@ -95,7 +96,7 @@ my $m = $SimhashTest::VALGRIND ? 60 : 200;
 ($lo, $hi) = $SimhashTest::VALGRIND ? (14, 46) : (72, 128);
 $t->get('/sample/doc/b.html?sid=first');
 my ($sampled, $predicted) = (0, 0);
-$before = $hits->();
+$before = $t->lines_after('logs/origin.log', qr{ /doc/b\.html\?sid=first });
 for my $i (1 .. $m) {
     my ($status, $h) = $t->raw_get("/sample/doc/b.html?sid=w$i");
     $predicted++ if ($h->{'x-simhash-predicted'} // '') eq 'drop_param(sid)';

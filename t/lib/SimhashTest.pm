@@ -664,6 +664,18 @@ sub wait_lines {
     return $self->lines_of($file);
 }
 
+# The lines of a file once one of them matches re: a count to compare with
+# later (`before`) that has the request of that line in it, whichever
+# process logs it and however late.  A count taken right after a request
+# may miss its line: the server that answered logs it as the request ends,
+# which may be after its client (a proxy, the test) has the answer.
+sub lines_after {
+    my ($self, $file, $re) = @_;
+    wait_until("a line matching $re in $file",
+               sub { ($self->read_file($file) // '') =~ $re });
+    return $self->lines_of($file);
+}
+
 # Wait until `n` (default 1) more lines of the error log match re than the
 # `before` there were.
 sub wait_log {
