@@ -414,7 +414,7 @@ backfill(sh_dust_t *d, const dcand_t *c)
         ce = sh_dust_canon_get(d, e->image, 1, &found);
         if (ce != NULL && !found) {
             ce->rep = e->rep;
-            ce->url = e->url;
+            ce->url = canon_url(e->url);
             ce->gen = sh_dust_host_gen(d, sh_dust_host_find(d, c->host),
                                        e->pattern);
         }

@@ -83,7 +83,7 @@ cross_alias(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
         rw.host = other;
     }
     ce = sh_dust_canon_get(d, sh_url_hash(u, &rw), 0, &found);
-    if (ce != NULL && ce->url != hu) {
+    if (ce != NULL && ce->url != canon_url(hu)) {
         alias_pair(d, other, u, ce->rep == rep, now);
     }
 }
@@ -188,7 +188,7 @@ step_moved(sh_dust_t *d, obs_t *o, unsigned i, const sh_url_rw_t *rwi,
         rwm.host = h->alias_to;
     }
     ce = sh_dust_canon_get(d, sh_url_hash(&o->u, &rwm), 0, &found);
-    if (ce != NULL && ce->url != o->hu) {
+    if (ce != NULL && ce->url != canon_url(o->hu)) {
         sh_dust_evidence(d, &o->sc, &o->a[i], ce->rep == o->rep, o->now);
     }
 }
@@ -209,7 +209,7 @@ step_forward(sh_dust_t *d, obs_t *o, unsigned i, uint64_t hr,
         obs_pair(d, o, i, e->rep == o->rep);
     } else if (o->na > 0 && !o->isactive[i]) {
         ce = sh_dust_canon_get(d, hr, 0, &found);
-        if (ce != NULL && ce->url != o->hu) {
+        if (ce != NULL && ce->url != canon_url(o->hu)) {
             sh_dust_evidence(d, &o->sc, &o->a[i], ce->rep == o->rep, o->now);
         }
     } else if (!o->isactive[i] && (mt = sh_dust_moved_to(&o->u, rwi)) != 0
@@ -376,7 +376,7 @@ step_canonical(sh_dust_t *d, obs_t *o)
     }
     ce = sh_dust_canon_get(d, sh_url_hash(&o->u, &o->rw), 1, &found);
     /* decided once: a pair's activation may refill the entry's set */
-    pairs = found && ce->url != o->hu ? o->na : 0;
+    pairs = found && ce->url != canon_url(o->hu) ? o->na : 0;
     for (i = 0; i < pairs; i++) {
         w = o->which[i];
         if (w >= 0) {
@@ -394,7 +394,7 @@ step_canonical(sh_dust_t *d, obs_t *o)
         }
     }
     ce->rep = o->rep;
-    ce->url = o->hu;
+    ce->url = canon_url(o->hu);
     ce->gen = sh_dust_host_gen(d, o->h, sh_dust_form_scope(&o->u, &o->sc,
                                                            &o->rw));
 }

@@ -39,7 +39,7 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
     /* a form set under rules now off (another generation) may be
      * another page's: the rules on now must make it again */
     ce = sh_dust_canon_get(d, sh_url_hash(u, rw), 0, &found);
-    if (ce != NULL && ce->url != hu
+    if (ce != NULL && ce->url != canon_url(hu)
         && ce->gen == sh_dust_host_gen(d, h, sh_dust_form_scope(u, sc, rw)))
     {
         *rep = ce->rep;

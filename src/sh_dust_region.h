@@ -101,10 +101,18 @@ typedef struct {
 typedef struct {
     dway_t   way;
     uint64_t rep;
-    uint64_t url;
+    uint32_t url;               /* canon_url() of the URL that set it */
     uint32_t gen;               /* sh_dust_host_gen() when it was set */
-    uint32_t pad;
 } dcanon_t;
+
+/* A URL's hash folded to a canonical entry's 32 bits (the entry stays 32
+ * bytes): two URLs that fold alike only look like one URL re-fetched, a
+ * pair or a prediction not made, once in 2^32. */
+static inline uint32_t
+canon_url(uint64_t hash)
+{
+    return (uint32_t) (hash ^ (hash >> 32));
+}
 
 struct sh_dust_s {
     char            magic[8];
