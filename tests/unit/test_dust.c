@@ -1542,6 +1542,12 @@ test_init_errors(void **state)
     memset(mem, 0, size);
     assert_null(sh_dust_attach(mem, size, err, sizeof(err)));
     free(mem);
+    /* the module's dust=8m gives the defaults (the largest power of two
+     * of units that fits): a table entry grown by a field must not halve
+     * them (docs/DUST.md, "What is stored where") */
+    sh_dust_opts_init(&o);
+    assert_true(sh_dust_region_size(o.hosts, o.candidates, o.evidence_slots,
+                                    o.canonical_slots) <= (size_t) 8 << 20);
 }
 
 
