@@ -438,9 +438,9 @@ ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
 
 /*
  * pattern= of simhash_dust_rule: "/dir/", "/" or, a script's scope,
- * "/dir/page.php" or "/page.php" (a last part with a dot, no trailing
- * slash): the scopes the learner names (docs/DUST.md, "Rules and their
- * scope").
+ * "/dir/page.php" or "/page.php" (a handler's name, sh_dust_is_script, no
+ * trailing slash): the scopes the learner names (docs/DUST.md, "Rules and
+ * their scope").
  */
 
 static ngx_int_t
@@ -459,7 +459,7 @@ ngx_http_simhash_dust_pattern_ok(u_char *p, u_char *last)
     }
 
     if (last[-1] == '/' || ngx_strlchr(slash + 1, last, '/') != NULL
-        || ngx_strlchr(slash + 1, last, '.') == NULL)
+        || !sh_dust_is_script((char *) slash + 1, last - slash - 1))
     {
         return NGX_ERROR;
     }

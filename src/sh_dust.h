@@ -320,6 +320,13 @@ int sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
  * another item's page (the canonical table's URL was a duplicate of it)
  * does not.
  */
+/*
+ * Whether a file name names a server-side handler by its extension
+ * (Cart.aspx, viewtopic.php; any case): the query of such a URL is scoped
+ * by the script, and pattern= names such a scope "/dir/Cart.aspx".
+ */
+int sh_dust_is_script(const char *name, size_t len);
+
 int sh_dust_same_path(sh_dust_t *d, const char *a, size_t alen,
                       const char *b, size_t blen);
 

@@ -77,9 +77,9 @@ pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
     *comp = p;
     *len = n;
     slash = last_byte(p, '/', n);
+    script = slash ? slash + 1 : p;
     if (p[strlen(p) - 1] != '/'
-        && memchr(slash ? slash : p, '.', n - (size_t) (slash ? slash - p : 0))
-           != NULL)
+        && sh_dust_is_script(script, n - (size_t) (script - p)))
     {
         /* a script's scope, "/store/Cart.aspx", "/index.php": its
          * section's pattern and its name, lowercased */
@@ -89,7 +89,6 @@ pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
         *hash = slash == NULL ? PAT_ROOT
                 : nonzero(sh_url_hash_bytes(d->secret, p,
                                             (size_t) (slash - p)));
-        script = slash ? slash + 1 : p;
         *hash = nonzero(sh_url_step(*hash, sh_url_hash_lower(d->secret,
                             script, n - (size_t) (script - p))));
         return 0;

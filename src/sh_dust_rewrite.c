@@ -206,48 +206,56 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
 }
 
 /*
- * The script a URL's query is given to: its last segment, when the URL
- * has a query and the segment names a server-side handler by its
- * extension (viewtopic.php?t=3, Category.aspx?CategoryID=1): its index,
- * or -1.  A parameter means what its script makes of it: CategoryID is
- * where a product was reached from on Product.aspx and the listing itself
- * on Category.aspx, beside it in one section.  The extensions are the
- * handlers' (PHP, ASP and ASP.NET, JSP, CGI, ColdFusion, Struts), named by
- * the servers that dispatch on them; a dot in a document's name
- * (email.parser, 2.7) is no script.
+ * The extensions are the handlers' (PHP, ASP and ASP.NET, JSP, CGI,
+ * ColdFusion, Struts), named by the servers that dispatch on them; a dot
+ * in a document's name (email.parser, 2.7) is no script.
  */
-static int
-script_of(const sh_url_t *u)
+int
+sh_dust_is_script(const char *name, size_t len)
 {
     static const char *ext[] = { "php", "php3", "php4", "php5", "phtml",
                                  "asp", "aspx", "ashx", "jsp", "jspx",
                                  "cgi", "pl", "cfm", "do", "action" };
-    const sh_url_seg_t *s;
-    const char         *dot;
-    size_t              n, k;
-    unsigned            i;
+    const char *dot = len > 1 ? last_byte(name + 1, '.', len - 1) : NULL;
+    size_t      n, k;
+    unsigned    i;
 
-    if (u->nparams == 0 || u->nsegs == 0) {
-        return -1;
-    }
-    s = &u->segs[u->nsegs - 1];
-    dot = s->base_len > 1 ? last_byte(s->seg.p + 1, '.', s->base_len - 1)
-                          : NULL;
     if (dot == NULL) {
-        return -1;
+        return 0;
     }
-    n = (size_t) (s->seg.p + s->base_len - dot - 1);
+    n = (size_t) (name + len - dot - 1);
     for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
         if (strlen(ext[i]) == n) {
             for (k = 0; k < n && (dot[1 + k] | 0x20) == ext[i][k]; k++) {
                 /* ASCII case folded */
             }
             if (k == n) {
-                return (int) (u->nsegs - 1);
+                return 1;
             }
         }
     }
-    return -1;
+    return 0;
+}
+
+/*
+ * The script a URL's query is given to: its last segment, when the URL
+ * has a query and the segment names a server-side handler
+ * (viewtopic.php?t=3, Category.aspx?CategoryID=1): its index, or -1.  A
+ * parameter means what its script makes of it: CategoryID is where a
+ * product was reached from on Product.aspx and the listing itself on
+ * Category.aspx, beside it in one section.
+ */
+static int
+script_of(const sh_url_t *u)
+{
+    const sh_url_seg_t *s;
+
+    if (u->nparams == 0 || u->nsegs == 0) {
+        return -1;
+    }
+    s = &u->segs[u->nsegs - 1];
+    return sh_dust_is_script(s->seg.p, s->base_len) ? (int) (u->nsegs - 1)
+                                                    : -1;
 }
 
 /* A section's pattern refined by u's script, if u has one: the pattern

@@ -524,6 +524,10 @@ my @bad = (
     [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=z '
       . 'host=a.test pattern=/a/b/ drop_param=sid pin;',
       qr{invalid "pattern=/a/b/": a first path component, "/dir/", "/" for root-level files, or a script, "/dir/page\.php"} ],
+    # a dot in a document's name is no script: no such scope is learned
+    [ 'simhash_zone zone=z:1m dust=1m; simhash_dust_rule zone=z '
+      . 'host=a.test pattern=/doc/email.parser drop_param=sid pin;',
+      qr{invalid "pattern=/doc/email\.parser"} ],
 );
 # a script's scope is a pattern too (docs/DUST.md, "Rules and their scope")
 {
