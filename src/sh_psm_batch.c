@@ -61,8 +61,9 @@ sh_psm_batch_probes_for(const sh_lookup_opts_t *o, unsigned t)
     }
     k = o->probes;
     if (k == 0) {
+        /* One chance, as the index (sh_psm_batch.h says why). */
         k = sh_volatility_k(vol, 1, o->h > SH_H_MAX ? SH_H_MAX : o->h, t,
-                            1 - sqrtf(1 - r), 4 * t);
+                            r, 4 * t);
     }
     return k > SH_PROBES_MAX ? SH_PROBES_MAX : k;
 }
