@@ -16,12 +16,14 @@
 #include "sh_site.h"
 
 #define DUST_MAGIC      "SHDUST1"
-#define DUST_VERSION    6u          /* 2: entries begin with dway_t;
+#define DUST_VERSION    7u          /* 2: entries begin with dway_t;
                                        3: hosts know their alias source;
                                        4: and their site; 5: the
                                        sequential test's constants,
                                        reverse entries know R(u); 6:
-                                       canonical forms' generation */
+                                       canonical forms' generation; 7:
+                                       parameters sorted by lowercased
+                                       name, path_case lowers names */
 #define SPRT_RATIO      10.0    /* a good rule disagrees 10x less often
                                    than the worst one allowed on */
 

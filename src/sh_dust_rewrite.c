@@ -168,7 +168,7 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
             n++;
         }
     }
-    if (u->upper) {
+    if (u->upper || u->upper_names) {
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = SH_DUST_PATH_CASE;
         out[n].rw.lower = 1;

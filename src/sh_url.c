@@ -269,15 +269,38 @@ sh_url_name_eq(const char *a, size_t alen, const char *b, size_t blen)
 }
 
 /* Order of two parameters: decoded names, then raw values. */
+/* Names compare lowercased first, so that the sorted order of a URL is
+ * the same in every case form of its names (PATH_CASE then sorts too);
+ * then as they are, then by value. */
+static int
+cmp_lower(const unsigned char *a, size_t na, const unsigned char *b,
+          size_t nb)
+{
+    size_t i, m = na < nb ? na : nb;
+
+    for (i = 0; i < m; i++) {
+        int c = (int) lower(a[i]) - (int) lower(b[i]);
+
+        if (c != 0) {
+            return c;
+        }
+    }
+    return na == nb ? 0 : (na < nb ? -1 : 1);
+}
+
 static int
 param_cmp(const sh_url_param_t *a, const unsigned char *da, size_t na,
           const sh_url_param_t *b, const unsigned char *db, size_t nb)
 {
     size_t m = na < nb ? na : nb;
-    int    c = memcmp(da, db, m);
+    int    c = cmp_lower(da, na, db, nb);
 
-    if (c != 0 || na != nb) {
-        return c != 0 ? c : (na < nb ? -1 : 1);
+    if (c != 0) {
+        return c;
+    }
+    c = memcmp(da, db, m);
+    if (c != 0) {
+        return c;
     }
     m = a->value.len < b->value.len ? a->value.len : b->value.len;
     c = memcmp(a->value.p, b->value.p, m);
@@ -412,6 +435,19 @@ file_family(sh_url_t *u, const unsigned char *secret)
     u->file_family = u->file_family ? u->file_family : 1;
 }
 
+static int
+has_upper(const unsigned char *p, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (p[i] >= 'A' && p[i] <= 'Z') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void
 sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
 {
@@ -419,9 +455,11 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
     unsigned char   buf[SH_URL_LEN_MAX];
     uint16_t        doff[SH_URL_PARAMS_MAX], dlen[SH_URL_PARAMS_MAX];
     size_t          used = 0;
+    uint64_t        vh;
     unsigned        i, j;
     uint8_t         t;
 
+    u->upper_names = 0;
     u->scheme_hash = sh_url_hash_lower(secret, u->scheme.p, u->scheme.len);
     u->host_hash = sh_url_hash_lower(secret, u->host.p, u->host.len);
 
@@ -477,11 +515,17 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
 
         doff[i] = (uint16_t) used;
         dlen[i] = (uint16_t) n;
+        vh = sh_url_hash_bytes(secret, pa->value.p, pa->value.len);
         pa->name_hash = XXH3_64bits_withSecret(buf + used, n, secret,
                                                SH_URL_SECRET_LEN);
-        pa->hash = sh_url_mix(pa->name_hash * 0xC2B2AE3D27D4EB4FULL
-                         ^ sh_url_hash_bytes(secret, pa->value.p,
-                                             pa->value.len));
+        pa->hash = sh_url_mix(pa->name_hash * 0xC2B2AE3D27D4EB4FULL ^ vh);
+        pa->hash_lower = pa->hash;
+        if (has_upper(buf + used, n)) {
+            u->upper_names = 1;
+            pa->hash_lower = sh_url_mix(sh_url_hash_lower(secret,
+                                            (const char *) buf + used, n)
+                                        * 0xC2B2AE3D27D4EB4FULL ^ vh);
+        }
         param_family(pa, secret);
         used += n;
         u->order[i] = (uint8_t) i;
@@ -561,7 +605,8 @@ sh_url_hash(const sh_url_t *u, const sh_url_rw_t *rw)
         if (rw && (rw->drop_params >> p & 1)) {
             continue;
         }
-        h = sh_url_step(h, u->params[p].hash);
+        h = sh_url_step(h, (rw && rw->lower) ? u->params[p].hash_lower
+                                             : u->params[p].hash);
     }
     h = sh_url_mix(h ^ CHAIN_SEED);
     return h ? h : 1;
@@ -625,7 +670,8 @@ sh_url_write(const sh_url_t *u, const sh_url_rw_t *rw, const char *host,
         }
         put(buf, size, &n, first ? "?" : "&", 1, 0);
         first = 0;
-        put(buf, size, &n, u->params[p].name.p, u->params[p].name.len, 0);
+        put(buf, size, &n, u->params[p].name.p, u->params[p].name.len,
+            rw && rw->lower);
         if (u->params[p].value.len > 0) {
             put(buf, size, &n, "=", 1, 0);
             put(buf, size, &n, u->params[p].value.p, u->params[p].value.len,

@@ -19,8 +19,11 @@
  *     '+' is a space, as in form encoding; a malformed escape stays as it
  *     is), its VALUE by its raw bytes; "a" and "a=" are the same (an empty
  *     value); empty pieces ("&&") are skipped;
- *   - path segments by their raw bytes (lowercased only under the
- *     PATH_CASE rewrite).
+ *   - path segments by their raw bytes; the PATH_CASE rewrite lowercases
+ *     them and the parameters' names (never a value): a server that
+ *     ignores the case of its paths (IIS, ASP.NET) ignores it in the
+ *     names of its parameters too, so product.aspx?productid=1 is
+ *     Product.aspx?ProductID=1 there.
  *
  * Hashing.  sh_url_hash_parts computes one keyed 64-bit hash per part
  * (XXH3 under a secret: a client cannot aim two URLs at one hash); then
@@ -63,6 +66,7 @@ typedef struct {
     sh_url_span_t value;    /* raw; empty for "a" and "a=" */
     uint64_t      name_hash;    /* of the decoded name (hash_parts) */
     uint64_t      hash;         /* of (decoded name, value) */
+    uint64_t      hash_lower;   /* the same, the name lowercased */
     uint64_t      family;       /* of its family's name, "utm_*" for
                                    utm_source; 0: it has none */
     uint32_t      family_len;   /* the family's prefix, "utm_": 4 */
@@ -94,10 +98,13 @@ typedef struct {
     unsigned       nsegs;       /* >= 1: "/" is one empty segment */
     unsigned       nparams;
     int            upper;       /* the path has an ASCII capital */
+    int            upper_names; /* a decoded parameter name has one */
     sh_url_seg_t   segs[SH_URL_SEGS_MAX];
     sh_url_param_t params[SH_URL_PARAMS_MAX];
-    uint8_t        order[SH_URL_PARAMS_MAX];  /* params by (decoded name,
-                                                 value): hash_parts */
+    uint8_t        order[SH_URL_PARAMS_MAX];  /* params by (decoded name
+                                                 lowercased, decoded
+                                                 name, value): one order
+                                                 for every case form */
     int            sorted;      /* params already in that order */
     uint64_t       file_family;     /* the last segment's file name as a
                                        family, "index.*" of index.php;

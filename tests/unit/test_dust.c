@@ -552,6 +552,28 @@ test_path_rules(void **state)
     obs(f.d, DOCREP(53), "http://c.example/doc/p53");
     assert_int_equal(pred(f.d, &rep, NULL, "http://c.example/Doc/P53"), 1);
     assert_int_equal(rep, DOCREP(53));
+    /* an ASP.NET server ignores the case of parameter names as well: the
+     * same rule, where the lowercase URL names no capital at all */
+    learn_pairs(f.d, "http://n.example/shop/Product.aspx?ProductID=%d",
+                "http://n.example/shop/product.aspx?productid=%d", 12);
+    assert_int_equal(state_of(f.d, "n.example", "/shop/Product.aspx",
+                              SH_DUST_PATH_CASE, NULL), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(54), "http://n.example/shop/Product.aspx?ProductID=54");
+    /* the lowercase URL is the canonical form the original was put in */
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://n.example/shop/product.aspx?productid=54"),
+                     1);
+    assert_int_equal(rep, DOCREP(54));
+    obs(f.d, DOCREP(55), "http://n.example/shop/product.aspx?productid=55");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://n.example/shop/PRODUCT.aspx?ProductID=55"),
+                     1);
+    assert_int_equal(rep, DOCREP(55));
+    /* values keep their case: another document */
+    obs(f.d, DOCREP(56), "http://n.example/shop/product.aspx?productid=a56");
+    assert_int_equal(pred(f.d, NULL, NULL,
+                          "http://n.example/shop/Product.aspx?ProductID=A56"),
+                     0);
 
     /* parameter order */
     learn_pairs(f.d, "http://o.example/s/x?a=1&b=%d", "http://o.example/s/"

@@ -260,14 +260,36 @@ test_rewrites(void **state)
     assert_int_equal(hash_of("http://a.org/d/index.html", &rw),
                      hash_of("http://a.org/d", NULL));
 
-    /* lowercase path */
+    /* lowercase path and parameter names, never a value (IIS and
+     * ASP.NET ignore the case of both) */
     memset(&rw, 0, sizeof(rw));
     rw.lower = 1;
     assert_int_equal(hash_of("http://a.org/Doc/ABC", &rw),
                      hash_of("http://a.org/doc/abc", NULL));
     assert_int_equal(parse(&u, "http://a.org/Doc/ABC?Q=X"), 0);
     sh_url_write(&u, &rw, NULL, 0, buf, sizeof(buf));
-    assert_string_equal(buf, "http://a.org/doc/abc?Q=X");
+    assert_string_equal(buf, "http://a.org/doc/abc?q=X");
+    assert_int_equal(sh_url_hash(&u, &rw),
+                     hash_of("http://a.org/doc/abc?q=X", NULL));
+    assert_int_not_equal(sh_url_hash(&u, &rw),
+                         hash_of("http://a.org/doc/abc?q=x", NULL));
+    /* a capital in a name alone is a case form too */
+    assert_int_equal(parse(&u, "http://a.org/p.aspx?ProductID=7"), 0);
+    assert_false(u.upper);
+    assert_true(u.upper_names);
+    assert_int_equal(sh_url_hash(&u, &rw),
+                     hash_of("http://a.org/p.aspx?productid=7", NULL));
+    assert_int_not_equal(sh_url_hash(&u, NULL),
+                         hash_of("http://a.org/p.aspx?productid=7", NULL));
+    assert_int_equal(parse(&u, "http://a.org/p.aspx?productid=7"), 0);
+    assert_false(u.upper_names);
+    /* one sorted order for every case form of the names: "B" sorts
+     * after "a" as "b" does */
+    rw.sort = 1;
+    assert_int_equal(hash_of("http://a.org/s?B=1&a=2", &rw),
+                     hash_of("http://a.org/s?b=1&A=2", &rw));
+    assert_int_equal(hash_of("http://a.org/s?B=1&a=2", &rw),
+                     hash_of("http://a.org/s?a=2&b=1", NULL));
 
     /* a component dropped; the root left when nothing else is */
     memset(&rw, 0, sizeof(rw));
