@@ -200,6 +200,32 @@ scope_need(sh_dust_t *d, const dcand_t *c)
     return sh_dust_need_for(a < PRIOR_ALPHA_MAX ? a : PRIOR_ALPHA_MAX);
 }
 
+/*
+ * A value-shape rule, drop_value(v=(hex)), is the narrow form of
+ * drop_param(v) (sh_url_value_shape): it comes on only where that rule
+ * has been shown wrong in its scope (a pair against) and is not on.
+ * Elsewhere it would double the broad rule, which its every pair also
+ * supports.
+ */
+static int
+narrow_held(sh_dust_t *d, const dcand_t *c)
+{
+    const char *eq;
+    dcand_t    *b;
+
+    if (c->kind != SH_DUST_DROP_VALUE || c->arglen < 2
+        || c->arg_text[c->arglen - 1] != ')'
+        || (eq = memchr(c->arg_text, '=', c->arglen)) == NULL
+        || eq[1] != '(')
+    {
+        return 0;
+    }
+    b = sh_dust_cand_find(d, c->host, c->pattern, SH_DUST_DROP_PARAM,
+                          sh_url_hash_decoded(d->secret, c->arg_text,
+                                              (size_t) (eq - c->arg_text)));
+    return b == NULL || b->against == 0 || on(b);
+}
+
 static int
 qualifies(sh_dust_t *d, const dcand_t *c)
 {
@@ -473,7 +499,7 @@ sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
                            c->kind == SH_DUST_HOST_ALIAS ? c->arg : 0);
         host_record(d, c, 0);
     } else {
-        if (!qualifies(d, c) || !joinable(d, c)
+        if (!qualifies(d, c) || !joinable(d, c) || narrow_held(d, c)
             || (c->state == SH_DUST_RETIRED
                 && c->support < 2 * (uint64_t) c->retired_support))
         {

@@ -28,6 +28,8 @@ typedef struct {
 
 #define ATOM_PREFIX     1       /* a family by prefix: text, then '*' */
 #define ATOM_SHAPE      2       /* a component's shape: "(S(*))" */
+#define ATOM_VSHAPE     3       /* a value's shape: text "v=e60acf4",
+                                   named "v=(hex)" */
 
 /* A pattern as the operator writes it: "*", "/", "/doc/", a script's
  * "/store/Cart.aspx" (out: at least SH_DUST_PAT_TEXT + 3 bytes). */
@@ -41,6 +43,23 @@ atom_text(char *dst, size_t cap, uint8_t *dlen, const atom_t *a)
 {
     if (a->family == ATOM_SHAPE) {
         *dlen = (uint8_t) sh_url_shape(a->text, a->textlen, dst, cap);
+        return;
+    }
+    if (a->family == ATOM_VSHAPE) {
+        const char *eq = memchr(a->text, '=', a->textlen);
+        const char *shape = eq ? sh_url_value_shape(eq + 1, (size_t) (a->text
+                                     + a->textlen - eq - 1))
+                               : NULL;
+        char        name[SH_DUST_ARG_TEXT + 16];
+        size_t      nl = eq ? (size_t) (eq - a->text) : 0;
+
+        size_t      sl = shape ? strlen(shape) : 0;
+
+        nl = nl < SH_DUST_ARG_TEXT ? nl : SH_DUST_ARG_TEXT;
+        memcpy(name, a->text, nl);
+        name[nl++] = '=';
+        memcpy(name + nl, shape, sl);
+        copy_text(dst, cap, dlen, name, nl + sl);
         return;
     }
     copy_text(dst, cap, dlen, a->text, a->textlen);

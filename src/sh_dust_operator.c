@@ -101,14 +101,17 @@ pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
 }
 
 /* "name=value": the hash a URL's parameter of that name and value gets
- * (sh_url_hash_parts), by parsing it as one. */
+ * (sh_url_hash_parts), by parsing it as one; "v=(hex)" names a shape of
+ * values instead (sh_url_value_shape). */
 static int
 value_arg(const sh_dust_t *d, const char *arg, size_t n, uint64_t *hash)
 {
     static const char  pre[] = "http://x/?";
     char               buf[sizeof(pre) + SH_URL_LEN_MAX];
+    static const char *shapes[] = { "(hex)", "(token)", "(number)" };
     const char        *eq = n ? memchr(arg, '=', n) : NULL;
     sh_url_t           u;
+    size_t             i;
 
     if (eq == NULL || eq == arg || (size_t) (arg + n - eq - 1) == 0
         || (size_t) (arg + n - eq - 1) > SH_DUST_VALUE_MAX
@@ -125,6 +128,16 @@ value_arg(const sh_dust_t *d, const char *arg, size_t n, uint64_t *hash)
     }
     sh_url_hash_parts(&u, d->secret);
     *hash = nonzero(u.params[0].hash);
+    for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        if (u.params[0].value.len == strlen(shapes[i])
+            && memcmp(u.params[0].value.p, shapes[i],
+                      u.params[0].value.len) == 0)
+        {
+            /* v=(hex): every value of that shape (sh_url_value_shape) */
+            *hash = sh_url_vshape_hash(d->secret, u.params[0].name_hash,
+                                       shapes[i]);
+        }
+    }
     return 0;
 }
 

@@ -12,7 +12,7 @@
 #include "sh_dust_rewrite.h"
 
 /* The ways a URL's parameters group into atoms. */
-enum { BY_NAME, BY_FAMILY, BY_VALUE };
+enum { BY_NAME, BY_FAMILY, BY_VALUE, BY_SHAPE };
 
 /* A parameter's key in grouping `by`, 0 when it makes no atom that way. */
 static uint64_t
@@ -23,6 +23,8 @@ param_key(const sh_url_param_t *pa, int by)
         return pa->name_hash;
     case BY_FAMILY:
         return pa->family;
+    case BY_SHAPE:
+        return pa->vshape;
     default:
         /* a value short enough to be a default rather than an id
          * (session ids and trackers are longer): format=html, page=1 */
@@ -36,8 +38,10 @@ param_key(const sh_url_param_t *pa, int by)
  * of a name; drop_param(utm_*) for every name of a family, so that
  * trackers that always come together (utm_source, utm_medium,
  * utm_campaign) make a pair that no one of them alone makes (sh_url.c,
- * param_family); drop_value(NAME=VALUE) for one short value.  Appended at
- * out[n]; the new count.
+ * param_family); drop_value(NAME=VALUE) for one short value;
+ * drop_value(v=(hex)) for every value of one generated shape
+ * (sh_url_value_shape), a cache-buster where the same name also switches
+ * a version (v=6.1).  Appended at out[n]; the new count.
  */
 static unsigned
 query_atoms(const sh_url_t *u, atom_t *out, unsigned n, int by)
@@ -60,8 +64,10 @@ query_atoms(const sh_url_t *u, atom_t *out, unsigned n, int by)
         }
         seen |= mask;
         memset(&out[n], 0, sizeof(out[n]));
-        out[n].kind = by == BY_VALUE ? SH_DUST_DROP_VALUE : SH_DUST_DROP_PARAM;
-        out[n].family = by == BY_FAMILY ? ATOM_PREFIX : 0;
+        out[n].kind = by >= BY_VALUE ? SH_DUST_DROP_VALUE
+                                     : SH_DUST_DROP_PARAM;
+        out[n].family = by == BY_FAMILY ? ATOM_PREFIX
+                        : by == BY_SHAPE ? ATOM_VSHAPE : 0;
         out[n].arg = key;
         out[n].text = pa->name.p;
         out[n].textlen = by == BY_NAME ? pa->name.len
@@ -125,6 +131,7 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
     n = query_atoms(u, out, 0, BY_NAME);
     n = query_atoms(u, out, n, BY_FAMILY);
     n = query_atoms(u, out, n, BY_VALUE);
+    n = query_atoms(u, out, n, BY_SHAPE);
     if (u->nparams >= 2 && !u->sorted) {
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = SH_DUST_SORT_PARAMS;

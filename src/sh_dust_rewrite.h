@@ -7,7 +7,7 @@
 
 #include "sh_dust_activation.h"
 
-#define ATOMS_MAX       (3 * SH_URL_PARAMS_MAX + 3 * SH_URL_SEGS_MAX + 5)
+#define ATOMS_MAX       (4 * SH_URL_PARAMS_MAX + 3 * SH_URL_SEGS_MAX + 5)
 
 /* The atomic rules that change u, at most ATOMS_MAX, into out[]. */
 unsigned sh_dust_atoms(const sh_url_t *u, atom_t *out);

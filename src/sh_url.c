@@ -403,6 +403,47 @@ sh_url_shape(const char *seg, size_t len, char *out, size_t cap)
     return tokens ? n : 0;
 }
 
+const char *
+sh_url_value_shape(const char *v, size_t len)
+{
+    size_t i, hex = 0, digits = 0, alnum = 0, letters = 0;
+
+    for (i = 0; i < len; i++) {
+        char c = v[i];
+
+        if (ascii_digit(c)) {
+            digits++;
+        } else if (ascii_alpha(c)) {
+            letters++;
+            hex += (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        } else {
+            return NULL;            /* "6.1", "a-b": chosen, not made */
+        }
+        alnum++;
+    }
+    if (letters == 0) {
+        return digits >= 9 ? "(number)" : NULL;
+    }
+    if (digits == 0) {
+        return NULL;                /* a word */
+    }
+    if (hex == letters && len >= 6 && len <= 64) {
+        return "(hex)";
+    }
+    return alnum >= SH_URL_TOKEN_MIN ? "(token)" : NULL;
+}
+
+uint64_t
+sh_url_vshape_hash(const unsigned char *secret, uint64_t name_hash,
+                   const char *shape)
+{
+    uint64_t h = sh_url_mix(name_hash * 0x9FB21C651E98DF25ULL
+                            ^ sh_url_hash_bytes(secret, shape,
+                                                strlen(shape)));
+
+    return h ? h : 1;
+}
+
 /*
  * The last segment's file name as a family: its stem and any extension,
  * "index.*" of index.php, index.html and index.HTML.  A server that maps
@@ -456,6 +497,7 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
     uint16_t        doff[SH_URL_PARAMS_MAX], dlen[SH_URL_PARAMS_MAX];
     size_t          used = 0;
     uint64_t        vh;
+    const char     *shape;
     unsigned        i, j;
     uint8_t         t;
 
@@ -527,6 +569,9 @@ sh_url_hash_parts(sh_url_t *u, const unsigned char *secret)
                                         * 0xC2B2AE3D27D4EB4FULL ^ vh);
         }
         param_family(pa, secret);
+        shape = sh_url_value_shape(pa->value.p, pa->value.len);
+        pa->vshape = shape ? sh_url_vshape_hash(secret, pa->name_hash, shape)
+                           : 0;
         used += n;
         u->order[i] = (uint8_t) i;
     }

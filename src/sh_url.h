@@ -70,6 +70,10 @@ typedef struct {
     uint64_t      family;       /* of its family's name, "utm_*" for
                                    utm_source; 0: it has none */
     uint32_t      family_len;   /* the family's prefix, "utm_": 4 */
+    uint64_t      vshape;       /* of (decoded name, its value's shape)
+                                   when the value looks generated, "v" and
+                                   "(hex)" of v=e60acf4; 0: it does not
+                                   (sh_url_value_shape) */
 } sh_url_param_t;
 
 typedef struct {
@@ -156,6 +160,22 @@ const char *sh_url_strerror(sh_url_error_t e);
  */
 #define SH_URL_TOKEN_MIN    16
 size_t sh_url_shape(const char *seg, size_t len, char *out, size_t cap);
+
+/*
+ * A parameter value's shape when it looks generated rather than chosen: a
+ * cache-buster or build id ("e60acf4": 6 to 64 hex digits, with a letter
+ * and a digit) is "(hex)", a longer id of letters and digits (a token, as
+ * in sh_url_shape) "(token)", a number of 9 digits or more (a timestamp)
+ * "(number)"; NULL for a word, a short number, a version ("6.1").  One
+ * name can carry both kinds (v=e60acf4 on most pages, v=6.1 switching a
+ * version on a few), and drop_value(v=(hex)) is then the rule.
+ */
+const char *sh_url_value_shape(const char *v, size_t len);
+
+/* The vshape hash of a parameter whose decoded name hashed to name_hash
+ * (sh_url_param_t), for a shape sh_url_value_shape returns. */
+uint64_t sh_url_vshape_hash(const unsigned char *secret, uint64_t name_hash,
+                            const char *shape);
 
 /* Fill the part hashes and the parameters' sorted order. */
 void sh_url_hash_parts(sh_url_t *u, const unsigned char *secret);

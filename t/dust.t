@@ -535,12 +535,15 @@ my @bad = (
                              . 'simhash_dust_rule zone=z host=a.test '
                              . 'pattern=/store/Cart.aspx drop_param=ref pin; '
                              . 'simhash_dust_rule zone=z host=a.test '
-                             . 'pattern=/store/ drop_component=(S(*)) pin;',
+                             . 'pattern=/store/ drop_component=(S(*)) pin; '
+                             . 'simhash_dust_rule zone=z host=a.test '
+                             . 'pattern=/manual/ drop_value=v=(hex) pin;',
                              proxy => 'location / { simhash z; }');
     $n->write_config;
     my ($rc, $out) = $n->nginx_t;
-    is($rc, 0, 'nginx -t takes pattern=/store/Cart.aspx and '
-               . 'drop_component=(S(*))') or diag($out);
+    is($rc, 0, 'nginx -t takes pattern=/store/Cart.aspx, '
+               . 'drop_component=(S(*)) and drop_value=v=(hex)')
+        or diag($out);
 }
 for my $b (@bad) {
     my $n = SimhashTest->new(http => $b->[0],

@@ -2163,6 +2163,70 @@ test_script_scope(void **state)
 }
 
 /*
+ * A cache-buster and a version switch under one name (issue 34, site2's
+ * /manual/): v=HEX on most pages is the page, v=6.1 on a few is another
+ * version.  drop_param(v) is held off by the switch's pairs against;
+ * drop_value(v=(hex)) comes on and answers a build id never seen; v=6.1
+ * is never answered.  Where drop_param(sid) holds, its value shape is no
+ * second rule; a shape can be pinned by name.
+ */
+static void
+test_value_shape(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 40; n++) {
+        obs(f.d, DOCREP(n), "http://w.example/m/%d.html?v=%07x", n,
+            0xa1b2c3 + 7 * n);
+        obs(f.d, DOCREP(n), "http://w.example/m/%d.html?v=%07x", n,
+            0x5e6f70 + 11 * n);
+        if (n % 4 == 0) {
+            obs(f.d, DOCREP(500 + n), "http://w.example/m/%d.html?v=6.1", n);
+        }
+        obs(f.d, DOCREP(100 + n), "http://w.example/d/%d.html?sid=%08x%08x",
+            n, 0xdeadbeef, n);
+        obs(f.d, DOCREP(100 + n), "http://w.example/d/%d.html?sid=%08x%08x",
+            n, 0xfeed5eed, n);
+    }
+    assert_int_not_equal(state_of(f.d, "w.example", "/m/",
+                                  SH_DUST_DROP_PARAM, "v"), SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "w.example", "/m/", SH_DUST_DROP_VALUE,
+                              "v=(hex)"), SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, &rep, &why, "http://w.example/m/9.html?"
+                          "v=0fedcba"), 1);
+    assert_int_equal(rep, DOCREP(9));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "drop_value(v=(hex))");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://w.example/m/12.html?"
+                          "v=6.1"), 0);
+    /* a version written as a word or a short number is no shape */
+    assert_int_equal(pred(f.d, NULL, NULL, "http://w.example/m/9.html?"
+                          "v=latest"), 0);
+    /* the broad rule holds for sid: no second rule beside it */
+    assert_int_equal(state_of(f.d, "w.example", "/d/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "w.example", "/d/",
+                                  SH_DUST_DROP_VALUE, "sid=(hex)"),
+                         SH_DUST_ACTIVE);
+    /* pinned by name */
+    assert_int_equal(sh_dust_pin(f.d, "x.example", "/m/", SH_DUST_DROP_VALUE,
+                                 "v=(token)", SH_DUST_PIN_ON, 1000), 0);
+    obs(f.d, DOCREP(900), "http://x.example/m/1.html");
+    assert_int_equal(pred(f.d, &rep, NULL, "http://x.example/m/1.html?"
+                          "v=a1b2c3d4e5f6g7h8i9"), 1);
+    assert_int_equal(rep, DOCREP(900));
+    unmake(&f);
+}
+
+/*
  * One value of a parameter (issue 34): hl=en written out is the page
  * without it, hl=fr another page.  drop_value(hl=en) turns on and
  * predicts; drop_param(hl) and drop_value(hl=fr) never do, and an hl=fr
@@ -2351,6 +2415,7 @@ main(void)
         cmocka_unit_test(test_path_token),
         cmocka_unit_test(test_stale_canonical),
         cmocka_unit_test(test_script_scope),
+        cmocka_unit_test(test_value_shape),
     };
 
     return cmocka_run_group_tests(tests, test_site_load, test_site_unload);

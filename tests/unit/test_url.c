@@ -319,6 +319,47 @@ test_rewrites(void **state)
                      hash_of("http://b.org/p?x=1", &rw));
 }
 
+/* A value's shape: what looks generated (a build id, a token, a
+ * timestamp) has one; a word, a short number, a version has none. */
+static void
+test_value_shapes(void **state)
+{
+    static const struct {
+        const char *v;
+        const char *shape;
+    } cases[] = {
+        { "e60acf4", "(hex)" }, { "5D5A645", "(hex)" },
+        { "d41d8cd98f00b204e9800998ecf8427e", "(hex)" },
+        { "a1b2c3d4e5f6g7h8i9", "(token)" }, { "1700000000123", "(number)" },
+        { "6.1", NULL }, { "latest", NULL }, { "cafe", NULL },
+        { "decade", NULL }, { "123456", NULL }, { "12345678", NULL },
+        { "a1b2c", NULL }, { "abc-123-def", NULL }, { "", NULL },
+        { "x9", NULL }, { "g7h8i9j0k1", NULL },
+    };
+    sh_url_t u, w;
+    size_t   i;
+
+    (void) state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = sh_url_value_shape(cases[i].v, strlen(cases[i].v));
+
+        if (cases[i].shape == NULL) {
+            assert_null(got);
+        } else {
+            assert_non_null(got);
+            assert_string_equal(got, cases[i].shape);
+        }
+    }
+    /* one hash for every value of a shape under one name, none across
+     * names or shapes */
+    assert_int_equal(parse(&u, "http://a.org/x?v=e60acf4&w=e60acf4"), 0);
+    assert_int_equal(parse(&w, "http://a.org/y?v=5d5a645&v=6.1"), 0);
+    assert_int_equal(u.params[0].vshape, w.params[0].vshape);
+    assert_int_not_equal(u.params[0].vshape, u.params[1].vshape);
+    assert_int_equal(w.params[1].vshape, 0);
+    assert_int_not_equal(u.params[0].vshape, 0);
+}
+
 /* A segment's shape: tokens (16+ letters and digits, both) become '*';
  * words, numbers and slugs are no tokens. */
 static void
@@ -373,6 +414,7 @@ main(void)
         cmocka_unit_test(test_rewrites),
         cmocka_unit_test(test_keyed),
         cmocka_unit_test(test_shape),
+        cmocka_unit_test(test_value_shapes),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);
