@@ -94,6 +94,11 @@ $(EVAL): $(EVAL_SRCS) $(EVAL_CLI) $(wildcard tools/simhash/*.h) $(LIB)
 	$(CC) $(CFLAGS_ALL) -Itools/simhash $(LDFLAGS) -o $@ $(EVAL_SRCS) \
 	    $(EVAL_CLI) $(LIB) $(LDLIBS_ALL)
 
+# A dust-eval crawl given again to the learner alone (docs/DUST.md).
+REPLAY    := $(BUILD)/dust-replay
+$(REPLAY): tools/dust-eval/replay.c $(wildcard src/*.h) $(LIB)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS_ALL)
+
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS_ALL)
@@ -125,8 +130,9 @@ else
 PROVE_JOBS ?= 4
 endif
 
-itest: $(MODULE) $(CLI)
+itest: $(MODULE) $(CLI) $(REPLAY)
 	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
+	    SH_REPLAY=$(abspath $(REPLAY)) \
 	    SANITIZE=$(SANITIZE) SH_VALGRIND=$(VALGRIND) \
 	    prove --timer -j$(PROVE_JOBS) -r t/
 
@@ -166,7 +172,7 @@ eval: deps
 # 3, 4): the Nth site (gensiteN.pl), in $(BUILD)/dust-eval-N (issue 34).
 dust-eval: deps
 	@tools/deps.sh eval
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(REPLAY)
 	@tools/dust-eval/eval.sh $(BUILD)
 
 bench: deps
