@@ -77,16 +77,28 @@ truth_slot(truth_t *t, uint64_t key)
 static int
 truth_load(truth_t *t, const char *path)
 {
-    char  line[LINE_MAX_BYTES];
-    FILE *f = fopen(path, "r");
+    char   line[LINE_MAX_BYTES];
+    size_t n = 0;
+    FILE  *f = fopen(path, "r");
 
-    t->mask = (1u << 20) - 1;
-    t->slot = calloc(t->mask + 1, sizeof(slot_t));
-    if (f == NULL || t->slot == NULL) {
+    if (f == NULL) {
         perror(path);
         return -1;
     }
+    t->mask = (1u << 20) - 1;
+    t->slot = calloc(t->mask + 1, sizeof(slot_t));
+    if (t->slot == NULL) {
+        fclose(f);
+        fprintf(stderr, "dust-replay: out of memory\n");
+        return -1;
+    }
     while (fgets(line, sizeof(line), f) != NULL) {
+        if (++n > t->mask / 2) {
+            fclose(f);
+            fprintf(stderr, "dust-replay: %s: more than %zu URLs\n", path,
+                    t->mask / 2);
+            return -1;
+        }
         char   *kind = strtok(line, "\t"), *url = strtok(NULL, "\t");
         char   *doc = strtok(NULL, "\t\n");
         slot_t *s;
@@ -216,13 +228,13 @@ main(int argc, char **argv)
     host_t         hosts[HOSTS_MAX];
     sh_dust_opts_t o;
     sh_dust_t     *d;
-    truth_t        t;
-    FILE          *f;
-    void          *mem;
+    truth_t        t = { NULL, 0 };
+    FILE          *f = NULL;
+    void          *mem = NULL;
     size_t         size;
     uint64_t       doc, seq = 0;
     unsigned long  request = 0, observed = 0, unknown = 0;
-    int            nh, a = 1;
+    int            nh, a = 1, rc = 2;
 
     sh_dust_opts_init(&o);
     for (; a + 1 < argc && strncmp(argv[a], "--", 2) == 0; a += 2) {
@@ -246,12 +258,12 @@ main(int argc, char **argv)
     nh = hosts_load(hosts, path);
     snprintf(path, sizeof(path), "%s/truth.tsv", gen);
     if (nh < 0 || truth_load(&t, path) != 0) {
-        return 2;
+        goto done;
     }
     /* hosts join only within one site, as in the module */
     if (sh_site_load(NULL, err, sizeof(err)) != 0) {
         fprintf(stderr, "dust-replay: %s\n", err);
-        return 2;
+        goto done;
     }
     size = sh_dust_region_size(o.hosts, o.candidates, o.evidence_slots,
                                o.canonical_slots);
@@ -261,11 +273,11 @@ main(int argc, char **argv)
             : NULL;
     if (d == NULL) {
         fprintf(stderr, "dust-replay: %s\n", mem ? err : "out of memory");
-        return 2;
+        goto done;
     }
     if ((f = fopen(log, "r")) == NULL) {
         perror(log);
-        return 2;
+        goto done;
     }
 
     printf("  request  rule  scope  pairs\n");
@@ -282,13 +294,19 @@ main(int argc, char **argv)
             }
         }
     }
-    fclose(f);
 
     printf("%lu requests, %lu fetched and observed, %lu fetched outside the"
            " truth\ncandidates at the end%s%s:\n", request, observed,
            unknown, *pattern ? " matching " : "", pattern);
     sh_dust_foreach_rule(d, 0, 1, candidate, (void *) pattern);
+    rc = 0;
+
+done:
+    if (f != NULL) {
+        fclose(f);
+    }
+    sh_site_unload();
     free(t.slot);
     free(mem);
-    return 0;
+    return rc;
 }
