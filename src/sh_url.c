@@ -268,10 +268,7 @@ sh_url_name_eq(const char *a, size_t alen, const char *b, size_t blen)
     return na == nb && memcmp(da, db, na) == 0;
 }
 
-/* Order of two parameters: decoded names, then raw values. */
-/* Names compare lowercased first, so that the sorted order of a URL is
- * the same in every case form of its names (PATH_CASE then sorts too);
- * then as they are, then by value. */
+/* Two names as ASCII-lowercased bytes. */
 static int
 cmp_lower(const unsigned char *a, size_t na, const unsigned char *b,
           size_t nb)
@@ -288,6 +285,9 @@ cmp_lower(const unsigned char *a, size_t na, const unsigned char *b,
     return na == nb ? 0 : (na < nb ? -1 : 1);
 }
 
+/* Order of two parameters: decoded names lowercased, so that every case
+ * form of a URL's names sorts alike (PATH_CASE lowers them after); then
+ * the names as they are; then raw values. */
 static int
 param_cmp(const sh_url_param_t *a, const unsigned char *da, size_t na,
           const sh_url_param_t *b, const unsigned char *db, size_t nb)
