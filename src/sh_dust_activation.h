@@ -46,6 +46,7 @@ atom_text(char *dst, size_t cap, uint8_t *dlen, const atom_t *a)
         return;
     }
     if (a->family == ATOM_VSHAPE) {
+        /* "name=value" named "name=(hex)": the name, then the shape */
         const char *eq = memchr(a->text, '=', a->textlen);
         const char *shape = eq ? sh_url_value_shape(eq + 1, (size_t) (a->text
                                      + a->textlen - eq - 1))
@@ -53,13 +54,15 @@ atom_text(char *dst, size_t cap, uint8_t *dlen, const atom_t *a)
         char        name[SH_DUST_ARG_TEXT + 16];
         size_t      nl = eq ? (size_t) (eq - a->text) : 0;
 
-        size_t      sl = shape ? strlen(shape) : 0;
-
+        if (shape == NULL) {
+            *dlen = 0;
+            return;
+        }
         nl = nl < SH_DUST_ARG_TEXT ? nl : SH_DUST_ARG_TEXT;
         memcpy(name, a->text, nl);
         name[nl++] = '=';
-        memcpy(name + nl, shape, sl);
-        copy_text(dst, cap, dlen, name, nl + sl);
+        memcpy(name + nl, shape, strlen(shape));
+        copy_text(dst, cap, dlen, name, nl + strlen(shape));
         return;
     }
     copy_text(dst, cap, dlen, a->text, a->textlen);
