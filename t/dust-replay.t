@@ -74,6 +74,14 @@ like($out, qr/^1051 requests, 900 fetched and observed, 1 fetched outside the tr
 like($out, qr/^\s+\d+\s+on\s+host_alias\(/m, 'the mobile host is joined')
     or diag($out);
 
+# --near: only the rules not on that reached a share of their need
+$out = `$replay --near 0.01 $gen $gen/proxy.log 2>&1`;
+like($out, qr/^rules not on at the end, at 1% of their test's need or more:$/m,
+     '--near says what it lists') or diag($out);
+unlike($out, qr/^\s+active\s/m, 'no rule that is on') or diag($out);
+like($out, qr/^\s+candidate\s/m, 'the candidates that came near')
+    or diag($out);
+
 $out = `$replay $gen 2>&1`;
 is($? >> 8, 2, 'a missing argument: exit 2');
 like($out, qr/usage: dust-replay/, 'and the usage');

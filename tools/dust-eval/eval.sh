@@ -63,5 +63,12 @@ done
     cat "$OUT/pages.txt"
     echo
     cd "$OUT/runs" && perl "$HERE/report.pl" "$OUT/gen" $RUNS
+    # what the wget crawl almost learned (docs/DUST.md, "Replaying a crawl")
+    if [ -f wget-default/proxy.log ] && [ -x "$BUILD/dust-replay" ]; then
+        echo
+        echo "== wget-default replayed (dust-replay --near 0.5)"
+        "$BUILD/dust-replay" --near 0.5 "$OUT/gen" wget-default/proxy.log \
+            | sed -n '/^[0-9]* requests/,$p'
+    fi
 } > "$OUT/report.txt"
 cat "$OUT/report.txt"

@@ -12,7 +12,11 @@
  * nothing there either); there is no fingerprint, so a document is the
  * truth's, not the module's (two documents the module merged stay two).
  *
- *   dust-replay [--precision P] [--pattern TEXT] GEN PROXY_LOG
+ *   dust-replay [--precision P] [--pattern TEXT] [--near SHARE] GEN
+ *               PROXY_LOG
+ *
+ * --near 0.5: only the rules not on at the end whose test reached half
+ * of what it needs or more (the rules the crawl almost learned).
  *
  * GEN is a site's generated directory (truth.tsv: kind, path and query,
  * document; hosts.tsv: host, kind); PROXY_LOG the proxy.log of one run
@@ -165,12 +169,51 @@ changes(sh_dust_t *d, uint64_t *seq, unsigned long request)
     }
 }
 
+typedef struct {
+    const sh_dust_t *d;
+    const char *pattern;        /* in the host or the scope; "": any */
+    double      near;           /* > 0: only rules not on whose test is at
+                                   this share of its need or more */
+} filter_t;
+
+/* A value shape's rule, v=(hex), that waits by design: drop_param(v) is
+ * on or has no pair against (sh_dust_activation.c, narrow_held). */
+static int
+narrow_waits(const sh_dust_t *d, const sh_dust_rule_info_t *r)
+{
+    sh_dust_rule_info_t b;
+    const char         *eq = strstr(r->arg, "=(");
+    char                name[sizeof(r->arg)];
+    size_t              n = eq ? (size_t) (eq - r->arg) : 0;
+
+    if (r->kind != SH_DUST_DROP_VALUE || eq == NULL
+        || r->arg[strlen(r->arg) - 1] != ')')
+    {
+        return 0;
+    }
+    memcpy(name, r->arg, n);
+    name[n] = '\0';
+    return sh_dust_rule(d, r->host, r->pattern, SH_DUST_DROP_PARAM, name,
+                        &b) != 0
+           || b.against == 0 || b.state == SH_DUST_ACTIVE
+           || b.state == SH_DUST_PINNED;
+}
+
 static int
 candidate(const sh_dust_rule_info_t *r, void *arg)
 {
-    const char *pat = arg;
+    const filter_t *f = arg;
+    int             on = r->state == SH_DUST_ACTIVE
+                         || r->state == SH_DUST_PINNED;
 
-    if (strstr(r->host, pat) != NULL || strstr(r->pattern, pat) != NULL) {
+    if (f->near > 0 && (on || r->need <= 0 || r->llr < f->near * r->need
+                        || r->pattern[0] == '*' || narrow_waits(f->d, r)))
+    {
+        return 0;               /* on, far, a host's record, or waiting */
+    }
+    if (strstr(r->host, f->pattern) != NULL
+        || strstr(r->pattern, f->pattern) != NULL)
+    {
         printf("  %-9s %s(%s)  %s %s  %u for, %u against, test %.2f of "
                "%.2f\n", sh_dust_state_name(r->state),
                sh_dust_kind_name(r->kind), r->arg, r->host, r->pattern,
@@ -223,7 +266,8 @@ int
 main(int argc, char **argv)
 {
     static const char secret[] = "dust-replay";
-    const char    *pattern = "", *gen, *log;
+    const char    *gen, *log;
+    filter_t       flt = { NULL, "", 0 };
     char           path[4096], line[LINE_MAX_BYTES], err[256], *url;
     host_t         hosts[HOSTS_MAX];
     sh_dust_opts_t o;
@@ -239,7 +283,9 @@ main(int argc, char **argv)
     sh_dust_opts_init(&o);
     for (; a + 1 < argc && strncmp(argv[a], "--", 2) == 0; a += 2) {
         if (strcmp(argv[a], "--pattern") == 0) {
-            pattern = argv[a + 1];
+            flt.pattern = argv[a + 1];
+        } else if (strcmp(argv[a], "--near") == 0) {
+            flt.near = atof(argv[a + 1]);
         } else if (strcmp(argv[a], "--precision") == 0) {
             o.min_precision = atof(argv[a + 1]);
         } else {
@@ -248,7 +294,7 @@ main(int argc, char **argv)
     }
     if (argc - a != 2) {
         fprintf(stderr, "usage: dust-replay [--precision P] [--pattern TEXT]"
-                " GEN PROXY_LOG\n");
+                " [--near SHARE] GEN PROXY_LOG\n");
         return 2;
     }
     gen = argv[a];
@@ -296,9 +342,17 @@ main(int argc, char **argv)
     }
 
     printf("%lu requests, %lu fetched and observed, %lu fetched outside the"
-           " truth\ncandidates at the end%s%s:\n", request, observed,
-           unknown, *pattern ? " matching " : "", pattern);
-    sh_dust_foreach_rule(d, 0, 1, candidate, (void *) pattern);
+           " truth\n", request, observed, unknown);
+    if (flt.near > 0) {
+        printf("rules not on at the end, at %.0f%% of their test's need or "
+               "more%s%s:\n", 100 * flt.near, *flt.pattern ? ", matching "
+               : "", flt.pattern);
+    } else {
+        printf("candidates at the end%s%s:\n", *flt.pattern ? " matching "
+               : "", flt.pattern);
+    }
+    flt.d = d;
+    sh_dust_foreach_rule(d, 0, 1, candidate, &flt);
     rc = 0;
 
 done:
