@@ -477,6 +477,45 @@ sh_dust_pattern_name(char *out, uint64_t pattern, const char *text,
 }
 
 /* The learned state after new counts: activate, retire, or neither. */
+/*
+ * A scope's need falls when its rule gains on the host: another scope
+ * turned it on (the host's record), or the pooled test passed.  The other
+ * scopes of the host and of its alias that already hold enough pairs of
+ * their own are tested again then, not only at their next pair, which a
+ * form that is sparse in a scope (a tracker, highlight=) may not bring
+ * before the crawl is over.  One pass over the candidates per activation
+ * or pooled pass (tens in a crawl), not nested.
+ */
+static void
+wake_scopes(sh_dust_t *d, const dcand_t *from, uint64_t now)
+{
+    static int     busy;            /* under the zone's lock: no nesting */
+    const dhost_t *h;
+    dcand_t       *c = cands(d);
+    uint64_t       host = from->host, partner = 0;
+    uint64_t       arg = from->arg;
+    uint8_t        kind = from->kind;
+    size_t         i, n = (size_t) d->cand_sets * CAND_WAYS;
+
+    if (busy) {
+        return;
+    }
+    busy = 1;
+    h = sh_dust_host_find(d, host);
+    if (h != NULL) {
+        partner = h->alias_to ? h->alias_to : h->alias_from;
+    }
+    for (i = 0; i < n; i++) {
+        if (c[i].kind == kind && c[i].arg == arg && c[i].host != 0
+            && (c[i].host == host || (partner && c[i].host == partner))
+            && scoped(&c[i]) && !manual(&c[i]) && !on(&c[i]))
+        {
+            (void) sh_dust_evaluate(d, &c[i], now);
+        }
+    }
+    busy = 0;
+}
+
 int
 sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
 {
@@ -516,6 +555,11 @@ sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         sh_dust_mark_on(d, c);
         host_record(d, c, 1);
         backfill(d, c);
+        sh_dust_record(d, c, (sh_dust_state_t) from, now);
+        if (scoped(c)) {
+            wake_scopes(d, c, now);
+        }
+        return 1;
     }
     sh_dust_record(d, c, (sh_dust_state_t) from, now);
     return 1;
@@ -545,7 +589,10 @@ static void
 pool(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
      uint64_t now)
 {
-    dcand_t *p;
+    dcand_t       *p;
+    const dhost_t *h;
+    uint64_t       partner;
+    int            held;
 
     if (a->kind == SH_DUST_HOST_ALIAS || sc->pattern == 0
         || sc->pattern == PAT_HOST || sc->pattern == PAT_POOL)
@@ -565,7 +612,13 @@ pool(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
     if (p->arglen == 0 && a->textlen > 0) {
         atom_text(p->arg_text, SH_DUST_ARG_TEXT, &p->arglen, a);
     }
+    h = sh_dust_host_find(d, sc->host);
+    partner = h == NULL ? 0 : h->alias_to ? h->alias_to : h->alias_from;
+    held = same && !pool_holds(d, sc->host, partner, p);
     count(d, p, same, now);
+    if (held && pool_holds(d, sc->host, partner, p)) {
+        wake_scopes(d, p, now);         /* every scope at the cap now */
+    }
 }
 
 /* One pair for (scope, atom): support if same, else against. */

@@ -1780,6 +1780,55 @@ test_pooled_scopes(void **state)
     unmake(&f);
 }
 
+/*
+ * When the pooled test passes, a section that already holds the cap's 24
+ * clean pairs of its own comes on then, without a pair more of its own
+ * (a sparse form may bring none before the crawl ends); so does one when
+ * another section's activation lowers its need.  A section short of 24
+ * waits for its own pairs.
+ */
+static void
+test_pooled_wake(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    char           p[16];
+    unsigned       i;
+
+    (void) state;
+    sh_dust_opts_init(&o);
+    o.hosts = 64;
+    o.candidates = 1024;
+    o.evidence_slots = 16384;
+    o.canonical_slots = 1024;
+    make(&f, &o);
+    /* three sections of 30 pairs and one of 10: 100 pooled, none on */
+    for (i = 0; i < 4; i++) {
+        snprintf(p, sizeof(p), "w%u", i);
+        assert_int_equal(scope_pairs(f.d, "wake.example", p, 1000 * (i + 1),
+                                     i < 3 ? 30 : 10, 0), 0);
+    }
+    for (i = 0; i < 4; i++) {
+        snprintf(p, sizeof(p), "/w%u/", i);
+        assert_int_not_equal(state_of(f.d, "wake.example", p,
+                                      SH_DUST_DROP_PARAM, "sid"),
+                             SH_DUST_ACTIVE);
+    }
+    /* a fifth section brings the pool past 115: it and the three with 30
+     * pairs come on at that pair; the one with 10 does not */
+    assert_true(scope_pairs(f.d, "wake.example", "w4", 9000, 40, 0) > 0);
+    for (i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "/w%u/", i);
+        assert_int_equal(state_of(f.d, "wake.example", p, SH_DUST_DROP_PARAM,
+                                  "sid"), SH_DUST_ACTIVE);
+    }
+    assert_int_not_equal(state_of(f.d, "wake.example", "/w3/",
+                                  SH_DUST_DROP_PARAM, "sid"),
+                         SH_DUST_ACTIVE);
+    assert_true(scope_pairs(f.d, "wake.example", "w3", 4500, 20, 0) > 0);
+    unmake(&f);
+}
+
 /* Path parameters: ";jsessionid=HEX" on the last segment is learned as
  * drop_path_param(jsessionid) and predicted; one that selects the page
  * (";part=N") disagrees and never turns on. */
@@ -2382,6 +2431,7 @@ main(void)
         cmocka_unit_test(test_sprt_bound),
         cmocka_unit_test(test_host_prior),
         cmocka_unit_test(test_pooled_scopes),
+        cmocka_unit_test(test_pooled_wake),
         cmocka_unit_test(test_path_param),
         cmocka_unit_test(test_moved_scope),
         cmocka_unit_test(test_reverse_predict),
