@@ -45,16 +45,24 @@ unmake(fix_t *f)
     free(f->mem);
 }
 
+/* The default test and sizes small enough for a unit test. */
+static void
+default_opts(sh_dust_opts_t *o)
+{
+    sh_dust_opts_init(o);
+    o->hosts = 64;
+    o->candidates = 1024;
+    o->evidence_slots = 16384;
+    o->canonical_slots = 1024;
+}
+
 /* Small tables; activation after 11 clean pairs: the sequential test at
  * e1 0.2, e0 0.02, a = Phi(-1.28) = 0.10 needs ln(0.9 / 0.1) / ln(0.98 /
  * 0.8) = 10.8 pairs' worth. */
 static void
 fast_opts(sh_dust_opts_t *o)
 {
-    sh_dust_opts_init(o);
-    o->hosts = 64;
-    o->candidates = 1024;
-    o->evidence_slots = 16384;
+    default_opts(o);
     o->canonical_slots = 16384;
     o->min_evidence = 8;
     o->min_precision = 0.80;
@@ -1711,11 +1719,7 @@ test_host_prior(void **state)
     /* the defaults: 115 pairs alone; then the host's pooled sum holds the
      * test (issue 34: before, a = 0.0049 (g + 2) gave 91, 85): each next
      * scope at the cap, 24 */
-    sh_dust_opts_init(&o);
-    o.hosts = 64;
-    o.candidates = 1024;
-    o.evidence_slots = 16384;
-    o.canonical_slots = 1024;
+    default_opts(&o);
     make(&f, &o);
     assert_int_equal(scope_pairs(f.d, "h.example", "a", 1, 200, 0), 115);
     assert_int_equal(scope_pairs(f.d, "h.example", "b", 1000, 200, 0), 24);
@@ -1741,11 +1745,7 @@ test_pooled_scopes(void **state)
     unsigned            i, on = 0;
 
     (void) state;
-    sh_dust_opts_init(&o);
-    o.hosts = 64;
-    o.candidates = 1024;
-    o.evidence_slots = 16384;
-    o.canonical_slots = 1024;
+    default_opts(&o);
     make(&f, &o);
     /* 8 sections, 20 pairs each: 160 pooled, none alone past 115; the
      * pool holds part way through, and a section with 24 clean pairs of
@@ -1796,11 +1796,7 @@ test_pooled_wake(void **state)
     unsigned       i;
 
     (void) state;
-    sh_dust_opts_init(&o);
-    o.hosts = 64;
-    o.candidates = 1024;
-    o.evidence_slots = 16384;
-    o.canonical_slots = 1024;
+    default_opts(&o);
     make(&f, &o);
     /* three sections of 30 pairs and one of 10: 100 pooled, none on */
     for (i = 0; i < 4; i++) {
