@@ -176,9 +176,7 @@ scope_need(sh_dust_t *d, const dcand_t *c)
         return d->llr_on;
     }
     h = sh_dust_host_find(d, c->host);
-    if (h != NULL) {
-        partner = h->alias_to ? h->alias_to : h->alias_from;
-    }
+    partner = host_partner(h);
     for (i = 0; i < 2; i++) {
         if (i == 1 && partner == 0) {
             break;
@@ -502,9 +500,7 @@ wake_scopes(sh_dust_t *d, const dcand_t *from, uint64_t now)
     }
     busy = 1;
     h = sh_dust_host_find(d, host);
-    if (h != NULL) {
-        partner = h->alias_to ? h->alias_to : h->alias_from;
-    }
+    partner = host_partner(h);
     for (i = 0; i < n; i++) {
         if (c[i].kind == kind && c[i].arg == arg && c[i].host != 0
             && (c[i].host == host || (partner && c[i].host == partner))
@@ -613,7 +609,7 @@ pool(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
         atom_text(p->arg_text, SH_DUST_ARG_TEXT, &p->arglen, a);
     }
     h = sh_dust_host_find(d, sc->host);
-    partner = h == NULL ? 0 : h->alias_to ? h->alias_to : h->alias_from;
+    partner = host_partner(h);
     held = same && !pool_holds(d, sc->host, partner, p);
     count(d, p, same, now);
     if (held && pool_holds(d, sc->host, partner, p)) {

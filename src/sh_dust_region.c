@@ -372,7 +372,7 @@ sh_dust_host_gen(sh_dust_t *d, const dhost_t *h, uint64_t pattern)
     if (h == NULL) {
         return 0;
     }
-    partner = h->alias_to ? h->alias_to : h->alias_from;
+    partner = host_partner(h);
     p = partner ? sh_dust_host_find(d, partner) : NULL;
     return (uint32_t) h->gen[b] + (p ? p->gen[b] : 0);
 }

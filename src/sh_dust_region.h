@@ -204,6 +204,13 @@ bloom_bit(uint8_t kind, uint64_t arg)
     return 1ULL << (sh_url_step(kind, arg) >> 58);
 }
 
+/* The other host of h's active alias (one site), 0: none or h NULL. */
+static inline uint64_t
+host_partner(const dhost_t *h)
+{
+    return h == NULL ? 0 : h->alias_to ? h->alias_to : h->alias_from;
+}
+
 /* ln((1 - alpha) / alpha): what the sequential test's sum must reach. */
 double sh_dust_need_for(double alpha);
 
