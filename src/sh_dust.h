@@ -223,6 +223,9 @@ typedef struct {
     double          llr;            /* the sequential test's sum */
     double          need;           /* what it must reach in its scope
                                        (0 when not known: an image) */
+    int             waiting;        /* a value shape's rule, v=(hex),
+                                       held off by design: drop_param(v)
+                                       is on or has no pair against */
     uint64_t        last;           /* `now` of its last evidence */
 } sh_dust_rule_info_t;
 

@@ -289,6 +289,7 @@ sh_dust_rule_info_of(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     r->lower = sh_dust_wilson_lower(c->support, c->against, d->opts.z);
     r->llr = llr(d, c);
     r->need = scope_need(d, c);
+    r->waiting = c->state == SH_DUST_CANDIDATE && narrow_held(d, c);
     r->last = c->last;
 }
 

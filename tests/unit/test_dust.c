@@ -2218,12 +2218,13 @@ test_script_scope(void **state)
 static void
 test_value_shape(void **state)
 {
-    sh_dust_opts_t o;
-    sh_dust_why_t  why;
-    fix_t          f;
-    uint64_t       rep;
-    char           text[128];
-    int            n;
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    sh_dust_why_t       why;
+    fix_t               f;
+    uint64_t            rep;
+    char                text[128];
+    int                 n;
 
     (void) state;
     fast_opts(&o);
@@ -2261,6 +2262,14 @@ test_value_shape(void **state)
     assert_int_not_equal(state_of(f.d, "w.example", "/d/",
                                   SH_DUST_DROP_VALUE, "sid=(hex)"),
                          SH_DUST_ACTIVE);
+    /* and says why: it waits, by design, whatever its test */
+    assert_int_equal(sh_dust_rule(f.d, "w.example", "/d/",
+                                  SH_DUST_DROP_VALUE, "sid=(hex)", &r), 0);
+    assert_true(r.waiting);
+    assert_true(r.llr >= r.need);
+    assert_int_equal(sh_dust_rule(f.d, "w.example", "/m/",
+                                  SH_DUST_DROP_VALUE, "v=(hex)", &r), 0);
+    assert_false(r.waiting);
     /* pinned by name */
     assert_int_equal(sh_dust_pin(f.d, "x.example", "/m/", SH_DUST_DROP_VALUE,
                                  "v=(token)", SH_DUST_PIN_ON, 1000), 0);

@@ -170,34 +170,10 @@ changes(sh_dust_t *d, uint64_t *seq, unsigned long request)
 }
 
 typedef struct {
-    const sh_dust_t *d;
     const char *pattern;        /* in the host or the scope; "": any */
     double      near;           /* > 0: only rules not on whose test is at
                                    this share of its need or more */
 } filter_t;
-
-/* A value shape's rule, v=(hex), that waits by design: drop_param(v) is
- * on or has no pair against (sh_dust_activation.c, narrow_held). */
-static int
-narrow_waits(const sh_dust_t *d, const sh_dust_rule_info_t *r)
-{
-    sh_dust_rule_info_t b;
-    const char         *eq = strstr(r->arg, "=(");
-    char                name[sizeof(r->arg)];
-    size_t              n = eq ? (size_t) (eq - r->arg) : 0;
-
-    if (r->kind != SH_DUST_DROP_VALUE || eq == NULL
-        || r->arg[strlen(r->arg) - 1] != ')')
-    {
-        return 0;
-    }
-    memcpy(name, r->arg, n);
-    name[n] = '\0';
-    return sh_dust_rule(d, r->host, r->pattern, SH_DUST_DROP_PARAM, name,
-                        &b) != 0
-           || b.against == 0 || b.state == SH_DUST_ACTIVE
-           || b.state == SH_DUST_PINNED;
-}
 
 static int
 candidate(const sh_dust_rule_info_t *r, void *arg)
@@ -207,7 +183,7 @@ candidate(const sh_dust_rule_info_t *r, void *arg)
                          || r->state == SH_DUST_PINNED;
 
     if (f->near > 0 && (on || r->need <= 0 || r->llr < f->near * r->need
-                        || r->pattern[0] == '*' || narrow_waits(f->d, r)))
+                        || r->pattern[0] == '*' || r->waiting))
     {
         return 0;               /* on, far, a host's record, or waiting */
     }
@@ -267,7 +243,7 @@ main(int argc, char **argv)
 {
     static const char secret[] = "dust-replay";
     const char    *gen, *log;
-    filter_t       flt = { NULL, "", 0 };
+    filter_t       flt = { "", 0 };
     char           path[4096], line[LINE_MAX_BYTES], err[256], *url;
     host_t         hosts[HOSTS_MAX];
     sh_dust_opts_t o;
@@ -351,7 +327,6 @@ main(int argc, char **argv)
         printf("candidates at the end%s%s:\n", *flt.pattern ? " matching "
                : "", flt.pattern);
     }
-    flt.d = d;
     sh_dust_foreach_rule(d, 0, 1, candidate, &flt);
     rc = 0;
 
