@@ -314,22 +314,25 @@ int sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
                         uint64_t *rep, sh_dust_why_t *why);
 
 /*
- * Whether the active rules give a and b one path: 1 when c(a) and c(b),
- * each under the rules of its own scope, have the same path (whatever
- * their hosts, schemes and queries), 0 when not, -1 when either URL is
- * refused.  What a drop mode that asks for the duplicate's path (the
- * module's keys=path) checks of a prediction: /d/index.html predicted
- * from /d/ by INDEX_FILE passes, a prediction whose document came from
- * another item's page (the canonical table's URL was a duplicate of it)
- * does not.
- */
-/*
  * Whether a file name names a server-side handler by its extension
  * (Cart.aspx, viewtopic.php; any case): the query of such a URL is scoped
  * by the script, and pattern= names such a scope "/dir/Cart.aspx".
  */
 int sh_dust_is_script(const char *name, size_t len);
 
+/*
+ * Whether the rules give a and b one path: 1 when a and b, each under the
+ * rules of its own scope, have the same path (whatever their hosts,
+ * schemes and queries), 0 when not, -1 when either URL is refused.  The
+ * rules are those on (c(a), c(b)) and the path rules whose own pairs pass
+ * the sequential test at the cap though they are not on (24 clean pairs
+ * with the defaults: an /amp/ prefix or a path's case the site shows
+ * often, not yet often enough to predict by).  What a drop mode that asks
+ * for the duplicate's path (the module's keys=path) checks of a
+ * prediction: /d/index.html predicted from /d/ by INDEX_FILE passes, a
+ * prediction whose document came from another item's page (the canonical
+ * table's URL was a duplicate of it) does not.
+ */
 int sh_dust_same_path(sh_dust_t *d, const char *a, size_t alen,
                       const char *b, size_t blen);
 

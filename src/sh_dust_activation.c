@@ -198,6 +198,14 @@ scope_need(sh_dust_t *d, const dcand_t *c)
     return sh_dust_need_for(a < PRIOR_ALPHA_MAX ? a : PRIOR_ALPHA_MAX);
 }
 
+int
+sh_dust_supported(const sh_dust_t *d, const dcand_t *c)
+{
+    return c->state == SH_DUST_CANDIDATE
+           && c->support >= d->opts.min_evidence
+           && llr(d, c) >= sh_dust_need_for(PRIOR_ALPHA_MAX);
+}
+
 /*
  * A value-shape rule, drop_value(v=(hex)), is the narrow form of
  * drop_param(v) (sh_url_value_shape): it comes on only where that rule

@@ -123,6 +123,12 @@ void sh_dust_mark_off(sh_dust_t *d, const dcand_t *c);
 /* The candidate of the alias of hosts a and b, whichever way named. */
 dcand_t *sh_dust_alias_cand(sh_dust_t *d, uint64_t a, uint64_t b);
 
+/* Whether a candidate's own pairs pass the sequential test at the cap
+ * (PRIOR_ALPHA_MAX: 24 clean pairs with the defaults) while it is not on:
+ * enough to relate two paths for keys=path (sh_dust_same_path), never to
+ * predict. */
+int sh_dust_supported(const sh_dust_t *d, const dcand_t *c);
+
 /* The learned state after new counts: 1 if it changed. */
 int sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now);
 

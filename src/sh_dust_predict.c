@@ -243,7 +243,9 @@ sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
     return rc;
 }
 
-/* The hash of c(u)'s path; 0 for a refused URL. */
+/* The hash of u's path as keys=path compares it: c(u)'s, with the path
+ * rules its pairs support (sh_dust_supported_paths); 0 for a refused
+ * URL. */
 static uint64_t
 canonical_path(sh_dust_t *d, const char *url, size_t len)
 {
@@ -254,6 +256,7 @@ canonical_path(sh_dust_t *d, const char *url, size_t len)
     sh_url_rw_t  rw;
     scope_t      sc;
     dhost_t     *h;
+    unsigned     n;
 
     if (sh_url_parse(&u, url, len) != 0) {
         return 0;
@@ -263,8 +266,9 @@ canonical_path(sh_dust_t *d, const char *url, size_t len)
     h = sh_dust_host_find(d, u.host_hash);
     if (h != NULL) {
         sh_dust_scope_of(&u, &sc);
-        sh_dust_canonical(d, &u, &sc, h, a, sh_dust_atoms(&u, a), &rw,
-                          applied, which);
+        n = sh_dust_atoms(&u, a);
+        sh_dust_canonical(d, &u, &sc, h, a, n, &rw, applied, which);
+        sh_dust_supported_paths(d, &sc, h, a, n, &rw);
     }
     return sh_url_path_hash(&u, &rw);
 }

@@ -513,3 +513,62 @@ sh_dust_canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
     }
     return n;
 }
+
+/* The path rules: what keys=path compares. */
+static int
+path_kind(uint8_t kind)
+{
+    return kind == SH_DUST_TRAILING_SLASH || kind == SH_DUST_INDEX_FILE
+           || kind == SH_DUST_PATH_CASE || kind == SH_DUST_DROP_COMPONENT
+           || kind == SH_DUST_DROP_PATH_PARAM;
+}
+
+/* h's candidate of atom a in `pattern` when its own pairs support it
+ * (sh_dust_supported) and h does not forbid it host-wide, or NULL. */
+static dcand_t *
+rule_supported(sh_dust_t *d, const dhost_t *h, uint64_t pattern,
+               const atom_t *a)
+{
+    dcand_t *c, *w;
+
+    if (h == NULL) {
+        return NULL;
+    }
+    w = h->wild ? sh_dust_cand_find(d, h->hash, 0, a->kind, a->arg) : NULL;
+    if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
+        return NULL;
+    }
+    c = sh_dust_cand_find(d, h->hash, pattern, a->kind, a->arg);
+    return c != NULL && sh_dust_supported(d, c) ? c : NULL;
+}
+
+/*
+ * keys=path's form of u's path, beyond c(u)'s: the path rules that u's
+ * scope (on its host, or its alias's unless its host refuses them) has
+ * not turned on but whose own pairs pass the sequential test at the cap,
+ * merged into rw.  A prediction is made by rules on; keys=path then asks
+ * only whether its original's path names the same page, and there a path
+ * relation the site's pairs support (24 clean ones with the defaults,
+ * where turning the rule on in a first scope takes 115) beside the
+ * fingerprint that already made the two one document is evidence enough.
+ */
+void
+sh_dust_supported_paths(sh_dust_t *d, const scope_t *sc, dhost_t *h,
+                        const atom_t *a, unsigned na, sh_url_rw_t *rw)
+{
+    dhost_t *other;
+    unsigned i;
+
+    other = host_partner(h) != 0 ? sh_dust_host_find(d, host_partner(h))
+                                 : NULL;
+    for (i = 0; i < na; i++) {
+        if (path_kind(a[i].kind)
+            && (rule_supported(d, h, sc->pattern, &a[i]) != NULL
+                || (rule_supported(d, other, sc->pattern, &a[i]) != NULL
+                    && !refuses(d, h, sc->pattern, &a[i]))))
+        {
+            sh_dust_merge_rw(rw, &a[i].rw);
+        }
+    }
+}
+

@@ -38,4 +38,9 @@ unsigned sh_dust_canonical(sh_dust_t *d, const sh_url_t *u,
                            unsigned na, sh_url_rw_t *rw, dcand_t **applied,
                            int *which);
 
+/* keys=path's form of u's path: the path rules its pairs support though
+ * they are not on (sh_dust_supported), merged into rw. */
+void sh_dust_supported_paths(sh_dust_t *d, const scope_t *sc, dhost_t *h,
+                             const atom_t *a, unsigned na, sh_url_rw_t *rw);
+
 #endif

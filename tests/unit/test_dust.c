@@ -1112,6 +1112,65 @@ test_same_path(void **state)
     unmake(&f);
 }
 
+/* sh_dust_same_path with the defaults: a path rule whose own pairs pass
+ * the test at the cap (24 clean pairs) relates two paths for keys=path
+ * while it is still a candidate (115 to turn on), and predicts nothing;
+ * fewer pairs, a pair against, or another host's scope relate nothing. */
+static void
+test_same_path_supported(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    int            n;
+
+    (void) state;
+    default_opts(&o);
+    make(&f, &o);
+
+    learn_pairs(f.d, "http://a.example/doc/%d", "http://a.example/amp/doc/%d",
+                23);
+    assert_int_equal(state_of(f.d, "a.example", "/amp/",
+                              SH_DUST_DROP_COMPONENT, "amp"),
+                     SH_DUST_CANDIDATE);
+    assert_int_equal(SAME("http://a.example/amp/doc/500?sid=1",
+                          "http://a.example/doc/500"), 0);
+
+    learn_pairs(f.d, "http://a.example/doc/%d", "http://a.example/amp/doc/%d",
+                30);
+    assert_int_equal(support_of(f.d, "a.example", "/amp/",
+                                SH_DUST_DROP_COMPONENT, "amp"), 30);
+    assert_int_equal(state_of(f.d, "a.example", "/amp/",
+                              SH_DUST_DROP_COMPONENT, "amp"),
+                     SH_DUST_CANDIDATE);
+    assert_int_equal(SAME("http://a.example/amp/doc/500?sid=1",
+                          "http://a.example/doc/500"), 1);
+    assert_int_equal(SAME("http://a.example/doc/500",
+                          "http://a.example/amp/doc/500"), 1);
+    /* never another item's path, nor another host's */
+    assert_int_equal(SAME("http://a.example/amp/doc/500",
+                          "http://a.example/doc/501"), 0);
+    assert_int_equal(SAME("http://b.example/amp/doc/500",
+                          "http://b.example/doc/500"), 0);
+    /* no prediction: the rule is not on */
+    obs(f.d, DOCREP(500), "http://a.example/doc/500");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://a.example/amp/doc/500"),
+                     0);
+
+    /* a pair against takes the sum below the cap's bound */
+    obs(f.d, DOCREP(901), "http://a.example/doc/901");
+    obs(f.d, DOCREP(902), "http://a.example/amp/doc/901");
+    assert_int_equal(SAME("http://a.example/amp/doc/500",
+                          "http://a.example/doc/500"), 0);
+    /* and 50 more clean pairs bring it back */
+    for (n = 1000; n < 1050; n++) {
+        obs(f.d, DOCREP(n), "http://a.example/doc/%d", n);
+        obs(f.d, DOCREP(n), "http://a.example/amp/doc/%d", n);
+    }
+    assert_int_equal(SAME("http://a.example/amp/doc/500",
+                          "http://a.example/doc/500"), 1);
+    unmake(&f);
+}
+
 /* All distinct URLs and documents, exact and changed re-fetches: no rule,
  * no prediction. */
 static void
@@ -2449,6 +2508,7 @@ main(void)
         cmocka_unit_test(test_pin_forbid),
         cmocka_unit_test(test_path_rules),
         cmocka_unit_test(test_same_path),
+        cmocka_unit_test(test_same_path_supported),
         cmocka_unit_test(test_alias_sessions),
         cmocka_unit_test(test_alias_rules_union),
         cmocka_unit_test(test_alias_two_sites),
