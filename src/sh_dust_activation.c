@@ -188,7 +188,10 @@ scope_need(sh_dust_t *d, const dcand_t *c)
             b += hw->against;
         }
     }
-    if (pool_holds(d, c->host, partner, c)) {
+    if (pool_holds(d, c->host, partner, c)
+        || (b < 1 && c->kind == SH_DUST_DROP_PARAM
+            && sh_dust_tracker(c->arg_text, c->arglen)))
+    {
         return sh_dust_need_for(PRIOR_ALPHA_MAX);
     }
     if (g < 1) {
