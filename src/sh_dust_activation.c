@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sh_dust_activation.h"
+#include "sh_dust_trackers.h"
 
 #define PRIOR_ALPHA_MAX 0.25    /* the most a host's record relaxes */
 #define COUNT_MAX       (1u << 20)              /* then halve */
@@ -190,7 +191,7 @@ scope_need(sh_dust_t *d, const dcand_t *c)
     }
     if (pool_holds(d, c->host, partner, c)
         || (b < 1 && c->kind == SH_DUST_DROP_PARAM
-            && sh_dust_tracker(c->arg_text, c->arglen)))
+            && sh_dust_tracker(d->secret, c->arg_text, c->arglen, c->arg)))
     {
         return sh_dust_need_for(PRIOR_ALPHA_MAX);
     }

@@ -123,10 +123,6 @@ void sh_dust_mark_off(sh_dust_t *d, const dcand_t *c);
 /* The candidate of the alias of hosts a and b, whichever way named. */
 dcand_t *sh_dust_alias_cand(sh_dust_t *d, uint64_t a, uint64_t b);
 
-/* Whether a parameter's name (a family's "utm_*" too) is one the web
- * uses for tracking only (sh_dust_trackers.c). */
-int sh_dust_tracker(const char *name, size_t len);
-
 /* Whether a candidate's own pairs pass the sequential test at the cap
  * (PRIOR_ALPHA_MAX: 24 clean pairs with the defaults) while it is not on:
  * enough to relate two paths for keys=path (sh_dust_same_path), never to

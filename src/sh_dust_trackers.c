@@ -12,43 +12,83 @@
  * The names are the ones documented by their platforms (Google Analytics
  * and Ads, Meta, Microsoft Advertising, Yandex, TikTok, X, LinkedIn,
  * Mailchimp, HubSpot, Matomo, Marketo...) and stripped by browsers'
- * query-parameter filters.  Names such as ref or source, which also
- * select content on some sites (a branch, a data source), are not here.
+ * query-parameter filters, spelled as they are (a parameter's name is
+ * case-sensitive).  Names such as ref or source, which also select
+ * content on some sites (a branch, a data source), are not here.
  */
+#include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
-#include "sh_dust_activation.h"
+#include "sh_dust_trackers.h"
+#include "sh_url.h"
 
-/* families: a prefix and anything after it (utm_source, utm_medium...) */
+/* families: a prefix and anything after it (utm_source, utm_medium...),
+ * as sh_url.c groups them (letters or digits, then '_') */
 static const char *const families[] = {
-    "utm_", "mc_", "pk_", "mtm_", "hsa_", "_hs"
+    "utm_", "mc_", "pk_", "mtm_", "hsa_"
 };
 
 static const char *const names[] = {
     "fbclid", "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "msclkid",
     "yclid", "ysclid", "twclid", "ttclid", "igshid", "li_fat_id", "mkt_tok",
-    "_ga", "_gl", "vero_id", "oly_anon_id", "oly_enc_id", "rb_clickid",
-    "s_cid", "wickedid", "epik"
+    "_ga", "_gl", "_hsenc", "_hsmi", "vero_id", "oly_anon_id", "oly_enc_id",
+    "rb_clickid", "s_cid", "wickedid", "epik"
 };
 
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The hash a parameter NAME (or a family's member) has under secret:
+ * sh_url's own, of a URL that holds it. */
+static uint64_t
+key_of(const unsigned char *secret, const char *name, int family)
+{
+    char     url[64];
+    int      n;
+    sh_url_t u;
+
+    n = snprintf(url, sizeof(url), "http://t.invalid/?%s%s=1", name,
+                 family ? "x" : "");
+    if (n < 0 || (size_t) n >= sizeof(url)
+        || sh_url_parse(&u, url, (size_t) n) != 0 || u.nparams != 1)
+    {
+        return 0;
+    }
+    sh_url_hash_parts(&u, secret);
+    return family ? u.params[0].family : u.params[0].name_hash;
+}
+
 int
-sh_dust_tracker(const char *name, size_t len)
+sh_dust_tracker(const unsigned char *secret, const char *text, size_t len,
+                uint64_t arg)
 {
     size_t i, n;
 
-    if (len > 0 && name[len - 1] == '*') {      /* a family's rule */
+    if (len == 0) {
+        /* a candidate made from a reverse pair has no text yet: its
+         * argument's hash tells */
+        for (i = 0; i < COUNT(families); i++) {
+            if (key_of(secret, families[i], 1) == arg) {
+                return 1;
+            }
+        }
+        for (i = 0; i < COUNT(names); i++) {
+            if (key_of(secret, names[i], 0) == arg) {
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if (text[len - 1] == '*') {                 /* a family's rule */
         len--;
     }
-    for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+    for (i = 0; i < COUNT(families); i++) {
         n = strlen(families[i]);
-        if (len >= n && strncasecmp(name, families[i], n) == 0) {
+        if (len >= n && strncmp(text, families[i], n) == 0) {
             return 1;
         }
     }
-    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (len == strlen(names[i]) && strncasecmp(name, names[i], len) == 0)
-        {
+    for (i = 0; i < COUNT(names); i++) {
+        if (len == strlen(names[i]) && memcmp(text, names[i], len) == 0) {
             return 1;
         }
     }

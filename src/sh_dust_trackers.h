@@ -1,0 +1,19 @@
+/*
+ * sh_dust_trackers.h -- the parameter names the web uses for tracking
+ * only (utm_*, fbclid, gclid...): a scope's test of drop_param for one of
+ * them starts at the cap (sh_dust_activation.c).  Private to
+ * src/sh_dust_*.c.
+ */
+#ifndef SH_DUST_TRACKERS_H
+#define SH_DUST_TRACKERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Whether a drop_param rule's argument is one of them: its text (a name,
+ * or a family's "utm_*"), or when it has none yet (len 0) its hash arg
+ * under the learner's secret. */
+int sh_dust_tracker(const unsigned char *secret, const char *text,
+                    size_t len, uint64_t arg);
+
+#endif
