@@ -191,7 +191,8 @@ scope_need(sh_dust_t *d, const dcand_t *c)
     }
     if (pool_holds(d, c->host, partner, c)
         || (b < 1 && c->kind == SH_DUST_DROP_PARAM
-            && sh_dust_tracker(d->secret, c->arg_text, c->arglen, c->arg)))
+            && sh_dust_tracker(d->secret, d->secret_digest,
+                               c->arg_text, c->arglen, c->arg)))
     {
         return sh_dust_need_for(PRIOR_ALPHA_MAX);
     }

@@ -57,26 +57,46 @@ key_of(const unsigned char *secret, const char *name, int family)
     return family ? u.params[0].family : u.params[0].name_hash;
 }
 
+/*
+ * The keys of every name and family under one secret, made once a process
+ * (a worker's zones share their learner's secret; another secret makes
+ * them again): a candidate without text is asked at each of its pairs.
+ */
+static uint64_t keys[COUNT(families) + COUNT(names)];
+static uint64_t keys_digest;
+
+static int
+known_key(const unsigned char *secret, uint64_t digest, uint64_t arg)
+{
+    size_t i;
+
+    if (keys_digest != digest || digest == 0) {
+        for (i = 0; i < COUNT(families); i++) {
+            keys[i] = key_of(secret, families[i], 1);
+        }
+        for (i = 0; i < COUNT(names); i++) {
+            keys[COUNT(families) + i] = key_of(secret, names[i], 0);
+        }
+        keys_digest = digest;
+    }
+    for (i = 0; i < COUNT(keys); i++) {
+        if (keys[i] == arg && arg != 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int
-sh_dust_tracker(const unsigned char *secret, const char *text, size_t len,
-                uint64_t arg)
+sh_dust_tracker(const unsigned char *secret, uint64_t digest,
+                const char *text, size_t len, uint64_t arg)
 {
     size_t i, n;
 
     if (len == 0) {
         /* a candidate made from a reverse pair has no text yet: its
          * argument's hash tells */
-        for (i = 0; i < COUNT(families); i++) {
-            if (key_of(secret, families[i], 1) == arg) {
-                return 1;
-            }
-        }
-        for (i = 0; i < COUNT(names); i++) {
-            if (key_of(secret, names[i], 0) == arg) {
-                return 1;
-            }
-        }
-        return 0;
+        return known_key(secret, digest, arg);
     }
     if (text[len - 1] == '*') {                 /* a family's rule */
         len--;

@@ -12,8 +12,9 @@
 
 /* Whether a drop_param rule's argument is one of them: its text (a name,
  * or a family's "utm_*"), or when it has none yet (len 0) its hash arg
- * under the learner's secret. */
-int sh_dust_tracker(const unsigned char *secret, const char *text,
-                    size_t len, uint64_t arg);
+ * under the learner's secret, whose digest keys a cache of the names'
+ * hashes (0: no cache). */
+int sh_dust_tracker(const unsigned char *secret, uint64_t digest,
+                    const char *text, size_t len, uint64_t arg);
 
 #endif

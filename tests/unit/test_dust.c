@@ -2039,13 +2039,13 @@ test_known_trackers(void **state)
 
     (void) state;
     /* by text: a name, a family's member or rule, as spelled */
-    assert_true(sh_dust_tracker(NULL, "fbclid", 6, 0));
-    assert_true(sh_dust_tracker(NULL, "utm_*", 5, 0));
-    assert_true(sh_dust_tracker(NULL, "utm_source", 10, 0));
-    assert_false(sh_dust_tracker(NULL, "GCLID", 5, 0));
-    assert_false(sh_dust_tracker(NULL, "gclidx", 6, 0));
-    assert_false(sh_dust_tracker(NULL, "ref", 3, 0));
-    assert_false(sh_dust_tracker(NULL, "utm", 3, 0));
+    assert_true(sh_dust_tracker(NULL, 0, "fbclid", 6, 0));
+    assert_true(sh_dust_tracker(NULL, 0, "utm_*", 5, 0));
+    assert_true(sh_dust_tracker(NULL, 0, "utm_source", 10, 0));
+    assert_false(sh_dust_tracker(NULL, 0, "GCLID", 5, 0));
+    assert_false(sh_dust_tracker(NULL, 0, "gclidx", 6, 0));
+    assert_false(sh_dust_tracker(NULL, 0, "ref", 3, 0));
+    assert_false(sh_dust_tracker(NULL, 0, "utm", 3, 0));
 
     default_opts(&o);
     make(&f, &o);
