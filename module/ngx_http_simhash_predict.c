@@ -46,7 +46,7 @@ ngx_int_t
 ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 {
     ngx_str_t                       key, safe;
-    ngx_uint_t                      answer, verify;
+    ngx_uint_t                      answer;
     ngx_http_simhash_ctx_t         *ctx;
     ngx_http_simhash_event_t        ev;
     ngx_http_simhash_loc_conf_t    *slcf;
@@ -114,17 +114,8 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
             || ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
                                                r->connection->log)))
     {
-        /* a rule on probation: at least one prediction in two fetched,
-         * whose verified wrong answer ends the probation (src/sh_dust.h) */
-        verify = slcf->dust->verify;
-
-        if (p->why.probation
-            && verify < (ngx_uint_t) (SH_DUST_PROBATION_VERIFY * 1000000))
-        {
-            verify = (ngx_uint_t) (SH_DUST_PROBATION_VERIFY * 1000000);
-        }
-
-        answer = verify == 0 || (ngx_uint_t) ngx_random() % 1000000 >= verify;
+        answer = slcf->dust->verify == 0
+                 || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust->verify;
         ctx->verifying = !answer;
     }
 

@@ -159,10 +159,6 @@
 #define SH_DUST_PAT_TEXT    24      /* of a pattern's component */
 #define SH_DUST_CHANGES     64      /* the change ring */
 #define SH_DUST_WHY_MAX     4       /* rules named in a prediction */
-/* The share of a probation's predictions its user fetches to verify: each
- * wrong answer of a bad rule on probation is caught with this probability,
- * and the first one caught ends the probation */
-#define SH_DUST_PROBATION_VERIFY 0.5
 #define SH_DUST_RULE_REC_LEN 176    /* bytes of an exported rule */
 
 typedef struct sh_dust_s sh_dust_t;
@@ -255,9 +251,6 @@ typedef struct {
 typedef struct {
     uint64_t       host_hash;   /* the URL's host: sh_dust_saved's */
     uint32_t       kinds;       /* bit 1 << kind for each */
-    unsigned       probation;   /* made by a rule on probation (the first
-                                   named): verify SH_DUST_PROBATION_VERIFY
-                                   of such predictions at least */
     unsigned       nrules;      /* named below: at most SH_DUST_WHY_MAX */
     struct {
         sh_dust_kind_t kind;

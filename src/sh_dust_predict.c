@@ -142,73 +142,6 @@ rev_rep(sh_dust_t *d, uint64_t hu, uint64_t hc, uint64_t *rep)
     return NULL;
 }
 
-/*
- * A rule on probation (issue 34, fifth round): a candidate of u's scope
- * whose own pairs pass the sequential test at the cap (sh_dust_supported:
- * 24 clean pairs with the defaults) but not yet its scope's full test
- * predicts from its own evidence, composed with the rules on, as a pair is
- * made: the last URL it mapped to R'(u), R'(u) itself fetched, or a URL
- * whose canonical form R'(u) is.  The module fetches at least one such
- * prediction in two (SH_DUST_PROBATION_VERIFY), and the pair a verified
- * wrong answer makes takes the rule's sum below the cap's bound: a bad
- * rule reaches probation with probability at most 25% and then gives in
- * expectation at most (1 - 0.5) / 0.5 = 1 wrong answer.  Asked only when
- * no rule on predicts u.  Returns the rule, or NULL.
- */
-static dcand_t *
-probation_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
-              const dhost_t *h, const atom_t *a, unsigned na,
-              const sh_url_rw_t *rw, uint64_t *rep)
-{
-    sh_url_rw_t rwi;
-    dcand_t    *c, *w;
-    devid_t    *e;
-    dcanon_t   *ce;
-    uint64_t    hu = sh_url_hash(u, NULL), hc = sh_url_hash(u, rw), hr;
-    unsigned    i;
-    int         found;
-
-    for (i = 0; i < na; i++) {
-        if (a[i].kind == SH_DUST_HOST_ALIAS) {
-            continue;
-        }
-        c = sh_dust_cand_find(d, sc->host, sc->pattern, a[i].kind,
-                              a[i].arg);
-        if (c == NULL || !sh_dust_supported(d, c)) {
-            continue;
-        }
-        w = h->wild ? sh_dust_cand_find(d, h->hash, 0, a[i].kind, a[i].arg)
-                    : NULL;
-        if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
-            continue;
-        }
-        rwi = a[i].rw;
-        sh_dust_merge_rw(&rwi, rw);
-        rwi.host = rw->host;
-        if ((hr = sh_url_hash(u, &rwi)) == hc) {
-            continue;           /* nothing beyond the rules on */
-        }
-        e = evid_at(d, cand_key(sc->host, sc->pattern, a[i].kind, a[i].arg)
-                       ^ KEY_PAIR, hr, 0, &found);
-        if (e == NULL || e->url == hu) {
-            e = evid_at(d, KEY_IDENT, hr, 0, &found);
-        }
-        if (e != NULL && e->url != hu && e->url != 0) {
-            *rep = e->rep;
-            return c;
-        }
-        ce = sh_dust_canon_get(d, hr, 0, &found);
-        if (ce != NULL && ce->url != canon_url(hu)
-            && ce->gen == sh_dust_host_gen(d, h,
-                                           sh_dust_form_scope(u, sc, &rwi)))
-        {
-            *rep = ce->rep;
-            return c;
-        }
-    }
-    return NULL;
-}
-
 static void
 why_add(sh_dust_why_t *why, const dcand_t *c)
 {
@@ -231,7 +164,7 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     sh_url_rw_t  rw;
     scope_t      sc;
     dhost_t     *h;
-    dcand_t     *rc = NULL, *pc = NULL;
+    dcand_t     *rc = NULL;
     uint64_t     hu;
     unsigned     i, n, na;
 
@@ -253,11 +186,7 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
         hu = sh_url_hash(&u, NULL);
         rc = rev_rep(d, hu, na > 0 ? sh_url_hash(&u, &rw) : hu, rep);
         if (rc == NULL) {
-            pc = probation_rep(d, &u, &sc, h, a, n, &rw, rep);
-            if (pc == NULL) {
-                return 0;
-            }
-            used = -1;          /* and the rules on, all of them */
+            return 0;
         }
     }
     h->predictions++;
@@ -266,10 +195,6 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     if (why != NULL) {
         memset(why, 0, sizeof(*why));
         why->host_hash = u.host_hash;
-        if (pc != NULL) {
-            why->probation = 1;
-            why_add(why, pc);
-        }
         if (rc != NULL) {
             why_add(why, rc);
         }
