@@ -907,8 +907,11 @@ ngx_http_simhash_dust_load_tail(ngx_http_simhash_zone_t *zone, u_char *buf,
 
 /*
  * A rule's own fields as JSON members (no braces): its host, pattern and
- * argument as URLs spelled them, escaped; its state and evidence.  The
- * statistics add the host's counts, "why?" nothing.
+ * argument as URLs spelled them, escaped; its state and evidence: the
+ * pairs, the Wilson bound of their precision, and the sequential test's
+ * sum beside what it must reach in its scope (0: not known, a rule read
+ * from an image), which is what turns it on.  The statistics add the
+ * host's counts, "why?" nothing.
  */
 
 u_char *
@@ -926,7 +929,8 @@ ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri)
                                      ngx_strlen(ri->arg));
 
     return ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
-                       "\"against\":%uD,\"precision_lower\":%.4f",
+                       "\"against\":%uD,\"precision_lower\":%.4f,"
+                       "\"test\":%.2f,\"need\":%.2f",
                        sh_dust_state_name(ri->state), ri->support,
-                       ri->against, ri->lower);
+                       ri->against, ri->lower, ri->llr, ri->need);
 }
