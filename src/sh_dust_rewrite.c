@@ -329,6 +329,13 @@ sh_dust_merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from)
     to->lower |= from->lower;
 }
 
+/* h's host-wide manual rule of atom a (pinned or forbidden), or NULL. */
+static dcand_t *
+wide_rule(sh_dust_t *d, const dhost_t *h, const atom_t *a)
+{
+    return h->wild ? sh_dust_cand_find(d, h->hash, 0, a->kind, a->arg) : NULL;
+}
+
 /* The rule of atom a that is on for host h in `pattern` (or host-wide,
  * pinned), or NULL: none, or forbidden host-wide. */
 static dcand_t *
@@ -339,7 +346,7 @@ rule_on(sh_dust_t *d, const dhost_t *h, uint64_t pattern, const atom_t *a)
     if (h == NULL || !(h->bloom & bloom_bit(a->kind, a->arg))) {
         return NULL;
     }
-    w = h->wild ? sh_dust_cand_find(d, h->hash, 0, a->kind, a->arg) : NULL;
+    w = wide_rule(d, h, a);
     if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
         return NULL;
     }
@@ -534,7 +541,7 @@ rule_supported(sh_dust_t *d, const dhost_t *h, uint64_t pattern,
     if (h == NULL) {
         return NULL;
     }
-    w = h->wild ? sh_dust_cand_find(d, h->hash, 0, a->kind, a->arg) : NULL;
+    w = wide_rule(d, h, a);
     if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
         return NULL;
     }
