@@ -615,6 +615,7 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
                          (uint64_t) ngx_time(), &rep, &p->why);
 
     ref = rc == 1 ? ngx_http_simhash_zone_find_hash(zone, rep) : SH_NOREF;
+    p->rep = rep;
 
     if (ref != SH_NOREF) {
         ngx_http_simhash_zone_name(zone, ref, &name, id);
@@ -641,6 +642,54 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
 
     p->rule_len = sh_dust_why_format(&p->why, (char *) p->rule,
                                      sizeof(p->rule));
+
+    return NGX_OK;
+}
+
+
+/*
+ * keys=path's second chance for a prediction whose original has another
+ * path: the request's canonical form, when that URL itself was fetched
+ * and resolved to the prediction's document (a page the crawler was
+ * given, one with the request by the rules).  Spelled under the lock
+ * into a buffer on the stack (a URL the learner takes is at most
+ * SH_URL_LEN_MAX bytes, and its form changes no more than the host),
+ * then copied to the pool.
+ */
+
+ngx_int_t
+ngx_http_simhash_dust_fetched_form(ngx_http_request_t *r,
+    ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    ngx_http_simhash_prediction_t *p, ngx_str_t *form)
+{
+    size_t      n;
+    sh_dust_t  *dust;
+    u_char      buf[SH_URL_LEN_MAX + SH_DUST_HOST_TEXT + 1];
+
+    dust = ngx_http_simhash_dust_learner(zone);
+
+    if (dust == NULL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    n = sh_dust_fetched_form(dust, (char *) key->data, key->len, p->rep,
+                             (char *) buf, sizeof(buf));
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (n == 0) {
+        return NGX_DECLINED;
+    }
+
+    form->data = ngx_pnalloc(r->pool, n);
+    if (form->data == NULL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_memcpy(form->data, buf, n);
+    form->len = n;
 
     return NGX_OK;
 }

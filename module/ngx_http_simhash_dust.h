@@ -30,6 +30,7 @@ typedef struct {
     u_char                       rule[128];
     size_t                       rule_len;
     ngx_str_t                    name;      /* raw, in the request's pool */
+    uint64_t                     rep;       /* the document */
     sh_dust_why_t                why;
 } ngx_http_simhash_prediction_t;
 
@@ -142,6 +143,12 @@ void ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone,
 /* NGX_OK with a prediction whose original is still stored, NGX_DECLINED */
 ngx_uint_t ngx_http_simhash_dust_same_path(ngx_http_simhash_zone_t *zone,
     ngx_str_t *a, ngx_str_t *b, ngx_log_t *log);
+/* the URL of the request's canonical form when it was itself fetched as
+ * the prediction's document (sh_dust_fetched_form): NGX_OK with it in the
+ * request's pool, NGX_DECLINED */
+ngx_int_t ngx_http_simhash_dust_fetched_form(ngx_http_request_t *r,
+    ngx_http_simhash_zone_t *zone, ngx_str_t *key,
+    ngx_http_simhash_prediction_t *p, ngx_str_t *form);
 ngx_int_t ngx_http_simhash_dust_predict(ngx_http_request_t *r,
     ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     ngx_http_simhash_prediction_t *p);

@@ -21,6 +21,9 @@
 static ngx_int_t ngx_http_simhash_rules_text(ngx_pool_t *pool, u_char *text,
     size_t len, ngx_str_t *out);
 static ngx_uint_t ngx_http_simhash_credentials(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_simhash_dust_droppable(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_str_t *key, ngx_str_t *safe, ngx_http_simhash_prediction_t *p);
 static ngx_int_t ngx_http_simhash_dust_answer(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 
@@ -34,12 +37,8 @@ static ngx_int_t ngx_http_simhash_dust_answer(ngx_http_request_t *r,
  * is fetched anyway and its decision, observed, checks the rule.  In tag
  * mode the page is fetched and the prediction rides along.
  *
- * keys=path asks that the original have the request's path: for a
- * prediction, its path once the active rules rewrote both (asked of the
- * learner only when the paths as they are differ), so /d/index.html
- * predicted from /d/ by a learned index-file rule is answered, and a
- * prediction whose document is another item's page (a fingerprint
- * duplicate of it was the last fetch of that form) is not.
+ * keys=path asks that the original have the request's path (see
+ * ngx_http_simhash_dust_droppable below).
  */
 
 ngx_int_t
@@ -110,9 +109,7 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
     answer = 0;
 
     if (slcf->action == NGX_HTTP_SIMHASH_DROP
-        && (ngx_http_simhash_drop_allowed(slcf, &safe, &ctx->duplicate_of, 0)
-            || ngx_http_simhash_dust_same_path(slcf->zone, &key, &p->name,
-                                               r->connection->log)))
+        && ngx_http_simhash_dust_droppable(r, ctx, slcf, &key, &safe, p))
     {
         answer = slcf->dust->verify == 0
                  || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust->verify;
@@ -153,6 +150,59 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
     ngx_str_null(&ctx->duplicate_of);
 
     return NGX_DECLINED;
+}
+
+
+/*
+ * Whether drop mode may answer a prediction.  keys=path asks that the
+ * original have the request's path: for a prediction, its path once the
+ * rules rewrote both (asked of the learner only when the paths as they
+ * are differ), so /d/index.html predicted from /d/ by a learned
+ * index-file rule is answered, and a prediction whose document is another
+ * item's page (a fingerprint duplicate of it was the last fetch of that
+ * form) is not.  When the document's own key has another path (a page
+ * first fetched as /node/7, then as /news/a), the request's canonical
+ * form is named instead if that URL itself was fetched as this document:
+ * the crawler was given it (as a duplicate passed on under keys=path, or
+ * as the page itself), and the rules make it one page with the request.
+ */
+
+static ngx_uint_t
+ngx_http_simhash_dust_droppable(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_str_t *key, ngx_str_t *safe, ngx_http_simhash_prediction_t *p)
+{
+    ngx_str_t  form, escaped;
+
+    if (ngx_http_simhash_drop_allowed(slcf, safe, &ctx->duplicate_of, 0)
+        || ngx_http_simhash_dust_same_path(slcf->zone, key, &p->name,
+                                           r->connection->log))
+    {
+        return 1;
+    }
+
+    if (ngx_http_simhash_dust_fetched_form(r, slcf->zone, key, p, &form)
+        != NGX_OK
+        || ngx_http_simhash_escape(r->pool, form.data, form.len, &escaped)
+           != NGX_OK)
+    {
+        return 0;
+    }
+
+    if (!ngx_http_simhash_drop_allowed(slcf, safe, &escaped, 0)
+        && !ngx_http_simhash_dust_same_path(slcf->zone, key, &form,
+                                            r->connection->log))
+    {
+        return 0;
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "simhash dust: named by its fetched form \"%V\"",
+                   &escaped);
+
+    ctx->duplicate_of = escaped;
+
+    return 1;
 }
 
 

@@ -336,6 +336,20 @@ int sh_dust_is_script(const char *name, size_t len);
 int sh_dust_same_path(sh_dust_t *d, const char *a, size_t alen,
                       const char *b, size_t blen);
 
+/*
+ * The URL of u's canonical form c(u), written into buf (NUL-terminated),
+ * when that URL itself was fetched and resolved to document `rep`: its
+ * length; 0 when it was not (or is not known now), when u is refused or
+ * no rule is on for it, or when it does not fit in size.  What a drop
+ * mode that asks for the request's path (the module's keys=path) names
+ * as the original when the document's own key has another path: a URL
+ * the crawler was given, which the rules make one page with u
+ * (m.example.com/news/a predicted from the document first fetched as
+ * /node/7, when example.com/news/a was fetched too).
+ */
+size_t sh_dust_fetched_form(sh_dust_t *d, const char *url, size_t len,
+                            uint64_t rep, char *buf, size_t size);
+
 /* The module acted on a prediction: a fetch saved. */
 void sh_dust_saved(sh_dust_t *d, const sh_dust_why_t *why);
 

@@ -2,7 +2,8 @@
  * sh_dust_predict.c -- a predicted duplicate (sh_dust_predict): the
  * document a URL is, from its canonical form or an active rule's own
  * evidence, before it is fetched; the operator's dry run of it; whether
- * two paths are one under the host's rules; the "why" of a prediction.
+ * two paths are one under the host's rules; c(u) spelled when it was
+ * itself fetched; the "why" of a prediction.
  */
 #include <stdio.h>
 #include <string.h>
@@ -241,6 +242,61 @@ sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
         h->last = last;
     }
     return rc;
+}
+
+/*
+ * c(u) spelled, when that URL itself was fetched and resolved to `rep`:
+ * its identity entry (a fetch, never an answered prediction, leaves one).
+ * The written text is parsed and hashed again, so a spelling the hash
+ * would not give back (a host name cut in the table, another encoding)
+ * names nothing.
+ */
+size_t
+sh_dust_fetched_form(sh_dust_t *d, const char *url, size_t len,
+                     uint64_t rep, char *buf, size_t size)
+{
+    sh_url_t     u, w;
+    atom_t       a[ATOMS_MAX];
+    dcand_t     *applied[ATOMS_MAX + 1];
+    int          which[ATOMS_MAX + 1], found;
+    sh_url_rw_t  rw;
+    scope_t      sc;
+    dhost_t     *h, *t = NULL;
+    devid_t     *e;
+    uint64_t     hc;
+    size_t       n;
+
+    if (size == 0 || sh_url_parse(&u, url, len) != 0) {
+        return 0;
+    }
+    sh_url_hash_parts(&u, d->secret);
+    h = sh_dust_host_find(d, u.host_hash);
+    if (h == NULL || (h->bloom == 0 && h->alias_to == 0)) {
+        return 0;
+    }
+    sh_dust_scope_of(&u, &sc);
+    if (sh_dust_canonical(d, &u, &sc, h, a, sh_dust_atoms(&u, a), &rw,
+                          applied, which)
+        == 0)
+    {
+        return 0;
+    }
+    hc = sh_url_hash(&u, &rw);
+    e = evid_at(d, KEY_IDENT, hc, 0, &found);
+    if (e == NULL || e->url != hc || e->rep != rep
+        || (rw.host != 0
+            && ((t = sh_dust_host_find(d, rw.host)) == NULL
+                || t->textlen == 0 || t->textlen >= SH_DUST_HOST_TEXT)))
+    {
+        return 0;
+    }
+    n = sh_url_write(&u, &rw, t ? t->text : NULL, t ? t->textlen : 0, buf,
+                     size);
+    if (n >= size || sh_url_parse(&w, buf, n) != 0) {
+        return 0;
+    }
+    sh_url_hash_parts(&w, d->secret);
+    return sh_url_hash(&w, NULL) == hc ? n : 0;
 }
 
 /* The hash of u's path as keys=path compares it: c(u)'s, with the path

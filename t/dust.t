@@ -380,6 +380,28 @@ is($h->{'x-simhash-duplicate-of'}, 'http://pinned.test/amp/doc/fresh.html?ref=a'
    'supported path rule: a duplicate of the /amp/ original');
 is($hits->(), $before, 'supported path rule: not fetched');
 
+# ... and one whose document was first fetched under another path (a
+# Drupal node and its path alias): the variant's canonical form was itself
+# fetched, and passed on as a duplicate, so the crawler has it; the
+# prediction is answered naming that URL.  ("another item" above: its
+# canonical form was only fetched with a ref, and stays fetched.)
+my $same = ($t->random_pages(1, 150, 6262))[0];
+$t->write_file('html/doc/node7.html', $same);
+$t->write_file('html/doc/news-a.html', $same);
+is($t->get('/pinned/doc/node7.html')->{headers}{'x-simhash-status'}, 'new',
+   'path alias: the original under its node path');
+$r = $t->get('/pinned/doc/news-a.html');
+is($r->{headers}{'x-simhash-duplicate-of'}, 'http://pinned.test/doc/node7.html',
+   'path alias: the alias a duplicate of the node');
+is($r->{status}, 200, 'path alias: passed on (keys=path)');
+$before = $hits_after->('/doc/news-a.html');
+($status, $h) = $t->raw_get('/pinned/doc/news-a.html?ref=feed');
+is($h->{'x-simhash-predicted'}, 'drop_param(ref)', 'path alias: predicted');
+is($status, 204, 'path alias, keys=path: dropped');
+is($h->{'x-simhash-duplicate-of'}, 'http://pinned.test/doc/news-a.html',
+   'path alias: named by its fetched canonical form');
+is($hits->(), $before, 'path alias: not fetched');
+
 # forbid: drop_param(utm) never turns on, whatever the evidence
 for my $i (21 .. 90) {
     $t->get("/tag/doc/p$i.html?utm=x$i");

@@ -1113,6 +1113,61 @@ test_same_path(void **state)
     unmake(&f);
 }
 
+#define FORM(u, rep) sh_dust_fetched_form(f.d, u, strlen(u), rep, buf, \
+                                         sizeof(buf))
+
+/* sh_dust_fetched_form: c(u) spelled only when that URL itself was
+ * fetched as the document asked about; through a pinned alias, the
+ * target host's name; never for another document, a form only ever seen
+ * with a session id, a host without rules, or a buffer too short. */
+static void
+test_fetched_form(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    char           buf[256];
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+
+    learn_pairs(f.d, "http://f.example/doc/%d", "http://f.example/doc/%d"
+                "?sid=x", 12);
+    assert_int_equal(state_of(f.d, "f.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(700), "http://f.example/doc/700");
+    assert_int_equal(FORM("http://f.example/doc/700?sid=abc", DOCREP(700)),
+                     strlen("http://f.example/doc/700"));
+    assert_string_equal(buf, "http://f.example/doc/700");
+    /* another document: the form is not its page */
+    assert_int_equal(FORM("http://f.example/doc/700?sid=abc", DOCREP(701)),
+                     0);
+    /* a form fetched only with a session id: no URL to name */
+    obs(f.d, DOCREP(702), "http://f.example/doc/702?sid=a");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://f.example/doc/702?sid=b"),
+                     1);
+    assert_int_equal(FORM("http://f.example/doc/702?sid=b", DOCREP(702)), 0);
+    /* too short a buffer */
+    assert_int_equal(sh_dust_fetched_form(f.d, "http://f.example/doc/700?"
+                                          "sid=abc", 32, DOCREP(700), buf,
+                                          10), 0);
+    /* no rule on for the URL, or none on its host */
+    assert_int_equal(FORM("http://f.example/doc/700", DOCREP(700)), 0);
+    assert_int_equal(FORM("http://g.example/doc/700?sid=a", DOCREP(700)), 0);
+    assert_int_equal(FORM("no scheme", DOCREP(700)), 0);
+
+    /* through an alias: the target's own URL, by its name */
+    assert_int_equal(sh_dust_pin(f.d, "m.f.example", NULL,
+                                 SH_DUST_HOST_ALIAS, "f.example",
+                                 SH_DUST_PIN_ON, 1), 0);
+    obs(f.d, DOCREP(703), "http://f.example/news/a");
+    assert_int_equal(FORM("http://m.f.example/news/a", DOCREP(703)),
+                     strlen("http://f.example/news/a"));
+    assert_string_equal(buf, "http://f.example/news/a");
+    assert_int_equal(FORM("http://m.f.example/news/b", DOCREP(703)), 0);
+    unmake(&f);
+}
+
 /* sh_dust_same_path with the defaults: a path rule whose own pairs pass
  * the test at the cap (24 clean pairs) relates two paths for keys=path
  * while it is still a candidate (115 to turn on), and predicts nothing;
@@ -2572,6 +2627,7 @@ main(void)
         cmocka_unit_test(test_path_rules),
         cmocka_unit_test(test_same_path),
         cmocka_unit_test(test_same_path_supported),
+        cmocka_unit_test(test_fetched_form),
         cmocka_unit_test(test_alias_sessions),
         cmocka_unit_test(test_alias_rules_union),
         cmocka_unit_test(test_alias_two_sites),
