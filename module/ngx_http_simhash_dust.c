@@ -959,8 +959,9 @@ ngx_http_simhash_dust_load_tail(ngx_http_simhash_zone_t *zone, u_char *buf,
  * argument as URLs spelled them, escaped; its state and evidence: the
  * pairs, the Wilson bound of their precision, and the sequential test's
  * sum beside what it must reach in its scope (0: not known, a rule read
- * from an image), which is what turns it on.  The statistics add the
- * host's counts, "why?" nothing.
+ * from an image), which is what turns it on, and for a rule on the share
+ * of simhash_dust_verify its predictions are fetched at (1 otherwise).
+ * The statistics add the host's counts, "why?" nothing.
  */
 
 u_char *
@@ -979,7 +980,8 @@ ngx_http_simhash_rule_json(u_char *p, sh_dust_rule_info_t *ri)
 
     return ngx_sprintf(p, "\",\"state\":\"%s\",\"support\":%uD,"
                        "\"against\":%uD,\"precision_lower\":%.4f,"
-                       "\"test\":%.2f,\"need\":%.2f",
+                       "\"test\":%.2f,\"need\":%.2f,\"sample\":%.2f",
                        sh_dust_state_name(ri->state), ri->support,
-                       ri->against, ri->lower, ri->llr, ri->need);
+                       ri->against, ri->lower, ri->llr, ri->need,
+                       ri->sample);
 }

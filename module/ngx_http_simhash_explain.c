@@ -331,7 +331,7 @@ ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg,
                        + x->predicted_of.len + x->rules_len)
            + x->evidence.n * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT
                                    + SH_DUST_ARG_TEXT)
-                                + 320 + 3 * NGX_INT64_LEN);
+                                + 384 + 3 * NGX_INT64_LEN);
 
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {

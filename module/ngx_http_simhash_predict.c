@@ -34,7 +34,10 @@ static ngx_int_t ngx_http_simhash_dust_answer(ngx_http_request_t *r,
  * or Cookie: a personalised page is not the one another URL had).  In drop
  * mode, under the location's keys= rule, the answer is the drop status at
  * once, without the upstream; but one prediction in simhash_dust_verify
- * is fetched anyway and its decision, observed, checks the rule.  In tag
+ * is fetched anyway and its decision, observed, checks the rule: that
+ * rate times the share its weakest rule needs (sh_dust_sample: all of it
+ * until the rule's test is passed, less as its evidence grows past it,
+ * never under a quarter), all of a rate of 100%.  In tag
  * mode the page is fetched and the prediction rides along.
  *
  * keys=path asks that the original have the request's path (see
@@ -45,7 +48,7 @@ ngx_int_t
 ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 {
     ngx_str_t                       key, safe;
-    ngx_uint_t                      answer;
+    ngx_uint_t                      answer, rate;
     ngx_http_simhash_ctx_t         *ctx;
     ngx_http_simhash_event_t        ev;
     ngx_http_simhash_loc_conf_t    *slcf;
@@ -111,8 +114,13 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
     if (slcf->action == NGX_HTTP_SIMHASH_DROP
         && ngx_http_simhash_dust_droppable(r, ctx, slcf, &key, &safe, p))
     {
-        answer = slcf->dust->verify == 0
-                 || (ngx_uint_t) ngx_random() % 1000000 >= slcf->dust->verify;
+        rate = slcf->dust->verify;
+
+        if (rate < 1000000) {
+            rate = (ngx_uint_t) (rate * p->why.sample);
+        }
+
+        answer = rate == 0 || (ngx_uint_t) ngx_random() % 1000000 >= rate;
         ctx->verifying = !answer;
     }
 

@@ -1257,7 +1257,7 @@ ngx_http_simhash_rules_size(ngx_array_t *rules)
 
     return rules->nelts
            * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT + SH_DUST_ARG_TEXT)
-              + 320 + 7 * NGX_INT64_LEN);
+              + 384 + 7 * NGX_INT64_LEN);
 }
 
 

@@ -223,6 +223,9 @@ typedef struct {
     double          llr;            /* the sequential test's sum */
     double          need;           /* what it must reach in its scope
                                        (0 when not known: an image) */
+    double          sample;         /* on: the share of the verification
+                                       rate its predictions need
+                                       (sh_dust_sample); else 1 */
     int             waiting;        /* a value shape's rule, v=(hex),
                                        held off by design: drop_param(v)
                                        is on or has no pair against */
@@ -250,6 +253,9 @@ typedef struct {
 /* Why a prediction was made: the rules that rewrote the URL. */
 typedef struct {
     uint64_t       host_hash;   /* the URL's host: sh_dust_saved's */
+    double         sample;      /* the share of the verification rate it
+                                   needs: its weakest rule's
+                                   (sh_dust_sample) */
     uint32_t       kinds;       /* bit 1 << kind for each */
     unsigned       nrules;      /* named below: at most SH_DUST_WHY_MAX */
     struct {
@@ -349,6 +355,23 @@ int sh_dust_same_path(sh_dust_t *d, const char *a, size_t alen,
  */
 size_t sh_dust_fetched_form(sh_dust_t *d, const char *url, size_t len,
                             uint64_t rep, char *buf, size_t size);
+
+/*
+ * The share of the verification rate that the predictions of a rule on
+ * need, from its sequential test's sum llr and the bound need it was
+ * tested at (ln((1 - a') / a'), the scope's a' as the host's other scopes
+ * make it: 5.31 for a first scope with the defaults, 1.10 at the cap):
+ * 1 up to the bound, then e^-(llr - need), at least SH_DUST_SAMPLE_MIN.
+ * Past the bound, every unit the sum gains divides by e the odds that the
+ * rule is bad (a bad rule reaches need + m with probability at most
+ * a' e^-m), so a verification sample divided by e^m keeps a bad rule's
+ * expected wrong answers at a' / v, the bound the test promises
+ * (docs/DUST.md, "The loss bound").  The floor is for what the bound does
+ * not cover: a good rule that a site's change makes bad is caught within
+ * about 1 / (v SH_DUST_SAMPLE_MIN) wrong answers.
+ */
+#define SH_DUST_SAMPLE_MIN  0.25
+double sh_dust_sample(double llr, double need);
 
 /* The module acted on a prediction: a fetch saved. */
 void sh_dust_saved(sh_dust_t *d, const sh_dust_why_t *why);

@@ -123,7 +123,8 @@ scoped(const dcand_t *c)
  * `partner` (one site: aliases share their rules, and so their evidence):
  * the pairs of every scope of both, in one sum, reach the bound at a. */
 static int
-pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
+pool_holds_but(sh_dust_t *d, uint64_t host, uint64_t partner,
+               const dcand_t *c, const dcand_t *self)
 {
     const dcand_t *p;
     dcand_t        sum;
@@ -138,7 +139,19 @@ pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
             sum.against += p->against;
         }
     }
+    if (self != NULL) {
+        sum.support -= sum.support < self->support ? sum.support
+                                                   : self->support;
+        sum.against -= sum.against < self->against ? sum.against
+                                                   : self->against;
+    }
     return sum.support >= d->opts.min_evidence && llr(d, &sum) >= d->llr_on;
+}
+
+static int
+pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
+{
+    return pool_holds_but(d, host, partner, c, NULL);
 }
 
 /*
@@ -163,9 +176,14 @@ pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
  * wrong answers per bad scope stay within the cap's 0.25 / v. A form spread
  * thinly over many sections (path case, index files, tracking) then gathers
  * its evidence once, not once per section.
+ *
+ * `others`: the need as the host's OTHER scopes make it, the rule's own
+ * pairs taken out of the pool and its own turning on out of the record --
+ * the prior it was on by, against which its sample is measured
+ * (sh_dust_rule_sample).
  */
 static double
-scope_need(sh_dust_t *d, const dcand_t *c)
+need_of(sh_dust_t *d, const dcand_t *c, int others)
 {
     const dcand_t *hw;
     const dhost_t *h;
@@ -189,7 +207,10 @@ scope_need(sh_dust_t *d, const dcand_t *c)
             b += hw->against;
         }
     }
-    if (pool_holds(d, c->host, partner, c)
+    if (others && c->state == SH_DUST_ACTIVE && g >= 1) {
+        g--;                    /* its own turning on */
+    }
+    if (pool_holds_but(d, c->host, partner, c, others ? c : NULL)
         || (b < 1 && c->kind == SH_DUST_DROP_PARAM
             && sh_dust_tracker(d->secret, d->secret_digest,
                                c->arg_text, c->arglen, c->arg)))
@@ -201,6 +222,35 @@ scope_need(sh_dust_t *d, const dcand_t *c)
     }
     a = d->alpha * (g + b + 2) / (b + 1);
     return sh_dust_need_for(a < PRIOR_ALPHA_MAX ? a : PRIOR_ALPHA_MAX);
+}
+
+static double
+scope_need(sh_dust_t *d, const dcand_t *c)
+{
+    return need_of(d, c, 0);
+}
+
+double
+sh_dust_sample(double llr, double need)
+{
+    double s;
+
+    if (llr <= need) {
+        return 1.0;
+    }
+    s = exp(need - llr);
+    return s > SH_DUST_SAMPLE_MIN ? s : SH_DUST_SAMPLE_MIN;
+}
+
+/* Against its scope's need as the OTHER scopes and the host's record
+ * make it (the prior a rule is on by), not counting the rule's own pairs
+ * in the pool or its own turning on in the record: a first scope's rule
+ * is measured against the full test, a scope's at the cap once the
+ * host's other scopes have shown the rule good. */
+double
+sh_dust_rule_sample(sh_dust_t *d, const dcand_t *c)
+{
+    return sh_dust_sample(llr(d, c), need_of(d, c, 1));
 }
 
 int
@@ -302,6 +352,7 @@ sh_dust_rule_info_of(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     r->lower = sh_dust_wilson_lower(c->support, c->against, d->opts.z);
     r->llr = llr(d, c);
     r->need = scope_need(d, c);
+    r->sample = on(c) ? sh_dust_rule_sample(d, c) : 1.0;
     r->waiting = c->state == SH_DUST_CANDIDATE && narrow_held(d, c);
     r->last = c->last;
 }

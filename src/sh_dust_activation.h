@@ -129,6 +129,9 @@ dcand_t *sh_dust_alias_cand(sh_dust_t *d, uint64_t a, uint64_t b);
  * predict. */
 int sh_dust_supported(const sh_dust_t *d, const dcand_t *c);
 
+/* sh_dust_sample of a rule on: its sum against the full test's bound. */
+double sh_dust_rule_sample(sh_dust_t *d, const dcand_t *c);
+
 /* The learned state after new counts: 1 if it changed. */
 int sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now);
 

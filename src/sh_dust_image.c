@@ -425,6 +425,7 @@ sh_dust_image_rules(const void *buf, size_t len, double z,
         n = ri.support + ri.against;
         ri.precision = n ? (double) ri.support / n : 0.0;
         ri.lower = sh_dust_wilson_lower(ri.support, ri.against, z);
+        ri.sample = 1.0;        /* the bound is the learner's */
         if (cb(&ri, ctx) != 0) {
             break;
         }

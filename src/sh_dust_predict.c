@@ -144,8 +144,13 @@ rev_rep(sh_dust_t *d, uint64_t hu, uint64_t hc, uint64_t *rep)
 }
 
 static void
-why_add(sh_dust_why_t *why, const dcand_t *c)
+why_add(sh_dust_t *d, sh_dust_why_t *why, const dcand_t *c)
 {
+    double s = sh_dust_rule_sample(d, c);
+
+    if (s > why->sample) {
+        why->sample = s;        /* the weakest rule's */
+    }
     why->kinds |= 1u << c->kind;
     if (why->nrules < SH_DUST_WHY_MAX) {
         why->rule[why->nrules].kind = (sh_dust_kind_t) c->kind;
@@ -197,12 +202,15 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
         memset(why, 0, sizeof(*why));
         why->host_hash = u.host_hash;
         if (rc != NULL) {
-            why_add(why, rc);
+            why_add(d, why, rc);
         }
         for (i = 0; rc == NULL && i < na; i++) {
             if (used < 0 || (unsigned) used == i) {
-                why_add(why, applied[i]);
+                why_add(d, why, applied[i]);
             }
+        }
+        if (why->sample == 0) {
+            why->sample = 1.0;
         }
     }
     return 1;

@@ -238,6 +238,8 @@ ok($sid->{precision_lower} >= 0.9, 'stats: its bound');
 ok($sid->{need} > 0 && $sid->{test} >= $sid->{need},
    "stats: its sequential test reached its need ($sid->{test} >= "
    . "$sid->{need})");
+ok($sid->{sample} >= 0.25 && $sid->{sample} <= 1,
+   "stats: its verification share, 0.25 to 1 ($sid->{sample})");
 ok($sid->{host_saved} >= 3, 'stats: fetches saved on its host');
 my $prom = $t->get('/stats?format=prometheus')->{content};
 like($prom, qr/^simhash_dust_saved_total\{zone="crawl"\} \d+$/m,
@@ -366,6 +368,7 @@ my ($amp) = grep { $_->{host} eq 'pinned.test'
 is($amp && $amp->{state}, 'candidate', 'supported path rule: a candidate');
 ok($amp && $amp->{test} > 1.1 && $amp->{test} < $amp->{need},
    'supported path rule: past the cap (1.10), short of its need');
+is($amp && $amp->{sample}, 1, 'a candidate: no verification share');
 $t->write_file('html/doc/fresh.html', ($t->random_pages(1, 150, 6161))[0]);
 is($t->get('/amped/amp/doc/fresh.html?ref=a')->{headers}{'x-simhash-status'},
    'new', 'supported path rule: the original under /amp/');

@@ -10,6 +10,7 @@
 #include "test_site_fixture.h"
 
 #define XXH_INLINE_ALL
+#include <math.h>
 #include <xxhash.h>
 
 #include "sh_dust.h"
@@ -1110,6 +1111,86 @@ test_same_path(void **state)
     assert_int_equal(SAME("no scheme", "http://i.example/i/1/"), -1);
     assert_int_equal(SAME("http://i.example/i/1/", "simhash-id:0123abcd"),
                      -1);
+    unmake(&f);
+}
+
+/* The verification a prediction needs (sh_dust_sample): all of the rate
+ * at the test, e^-m past it by m, a quarter at least; a prediction by two
+ * rules needs what its weaker one does. */
+static void
+test_sample(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    int            n;
+
+    (void) state;
+    assert_true(sh_dust_sample(1.0, 5.31) == 1.0);
+    assert_true(sh_dust_sample(5.31, 5.31) == 1.0);
+    assert_true(fabs(sh_dust_sample(5.31 + log(2.0), 5.31) - 0.5) < 1e-9);
+    assert_true(sh_dust_sample(100.0, 5.31) == SH_DUST_SAMPLE_MIN);
+
+    default_opts(&o);
+    make(&f, &o);
+    /* 115 clean pairs turn drop_param(sid) on: about all of the rate */
+    learn_pairs(f.d, "http://s.example/doc/%d", "http://s.example/doc/%d"
+                "?sid=a", 115);
+    assert_int_equal(state_of(f.d, "s.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    assert_int_equal(pred(f.d, NULL, &why,
+                          "http://s.example/doc/3?sid=b"), 1);
+    assert_true(why.sample > 0.9 && why.sample <= 1.0);
+    /* 30 more clean pairs (1.39 past the need): a quarter */
+    for (n = 200; n < 230; n++) {
+        obs(f.d, DOCREP(n), "http://s.example/doc/%d?sid=x", n);
+        obs(f.d, DOCREP(n), "http://s.example/doc/%d?sid=y", n);
+    }
+    assert_int_equal(pred(f.d, NULL, &why,
+                          "http://s.example/doc/3?sid=c"), 1);
+    assert_true(why.sample == SH_DUST_SAMPLE_MIN);
+    /* a second rule, just on: the prediction by both needs its share */
+    for (n = 300; n < 415; n++) {
+        obs(f.d, DOCREP(n), "http://s.example/doc/%d?ref=a", n);
+        obs(f.d, DOCREP(n), "http://s.example/doc/%d?ref=b", n);
+    }
+    assert_int_equal(state_of(f.d, "s.example", "/doc/", SH_DUST_DROP_PARAM,
+                              "ref"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(500), "http://s.example/doc/500");
+    assert_int_equal(pred(f.d, NULL, &why,
+                          "http://s.example/doc/500?sid=q&ref=r"), 1);
+    assert_true(why.sample > 0.5);
+    assert_int_equal(pred(f.d, NULL, &why,
+                          "http://s.example/doc/500?sid=q"), 1);
+    assert_true(why.sample == SH_DUST_SAMPLE_MIN);
+    /* 175 pairs (8.1), then a pair against (5.8, still on): the sum
+     * falls back, the sample rises */
+    for (n = 700; n < 730; n++) {
+        obs(f.d, DOCREP(n), "http://s.example/doc/%d?sid=x", n);
+        obs(f.d, DOCREP(n), "http://s.example/doc/%d?sid=y", n);
+    }
+    obs(f.d, DOCREP(600), "http://s.example/doc/600?sid=x");
+    obs(f.d, DOCREP(601), "http://s.example/doc/600?sid=y");
+    assert_int_equal(pred(f.d, NULL, &why,
+                          "http://s.example/doc/500?sid=q"), 1);
+    assert_true(why.sample > SH_DUST_SAMPLE_MIN && why.sample < 1.0);
+    /* another scope of the host, on at the cap (24 pairs: the first
+     * scope's pool), is measured against the cap: a quarter 30 pairs on */
+    learn_pairs(f.d, "http://s.example/api/%d", "http://s.example/api/%d"
+                "?sid=a", 24);
+    assert_int_equal(state_of(f.d, "s.example", "/api/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(800), "http://s.example/api/800");
+    assert_int_equal(pred(f.d, NULL, &why,
+                          "http://s.example/api/800?sid=q"), 1);
+    assert_true(why.sample > 0.9);
+    for (n = 900; n < 930; n++) {
+        obs(f.d, DOCREP(n), "http://s.example/api/%d?sid=x", n);
+        obs(f.d, DOCREP(n), "http://s.example/api/%d?sid=y", n);
+    }
+    assert_int_equal(pred(f.d, NULL, &why,
+                          "http://s.example/api/800?sid=r"), 1);
+    assert_true(why.sample == SH_DUST_SAMPLE_MIN);
     unmake(&f);
 }
 
@@ -2628,6 +2709,7 @@ main(void)
         cmocka_unit_test(test_same_path),
         cmocka_unit_test(test_same_path_supported),
         cmocka_unit_test(test_fetched_form),
+        cmocka_unit_test(test_sample),
         cmocka_unit_test(test_alias_sessions),
         cmocka_unit_test(test_alias_rules_union),
         cmocka_unit_test(test_alias_two_sites),
