@@ -111,16 +111,17 @@ learner(void)
 static double
 run(sh_dust_t *d, int worst, uint64_t n, uint64_t *predicted)
 {
-    char     url[4096];
-    uint64_t i, rep, guess;
-    size_t   len;
-    double   t = 0, t0;
+    char          url[4096];
+    uint64_t      i, rep, guess;
+    size_t        len;
+    double        t = 0, t0;
+    sh_dust_why_t why;          /* asked for, as the module does */
 
     *predicted = 0;
     for (i = 0; i < n; i++) {
         len = url_of(i, worst, url, sizeof(url), &rep);
         t0 = now();
-        *predicted += sh_dust_predict(d, url, len, i, &guess, NULL) == 1;
+        *predicted += sh_dust_predict(d, url, len, i, &guess, &why) == 1;
         (void) sh_dust_observe(d, url, len, rep, i);
         t += now() - t0;
     }

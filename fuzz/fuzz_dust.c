@@ -207,7 +207,8 @@ fdust_one(const uint8_t *data, size_t size)
     const char    *prev = NULL;
     size_t         prevlen = 0, len;
     uint64_t       rep, now = 1;
-    char           err[128];
+    char           err[128], form[SH_URL_LEN_MAX + SH_DUST_HOST_TEXT + 1];
+    size_t         n;
     int            rc, ab, ba;
 
     if (fdust_make(&f) != 0) {
@@ -236,7 +237,18 @@ fdust_one(const uint8_t *data, size_t size)
             if (rc == 1) {
                 FUZZ_CHECK(rep != 0);
                 FUZZ_CHECK(why.nrules >= 1 && why.kinds != 0);
+                FUZZ_CHECK(why.sample >= SH_DUST_SAMPLE_MIN
+                           && why.sample <= 1.0);
                 sh_dust_saved(f.d, &why);
+                form[0] = '\0';
+                n = sh_dust_fetched_form(f.d, p + 1, len - 1, rep, form,
+                                         sizeof(form));
+                FUZZ_CHECK(n < sizeof(form) && strlen(form) == n);
+                if (n > 0) {
+                    /* a URL the learner takes, fetched: no prediction */
+                    FUZZ_CHECK(sh_dust_predict(f.d, form, n, now, &rep, NULL)
+                               == 0);
+                }
             }
             break;
         case 's':
