@@ -68,6 +68,8 @@ typedef struct {
     u_char                       rules[128];
     size_t                       rules_len;
     ngx_str_t                    predicted_of;  /* "" if gone */
+    ngx_str_t                    fetched_form;  /* "" if none */
+    double                       sample;        /* why.sample */
     ngx_http_simhash_explain_rules_t  evidence;
 } ngx_http_simhash_explain_t;
 
@@ -328,7 +330,8 @@ ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg,
     }
 
     size = 1024 + 3 * (x->url.len + x->key.len + x->name.len + x->original.len
-                       + x->predicted_of.len + x->rules_len)
+                       + x->predicted_of.len + x->fetched_form.len
+                       + x->rules_len)
            + x->evidence.n * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT
                                    + SH_DUST_ARG_TEXT)
                                 + 384 + 3 * NGX_INT64_LEN);
@@ -427,6 +430,21 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
             {
                 goto failed;
             }
+
+            /* what keys=path names when the original has another path */
+
+            x->sample = why.sample;
+            x->fetched_form.data = ngx_pnalloc(r->pool, SH_URL_LEN_MAX
+                                                       + SH_DUST_HOST_TEXT
+                                                       + 1);
+            if (x->fetched_form.data == NULL) {
+                goto failed;
+            }
+
+            x->fetched_form.len = sh_dust_fetched_form(
+                                      dust, (char *) x->key.data, x->key.len,
+                                      rep, (char *) x->fetched_form.data,
+                                      SH_URL_LEN_MAX + SH_DUST_HOST_TEXT + 1);
 
             x->evidence.why = &why;
             ngx_http_simhash_key_scope(&x->key, &x->evidence.scope);
@@ -633,7 +651,10 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
                         x->predicted_of.len ? "true" : "false");
         p = ngx_http_simhash_explain_str(p, "rules", &s);
         p = ngx_http_simhash_explain_str(p, "original", &x->predicted_of);
-        p = ngx_sprintf(p, ",\"evidence\":[");
+
+        p = ngx_http_simhash_explain_str(p, "fetched_form",
+                                         &x->fetched_form);
+        p = ngx_sprintf(p, ",\"sample\":%.2f,\"evidence\":[", x->sample);
 
         for (i = 0; i < x->evidence.n; i++) {
             ri = &x->evidence.rule[i];

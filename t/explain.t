@@ -137,6 +137,10 @@ is($x->{would}, 'predicted', 'predicted before the request: would predict');
 is($x->{prediction}{original}, 'http://v.test/doc/a.html',
    'the original it names');
 like($x->{prediction}{rules}, qr/drop_param\(sid\)/, 'the rule');
+is($x->{prediction}{fetched_form}, 'http://v.test/doc/a.html',
+   'its canonical form, itself fetched as the document: what keys=path '
+   . 'would name');
+is($x->{prediction}{sample}, 1, 'a pin short of the test: the whole rate');
 my ($ev) = @{ $x->{prediction}{evidence} };
 ok($ev, 'the rule\'s evidence');
 is($ev->{state}, 'pinned', 'its state');

@@ -215,6 +215,8 @@ try:
         t = why(PREDICTED, "predicted", "predicted", "predicted")
         check("drop_param(sid)" in t and "for," in t,
               "why? predicted: the rule and its evidence", t)
+        check("keys=path names" in t,
+              "why? predicted: the fetched form keys=path would name", t)
         why(NEW, "stored", "new", "passed")
     for name, z in j["zones"].items():
         if "replication" in z:
