@@ -211,8 +211,11 @@ need_of(sh_dust_t *d, const dcand_t *c, int others)
         g--;                    /* its own turning on */
     }
     if (pool_holds_but(d, c->host, partner, c, others ? c : NULL)
-        || (b < 1 && c->kind == SH_DUST_DROP_PARAM
+        || (b < 1
+            && (c->kind == SH_DUST_DROP_PARAM
+                || c->kind == SH_DUST_DROP_PATH_PARAM)
             && sh_dust_tracker(d->secret, d->secret_digest,
+                               c->kind == SH_DUST_DROP_PATH_PARAM,
                                c->arg_text, c->arglen, c->arg)))
     {
         return sh_dust_need_for(PRIOR_ALPHA_MAX);

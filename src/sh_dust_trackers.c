@@ -1,9 +1,11 @@
 /*
  * sh_dust_trackers.c -- the names the web uses for tracking only: the
  * campaign and click identifiers that analytics and advertising platforms
- * add to links (utm_source, fbclid, gclid, ...).  Their value names a
+ * add to links (utm_source, fbclid, gclid, ...), and the session ids of
+ * server platforms (PHPSESSID, ;jsessionid=).  Their value names a
  * visit, never a page, on every site that uses them, so the learner
- * starts a scope's test of drop_param(NAME) for one of them at the cap
+ * starts a scope's test of drop_param(NAME) (drop_path_param for a path
+ * parameter) for one of them at the cap
  * (sh_dust_activation.c, scope_need): 24 clean pairs with the defaults,
  * as for a rule the host has already shown good elsewhere, instead of 115.
  * The scope's own pairs against still count in full and hold the rule off
@@ -15,6 +17,14 @@
  * query-parameter filters, spelled as they are (a parameter's name is
  * case-sensitive).  Names such as ref or source, which also select
  * content on some sites (a branch, a data source), are not here.
+ *
+ * The same holds for the session ids that server platforms write into a
+ * URL by default when a client takes no cookie, as a crawler does: PHP's
+ * PHPSESSID, the Java Servlet specification's jsessionid (a path
+ * parameter, ";jsessionid=", and as Tomcat and Jetty also accept it, a
+ * query parameter), ColdFusion's CFID and CFTOKEN, osCommerce's osCsid,
+ * Zen Cart's zenid.  A site's own short names for its session (sid, s)
+ * also name other things elsewhere and are learned as any parameter.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,29 +42,47 @@ static const char *const names[] = {
     "fbclid", "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "msclkid",
     "yclid", "ysclid", "twclid", "ttclid", "igshid", "li_fat_id", "mkt_tok",
     "_ga", "_gl", "_hsenc", "_hsmi", "vero_id", "oly_anon_id", "oly_enc_id",
-    "rb_clickid", "s_cid", "wickedid", "epik"
+    "rb_clickid", "s_cid", "wickedid", "epik",
+    /* the platforms' session ids */
+    "PHPSESSID", "jsessionid", "JSESSIONID", "CFID", "CFTOKEN", "osCsid",
+    "zenid"
+};
+
+/* path parameters: /a/B.html;jsessionid=1F */
+static const char *const path_names[] = {
+    "jsessionid"
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The hash a parameter NAME (or a family's member) has under secret:
- * sh_url's own, of a URL that holds it. */
+/* The hash a parameter NAME (or a family's member, or a path parameter)
+ * has under secret: sh_url's own, of a URL that holds it. */
+enum { KEY_NAME, KEY_FAMILY, KEY_PATH };
+
 static uint64_t
-key_of(const unsigned char *secret, const char *name, int family)
+key_of(const unsigned char *secret, const char *name, int how)
 {
     char     url[64];
     int      n;
     sh_url_t u;
 
-    n = snprintf(url, sizeof(url), "http://t.invalid/?%s%s=1", name,
-                 family ? "x" : "");
+    n = how == KEY_PATH
+        ? snprintf(url, sizeof(url), "http://t.invalid/a;%s=1", name)
+        : snprintf(url, sizeof(url), "http://t.invalid/?%s%s=1", name,
+                   how == KEY_FAMILY ? "x" : "");
     if (n < 0 || (size_t) n >= sizeof(url)
-        || sh_url_parse(&u, url, (size_t) n) != 0 || u.nparams != 1)
+        || sh_url_parse(&u, url, (size_t) n) != 0)
     {
         return 0;
     }
     sh_url_hash_parts(&u, secret);
-    return family ? u.params[0].family : u.params[0].name_hash;
+    if (how == KEY_PATH) {
+        return u.nsegs == 1 ? u.segs[0].pname : 0;
+    }
+    if (u.nparams != 1) {
+        return 0;
+    }
+    return how == KEY_FAMILY ? u.params[0].family : u.params[0].name_hash;
 }
 
 /*
@@ -62,24 +90,29 @@ key_of(const unsigned char *secret, const char *name, int family)
  * (a worker's zones share their learner's secret; another secret makes
  * them again): a candidate without text is asked at each of its pairs.
  */
-static uint64_t keys[COUNT(families) + COUNT(names)];
+#define NKEYS (COUNT(families) + COUNT(names))
+static uint64_t keys[NKEYS + COUNT(path_names)];
 static uint64_t keys_digest;
 
 static int
-known_key(const unsigned char *secret, uint64_t digest, uint64_t arg)
+known_key(const unsigned char *secret, uint64_t digest, int path,
+          uint64_t arg)
 {
     size_t i;
 
     if (keys_digest != digest || digest == 0) {
         for (i = 0; i < COUNT(families); i++) {
-            keys[i] = key_of(secret, families[i], 1);
+            keys[i] = key_of(secret, families[i], KEY_FAMILY);
         }
         for (i = 0; i < COUNT(names); i++) {
-            keys[COUNT(families) + i] = key_of(secret, names[i], 0);
+            keys[COUNT(families) + i] = key_of(secret, names[i], KEY_NAME);
+        }
+        for (i = 0; i < COUNT(path_names); i++) {
+            keys[NKEYS + i] = key_of(secret, path_names[i], KEY_PATH);
         }
         keys_digest = digest;
     }
-    for (i = 0; i < COUNT(keys); i++) {
+    for (i = path ? NKEYS : 0; i < (path ? COUNT(keys) : NKEYS); i++) {
         if (keys[i] == arg && arg != 0) {
             return 1;
         }
@@ -88,7 +121,7 @@ known_key(const unsigned char *secret, uint64_t digest, uint64_t arg)
 }
 
 int
-sh_dust_tracker(const unsigned char *secret, uint64_t digest,
+sh_dust_tracker(const unsigned char *secret, uint64_t digest, int path,
                 const char *text, size_t len, uint64_t arg)
 {
     size_t i, n;
@@ -96,7 +129,17 @@ sh_dust_tracker(const unsigned char *secret, uint64_t digest,
     if (len == 0) {
         /* a candidate made from a reverse pair has no text yet: its
          * argument's hash tells */
-        return known_key(secret, digest, arg);
+        return known_key(secret, digest, path, arg);
+    }
+    if (path) {
+        for (i = 0; i < COUNT(path_names); i++) {
+            if (len == strlen(path_names[i])
+                && memcmp(text, path_names[i], len) == 0)
+            {
+                return 1;
+            }
+        }
+        return 0;
     }
     if (text[len - 1] == '*') {                 /* a family's rule */
         len--;

@@ -1,7 +1,8 @@
 /*
  * sh_dust_trackers.h -- the parameter names the web uses for tracking
- * only (utm_*, fbclid, gclid...): a scope's test of drop_param for one of
- * them starts at the cap (sh_dust_activation.c).  Private to
+ * only (utm_*, fbclid, gclid..., and the platforms' session ids,
+ * PHPSESSID, ;jsessionid=): a scope's test of drop_param (drop_path_param)
+ * for one of them starts at the cap (sh_dust_activation.c).  Private to
  * src/sh_dust_*.c.
  */
 #ifndef SH_DUST_TRACKERS_H
@@ -10,11 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Whether a drop_param rule's argument is one of them: its text (a name,
- * or a family's "utm_*"), or when it has none yet (len 0) its hash arg
- * under the learner's secret, whose digest keys a cache of the names'
- * hashes (0: no cache). */
-int sh_dust_tracker(const unsigned char *secret, uint64_t digest,
+/* Whether a drop_param rule's argument (path: a drop_path_param rule's)
+ * is one of them: its text (a name, or a family's "utm_*"), or when it
+ * has none yet (len 0) its hash arg under the learner's secret, whose
+ * digest keys a cache of the names' hashes (0: no cache). */
+int sh_dust_tracker(const unsigned char *secret, uint64_t digest, int path,
                     const char *text, size_t len, uint64_t arg);
 
 #endif

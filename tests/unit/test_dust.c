@@ -2162,7 +2162,8 @@ test_reverse_predict(void **state)
  */
 /* Known tracking parameters, with the defaults: drop_param(fbclid) and
  * the mc_* family come on at the cap's 24 clean pairs, where a name the
- * learner knows nothing of (cid) needs 115; one pair against in a scope
+ * learner knows nothing of (cid) needs 115, and so does a path parameter
+ * other than the Servlet's jsessionid; one pair against in a scope
  * holds a tracker off there as it holds any rule.  mc_*'s pairs come from
  * reverse entries (the plain URL fetched after the tagged one), so its
  * candidate has no text: its hash tells. */
@@ -2175,13 +2176,18 @@ test_known_trackers(void **state)
 
     (void) state;
     /* by text: a name, a family's member or rule, as spelled */
-    assert_true(sh_dust_tracker(NULL, 0, "fbclid", 6, 0));
-    assert_true(sh_dust_tracker(NULL, 0, "utm_*", 5, 0));
-    assert_true(sh_dust_tracker(NULL, 0, "utm_source", 10, 0));
-    assert_false(sh_dust_tracker(NULL, 0, "GCLID", 5, 0));
-    assert_false(sh_dust_tracker(NULL, 0, "gclidx", 6, 0));
-    assert_false(sh_dust_tracker(NULL, 0, "ref", 3, 0));
-    assert_false(sh_dust_tracker(NULL, 0, "utm", 3, 0));
+    assert_true(sh_dust_tracker(NULL, 0, 0, "fbclid", 6, 0));
+    assert_true(sh_dust_tracker(NULL, 0, 0, "utm_*", 5, 0));
+    assert_true(sh_dust_tracker(NULL, 0, 0, "utm_source", 10, 0));
+    assert_false(sh_dust_tracker(NULL, 0, 0, "GCLID", 5, 0));
+    assert_false(sh_dust_tracker(NULL, 0, 0, "gclidx", 6, 0));
+    assert_false(sh_dust_tracker(NULL, 0, 0, "ref", 3, 0));
+    assert_false(sh_dust_tracker(NULL, 0, 0, "utm", 3, 0));
+    /* the platforms' session ids; a site's own sid is learned */
+    assert_true(sh_dust_tracker(NULL, 0, 0, "PHPSESSID", 9, 0));
+    assert_true(sh_dust_tracker(NULL, 0, 1, "jsessionid", 10, 0));
+    assert_false(sh_dust_tracker(NULL, 0, 1, "fbclid", 6, 0));
+    assert_false(sh_dust_tracker(NULL, 0, 0, "sid", 3, 0));
 
     default_opts(&o);
     make(&f, &o);
@@ -2205,6 +2211,23 @@ test_known_trackers(void **state)
                               "mc_*"), SH_DUST_ACTIVE);
     assert_int_equal(state_of(f.d, "k.example", "/c/", SH_DUST_DROP_PARAM,
                               "cid"), SH_DUST_CANDIDATE);
+
+    /* ;jsessionid= as a path parameter, its candidate made by reverse
+     * pairs (no text: its hash tells); a site's own ;sid= is not known */
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(400 + n), "http://k.example/j/%d.html;jsessionid="
+            "A%dF", n, n);
+        obs(f.d, DOCREP(400 + n), "http://k.example/j/%d.html", n);
+        obs(f.d, DOCREP(500 + n), "http://k.example/s/%d.html;sid=A%dF", n,
+            n);
+        obs(f.d, DOCREP(500 + n), "http://k.example/s/%d.html", n);
+    }
+    assert_int_equal(state_of(f.d, "k.example", "/j/",
+                              SH_DUST_DROP_PATH_PARAM, "jsessionid"),
+                     SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "k.example", "/s/",
+                              SH_DUST_DROP_PATH_PARAM, "sid"),
+                     SH_DUST_CANDIDATE);
 
     /* a scope where the name selects the page: held off */
     for (n = 2; n <= 31; n++) {
