@@ -36,8 +36,8 @@ static ngx_int_t ngx_http_simhash_dust_answer(ngx_http_request_t *r,
  * once, without the upstream; but one prediction in simhash_dust_verify
  * is fetched anyway and its decision, observed, checks the rule: that
  * rate times the share its weakest rule needs (sh_dust_sample: all of it
- * until the rule's test is passed, less as its evidence grows past it,
- * never under a quarter), all of a rate of 100%.  In tag
+ * until the rule's test is well past its bound, less as its evidence
+ * grows, never under a quarter), all of a rate of 100%.  In tag
  * mode the page is fetched and the prediction rides along.
  *
  * keys=path asks that the original have the request's path (see

@@ -238,10 +238,10 @@ sh_dust_sample(double llr, double need)
 {
     double s;
 
-    if (llr <= need) {
+    if (llr <= need + SH_DUST_SAMPLE_HOLD) {
         return 1.0;
     }
-    s = exp(need - llr);
+    s = exp(need + SH_DUST_SAMPLE_HOLD - llr);
     return s > SH_DUST_SAMPLE_MIN ? s : SH_DUST_SAMPLE_MIN;
 }
 

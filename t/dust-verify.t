@@ -80,8 +80,8 @@ is($r->{headers}{'x-simhash-status'}, 'new', 'the first variant: fetched');
 # 400 predictions: fetched ~ Binomial(400, 1/16), mean 25, sd 4.8; the
 # bounds are 4 sd away (a false failure about once in 30,000 runs), and
 # exclude both 0% and the 50% of the location below.  Their fetches give
-# the pin about 50 pairs, short of the full test (115) past which its
-# sample would shrink (below).  Under valgrind 160: mean 10, sd 3.1,
+# the pin about 50 pairs, short of the full test (115), and farther still
+# from the hold past it after which its sample shrinks (below).  Under valgrind 160: mean 10, sd 3.1,
 # bounds 1 and 30 (none fetched: 3 in 100,000 runs).
 my $n = $SimhashTest::VALGRIND ? 160 : 400;
 my ($lo, $hi) = $SimhashTest::VALGRIND ? (1, 30) : (6, 44);
@@ -115,7 +115,7 @@ is($dust->{saved}, $answered, 'stats: the fetches saved');
 
 # a location's own rate, for a rule still short of the full test (w.test's
 # pin has no pairs yet; 30 verifications give it about 60, under the 115
-# past which its sample shrinks): Binomial(60, 1/2), sd 3.9, bounds 4 sd
+# of the full test, and the hold past it after which its sample shrinks): Binomial(60, 1/2), sd 3.9, bounds 4 sd
 # away
 my $m = 60;
 ($lo, $hi) = (14, 46);
@@ -146,16 +146,17 @@ my $rule_x = sub {
 };
 $t->get('/train/doc/c.html?sid=first');
 is($rule_x->()->{sample}, 1, 'a pin without pairs: the whole rate');
-for my $i (1 .. 100) {
+for my $i (1 .. 160) {
     $t->get("/train/doc/c.html?sid=t$i");
 }
 my $x = $rule_x->();
-cmp_ok($x->{test}, '>', $x->{need} + log(4),
-       "the trained pin: its test $x->{test} past the bound by ln 4");
+cmp_ok($x->{test}, '>', $x->{need} + 3 + log(4),
+       "the trained pin: its test $x->{test} past the bound by the hold "
+       . "(3) and ln 4");
 is($x->{sample}, 0.25, 'the trained pin: a quarter of the rate');
 my $k = $SimhashTest::VALGRIND ? 120 : 400;
 ($lo, $hi) = $SimhashTest::VALGRIND ? (2, 29) : (24, 76);
-$before = $t->lines_after('logs/origin.log', qr{ /doc/c\.html\?sid=t100 });
+$before = $t->lines_after('logs/origin.log', qr{ /doc/c\.html\?sid=t160 });
 ($sampled, $predicted) = (0, 0);
 for my $i (1 .. $k) {
     my ($status, $h) = $t->raw_get("/mature/doc/c.html?sid=m$i");
