@@ -1140,13 +1140,22 @@ clean_pairs(sh_dust_t *d, const char *p, const char *arg, uint32_t support)
     }
 }
 
+/* The verification share of a URL that must be predicted. */
+static double
+sample_of(sh_dust_t *d, const char *url)
+{
+    sh_dust_why_t why;
+
+    assert_int_equal(pred(d, NULL, &why, "%s", url), 1);
+    return why.sample;
+}
+
 static void
 test_sample(void **state)
 {
     sh_dust_opts_t o;
-    sh_dust_why_t  why;
     fix_t          f;
-    double         h = SH_DUST_SAMPLE_HOLD;
+    double         h = SH_DUST_SAMPLE_HOLD, s;
 
     (void) state;
     assert_true(sh_dust_sample(1.0, 5.31) == 1.0);
@@ -1162,38 +1171,29 @@ test_sample(void **state)
                 "?sid=a", 115);
     assert_int_equal(state_of(f.d, "s.example", "/doc/", SH_DUST_DROP_PARAM,
                               "sid"), SH_DUST_ACTIVE);
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/doc/3?sid=b"), 1);
-    assert_true(why.sample == 1.0);
+    assert_true(sample_of(f.d, "http://s.example/doc/3?sid=b") == 1.0);
     /* 60 more (2.8 past the bound): still the whole rate */
     clean_pairs(f.d, "doc", "sid", 175);
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/doc/3?sid=c"), 1);
-    assert_true(why.sample == 1.0);
+    assert_true(sample_of(f.d, "http://s.example/doc/3?sid=c") == 1.0);
     /* 40 more (4.6): a quarter */
     clean_pairs(f.d, "doc", "sid", 215);
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/doc/3?sid=d"), 1);
-    assert_true(why.sample == SH_DUST_SAMPLE_MIN);
+    assert_true(sample_of(f.d, "http://s.example/doc/3?sid=d")
+                == SH_DUST_SAMPLE_MIN);
     /* a second rule, just on: the prediction by both needs its share */
     clean_pairs(f.d, "doc", "ref", 115);
     assert_int_equal(state_of(f.d, "s.example", "/doc/", SH_DUST_DROP_PARAM,
                               "ref"), SH_DUST_ACTIVE);
     obs(f.d, DOCREP(600), "http://s.example/doc/600");
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/doc/600?sid=q&ref=r"), 1);
-    assert_true(why.sample == 1.0);
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/doc/600?sid=q"), 1);
-    assert_true(why.sample == SH_DUST_SAMPLE_MIN);
+    assert_true(sample_of(f.d, "http://s.example/doc/600?sid=q&ref=r") == 1.0);
+    assert_true(sample_of(f.d, "http://s.example/doc/600?sid=q")
+                == SH_DUST_SAMPLE_MIN);
     /* 295 pairs (8.3 past), then a document against (two pairs: 3.7 past,
      * still on): the sum falls back, the sample rises */
     clean_pairs(f.d, "doc", "sid", 295);
     obs(f.d, DOCREP(800), "http://s.example/doc/800?sid=x");
     obs(f.d, DOCREP(801), "http://s.example/doc/800?sid=y");
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/doc/600?sid=q"), 1);
-    assert_true(why.sample > SH_DUST_SAMPLE_MIN && why.sample < 1.0);
+    s = sample_of(f.d, "http://s.example/doc/600?sid=q");
+    assert_true(s > SH_DUST_SAMPLE_MIN && s < 1.0);
     /* another scope of the host, on at the cap (24 pairs: the first
      * scope's pool), is measured against the cap: a quarter 100 pairs on */
     learn_pairs(f.d, "http://s.example/api/%d", "http://s.example/api/%d"
@@ -1201,13 +1201,10 @@ test_sample(void **state)
     assert_int_equal(state_of(f.d, "s.example", "/api/", SH_DUST_DROP_PARAM,
                               "sid"), SH_DUST_ACTIVE);
     obs(f.d, DOCREP(900), "http://s.example/api/900");
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/api/900?sid=q"), 1);
-    assert_true(why.sample == 1.0);
+    assert_true(sample_of(f.d, "http://s.example/api/900?sid=q") == 1.0);
     clean_pairs(f.d, "api", "sid", 124);
-    assert_int_equal(pred(f.d, NULL, &why,
-                          "http://s.example/api/900?sid=r"), 1);
-    assert_true(why.sample == SH_DUST_SAMPLE_MIN);
+    assert_true(sample_of(f.d, "http://s.example/api/900?sid=r")
+                == SH_DUST_SAMPLE_MIN);
     unmake(&f);
 }
 
@@ -1802,24 +1799,48 @@ test_init_errors(void **state)
  * rule in a fresh learner, fed `pairs` pairs, each against with
  * probability `e`; returns how many trials turned it on at least once.
  */
+/* The learner's small tables for a trial, with the fast settings or the
+ * defaults. */
+static void
+trial_opts(sh_dust_opts_t *o, int fast, uint32_t canonical_slots)
+{
+    if (fast) {
+        fast_opts(o);           /* e1 0.2, e0 0.02, a 0.100 */
+    } else {
+        sh_dust_opts_init(o);   /* e1 0.05, e0 0.005, a 0.0049 */
+    }
+    o->hosts = 8;
+    o->candidates = 64;
+    o->evidence_slots = 4096;
+    o->canonical_slots = canonical_slots;
+}
+
+/* Up to `pairs` pairs of drop_param(sid), each against with probability
+ * e, until the rule turns on: whether it did. */
+static int
+pairs_until_on(sh_dust_t *d, double e, unsigned pairs)
+{
+    unsigned n;
+    int      c = 0, bad;
+
+    for (n = 1; n <= pairs && c == 0; n++) {
+        bad = (double) (rnd() % 1000000) < e * 1000000.0;
+        obs(d, DOCREP(n), "http://t.example/doc/%u?sid=a%u", n, n);
+        c = obs(d, bad ? DOCREP(n + 5000000) : DOCREP(n),
+                "http://t.example/doc/%u?sid=b%u", n, n);
+    }
+    return c > 0;
+}
+
 static unsigned
 trials_on(const sh_dust_opts_t *o, double e, unsigned trials, unsigned pairs)
 {
     fix_t    f;
-    unsigned t, n, on = 0;
-    int      c;
+    unsigned t, on = 0;
 
     for (t = 0; t < trials; t++) {
         make(&f, o);
-        c = 0;
-        for (n = 1; n <= pairs && c == 0; n++) {
-            int bad = (double) (rnd() % 1000000) < e * 1000000.0;
-
-            obs(f.d, DOCREP(n), "http://t.example/doc/%u?sid=a%u", n, n);
-            c = obs(f.d, bad ? DOCREP(n + 5000000) : DOCREP(n),
-                    "http://t.example/doc/%u?sid=b%u", n, n);
-        }
-        on += c > 0;
+        on += pairs_until_on(f.d, e, pairs);
         unmake(&f);
     }
     return on;
@@ -1832,11 +1853,7 @@ test_sprt_bound(void **state)
     unsigned       bad, good;
 
     (void) state;
-    fast_opts(&o);                  /* e1 0.2, e0 0.02, a 0.100 */
-    o.hosts = 8;
-    o.candidates = 64;
-    o.evidence_slots = 4096;
-    o.canonical_slots = 64;
+    trial_opts(&o, 1, 64);
     bad = trials_on(&o, 0.20, 400, 400);
     good = trials_on(&o, 0.02, 200, 400);
     print_message("sprt a=0.100: bad (e1) on %u/400, good (e0) on %u/200\n",
@@ -1849,11 +1866,7 @@ test_sprt_bound(void **state)
     print_message("sprt a=0.100: 2 e1 on %u/200\n", bad);
     assert_true(bad <= 10);
 
-    sh_dust_opts_init(&o);          /* e1 0.05, e0 0.005, a 0.0049 */
-    o.hosts = 8;
-    o.candidates = 64;
-    o.evidence_slots = 4096;
-    o.canonical_slots = 64;
+    trial_opts(&o, 0, 64);
     bad = trials_on(&o, 0.05, 300, 1500);
     good = trials_on(&o, 0.005, 100, 1500);
     print_message("sprt a=0.0049: bad (e1) on %u/300, good (e0) on %u/100\n",
@@ -1865,43 +1878,27 @@ test_sprt_bound(void **state)
 
 /*
  * The loss bound with the sample (docs/DUST.md, "The sample follows the
- * evidence"): a rule whose pairs disagree at rate e, in a fresh learner,
- * is given pairs until it turns on (at most `pairs`); then predictions,
- * each wrong with probability e, each fetched to verify with probability
+ * evidence"): a rule, in a fresh learner, is given pairs that disagree at
+ * rate e_on until it turns on (at most `pairs`); then predictions, each
+ * wrong with probability e, each fetched to verify with probability
  * v times the prediction's sample (or v alone: whole), until the rule is
  * off or `preds` were made.  Returns the wrong answers given, over all
  * trials.
  */
 static unsigned
-trials_wrong2(const sh_dust_opts_t *o, double e0, double e, unsigned trials,
-             unsigned pairs, unsigned preds, double v, int whole);
-static unsigned
-trials_wrong(const sh_dust_opts_t *o, double e, unsigned trials,
-             unsigned pairs, unsigned preds, double v, int whole)
-{
-    return trials_wrong2(o, e, e, trials, pairs, preds, v, whole);
-}
-
-static unsigned
-trials_wrong2(const sh_dust_opts_t *o, double e0, double e, unsigned trials,
+trials_wrong(const sh_dust_opts_t *o, double e_on, double e, unsigned trials,
              unsigned pairs, unsigned preds, double v, int whole)
 {
     sh_dust_why_t why;
     fix_t         f;
     uint64_t      rep;
     unsigned      t, n, j, wrong = 0;
-    int           c, bad;
+    int           bad;
 
     for (t = 0; t < trials; t++) {
         make(&f, o);
-        c = 0;
-        for (n = 1; n <= pairs && c == 0; n++) {
-            bad = (double) (rnd() % 1000000) < e0 * 1000000.0;
-            obs(f.d, DOCREP(n), "http://t.example/doc/%u?sid=a%u", n, n);
-            c = obs(f.d, bad ? DOCREP(n + 5000000) : DOCREP(n),
-                    "http://t.example/doc/%u?sid=b%u", n, n);
-        }
-        for (j = 1; c > 0 && j <= preds; j++) {
+        j = pairs_until_on(f.d, e_on, pairs) ? 1 : preds + 1;
+        for (; j <= preds; j++) {
             n = 100000 + j;
             obs(f.d, DOCREP(n), "http://t.example/doc/%u?sid=a%u", n, n);
             if (pred(f.d, &rep, &why, "http://t.example/doc/%u?sid=p%u", n,
@@ -1943,30 +1940,22 @@ test_sample_bound(void **state)
     unsigned       sampled, whole;
 
     (void) state;
-    fast_opts(&o);                  /* e1 0.2, e0 0.02, a 0.100 */
-    o.hosts = 8;
-    o.candidates = 64;
-    o.evidence_slots = 4096;
-    o.canonical_slots = 4096;
-    sampled = trials_wrong(&o, 0.20, 400, 400, 2000, 1.0 / 16, 0);
-    whole = trials_wrong(&o, 0.20, 400, 400, 2000, 1.0 / 16, 1);
+    trial_opts(&o, 1, 4096);
+    sampled = trials_wrong(&o, 0.20, 0.20, 400, 400, 2000, 1.0 / 16, 0);
+    whole = trials_wrong(&o, 0.20, 0.20, 400, 400, 2000, 1.0 / 16, 1);
     print_message("sample bound, fast, bad (e1) rules: %u wrong answers "
                   "sampled, %u at the whole rate (400 rules)\n", sampled,
                   whole);
     assert_true(whole > 0 && sampled <= 1.7 * whole);
-    sampled = trials_wrong2(&o, 0, 0.20, 400, 400, 2000, 1.0 / 16, 0);
-    whole = trials_wrong2(&o, 0, 0.20, 400, 400, 2000, 1.0 / 16, 1);
+    sampled = trials_wrong(&o, 0, 0.20, 400, 400, 2000, 1.0 / 16, 0);
+    whole = trials_wrong(&o, 0, 0.20, 400, 400, 2000, 1.0 / 16, 1);
     print_message("sample bound, fast, turned bad once on: %u sampled, %u "
                   "whole\n", sampled, whole);
     assert_true(whole > 0 && sampled <= 1.7 * whole);
 
-    sh_dust_opts_init(&o);          /* e1 0.05, e0 0.005, a 0.0049 */
-    o.hosts = 8;
-    o.candidates = 64;
-    o.evidence_slots = 4096;
-    o.canonical_slots = 4096;
-    sampled = trials_wrong2(&o, 0, 0.05, 200, 400, 4000, 1.0 / 16, 0);
-    whole = trials_wrong2(&o, 0, 0.05, 200, 400, 4000, 1.0 / 16, 1);
+    trial_opts(&o, 0, 4096);
+    sampled = trials_wrong(&o, 0, 0.05, 200, 400, 4000, 1.0 / 16, 0);
+    whole = trials_wrong(&o, 0, 0.05, 200, 400, 4000, 1.0 / 16, 1);
     print_message("sample bound, defaults, turned bad once on: %u sampled, "
                   "%u whole (200 rules; 1/v = 16 each)\n", sampled, whole);
     assert_true(whole > 0 && sampled <= 1.5 * whole);
