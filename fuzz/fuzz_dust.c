@@ -189,12 +189,17 @@ fdust_pin(sh_dust_t *d, const char *url, size_t len)
         host[n++] = url[i];
     }
     host[n] = '\0';
-    k = SH_DUST_DROP_PARAM + (unsigned) (len % 7);
-    (void) sh_dust_pin(d, host, len % 2 ? "/doc/" : NULL, (sh_dust_kind_t) k,
+    k = SH_DUST_DROP_PARAM + (unsigned) (len % SH_DUST_KIND_MAX);
+    (void) sh_dust_pin(d, host, len / 2 % 3 == 0 ? NULL
+                                : len / 2 % 3 == 1 ? "/doc/" : "/w/index.php",
+                       (sh_dust_kind_t) k,
                        k == SH_DUST_DROP_PARAM ? "sid"
                        : k == SH_DUST_INDEX_FILE ? "index.html"
                        : k == SH_DUST_DROP_COMPONENT ? "print"
-                       : k == SH_DUST_HOST_ALIAS ? "alias.example" : NULL,
+                       : k == SH_DUST_HOST_ALIAS ? "alias.example"
+                       : k == SH_DUST_DROP_PATH_PARAM ? "jsessionid"
+                       : k == SH_DUST_DROP_VALUE ? "lang=en"
+                       : k == SH_DUST_PARAM_PATH ? "title=/wiki/" : NULL,
                        len % 3 ? SH_DUST_PIN_ON : SH_DUST_PIN_OFF, 1);
 }
 

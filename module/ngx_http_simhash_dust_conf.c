@@ -395,7 +395,8 @@ ngx_http_simhash_dust_kind(ngx_str_t *v, sh_dust_kind_t *kind, u_char **arg,
         { ngx_string("drop_component"), SH_DUST_DROP_COMPONENT, 1 },
         { ngx_string("host_alias"), SH_DUST_HOST_ALIAS, 1 },
         { ngx_string("drop_path_param"), SH_DUST_DROP_PATH_PARAM, 1 },
-        { ngx_string("drop_value"), SH_DUST_DROP_VALUE, 1 }
+        { ngx_string("drop_value"), SH_DUST_DROP_VALUE, 1 },
+        { ngx_string("param_path"), SH_DUST_PARAM_PATH, 1 }
     };
 
     eq = ngx_strlchr(v->data, v->data + v->len, '=');
@@ -566,9 +567,12 @@ ngx_http_simhash_dust_rule_directive(ngx_conf_t *cf, ngx_command_t *cmd,
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid rule \"%V\": one of drop_param=NAME, "
+                               "drop_path_param=NAME, drop_value=NAME=VALUE, "
                                "sort_params, trailing_slash, "
                                "index_file=NAME, path_case, "
-                               "drop_component=NAME, host_alias=HOST", v);
+                               "drop_component=NAME, "
+                               "param_path=NAME=/PREFIX/, host_alias=HOST",
+                               v);
             return NGX_CONF_ERROR;
         }
 

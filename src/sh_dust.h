@@ -110,14 +110,15 @@
  * Bounds.  A URL that sh_url_parse refuses (longer than SH_URL_LEN_MAX,
  * more than SH_URL_PARAMS_MAX parameters or SH_URL_SEGS_MAX segments) is
  * neither learned from nor predicted: -1, pass it through.  Otherwise one
- * observation tries at most A = SH_URL_PARAMS_MAX + 2 SH_URL_SEGS_MAX + 4
- * atomic rules (one per distinct parameter name, one per distinct path
- * component, one per distinct path parameter name, sort, trailing slash,
- * index file, path case), each one hash
- * of O(segments + parameters) multiply-xor steps and at most four probes
- * of one evidence or canonical bucket (pair, identity, canonical,
- * reverse), plus a candidate probe per pair found; then two reverse, one
- * alias and one identity probe; one path probe, and when another host
+ * observation tries at most A = 4 SH_URL_PARAMS_MAX + 3 SH_URL_SEGS_MAX +
+ * 7 atomic rules (per distinct parameter name, family, short value and
+ * value shape, per distinct path component and shape, per path parameter
+ * name, sort, trailing slash, index file and its family, path case, two
+ * param_path), each one hash of O(segments + parameters) multiply-xor
+ * steps and at most four probes of one evidence or canonical bucket
+ * (pair, identity, canonical, reverse), plus a candidate probe per pair
+ * found; then two reverse, at most three value (param_path), one alias
+ * and one identity probe; one path probe, and when another host
  * with rules served that path, its canonical form (2A candidate probes at
  * most) and one canonical probe; and while the host has active rules, up
  * to 4A candidate probes (its own and its alias's; the 64-bit hints skip
@@ -173,12 +174,17 @@ typedef enum {
     SH_DUST_HOST_ALIAS,         /* arg: the canonical host b */
     SH_DUST_DROP_PATH_PARAM,    /* arg: a path parameter's name,
                                    "jsessionid" of /a/B.html;jsessionid=1F */
-    SH_DUST_DROP_VALUE          /* arg: "name=value", one value of a
+    SH_DUST_DROP_VALUE,         /* arg: "name=value", one value of a
                                    parameter (a default written out:
                                    format=html, hl=en, page=1); values of
                                    at most SH_DUST_VALUE_MAX bytes */
+    SH_DUST_PARAM_PATH          /* arg: "name=/prefix/", a script's
+                                   parameter whose value is the last
+                                   segment of a path: MediaWiki's
+                                   /w/index.php?title=T for /wiki/T,
+                                   "title=/wiki/"; scoped by the script */
 } sh_dust_kind_t;
-#define SH_DUST_KIND_MAX    SH_DUST_DROP_VALUE
+#define SH_DUST_KIND_MAX    SH_DUST_PARAM_PATH
 #define SH_DUST_VALUE_MAX   8
 
 typedef enum {

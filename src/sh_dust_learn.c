@@ -251,6 +251,9 @@ step_atoms(sh_dust_t *d, obs_t *o)
     unsigned    i;
 
     for (i = 0; i < o->n; i++) {
+        if (o->a[i].kind == SH_DUST_PARAM_PATH) {
+            continue;           /* its pairs are step_value's */
+        }
         rwi = o->a[i].rw;
         if (o->na > 0 && !o->isactive[i]) {
             sh_dust_merge_rw(&rwi, &o->rw);
@@ -269,6 +272,201 @@ step_atoms(sh_dust_t *d, obs_t *o)
              * once: the reverse entry stays the name's rule */
             step_leave_reverse(d, o, i, hr);
         }
+    }
+}
+
+/*
+ * The value table (param_path): a script's parameter value and a path's
+ * last segment meet under one key, the host, the value and the rest of
+ * the query under the rules on: /w/index.php?title=T&printable=yes and
+ * /wiki/T when printable is dropped.  An entry keeps its side: a path's
+ * prefix as text ("wiki/"), or a script parameter's scope, name hash and
+ * name (at most VALUE_NAME_MAX bytes).  A script URL and a path URL of
+ * one key are a pair of param_path(NAME) in the script's scope, named
+ * "NAME=/prefix/"; a pair whose prefix is not the one the candidate has
+ * counts for neither.
+ */
+#define SIDE_PATH       1
+#define SIDE_SCRIPT     2
+#define VALUE_NAME_MAX  14      /* a script side's name, in image + pad */
+
+typedef struct {
+    int          side;
+    uint64_t     host;
+    uint64_t     pattern;       /* script side: its scope */
+    uint64_t     name;          /* script side: the name's hash */
+    char         text[SH_DUST_ARG_TEXT + 1];    /* prefix, or name */
+    size_t       len;
+} vside_t;
+
+static void
+vside_put(devid_t *e, const vside_t *v)
+{
+    char buf[32];
+
+    memset(buf, 0, sizeof(buf));
+    e->kind = (uint8_t) v->side;
+    e->pad[0] = (uint8_t) v->len;
+    if (v->side == SIDE_PATH) {
+        memcpy(buf, v->text, v->len);           /* 32 bytes at most */
+        memcpy(&e->aux, buf, 8);
+        memcpy(&e->pattern, buf + 8, 8);
+        memcpy(&e->host, buf + 16, 8);
+        memcpy(&e->image, buf + 24, 8);
+        return;
+    }
+    e->aux = v->name;
+    e->pattern = v->pattern;
+    e->host = v->host;
+    memcpy(buf, v->text, v->len);               /* 14 bytes at most */
+    memcpy(&e->image, buf, 8);
+    memcpy(e->pad + 1, buf + 8, 6);
+}
+
+static void
+vside_get(const devid_t *e, vside_t *v)
+{
+    char buf[32];
+
+    v->side = e->kind;
+    v->len = e->pad[0];
+    if (v->side == SIDE_PATH) {
+        memcpy(buf, &e->aux, 8);
+        memcpy(buf + 8, &e->pattern, 8);
+        memcpy(buf + 16, &e->host, 8);
+        memcpy(buf + 24, &e->image, 8);
+        v->len = v->len <= 32 ? v->len : 32;
+    } else {
+        v->name = e->aux;
+        v->pattern = e->pattern;
+        v->host = e->host;
+        memcpy(buf, &e->image, 8);
+        memcpy(buf + 8, e->pad + 1, 6);
+        v->len = v->len <= VALUE_NAME_MAX ? v->len : VALUE_NAME_MAX;
+    }
+    memcpy(v->text, buf, v->len);
+    v->text[v->len] = '\0';
+}
+
+/* A pair of a script side s and a path side p: param_path(NAME) in s's
+ * scope, if "NAME=/prefix/" is a rule's text and the candidate, if any,
+ * has that prefix. */
+static void
+vpair(sh_dust_t *d, const vside_t *s, const vside_t *p, const scope_t *ssc,
+      int same, uint64_t now)
+{
+    char           text[SH_DUST_ARG_TEXT + 8];
+    size_t         n, nl, pl;
+    const char    *pre;
+    unsigned       k;
+    atom_t         a;
+    scope_t        sc;
+    const dcand_t *c;
+
+    if (s->len + p->len + 2 > SH_DUST_ARG_TEXT) {
+        return;
+    }
+    memcpy(text, s->text, s->len);
+    n = s->len;
+    text[n++] = '=';
+    text[n++] = '/';
+    memcpy(text + n, p->text, p->len);
+    n += p->len;
+    if (sh_dust_vpath_text(text, n, &nl, &pre, &pl, &k) != 0) {
+        return;
+    }
+    c = sh_dust_cand_find(d, s->host, s->pattern, SH_DUST_PARAM_PATH,
+                          s->name);
+    if (c != NULL && c->arglen > 0
+        && (c->arglen != n || memcmp(c->arg_text, text, n) != 0))
+    {
+        return;                 /* another prefix: not this rule's pair */
+    }
+    memset(&a, 0, sizeof(a));
+    a.kind = SH_DUST_PARAM_PATH;
+    a.arg = s->name;
+    a.text = text;
+    a.textlen = (uint32_t) n;
+    if (ssc != NULL) {
+        sc = *ssc;
+    } else {
+        sc = (scope_t) { .host = s->host, .pattern = s->pattern, .pat = "" };
+    }
+    sh_dust_evidence(d, &sc, &a, same, now);
+}
+
+static void
+step_value(sh_dust_t *d, obs_t *o)
+{
+    const sh_url_seg_t *last;
+    sh_url_rw_t         rwk;
+    vside_t             me, them;
+    devid_t            *e;
+    unsigned            i, j;
+    int                 found;
+    size_t              n;
+
+    if (o->refetch) {
+        return;
+    }
+    for (j = 0; j <= o->n; j++) {
+        /* the script sides, one per param_path atom not on; then the
+         * path side of u itself (j == o->n) */
+        rwk = o->rw;
+        rwk.vpath = 0;
+        rwk.nprefix = 0;
+        memset(&me, 0, sizeof(me));
+        me.host = o->sc.host;
+        if (j < o->n) {
+            i = j;
+            if (o->a[i].kind != SH_DUST_PARAM_PATH || o->isactive[i]
+                || o->rw.vpath)
+            {
+                continue;
+            }
+            n = o->a[i].textlen;
+            if (n > VALUE_NAME_MAX) {
+                continue;
+            }
+            me.side = SIDE_SCRIPT;
+            me.pattern = o->sc.pattern;
+            me.name = o->a[i].arg;
+            memcpy(me.text, o->a[i].text, n);
+            me.len = n;
+            rwk.vpath = o->a[i].rw.vpath;
+            rwk.drop_params |= o->a[i].rw.drop_params;
+            rwk.vseg = sh_url_hash_bytes(d->secret,
+                                         o->u.params[rwk.vpath - 1].value.p,
+                                         o->u.params[rwk.vpath - 1].value.len);
+        } else {
+            /* a path's last segment, after a prefix the text can hold */
+            last = &o->u.segs[o->u.nsegs - 1];
+            if (o->rw.vpath || o->u.nsegs < 1 || last->seg.len == 0
+                || last->seg.len > VPATH_VALUE_MAX
+                || last->base_len != last->seg.len
+                || (n = (size_t) (last->seg.p - o->u.path.p - 1))
+                   > SH_DUST_ARG_TEXT)
+            {
+                continue;
+            }
+            me.side = SIDE_PATH;
+            memcpy(me.text, o->u.path.p + 1, n);        /* "wiki/" */
+            me.len = n;
+            rwk.vpath = 1;      /* hashed only: the path is vseg alone */
+            rwk.vseg = last->hash;
+        }
+        e = evid_at(d, KEY_VALUE, sh_url_hash(&o->u, &rwk), 1, &found);
+        if (found && e->url != o->hu) {
+            vside_get(e, &them);
+            if (them.side == SIDE_SCRIPT && me.side == SIDE_PATH) {
+                vpair(d, &them, &me, NULL, e->rep == o->rep, o->now);
+            } else if (them.side == SIDE_PATH && me.side == SIDE_SCRIPT) {
+                vpair(d, &me, &them, &o->sc, e->rep == o->rep, o->now);
+            }
+        }
+        e->rep = o->rep;
+        e->url = o->hu;
+        vside_put(e, &me);
     }
 }
 
@@ -431,6 +629,7 @@ sh_dust_observe(sh_dust_t *d, const char *url, size_t len, uint64_t rep,
     obs_active(d, &o);
     step_atoms(d, &o);
     step_reverse(d, &o);
+    step_value(d, &o);
     step_alias_path(d, &o, step_alias(d, &o));
     step_identity(d, &o);
     step_canonical(d, &o);

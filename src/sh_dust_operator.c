@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "sh_dust_activation.h"
+#include "sh_dust_rewrite.h"
 
 const char *
 sh_dust_kind_name(sh_dust_kind_t kind)
@@ -21,6 +21,7 @@ sh_dust_kind_name(sh_dust_kind_t kind)
     case SH_DUST_HOST_ALIAS:        return "host_alias";
     case SH_DUST_DROP_PATH_PARAM:   return "drop_path_param";
     case SH_DUST_DROP_VALUE:        return "drop_value";
+    case SH_DUST_PARAM_PATH:        return "param_path";
     }
     return "unknown";
 }
@@ -97,6 +98,21 @@ pattern_of(const sh_dust_t *d, const char *p, uint64_t *hash,
         return -1;
     }
     *hash = nonzero(sh_url_hash_bytes(d->secret, p, n));
+    return 0;
+}
+
+/* "name=/prefix/" (param_path): the name's hash, as drop_param's. */
+static int
+param_path_arg(const sh_dust_t *d, const char *arg, size_t n, uint64_t *hash)
+{
+    const char *pre;
+    size_t      nl, pl;
+    unsigned    k;
+
+    if (sh_dust_vpath_text(arg, n, &nl, &pre, &pl, &k) != 0) {
+        return -1;
+    }
+    *hash = sh_url_hash_decoded(d->secret, arg, nl);
     return 0;
 }
 
@@ -183,6 +199,8 @@ arg_of(const sh_dust_t *d, sh_dust_kind_t kind, const char *arg,
         return 0;
     case SH_DUST_DROP_VALUE:
         return value_arg(d, arg, n, hash);
+    case SH_DUST_PARAM_PATH:
+        return param_path_arg(d, arg, n, hash);
     }
     return -1;
 }

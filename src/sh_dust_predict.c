@@ -58,6 +58,9 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
             }
             continue;
         }
+        if (a[which[i]].kind == SH_DUST_PARAM_PATH) {
+            continue;           /* its evidence is c(u)'s, below */
+        }
         hr = sh_url_hash(u, &a[which[i]].rw);
         e = evid_at(d, cand_key(sc->host, sc->pattern, a[which[i]].kind,
                                 a[which[i]].arg) ^ KEY_PAIR, hr, 0, &found);

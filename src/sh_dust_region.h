@@ -139,6 +139,8 @@ struct sh_dust_s {
 #define KEY_ALIAS   0xe93b6a07d5c2184fULL
 #define KEY_APATH   0x2c85f1d96ab37e04ULL
 #define KEY_REV     0x4b90c6e2a1f3d857ULL
+#define KEY_VALUE   0x95d2e07c3b48a16fULL   /* a value and a path's last
+                                               segment (param_path) */
 
 static inline uint64_t
 nonzero(uint64_t h)

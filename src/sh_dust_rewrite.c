@@ -14,6 +14,115 @@
 /* The ways a URL's parameters group into atoms. */
 enum { BY_NAME, BY_FAMILY, BY_VALUE, BY_SHAPE };
 
+#define VPATH_ATOMS     2       /* param_path atoms a URL makes at most */
+
+static int script_of(const sh_url_t *u);
+
+/*
+ * param_path(NAME): a script's parameter whose value could be the last
+ * segment of a path (/w/index.php?title=Main_Page, as /wiki/Main_Page):
+ * a value of 1 to VPATH_VALUE_MAX bytes without '/', of a name the query
+ * has once; the first VPATH_ATOMS of them.  Its rewrite names only the
+ * parameter: the prefix is the rule's (sh_dust_canonical).
+ */
+static unsigned
+vpath_atoms(const sh_url_t *u, atom_t *out, unsigned n)
+{
+    const sh_url_param_t *pa;
+    unsigned              i, j, made = 0;
+
+    if (script_of(u) < 0) {
+        return n;
+    }
+    for (i = 0; i < u->nparams && made < VPATH_ATOMS; i++) {
+        pa = &u->params[i];
+        if (pa->value.len == 0 || pa->value.len > VPATH_VALUE_MAX
+            || memchr(pa->value.p, '/', pa->value.len) != NULL)
+        {
+            continue;
+        }
+        for (j = 0; j < u->nparams; j++) {
+            if (j != i && u->params[j].name_hash == pa->name_hash) {
+                break;
+            }
+        }
+        if (j < u->nparams) {
+            continue;
+        }
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].kind = SH_DUST_PARAM_PATH;
+        out[n].arg = pa->name_hash;
+        out[n].text = pa->name.p;
+        out[n].textlen = pa->name.len;
+        out[n].rw.vpath = (uint8_t) (i + 1);
+        out[n].rw.drop_params = 1u << i;
+        n++;
+        made++;
+    }
+    return n;
+}
+
+int
+sh_dust_vpath_text(const char *text, size_t len, size_t *namelen,
+                   const char **prefix, size_t *prefixlen, unsigned *nseg)
+{
+    const char *eq = len ? memchr(text, '=', len) : NULL;
+    const char *p, *end = text + len;
+    unsigned    k = 0;
+
+    if (eq == NULL || eq == text || len > SH_DUST_ARG_TEXT
+        || memchr(text, '&', len) != NULL || memchr(text, '#', len) != NULL
+        || memchr(text, '?', len) != NULL || memchr(text, ';', len) != NULL
+        || memchr(text, '/', (size_t) (eq - text)) != NULL
+        || end - eq < 2 || eq[1] != '/' || end[-1] != '/')
+    {
+        return -1;
+    }
+    for (p = eq + 2; p < end; p++) {
+        if (*p == '/') {
+            if (p[-1] == '/' || ++k > SH_URL_PREFIX_MAX) {
+                return -1;      /* an empty segment, or too many */
+            }
+        }
+    }
+    *namelen = (size_t) (eq - text);
+    *prefix = eq + 2;                   /* "wiki/" */
+    *prefixlen = (size_t) (end - eq - 2);
+    *nseg = k;
+    return 0;
+}
+
+/* The rewrite of param_path rule c for u's atom a: a's parameter's value
+ * after the rule's prefix, as the path; 0, or -1 when the rule's text is
+ * not one (a pin's, checked when pinned; an old image's). */
+static int
+vpath_rw(sh_dust_t *d, const sh_url_t *u, const atom_t *a, const dcand_t *c,
+         sh_url_rw_t *rw)
+{
+    const sh_url_param_t *pa = &u->params[a->rw.vpath - 1];
+    const char           *pre, *p, *seg;
+    size_t                nl, pl;
+    unsigned              k, i = 0;
+
+    if (sh_dust_vpath_text(c->arg_text, c->arglen, &nl, &pre, &pl, &k) != 0) {
+        return -1;
+    }
+    rw->vpath = a->rw.vpath;
+    rw->drop_params |= a->rw.drop_params;
+    rw->nprefix = (uint8_t) k;
+    rw->prefix_text = pre;
+    rw->prefix_len = (uint32_t) pl;
+    for (seg = p = pre; p < pre + pl; p++) {
+        if (*p == '/') {
+            rw->prefix[i++] = sh_url_hash_bytes(d->secret, seg,
+                                                (size_t) (p - seg));
+            seg = p + 1;
+        }
+    }
+    rw->vseg = sh_url_hash_bytes(d->secret, pa->value.p, pa->value.len);
+    return 0;
+}
+
 /* A parameter's key in grouping `by`, 0 when it makes no atom that way. */
 static uint64_t
 param_key(const sh_url_param_t *pa, int by)
@@ -132,6 +241,7 @@ sh_dust_atoms(const sh_url_t *u, atom_t *out)
     n = query_atoms(u, out, n, BY_FAMILY);
     n = query_atoms(u, out, n, BY_VALUE);
     n = query_atoms(u, out, n, BY_SHAPE);
+    n = vpath_atoms(u, out, n);
     if (u->nparams >= 2 && !u->sorted) {
         memset(&out[n], 0, sizeof(out[n]));
         out[n].kind = SH_DUST_SORT_PARAMS;
@@ -320,6 +430,18 @@ sh_dust_scope_of(const sh_url_t *u, scope_t *sc)
 void
 sh_dust_merge_rw(sh_url_rw_t *to, const sh_url_rw_t *from)
 {
+    unsigned i;
+
+    if (from->vpath) {
+        to->vpath = from->vpath;
+        to->nprefix = from->nprefix;
+        to->prefix_text = from->prefix_text;
+        to->prefix_len = from->prefix_len;
+        for (i = 0; i < from->nprefix; i++) {
+            to->prefix[i] = from->prefix[i];
+        }
+        to->vseg = from->vseg;
+    }
     to->drop_params |= from->drop_params;
     to->drop_segs |= from->drop_segs;
     to->drop_pparams |= from->drop_pparams;
@@ -385,6 +507,11 @@ uint64_t
 sh_dust_moved_to(const sh_url_t *u, const sh_url_rw_t *rw)
 {
     unsigned i;
+
+    if (rw->vpath) {
+        /* the prefix's first segment, or the root for "/T" */
+        return rw->nprefix ? nonzero(rw->prefix[0]) : PAT_ROOT;
+    }
 
     if (rw->lower && u->nsegs >= 2 && u->segs[0].lower != u->segs[0].hash) {
         return script_pattern(u, nonzero(u->segs[0].lower));
@@ -498,7 +625,13 @@ sh_dust_canonical(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
         {
             c = NULL;
         }
-        if (c != NULL) {
+        if (c != NULL && a[i].kind == SH_DUST_PARAM_PATH) {
+            if (rw->vpath || vpath_rw(d, u, &a[i], c, rw) != 0) {
+                continue;       /* one value is the path, the first */
+            }
+            which[n] = (int) i;
+            applied[n++] = c;
+        } else if (c != NULL) {
             sh_dust_merge_rw(rw, &a[i].rw);
             which[n] = (int) i;
             applied[n++] = c;

@@ -7,10 +7,18 @@
 
 #include "sh_dust_activation.h"
 
-#define ATOMS_MAX       (4 * SH_URL_PARAMS_MAX + 3 * SH_URL_SEGS_MAX + 5)
+#define ATOMS_MAX       (4 * SH_URL_PARAMS_MAX + 3 * SH_URL_SEGS_MAX + 7)
+#define VPATH_VALUE_MAX 128     /* bytes of a value that can be a segment */
 
 /* The atomic rules that change u, at most ATOMS_MAX, into out[]. */
 unsigned sh_dust_atoms(const sh_url_t *u, atom_t *out);
+
+/* A param_path rule's text, "name=/prefix/" ("title=/wiki/", at most
+ * SH_DUST_ARG_TEXT bytes, at most SH_URL_PREFIX_MAX segments, "name=/"
+ * for the root): 0 with the name's length, the prefix after its first
+ * '/' ("wiki/") and its segments; -1 if it is not one. */
+int sh_dust_vpath_text(const char *text, size_t len, size_t *namelen,
+                       const char **prefix, size_t *prefixlen, unsigned *nseg);
 
 /* u's scope: its host and first path component. */
 void sh_dust_scope_of(const sh_url_t *u, scope_t *sc);

@@ -602,6 +602,15 @@ path_hashes(const sh_url_t *u, const sh_url_rw_t *rw, uint64_t *out,
 {
     unsigned i, k = 0;
 
+    if (rw && rw->vpath) {
+        for (i = 0; i < rw->nprefix; i++) {
+            out[k] = rw->prefix[i];
+            idx[k++] = SH_URL_SEGS_MAX + 1;     /* the prefix */
+        }
+        out[k] = rw->vseg;
+        idx[k++] = SH_URL_SEGS_MAX + 2;         /* the value */
+        return k;
+    }
     for (i = 0; i < u->nsegs; i++) {
         if (rw && (rw->drop_segs >> i & 1)) {
             continue;
@@ -699,6 +708,13 @@ sh_url_write(const sh_url_t *u, const sh_url_rw_t *rw, const char *host,
         put(buf, size, &n, u->host.p, u->host.len, 0);
     }
     k = path_hashes(u, rw, segs, idx);
+    if (rw && rw->vpath) {
+        put(buf, size, &n, "/", 1, 0);
+        put(buf, size, &n, rw->prefix_text, rw->prefix_len, 0);
+        put(buf, size, &n, u->params[rw->vpath - 1].value.p,
+            u->params[rw->vpath - 1].value.len, 0);
+        k = 0;
+    }
     for (i = 0; i < k; i++) {
         put(buf, size, &n, "/", 1, 0);
         if (idx[i] < u->nsegs) {

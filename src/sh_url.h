@@ -126,11 +126,26 @@ typedef struct {
  * file (the last
  * segment, if kept, becomes empty: "/d/index.html" -> "/d/"), trailing
  * slash (a final empty segment after another one goes: "/d/" -> "/d",
- * never "/" itself), lowercase; then parameters dropped, then sorted.
+ * never "/" itself), lowercase; then parameters dropped, then sorted.  A
+ * vpath replaces the whole path.
  */
+#define SH_URL_PREFIX_MAX   4       /* segments of a vpath prefix */
+
 typedef struct {
     uint64_t host;              /* another host's hash (HOST_ALIAS); 0 =
                                    the URL's own */
+    /* a parameter's value as the path (/w/index.php?title=T as /wiki/T):
+     * when vpath, the path is the nprefix segments of prefix[] and then
+     * the value of parameter vpath - 1 (its raw bytes, hashed as a
+     * segment: vseg), and the segment rewrites below do not apply; the
+     * parameter is dropped by drop_params.  prefix_text ("wiki/") spells
+     * the prefix for sh_url_write. */
+    uint8_t     vpath;
+    uint8_t     nprefix;
+    uint32_t    prefix_len;
+    const char *prefix_text;
+    uint64_t    prefix[SH_URL_PREFIX_MAX];
+    uint64_t    vseg;
     uint32_t drop_params;
     uint32_t drop_segs;
     uint32_t drop_pparams;      /* segments whose ";name=value..." goes */

@@ -34,6 +34,8 @@ my $pins = <<"END";
                       drop_param=utm_* pin;
     simhash_dust_rule zone=crawl host=site.test pattern=/doc/
                       drop_param=utm forbid;
+    simhash_dust_rule zone=crawl host=pinned.test pattern=/w/index.php
+                      param_path=title=/wiki/ pin;
 END
 
 my $origin = <<'END';
@@ -93,6 +95,17 @@ END
         location ~ ^/amped/amp(/doc/.*)$ {
             simhash_key http://pinned.test/amp$1$is_args$args;
             proxy_pass http://%%ORIGIN%%$1$is_args$args;
+        }
+
+        # pinned.test's wiki: /wiki/T and /w/index.php?title=T, one file
+        location /wiki/ {
+            simhash_key http://pinned.test$request_uri;
+            proxy_pass http://%%ORIGIN%%/doc/;
+        }
+
+        location = /w/index.php {
+            simhash_key http://pinned.test$request_uri;
+            proxy_pass http://%%ORIGIN%%/doc/$arg_title;
         }
 END
 
@@ -405,6 +418,26 @@ is($h->{'x-simhash-duplicate-of'}, 'http://pinned.test/doc/news-a.html',
    'path alias: named by its fetched canonical form');
 is($hits->(), $before, 'path alias: not fetched');
 
+# a pinned param_path: the script's URL of a page fetched under its path
+# is a predicted duplicate, dropped without the upstream (keys=path: the
+# rule makes the two paths one)
+$t->write_file('html/doc/Main_Page.html',
+               ($t->random_pages(1, 150, 6363))[0]);
+is($t->get('/wiki/Main_Page.html')->{headers}{'x-simhash-status'}, 'new',
+   'param_path: the article under its path');
+$before = $hits_after->('/doc/Main_Page.html');
+($status, $h) = $t->raw_get('/w/index.php?title=Main_Page.html');
+is($h->{'x-simhash-predicted'}, 'param_path(title=/wiki/)',
+   'param_path: the script URL predicted');
+is($status, 204, 'param_path: dropped');
+is($h->{'x-simhash-duplicate-of'},
+   'http://pinned.test/wiki/Main_Page.html',
+   'param_path: a duplicate of the article');
+is($hits->(), $before, 'param_path: not fetched');
+($status, $h) = $t->raw_get('/w/index.php?title=Other_Page.html');
+ok(!exists $h->{'x-simhash-predicted'},
+   'param_path: a title never fetched: no prediction');
+
 # forbid: drop_param(utm) never turns on, whatever the evidence
 for my $i (21 .. 90) {
     $t->get("/tag/doc/p$i.html?utm=x$i");
@@ -603,12 +636,16 @@ my @bad = (
                              . 'simhash_dust_rule zone=z host=a.test '
                              . 'pattern=/store/ drop_component=(S(*)) pin; '
                              . 'simhash_dust_rule zone=z host=a.test '
-                             . 'pattern=/manual/ drop_value=v=(hex) pin;',
+                             . 'pattern=/manual/ drop_value=v=(hex) pin; '
+                             . 'simhash_dust_rule zone=z host=a.test '
+                             . 'pattern=/w/index.php param_path=title=/wiki/ '
+                             . 'pin;',
                              proxy => 'location / { simhash z; }');
     $n->write_config;
     my ($rc, $out) = $n->nginx_t;
     is($rc, 0, 'nginx -t takes pattern=/store/Cart.aspx, '
-               . 'drop_component=(S(*)) and drop_value=v=(hex)')
+               . 'drop_component=(S(*)), drop_value=v=(hex) and '
+               . 'param_path=title=/wiki/')
         or diag($out);
 }
 for my $b (@bad) {

@@ -1114,6 +1114,88 @@ test_same_path(void **state)
     unmake(&f);
 }
 
+/*
+ * param_path: a script's parameter whose value is a path's last segment
+ * (MediaWiki's /w/index.php?title=T beside /wiki/T), learned from pairs
+ * in either order and named by its prefix; a script that searches for the
+ * value (another page) never turns it on; a pin by text; c(u) is the path
+ * form: a prediction, keys=path's one path, the fetched form.
+ */
+static void
+test_param_path(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128], buf[256];
+    int            n;
+    size_t         len;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 14; n++) {
+        /* the path first, then the script; then the other way round */
+        if (n % 2) {
+            obs(f.d, DOCREP(n), "http://w.example/wiki/Page_%d", n);
+            obs(f.d, DOCREP(n), "http://w.example/w/index.php?title=Page_%d",
+                n);
+        } else {
+            obs(f.d, DOCREP(n), "http://w.example/w/index.php?title=Page_%d",
+                n);
+            obs(f.d, DOCREP(n), "http://w.example/wiki/Page_%d", n);
+        }
+        /* a search for the title: another page */
+        obs(f.d, DOCREP(500 + n), "http://w.example/w/search.php?q=Page_%d",
+            n);
+    }
+    assert_int_equal(state_of(f.d, "w.example", "/w/index.php",
+                              SH_DUST_PARAM_PATH, "title=/wiki/"),
+                     SH_DUST_ACTIVE);
+    assert_int_not_equal(state_of(f.d, "w.example", "/w/search.php",
+                                  SH_DUST_PARAM_PATH, "q=/wiki/"),
+                         SH_DUST_ACTIVE);
+
+    obs(f.d, DOCREP(100), "http://w.example/wiki/New_Page");
+    assert_int_equal(pred(f.d, &rep, &why,
+                          "http://w.example/w/index.php?title=New_Page"), 1);
+    assert_int_equal(rep, DOCREP(100));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_string_equal(text, "param_path(title=/wiki/)");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://w.example/w/search.php?q=New_Page"), 0);
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://w.example/w/index.php?title=Other"), 0);
+    assert_int_equal(SAME("http://w.example/w/index.php?title=New_Page",
+                          "http://w.example/wiki/New_Page"), 1);
+    assert_int_equal(SAME("http://w.example/w/index.php?title=New_Page",
+                          "http://w.example/wiki/Other"), 0);
+    len = sh_dust_fetched_form(f.d, "http://w.example/w/index.php?title="
+                               "New_Page", 43, DOCREP(100), buf, sizeof(buf));
+    assert_int_equal(len, strlen("http://w.example/wiki/New_Page"));
+    assert_string_equal(buf, "http://w.example/wiki/New_Page");
+
+    /* a pin, by its text; texts that are not one are refused */
+    assert_int_equal(sh_dust_pin(f.d, "p.example", "/index.php",
+                                 SH_DUST_PARAM_PATH, "page=/", SH_DUST_PIN_ON,
+                                 1), 0);
+    obs(f.d, DOCREP(200), "http://p.example/About");
+    assert_int_equal(pred(f.d, &rep, NULL,
+                          "http://p.example/index.php?page=About"), 1);
+    assert_int_equal(rep, DOCREP(200));
+    assert_int_equal(sh_dust_pin(f.d, "p.example", "/index.php",
+                                 SH_DUST_PARAM_PATH, "page", SH_DUST_PIN_ON,
+                                 1), -1);
+    assert_int_equal(sh_dust_pin(f.d, "p.example", "/index.php",
+                                 SH_DUST_PARAM_PATH, "page=wiki",
+                                 SH_DUST_PIN_ON, 1), -1);
+    assert_int_equal(sh_dust_pin(f.d, "p.example", "/index.php",
+                                 SH_DUST_PARAM_PATH, "page=/a//b/",
+                                 SH_DUST_PIN_ON, 1), -1);
+    unmake(&f);
+}
+
 /* The verification a prediction needs (sh_dust_sample): all of the rate
  * up to SH_DUST_SAMPLE_HOLD (3.0, ln 20) past the bound, e^-m further by
  * m, a quarter at least; a prediction by two rules needs what its weaker
@@ -2847,6 +2929,7 @@ main(void)
         cmocka_unit_test(test_same_path),
         cmocka_unit_test(test_same_path_supported),
         cmocka_unit_test(test_fetched_form),
+        cmocka_unit_test(test_param_path),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_sample_bound),
         cmocka_unit_test(test_alias_sessions),
