@@ -284,10 +284,11 @@ step_atoms(sh_dust_t *d, obs_t *o)
  * name (at most VALUE_NAME_MAX bytes).  A script URL and a path URL of
  * one key are a pair of param_path(NAME) in the script's scope, named
  * "NAME=/prefix/"; a pair whose prefix is not the one the candidate has
- * counts for neither.
+ * counts for neither.  A host's paths enter the table only once a script
+ * URL of it has (dhost_t.scripts): a site without scripts pays nothing.
  */
-#define SIDE_PATH       1
-#define SIDE_SCRIPT     2
+#define SIDE_PATH       0x81    /* in devid_t.kind: never a rule's kind, */
+#define SIDE_SCRIPT     0x82    /* which the backfill's scan matches */
 #define VALUE_NAME_MAX  14      /* a script side's name, in image + pad */
 
 typedef struct {
@@ -433,6 +434,7 @@ step_value(sh_dust_t *d, obs_t *o)
             me.name = o->a[i].arg;
             memcpy(me.text, o->a[i].text, n);
             me.len = n;
+            o->h->scripts = 1;
             rwk.vpath = o->a[i].rw.vpath;
             rwk.drop_params |= o->a[i].rw.drop_params;
             rwk.vseg = sh_url_hash_bytes(d->secret,
@@ -441,7 +443,7 @@ step_value(sh_dust_t *d, obs_t *o)
         } else {
             /* a path's last segment, after a prefix the text can hold */
             last = &o->u.segs[o->u.nsegs - 1];
-            if (o->rw.vpath || o->u.nsegs < 1 || last->seg.len == 0
+            if (!o->h->scripts || o->rw.vpath || last->seg.len == 0
                 || last->seg.len > VPATH_VALUE_MAX
                 || last->base_len != last->seg.len
                 || (n = (size_t) (last->seg.p - o->u.path.p - 1))

@@ -57,7 +57,9 @@ typedef struct {
                                    before may be another page's */
     uint16_t wild;              /* host-wide manual rules */
     uint8_t  textlen;
-    uint8_t  pad;
+    uint8_t  scripts;           /* a script URL with a value that can be
+                                   a segment was seen: the value table
+                                   takes the host's paths (param_path) */
     char     text[SH_DUST_HOST_TEXT];
 } dhost_t;
 
