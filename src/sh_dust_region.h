@@ -59,7 +59,9 @@ typedef struct {
     uint8_t  textlen;
     uint8_t  scripts;           /* a script URL with a value that can be
                                    a segment was seen: the value table
-                                   takes the host's paths (param_path) */
+                                   takes the host's paths (param_path);
+                                   not in the image, the next one sets
+                                   it again */
     char     text[SH_DUST_HOST_TEXT];
 } dhost_t;
 
