@@ -216,7 +216,9 @@ need_of(sh_dust_t *d, const dcand_t *c, int others)
                 || c->kind == SH_DUST_DROP_PATH_PARAM)
             && sh_dust_tracker(d->secret, d->secret_digest,
                                c->kind == SH_DUST_DROP_PATH_PARAM,
-                               c->arg_text, c->arglen, c->arg)))
+                               c->arg_text, c->arglen, c->arg))
+        || (b < 1 && c->kind == SH_DUST_PATH_CASE
+            && sh_dust_case_blind(c->pat_text, c->patlen)))
     {
         return sh_dust_need_for(PRIOR_ALPHA_MAX);
     }

@@ -25,6 +25,11 @@
  * query parameter), ColdFusion's CFID and CFTOKEN, osCommerce's osCsid,
  * Zen Cart's zenid.  A site's own short names for its session (sid, s)
  * also name other things elsewhere and are learned as any parameter.
+ *
+ * And one platform's paths: Microsoft's IIS answers a path in any case
+ * (its file system ignores it) and ASP.NET reads parameter names in any
+ * case, so path_case in the scope of an .asp, .aspx, .ashx or .asmx
+ * script starts at the cap too.
  */
 #include <stdio.h>
 #include <string.h>
@@ -152,6 +157,27 @@ sh_dust_tracker(const unsigned char *secret, uint64_t digest, int path,
     }
     for (i = 0; i < COUNT(names); i++) {
         if (len == strlen(names[i]) && memcmp(text, names[i], len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int
+sh_dust_case_blind(const char *pat, size_t len)
+{
+    static const char *const ext[] = { ".asp", ".aspx", ".ashx", ".asmx" };
+    size_t                   i, n, k;
+
+    for (i = 0; i < COUNT(ext); i++) {
+        n = strlen(ext[i]);
+        if (len <= n) {
+            continue;
+        }
+        for (k = 0; k < n && (pat[len - n + k] | 0x20) == ext[i][k]; k++) {
+            /* ASCII case folded */
+        }
+        if (k == n) {
             return 1;
         }
     }

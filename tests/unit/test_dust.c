@@ -2426,6 +2426,27 @@ test_known_trackers(void **state)
                               SH_DUST_DROP_PATH_PARAM, "sid"),
                      SH_DUST_CANDIDATE);
 
+    /* path_case where IIS serves the script (.aspx): at the cap; where
+     * another server does (.php), the full test */
+    assert_true(sh_dust_case_blind("store/Product.aspx", 18));
+    assert_true(sh_dust_case_blind("/Default.ASP", 12));
+    assert_false(sh_dust_case_blind("store/Product.php", 17));
+    assert_false(sh_dust_case_blind(".aspx", 5));
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(600 + n), "http://k.example/store/product.aspx?"
+            "productid=%d", n);
+        obs(f.d, DOCREP(600 + n), "http://k.example/store/Product.aspx?"
+            "ProductID=%d", n);
+        obs(f.d, DOCREP(700 + n), "http://k.example/shop/item.php?"
+            "itemid=%d", n);
+        obs(f.d, DOCREP(700 + n), "http://k.example/shop/Item.php?"
+            "ItemID=%d", n);
+    }
+    assert_int_equal(state_of(f.d, "k.example", "/store/product.aspx",
+                              SH_DUST_PATH_CASE, NULL), SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "k.example", "/shop/item.php",
+                              SH_DUST_PATH_CASE, NULL), SH_DUST_CANDIDATE);
+
     /* a scope where the name selects the page: held off */
     for (n = 2; n <= 31; n++) {
         obs(f.d, DOCREP(300 + n), "http://k.example/g/%d?gclid=a", n);
