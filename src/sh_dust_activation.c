@@ -148,6 +148,21 @@ pool_holds_but(sh_dust_t *d, uint64_t host, uint64_t partner,
     return sum.support >= d->opts.min_evidence && llr(d, &sum) >= d->llr_on;
 }
 
+/* Whether c's argument is one the web uses the same way everywhere
+ * (sh_dust_trackers.h): a tracker, a session id, the AMP view. */
+static int
+known(const sh_dust_t *d, const dcand_t *c)
+{
+    int where = c->kind == SH_DUST_DROP_PARAM ? SH_DUST_KNOWN_PARAM
+                : c->kind == SH_DUST_DROP_PATH_PARAM ? SH_DUST_KNOWN_PATH_PARAM
+                : c->kind == SH_DUST_DROP_COMPONENT ? SH_DUST_KNOWN_COMPONENT
+                : -1;
+
+    return where >= 0
+           && sh_dust_tracker(d->secret, d->secret_digest, where,
+                              c->arg_text, c->arglen, c->arg);
+}
+
 static int
 pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
 {
@@ -211,12 +226,7 @@ need_of(sh_dust_t *d, const dcand_t *c, int others)
         g--;                    /* its own turning on */
     }
     if (pool_holds_but(d, c->host, partner, c, others ? c : NULL)
-        || (b < 1
-            && (c->kind == SH_DUST_DROP_PARAM
-                || c->kind == SH_DUST_DROP_PATH_PARAM)
-            && sh_dust_tracker(d->secret, d->secret_digest,
-                               c->kind == SH_DUST_DROP_PATH_PARAM,
-                               c->arg_text, c->arglen, c->arg))
+        || (b < 1 && known(d, c))
         || (b < 1 && c->kind == SH_DUST_PATH_CASE
             && sh_dust_case_blind(c->pat_text, c->patlen)))
     {

@@ -26,6 +26,10 @@
  * Zen Cart's zenid.  A site's own short names for its session (sid, s)
  * also name other things elsewhere and are learned as any parameter.
  *
+ * The AMP view of a page (Google's Accelerated Mobile Pages: /amp/X, or
+ * ?amp, ?amp=1) is that page in a lighter markup, on every site that
+ * has one: drop_component(amp) and drop_param(amp) start at the cap.
+ *
  * And one platform's paths: Microsoft's IIS answers a path in any case
  * (its file system ignores it) and ASP.NET reads parameter names in any
  * case, so path_case in the scope of an .asp, .aspx, .ashx or .asmx
@@ -50,19 +54,27 @@ static const char *const names[] = {
     "rb_clickid", "s_cid", "wickedid", "epik",
     /* the platforms' session ids */
     "PHPSESSID", "jsessionid", "JSESSIONID", "CFID", "CFTOKEN", "osCsid",
-    "zenid"
+    "zenid",
+    /* the AMP view of a page: ?amp, ?amp=1 */
+    "amp"
 };
 
-/* path parameters: /a/B.html;jsessionid=1F */
-static const char *const path_names[] = {
-    "jsessionid"
+/* The hash a parameter NAME (or a family's member, a path parameter, a
+ * path component) has under secret: sh_url's own, of a URL that holds
+ * it. */
+enum { KEY_NAME, KEY_FAMILY, KEY_PATH, KEY_COMPONENT };
+
+/* in the path: a path parameter, /a/B.html;jsessionid=1F; a component,
+ * the AMP view /amp/news/a */
+static const struct {
+    const char *name;
+    int         how;
+} path_forms[] = {
+    { "jsessionid", KEY_PATH },
+    { "amp", KEY_COMPONENT }
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* The hash a parameter NAME (or a family's member, or a path parameter)
- * has under secret: sh_url's own, of a URL that holds it. */
-enum { KEY_NAME, KEY_FAMILY, KEY_PATH };
 
 static uint64_t
 key_of(const unsigned char *secret, const char *name, int how)
@@ -73,6 +85,8 @@ key_of(const unsigned char *secret, const char *name, int how)
 
     n = how == KEY_PATH
         ? snprintf(url, sizeof(url), "http://t.invalid/a;%s=1", name)
+        : how == KEY_COMPONENT
+        ? snprintf(url, sizeof(url), "http://t.invalid/%s/a", name)
         : snprintf(url, sizeof(url), "http://t.invalid/?%s%s=1", name,
                    how == KEY_FAMILY ? "x" : "");
     if (n < 0 || (size_t) n >= sizeof(url)
@@ -83,6 +97,9 @@ key_of(const unsigned char *secret, const char *name, int how)
     sh_url_hash_parts(&u, secret);
     if (how == KEY_PATH) {
         return u.nsegs == 1 ? u.segs[0].pname : 0;
+    }
+    if (how == KEY_COMPONENT) {
+        return u.nsegs == 2 ? u.segs[0].hash : 0;
     }
     if (u.nparams != 1) {
         return 0;
@@ -96,11 +113,19 @@ key_of(const unsigned char *secret, const char *name, int how)
  * them again): a candidate without text is asked at each of its pairs.
  */
 #define NKEYS (COUNT(families) + COUNT(names))
-static uint64_t keys[NKEYS + COUNT(path_names)];
+static uint64_t keys[NKEYS + COUNT(path_forms)];
 static uint64_t keys_digest;
 
+/* where: SH_DUST_KNOWN_PARAM, _PATH_PARAM, _COMPONENT; the path forms'
+ * own kind of key */
 static int
-known_key(const unsigned char *secret, uint64_t digest, int path,
+path_how(int where)
+{
+    return where == SH_DUST_KNOWN_PATH_PARAM ? KEY_PATH : KEY_COMPONENT;
+}
+
+static int
+known_key(const unsigned char *secret, uint64_t digest, int where,
           uint64_t arg)
 {
     size_t i;
@@ -112,13 +137,25 @@ known_key(const unsigned char *secret, uint64_t digest, int path,
         for (i = 0; i < COUNT(names); i++) {
             keys[COUNT(families) + i] = key_of(secret, names[i], KEY_NAME);
         }
-        for (i = 0; i < COUNT(path_names); i++) {
-            keys[NKEYS + i] = key_of(secret, path_names[i], KEY_PATH);
+        for (i = 0; i < COUNT(path_forms); i++) {
+            keys[NKEYS + i] = key_of(secret, path_forms[i].name,
+                                     path_forms[i].how);
         }
         keys_digest = digest;
     }
-    for (i = path ? NKEYS : 0; i < (path ? COUNT(keys) : NKEYS); i++) {
-        if (keys[i] == arg && arg != 0) {
+    if (arg == 0) {
+        return 0;
+    }
+    if (where == SH_DUST_KNOWN_PARAM) {
+        for (i = 0; i < NKEYS; i++) {
+            if (keys[i] == arg) {
+                return 1;
+            }
+        }
+        return 0;
+    }
+    for (i = 0; i < COUNT(path_forms); i++) {
+        if (path_forms[i].how == path_how(where) && keys[NKEYS + i] == arg) {
             return 1;
         }
     }
@@ -126,7 +163,7 @@ known_key(const unsigned char *secret, uint64_t digest, int path,
 }
 
 int
-sh_dust_tracker(const unsigned char *secret, uint64_t digest, int path,
+sh_dust_tracker(const unsigned char *secret, uint64_t digest, int where,
                 const char *text, size_t len, uint64_t arg)
 {
     size_t i, n;
@@ -134,12 +171,13 @@ sh_dust_tracker(const unsigned char *secret, uint64_t digest, int path,
     if (len == 0) {
         /* a candidate made from a reverse pair has no text yet: its
          * argument's hash tells */
-        return known_key(secret, digest, path, arg);
+        return known_key(secret, digest, where, arg);
     }
-    if (path) {
-        for (i = 0; i < COUNT(path_names); i++) {
-            if (len == strlen(path_names[i])
-                && memcmp(text, path_names[i], len) == 0)
+    if (where != SH_DUST_KNOWN_PARAM) {
+        for (i = 0; i < COUNT(path_forms); i++) {
+            if (path_forms[i].how == path_how(where)
+                && len == strlen(path_forms[i].name)
+                && memcmp(text, path_forms[i].name, len) == 0)
             {
                 return 1;
             }

@@ -1,9 +1,10 @@
 /*
  * sh_dust_trackers.h -- the parameter names the web uses for tracking
  * only (utm_*, fbclid, gclid..., and the platforms' session ids,
- * PHPSESSID, ;jsessionid=): a scope's test of drop_param (drop_path_param)
- * for one of them starts at the cap (sh_dust_activation.c); and the
- * scripts of a server that ignores case, for path_case.  Private to
+ * PHPSESSID, ;jsessionid=, and the AMP view): a scope's test of
+ * drop_param (drop_path_param, drop_component) for one of them starts at
+ * the cap (sh_dust_activation.c); and the scripts of a server that
+ * ignores case, for path_case.  Private to
  * src/sh_dust_*.c.
  */
 #ifndef SH_DUST_TRACKERS_H
@@ -12,11 +13,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Whether a drop_param rule's argument (path: a drop_path_param rule's)
- * is one of them: its text (a name, or a family's "utm_*"), or when it
- * has none yet (len 0) its hash arg under the learner's secret, whose
- * digest keys a cache of the names' hashes (0: no cache). */
-int sh_dust_tracker(const unsigned char *secret, uint64_t digest, int path,
+/* Whether a rule's argument is one of them: drop_param's (where
+ * SH_DUST_KNOWN_PARAM), drop_path_param's (_PATH_PARAM) or
+ * drop_component's (_COMPONENT); by its text (a name, or a family's
+ * "utm_*"), or when it has none yet (len 0) by its hash arg under the
+ * learner's secret, whose digest keys a cache of the names' hashes (0: no
+ * cache). */
+enum {
+    SH_DUST_KNOWN_PARAM = 0,
+    SH_DUST_KNOWN_PATH_PARAM,
+    SH_DUST_KNOWN_COMPONENT
+};
+int sh_dust_tracker(const unsigned char *secret, uint64_t digest, int where,
                     const char *text, size_t len, uint64_t arg);
 
 /* Whether a scope's text names a script of Microsoft's IIS (.asp, .aspx,

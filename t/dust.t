@@ -91,9 +91,9 @@ END
     . loc('cred', 'site.test', 'simhash_dust_credentials on;')
     . loc('pinned', 'pinned.test', '')
     . <<'END';
-        # pinned.test's pages under an /amp/ prefix: the same files
-        location ~ ^/amped/amp(/doc/.*)$ {
-            simhash_key http://pinned.test/amp$1$is_args$args;
+        # pinned.test's pages under a /lite/ prefix: the same files
+        location ~ ^/lited/lite(/doc/.*)$ {
+            simhash_key http://pinned.test/lite$1$is_args$args;
             proxy_pass http://%%ORIGIN%%$1$is_args$args;
         }
 
@@ -365,26 +365,26 @@ is($status, 200, 'another item, keys=path: the prediction not answered');
 is($hits_at_least->($before + 1), $before + 1, 'another item: fetched');
 
 # ... and one whose original is under a path that a path rule, not yet on,
-# relates: 14 pages fetched both as /doc/X and /amp/doc/X give
-# drop_component(amp) 14 clean pairs, past the test at the cap (12 at
+# relates: 14 pages fetched both as /doc/X and /lite/doc/X give
+# drop_component(lite) 14 clean pairs, past the test at the cap (12 at
 # dust_precision=0.9) and short of turning on (56).  A new page first
-# fetched under /amp/ is then dropped when a ref variant of its /doc/ path
+# fetched under /lite/ is then dropped when a ref variant of its /doc/ path
 # is predicted from another one that was fetched.
 for my $i (30 .. 43) {
     $t->get("/pinned/doc/p$i.html");
-    $t->get("/amped/amp/doc/p$i.html");
+    $t->get("/lited/lite/doc/p$i.html");
 }
-my ($amp) = grep { $_->{host} eq 'pinned.test'
-                   && $_->{kind} eq 'drop_component' && $_->{arg} eq 'amp' }
+my ($lite) = grep { $_->{host} eq 'pinned.test'
+                   && $_->{kind} eq 'drop_component' && $_->{arg} eq 'lite' }
             @{ $t->stats('/stats?dust=candidates')->{zones}{crawl}
                  {dust_rules} };
-is($amp && $amp->{state}, 'candidate', 'supported path rule: a candidate');
-ok($amp && $amp->{test} > 1.1 && $amp->{test} < $amp->{need},
+is($lite && $lite->{state}, 'candidate', 'supported path rule: a candidate');
+ok($lite && $lite->{test} > 1.1 && $lite->{test} < $lite->{need},
    'supported path rule: past the cap (1.10), short of its need');
-is($amp && $amp->{sample}, 1, 'a candidate: no verification share');
+is($lite && $lite->{sample}, 1, 'a candidate: no verification share');
 $t->write_file('html/doc/fresh.html', ($t->random_pages(1, 150, 6161))[0]);
-is($t->get('/amped/amp/doc/fresh.html?ref=a')->{headers}{'x-simhash-status'},
-   'new', 'supported path rule: the original under /amp/');
+is($t->get('/lited/lite/doc/fresh.html?ref=a')->{headers}{'x-simhash-status'},
+   'new', 'supported path rule: the original under /lite/');
 $r = $t->get('/pinned/doc/fresh.html?ref=b');
 is($r->{status}, 200, 'supported path rule: a fetched duplicate, passed on');
 $before = $hits_after->('/doc/fresh.html?ref=b');
@@ -392,8 +392,8 @@ $before = $hits_after->('/doc/fresh.html?ref=b');
 is($h->{'x-simhash-predicted'}, 'drop_param(ref)',
    'supported path rule: predicted by the pinned rule');
 is($status, 204, 'supported path rule, keys=path: dropped');
-is($h->{'x-simhash-duplicate-of'}, 'http://pinned.test/amp/doc/fresh.html?ref=a',
-   'supported path rule: a duplicate of the /amp/ original');
+is($h->{'x-simhash-duplicate-of'}, 'http://pinned.test/lite/doc/fresh.html?ref=a',
+   'supported path rule: a duplicate of the /lite/ original');
 is($hits->(), $before, 'supported path rule: not fetched');
 
 # ... and one whose document was first fetched under another path (a

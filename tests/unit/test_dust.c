@@ -1360,46 +1360,46 @@ test_same_path_supported(void **state)
     default_opts(&o);
     make(&f, &o);
 
-    learn_pairs(f.d, "http://a.example/doc/%d", "http://a.example/amp/doc/%d",
+    learn_pairs(f.d, "http://a.example/doc/%d", "http://a.example/lite/doc/%d",
                 23);
-    assert_int_equal(state_of(f.d, "a.example", "/amp/",
-                              SH_DUST_DROP_COMPONENT, "amp"),
+    assert_int_equal(state_of(f.d, "a.example", "/lite/",
+                              SH_DUST_DROP_COMPONENT, "lite"),
                      SH_DUST_CANDIDATE);
-    assert_int_equal(SAME("http://a.example/amp/doc/500?sid=1",
+    assert_int_equal(SAME("http://a.example/lite/doc/500?sid=1",
                           "http://a.example/doc/500"), 0);
 
-    learn_pairs(f.d, "http://a.example/doc/%d", "http://a.example/amp/doc/%d",
+    learn_pairs(f.d, "http://a.example/doc/%d", "http://a.example/lite/doc/%d",
                 30);
-    assert_int_equal(support_of(f.d, "a.example", "/amp/",
-                                SH_DUST_DROP_COMPONENT, "amp"), 30);
-    assert_int_equal(state_of(f.d, "a.example", "/amp/",
-                              SH_DUST_DROP_COMPONENT, "amp"),
+    assert_int_equal(support_of(f.d, "a.example", "/lite/",
+                                SH_DUST_DROP_COMPONENT, "lite"), 30);
+    assert_int_equal(state_of(f.d, "a.example", "/lite/",
+                              SH_DUST_DROP_COMPONENT, "lite"),
                      SH_DUST_CANDIDATE);
-    assert_int_equal(SAME("http://a.example/amp/doc/500?sid=1",
+    assert_int_equal(SAME("http://a.example/lite/doc/500?sid=1",
                           "http://a.example/doc/500"), 1);
     assert_int_equal(SAME("http://a.example/doc/500",
-                          "http://a.example/amp/doc/500"), 1);
+                          "http://a.example/lite/doc/500"), 1);
     /* never another item's path, nor another host's */
-    assert_int_equal(SAME("http://a.example/amp/doc/500",
+    assert_int_equal(SAME("http://a.example/lite/doc/500",
                           "http://a.example/doc/501"), 0);
-    assert_int_equal(SAME("http://b.example/amp/doc/500",
+    assert_int_equal(SAME("http://b.example/lite/doc/500",
                           "http://b.example/doc/500"), 0);
     /* no prediction: the rule is not on */
     obs(f.d, DOCREP(500), "http://a.example/doc/500");
-    assert_int_equal(pred(f.d, NULL, NULL, "http://a.example/amp/doc/500"),
+    assert_int_equal(pred(f.d, NULL, NULL, "http://a.example/lite/doc/500"),
                      0);
 
     /* a pair against takes the sum below the cap's bound */
     obs(f.d, DOCREP(901), "http://a.example/doc/901");
-    obs(f.d, DOCREP(902), "http://a.example/amp/doc/901");
-    assert_int_equal(SAME("http://a.example/amp/doc/500",
+    obs(f.d, DOCREP(902), "http://a.example/lite/doc/901");
+    assert_int_equal(SAME("http://a.example/lite/doc/500",
                           "http://a.example/doc/500"), 0);
     /* and 50 more clean pairs bring it back */
     for (n = 1000; n < 1050; n++) {
         obs(f.d, DOCREP(n), "http://a.example/doc/%d", n);
-        obs(f.d, DOCREP(n), "http://a.example/amp/doc/%d", n);
+        obs(f.d, DOCREP(n), "http://a.example/lite/doc/%d", n);
     }
-    assert_int_equal(SAME("http://a.example/amp/doc/500",
+    assert_int_equal(SAME("http://a.example/lite/doc/500",
                           "http://a.example/doc/500"), 1);
     unmake(&f);
 }
@@ -2373,18 +2373,18 @@ test_known_trackers(void **state)
 
     (void) state;
     /* by text: a name, a family's member or rule, as spelled */
-    assert_true(sh_dust_tracker(NULL, 0, 0, "fbclid", 6, 0));
-    assert_true(sh_dust_tracker(NULL, 0, 0, "utm_*", 5, 0));
-    assert_true(sh_dust_tracker(NULL, 0, 0, "utm_source", 10, 0));
-    assert_false(sh_dust_tracker(NULL, 0, 0, "GCLID", 5, 0));
-    assert_false(sh_dust_tracker(NULL, 0, 0, "gclidx", 6, 0));
-    assert_false(sh_dust_tracker(NULL, 0, 0, "ref", 3, 0));
-    assert_false(sh_dust_tracker(NULL, 0, 0, "utm", 3, 0));
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "fbclid", 6, 0));
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "utm_*", 5, 0));
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "utm_source", 10, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "GCLID", 5, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "gclidx", 6, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "ref", 3, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "utm", 3, 0));
     /* the platforms' session ids; a site's own sid is learned */
-    assert_true(sh_dust_tracker(NULL, 0, 0, "PHPSESSID", 9, 0));
-    assert_true(sh_dust_tracker(NULL, 0, 1, "jsessionid", 10, 0));
-    assert_false(sh_dust_tracker(NULL, 0, 1, "fbclid", 6, 0));
-    assert_false(sh_dust_tracker(NULL, 0, 0, "sid", 3, 0));
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "PHPSESSID", 9, 0));
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PATH_PARAM, "jsessionid", 10, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PATH_PARAM, "fbclid", 6, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PARAM, "sid", 3, 0));
 
     default_opts(&o);
     make(&f, &o);
@@ -2424,6 +2424,29 @@ test_known_trackers(void **state)
                      SH_DUST_ACTIVE);
     assert_int_equal(state_of(f.d, "k.example", "/s/",
                               SH_DUST_DROP_PATH_PARAM, "sid"),
+                     SH_DUST_CANDIDATE);
+
+    /* the AMP view, as a component and as a parameter: at the cap */
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_COMPONENT, "amp", 3,
+                                0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_COMPONENT, "print",
+                                 5, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_PATH_PARAM, "amp",
+                                 3, 0));
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(800 + n), "http://k.example/news/%d", n);
+        obs(f.d, DOCREP(800 + n), "http://k.example/amp/news/%d", n);
+        obs(f.d, DOCREP(900 + n), "http://k.example/post/%d", n);
+        obs(f.d, DOCREP(900 + n), "http://k.example/post/%d?amp=1", n);
+        obs(f.d, DOCREP(900 + n), "http://k.example/print/post/%d", n);
+    }
+    assert_int_equal(state_of(f.d, "k.example", "/amp/",
+                              SH_DUST_DROP_COMPONENT, "amp"),
+                     SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "k.example", "/post/", SH_DUST_DROP_PARAM,
+                              "amp"), SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "k.example", "/print/",
+                              SH_DUST_DROP_COMPONENT, "print"),
                      SH_DUST_CANDIDATE);
 
     /* path_case where IIS serves the script (.aspx): at the cap; where
