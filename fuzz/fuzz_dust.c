@@ -212,7 +212,7 @@ fdust_one(const uint8_t *data, size_t size)
     const char    *prev = NULL;
     size_t         prevlen = 0, len;
     uint64_t       rep, now = 1;
-    char           err[128], form[SH_URL_LEN_MAX + SH_DUST_HOST_TEXT + 1];
+    char           err[128], form[SH_DUST_FORM_LEN];
     size_t         n;
     int            rc, ab, ba;
 

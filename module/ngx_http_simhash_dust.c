@@ -652,9 +652,7 @@ ngx_http_simhash_dust_predict(ngx_http_request_t *r,
  * path: the request's canonical form, when that URL itself was fetched
  * and resolved to the prediction's document (a page the crawler was
  * given, one with the request by the rules).  Spelled under the lock
- * into a buffer on the stack (a URL the learner takes is at most
- * SH_URL_LEN_MAX bytes, and its form changes no more than the host),
- * then copied to the pool.
+ * into a buffer on the stack, then copied to the pool.
  */
 
 ngx_int_t
@@ -664,7 +662,7 @@ ngx_http_simhash_dust_fetched_form(ngx_http_request_t *r,
 {
     size_t      n;
     sh_dust_t  *dust;
-    u_char      buf[SH_URL_LEN_MAX + SH_DUST_HOST_TEXT + 1];
+    u_char      buf[SH_DUST_FORM_LEN];
 
     dust = ngx_http_simhash_dust_learner(zone);
 

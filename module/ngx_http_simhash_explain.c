@@ -434,9 +434,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
             /* what keys=path names when the original has another path */
 
             x->sample = why.sample;
-            x->fetched_form.data = ngx_pnalloc(r->pool, SH_URL_LEN_MAX
-                                                       + SH_DUST_HOST_TEXT
-                                                       + 1);
+            x->fetched_form.data = ngx_pnalloc(r->pool, SH_DUST_FORM_LEN);
             if (x->fetched_form.data == NULL) {
                 goto failed;
             }
@@ -444,7 +442,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
             x->fetched_form.len = sh_dust_fetched_form(
                                       dust, (char *) x->key.data, x->key.len,
                                       rep, (char *) x->fetched_form.data,
-                                      SH_URL_LEN_MAX + SH_DUST_HOST_TEXT + 1);
+                                      SH_DUST_FORM_LEN);
 
             x->evidence.why = &why;
             ngx_http_simhash_key_scope(&x->key, &x->evidence.scope);

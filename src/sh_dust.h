@@ -359,6 +359,11 @@ int sh_dust_same_path(sh_dust_t *d, const char *a, size_t alen,
  * (m.example.com/news/a predicted from the document first fetched as
  * /node/7, when example.com/news/a was fetched too).
  */
+#define SH_DUST_FORM_LEN (SH_URL_LEN_MAX + SH_DUST_HOST_TEXT + 1)
+                                /* a buffer any form fits, with its NUL: a
+                                   URL the learner takes is at most
+                                   SH_URL_LEN_MAX bytes, and its form
+                                   changes no more than the host */
 size_t sh_dust_fetched_form(sh_dust_t *d, const char *url, size_t len,
                             uint64_t rep, char *buf, size_t size);
 

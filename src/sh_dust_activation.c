@@ -148,12 +148,18 @@ pool_holds_but(sh_dust_t *d, uint64_t host, uint64_t partner,
     return sum.support >= d->opts.min_evidence && llr(d, &sum) >= d->llr_on;
 }
 
-/* Whether c's argument is one the web uses the same way everywhere
- * (sh_dust_trackers.h): a tracker, a session id, the AMP view. */
+/* Whether c is a form the web uses the same way everywhere
+ * (sh_dust_trackers.h): a tracker, a session id, the AMP view, the case
+ * of an IIS script's URL. */
 static int
 known(const sh_dust_t *d, const dcand_t *c)
 {
-    int where = c->kind == SH_DUST_DROP_PARAM ? SH_DUST_KNOWN_PARAM
+    int where;
+
+    if (c->kind == SH_DUST_PATH_CASE) {
+        return sh_dust_case_blind(c->pat_text, c->patlen);
+    }
+    where = c->kind == SH_DUST_DROP_PARAM ? SH_DUST_KNOWN_PARAM
                 : c->kind == SH_DUST_DROP_PATH_PARAM ? SH_DUST_KNOWN_PATH_PARAM
                 : c->kind == SH_DUST_DROP_COMPONENT ? SH_DUST_KNOWN_COMPONENT
                 : -1;
@@ -226,9 +232,7 @@ need_of(sh_dust_t *d, const dcand_t *c, int others)
         g--;                    /* its own turning on */
     }
     if (pool_holds_but(d, c->host, partner, c, others ? c : NULL)
-        || (b < 1 && known(d, c))
-        || (b < 1 && c->kind == SH_DUST_PATH_CASE
-            && sh_dust_case_blind(c->pat_text, c->patlen)))
+        || (b < 1 && known(d, c)))
     {
         return sh_dust_need_for(PRIOR_ALPHA_MAX);
     }

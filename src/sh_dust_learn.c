@@ -403,7 +403,7 @@ step_value(sh_dust_t *d, obs_t *o)
     sh_url_rw_t         rwk;
     vside_t             me, them;
     devid_t            *e;
-    unsigned            i, j;
+    unsigned            j;
     int                 found;
     size_t              n;
 
@@ -419,24 +419,23 @@ step_value(sh_dust_t *d, obs_t *o)
         memset(&me, 0, sizeof(me));
         me.host = o->sc.host;
         if (j < o->n) {
-            i = j;
-            if (o->a[i].kind != SH_DUST_PARAM_PATH || o->isactive[i]
+            if (o->a[j].kind != SH_DUST_PARAM_PATH || o->isactive[j]
                 || o->rw.vpath)
             {
                 continue;
             }
-            n = o->a[i].textlen;
+            n = o->a[j].textlen;
             if (n > VALUE_NAME_MAX) {
                 continue;
             }
             me.side = SIDE_SCRIPT;
             me.pattern = o->sc.pattern;
-            me.name = o->a[i].arg;
-            memcpy(me.text, o->a[i].text, n);
+            me.name = o->a[j].arg;
+            memcpy(me.text, o->a[j].text, n);
             me.len = n;
             o->h->scripts = 1;
-            rwk.vpath = o->a[i].rw.vpath;
-            rwk.drop_params |= o->a[i].rw.drop_params;
+            rwk.vpath = o->a[j].rw.vpath;
+            rwk.drop_params |= o->a[j].rw.drop_params;
             rwk.vseg = sh_url_hash_bytes(d->secret,
                                          o->u.params[rwk.vpath - 1].value.p,
                                          o->u.params[rwk.vpath - 1].value.len);
