@@ -176,6 +176,56 @@ pool_holds(sh_dust_t *d, uint64_t host, uint64_t partner, const dcand_t *c)
 }
 
 /*
+ * The same scope on the other host of an alias (one site): its candidate
+ * of c's rule, or NULL.
+ */
+static dcand_t *
+alias_twin(sh_dust_t *d, const dcand_t *c)
+{
+    uint64_t partner;
+
+    if (!scoped(c)) {
+        return NULL;
+    }
+    partner = host_partner(sh_dust_host_find(d, c->host));
+    return partner != 0
+           ? sh_dust_cand_find(d, partner, c->pattern, c->kind, c->arg)
+           : NULL;
+}
+
+/*
+ * The pairs a rule is tested on: its scope's, and, on a host joined to
+ * another by an alias (one site: the same section of the same pages),
+ * that scope's on the other host too, in one sum (sum_out's counts) --
+ * while the scope's own pairs do not disagree (its own sum not below
+ * zero).  A form both hosts carry (a tracker, a default written out, a
+ * session id on the mobile host's pages) is then tested once on all its
+ * pairs, not twice on halves.  A scope's own pairs against still rule
+ * it: a verification on one host that disagrees takes that host's sum
+ * below zero, and the rule off there, whatever the other host's pairs
+ * say (the within-site attack of t/dust-alias-attack.t).
+ */
+static double
+test_sum(sh_dust_t *d, const dcand_t *c, dcand_t *sum_out)
+{
+    const dcand_t *twin;
+    dcand_t        sum;
+    double         own = llr(d, c);
+
+    memset(&sum, 0, sizeof(sum));
+    sum.support = c->support;
+    sum.against = c->against;
+    if (own >= 0 && (twin = alias_twin(d, c)) != NULL) {
+        sum.support += twin->support;
+        sum.against += twin->against;
+    }
+    if (sum_out != NULL) {
+        *sum_out = sum;
+    }
+    return llr(d, &sum);
+}
+
+/*
  * What a scope's own pairs must reach.  Alone: llr_on.  A rule that has
  * turned on in other scopes of the host (or of its alias: one site) is
  * likely good here too: with g scopes good and b bad so far, Laplace's
@@ -269,7 +319,7 @@ sh_dust_sample(double llr, double need)
 double
 sh_dust_rule_sample(sh_dust_t *d, const dcand_t *c)
 {
-    return sh_dust_sample(llr(d, c), need_of(d, c, 1));
+    return sh_dust_sample(test_sum(d, c, NULL), need_of(d, c, 1));
 }
 
 int
@@ -309,7 +359,10 @@ narrow_held(sh_dust_t *d, const dcand_t *c)
 static int
 qualifies(sh_dust_t *d, const dcand_t *c)
 {
-    return c->support >= d->opts.min_evidence && llr(d, c) >= scope_need(d, c);
+    dcand_t sum;
+
+    return test_sum(d, c, &sum) >= scope_need(d, c)
+           && sum.support >= d->opts.min_evidence;
 }
 
 /* The host's record of c's rule: one more scope good (on) or bad. */
@@ -369,7 +422,7 @@ sh_dust_rule_info_of(sh_dust_t *d, const dcand_t *c, sh_dust_rule_info_t *r)
     r->against = c->against;
     r->precision = n ? (double) c->support / n : 0.0;
     r->lower = sh_dust_wilson_lower(c->support, c->against, d->opts.z);
-    r->llr = llr(d, c);
+    r->llr = test_sum(d, c, NULL);
     r->need = scope_need(d, c);
     r->sample = on(c) ? sh_dust_rule_sample(d, c) : 1.0;
     r->waiting = c->state == SH_DUST_CANDIDATE && narrow_held(d, c);
@@ -596,6 +649,24 @@ wake_scopes(sh_dust_t *d, const dcand_t *from, uint64_t now)
     busy = 0;
 }
 
+/* A host alias just on: each scope of the two hosts may now pass with
+ * its twin's pairs (alias_scope_holds); tested at once.  One pass over
+ * the candidates per alias turned on (a few in a crawl). */
+static void
+alias_wake(sh_dust_t *d, const dcand_t *alias, uint64_t now)
+{
+    dcand_t *c = cands(d);
+    size_t   i, n = (size_t) d->cand_sets * CAND_WAYS;
+
+    for (i = 0; i < n; i++) {
+        if ((c[i].host == alias->host || c[i].host == alias->arg)
+            && scoped(&c[i]) && !manual(&c[i]) && !on(&c[i]))
+        {
+            (void) sh_dust_evaluate(d, &c[i], now);
+        }
+    }
+}
+
 int
 sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
 {
@@ -638,6 +709,8 @@ sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
         sh_dust_record(d, c, (sh_dust_state_t) from, now);
         if (scoped(c)) {
             wake_scopes(d, c, now);
+        } else if (c->kind == SH_DUST_HOST_ALIAS) {
+            alias_wake(d, c, now);
         }
         return 1;
     }
@@ -706,7 +779,8 @@ int
 sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
                  uint64_t now)
 {
-    dcand_t *c;
+    dcand_t *c, *twin;
+    int      n;
 
     pool(d, sc, a, same, now);
     c = sh_dust_cand_find(d, sc->host, sc->pattern, a->kind, a->arg);
@@ -736,7 +810,17 @@ sh_dust_evidence(sh_dust_t *d, const scope_t *sc, const atom_t *a, int same,
         d->stats.against++;
     }
     count(d, c, same, now);
-    return sh_dust_evaluate(d, c, now);
+    n = sh_dust_evaluate(d, c, now);
+    /* the twin's sum grew with this pair: tested now, not at its own next
+     * pair (looked up again: an activation may reuse ways) */
+    if (same
+        && (c = sh_dust_cand_find(d, sc->host, sc->pattern, a->kind,
+                                  a->arg)) != NULL
+        && (twin = alias_twin(d, c)) != NULL && !on(twin) && !manual(twin))
+    {
+        n += sh_dust_evaluate(d, twin, now);
+    }
+    return n;
 }
 
 /*

@@ -148,15 +148,18 @@ obs_pair(sh_dust_t *d, obs_t *o, unsigned i, int same)
 
 /* The pair table: the last other URL that R mapped to R'(u).  Two URLs
  * of one canonical form say nothing of a rule composed with the rules
- * that made them one. */
+ * that made them one.  Hosts joined by an alias share the table (keyed by
+ * the target's host; R'(u) has the target's host too): a URL of one host
+ * pairs with the other's, as pairs of one site. */
 static void
 step_pair(sh_dust_t *d, obs_t *o, unsigned i, uint64_t hr)
 {
     devid_t *e;
     int      found;
 
-    e = evid_at(d, cand_key(o->sc.host, o->sc.pattern, o->a[i].kind,
-                            o->a[i].arg) ^ KEY_PAIR, hr, 1, &found);
+    e = evid_at(d, cand_key(o->h->alias_to ? o->h->alias_to : o->sc.host,
+                            o->sc.pattern, o->a[i].kind, o->a[i].arg)
+                   ^ KEY_PAIR, hr, 1, &found);
     if (found && e->url != o->hu && (o->isactive[i] || e->aux != o->hc)) {
         obs_pair(d, o, i, e->rep == o->rep);
     }

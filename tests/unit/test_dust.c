@@ -645,12 +645,13 @@ test_alias_sessions(void **state)
         obs(f.d, DOCREP(n), "http://main.example/doc/%d?sid=c%d", n, n);
     }
     /* www: each page once, a fresh id each: no pair on www itself, none
-     * with main by the exact path and query */
+     * with main by the exact path and query; once joined, its URLs pair
+     * with main's (one site), but too few to pass on their own */
     for (n = 13; n <= 24; n++) {
         obs(f.d, DOCREP(n), "http://www.main.example/doc/%d?sid=w%d", n, n);
     }
-    assert_int_not_equal(state_of(f.d, "www.main.example", "/doc/",
-                                  SH_DUST_DROP_PARAM, "sid"), SH_DUST_ACTIVE);
+    assert_true(support_of(f.d, "www.main.example", "/doc/",
+                           SH_DUST_DROP_PARAM, "sid") < o.min_evidence);
     assert_int_equal(alias_rule(f.d, "main.example", "www.main.example",
                                 &r), 0);
     assert_int_equal(r.state, SH_DUST_ACTIVE);
@@ -1057,6 +1058,105 @@ test_borrowed_verified_canonical(void **state)
     assert_int_equal(pred(f.d, NULL, NULL, "http://shop.example/doc/"
                           "late.html?v=3"), 0);
     unmake(&f);
+}
+
+/* Two hosts of one site joined by an alias test a rule on the pairs of
+ * both in one scope: a form both carry (ref=, no known tracker) turns on
+ * from the two halves, on each host, and predicts on both.  Three runs:
+ * unjoined, each half stays short of the test; joined first; joined
+ * after one half (the join tests the scopes again).  Then a host's own
+ * pair against takes its sum below zero: its rule goes off there
+ * whatever the other host's pairs say. */
+static void
+shared_half(sh_dust_t *d, const char *host, int from, int n)
+{
+    char a[128], b[128];
+    int  i;
+
+    for (i = from; i < from + n; i++) {
+        (void) snprintf(a, sizeof(a), "http://%s/doc/s%d.html", host, i);
+        (void) snprintf(b, sizeof(b), "http://%s/doc/s%d.html?ref=nav%d",
+                        host, i, i);
+        obs(d, DOCREP(900 + i), "%s", a);
+        obs(d, DOCREP(900 + i), "%s", b);
+    }
+}
+
+static void
+shared_join(sh_dust_t *d)
+{
+    sh_dust_rule_info_t r;
+    int                 n;
+
+    for (n = 1; n <= 20; n++) {
+        obs(d, DOCREP(n), "http://m.shop.example/doc/p%d.html", n);
+    }
+    assert_int_equal(alias_rule(d, "shop.example", "m.shop.example", &r), 0);
+    assert_int_equal(r.state, SH_DUST_ACTIVE);
+}
+
+static void
+test_alias_shared_evidence(void **state)
+{
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    uint64_t            rep;
+    int                 run, n;
+
+    (void) state;
+    fast_opts(&o);
+    for (run = 0; run < 3; run++) {
+        make(&f, &o);
+        for (n = 1; n <= 80; n++) {     /* the busier host: the target */
+            obs(f.d, DOCREP(n), "http://shop.example/doc/p%d.html", n);
+        }
+        if (run == 1) {
+            shared_join(f.d);
+        }
+        /* 6 pairs on each host: min_evidence is 8, 11 pass the test */
+        shared_half(f.d, "m.shop.example", 1, 6);
+        if (run == 2) {
+            shared_join(f.d);
+        }
+        shared_half(f.d, "shop.example", 7, 6);
+        if (run == 0) {
+            assert_int_equal(state_of(f.d, "shop.example", "/doc/",
+                                      SH_DUST_DROP_PARAM, "ref"),
+                             SH_DUST_CANDIDATE);
+            assert_int_equal(state_of(f.d, "m.shop.example", "/doc/",
+                                      SH_DUST_DROP_PARAM, "ref"),
+                             SH_DUST_CANDIDATE);
+            assert_int_equal(pred(f.d, NULL, NULL, "http://shop.example/doc/"
+                                  "s7.html?ref=x"), 0);
+            unmake(&f);
+            continue;
+        }
+        /* short of min_evidence alone */
+        assert_true(support_of(f.d, "shop.example", "/doc/",
+                               SH_DUST_DROP_PARAM, "ref") < o.min_evidence);
+        assert_int_equal(sh_dust_rule(f.d, "shop.example", "/doc/",
+                                      SH_DUST_DROP_PARAM, "ref", &r), 0);
+        assert_int_equal(r.state, SH_DUST_ACTIVE);
+        assert_true(r.llr >= r.need);       /* the test shown: both halves */
+        assert_int_equal(state_of(f.d, "m.shop.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "ref"),
+                         SH_DUST_ACTIVE);
+        /* on both hosts */
+        obs(f.d, DOCREP(990), "http://m.shop.example/doc/t1.html");
+        assert_int_equal(pred(f.d, &rep, NULL, "http://m.shop.example/doc/"
+                              "t1.html?ref=footer"), 1);
+        assert_int_equal(rep, DOCREP(990));
+        assert_int_equal(pred(f.d, &rep, NULL, "http://shop.example/doc/"
+                              "t1.html?ref=footer"), 1);
+        assert_int_equal(rep, DOCREP(990));
+        /* m.'s own pair against: off there at once */
+        obs(f.d, DOCREP(991), "http://m.shop.example/doc/t1.html?ref=other");
+        assert_int_equal(state_of(f.d, "m.shop.example", "/doc/",
+                                  SH_DUST_DROP_PARAM, "ref"),
+                         SH_DUST_RETIRED);
+        unmake(&f);
+    }
 }
 
 /* sh_dust_same_path: one path once each URL's active rules rewrote it,
@@ -2985,6 +3085,7 @@ main(void)
         cmocka_unit_test(test_borrowed_verified),
         cmocka_unit_test(test_borrowed_verified_canonical),
         cmocka_unit_test(test_borrowed_replicated),
+        cmocka_unit_test(test_alias_shared_evidence),
         cmocka_unit_test(test_no_dust),
         cmocka_unit_test(test_lru_hosts),
         cmocka_unit_test(test_hostile),
