@@ -23,7 +23,8 @@
 #                written out), other (the session id and the order of the
 #                parameters)
 # DUST_MISSED=FILE: every avoidable request after the first quarter that
-# was fetched, one a line (index, kind, rule or -, URL, original), and
+# was fetched, one a line (index, kind, rule or -, URL, original, the
+# action: verified, passed), and
 # every wrong prediction (kind "wrong"), to read what the learner missed.
 use strict;
 use warnings;
@@ -139,10 +140,11 @@ for my $run (@runs) {
     while (<$l>) {
         chomp;
         if (/^A\t/) {
-            my (undef, $ms, $st, $ss, $pred, $up, $url, $dup) = split /\t/, $_, -1;
+            my (undef, $ms, $st, $ss, $pred, $up, $url, $dup, $act)
+                = split /\t/, $_, -1;
             push @req, { status => $st, ss => $ss, pred => $pred,
                          fetched => ($up ne '' && $up ne '-'), up => $up,
-                         url => $url, dup => $dup };
+                         url => $url, dup => $dup, action => $act // '' };
         } elsif (/rule (\S+) for (\S+) (\S+) (on|off) \(was (\w+)\): (\d+) pairs, (\d+) against, precision >= ([\d.]+)/) {
             push @changes, { rule => $1, host => $2, pattern => $3, to => $4,
                              was => $5, support => $6, against => $7,
@@ -202,9 +204,9 @@ for my $run (@runs) {
                 $q_avoidable++;
                 $q_avoided++ if $saved;
                 # DUST_MISSED=FILE: each one missed, to read why
-                printf {$missed} "%d\t%s\t%s\t%s\t%s\n", $i, $k,
+                printf {$missed} "%d\t%s\t%s\t%s\t%s\t%s\n", $i, $k,
                     $r->{pred} eq '' ? '-' : $r->{pred}, $r->{url},
-                    $r->{dup} // '' if $missed && !$saved;
+                    $r->{dup} // '', $r->{action} if $missed && !$saved;
             }
             $kinds{$k}{avoidable}++;
             $kinds{$k}{avoided}++ if $saved;
@@ -213,7 +215,12 @@ for my $run (@runs) {
                 $aw_avoided++ if $saved;
                 unless ($saved) {
                     my $why = 'not predicted';
-                    if ($r->{pred} ne '') {
+                    if ($r->{pred} ne '' && $r->{action} ne '') {
+                        # $simhash_action (logs of 2026-11-28 on)
+                        $why = $r->{action} eq 'verified'
+                             ? 'predicted, fetched to verify'
+                             : 'predicted, fetched: keys=path (the original under another path)';
+                    } elsif ($r->{pred} ne '') {
                         my $p1 = (split_url($r->{url}))[2] =~ s/\?.*//r;
                         my $p2 = $r->{dup} =~ m{^https?://[^/]+([^?]*)} ? $1 : '';
                         $why = $p1 eq $p2 ? 'predicted, fetched to verify'
