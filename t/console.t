@@ -98,6 +98,9 @@ SKIP: {
     # Debian's python3 (where python3-selenium is), whatever PATH says;
     # the browser runs as this user, HOME for its profile
     local $ENV{HOME} = $t->prefix . '/tmp';
+    # and TMPDIR for its singleton socket directory, which it would
+    # otherwise leave in /tmp
+    local $ENV{TMPDIR} = $t->prefix . '/tmp';
     my @cmd = ('/usr/bin/python3', "$FindBin::Bin/lib/console_browser.py",
                $t->url('/stats'), $t->prefix . '/logs/nginx.pid',
                'http://v.test/doc/copy.html', 'http://v.test/doc/a.html?sid=5',

@@ -106,6 +106,9 @@ SKIP: {
     skip 'no chromium, chromium-driver or python3-selenium', 1 unless $have;
     skip 'the browser under valgrind', 1 if $SimhashTest::VALGRIND;
     local $ENV{HOME} = $t->prefix . '/tmp';
+    # and TMPDIR for its singleton socket directory, which it would
+    # otherwise leave in /tmp
+    local $ENV{TMPDIR} = $t->prefix . '/tmp';
     my @cmd = ('/usr/bin/python3', "$FindBin::Bin/lib/console_browser.py",
                $t->url('/stats'), $t->prefix . '/logs/nginx.pid',
                '-', '-', '-');
