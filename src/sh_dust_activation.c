@@ -149,8 +149,8 @@ pool_holds_but(sh_dust_t *d, uint64_t host, uint64_t partner,
 }
 
 /* Whether c is a form the web uses the same way everywhere
- * (sh_dust_trackers.h): a tracker, a session id, the AMP view, the case
- * of an IIS script's URL. */
+ * (sh_dust_trackers.h): a tracker, a session id, the AMP view, a
+ * directory's index file, the case of an IIS script's URL. */
 static int
 known(const sh_dust_t *d, const dcand_t *c)
 {
@@ -162,6 +162,7 @@ known(const sh_dust_t *d, const dcand_t *c)
     where = c->kind == SH_DUST_DROP_PARAM ? SH_DUST_KNOWN_PARAM
                 : c->kind == SH_DUST_DROP_PATH_PARAM ? SH_DUST_KNOWN_PATH_PARAM
                 : c->kind == SH_DUST_DROP_COMPONENT ? SH_DUST_KNOWN_COMPONENT
+                : c->kind == SH_DUST_INDEX_FILE ? SH_DUST_KNOWN_INDEX
                 : -1;
 
     return where >= 0

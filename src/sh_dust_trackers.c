@@ -30,6 +30,10 @@
  * ?amp, ?amp=1) is that page in a lighter markup, on every site that
  * has one: drop_component(amp) and drop_param(amp) start at the cap.
  *
+ * A directory's default document (DIR/index.html, DIR/index.php,
+ * DIR/default.htm for DIR/) is the directory's page wherever a server
+ * maps one, as Apache, nginx and IIS do by default: index_file(index.*),
+ * index_file(default.*) and index_file(Default.*) start at the cap.
  * And one platform's paths: Microsoft's IIS answers a path in any case
  * (its file system ignores it) and ASP.NET reads parameter names in any
  * case, so path_case in the scope of an .asp, .aspx, .ashx or .asmx
@@ -62,16 +66,21 @@ static const char *const names[] = {
 /* The hash a parameter NAME (or a family's member, a path parameter, a
  * path component) has under secret: sh_url's own, of a URL that holds
  * it. */
-enum { KEY_NAME, KEY_FAMILY, KEY_PATH, KEY_COMPONENT };
+enum { KEY_NAME, KEY_FAMILY, KEY_PATH, KEY_COMPONENT, KEY_INDEX };
 
 /* in the path: a path parameter, /a/B.html;jsessionid=1F; a component,
- * the AMP view /amp/news/a */
+ * the AMP view /amp/news/a; a family of directory index files, the
+ * default documents of web servers (Apache's DirectoryIndex and nginx's
+ * index: index.html, index.php...; IIS: Default.htm, default.aspx...) */
 static const struct {
     const char *name;
     int         how;
 } path_forms[] = {
     { "jsessionid", KEY_PATH },
-    { "amp", KEY_COMPONENT }
+    { "amp", KEY_COMPONENT },
+    { "index.*", KEY_INDEX },
+    { "default.*", KEY_INDEX },
+    { "Default.*", KEY_INDEX }
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -85,6 +94,9 @@ key_of(const unsigned char *secret, const char *name, int how)
 
     n = how == KEY_PATH
         ? snprintf(url, sizeof(url), "http://t.invalid/a;%s=1", name)
+        : how == KEY_INDEX      /* "index.*": the file index.x */
+        ? snprintf(url, sizeof(url), "http://t.invalid/d/%.*sx",
+                   (int) strlen(name) - 1, name)
         : how == KEY_COMPONENT
         ? snprintf(url, sizeof(url), "http://t.invalid/%s/a", name)
         : snprintf(url, sizeof(url), "http://t.invalid/?%s%s=1", name,
@@ -100,6 +112,9 @@ key_of(const unsigned char *secret, const char *name, int how)
     }
     if (how == KEY_COMPONENT) {
         return u.nsegs == 2 ? u.segs[0].hash : 0;
+    }
+    if (how == KEY_INDEX) {
+        return u.file_family;
     }
     if (u.nparams != 1) {
         return 0;
@@ -121,7 +136,8 @@ static uint64_t keys_digest;
 static int
 path_how(int where)
 {
-    return where == SH_DUST_KNOWN_PATH_PARAM ? KEY_PATH : KEY_COMPONENT;
+    return where == SH_DUST_KNOWN_PATH_PARAM ? KEY_PATH
+           : where == SH_DUST_KNOWN_INDEX ? KEY_INDEX : KEY_COMPONENT;
 }
 
 static int

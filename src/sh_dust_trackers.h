@@ -1,9 +1,9 @@
 /*
  * sh_dust_trackers.h -- the parameter names the web uses for tracking
  * only (utm_*, fbclid, gclid..., and the platforms' session ids,
- * PHPSESSID, ;jsessionid=, and the AMP view): a scope's test of
- * drop_param (drop_path_param, drop_component) for one of them starts at
- * the cap (sh_dust_activation.c); and the scripts of a server that
+ * PHPSESSID, ;jsessionid=, the AMP view, a directory's index file): a
+ * scope's test of drop_param (drop_path_param, drop_component,
+ * index_file) for one of them starts at the cap (sh_dust_activation.c); and the scripts of a server that
  * ignores case, for path_case.  Private to
  * src/sh_dust_*.c.
  */
@@ -14,15 +14,16 @@
 #include <stdint.h>
 
 /* Whether a rule's argument is one of them: drop_param's (where
- * SH_DUST_KNOWN_PARAM), drop_path_param's (_PATH_PARAM) or
- * drop_component's (_COMPONENT); by its text (a name, or a family's
+ * SH_DUST_KNOWN_PARAM), drop_path_param's (_PATH_PARAM),
+ * drop_component's (_COMPONENT) or index_file's family (_INDEX); by its text (a name, or a family's
  * "utm_*"), or when it has none yet (len 0) by its hash arg under the
  * learner's secret, whose digest keys a cache of the names' hashes (0: no
  * cache). */
 enum {
     SH_DUST_KNOWN_PARAM = 0,
     SH_DUST_KNOWN_PATH_PARAM,
-    SH_DUST_KNOWN_COMPONENT
+    SH_DUST_KNOWN_COMPONENT,
+    SH_DUST_KNOWN_INDEX         /* index_file's family: "index.*" */
 };
 int sh_dust_tracker(const unsigned char *secret, uint64_t digest, int where,
                     const char *text, size_t len, uint64_t arg);

@@ -534,8 +534,9 @@ test_path_rules(void **state)
     /* index file */
     learn_pairs(f.d, "http://i.example/i/%d/", "http://i.example/i/%d/"
                 "index.html", 12);
+    /* the family, a server's default document: tested at the cap */
     assert_int_equal(state_of(f.d, "i.example", "/i/", SH_DUST_INDEX_FILE,
-                              "index.html"), SH_DUST_ACTIVE);
+                              "index.*"), SH_DUST_ACTIVE);
     obs(f.d, DOCREP(51), "http://i.example/i/51/");
     assert_int_equal(pred(f.d, &rep, NULL,
                           "http://i.example/i/51/index.html"), 1);
@@ -1183,8 +1184,9 @@ test_same_path(void **state)
 
     learn_pairs(f.d, "http://i.example/i/%d/", "http://i.example/i/%d/"
                 "index.html", 12);
+    /* the family, a server's default document: tested at the cap */
     assert_int_equal(state_of(f.d, "i.example", "/i/", SH_DUST_INDEX_FILE,
-                              "index.html"), SH_DUST_ACTIVE);
+                              "index.*"), SH_DUST_ACTIVE);
     assert_int_equal(SAME("http://i.example/i/1/index.html",
                           "http://i.example/i/1/"), 1);
     assert_int_equal(SAME("http://i.example/i/1/",
@@ -2570,6 +2572,29 @@ test_known_trackers(void **state)
     assert_int_equal(state_of(f.d, "k.example", "/shop/item.php",
                               SH_DUST_PATH_CASE, NULL), SH_DUST_CANDIDATE);
 
+    /* a directory's default document, by its family (index.html and
+     * index.php of one site alike): at the cap; another file name that
+     * a site maps onto its directory (all.html), the full test */
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_INDEX, "index.*", 7,
+                                0));
+    assert_true(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_INDEX, "Default.*",
+                                9, 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_INDEX, "all.*", 5,
+                                 0));
+    assert_false(sh_dust_tracker(NULL, 0, SH_DUST_KNOWN_COMPONENT,
+                                 "index.*", 7, 0));
+    for (n = 1; n <= 30; n++) {
+        obs(f.d, DOCREP(1000 + n), "http://k.example/dir/%d/", n);
+        obs(f.d, DOCREP(1000 + n), "http://k.example/dir/%d/index.%s", n,
+            n % 2 ? "php" : "html");
+        obs(f.d, DOCREP(1100 + n), "http://k.example/sec/%d/", n);
+        obs(f.d, DOCREP(1100 + n), "http://k.example/sec/%d/all.html", n);
+    }
+    assert_int_equal(state_of(f.d, "k.example", "/dir/", SH_DUST_INDEX_FILE,
+                              "index.*"), SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "k.example", "/sec/", SH_DUST_INDEX_FILE,
+                              "all.*"), SH_DUST_CANDIDATE);
+
     /* a scope where the name selects the page: held off */
     for (n = 2; n <= 31; n++) {
         obs(f.d, DOCREP(300 + n), "http://k.example/g/%d?gclid=a", n);
@@ -2970,7 +2995,7 @@ test_drop_value(void **state)
 }
 
 /* An index file behind a path parameter (DIR/index.html;jsessionid=HEX
- * for DIR/) is index_file(index.html), one rule, not one a session. */
+ * for DIR/) is index_file(index.*), one rule, not one a session. */
 static void
 test_index_path_param(void **state)
 {
@@ -2988,7 +3013,7 @@ test_index_path_param(void **state)
             n, 0xC000 + n);
     }
     assert_int_equal(state_of(f.d, "x.example", "/m/", SH_DUST_INDEX_FILE,
-                              "index.html"), SH_DUST_ACTIVE);
+                              "index.*"), SH_DUST_ACTIVE);
     assert_int_equal(pred(f.d, &rep, NULL,
                           "http://x.example/m/d3/index.html;jsessionid=FF"),
                      1);
