@@ -17,7 +17,8 @@
  *   alias       the same path and query on another host;
  *   alias path  else the same path on another host that has rules;
  *   identity    u's own entry;
- *   canonical   c(u)'s entry, checked against and refreshed.
+ *   canonical   c(u)'s entry, checked against and refreshed, and the
+ *               rule that made c(u), for a later request of c(u).
  */
 #include <string.h>
 
@@ -561,6 +562,45 @@ step_identity(sh_dust_t *d, obs_t *o)
     e->url = o->hu;
 }
 
+/*
+ * The canonical form's rule, written: c(u) under its hash, with a rule
+ * that made it (a scoped one if any, else the host alias).  A later
+ * request of c(u) itself, which no rule changes (/docs/x after
+ * /docs/x?sid=A&ref=nav, both rules on; product.aspx?productid=N after
+ * its session and case variant), is then u's document by those rules:
+ * sh_dust_predict names this rule for it, when the canonical table's entry
+ * is still of the rules' generation.  The reverse table cannot tell it:
+ * it holds one rule's image at a time, and an active rule's own.  Its
+ * own key kind, so that the learner's reverse step and the backfill never
+ * read it.
+ */
+static void
+step_cform(sh_dust_t *d, obs_t *o)
+{
+    const dcand_t *c = NULL;
+    devid_t       *e;
+    unsigned       i;
+    int            found;
+
+    for (i = 0; i < o->na && c == NULL; i++) {
+        if (o->which[i] >= 0) {
+            c = o->applied[i];
+        }
+    }
+    if (c == NULL) {
+        c = o->applied[0];
+    }
+    e = evid_at(d, KEY_CFORM, o->hc, 1, &found);
+    e->rep = o->rep;
+    e->url = o->hu;
+    e->aux = c->arg;
+    e->pattern = c->pattern;
+    e->host = c->host;
+    e->image = o->h->hash;      /* whose generation the form is of */
+    e->kind = 0;                /* not a reverse entry: no rule's kind, */
+    e->pad[0] = c->kind;        /* which the backfill's scan matches */
+}
+
 /* The canonical table, checked and refreshed while rules are on: another
  * URL of c(u) is a pair for each rule that made it, as the canonical form
  * it made; against, a borrowed rule is retired here. */
@@ -599,6 +639,9 @@ step_canonical(sh_dust_t *d, obs_t *o)
     ce->url = canon_url(o->hu);
     ce->gen = sh_dust_host_gen(d, o->h, sh_dust_form_scope(&o->u, &o->sc,
                                                            &o->rw));
+    if (o->hc != o->hu) {
+        step_cform(d, o);
+    }
 }
 
 int

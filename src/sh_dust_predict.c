@@ -113,10 +113,63 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
  * requested after a variant was fetched.  The rule must be on now in the
  * scope where it made the entry (and not forbidden host-wide).
  */
+static int
+rule_live(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+          uint64_t arg, dcand_t **out)
+{
+    dcand_t *c, *w;
+
+    c = sh_dust_cand_find(d, host, pattern, kind, arg);
+    if (c == NULL || !on(c)) {
+        return 0;
+    }
+    w = sh_dust_cand_find(d, host, 0, kind, arg);
+    if (w != NULL && w != c && w->state == SH_DUST_FORBIDDEN) {
+        return 0;
+    }
+    *out = c;
+    return 1;
+}
+
+/*
+ * u is itself the canonical form of a fetched URL w that several rules
+ * changed (no one rule's reverse entry is u): the canonical table knows
+ * u from w, and step_cform left a rule that made it.  The entry must be
+ * of the generation of the rules on now for u's scope on w's host (a
+ * rule retired since may have made it), and that rule on.
+ */
+static dcand_t *
+cform_rep(sh_dust_t *d, const scope_t *sc, uint64_t hu, uint64_t *rep)
+{
+    devid_t  *e;
+    dcanon_t *ce;
+    dcand_t  *c;
+    int       found;
+
+    e = evid_at(d, KEY_IDENT, hu, 0, &found);
+    if (e != NULL && e->url == hu) {
+        return NULL;            /* seen: the store's to answer */
+    }
+    e = evid_at(d, KEY_CFORM, hu, 0, &found);
+    if (e == NULL || e->url == hu || e->pad[0] == 0) {
+        return NULL;
+    }
+    ce = sh_dust_canon_get(d, hu, 0, &found);
+    if (ce == NULL || ce->url == canon_url(hu) || ce->rep != e->rep
+        || ce->gen != sh_dust_host_gen(d, sh_dust_host_find(d, e->image),
+                                       sc->pattern)
+        || !rule_live(d, e->host, e->pattern, e->pad[0], e->aux, &c))
+    {
+        return NULL;
+    }
+    *rep = e->rep;
+    return c;
+}
+
 static dcand_t *
 rev_rep(sh_dust_t *d, uint64_t hu, uint64_t hc, uint64_t *rep)
 {
-    dcand_t *c, *w;
+    dcand_t *c;
     devid_t *e;
     unsigned i;
     int      found;
@@ -132,12 +185,7 @@ rev_rep(sh_dust_t *d, uint64_t hu, uint64_t hc, uint64_t *rep)
         {
             continue;
         }
-        c = sh_dust_cand_find(d, e->host, e->pattern, e->kind, e->aux);
-        if (c == NULL || !on(c)) {
-            continue;
-        }
-        w = sh_dust_cand_find(d, e->host, 0, e->kind, e->aux);
-        if (w != NULL && w->state == SH_DUST_FORBIDDEN) {
+        if (!rule_live(d, e->host, e->pattern, e->kind, e->aux, &c)) {
             continue;
         }
         *rep = e->rep;
@@ -194,6 +242,9 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     {
         hu = sh_url_hash(&u, NULL);
         rc = rev_rep(d, hu, na > 0 ? sh_url_hash(&u, &rw) : hu, rep);
+        if (rc == NULL && na == 0) {
+            rc = cform_rep(d, &sc, hu, rep);
+        }
         if (rc == NULL) {
             return 0;
         }

@@ -145,6 +145,8 @@ struct sh_dust_s {
 #define KEY_REV     0x4b90c6e2a1f3d857ULL
 #define KEY_VALUE   0x95d2e07c3b48a16fULL   /* a value and a path's last
                                                segment (param_path) */
+#define KEY_CFORM   0x6e3a9d14c0b75f28ULL   /* c(u) of a URL u that rules
+                                               changed: a rule that did */
 
 static inline uint64_t
 nonzero(uint64_t h)

@@ -2388,6 +2388,55 @@ test_path_param(void **state)
 }
 
 /*
+ * The canonical URL requested after a variant that two rules changed was
+ * fetched (issue 34, seventh round): /c/x with nothing after
+ * /c/x?sid=A&ref=nav, both rules on.  No single rule's reverse entry is
+ * /c/x; the canonical table knows it, and the rule step_cform left names
+ * it.  Not for a URL already fetched; not once a rule that made the form
+ * is retired (another generation of the scope's rules).
+ */
+static void
+test_cform_predict(void **state)
+{
+    sh_dust_opts_t o;
+    sh_dust_why_t  why;
+    fix_t          f;
+    uint64_t       rep;
+    char           text[128];
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 14; n++) {
+        obs(f.d, DOCREP(n), "http://c.example/c/%d?sid=%X", n, 0xA000 + n);
+        obs(f.d, DOCREP(n), "http://c.example/c/%d?sid=%X", n, 0xB000 + n);
+        obs(f.d, DOCREP(n), "http://c.example/c/%d?sid=%X&ref=r%d", n,
+            0xB000 + n, n);
+    }
+    assert_int_equal(state_of(f.d, "c.example", "/c/", SH_DUST_DROP_PARAM,
+                              "sid"), SH_DUST_ACTIVE);
+    assert_int_equal(state_of(f.d, "c.example", "/c/", SH_DUST_DROP_PARAM,
+                              "ref"), SH_DUST_ACTIVE);
+    obs(f.d, DOCREP(40), "http://c.example/c/40?sid=F0&ref=nav");
+    obs(f.d, DOCREP(41), "http://c.example/c/41?ref=nav&sid=F1");
+    assert_int_equal(pred(f.d, &rep, &why, "http://c.example/c/40"), 1);
+    assert_int_equal(rep, DOCREP(40));
+    sh_dust_why_format(&why, text, sizeof(text));
+    assert_true(strcmp(text, "drop_param(sid)") == 0
+                || strcmp(text, "drop_param(ref)") == 0);
+    /* fetched itself: the store's to answer */
+    obs(f.d, DOCREP(40), "http://c.example/c/40");
+    assert_int_equal(pred(f.d, NULL, NULL, "http://c.example/c/40"), 0);
+    /* ref forbidden: the form /c/41 is of rules no longer on */
+    assert_int_equal(pred(f.d, &rep, NULL, "http://c.example/c/41"), 1);
+    assert_int_equal(sh_dust_pin(f.d, "c.example", "/c/", SH_DUST_DROP_PARAM,
+                                 "ref", SH_DUST_PIN_OFF, 1000), 0);
+    assert_int_equal(pred(f.d, NULL, NULL, "http://c.example/c/41"), 0);
+    unmake(&f);
+}
+
+/*
  * The canonical URL requested after a variant was fetched (issue 34):
  * /p/N with no session id after /p/N?sid=A, DIR/ after DIR/index.php.
  * No active rule changes the URL; the active rule that maps the fetched
@@ -3087,6 +3136,7 @@ main(void)
         cmocka_unit_test(test_path_param),
         cmocka_unit_test(test_moved_scope),
         cmocka_unit_test(test_reverse_predict),
+        cmocka_unit_test(test_cform_predict),
         cmocka_unit_test(test_drop_value),
         cmocka_unit_test(test_index_path_param),
         cmocka_unit_test(test_sid_crawl),
