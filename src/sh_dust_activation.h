@@ -87,6 +87,35 @@ cand_key(uint64_t host, uint64_t pattern, uint8_t kind, uint64_t arg)
     return sh_url_step(sh_url_step(sh_url_step(host, pattern), kind), arg);
 }
 
+/* The host the pair table's entries of `host` are keyed by: the alias's
+ * target once the two are joined (one site shares the table). */
+static inline uint64_t
+pair_host(sh_dust_t *d, uint64_t host)
+{
+    const dhost_t *h = sh_dust_host_find(d, host);
+
+    return h != NULL && h->alias_to != 0 ? h->alias_to : host;
+}
+
+/* A rule's pair entry for image h, read only: under the key of the
+ * host's alias target, else under the host's own (an entry left before
+ * the two were joined); NULL when neither holds one. */
+static inline devid_t *
+pair_find(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
+          uint64_t arg, uint64_t h)
+{
+    uint64_t ph = pair_host(d, host);
+    devid_t *e;
+    int      found;
+
+    e = evid_at(d, cand_key(ph, pattern, kind, arg) ^ KEY_PAIR, h, 0, &found);
+    if (e == NULL && ph != host) {
+        e = evid_at(d, cand_key(host, pattern, kind, arg) ^ KEY_PAIR, h, 0,
+                    &found);
+    }
+    return e;
+}
+
 static inline int
 manual(const dcand_t *c)
 {

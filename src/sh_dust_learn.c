@@ -158,12 +158,16 @@ step_pair(sh_dust_t *d, obs_t *o, unsigned i, uint64_t hr)
     devid_t *e;
     int      found;
 
-    e = evid_at(d, cand_key(o->h->alias_to ? o->h->alias_to : o->sc.host,
-                            o->sc.pattern, o->a[i].kind, o->a[i].arg)
-                   ^ KEY_PAIR, hr, 1, &found);
-    if (found && e->url != o->hu && (o->isactive[i] || e->aux != o->hc)) {
+    /* read: also an entry the host left before its alias joined it */
+    e = pair_find(d, o->sc.host, o->sc.pattern, o->a[i].kind, o->a[i].arg,
+                  hr);
+    if (e != NULL && e->url != o->hu && (o->isactive[i] || e->aux != o->hc))
+    {
         obs_pair(d, o, i, e->rep == o->rep);
     }
+    e = evid_at(d, cand_key(pair_host(d, o->sc.host), o->sc.pattern,
+                            o->a[i].kind, o->a[i].arg) ^ KEY_PAIR,
+                hr, 1, &found);
     e->rep = o->rep;
     e->url = o->hu;
     e->aux = o->hc;

@@ -62,8 +62,8 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
             continue;           /* its evidence is c(u)'s, below */
         }
         hr = sh_url_hash(u, &a[which[i]].rw);
-        e = evid_at(d, cand_key(sc->host, sc->pattern, a[which[i]].kind,
-                                a[which[i]].arg) ^ KEY_PAIR, hr, 0, &found);
+        e = pair_find(d, sc->host, sc->pattern, a[which[i]].kind,
+                      a[which[i]].arg, hr);
         if (e == NULL || e->url == hu) {
             e = evid_at(d, KEY_IDENT, hr, 0, &found);
         }
@@ -90,11 +90,9 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
         if (which[i] < 0) {
             continue;
         }
-        e = evid_at(d, cand_key(applied[i]->host,
-                                applied[i]->pattern ? applied[i]->pattern
-                                                    : sc->pattern,
-                                applied[i]->kind, applied[i]->arg)
-                       ^ KEY_PAIR, hr, 0, &found);
+        e = pair_find(d, applied[i]->host,
+                      applied[i]->pattern ? applied[i]->pattern : sc->pattern,
+                      applied[i]->kind, applied[i]->arg, hr);
         if (e != NULL && e->url != hu) {
             *rep = e->rep;
             *used = -1;

@@ -1096,6 +1096,37 @@ shared_join(sh_dust_t *d)
     assert_int_equal(r.state, SH_DUST_ACTIVE);
 }
 
+/* The pair table of two joined hosts is one: a URL of one host pairs
+ * with the other's (each pair counted in its own host's scope). */
+static void
+test_alias_shared_pairs(void **state)
+{
+    sh_dust_opts_t o;
+    fix_t          f;
+    int            n;
+
+    (void) state;
+    fast_opts(&o);
+    make(&f, &o);
+    for (n = 1; n <= 80; n++) {         /* the busier host: the target */
+        obs(f.d, DOCREP(n), "http://shop.example/doc/p%d.html", n);
+    }
+    obs(f.d, DOCREP(902), "http://shop.example/doc/a2.html?ref=x");
+    obs(f.d, DOCREP(902), "http://m.shop.example/doc/a2.html?ref=y");
+    assert_int_equal(state_of(f.d, "m.shop.example", "/doc/",
+                              SH_DUST_DROP_PARAM, "ref"), -1);
+    shared_join(f.d);
+    for (n = 1; n <= 3; n++) {
+        obs(f.d, DOCREP(910 + n), "http://shop.example/doc/b%d.html?ref=x",
+            n);
+        obs(f.d, DOCREP(910 + n), "http://m.shop.example/doc/b%d.html"
+            "?ref=y", n);
+    }
+    assert_int_equal(support_of(f.d, "m.shop.example", "/doc/",
+                                SH_DUST_DROP_PARAM, "ref"), 3);
+    unmake(&f);
+}
+
 static void
 test_alias_shared_evidence(void **state)
 {
@@ -3161,6 +3192,7 @@ main(void)
         cmocka_unit_test(test_borrowed_verified_canonical),
         cmocka_unit_test(test_borrowed_replicated),
         cmocka_unit_test(test_alias_shared_evidence),
+        cmocka_unit_test(test_alias_shared_pairs),
         cmocka_unit_test(test_no_dust),
         cmocka_unit_test(test_lru_hosts),
         cmocka_unit_test(test_hostile),
