@@ -330,6 +330,18 @@ is($h->{'x-simhash-predicted'}, 'drop_param(utm_*)',
 is($status, 204, 'pinned family: a member alone');
 is($hits->(), $before, 'pinned family: not fetched');
 
+# the canonical URL itself, asked for after a variant that two rules
+# changed (no one rule maps the variant onto it): predicted, named by a
+# rule that made the form (issue 34, seventh round)
+$t->raw_get('/pinned/doc/p24.html?ref=a&lang=en');
+$before = $hits_after->('/doc/p24.html?ref=a&lang=en');
+($status, $h) = $t->raw_get('/pinned/doc/p24.html');
+is($status, 204, 'the canonical form of a two-rule variant: predicted');
+like($h->{'x-simhash-predicted'} // '',
+     qr/^(?:drop_param\(ref\)|drop_value\(lang=en\))$/,
+     'the canonical form: named by a rule that made it');
+is($hits->(), $before, 'the canonical form: not fetched');
+
 # -- keys=path (drop mode's default) and a path rule: the original must
 # have the request's path once the rules rewrote both.  /doc/d1/index.html
 # by index_file(index.html) is /doc/d1/: answered without a fetch.
