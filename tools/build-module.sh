@@ -30,13 +30,29 @@ if [ "${SANITIZE:-0}" = 1 ]; then
     LDFLAGS="$LDFLAGS -fsanitize=address,undefined"
 fi
 
+# nginx's auto/make names a module's objects with sed rules meant for
+# file extensions, unanchored: once the build directory is prefixed, its
+# rule for assembler sources turns any ".S" in that directory's path into
+# ".o" (a clone in /tmp/ci.S1xz/ would not build).  Such a build
+# directory is reached through a symbolic link whose path has none.
+OBJ="$OUT"
+case "$OUT" in
+    *.S*)
+        mkdir -p "$OUT"
+        OBJ="/tmp/simhash-nginx-build-$(id -u)-$(printf %s "$OUT" | cksum \
+                                                | cut -d' ' -f1)"
+        ln -sfn "$OUT" "$OBJ"
+        trap 'rm -f "$OBJ"' EXIT        # made again at each build
+        ;;
+esac
+
 stamp="$OUT/.configured"
-want="$(nginx -v 2>&1) $(cat "$TOP/config" | cksum) $CFLAGS"
+want="$(nginx -v 2>&1) $(cat "$TOP/config" | cksum) $CFLAGS $OBJ"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     mkdir -p "$OUT"
     # shellcheck disable=SC1091
     . "$SRC/conf_flags"
-    (cd "$SRC" && ./configure --builddir="$OUT" "${NGX_CONF_FLAGS[@]}" \
+    (cd "$SRC" && ./configure --builddir="$OBJ" "${NGX_CONF_FLAGS[@]}" \
         --with-cc-opt="$CFLAGS" --with-ld-opt="$LDFLAGS" \
         --add-dynamic-module="$TOP" > "$OUT/configure.log" 2>&1) || {
         echo "build-module: nginx configure failed, see $OUT/configure.log" >&2
@@ -49,7 +65,7 @@ fi
 "$TOP/tools/console-header.sh" "$TOP/module/console.html" \
     "$OUT/ngx_http_simhash_console_html.h"
 
-make -s -f "$OUT/Makefile" -C "$SRC" modules > "$OUT/make.log" 2>&1 || {
+make -s -f "$OBJ/Makefile" -C "$SRC" modules > "$OUT/make.log" 2>&1 || {
     cat "$OUT/make.log" >&2
     exit 1
 }
