@@ -651,7 +651,7 @@ wake_scopes(sh_dust_t *d, const dcand_t *from, uint64_t now)
 }
 
 /* A host alias just on: each scope of the two hosts may now pass with
- * its twin's pairs (alias_scope_holds); tested at once.  One pass over
+ * its twin's pairs (test_sum); tested at once.  One pass over
  * the candidates per alias turned on (a few in a crawl). */
 static void
 alias_wake(sh_dust_t *d, const dcand_t *alias, uint64_t now)

@@ -620,6 +620,10 @@ step_canonical(sh_dust_t *d, obs_t *o)
     if (o->h->bloom == 0 && o->h->alias_to == 0) {
         return;
     }
+    if (o->hc != o->hu) {
+        step_cform(d, o);       /* before any pair: an activation may
+                                   reuse the applied rules' ways */
+    }
     ce = sh_dust_canon_get(d, sh_url_hash(&o->u, &o->rw), 1, &found);
     /* decided once: a pair's activation may refill the entry's set */
     pairs = found && ce->url != canon_url(o->hu) ? o->na : 0;
@@ -643,9 +647,6 @@ step_canonical(sh_dust_t *d, obs_t *o)
     ce->url = canon_url(o->hu);
     ce->gen = sh_dust_host_gen(d, o->h, sh_dust_form_scope(&o->u, &o->sc,
                                                            &o->rw));
-    if (o->hc != o->hu) {
-        step_cform(d, o);
-    }
 }
 
 int

@@ -1,11 +1,11 @@
 /*
- * sh_dust_trackers.h -- the parameter names the web uses for tracking
- * only (utm_*, fbclid, gclid..., and the platforms' session ids,
- * PHPSESSID, ;jsessionid=, the AMP view, a directory's index file): a
- * scope's test of drop_param (drop_path_param, drop_component,
- * index_file) for one of them starts at the cap (sh_dust_activation.c); and the scripts of a server that
- * ignores case, for path_case.  Private to
- * src/sh_dust_*.c.
+ * sh_dust_trackers.h -- the forms the web uses the same way everywhere:
+ * tracking parameters (utm_*, fbclid, gclid...), the platforms' session
+ * ids (PHPSESSID, ;jsessionid=), the AMP view, a directory's index file.
+ * A scope's test of drop_param (drop_path_param, drop_component,
+ * index_file) for one of them starts at the cap (sh_dust_activation.c);
+ * and the scripts of a server that ignores case, for path_case.  Private
+ * to src/sh_dust_*.c.
  */
 #ifndef SH_DUST_TRACKERS_H
 #define SH_DUST_TRACKERS_H
@@ -15,10 +15,10 @@
 
 /* Whether a rule's argument is one of them: drop_param's (where
  * SH_DUST_KNOWN_PARAM), drop_path_param's (_PATH_PARAM),
- * drop_component's (_COMPONENT) or index_file's family (_INDEX); by its text (a name, or a family's
- * "utm_*"), or when it has none yet (len 0) by its hash arg under the
- * learner's secret, whose digest keys a cache of the names' hashes (0: no
- * cache). */
+ * drop_component's (_COMPONENT) or index_file's family (_INDEX); by its
+ * text (a name, or a family's "utm_*", "index.*"), or when it has none
+ * yet (len 0) by its hash arg under the learner's secret, whose digest
+ * keys a cache of the names' hashes (0: no cache). */
 enum {
     SH_DUST_KNOWN_PARAM = 0,
     SH_DUST_KNOWN_PATH_PARAM,
