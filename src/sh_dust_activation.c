@@ -254,6 +254,17 @@ test_sum(sh_dust_t *d, const dcand_t *c, dcand_t *sum_out)
  * the prior it was on by, against which its sample is measured
  * (sh_dust_rule_sample).
  */
+/* Whether hosts a and b are one site's usual two names (www.X and X):
+ * the known form of a host alias (sh_dust_trackers.h). */
+static int
+alias_named(sh_dust_t *d, uint64_t a, uint64_t b)
+{
+    const dhost_t *x = sh_dust_host_find(d, a), *y = sh_dust_host_find(d, b);
+
+    return x != NULL && y != NULL
+           && sh_dust_alias_names(x->text, x->textlen, y->text, y->textlen);
+}
+
 static double
 need_of(sh_dust_t *d, const dcand_t *c, int others)
 {
@@ -263,6 +274,13 @@ need_of(sh_dust_t *d, const dcand_t *c, int others)
     double         g = 0, b = 0, a;
     unsigned       i;
 
+    /* www.X and X, m.X and X: the known form of an alias, at the cap
+     * until a pair goes against it */
+    if (c->kind == SH_DUST_HOST_ALIAS && c->against == 0
+        && alias_named(d, c->host, c->arg))
+    {
+        return sh_dust_need_for(PRIOR_ALPHA_MAX);
+    }
     if (!scoped(c)) {
         return d->llr_on;
     }

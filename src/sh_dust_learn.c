@@ -502,8 +502,11 @@ step_reverse(sh_dust_t *d, obs_t *o)
                 rs.patlen = 0;
             }
             same = e->rep == o->rep;
-            e->url = o->hu;     /* this pair is counted */
-            e->rep = o->rep;
+            /* this pair is counted; the entry stays w's document: a later
+             * URL of the same image pairs with w, not with u, which may be
+             * R'(w) itself by other rules (the alias's host: m.x/a after
+             * x/a and x/a?page=2 is no pair of drop_param(page)) */
+            e->url = o->hu;
             sh_dust_evidence(d, &rs, &ra, same, o->now);
             break;
         }

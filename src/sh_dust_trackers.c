@@ -34,6 +34,9 @@
  * DIR/default.htm for DIR/) is the directory's page wherever a server
  * maps one, as Apache, nginx and IIS do by default: index_file(index.*),
  * index_file(default.*) and index_file(Default.*) start at the cap.
+ * A site's usual second names, www.X and m.X for X (its web and mobile
+ * hosts), are one site wherever both serve pages: host_alias between
+ * them starts at the cap too.
  * And one platform's paths: Microsoft's IIS answers a path in any case
  * (its file system ignores it) and ASP.NET reads parameter names in any
  * case, so path_case in the scope of an .asp, .aspx, .ashx or .asmx
@@ -233,6 +236,30 @@ sh_dust_case_blind(const char *pat, size_t len)
         }
         if (k == n) {
             return 1;
+        }
+    }
+    return 0;
+}
+
+int
+sh_dust_alias_names(const char *a, size_t alen, const char *b, size_t blen)
+{
+    static const char *const pre[] = { "www.", "m." };
+    const char              *t;
+    size_t                   i, k, n, tl;
+
+    for (k = 0; k < 2; k++) {
+        if (k == 1) {
+            t = a, a = b, b = t;
+            tl = alen, alen = blen, blen = tl;
+        }
+        for (i = 0; i < COUNT(pre); i++) {
+            n = strlen(pre[i]);
+            if (alen == blen + n && memcmp(a, pre[i], n) == 0
+                && memcmp(a + n, b, blen) == 0)
+            {
+                return 1;
+            }
         }
     }
     return 0;

@@ -1,7 +1,8 @@
 /*
  * sh_dust_trackers.h -- the forms the web uses the same way everywhere:
  * tracking parameters (utm_*, fbclid, gclid...), the platforms' session
- * ids (PHPSESSID, ;jsessionid=), the AMP view, a directory's index file.
+ * ids (PHPSESSID, ;jsessionid=), the AMP view, a directory's index file,
+ * a site's www. and m. hosts.
  * A scope's test of drop_param (drop_path_param, drop_component,
  * index_file) for one of them starts at the cap (sh_dust_activation.c);
  * and the scripts of a server that ignores case, for path_case.  Private
@@ -27,6 +28,11 @@ enum {
 };
 int sh_dust_tracker(const unsigned char *secret, uint64_t digest, int where,
                     const char *text, size_t len, uint64_t arg);
+
+/* Whether two host names are one site's usual two names: one is the
+ * other behind "www." or "m." (a host_alias's test starts at the cap). */
+int sh_dust_alias_names(const char *a, size_t alen, const char *b,
+                        size_t blen);
 
 /* Whether a scope's text names a script of Microsoft's IIS (.asp, .aspx,
  * .ashx, .asmx: "store/Product.aspx"), whose paths and parameter names

@@ -2691,6 +2691,35 @@ test_known_trackers(void **state)
     unmake(&f);
 }
 
+/* A host alias of the names the web uses for one site, www.X and m.X
+ * for X, starts at the cap as the known forms do (issue 34, seventh
+ * round); any other pair of hosts of one site takes the full test. */
+static void
+test_known_alias(void **state)
+{
+    static const char *other[] = { "www.k2.example", "m.k3.example",
+                                   "shop.k4.example" };
+    static const char *base[] = { "k2.example", "k3.example",
+                                  "k4.example" };
+    sh_dust_opts_t      o;
+    sh_dust_rule_info_t r;
+    fix_t               f;
+    int                 i, n;
+
+    (void) state;
+    default_opts(&o);
+    make(&f, &o);
+    for (i = 0; i < 3; i++) {
+        for (n = 1; n <= 30; n++) {
+            obs(f.d, DOCREP(100 * i + n), "http://%s/a/%d", base[i], n);
+            obs(f.d, DOCREP(100 * i + n), "http://%s/a/%d", other[i], n);
+        }
+        assert_int_equal(alias_rule(f.d, base[i], other[i], &r), 0);
+        assert_int_equal(r.state, i < 2 ? SH_DUST_ACTIVE : SH_DUST_CANDIDATE);
+    }
+    unmake(&f);
+}
+
 static void
 test_param_family(void **state)
 {
@@ -3202,6 +3231,7 @@ main(void)
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_param_family),
         cmocka_unit_test(test_known_trackers),
+        cmocka_unit_test(test_known_alias),
         cmocka_unit_test(test_index_family),
         cmocka_unit_test(test_path_token),
         cmocka_unit_test(test_stale_canonical),
