@@ -30,10 +30,10 @@
  * ?amp, ?amp=1) is that page in a lighter markup, on every site that
  * has one: drop_component(amp) and drop_param(amp) start at the cap.
  *
- * A directory's default document (DIR/index.html, DIR/index.php,
- * DIR/default.htm for DIR/) is the directory's page wherever a server
- * maps one, as Apache, nginx and IIS do by default: index_file(index.*),
- * index_file(default.*) and index_file(Default.*) start at the cap.
+ * A directory's index file (DIR/index.html, DIR/index.php for DIR/) is
+ * the directory's page wherever a server maps one, as Apache and nginx do
+ * by default: index_file(index.*) starts at the cap.  IIS's default.*
+ * does not: elsewhere default.html is a page of its own.
  * A site's usual second names, www.X and m.X for X (its web and mobile
  * hosts), are one site wherever both serve pages: host_alias between
  * them starts at the cap too.
@@ -72,18 +72,17 @@ static const char *const names[] = {
 enum { KEY_NAME, KEY_FAMILY, KEY_PATH, KEY_COMPONENT, KEY_INDEX };
 
 /* in the path: a path parameter, /a/B.html;jsessionid=1F; a component,
- * the AMP view /amp/news/a; a family of directory index files, the
- * default documents of web servers (Apache's DirectoryIndex and nginx's
- * index: index.html, index.php...; IIS: Default.htm, default.aspx...) */
+ * the AMP view /amp/news/a; the family of directory index files that
+ * Apache's DirectoryIndex and nginx's index default to (index.html,
+ * index.php).  Not IIS's default.*: elsewhere default.html is a page of
+ * its own (Django's documentation has topics/auth/default.html) */
 static const struct {
     const char *name;
     int         how;
 } path_forms[] = {
     { "jsessionid", KEY_PATH },
     { "amp", KEY_COMPONENT },
-    { "index.*", KEY_INDEX },
-    { "default.*", KEY_INDEX },
-    { "Default.*", KEY_INDEX }
+    { "index.*", KEY_INDEX }
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
