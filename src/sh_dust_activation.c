@@ -226,6 +226,17 @@ test_sum(sh_dust_t *d, const dcand_t *c, dcand_t *sum_out)
     return llr(d, &sum);
 }
 
+/* Whether hosts a and b are one site's usual two names (www.X and X):
+ * the known form of a host alias (sh_dust_trackers.h). */
+static int
+alias_named(sh_dust_t *d, uint64_t a, uint64_t b)
+{
+    const dhost_t *x = sh_dust_host_find(d, a), *y = sh_dust_host_find(d, b);
+
+    return x != NULL && y != NULL
+           && sh_dust_alias_names(x->text, x->textlen, y->text, y->textlen);
+}
+
 /*
  * What a scope's own pairs must reach.  Alone: llr_on.  A rule that has
  * turned on in other scopes of the host (or of its alias: one site) is
@@ -254,17 +265,6 @@ test_sum(sh_dust_t *d, const dcand_t *c, dcand_t *sum_out)
  * the prior it was on by, against which its sample is measured
  * (sh_dust_rule_sample).
  */
-/* Whether hosts a and b are one site's usual two names (www.X and X):
- * the known form of a host alias (sh_dust_trackers.h). */
-static int
-alias_named(sh_dust_t *d, uint64_t a, uint64_t b)
-{
-    const dhost_t *x = sh_dust_host_find(d, a), *y = sh_dust_host_find(d, b);
-
-    return x != NULL && y != NULL
-           && sh_dust_alias_names(x->text, x->textlen, y->text, y->textlen);
-}
-
 static double
 need_of(sh_dust_t *d, const dcand_t *c, int others)
 {
@@ -630,7 +630,26 @@ sh_dust_pattern_name(char *out, uint64_t pattern, const char *text,
     }
 }
 
-/* The learned state after new counts: activate, retire, or neither. */
+/* One pass over the candidates: each scoped one of host a or b (0: none)
+ * that is neither manual nor on, of rule (kind, arg) unless `any`, tested
+ * again. */
+static void
+wake_hosts(sh_dust_t *d, uint64_t a, uint64_t b, uint8_t kind, uint64_t arg,
+           int any, uint64_t now)
+{
+    dcand_t *c = cands(d);
+    size_t   i, n = (size_t) d->cand_sets * CAND_WAYS;
+
+    for (i = 0; i < n; i++) {
+        if ((any || (c[i].kind == kind && c[i].arg == arg))
+            && c[i].host != 0 && (c[i].host == a || c[i].host == b)
+            && scoped(&c[i]) && !manual(&c[i]) && !on(&c[i]))
+        {
+            (void) sh_dust_evaluate(d, &c[i], now);
+        }
+    }
+}
+
 /*
  * A scope's need falls when its rule gains on the host: another scope
  * turned it on (the host's record), or the pooled test passed.  The other
@@ -643,28 +662,15 @@ sh_dust_pattern_name(char *out, uint64_t pattern, const char *text,
 static void
 wake_scopes(sh_dust_t *d, const dcand_t *from, uint64_t now)
 {
-    static int     busy;            /* under the zone's lock: no nesting */
-    const dhost_t *h;
-    dcand_t       *c = cands(d);
-    uint64_t       host = from->host, partner = 0;
-    uint64_t       arg = from->arg;
-    uint8_t        kind = from->kind;
-    size_t         i, n = (size_t) d->cand_sets * CAND_WAYS;
+    static int busy;            /* under the zone's lock: no nesting */
 
     if (busy) {
         return;
     }
     busy = 1;
-    h = sh_dust_host_find(d, host);
-    partner = host_partner(h);
-    for (i = 0; i < n; i++) {
-        if (c[i].kind == kind && c[i].arg == arg && c[i].host != 0
-            && (c[i].host == host || (partner && c[i].host == partner))
-            && scoped(&c[i]) && !manual(&c[i]) && !on(&c[i]))
-        {
-            (void) sh_dust_evaluate(d, &c[i], now);
-        }
-    }
+    wake_hosts(d, from->host,
+               host_partner(sh_dust_host_find(d, from->host)), from->kind,
+               from->arg, 0, now);
     busy = 0;
 }
 
@@ -674,18 +680,10 @@ wake_scopes(sh_dust_t *d, const dcand_t *from, uint64_t now)
 static void
 alias_wake(sh_dust_t *d, const dcand_t *alias, uint64_t now)
 {
-    dcand_t *c = cands(d);
-    size_t   i, n = (size_t) d->cand_sets * CAND_WAYS;
-
-    for (i = 0; i < n; i++) {
-        if ((c[i].host == alias->host || c[i].host == alias->arg)
-            && scoped(&c[i]) && !manual(&c[i]) && !on(&c[i]))
-        {
-            (void) sh_dust_evaluate(d, &c[i], now);
-        }
-    }
+    wake_hosts(d, alias->host, alias->arg, 0, 0, 1, now);
 }
 
+/* The learned state after new counts: activate, retire, or neither. */
 int
 sh_dust_evaluate(sh_dust_t *d, dcand_t *c, uint64_t now)
 {

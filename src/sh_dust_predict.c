@@ -16,11 +16,12 @@
  * together only if they are one document, so the last URL that R mapped
  * to R(u), or R(u) itself fetched, names u's document even when it was
  * fetched before R turned on (the canonical table only knows what came
- * after).  At most 2 probes a rule, after one identity and one
- * canonical probe; then c(u)'s identity and one probe a rule.
+ * after).  u (hash hu) is not one the store holds (the caller's
+ * identity probe).  At most 2 probes a rule, after one canonical probe;
+ * then c(u)'s identity and one probe a rule.
  */
 static int
-find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
+find_rep(sh_dust_t *d, const sh_url_t *u, uint64_t hu, const scope_t *sc,
          const dhost_t *h, const atom_t *a, dcand_t **applied,
          const int *which, unsigned na, const sh_url_rw_t *rw, uint64_t *rep,
          int *used)
@@ -28,15 +29,10 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
     sh_url_rw_t nh;
     dcanon_t   *ce;
     devid_t    *e;
-    uint64_t    hu = sh_url_hash(u, NULL), hr;
+    uint64_t    hr;
     unsigned    i;
     int         found;
 
-    /* a URL already seen is the store's to answer: no prediction */
-    e = evid_at(d, KEY_IDENT, hu, 0, &found);
-    if (e != NULL && e->url == hu) {
-        return 0;
-    }
     /* a form set under rules now off (another generation) may be
      * another page's: the rules on now must make it again */
     ce = sh_dust_canon_get(d, sh_url_hash(u, rw), 0, &found);
@@ -102,15 +98,8 @@ find_rep(sh_dust_t *d, const sh_url_t *u, const scope_t *sc,
     return 0;
 }
 
-/*
- * Where a prediction's rep comes from when u is itself the canonical form
- * of an earlier URL: an active rule R mapped a fetched w to u (or to c(u))
- * and left its reverse entry there, so u is w's document -- the same
- * inference as a pair, read the other way.  /docs/x after
- * /docs/x?PHPSESSID=A, DIR/ after DIR/index.php: the canonical URL
- * requested after a variant was fetched.  The rule must be on now in the
- * scope where it made the entry (and not forbidden host-wide).
- */
+/* Whether rule (host, pattern, kind, arg) is on and not forbidden
+ * host-wide; *out its candidate. */
 static int
 rule_live(sh_dust_t *d, uint64_t host, uint64_t pattern, uint8_t kind,
           uint64_t arg, dcand_t **out)
@@ -144,10 +133,6 @@ cform_rep(sh_dust_t *d, const scope_t *sc, uint64_t hu, uint64_t *rep)
     dcand_t  *c;
     int       found;
 
-    e = evid_at(d, KEY_IDENT, hu, 0, &found);
-    if (e != NULL && e->url == hu) {
-        return NULL;            /* seen: the store's to answer */
-    }
     e = evid_at(d, KEY_CFORM, hu, 0, &found);
     if (e == NULL || e->url == hu || e->pad[0] == 0) {
         return NULL;
@@ -164,6 +149,15 @@ cform_rep(sh_dust_t *d, const scope_t *sc, uint64_t hu, uint64_t *rep)
     return c;
 }
 
+/*
+ * Where a prediction's rep comes from when u is itself the canonical form
+ * of an earlier URL: an active rule R mapped a fetched w to u (or to c(u))
+ * and left its reverse entry there, so u is w's document -- the same
+ * inference as a pair, read the other way.  /docs/x after
+ * /docs/x?PHPSESSID=A, DIR/ after DIR/index.php: the canonical URL
+ * requested after a variant was fetched.  The rule must be on now in the
+ * scope where it made the entry (and not forbidden host-wide).
+ */
 static dcand_t *
 rev_rep(sh_dust_t *d, uint64_t hu, uint64_t hc, uint64_t *rep)
 {
@@ -172,10 +166,6 @@ rev_rep(sh_dust_t *d, uint64_t hu, uint64_t hc, uint64_t *rep)
     unsigned i;
     int      found;
 
-    e = evid_at(d, KEY_IDENT, hu, 0, &found);
-    if (e != NULL && e->url == hu) {
-        return NULL;            /* seen: the store's to answer */
-    }
     for (i = 0; i < (hc != hu ? 2u : 1u); i++) {
         e = evid_at(d, KEY_REV, i ? hc : hu, 0, &found);
         if (e == NULL || e->url == hu || e->kind == 0
@@ -220,8 +210,10 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     scope_t      sc;
     dhost_t     *h;
     dcand_t     *rc = NULL;
+    devid_t     *e;
     uint64_t     hu;
     unsigned     i, n, na;
+    int          found;
 
     if (sh_url_parse(&u, url, len) != 0) {
         d->stats.refused++;
@@ -235,10 +227,16 @@ sh_dust_predict(sh_dust_t *d, const char *url, size_t len, uint64_t now,
     sh_dust_scope_of(&u, &sc);
     n = sh_dust_atoms(&u, a);
     na = sh_dust_canonical(d, &u, &sc, h, a, n, &rw, applied, which);
-    if (na == 0 || !find_rep(d, &u, &sc, h, a, applied, which, na, &rw, rep,
-                             &used))
+    /* a URL already seen is the store's to answer: no prediction */
+    hu = sh_url_hash(&u, NULL);
+    e = evid_at(d, KEY_IDENT, hu, 0, &found);
+    if (e != NULL && e->url == hu) {
+        return 0;
+    }
+    if (na == 0
+        || !find_rep(d, &u, hu, &sc, h, a, applied, which, na, &rw, rep,
+                     &used))
     {
-        hu = sh_url_hash(&u, NULL);
         rc = rev_rep(d, hu, na > 0 ? sh_url_hash(&u, &rw) : hu, rep);
         if (rc == NULL && na == 0) {
             rc = cform_rep(d, &sc, hu, rep);

@@ -133,7 +133,7 @@ key_of(const unsigned char *secret, const char *name, int how)
 static uint64_t keys[NKEYS + COUNT(path_forms)];
 static uint64_t keys_digest;
 
-/* where: SH_DUST_KNOWN_PARAM, _PATH_PARAM, _COMPONENT; the path forms'
+/* where: SH_DUST_KNOWN_PATH_PARAM, _COMPONENT or _INDEX; the path forms'
  * own kind of key */
 static int
 path_how(int where)
@@ -240,26 +240,26 @@ sh_dust_case_blind(const char *pat, size_t len)
     return 0;
 }
 
-int
-sh_dust_alias_names(const char *a, size_t alen, const char *b, size_t blen)
+/* Whether name a is name b behind "www." or "m.". */
+static int
+behind(const char *a, size_t alen, const char *b, size_t blen)
 {
     static const char *const pre[] = { "www.", "m." };
-    const char              *t;
-    size_t                   i, k, n, tl;
+    size_t                   i, n;
 
-    for (k = 0; k < 2; k++) {
-        if (k == 1) {
-            t = a, a = b, b = t;
-            tl = alen, alen = blen, blen = tl;
-        }
-        for (i = 0; i < COUNT(pre); i++) {
-            n = strlen(pre[i]);
-            if (alen == blen + n && memcmp(a, pre[i], n) == 0
-                && memcmp(a + n, b, blen) == 0)
-            {
-                return 1;
-            }
+    for (i = 0; i < COUNT(pre); i++) {
+        n = strlen(pre[i]);
+        if (alen == blen + n && memcmp(a, pre[i], n) == 0
+            && memcmp(a + n, b, blen) == 0)
+        {
+            return 1;
         }
     }
     return 0;
+}
+
+int
+sh_dust_alias_names(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return behind(a, alen, b, blen) || behind(b, blen, a, alen);
 }
