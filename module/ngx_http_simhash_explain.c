@@ -6,9 +6,8 @@
  * key is made by the simhash_key of the statistics' location (the default,
  * $simhash_request_scheme://$simhash_host$request_uri, unless that
  * location sets another: it must then be the crawl location's), evaluated
- * for a request of that URL as a forward proxy receives it (the request
- * line parsed by nginx's own parser, a copy of the request with the URL's
- * host, URI and arguments and no variable cached).  KEY is a key as it is
+ * for a request of that URL as a forward proxy receives it
+ * (ngx_http_simhash_url_request.c).  KEY is a key as it is
  * stored.  The answer, as JSON, says what the module would do now and why:
  *
  *   - the stored document of the key, if any: a fetch of it is compared
@@ -103,123 +102,14 @@ static ngx_int_t
 ngx_http_simhash_explain_url_key(ngx_http_request_t *r, ngx_str_t *url,
     ngx_str_t *key)
 {
-    u_char                       *p;
-    size_t                        len;
-    ngx_buf_t                     b;
+    ngx_int_t                     rc;
     ngx_http_request_t           *fr;
-    ngx_http_core_main_conf_t    *cmcf;
     ngx_http_simhash_loc_conf_t  *slcf;
 
-    /* a request line of it, as a forward proxy's client sends one */
-
-    len = sizeof("GET  HTTP/1.0" CRLF) - 1 + url->len;
-
-    p = ngx_pnalloc(r->pool, len);
-    if (p == NULL) {
-        return NGX_ERROR;
+    rc = ngx_http_simhash_url_request(r, url, &fr);
+    if (rc != NGX_OK) {
+        return rc;
     }
-
-    ngx_memzero(&b, sizeof(ngx_buf_t));
-    b.start = p;
-    b.pos = p;
-    p = ngx_cpymem(p, "GET ", 4);
-    p = ngx_cpymem(p, url->data, url->len);
-    p = ngx_cpymem(p, " HTTP/1.0" CRLF, sizeof(" HTTP/1.0" CRLF) - 1);
-    b.last = p;
-    b.end = p;
-
-    /* a copy of the request for its configuration and connection, with
-     * nothing of its own line, host, variables or module contexts */
-
-    fr = ngx_palloc(r->pool, sizeof(ngx_http_request_t));
-    if (fr == NULL) {
-        return NGX_ERROR;
-    }
-
-    *fr = *r;
-
-    fr->state = 0;
-    fr->request_start = NULL;
-    fr->request_end = NULL;
-    fr->method_end = NULL;
-    fr->uri_start = NULL;
-    fr->uri_end = NULL;
-    fr->uri_ext = NULL;
-    fr->args_start = NULL;
-    fr->schema_start = NULL;
-    fr->schema_end = NULL;
-    fr->host_start = NULL;
-    fr->host_end = NULL;
-    fr->port_start = NULL;
-    fr->port_end = NULL;
-    fr->http_protocol.data = NULL;
-    fr->complex_uri = 0;
-    fr->quoted_uri = 0;
-    fr->plus_in_uri = 0;
-    fr->empty_path_in_uri = 0;
-    ngx_str_null(&fr->args);
-    ngx_str_null(&fr->exten);
-    ngx_memzero(&fr->headers_in, sizeof(ngx_http_headers_in_t));
-
-    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
-
-    fr->variables = ngx_pcalloc(r->pool, cmcf->variables.nelts
-                                         * sizeof(ngx_http_variable_value_t));
-    fr->ctx = ngx_pcalloc(r->pool, sizeof(void *) * ngx_http_max_module);
-
-    if (fr->variables == NULL || fr->ctx == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_parse_request_line(fr, &b) != NGX_OK
-        || fr->schema_start == NULL || fr->host_start == NULL
-        || fr->host_end <= fr->host_start)
-    {
-        return NGX_DECLINED;
-    }
-
-    /* its URI and arguments, as ngx_http_process_request_uri makes them */
-
-    fr->uri.len = (fr->args_start ? fr->args_start - 1 : fr->uri_end)
-                  - fr->uri_start;
-
-    if (fr->complex_uri || fr->quoted_uri || fr->empty_path_in_uri) {
-        fr->uri.data = ngx_pnalloc(r->pool, fr->uri.len + 1);
-        if (fr->uri.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        fr->uri.len += fr->empty_path_in_uri;
-
-        if (ngx_http_parse_complex_uri(fr, 1) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-
-    } else {
-        fr->uri.data = fr->uri_start;
-    }
-
-    fr->unparsed_uri.len = fr->uri_end - fr->uri_start;
-    fr->unparsed_uri.data = fr->uri_start;
-    fr->valid_unparsed_uri = fr->empty_path_in_uri ? 0 : 1;
-
-    if (fr->args_start && fr->uri_end > fr->args_start) {
-        fr->args.len = fr->uri_end - fr->args_start;
-        fr->args.data = fr->args_start;
-    }
-
-    /* $host: lowercased, without a trailing dot (ngx_http_validate_host) */
-
-    len = fr->host_end - fr->host_start;
-    len -= (fr->host_start[len - 1] == '.' && len > 1);
-
-    fr->headers_in.server.data = ngx_pnalloc(r->pool, len);
-    if (fr->headers_in.server.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_strlow(fr->headers_in.server.data, fr->host_start, len);
-    fr->headers_in.server.len = len;
 
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
 

@@ -578,21 +578,21 @@ ngx_int_t
 ngx_http_simhash_request_scheme_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    size_t   len;
-    u_char  *p;
+    u_char     *p;
+    ngx_str_t   scheme, authority;
 
-    if (r->schema_start && r->schema_end && r->schema_end > r->schema_start) {
-        len = r->schema_end - r->schema_start;
+    ngx_http_simhash_request_target(r, &scheme, &authority);
 
-        p = ngx_pnalloc(r->pool, len);
+    if (scheme.len) {
+        p = ngx_pnalloc(r->pool, scheme.len);
         if (p == NULL) {
             return NGX_ERROR;
         }
 
-        ngx_strlow(p, r->schema_start, len);
+        ngx_strlow(p, scheme.data, scheme.len);
 
         v->data = p;
-        v->len = len;
+        v->len = scheme.len;
 
     } else {
 #if (NGX_HTTP_SSL)

@@ -233,8 +233,7 @@ ngx_http_simhash_host_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
     u_char                    *p, *last;
-    size_t                     len;
-    ngx_str_t                  host;
+    ngx_str_t                  host, scheme, authority;
     ngx_uint_t                 port, default_port;
     ngx_http_core_srv_conf_t  *cscf;
 
@@ -257,39 +256,35 @@ ngx_http_simhash_host_variable(ngx_http_request_t *r,
     }
 #endif
 
-    if (r->host_start && r->host_end) {
+    ngx_http_simhash_request_target(r, &scheme, &authority);
 
-        /*
-         * "GET http://host:port/path": the parser allows only digits
-         * between the ':' after host_end and the '/', '?' or ' ' that ends
-         * them.  (r->port_end is not used: nginx 1.22 leaves it behind
-         * when it moves the request line to a large header buffer.)
-         */
+    if (authority.len) {
 
-        if (r->schema_start && r->schema_end) {
-            len = r->schema_end - r->schema_start;
+        /* "GET http://host:port/path": the port is the digits after the
+         * authority's last ':' (nginx's parser allows nothing else there;
+         * "[::1]" ends in ']') */
 
-            if (len == 5
-                && ngx_strncasecmp(r->schema_start, (u_char *) "https", 5)
-                   == 0)
-            {
-                default_port = 443;
+        if (scheme.len == 5
+            && ngx_strncasecmp(scheme.data, (u_char *) "https", 5) == 0)
+        {
+            default_port = 443;
 
-            } else if (len != 4
-                       || ngx_strncasecmp(r->schema_start,
-                                          (u_char *) "http", 4) != 0)
-            {
-                default_port = 0;
+        } else if (scheme.len != 4
+                   || ngx_strncasecmp(scheme.data, (u_char *) "http", 4) != 0)
+        {
+            default_port = 0;
+        }
+
+        last = authority.data + authority.len;
+
+        for (p = last; p > authority.data; p--) {
+            if (p[-1] < '0' || p[-1] > '9') {
+                break;
             }
         }
 
-        if (*r->host_end == ':') {
-            for (last = r->host_end + 1; *last >= '0' && *last <= '9'; last++)
-            {
-                /* void */
-            }
-
-            port = ngx_http_simhash_port(r->host_end + 1, last);
+        if (p > authority.data && p[-1] == ':') {
+            port = ngx_http_simhash_port(p, last);
         }
 
     } else if (r->headers_in.server.len && r->headers_in.host) {
@@ -347,4 +342,73 @@ ngx_http_simhash_port(u_char *p, u_char *last)
     port = ngx_atoi(p, last - p);
 
     return (port < 1 || port > 65535) ? 0 : (ngx_uint_t) port;
+}
+
+
+/*
+ * The scheme and the authority ("host:port") of an absolute-form request
+ * ("GET http://host:port/path HTTP/1.1", what a forward proxy receives),
+ * read from r->request_line; both empty for an origin-form request ("GET
+ * /path", a reverse proxy's, and every HTTP/2 and HTTP/3 one).  The
+ * request line is what nginx documents for modules; the parser's own
+ * pointers into it (schema_start, host_start, port_end...) are not, and
+ * have changed between versions.  nginx has validated the line before any
+ * variable is read: the scheme is letters, the authority a host nginx
+ * accepted and an optional ":digits".  The explanation of a URL
+ * (ngx_http_simhash_explain.c) makes its key the same way, from a request
+ * line of its own.
+ */
+
+void
+ngx_http_simhash_request_target(ngx_http_request_t *r, ngx_str_t *scheme,
+    ngx_str_t *authority)
+{
+    u_char  *p, *last, *s;
+
+    ngx_str_null(scheme);
+    ngx_str_null(authority);
+
+    p = r->request_line.data;
+    last = p + r->request_line.len;
+
+    if (p == NULL) {
+        return;
+    }
+
+    /* the method, then one space (nginx's parser allows no other) */
+
+    p = ngx_strlchr(p, last, ' ');
+    if (p == NULL) {
+        return;
+    }
+
+    /* RFC 3986's scheme: a letter, then letters, digits, '+', '-', '.' */
+
+    s = ++p;
+
+    while (p < last
+           && (((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')
+               || (p > s && ((*p >= '0' && *p <= '9')
+                             || *p == '+' || *p == '-' || *p == '.'))))
+    {
+        p++;
+    }
+
+    if (p == s || last - p < 3 || ngx_strncmp(p, "://", 3) != 0) {
+        return;
+    }
+
+    scheme->data = s;
+    scheme->len = p - s;
+
+    s = p + 3;
+
+    for (p = s; p < last; p++) {
+        if (*p == '/' || *p == '?' || *p == '#' || *p == ' ') {
+            break;
+        }
+    }
+
+    authority->data = s;
+    authority->len = p - s;
 }

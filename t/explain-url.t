@@ -45,6 +45,12 @@ END
             simhash_stats;
             simhash_key $simhash_request_scheme://$simhash_host$uri;
         }
+
+        # the keys a real request of a URL makes, under both templates
+        location /k/ {
+            return 200 "$simhash_request_scheme://$simhash_host$request_uri
+$simhash_request_scheme://$simhash_host$uri";
+        }
 END
 );
 
@@ -117,6 +123,24 @@ $x = why_url('http://v.test/q/b.html?page=9');
 is($x->{key}, 'http://v.test/q/b.html?page=9', '/stats: the default key');
 is($x->{last_decision}, undef, '/stats: so no decision on it');
 
+# the key made of ?url= is the key a real absolute-form request of the URL
+# makes: scheme, port, case, a trailing dot, dot segments, escapes, merged
+# slashes, a fragment, IPv6 (nginx's own parser and normalisation on one
+# side, the module's request of documented fields on the other)
+for my $url ('http://V.Test:80/k/a.html', 'http://v.test:8080/k/a?b=1#f',
+             'https://v.test:443/k/x', 'HTTPS://v.test:8443/k/x',
+             'http://v.test./k/./a/../b//c%7e?q=%20#x',
+             'http://v.test/k/%2e%2e/k/b%2fc', 'http://[::1]:9/k/a',
+             'http://v.test/k/a#frag?x', 'http://v.test/k/d/..',
+             'http://v.test/k/e.tar.gz?') {
+    my ($st, $h, $body) = fetch($url);
+    is($st, 200, "$url: the request's keys") or next;
+    my ($raw, $norm) = split /\n/, $body;
+    is(why_url($url)->{key}, $raw, "$url: ?url= makes the same key");
+    is(why_url($url, '/stats-q')->{key}, $norm,
+       "$url: ... with \$uri in the template too");
+}
+
 # the CLI: an http(s) URL is asked as the crawl requests it (url=), so
 # the statistics location's template makes the key; anything else is a
 # stored key (explain=)
@@ -146,6 +170,12 @@ is($t->get('/stats?url=' . esc('/doc/a.html'))->{status}, 400,
 is($t->get('/stats?url=' . esc('http://v.test/a b'))->{status}, 400,
    'a URL with a space: 400');
 is($t->get('/stats?url=')->{status}, 400, 'an empty URL: 400');
+for my $bad ('http:///a', 'http://v.test/a%zz', 'http://v.test/a%00',
+             'http://v.test/../a', 'http://v_t\x01/a', '1http://v.test/',
+             'http://v.test:123456/a', 'http://[::1/a') {
+    is($t->get('/stats?url=' . esc($bad))->{status}, 400,
+       "not a URL a request line carries: $bad: 400");
+}
 
 $t->check_log;
 done_testing;
