@@ -58,7 +58,7 @@ FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check tree test-load run \
         eval dust-eval console-test bench fuzz stress deb sid sid-eval \
-        install clean
+        api-check install clean
 
 all: lib cli module
 
@@ -190,6 +190,12 @@ stress: deps
 	@tools/deps.sh stress
 	@$(MAKE) --no-print-directory all
 	@tools/stress.sh $(BUILD)
+
+# module/ and the top file compiled against the nginx-dev of Debian 13
+# (trixie) and of unstable (sid), fetched from the archive and unpacked, no
+# chroot: an nginx API change fails here in about a minute (CI runs it).
+api-check: deps
+	@tools/nginx-api-check.sh $(BUILD)
 
 # The Debian packages libnginx-mod-http-simhash (the module) and
 # simhash-tools (the tool), with man pages, tested in a Debian 12 chroot.

@@ -743,10 +743,6 @@ char *ngx_http_simhash_loop_guard_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_simhash_guard_init(ngx_conf_t *cf);
 void ngx_http_simhash_resolve_hint(ngx_http_request_t *r);
-ngx_int_t ngx_http_simhash_request_scheme_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data);
-void ngx_http_simhash_request_target(ngx_http_request_t *r,
-    ngx_str_t *scheme, ngx_str_t *authority);
 ngx_int_t ngx_http_simhash_url_request(ngx_http_request_t *r, ngx_str_t *url,
     ngx_http_request_t **out);
 ngx_uint_t ngx_http_simhash_drop_allowed(ngx_http_simhash_loc_conf_t *slcf,

@@ -1,7 +1,6 @@
 
 /*
- * The request side of a forward proxy: the loop guard and
- * $simhash_request_scheme.
+ * The request side of a forward proxy: the loop guard.
  *
  * simhash_loop_guard URL: URL ("scheme://host:port", variables allowed) is
  * where this location's proxy_pass sends the request.  A forward proxy
@@ -563,56 +562,6 @@ ngx_http_simhash_guard_refuse(ngx_http_request_t *r, const char *why,
     ngx_http_finalize_request(r, ngx_http_output_filter(r, &out));
 
     return NGX_DONE;
-}
-
-
-/*
- * $simhash_request_scheme: the scheme of an absolute-form request line
- * ("GET https://example.org/ HTTP/1.1" -> "https"), lowercased; else
- * $scheme, the scheme of the connection to this proxy.  nginx's $scheme
- * is always the latter, so a forward proxy that passes to
- * $scheme://$http_host fetches an https URL over plain http.
- */
-
-ngx_int_t
-ngx_http_simhash_request_scheme_variable(ngx_http_request_t *r,
-    ngx_http_variable_value_t *v, uintptr_t data)
-{
-    u_char     *p;
-    ngx_str_t   scheme, authority;
-
-    ngx_http_simhash_request_target(r, &scheme, &authority);
-
-    if (scheme.len) {
-        p = ngx_pnalloc(r->pool, scheme.len);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_strlow(p, scheme.data, scheme.len);
-
-        v->data = p;
-        v->len = scheme.len;
-
-    } else {
-#if (NGX_HTTP_SSL)
-        if (r->connection->ssl) {
-            v->data = (u_char *) "https";
-            v->len = 5;
-
-        } else
-#endif
-        {
-            v->data = (u_char *) "http";
-            v->len = 4;
-        }
-    }
-
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
-
-    return NGX_OK;
 }
 
 

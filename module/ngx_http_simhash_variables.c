@@ -5,7 +5,7 @@
  * $simhash_duplicate_of, $simhash_distance, $simhash_score,
  * $simhash_predicted and $simhash_action read the request's context (with
  * what simhash_reveal hides left out); $simhash_host is part of the
- * default key.
+ * default key, with $simhash_request_scheme.
  */
 
 
@@ -20,7 +20,11 @@ static ngx_int_t ngx_http_simhash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_simhash_host_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_simhash_request_scheme_variable(
+    ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_uint_t ngx_http_simhash_port(u_char *p, u_char *last);
+static void ngx_http_simhash_request_target(ngx_http_request_t *r,
+    ngx_str_t *scheme, ngx_str_t *authority);
 
 
 static ngx_str_t  ngx_http_simhash_action_names[] = {
@@ -327,6 +331,56 @@ ngx_http_simhash_host_variable(ngx_http_request_t *r,
 }
 
 
+/*
+ * $simhash_request_scheme: the scheme of an absolute-form request line
+ * ("GET https://example.org/ HTTP/1.1" -> "https"), lowercased; else
+ * $scheme, the scheme of the connection to this proxy.  nginx's $scheme
+ * is always the latter, so a forward proxy that passes to
+ * $scheme://$http_host fetches an https URL over plain http.
+ */
+
+static ngx_int_t
+ngx_http_simhash_request_scheme_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char     *p;
+    ngx_str_t   scheme, authority;
+
+    ngx_http_simhash_request_target(r, &scheme, &authority);
+
+    if (scheme.len) {
+        p = ngx_pnalloc(r->pool, scheme.len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_strlow(p, scheme.data, scheme.len);
+
+        v->data = p;
+        v->len = scheme.len;
+
+    } else {
+#if (NGX_HTTP_SSL)
+        if (r->connection->ssl) {
+            v->data = (u_char *) "https";
+            v->len = 5;
+
+        } else
+#endif
+        {
+            v->data = (u_char *) "http";
+            v->len = 4;
+        }
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
 /* The port of the digits [p, last), or 0 when there is none or it is out
  * of range. */
 
@@ -359,7 +413,7 @@ ngx_http_simhash_port(u_char *p, u_char *last)
  * line of its own.
  */
 
-void
+static void
 ngx_http_simhash_request_target(ngx_http_request_t *r, ngx_str_t *scheme,
     ngx_str_t *authority)
 {

@@ -7,13 +7,17 @@
 # (conf_flags: --with-compat, --with-debug, --with-threads, ...) so that the
 # module sees the same NGX_* macros as the installed binary.  configure runs
 # again only when `config` or the nginx version changes.
+#
+# NGX_SRC names another nginx tree of the same layout (default Debian's
+# /usr/share/nginx/src): tools/nginx-api-check.sh builds the module against
+# the nginx-dev of other Debian releases that way.
 set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
 OUT="$BUILD/nginx"
-SRC=/usr/share/nginx/src
+SRC=${NGX_SRC:-/usr/share/nginx/src}
 
 [ -x "$SRC/configure" ] || {
     echo "build-module: $SRC/configure missing: install nginx-dev" >&2
@@ -47,7 +51,9 @@ case "$OUT" in
 esac
 
 stamp="$OUT/.configured"
-want="$(nginx -v 2>&1) $(cat "$TOP/config" | cksum) $CFLAGS $OBJ"
+version=$(sed -n 's/^#define NGINX_VERSION *"\(.*\)"/\1/p' \
+          "$SRC/src/core/nginx.h" 2>/dev/null)
+want="nginx $version $SRC $(cksum < "$TOP/config") $CFLAGS $OBJ"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     mkdir -p "$OUT"
     # shellcheck disable=SC1091
@@ -65,8 +71,18 @@ fi
 "$TOP/tools/console-header.sh" "$TOP/module/console.html" \
     "$OUT/ngx_http_simhash_console_html.h"
 
-make -s -f "$OBJ/Makefile" -C "$SRC" modules > "$OUT/make.log" 2>&1 || {
+# NGX_OBJECTS=glue: only the objects of module/ and the top file (the
+# nginx API check: the library's parts in src/ use no nginx header)
+targets=modules
+if [ "${NGX_OBJECTS:-all}" = glue ]; then
+    targets=$(sed -n 's#^\('"$OBJ"'/addon/\(module\|main\)/[^:]*\.o\):.*#\1#p' \
+              "$OBJ/Makefile")
+fi
+
+# shellcheck disable=SC2086
+make -s -f "$OBJ/Makefile" -C "$SRC" $targets > "$OUT/make.log" 2>&1 || {
     cat "$OUT/make.log" >&2
     exit 1
 }
-echo "build-module: $OUT/ngx_http_simhash_module.so"
+[ "$targets" = modules ] && echo "build-module: $OUT/ngx_http_simhash_module.so"
+exit 0
