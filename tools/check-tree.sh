@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/check-tree.sh [TOP] -- the tree's structural targets (issue 33):
+# tools/check-tree.sh [TOP] -- the tree's structural targets:
 #
 #   (a) no circle among module/ files (and the top file), by #include of the
 #       module's headers or by a call (any use of a function defined in
