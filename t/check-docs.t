@@ -6,7 +6,8 @@
 # have, a parameter a parser knows but no Syntax names, a Syntax naming a
 # parameter no parser knows, a wrong Context, an enumerated value and a
 # DUST rule kind left out, a section without its Example, and a user doc
-# that says "issue 12" or "round".
+# that says "issue 12", "session 24" or "round" (BENCHMARKS.md may count a
+# measure's rounds, not name an issue).
 
 use strict;
 use warnings;
@@ -33,7 +34,7 @@ is($rc, 0, 'this tree: the reference covers the code, no history in user docs')
 
 # A copy of what the checker reads, with one edit applied.
 my @files = ('ngx_simhash_module.c', glob("$top/module/*.c"),
-             'docs/reference.md', 'README.md');
+             'docs/reference.md', 'README.md', 'BENCHMARKS.md');
 sub damaged {
     my ($file, $edit) = @_;
     my $dir = tempdir(CLEANUP => 1);
@@ -109,5 +110,22 @@ fails_with('"issue N" in the README',
 fails_with('"round" in the README',
     damaged('README.md', sub { s/\n/\nIn its seventh round the learner got better.\n/ }),
     qr/README\.md:2: says "round"/);
+
+fails_with('"session N" in the README',
+    damaged('README.md', sub { s/\n/\nMeasured in session 24.\n/ }),
+    qr/README\.md:2: says "session 24"/);
+
+fails_with('"issue N" in BENCHMARKS.md',
+    damaged('BENCHMARKS.md', sub { s/\n/\nAfter issue 34 the learner costs more.\n/ }),
+    qr/BENCHMARKS\.md:2: says "issue 34"/);
+
+{
+    # a measure's rounds are not history: BENCHMARKS.md may say them
+    my $dir = damaged('BENCHMARKS.md',
+                      sub { s/\n/\nthe median of 7 rounds' ratios\n/ });
+    my ($rc, $out) = run_check($dir);
+    is($rc, 0, 'BENCHMARKS.md may count a measure\'s rounds')
+        or diag(join("\n", @$out));
+}
 
 done_testing();
