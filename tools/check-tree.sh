@@ -331,7 +331,7 @@ report_knots('src/ include', \%sedge, \%swhere, sub { $_[0] });
 
 print "$_\n" for @problems;
 if (@problems) {
-    printf STDERR "check-tree: %d violation%s of issue 33's targets\n",
+    printf STDERR "check-tree: %d violation%s of the tree's targets\n",
         scalar @problems, @problems == 1 ? '' : 's';
     exit 1;
 }
