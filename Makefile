@@ -6,7 +6,7 @@
 # says in one line what to install)
 #
 # Other targets: all (default: library, tool, module), deps, unit, itest,
-# tree (issue 33's structural targets, part of check),
+# tree (the structural targets and the docs checks, part of check),
 # test-load (make test beside two busy loops per core; LOAD_RUNS=N), eval,
 # dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, sid,
 # install (the module into Debian's nginx, as root), clean.
@@ -136,14 +136,17 @@ itest: $(MODULE) $(CLI) $(REPLAY)
 	    SANITIZE=$(SANITIZE) SH_VALGRIND=$(VALGRIND) \
 	    prove --timer -j$(PROVE_JOBS) -r t/
 
-# Issue 33's structural targets (tools/check-tree.sh: no circle among
+# The tree's structural targets (tools/check-tree.sh: no circle among
 # module/ files, a zone core that calls no feature, no file over 1,500
 # lines, no function over 150, no include loop in src/; then
 # tools/src-layers.py: src/'s parts in the order src/README.md gives, by
 # includes and by the symbols each object uses): seconds.  Part of `make
 # check`, after the library is built (src-layers reads its objects).
+# tools/check-docs.sh: docs/reference.md against the directive table and
+# the parameter parsers, and no "issue N" or "round" in the user docs.
 tree: lib
 	@tools/check-tree.sh
+	@tools/check-docs.sh
 	@python3 tools/src-layers.py $(BUILD)
 
 # check = everything already installed; test = deps first.
@@ -152,7 +155,7 @@ test: deps
 	@$(MAKE) --no-print-directory check
 
 # make test with two busy loops per core beside it (stress-ng), LOAD_RUNS
-# times (default 1): the suite must pass on a busy machine (issue 32).
+# times (default 1): the suite must pass on a busy machine.
 test-load: deps
 	@tools/deps.sh load
 	@BUILD=$(BUILD) MAKE="$(MAKE)" tools/test-load.sh $(LOAD_RUNS)
@@ -166,10 +169,10 @@ eval: deps
 	@$(MAKE) --no-print-directory $(CLI) $(EVAL)
 	@tools/eval.sh $(BUILD)
 
-# DUST with a real crawl (issue 23): a site made of the doc packages'
+# DUST with a real crawl: a site made of the doc packages'
 # pages, crawled by wget -r and tools/dust-eval/crawl.pl through the proxy
 # in drop mode; the report in $(BUILD)/dust-eval/report.txt.  SITE=N (2,
-# 3, 4): the Nth site (gensiteN.pl), in $(BUILD)/dust-eval-N (issue 34).
+# 3, 4): the Nth site (gensiteN.pl), in $(BUILD)/dust-eval-N.
 dust-eval: deps
 	@tools/deps.sh eval
 	@$(MAKE) --no-print-directory all $(REPLAY)

@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# tools/check-tree.sh, the checker of issue 33's structural targets, on
+# tools/check-tree.sh, the checker of the structural targets, on
 # small trees written here: each target broken once (a circle by calls, a
 # circle by includes, the zone core calling a feature, a file and a function
 # one line too long, an include loop in src/, a feature calling the store

@@ -131,7 +131,7 @@ SKIP: {
     my $out = `curl -s -D - --request-target $abs/a/b/p4.html \\
                -H 'Host: 127.0.0.1:$tls' http://127.0.0.1:$proxy/ 2>&1`;
     like($out, qr{^X-Simhash-Status: new}mi,
-         "curl's absolute-form https request, as the README says");
+         "curl's absolute-form https request, as docs/module.md says");
 }
 
 ($status, $h) = via($proxy, "https://127.0.0.1:$bad/a/p1.html",

@@ -3,7 +3,7 @@
 # two origins on one host, on different ports, are different documents, in
 # a forward proxy (absolute-URI requests) and in a reverse proxy (the Host
 # header).  $simhash_host gives the authority the default key uses.  And
-# the README's recipe, wget -r through the proxy in drop mode: a second
+# docs/module.md's recipe, wget -r through the proxy in drop mode: a second
 # origin's copy of a site is dropped at its first page, and wget follows
 # none of its links.
 
@@ -39,7 +39,7 @@ my $t = SimhashTest->new(http => <<"EOF", proxy => <<'EOF');
         location / { proxy_pass http://127.0.0.1:$second; }
     }
 
-    # the README's forward proxy in drop mode, for wget
+    # docs/module.md's forward proxy in drop mode, for wget
     log_format crawl '\$scheme://\$simhash_host\$request_uri \$status '
                      '\$simhash_status \$simhash_distance '
                      '\$simhash_duplicate_of';
@@ -141,7 +141,7 @@ for my $c (@cases) {
                                        . "$target, Host: $host");
 }
 
-# ---- wget -r through the proxy in drop mode (the README's recipe) --------
+# ---- wget -r through the proxy in drop mode (docs/module.md's recipe) --------
 
 SKIP: {
     skip 'wget not installed', 4

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/check-tree.sh [TOP] -- the tree's structural targets (issue 33):
+# tools/check-tree.sh [TOP] -- the tree's structural targets:
 #
 #   (a) no circle among module/ files (and the top file), by #include of the
 #       module's headers or by a call (any use of a function defined in
@@ -331,7 +331,7 @@ report_knots('src/ include', \%sedge, \%swhere, sub { $_[0] });
 
 print "$_\n" for @problems;
 if (@problems) {
-    printf STDERR "check-tree: %d violation%s of issue 33's targets\n",
+    printf STDERR "check-tree: %d violation%s of the tree's targets\n",
         scalar @problems, @problems == 1 ? '' : 's';
     exit 1;
 }

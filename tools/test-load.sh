@@ -1,5 +1,5 @@
 #!/bin/sh
-# make test-load: `make test` on a busy machine (issue 32), the way the
+# make test-load: `make test` on a busy machine, the way the
 # suite is judged: two busy loops per core (stress-ng --cpu) run beside
 # it for the whole of each run.
 #

@@ -111,7 +111,7 @@ if (($ENV{SANITIZE} // '') eq '1') {
 }
 our $VALGRIND = ($ENV{SH_VALGRIND} // '') eq '1';
 
-# Waiting (issue 32).  Nothing here waits a fixed time: every wait polls a
+# Waiting.  Nothing here waits a fixed time: every wait polls a
 # condition (the pid file, the port, a log line, a counter in the
 # statistics), first every few milliseconds, then every 0.1 s.  None has a
 # short limit of its own either: a test file has one overall limit,

@@ -48,7 +48,7 @@ puts_(page_t *pg, const char *s)
     put(pg, s, strlen(s));
 }
 
-/* The three pages of issue 10, as the hostile-origin probe sent them. */
+/* Three pages crafted for libxml2's slow paths, as the hostile-origin probe sent them. */
 static page_t
 page_attributes(unsigned n, int values)
 {

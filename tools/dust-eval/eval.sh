@@ -1,6 +1,6 @@
 #!/bin/sh
 # tools/dust-eval/eval.sh BUILD -- the DUST evaluation with a real crawl
-# (issue 23; `make dust-eval`; docs/DUST.md, "Evaluation"):
+# (`make dust-eval`; docs/DUST.md, "Evaluation"):
 #   1. gensite.pl: the test site from the doc packages (BUILD/dust-eval/gen,
 #      made once; DUST_REGEN=1 makes it again)
 #   2. check-pages.sh: the pages a content-changing parameter selects are

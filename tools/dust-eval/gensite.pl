@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # tools/dust-eval/gensite.pl OUT -- the DUST evaluation's test site
-# (issue 23), made of real pages of the documentation packages:
+#, made of real pages of the documentation packages:
 #
 #   OUT/site/     the tree of site.test (and its alias www.site.test)
 #   OUT/nodust/   the tree of nodust.test: the same pages, plain links

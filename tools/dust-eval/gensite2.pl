@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # tools/dust-eval/gensite2.pl OUT -- the DUST evaluation's SECOND site
-# (issue 34; `make dust-eval SITE=2`): other real documentation than
+# (`make dust-eval SITE=2`): other real documentation than
 # gensite.pl's, and the URL forms real sites mix, several on one URL, with
 # traps that must never be predicted.  Built without looking at the
 # learner: what a PHP front end, a Java section and a CMS in one site do.

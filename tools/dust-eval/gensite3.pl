@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # tools/dust-eval/gensite3.pl OUT -- the DUST evaluation's THIRD site
-# (issue 34; `make dust-eval SITE=3`): the site "you do not have".  Built
+# (`make dust-eval SITE=3`): the site "you do not have".  Built
 # after the learner and without reading it (src/sh_dust*) or tuning to it:
 # the URL forms are what a site grown from a blog, a shop, an old Java
 # portal and a documentation tree does, in proportions guessed from the

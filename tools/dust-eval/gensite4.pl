@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # tools/dust-eval/gensite4.pl OUT -- the DUST evaluation's FOURTH site
-# (issue 34; `make dust-eval SITE=4`), built blind: without reading the
+# (`make dust-eval SITE=4`), built blind: without reading the
 # learner (src/sh_dust*), its notes or its tests, and without tuning to
 # its results.  The forms and their rates below were fixed before the
 # first crawl.  The site is a software project's web presence grown from

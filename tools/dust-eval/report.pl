@@ -199,7 +199,7 @@ for my $run (@runs) {
             $avoidable++;
             my $saved = $r->{pred} ne '' && !$r->{fetched};
             $avoided++ if $saved;
-            # issue 34's measure: after the first quarter of the crawl
+            # the measure of docs/DUST.md: after the first quarter of the crawl
             if ($i >= @req / 4) {
                 $q_avoidable++;
                 $q_avoided++ if $saved;

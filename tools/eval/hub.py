@@ -20,7 +20,7 @@ different such pages.
      (the element a generator puts the document in: role=main, rustdoc's
      section#main-content, mdbook's div#content, <main>; else the body
      without DocBook's navheader and navfooter).
-  4. Index pages inside a site's navigation (issue 35): Sphinx and MkDocs
+  4. Index pages inside a site's navigation: Sphinx and MkDocs
      sites whose sidebar lists the site on every page (SITE_PACKAGES).  An
      index page is one whose main content (as in step 3) is at least half
      link words, or an index.html.  Reported: the share of index pages

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tools/eval/hub_veto.py -- the exact form of the template veto measured for
-issue 21 (docs/QUALITY.md, "Hub pages", "The next design"): is a pair the
+the listing veto (docs/QUALITY.md, "Hub pages", "The next design"): is a pair the
 SAME TEMPLATE with DIFFERENT LINKS?  Such a pair is two listings of one
 site, not a duplicate, whatever the rest of its text shares.
 

@@ -500,7 +500,7 @@ write_md(const ev_run_t *run, const ev_config_t *c, const mstats_t *m)
         fprintf(f, "\nAt the defaults (weighted, T = %.1f, H <= %u): "
                 "recall on J >= 0.9 %.3f; prose pairs with J < 0.5 "
                 "accepted in some order: %llu; median P(random) %.1e "
-                "(issue 12's targets: recall >= 0.95 on rust-doc, no "
+                "(the targets: recall >= 0.95 on rust-doc, no "
                 "prose pair, median <= %.0e).\n", SH_WEIGHTED_T_DEFAULT,
                 SH_WEIGHTED_H_DEFAULT, rate(wdef->acc9, m->pos9),
                 (unsigned long long) wdef->str_prose_pairs, wdef->p_med,

@@ -27,7 +27,7 @@
 #define EV_NTHETA 2
 static const double theta[EV_NTHETA] = { 0.9, 0.8 };
 
-/* Targets of issue 2, section 5. */
+/* The quality targets (docs/QUALITY.md, "Targets"). */
 #define TARGET_H        3
 #define TARGET_RECALL   0.90    /* aligned pairs with J >= 0.9 within h */
 #define TARGET_FP_RATE  1e-4    /* prose pairs within h */
