@@ -89,6 +89,53 @@ sh_topk_clear(sh_topk_t *t)
     t->replaced = 0;
 }
 
+int
+sh_topk_restore(sh_topk_t *t, const sh_topk_entry_t *e, size_t n,
+                uint64_t total, uint64_t replaced)
+{
+    size_t       i, j;
+    uint64_t     sum = 0;
+    topk_slot_t *s;
+
+    if (n > t->k) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (e[i].hash == 0 || e[i].error > e[i].count
+            || memchr(e[i].host, '\0', sizeof(e[i].host)) == NULL
+            || e[i].count > UINT64_MAX - sum)
+        {
+            return -1;
+        }
+        sum += e[i].count;
+        /* k is small by design (sh_topk.c's top): a scan, not a set */
+        for (j = 0; j < i; j++) {
+            if (e[j].hash == e[i].hash) {
+                return -1;
+            }
+        }
+    }
+    if (sum != total) {
+        return -1;
+    }
+
+    sh_topk_clear(t);
+
+    for (i = 0; i < n; i++) {
+        hashes(t)[i] = e[i].hash;
+        counts(t)[i] = e[i].count;
+        s = &slots(t)[i];
+        s->error = e[i].error;
+        memcpy(s->c, e[i].c, sizeof(s->c));
+        /* the text up to its NUL, nothing after it */
+        memcpy(s->host, e[i].host, strlen(e[i].host));
+    }
+    t->used = (uint32_t) n;
+    t->total = total;
+    t->replaced = replaced;
+    return 0;
+}
+
 const char *
 sh_topk_host(const char *url, size_t len, size_t *host_len)
 {

@@ -87,6 +87,19 @@ size_t sh_topk_list(const sh_topk_t *t, sh_topk_entry_t *out, size_t max);
 
 void sh_topk_stats(const sh_topk_t *t, sh_topk_stats_t *st);
 
+/*
+ * Put back `n` entries of a table of this k and secret (as sh_topk_list
+ * gave them) into `t`, with the table's total weight and replacements:
+ * the table's state at that list, since a lookup needs only the entries'
+ * hashes and counts.  Everything is checked first, and `t` left as it was
+ * on failure: n <= k, every hash non-zero and distinct, error <= count,
+ * each host's text ending in NUL within SH_TOPK_HOST_TEXT + 1 bytes, the
+ * counts adding up to `total` (as they always do: a weight goes to one
+ * count and to the total).  0, or -1.
+ */
+int sh_topk_restore(sh_topk_t *t, const sh_topk_entry_t *e, size_t n,
+                    uint64_t total, uint64_t replaced);
+
 /* Forget every host (the secret stays). */
 void sh_topk_clear(sh_topk_t *t);
 

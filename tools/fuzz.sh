@@ -27,7 +27,7 @@ BUILD=${1:-build}
 SECS=${2:-60}
 OUT=$BUILD/fuzz
 CC=${FUZZ_CC:-clang}
-TARGETS=${FUZZ_TARGETS:-doc snapshot image idf volatility index dust cost}
+TARGETS=${FUZZ_TARGETS:-doc snapshot image idf volatility index dust cost figures}
 PKGS="libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto libpsl"
 
 case $SECS in
@@ -132,6 +132,7 @@ max_len() {
     case $1 in
         doc|snapshot|volatility) echo 65536 ;;
         image) echo 131072 ;;
+        figures) echo 4096 ;;
         idf) echo 16384 ;;
         index|dust) echo 2048 ;;
         cost) echo 1024 ;;

@@ -36,6 +36,7 @@ static char fuzz_current[4096];
 #include "../../fuzz/fuzz_cost.c"
 #include "../../fuzz/fuzz_doc.c"
 #include "../../fuzz/fuzz_dust.c"
+#include "../../fuzz/fuzz_figures.c"
 #include "../../fuzz/fuzz_idf.c"
 #include "../../fuzz/fuzz_image.c"
 #include "../../fuzz/fuzz_index.c"
@@ -52,6 +53,7 @@ static const replay_target_t targets[] = {
     { "cost", fcost_init, fcost_one },
     { "doc", fdoc_init, fdoc_one },
     { "dust", fdust_init, fdust_one },
+    { "figures", ffig_init, ffig_one },
     { "idf", fidf_init, fidf_one },
     { "image", fimg_init, fimg_one },
     { "index", fix_init, fix_one },
