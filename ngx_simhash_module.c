@@ -455,6 +455,10 @@ ngx_http_simhash_postconfiguration(ngx_conf_t *cf)
                != 0
             || sh_config_derive_key(cfg, "dust", zones[i]->dust_secret,
                                     sizeof(zones[i]->dust_secret))
+               != 0
+            || sh_config_derive_key(cfg, NGX_HTTP_SIMHASH_FIGURES_PURPOSE,
+                                    zones[i]->figures_secret,
+                                    sizeof(zones[i]->figures_secret))
                != 0)
         {
             sh_config_free(cfg);

@@ -215,6 +215,14 @@ typedef struct {
      * table of sites (from simhash_seed, or the zone's own secret) */
     u_char                       dust_secret[32];
 
+    /* the key of the console's saved figures' MAC (PATH.console): from
+     * the same, for no other use, and never written to a file */
+    u_char                       figures_secret[32];
+
+    /* the workers' user (ngx_core_conf_t's), for the checks of the files
+     * beside the snapshot: set by the master before it loads them */
+    ngx_uid_t                    workers_uid;
+
     /* each part's configuration of the zone, by its index: what its
      * create_conf returned */
     void                        *conf[NGX_HTTP_SIMHASH_PARTS_MAX];
@@ -861,6 +869,9 @@ void ngx_http_simhash_sites_event(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev, ngx_log_t *log);
 void ngx_http_simhash_sites_event_locked(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev);
+
+/* the purpose of the key of PATH.console's MAC (sh_mac_derive) */
+#define NGX_HTTP_SIMHASH_FIGURES_PURPOSE  "console figures"
 
 /* the figures across a restart, beside the snapshot (PATH.console):
  * ngx_http_simhash_figures.c; the save in the snapshot's thread */

@@ -450,6 +450,10 @@ ngx_http_simhash_compile(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
            != 0
         || sh_config_derive_key(cfg, "dust", zone->dust_secret,
                                 sizeof(zone->dust_secret))
+           != 0
+        || sh_config_derive_key(cfg, NGX_HTTP_SIMHASH_FIGURES_PURPOSE,
+                                zone->figures_secret,
+                                sizeof(zone->figures_secret))
            != 0)
     {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,

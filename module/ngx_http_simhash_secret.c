@@ -12,7 +12,9 @@
  *   - with file=PATH, kept in PATH.secret beside the snapshot (64 hex
  *     digits, mode 0600), made at the first start: the snapshot's key
  *     hashes stay valid across restarts.  A secret file that others may
- *     read, or that is not a regular file, is refused: nginx -t says why;
+ *     read, that is not a regular file, or that is owned by another user
+ *     than root or the master's (the workers' user could have chosen
+ *     it), is refused: nginx -t says why and what to do;
  *   - without file=, drawn once per master process (it survives reloads;
  *     nothing outlives a restart anyway).
  *
@@ -96,6 +98,10 @@ ngx_http_simhash_secret_local(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone)
         != 0
         || sh_mac_derive(zone->dust_secret, sizeof(zone->dust_secret),
                          secret, sizeof(secret), "dust")
+           != 0
+        || sh_mac_derive(zone->figures_secret, sizeof(zone->figures_secret),
+                         secret, sizeof(secret),
+                         NGX_HTTP_SIMHASH_FIGURES_PURPOSE)
            != 0)
     {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -209,6 +215,25 @@ ngx_http_simhash_secret_read(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
                       (ngx_uint_t) (sb.st_mode >> 6) & 7,
                       (ngx_uint_t) (sb.st_mode >> 3) & 7,
                       (ngx_uint_t) sb.st_mode & 7);
+        goto done;
+    }
+
+    /*
+     * Whoever owns the file may have chosen the secret, and a secret of a
+     * client's choosing lets it aim keys and hosts at one slot again.
+     * The master makes the file as itself; a file of another user (the
+     * workers', who can write the snapshot's directory) is refused.
+     */
+
+    if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "simhash zone \"%V\": its secret \"%s\" is owned by "
+                      "uid %uL, neither root nor the user nginx starts as "
+                      "(uid %uL): whoever owns it may have chosen it; if "
+                      "you made it, give it to that user (chown), else "
+                      "delete it and the snapshot for a new one, or set "
+                      "simhash_seed", &zone->name, path,
+                      (uint64_t) sb.st_uid, (uint64_t) geteuid());
         goto done;
     }
 

@@ -251,7 +251,9 @@ ngx_http_simhash_snapshot_shm_init(ngx_http_simhash_zone_t *zone,
 static ngx_int_t
 ngx_http_simhash_snapshot_init_module(ngx_cycle_t *cycle)
 {
+    ngx_uid_t                  workers;
     ngx_uint_t                 i, n;
+    ngx_core_conf_t           *ccf;
     ngx_http_simhash_zone_t  **zones;
 
     if (ngx_test_config) {
@@ -260,12 +262,18 @@ ngx_http_simhash_snapshot_init_module(ngx_cycle_t *cycle)
 
     zones = ngx_http_simhash_cycle_zones(cycle, &n);
 
+    /* the workers' user: a master not running as root has its own */
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+    workers = ccf->user == (ngx_uid_t) NGX_CONF_UNSET_UINT ? geteuid()
+                                                            : ccf->user;
+
     for (i = 0; i < n; i++) {
         if (!zones[i]->formatted || zones[i]->file.len == 0) {
             continue;
         }
 
         zones[i]->formatted = 0;
+        zones[i]->workers_uid = workers;
 
         ngx_http_simhash_snapshot_load(zones[i], cycle->log);
 
