@@ -72,7 +72,8 @@ ffig_accepted(const sh_figures_t *f)
     char             err[256];
     int              old;
 
-    FUZZ_CHECK(f->ntop <= s->k && f->since <= f->saved);
+    FUZZ_CHECK(f->ntop <= s->k && f->since <= INT64_MAX
+               && f->saved <= INT64_MAX);
     for (i = 0; i < s->noutcome; i++) {
         FUZZ_CHECK(memchr(f->outcome[i].host, 0, SH_FIGURES_TEXT) != NULL);
         FUZZ_CHECK(memchr(f->outcome[i].rules, 0, SH_FIGURES_TEXT) != NULL);

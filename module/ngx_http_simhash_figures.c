@@ -415,8 +415,10 @@ ngx_http_simhash_figures_load(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
 
     ngx_http_simhash_figures_shape(&shape);
 
+    /* twice the largest file of this zone: a file of the older format
+     * (about 220 KB) is read, so that the log can name it */
     buf = ngx_http_simhash_figures_read(zone, path,
-                                        sh_figures_size(&shape, shape.k),
+                                        2 * sh_figures_size(&shape, shape.k),
                                         &len, err, sizeof(err), log);
 
     if (buf == NULL) {

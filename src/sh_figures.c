@@ -456,9 +456,10 @@ sh_figures_decode(const unsigned char *buf, size_t len,
     f->replaced = sh_le_get(p + 24, 8);
     p += 32;
 
-    if (f->since > f->saved || f->saved > INT64_MAX) {
-        snprintf(err, errlen, "its times do not hold together (counted "
-                 "since after it was saved)");
+    /* times as the module keeps them (a signed time_t); a clock set back
+     * between the start and a save is no reason to refuse the figures */
+    if (f->since > INT64_MAX || f->saved > INT64_MAX) {
+        snprintf(err, errlen, "its times are out of range");
         goto refused;
     }
     if (read_tables(p, f, err, errlen) != 0

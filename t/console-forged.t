@@ -162,7 +162,7 @@ SKIP: {
 }
 
 # a file of the older format (the image of one build's structures)
-put('simhash-figures1' . ("\0" x 4000));
+put('simhash-figures1' . ("\0" x 225_000));      # as large as they were
 refused('the older format', 'of an older format');
 
 # and the file as saved still loads

@@ -405,7 +405,8 @@ test_fields(void **state)
           "decision 9");
 
     /* times */
-    BREAK(sh_le_put(copy + 60 + 8, 1900000000, 8), "its times");
+    BREAK(sh_le_put(copy + 60 + 8, (uint64_t) 1 << 63, 8), "its times");
+    BREAK(sh_le_put(copy + 60, UINT64_MAX, 8), "its times");
 
 #undef BREAK
 
