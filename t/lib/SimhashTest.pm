@@ -247,10 +247,26 @@ sub ephemeral_low {
     return $low && $low > 0 ? $low : 32768;
 }
 
-sub free_port {
+# SH_PORTS=LO-HI: the range the ports come from (default 20000 to just
+# below the ephemeral range), shared with tools/free-ports.sh and so with
+# the demo, the benchmarks and the DUST evaluation.
+sub port_range {
+    my $r = $ENV{SH_PORTS};
+    if (defined $r && $r ne '') {
+        my ($lo, $hi) = $r =~ /^\s*(\d+)\s*-\s*(\d+)\s*$/
+            or die "SH_PORTS=$r: want LO-HI, e.g. SH_PORTS=40000-40999\n";
+        die "SH_PORTS=$r: want 1024 <= LO < HI <= 65535\n"
+            unless $lo >= 1024 && $hi <= 65535 && $lo < $hi;
+        return ($lo, $hi);
+    }
     my $lo = 20000;
     my $hi = ephemeral_low() - 1;
     ($lo, $hi) = (1024, 19999) if $hi < $lo + 1000;
+    return ($lo, $hi);
+}
+
+sub free_port {
+    my ($lo, $hi) = port_range();
     for (1 .. 5000) {
         my $port = $lo + int(rand($hi - $lo + 1));
         next if $ports_given{$port};
@@ -264,7 +280,8 @@ sub free_port {
         $ports_given{$port} = $lock;
         return $port;
     }
-    die "cannot find a free port in $lo..$hi";
+    die "cannot find a free port in $lo..$hi"
+        . ($ENV{SH_PORTS} ? " (SH_PORTS)" : '') . "\n";
 }
 
 sub new {
