@@ -569,7 +569,9 @@ ngx_http_simhash_dust_log(ngx_http_simhash_zone_t *zone, ngx_log_t *log)
         ngx_http_simhash_dust_text(arg, ri->arg);
         ngx_http_simhash_dust_text(pat, ri->pattern);
 
-        ngx_log_error(NGX_LOG_INFO, log, 0,
+        /* notice: what an operator wants to see at the level the
+         * examples log at (a rule changes what the crawl is answered) */
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
                       "simhash zone \"%V\": rule %s%s%s%s for %s %s %s "
                       "(was %s): %uD pairs, %uD against, precision >= %.3f, "
                       "test %.2f >= %.2f",

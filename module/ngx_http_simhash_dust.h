@@ -59,6 +59,8 @@ struct ngx_http_simhash_dust_loc_s {
     ngx_flag_t                   credentials;   /* requests with
                                                credentials may be
                                                predicted */
+    ngx_str_t                    where;     /* the simhash_dust line, for
+                                               nginx -t's messages */
 };
 
 #define NGX_HTTP_SIMHASH_DUST_OFF    0

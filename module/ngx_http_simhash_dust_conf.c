@@ -236,6 +236,7 @@ ngx_http_simhash_dust_create_loc(ngx_conf_t *cf)
     dl->mode = NGX_CONF_UNSET_UINT;
     dl->verify = NGX_CONF_UNSET_UINT;
     dl->credentials = NGX_CONF_UNSET;
+    ngx_str_null(&dl->where);
 
     return dl;
 }
@@ -256,6 +257,10 @@ ngx_http_simhash_dust_merge_loc(ngx_conf_t *cf,
     ngx_conf_merge_uint_value(dl->verify, pl->verify, 62500);
     ngx_conf_merge_value(dl->credentials, pl->credentials, 0);
 
+    if (dl->where.data == NULL) {
+        dl->where = pl->where;
+    }
+
     return NGX_CONF_OK;
 }
 
@@ -266,13 +271,17 @@ char *
 ngx_http_simhash_dust_check_loc(ngx_conf_t *cf,
     ngx_http_simhash_loc_conf_t *conf)
 {
+    /* the line to fix is the simhash_dust one: the zone's is named too,
+     * for the simhash it uses may be far from it (another file) */
     if (conf->dust->mode != NGX_HTTP_SIMHASH_DUST_OFF
         && ngx_http_simhash_dust_conf(conf->zone)->size == 0)
     {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "simhash_dust needs a DUST learner: simhash zone "
-                      "\"%V\" has no dust=SIZE, in %V", &conf->zone->name,
-                      &conf->zone_where);
+                      "\"%V\" (simhash in %V) has no dust=SIZE, in %V",
+                      &conf->zone->name, &conf->zone_where,
+                      conf->dust->where.data ? &conf->dust->where
+                                             : &conf->zone_where);
         return NGX_CONF_ERROR;
     }
 
@@ -303,6 +312,8 @@ ngx_http_simhash_dust_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     c = *cmd;
     c.offset = offsetof(ngx_http_simhash_dust_loc_t, mode);
     c.post = modes;
+
+    ngx_http_simhash_where(cf, &slcf->dust->where);
 
     return ngx_conf_set_enum_slot(cf, &c, slcf->dust);
 }

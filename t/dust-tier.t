@@ -161,7 +161,7 @@ my $rb = rule($B, 'site.test', 'drop_param', 'sid');
 cmp_ok($rb->{support}, '>=', $ra->{support},
        "B: with A's evidence ($rb->{support} pairs, A had $ra->{support})");
 like($B->error_log,
-     qr/\[info\].*rule drop_param\(sid\) for site\.test \/doc\/ on \(was (candidate|none)\)/,
+     qr/\[notice\].*rule drop_param\(sid\) for site\.test \/doc\/ on \(was (candidate|none)\)/,
      'B: the change is logged there too');
 # A counts a record when Redis answers its XADD, which B may read first
 ok(wait_until(sub { repl($A)->{dust_published} >= 1 }),

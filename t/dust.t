@@ -159,7 +159,7 @@ for my $i (1 .. 80) {
 ok($on_at && $on_at >= 55 && $on_at <= 65,
    "the rule turns on after about 60 pairs (at " . ($on_at // 'never') . ")");
 like($t->error_log,
-     qr/\[info\].*simhash zone "crawl": rule drop_param\(sid\) for site\.test \/doc\/ on \(was candidate\): \d+ pairs, 0 against, precision >= 0\.\d+, test [\d.]+ >= [\d.]+/,
+     qr/\[notice\].*simhash zone "crawl": rule drop_param\(sid\) for site\.test \/doc\/ on \(was candidate\): \d+ pairs, 0 against, precision >= 0\.\d+, test [\d.]+ >= [\d.]+/,
      'the rule change is logged at info');
 my @on = $t->error_log =~ /rule drop_param\(sid\) for site\.test \/doc\/ on/g;
 is(scalar @on, 1, 'logged once');
@@ -555,7 +555,7 @@ for my $i (1 .. 30) {
 }
 ok($off_at, 'retirement: the rule is retired once pairs disagree (after '
             . ($off_at // 'never') . ')');
-like($t->error_log, qr/\[info\].*rule drop_param\(sid\) for site\.test \/doc\/ off \(was active\): \d+ pairs, [1-9]\d* against/,
+like($t->error_log, qr/\[notice\].*rule drop_param\(sid\) for site\.test \/doc\/ off \(was active\): \d+ pairs, [1-9]\d* against/,
      'retirement: logged');
 is($rule->('site.test', 'drop_param', 'sid')->{state}, 'retired',
    'stats: retired');
@@ -668,7 +668,7 @@ for my $b (@bad) {
     ok($rc != 0, "nginx -t refuses: $b->[0]");
     like($out, $b->[1], "nginx -t says why: $b->[0]");
 }
-for my $b (['simhash_dust on;', qr/simhash_dust needs a DUST learner: simhash zone "z" has no dust=SIZE/],
+for my $b (['simhash_dust on;', qr/simhash_dust needs a DUST learner: simhash zone "z" \(simhash in \S+:\d+\) has no dust=SIZE/],
            ['simhash_dust maybe;', qr/invalid value "maybe"/],
            ['simhash_dust_verify 120%;', qr/invalid rate "120%"/]) {
     my $n = SimhashTest->new(http => 'simhash_zone zone=z:1m;',
@@ -677,6 +677,23 @@ for my $b (['simhash_dust on;', qr/simhash_dust needs a DUST learner: simhash zo
     my ($rc, $out) = $n->nginx_t;
     ok($rc != 0, "nginx -t refuses: $b->[0]");
     like($out, $b->[1], "nginx -t says why: $b->[0]");
+}
+
+# nginx -t points at the simhash_dust line, the one to fix, not at the
+# simhash line (which may be in another block or file)
+{
+    my $n = SimhashTest->new(http => 'simhash_zone zone=z:1m;',
+                             proxy => "simhash z;\n"
+                                    . "location / {\n"
+                                    . "    simhash_dust on;\n"
+                                    . "}\n");
+    $n->write_config;
+    my @conf = split /\n/, $n->read_file('conf/nginx.conf');
+    my ($at) = grep { $conf[$_ - 1] =~ /simhash_dust on;/ } 1 .. @conf;
+    my ($rc, $out) = $n->nginx_t;
+    ok($rc != 0, 'nginx -t refuses simhash_dust on without dust=');
+    like($out, qr/has no dust=SIZE, in \S+nginx\.conf:$at\b/,
+         "... and points at the simhash_dust line ($at)");
 }
 
 done_testing;
