@@ -181,7 +181,7 @@ isnt($status, 200, 'and not on the proxy port, for every site');
 SKIP: {
     # Debian's python3 (python3-scrapy), not one earlier in PATH
     my $py = -x '/usr/bin/python3' ? '/usr/bin/python3' : 'python3';
-    skip 'no python3-scrapy', 11
+    skip 'no python3-scrapy', 15
         if system("$py -c 'import scrapy' 2>/dev/null") != 0;
 
     my $out = "$p/scrapy.jsonl";
@@ -224,6 +224,29 @@ SKIP: {
          qr{"failed": "<GET \Q$badurl\E>", "error": "HttpError},
          "the errback's error names the site's URL")
         or diag($t->read_file($out));
+
+    # plain http through the forward proxy (SIMHASH_PROXY): the same
+    # decision in response.meta["simhash"] as through the gateway
+    my $http = "http://127.0.0.1:$t->{origin_port}";
+    $log = `cd $top/contrib/scrapy && $py test_crawl.py \\
+        --start $http/index.html --gateway http://127.0.0.1:$gw \\
+        --proxy http://127.0.0.1:$proxy --out $out 2>&1`;
+    is($?, 0, 'scrapy crawl of an http site ran') or diag($log);
+    my %plain;
+    for (split /\n/, $t->read_file($out) // '') {
+        my ($url, $st, $shs) = /"url": "([^"]+)", "status": (\d+), "simhash_status": "([^"]*)"/
+            or next;
+        $plain{$url} = "$st $shs";
+    }
+    my @http = map { "$http/$_" } qw(index.html a/p1.html a/p2.html
+                                     a/b/p4.html a/b/p5.html);
+    is_deeply([ sort grep { exists $plain{$_} } @http ], [ sort @http ],
+              'http: every page reached') or diag(explain(\%plain));
+    ok(!grep({ !/^200 (new|duplicate|unchanged|changed)$/ } values %plain),
+       'http: each response has its decision in meta["simhash"]')
+        or diag(explain(\%plain));
+    like($t->read_file('logs/simhash-crawl.log'),
+         qr{"\Q$http\E/a/b/p4\.html"}, 'http: through the proxy, keyed http://');
 }
 
 $t->check_log;

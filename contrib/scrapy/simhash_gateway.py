@@ -19,7 +19,9 @@ and gives the crawler back what it would have had without it:
   - the gateway request skips the duplicate filter (dont_filter): the
     real URL went through it already when the spider yielded it;
   - response.meta["simhash"]: the X-Simhash-* decision (status, hash,
-    duplicate_of, distance, score), also left in response.headers;
+    duplicate_of, distance, score), also left in response.headers; for
+    plain http URLs through the forward proxy (SIMHASH_PROXY or
+    http_proxy) as for https ones through the gateway;
   - the log and the errors name the real URL: the gateway request is a
     GatewayRequest, whose repr is the site's URL, so that RetryMiddleware's
     "Gave up retrying <GET https://site/...>" (a 502 when the gateway
@@ -116,15 +118,18 @@ class SimhashGatewayMiddleware:
                                url=self.to_gateway(request.url), meta=meta,
                                dont_filter=True)
 
+    # The decision is read from every response: through the gateway
+    # (https) and through the forward proxy (http) alike.  A response that
+    # went through neither has no X-Simhash-* headers, and an empty dict.
     def process_response(self, request, response, spider):
+        request.meta["simhash"] = {
+            name: response.headers.get(h).decode("latin-1")
+            for name, h in _HEADERS.items() if response.headers.get(h)
+        }
         if not request.url.startswith(self.prefix):
             return response
         location = response.headers.get(b"Location")
         if location is not None and 300 <= response.status < 400:
             absolute = urljoin(request.url, location.decode("latin-1"))
             response.headers[b"Location"] = self.from_gateway(absolute)
-        request.meta["simhash"] = {
-            name: response.headers.get(h).decode("latin-1")
-            for name, h in _HEADERS.items() if response.headers.get(h)
-        }
         return response.replace(url=self.from_gateway(request.url))

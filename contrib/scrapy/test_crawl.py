@@ -6,7 +6,9 @@ request and the error as the errback has them), goes to --out.  Used by
 t/https.t; also a small example of a spider using the middleware.
 
 usage: test_crawl.py --start https://host/ --gateway http://proxy:3127
-                     --out FILE
+                     [--proxy http://proxy:3128] --out FILE
+
+--proxy: the forward proxy for plain http URLs (SIMHASH_PROXY).
 """
 
 import argparse
@@ -63,10 +65,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--start", required=True)
     ap.add_argument("--gateway", required=True)
+    ap.add_argument("--proxy")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     process = CrawlerProcess(settings={
         "SIMHASH_GATEWAY": a.gateway,
+        "SIMHASH_PROXY": a.proxy,
         "DOWNLOADER_MIDDLEWARES": {
             "simhash_gateway.SimhashGatewayMiddleware": 950,
         },
