@@ -76,8 +76,13 @@ $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# libjansson: `simhash explain` reads the node's JSON answer to print it
+# for a reader (tools/simhash/explain_show.c)
+CLI_PKGS  := jansson
+$(CLI_OBJS): CFLAGS_ALL += $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 $(CLI): $(CLI_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS_ALL)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS_ALL) \
+	    $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null || echo -ljansson)
 
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(dir $@)

@@ -149,12 +149,12 @@ SKIP: {
     skip 'SH_CLI not set (make itest sets it)', 3 unless -x $cli;
     my $q = $t->url('/stats-q');
     my $j = eval { decode_json(
-        scalar `$cli explain http://v.test/q/b.html?page=9 $q`) } // {};
+        scalar `$cli explain --json http://v.test/q/b.html?page=9 $q`) } // {};
     is($j->{key}, 'http://v.test/q/b.html',
        'simhash explain URL: the location\'s template made the key');
     is($j->{last_decision}{status}, 'new',
        'simhash explain URL: the decision taken under it');
-    $j = eval { decode_json(scalar `$cli explain v.test/q/b.html $q`) } // {};
+    $j = eval { decode_json(scalar `$cli explain --json v.test/q/b.html $q`) } // {};
     is($j->{key}, 'v.test/q/b.html',
        'simhash explain KEY: a key that is no URL is asked as stored');
 }

@@ -165,16 +165,46 @@ is($x->{learner}, 'no rule', 'never seen: no rule');
 # the CLI asks the same endpoint
 SKIP: {
     my $cli = $ENV{SH_CLI} // '';
-    skip 'SH_CLI not set (make itest sets it)', 4 unless -x $cli;
+    skip 'SH_CLI not set (make itest sets it)', 15 unless -x $cli;
     my $stats = $t->url('/stats');
-    my $out = `$cli explain http://v.test/doc/copy.html $stats`;
-    is($?, 0, 'simhash explain: exit 0');
+    my $out = `$cli explain --json http://v.test/doc/copy.html $stats`;
+    is($?, 0, 'simhash explain --json: exit 0');
     my $j = eval { decode_json($out) } // {};
     is($j->{last_decision}{action}, 'dropped', 'simhash explain: dropped');
     is($j->{last_decision}{original}, 'http://v.test/doc/a.html',
        'simhash explain: the original');
     `$cli explain --zone nope http://v.test/doc/copy.html $stats 2>/dev/null`;
     is($? >> 8, 1, 'simhash explain: an unknown zone fails');
+
+    # the default: for a reader, aligned, times as dates and ages
+    $out = `$cli explain http://v.test/doc/copy.html $stats`;
+    is($?, 0, 'simhash explain: exit 0');
+    like($out, qr{\Awhy\? http://v\.test/doc/copy\.html\n},
+         'simhash explain: headed by the URL asked') or diag($out);
+    like($out, qr{^  last decision\n(    .*\n)*?    action +dropped\n}m,
+         'simhash explain: the last decision, its fields indented under it')
+        or diag($out);
+    like($out, qr{^    original +http://v\.test/doc/a\.html$}m,
+         'simhash explain: the original') or diag($out);
+    like($out, qr{^    time +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ (s|min) ago\)$}m,
+         'simhash explain: a time as a UTC date and an age') or diag($out);
+    unlike($out, qr/\b1[6-9]\d{8}\b/, 'simhash explain: no Unix time left')
+        or diag($out);
+    my @cols = map { length $1 } $out =~ /^(  \w+(?: \w+)* +)\S/mg;
+    my %cols = map { $_ => 1 } @cols;
+    is(scalar keys %cols, 1, 'simhash explain: the values in one column')
+        or diag($out);
+
+    # a bad argument says what was wrong
+    my $port = $t->{port};
+    $out = `$cli explain http://v.test/doc/copy.html 127.0.0.1:$port/stats 2>&1`;
+    is($? >> 8, 2, 'simhash explain: a statistics URL without http://: 2');
+    like($out, qr{"127\.0\.0\.1:$port/stats" is not an http:// URL.*e\.g\. http://127\.0\.0\.1:$port/stats},
+         '... saying so, and what to write') or diag($out);
+    $out = `$cli explain http://v.test/doc/copy.html 2>&1`;
+    is($? >> 8, 2, 'simhash explain: no statistics URL: 2');
+    like($out, qr/no statistics URL after "http:\/\/v\.test\/doc\/copy\.html"/,
+         '... saying so') or diag($out);
 }
 
 # bad requests
@@ -187,18 +217,30 @@ $t->check_log;
 # the CLI on the snapshot written at shutdown: stored or not, the rules
 SKIP: {
     my $cli = $ENV{SH_CLI} // '';
-    skip 'SH_CLI not set (make itest sets it)', 4 unless -x $cli;
+    skip 'SH_CLI not set (make itest sets it)', 8 unless -x $cli;
     $t->stop('quit');
     my $snap = $t->prefix . '/data/crawl.snap';
     ok(-s $snap, 'the snapshot written at shutdown');
     my $out = `$cli explain http://v.test/doc/a.html --snapshot $snap`;
-    like($out, qr/^stored\tfingerprint [0-9a-f]{16}, version of \d+$/m,
-         'simhash explain --snapshot: a.html stored');
-    like($out, qr{^rule\tv\.test/doc/\tdrop_param\(sid\)\tpinned\t}m,
+    like($out, qr/^    fingerprint +[0-9a-f]{16}\n    version time +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/m,
+         'simhash explain --snapshot: a.html stored, its version dated')
+        or diag($out);
+    like($out, qr{^      rule +drop_param\(sid\)\n      scope +v\.test/doc/\n      state +pinned\n}m,
          'simhash explain --snapshot: its host\'s rule') or diag($out);
     $out = `$cli explain http://v.test/doc/copy.html --snapshot $snap`;
-    like($out, qr/^stored\tno/m,
-         'simhash explain --snapshot: a dropped duplicate is not stored');
+    like($out, qr/^  stored +none$/m,
+         'simhash explain --snapshot: a dropped duplicate is not stored')
+        or diag($out);
+    like($out, qr/^  would +fetch$/m, '... so it would be fetched');
+    my $j = eval { decode_json(
+        scalar `$cli explain --json http://v.test/doc/a.html --snapshot $snap`)
+    } // {};
+    like($j->{stored}{fingerprint} // '', qr/^[0-9a-f]{16}$/,
+         'simhash explain --snapshot --json: the fingerprint');
+    ok(($j->{stored}{version_time} // 0) > 1_600_000_000,
+       '... the version\'s Unix time');
+    is_deeply([ map { "$_->{rule} $_->{state}" } @{$j->{rules} // []} ],
+              ['drop_param(sid) pinned'], '... and the rules');
 }
 
 done_testing;

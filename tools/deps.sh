@@ -21,10 +21,11 @@ set -eu
 # joins only those; src/sh_site.h), publicsuffix the list Debian updates;
 # ca-certificates: the CAs every example that fetches https trusts
 # (/etc/ssl/certs/ca-certificates.crt; nginx -t fails without the file,
-# which a minimal Debian lacks: the package depends on it too).
+# which a minimal Debian lacks: the package depends on it too);
+# libjansson-dev: `simhash explain` reads the node's JSON answer.
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
-libssl-dev libpsl-dev publicsuffix ca-certificates
+libssl-dev libpsl-dev publicsuffix ca-certificates libjansson-dev
 valgrind gdb wget libhiredis-dev redis-server"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
 # (the Linux manual pages rendered to HTML by two independent renderers);

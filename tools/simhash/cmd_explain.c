@@ -12,10 +12,12 @@
  * network, behind their own access rules).  URL is an http(s) URL as the
  * crawl asks for it (sent as ?url=: the node makes the key with the
  * statistics location's simhash_key) or, in any other form, a key as
- * simhash_key made it (sent as ?explain=).  Prints the JSON answer; --zone NAME
- * asks about another zone than the location's first.  Exit 1 when the
- * node does not answer 200.  A few lines of HTTP/1.0 over a socket: the
- * tool links no HTTP library.
+ * simhash_key made it (sent as ?explain=).  Prints the answer as aligned
+ * lines (explain_show.c: times as dates and ages), or with --json the
+ * node's JSON as it came; --zone NAME asks about another zone than the
+ * location's first.  --snapshot prints the same two ways.  Exit 1 when the
+ * node does not answer 200, 2 for a bad argument, saying which.  A few
+ * lines of HTTP/1.0 over a socket: the tool links no HTTP library.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "explain_show.h"
 #include "sh_dust.h"
 #include "sh_index.h"
 #include "sh_snapshot.h"
@@ -37,37 +40,72 @@
 #include "sh_topk.h"
 
 static const char synopsis[] =
-    "usage: simhash explain [--zone NAME] URL http://HOST[:PORT]/PATH\n"
-    "       simhash explain URL --snapshot FILE\n\n"
+    "usage: simhash explain [--json] [--zone NAME] URL http://HOST[:PORT]/PATH\n"
+    "       simhash explain [--json] URL --snapshot FILE\n\n"
     "Asks a running node's simhash_stats location (PATH) why URL (an\n"
     "http(s) URL, keyed by the location's simhash_key; or a stored key)\n"
     "would be fetched, predicted or dropped:\n"
     "its stored version, the last decision on it (status, action, the\n"
     "original, distance and score), the DUST rule that predicts it and\n"
-    "that rule's evidence.  Prints the node's JSON answer.\n"
+    "that rule's evidence, as aligned lines (times as UTC dates and\n"
+    "ages); --json prints the node's JSON answer as it came.\n"
     "With --snapshot, what a module's snapshot FILE says of URL: stored\n"
     "or not (fingerprint, version time), and the DUST rules of its host.\n"
+    "\n"
+    "example: simhash explain 'http://site.example/a.html?sid=1' \\\n"
+    "             http://127.0.0.1:8081/simhash-stats\n"
     "\n";
+
+typedef struct {
+    const char *host;
+    json_t     *rules;
+} rules_of_host_t;
 
 static int
 rule_of_host(const sh_dust_rule_info_t *r, void *ctx)
 {
-    const char *host = ctx;
+    rules_of_host_t *h = ctx;
+    char             rule[2 * SH_DUST_ARG_TEXT + 64], scope[512];
 
-    if (strcasecmp(r->host, host) == 0) {
-        printf("rule\t%s%s\t%s%s%s%s\t%s\t%u for\t%u against\t%.4f\n",
-               r->host, r->pattern, sh_dust_kind_name(r->kind),
-               r->arg[0] ? "(" : "", r->arg, r->arg[0] ? ")" : "",
-               sh_dust_state_name(r->state), r->support, r->against,
-               r->lower);
+    if (strcasecmp(r->host, h->host) == 0) {
+        snprintf(rule, sizeof(rule), "%s%s%s%s", sh_dust_kind_name(r->kind),
+                 r->arg[0] ? "(" : "", r->arg, r->arg[0] ? ")" : "");
+        snprintf(scope, sizeof(scope), "%s%s", r->host, r->pattern);
+        json_array_append_new(h->rules,
+            json_pack("{s:s, s:s, s:s, s:i, s:i, s:f}", "rule", rule,
+                      "scope", scope, "state", sh_dust_state_name(r->state),
+                      "support", (json_int_t) r->support,
+                      "against", (json_int_t) r->against,
+                      "precision", r->lower));
     }
     return 0;
+}
+
+/* the answer, readable or as JSON; frees it */
+static int
+explain_print(const char *url, json_t *answer, int json)
+{
+    char title[6200];
+
+    if (answer == NULL) {
+        cli_error("out of memory");
+        return 1;
+    }
+    if (json) {
+        json_dumpf(answer, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
+        fputc('\n', stdout);
+    } else {
+        snprintf(title, sizeof(title), "why? %s", url);
+        explain_show(title, answer, stdout);
+    }
+    json_decref(answer);
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* The key in a module's snapshot (read without its secret: the keys are
  * compared as text), and its host's rules. */
 static int
-explain_snapshot(const char *url, const char *file)
+explain_snapshot(const char *url, const char *file, int json)
 {
     const unsigned char *data, *meta, *image, *rules;
     size_t               len, meta_len, image_len, rules_len, size, n;
@@ -82,6 +120,8 @@ explain_snapshot(const char *url, const char *file)
     uint32_t             ref;
     void                *mem = NULL;
     int                  found = 0, rc;
+    json_t              *answer;
+    rules_of_host_t      rh;
 
     if (sh_snapshot_map(file, &data, &len, err, sizeof(err)) != 0) {
         cli_error("%s: %s", file, err);
@@ -114,7 +154,9 @@ explain_snapshot(const char *url, const char *file)
         goto failed;
     }
 
-    printf("key\t%s\n", url);
+    answer = json_object();
+    json_object_set_new(answer, "snapshot", json_string(file));
+    json_object_set_new(answer, "key", json_string(url));
     for (ref = 0; ref < sum.capacity && !found; ref++) {
         doc = sh_store_doc(st, ref);
         if (doc == NULL) {
@@ -124,36 +166,54 @@ explain_snapshot(const char *url, const char *file)
         if (n == strlen(url) && memcmp(text, url, n) == 0
             && sh_index_get(sh_store_index_const(st), ref, &fp) == 0)
         {
-            printf("stored\tfingerprint %016llx, version of %u\n",
-                   (unsigned long long) fp, doc->time);
-            printf("would\tstored: a fetch is compared with that version\n");
+            char hex[17];
+
+            snprintf(hex, sizeof(hex), "%016llx", (unsigned long long) fp);
+            json_object_set_new(answer, "would", json_string("stored"));
+            json_object_set_new(answer, "why", json_string(
+                "a fetch is compared with the stored version"));
+            json_object_set_new(answer, "stored",
+                json_pack("{s:s, s:I}", "fingerprint", hex,
+                          "version_time", (json_int_t) doc->time));
             found = 1;
         }
     }
     if (!found) {
-        printf("stored\tno (or its key left the ring: `simhash index dump`)"
-               "\n");
-        printf("would\tfetch, unless a rule predicts it (ask the node)\n");
+        json_object_set_new(answer, "would", json_string("fetch"));
+        json_object_set_new(answer, "why", json_string(
+            "not stored (or its key left the ring: `simhash index dump`);"
+            " fetched unless a rule predicts it (ask the node)"));
+        json_object_set_new(answer, "stored", json_null());
     }
 
     h = sh_topk_host(url, strlen(url), &n);
     n = n < SH_TOPK_HOST_TEXT ? n : SH_TOPK_HOST_TEXT;
     memcpy(host, h, n);
     host[n] = '\0';
+    rh.host = host;
+    rh.rules = json_array();
     rc = sh_store_file_tail_get(data, len, &rules, &rules_len);
     if (rc > 0
-        && sh_dust_image_rules(rules, rules_len, 0.0, rule_of_host, host, err,
+        && sh_dust_image_rules(rules, rules_len, 0.0, rule_of_host, &rh, err,
                                sizeof(err)) != 0)
     {
+        json_decref(rh.rules);
+        json_decref(answer);
         goto failed;
     }
+    json_object_set_new(answer, "host", json_string(host));
     if (rc == 0) {
-        printf("rules\tnone (the zone had no dust=)\n");
+        json_decref(rh.rules);
+        json_object_set_new(answer, "rules", json_null());
+        json_object_set_new(answer, "learner",
+                            json_string("none (the zone had no dust=)"));
+    } else {
+        json_object_set_new(answer, "rules", rh.rules);
     }
 
     sh_snapshot_unmap(data, len);
     free(mem);
-    return fflush(stdout) == 0 ? 0 : 1;
+    return explain_print(url, answer, json);
 
 failed:
     sh_snapshot_unmap(data, len);
@@ -199,7 +259,12 @@ cmd_explain(int argc, char **argv)
     ssize_t          n;
     int              i, fd = -1, status = 0;
     char            *body;
+    int              json = 0;
+    json_t          *answer;
+    json_error_t     jerr;
     cli_opt_t        opts[] = {
+        CLI_OPT_FLAG("--json", &json,
+                     "print the answer as JSON (one line), for programs"),
         CLI_OPT_STRING("--zone", "NAME", &zone,
                        "the zone asked (default: the location's first)"),
         CLI_OPT_STRING("--snapshot", "FILE", &snapshot,
@@ -218,18 +283,40 @@ cmd_explain(int argc, char **argv)
     case CLI_PARSED:
         break;
     }
-    if (argc - i > 2) {
-        cli_usage(stderr, &cmd);
-        return 2;
-    }
+    /* each bad argument says what is wrong, then how the command is used
+     * (`simhash explain --help` for the whole text) */
     url = i < argc ? argv[i] : NULL;
     stats = i + 1 < argc ? argv[i + 1] : NULL;
-    if (url != NULL && snapshot != NULL && stats == NULL) {
-        return explain_snapshot(url, snapshot);
+    if (argc - i > 2) {
+        cli_error("explain: too many arguments (\"%s\"): one URL, then the"
+                  " statistics URL or --snapshot FILE", argv[i + 2]);
+        goto usage;
     }
-    if (url == NULL || stats == NULL || strncmp(stats, "http://", 7) != 0) {
-        cli_usage(stderr, &cmd);
-        return 2;
+    if (url == NULL) {
+        cli_error("explain: which URL? give the URL, then the statistics URL"
+                  " (http://HOST:PORT/PATH) or --snapshot FILE");
+        goto usage;
+    }
+    if (snapshot != NULL && stats != NULL) {
+        cli_error("explain: --snapshot reads a file: no statistics URL"
+                  " (\"%s\") with it", stats);
+        goto usage;
+    }
+    if (snapshot != NULL) {
+        return explain_snapshot(url, snapshot, json);
+    }
+    if (stats == NULL) {
+        cli_error("explain: no statistics URL after \"%s\": give the node's"
+                  " simhash_stats location, http://HOST:PORT/PATH, or"
+                  " --snapshot FILE", url);
+        goto usage;
+    }
+    if (strncmp(stats, "http://", 7) != 0) {
+        cli_error("explain: \"%s\" is not an http:// URL: the statistics are"
+                  " asked at http://HOST:PORT/PATH%s%s", stats,
+                  strstr(stats, "://") ? "" : ", e.g. http://",
+                  strstr(stats, "://") ? "" : stats);
+        goto usage;
     }
 
     p = stats + 7;
@@ -314,6 +401,24 @@ cmd_explain(int argc, char **argv)
         cli_error("%s: HTTP %d%s%s", stats, status, *body ? ": " : "", body);
         return 1;
     }
-    fputs(body, stdout);
-    return fflush(stdout) == 0 ? 0 : 1;
+    if (json) {
+        fputs(body, stdout);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    answer = json_loads(body, 0, &jerr);
+    if (answer == NULL || !json_is_object(answer)) {
+        cli_error("%s: the answer is not a JSON object (%s); as it came:",
+                  stats, answer ? "another JSON value" : jerr.text);
+        json_decref(answer);
+        fputs(body, stdout);
+        return 1;
+    }
+    return explain_print(url, answer, 0);
+
+usage:
+    /* the synopsis' two usage lines, not the whole help */
+    p = strstr(synopsis, "\n\n");
+    fprintf(stderr, "%.*s\n(simhash explain --help says more)\n",
+            (int) (p - synopsis), synopsis);
+    return 2;
 }
