@@ -1,6 +1,9 @@
 #!/usr/bin/perl
-# `make run` works: demo/run.sh starts nginx, crawls the demo site through
-# the proxy, prints one line per URL, keeps serving, and stops on a signal.
+# `make run` works and shows what the module is for: demo/run.sh starts
+# nginx, crawls a generated site with wget -r through the proxy in drop
+# mode with DUST on, shows rules turning on, duplicates dropped and
+# predicted, the ports (the console's its own), a "why?" answer and the
+# snapshot; keeps serving, and stops on a signal.
 #
 # It runs from a private copy of the tree, as a new user's clone would be:
 # in a directory of mode 0700 (what `mktemp -d` and most home directories
@@ -44,10 +47,16 @@ close $tar or BAIL_OUT('copying the tree failed');
 mkdir "$clone/build";
 mkdir "$clone/build/nginx";
 system('cp', $module, "$clone/build/nginx/") == 0 or die "cp $module";
+# the simhash tool, for the demo's "why?" (make itest sets SH_CLI)
+my $cli = $ENV{SH_CLI} && -x $ENV{SH_CLI} ? $ENV{SH_CLI} : undef;
+system('cp', $cli, "$clone/build/simhash") == 0 or die "cp $cli" if $cli;
 system('chmod', '-R', 'go-rwx', $clone) == 0 or die 'chmod';
 ok(-x "$clone/demo/run.sh", 'the copy has demo/run.sh');
 
 local $ENV{TMPDIR} = $private;
+# SH_PORTS: the demo's ports come from the range asked for
+my $lo = 20000 + 1000 * int(rand(8));
+local $ENV{SH_PORTS} = "$lo-" . ($lo + 999);
 my $pid = open(my $out, '-|', "$clone/demo/run.sh", "$clone/build")
     // die "demo/run.sh: $!";
 
@@ -60,37 +69,67 @@ my $text = '';
         last if $line =~ /^\s+logs\s/;
     }
 }
-like($text, qr/keeps serving \(Ctrl-C to stop\)/, 'the demo says it keeps serving');
+like($text, qr/keeps serving \(Ctrl-C to stop\)/, 'the demo says it keeps serving')
+    or diag($text);
 
-my @lines = grep { m{^\S.*\shttp://} } split /\n/, $text;
-my $urls = () = grep { !/^\s*(#|$)/ } split /\n/,
-                SimhashTest->can('read_file')->({}, "$top/demo/urls.txt");
-is(scalar @lines, $urls, "one line per URL ($urls)");
-
-my %seen = map { (/^(\S+)/)[0] => 1 } @lines;
-for my $s (qw(new duplicate unchanged changed skipped)) {
-    ok($seen{$s}, "the demo shows a \"$s\" page");
+# the ports: the origin's printed, the console on a port of its own
+my ($origin) = $text =~ /^\s+origin\s+nginx at 127\.0\.0\.1:(\d+)/m;
+my ($proxy) = $text =~ /^\s+proxy\s+127\.0\.0\.1:(\d+), a forward proxy/m;
+my ($console) = $text =~ m{^\s+console\s+(http://127\.0\.0\.1:(\d+)/simhash-stats\?format=html)$}m;
+my ($stats) = $console && $console =~ m{:(\d+)/};
+ok($origin && $proxy && $stats, 'the demo prints the origin\'s, the proxy\'s '
+   . 'and the console\'s ports') or diag($text);
+isnt($stats // 0, $proxy // 0, 'the console is not on the proxy\'s port');
+ok(!grep({ !$_ || $_ < $lo || $_ > $lo + 999 } $origin, $proxy, $stats),
+   "SH_PORTS=$ENV{SH_PORTS}: every port in it");
+for ([$origin, 'the origin'], [$proxy, 'the proxy']) {
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $_->[0] // 1, Proto => 'tcp');
+    ok($s, "$_->[1] answers on its port");
+    close $s if $s;
 }
-like($text, qr{^duplicate\s+0\s+http://gazette\.example/articles/night-trains\.html\?utm_source=newsletter -> http://gazette\.example/articles/night-trains\.html}m,
-     'a copy under another URL: duplicate of the original, distance 0');
-like($text, qr{^new\s+-\s+http://gazette\.example/nature/tide-pools\.html}m,
-     'an unrelated page: new');
-# content weighting (simhash_content auto) and the weighted match rule:
-# the same article in another site's template is a duplicate of the
-# original, its printer-friendly version too
-like($text, qr{^duplicate\s+\d+\s+http://aggregator\.example/stories/night-train-revival\.html -> http://gazette\.example/articles/night-trains\.html}m,
-     'a syndicated copy in another template: duplicate of the original');
-like($text, qr{^duplicate\s+\d+\s+http://aggregator\.example/stories/rooftop-bees\.html -> http://gazette\.example/garden/urban-beekeeping\.html}m,
-     'the other syndicated copy: duplicate of its original');
-like($text, qr{^duplicate\s+\d+\s+http://gazette\.example/print/night-trains\.html -> http://gazette\.example/articles/night-trains\.html}m,
-     'the printer-friendly version: duplicate of the article');
+my $r = SimhashTest::ua()->get($console // 'http://127.0.0.1:1/');
+is($r->{status}, 200, 'the console answers at the URL the demo gives');
+like($r->{headers}{'content-type'} // '', qr{^text/html}, '... as HTML');
 
-my ($port) = $text =~ m{proxy\s+http://127\.0\.0\.1:(\d+)/};
-ok($port, 'the demo says where it serves');
-my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-                              Proto => 'tcp');
-ok($s, 'and it does');
-close $s if $s;
+# the headline features, as the crawl showed them
+like($text, qr{^\s+>> DUST rule drop_param\(PHPSESSID\) on for www\.gazette\.example/articles/:}m,
+     'a DUST rule turns on: the session id') or diag($text);
+like($text, qr{^\s+>> DUST rule drop_param\(utm_source\) on for www\.gazette\.example/articles/:}m,
+     'and the tracking parameter');
+my %row;
+while ($text =~ /^\s+(page|session id|tracking|print view|mirror|total)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$/mg) {
+    @{$row{$1}}{qw(requests passed dropped predicted verified)} = ($2, $3, $4, $5, $6);
+}
+cmp_ok($row{page}{passed} // 0, '>=', 160, 'every article passed');
+cmp_ok($row{'session id'}{dropped} // 0, '>', 0,
+       'session-id duplicates fetched and dropped (204)');
+cmp_ok($row{'session id'}{predicted} // 0, '>', $row{'session id'}{dropped} // 0,
+       'then predicted without a fetch, once the rule is on');
+cmp_ok($row{mirror}{dropped} // 0, '>', 0, 'the mirror\'s copies dropped');
+cmp_ok($row{'print view'}{passed} // 0, '>', 0,
+       'print views (another path) passed');
+is($row{'print view'}{dropped} // -1, 0, '... never dropped (keys=path)');
+my ($served, $asked) = $text =~ /the origin served (\d+) of the crawler's (\d+) requests/;
+ok($served && $asked && $served < $asked,
+   'fewer fetches from the origin than requests (' . ($served // '?') . ' of '
+   . ($asked // '?') . ')');
+is($asked, $row{total}{requests}, 'the table counts every request');
+like($text, qr/wget saved \d+ pages/, 'what wget saved');
+
+# "why?" for a URL that was not fetched, with the CLI
+SKIP: {
+skip 'SH_CLI not set (make itest sets it)', 2 unless $cli;
+like($text, qr{^== "why\?".*\n\s+\$ simhash explain 'http://www\.gazette\.example/articles/a\d+\.html\?PHPSESSID=\w+'}m,
+     '"why?": the command for a predicted URL');
+like($text, qr{^\s+why\? http://www\.gazette\.example/articles/a\d+\.html\?PHPSESSID=\w+\n(\s+.*\n)*?\s+would\s+predicted$}m,
+     '... and its answer: predicted') or diag($text);
+}
+
+# the snapshot
+my ($snap) = $text =~ m{^\s+snapshot\s+(\S+\.snap) \(\d+ KB\)}m;
+ok($snap && -s $snap, 'the snapshot is written where the demo says')
+    or diag($text);
 
 my ($prefix) = $text =~ m{^\s+config\s+(\S+)/conf/nginx\.conf$}m;
 ok($prefix, 'the demo says where its prefix is');
