@@ -254,4 +254,35 @@ SKIP: {
         or diag $err;
 }
 
+# entry --batch: an entry per line, each as `entry` alone prints it (its
+# MAC verifies), their seqs rising even within one microsecond
+{
+    open my $b, '>', "$tmp/batch" or die;
+    print $b "z site/a 0000000000001f0f\n\nw2 site/b 00000000000000ff\n"
+             . "w3 site/c 00000000000000fe\n";
+    close $b;
+    my $all = `$cli entry --batch < $tmp/batch`;
+    is $?, 0, 'entry --batch exits 0';
+    my @e = grep { /\S/ } split /\n\n/, $all;
+    is scalar @e, 3, '... an entry per line, blank lines skipped';
+    like $e[1], qr/^node w2\nkey site\/b\nfp 00000000000000ff\n/,
+        '... in order, with their fields';
+    my @seq = map { /^seq (\d+)$/m } @e;
+    ok @seq == 3 && $seq[0] < $seq[1] && $seq[1] < $seq[2], '... seqs rising';
+    my $ok = 0;
+    for my $i (0 .. $#e) {
+        open my $v, '>', "$tmp/e$i" or die;
+        print $v "$e[$i]\n";
+        close $v;
+        $ok++ if system("$cli entry --verify < $tmp/e$i >/dev/null") == 0;
+    }
+    is $ok, 3, '... each MAC verifies';
+    open my $x, '>', "$tmp/bad" or die;
+    print $x "z site/a\n";
+    close $x;
+    ($rc, $out, $err) = sh('sh', '-c', "$cli entry --batch < $tmp/bad");
+    is $rc, 2, 'entry --batch: a short line: exit 2';
+    like $err, qr/line 1: want NODE KEY FP/, '... saying which and why';
+}
+
 done_testing;

@@ -133,11 +133,9 @@ like($p, qr/^simhash_replication_refused_unsequenced_total\{zone="crawl"\} 1$/m,
 # a replay of one of those is refused, one of the first ones (its slot
 # given up) is taken as a writer's first entry
 my (%first, $applied);
-my @many = map {
-    my @e = signed(node => "w$_", key => "site/w/$_.html", fp => other_fp());
-    $first{$_} = [ @e ] if $_ == 1 || $_ == 300;
-    [ @e ];
-} 1 .. 300;
+my @many = RedisTest::entries({ seed => $secret },
+    map { ["w$_", "site/w/$_.html", other_fp()] } 1 .. 300);
+%first = (1 => $many[0], 300 => $many[299]);
 $applied = repl()->{applied};
 $redis->cmd('XADD', $stream, '*', @$_) for @many;
 ok(wait_until(sub { repl()->{applied} == $applied + 300 }),

@@ -27,7 +27,7 @@ SimhashTest::needs_master();
 
 my $ASAN = ($ENV{SANITIZE} // '') eq '1';
 my $stream = 'simhash:crawl';
-my $RATE = 40;
+my $RATE = 80;
 
 my $redis = RedisTest->new;
 $redis->start;
@@ -105,10 +105,10 @@ ok(wait_until(sub { repl()->{applied} == $applied0 + 1 }),
 # then sampled until every one is read, and the bound holds at every
 # sample.
 my $before = read_total();
-my $N = 200;
-my @flood = map { [ RedisTest::entry(node => 'z', key => "site/flood$_",
-                                     fp => sprintf('%016x', 7919 + $_)) ] }
-            1 .. $N;
+my $N = 240;
+my @flood = RedisTest::entries({}, map { ['z', "site/flood$_",
+                                           sprintf('%016x', 7919 + $_)] }
+                                     1 .. $N);
 my $t0 = time;
 $redis->cmd('XADD', $stream, '*', @$_) for @flood;
 my ($worst, $worst_at, $samples) = (-1e9, '', 0);

@@ -26,10 +26,12 @@ static const char synopsis[] =
 "                     [--digest HEX] [--time MS] [--xv HEX] [--seq N]\n"
 "       simhash entry [options] --node ID --dust HEX [--time MS] [--seq N]\n"
 "       simhash entry [options] --verify < ENTRY\n"
+"       simhash entry [options] --batch < LINES\n"
 "\n"
 "Print a replication stream entry, one 'field value' line each, in the\n"
 "order of an XADD, with its MAC under the key derived from --seed; or\n"
-"read such lines and say whether the MAC verifies (exit 0) or not (1).\n"
+"read such lines and say whether the MAC verifies (exit 0) or not (1);\n"
+"or, with --batch, print an entry for each 'NODE KEY FP' line read.\n"
 "The extraction options below give the entry's extraction version (xv)\n"
 "unless --xv sets it; the seed also gives its seed field.\n"
 "\n";
@@ -179,19 +181,103 @@ dust_entry(sh_stream_entry_t *e, sh_config_t *cfg, const unsigned char *key,
     return 0;
 }
 
+/* A page's entry, its lines printed; *last: the seq of the entry printed
+ * before it in this run (a batch's seqs rise even within one microsecond),
+ * updated. */
+static int
+page_entry(sh_config_t *cfg, const unsigned char *key, const char *node,
+           const char *ukey, const char *fp, const char *digest,
+           const char *xv, const char *tm, const char *seq, uint64_t *last)
+{
+    sh_stream_entry_t   e;
+    sh_stream_fields_t  f;
+    unsigned            i;
+
+    sh_stream_entry_init(&e);
+    e.node = (const unsigned char *) node;
+    e.node_len = strlen(node);
+    e.key = (const unsigned char *) ukey;
+    e.key_len = strlen(ukey);
+    e.seed = sh_stream_seed(sh_config_seed_digest(cfg));
+    e.xv = sh_config_version(cfg);
+    if (entry_time(tm, &e.time) != 0 || entry_seq(seq, &e.seq) != 0) {
+        return 2;
+    }
+    if (seq == NULL && e.seq <= *last) {
+        e.seq = *last + 1;
+    }
+    *last = e.seq;
+    if (hex64(fp, &e.hash) != 0 || hex64(digest, &e.digest) != 0
+        || (xv != NULL && sh_version_parse(&e.xv, xv, strlen(xv)) != 0))
+    {
+        cli_error("entry: a bad --fp, --digest or --xv");
+        return 2;
+    }
+
+    sh_stream_encode(&f, &e, key);
+    if (e.seq == 0) {
+        /* --seq none: an earlier release's entry, signed as it was */
+        e.seen = 1u << SH_STREAM_F_SK;
+        sh_stream_mac(e.mac, &e, key);
+        for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
+            snprintf(f.mac + 2 * i, 3, "%02x", e.mac[i]);
+        }
+    }
+    for (i = 0; i < SH_STREAM_NFIELDS; i++) {
+        if (i != SH_STREAM_F_SEQ || e.seq != 0) {
+            printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
+        }
+    }
+    return 0;
+}
+
+/* --batch: "NODE KEY FP" a line, an entry each, an empty line after each:
+ * one process signs a whole stream's worth (a test's flood of 300 writers
+ * took 300 runs of this tool, 40 ms each, before) */
+static int
+batch(sh_config_t *cfg, const unsigned char *key, const char *digest,
+      const char *xv, const char *tm, uint64_t *last)
+{
+    char      line[4096], *node, *ukey, *fp, *save;
+    unsigned  n = 0;
+    int       rc;
+
+    while (fgets(line, sizeof(line), stdin) != NULL) {
+        n++;
+        node = strtok_r(line, " \t\r\n", &save);
+        if (node == NULL) {
+            continue;
+        }
+        ukey = strtok_r(NULL, " \t\r\n", &save);
+        fp = strtok_r(NULL, " \t\r\n", &save);
+        if (ukey == NULL || fp == NULL
+            || strtok_r(NULL, " \t\r\n", &save) != NULL)
+        {
+            cli_error("entry: --batch: line %u: want NODE KEY FP", n);
+            return 2;
+        }
+        rc = page_entry(cfg, key, node, ukey, fp, digest, xv, tm, NULL, last);
+        if (rc != 0) {
+            cli_error("entry: --batch: line %u", n);
+            return rc;
+        }
+        putchar('\n');
+    }
+    return ferror(stdin) ? 1 : 0;
+}
+
 int
 cmd_entry(int argc, char **argv)
 {
     cli_extract_t       x;
     sh_config_t        *cfg;
     sh_stream_entry_t   e;
-    sh_stream_fields_t  f;
     unsigned char       key[SH_STREAM_KEY_LEN];
     const char         *node = NULL, *ukey = NULL, *fp = NULL, *xv = NULL;
     const char         *digest = "0", *tm = NULL, *dust = NULL;
     const char         *seq = NULL;
-    int                 a, check = 0, rc = 0;
-    unsigned            i;
+    int                 a, check = 0, many = 0, rc = 0;
+    uint64_t            last = 0;
     cli_opt_t           opts[] = {
         CLI_OPT_STRING("--node", "ID", &node, "the writing node's name"),
         CLI_OPT_STRING("--key", "KEY", &ukey, "the page's key"),
@@ -216,6 +302,11 @@ cmd_entry(int argc, char **argv)
         CLI_OPT_FLAG("--verify", &check,
                      "read an entry's lines from standard input and\n"
                      "check its MAC"),
+        CLI_OPT_FLAG("--batch", &many,
+                     "read 'NODE KEY FP' lines from standard input and\n"
+                     "print an entry for each, an empty line after\n"
+                     "each, their seqs rising (the other options apply\n"
+                     "to every one)"),
         CLI_OPT_END
     };
     cli_cmd_t           cmd = {
@@ -256,43 +347,22 @@ cmd_entry(int argc, char **argv)
         rc = dust_entry(&e, cfg, key, node, dust, tm, seq);
         goto done;
     }
+    if (many) {
+        if (node != NULL || ukey != NULL || fp != NULL || seq != NULL) {
+            cli_error("entry: --batch reads --node, --key and --fp from"
+                      " standard input, and numbers the seqs itself");
+            rc = 2;
+            goto done;
+        }
+        rc = batch(cfg, key, digest, xv, tm, &last);
+        goto done;
+    }
     if (node == NULL || ukey == NULL || fp == NULL) {
         cli_error("entry: --node, --key and --fp are needed (see --help)");
         rc = 2;
         goto done;
     }
-    e.node = (const unsigned char *) node;
-    e.node_len = strlen(node);
-    e.key = (const unsigned char *) ukey;
-    e.key_len = strlen(ukey);
-    e.seed = sh_stream_seed(sh_config_seed_digest(cfg));
-    e.xv = sh_config_version(cfg);
-    if (entry_time(tm, &e.time) != 0 || entry_seq(seq, &e.seq) != 0) {
-        rc = 2;
-        goto done;
-    }
-    if (hex64(fp, &e.hash) != 0 || hex64(digest, &e.digest) != 0
-        || (xv != NULL && sh_version_parse(&e.xv, xv, strlen(xv)) != 0))
-    {
-        cli_error("entry: a bad --fp, --digest or --xv");
-        rc = 2;
-        goto done;
-    }
-
-    sh_stream_encode(&f, &e, key);
-    if (e.seq == 0) {
-        /* --seq none: an earlier release's entry, signed as it was */
-        e.seen = 1u << SH_STREAM_F_SK;
-        sh_stream_mac(e.mac, &e, key);
-        for (i = 0; i < SH_STREAM_MAC_LEN; i++) {
-            snprintf(f.mac + 2 * i, 3, "%02x", e.mac[i]);
-        }
-    }
-    for (i = 0; i < SH_STREAM_NFIELDS; i++) {
-        if (i != SH_STREAM_F_SEQ || e.seq != 0) {
-            printf("%s %.*s\n", f.name[i], (int) f.len[i], f.value[i]);
-        }
-    }
+    rc = page_entry(cfg, key, node, ukey, fp, digest, xv, tm, seq, &last);
 
 done:
     sh_config_free(cfg);
