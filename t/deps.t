@@ -70,10 +70,11 @@ like($out, qr/^deps: missing wrk;[^\n]*\n\z/,
 
 ($rc, $out, $apt) = run(0, 'valgrind gdb');
 is($rc, 0, 'two packages missing, root: installs them');
-is($apt, "apt-get -o DPkg::Lock::Timeout=600 update -qq\n"
-         . "apt-get -o DPkg::Lock::Timeout=600 install -y -qq "
-         . "--no-install-recommends valgrind gdb\n",
-   '... with apt-get, only those two, waiting for dpkg\'s lock');
+is($apt, "apt-get -o DPkg::Lock::Timeout=0 -o APT::Status-Fd=3 update -qq\n"
+         . "apt-get -o DPkg::Lock::Timeout=0 -o APT::Status-Fd=3 install -y"
+         . " -qq --no-install-recommends valgrind gdb\n",
+   '... with apt-get, only those two, its progress on a descriptor');
+like($out, qr/^deps: installed valgrind gdb$/m, '... and says when done');
 
 # another apt-get holds the package lists' lock: deps.sh waits for it,
 # saying so once, and goes on when it is free
@@ -94,7 +95,10 @@ EOF
     ($rc, $out, $apt) = run(0, 'valgrind');
 }
 is($rc, 0, 'the lock held three times: installs once it is free');
-is(scalar(() = $out =~ /waiting for it/g), 1, '... saying it waits, once');
+is(scalar(() = $out =~ /waiting for/g), 1, '... saying it waits, once')
+    or diag($out);
+like($out, qr{^deps: waiting for process 4242 \(.*\), which holds the package lock /var/lib/apt/lists/lock, to finish}m,
+     '... for what: the process apt names, and its lock') or diag($out);
 is(scalar(() = $apt =~ /^apt-get .* update/mg), 4,
    '... asking again until it is free');
 like($apt, qr/install -y -qq --no-install-recommends valgrind\n\z/,
@@ -108,7 +112,42 @@ like($apt, qr/install -y -qq --no-install-recommends valgrind\n\z/,
     ($rc, $out) = run(0, 'valgrind');
 }
 isnt($rc, 0, 'a lock never freed: fails after DEPS_LOCK_WAIT');
-like($out, qr/still held after 3s/, '... saying so');
+like($out, qr/still held after 3s by process 4242/, '... saying so, and by what');
+
+# progress: a line per step from apt's status descriptor, none of what
+# apt-get prints on its output (kept for a failure)
+script('apt-get', <<EOF);
+echo "apt-get \$*" >> "$calls"
+echo "Selecting previously unselected package valgrind."
+echo "(Reading database ... 45% noise"
+echo "dlstatus:1:30.5:Retrieving file 1 of 2" >&3
+echo "dlstatus:1:60:Retrieving file 1 of 2" >&3
+echo "pmstatus:valgrind:10:Preparing valgrind (amd64)" >&3
+echo "pmstatus:valgrind:20:Unpacking valgrind (amd64)" >&3
+echo "pmstatus:valgrind:20:Unpacking valgrind (amd64)" >&3
+echo "pmstatus:valgrind:60:Configuring valgrind (amd64)" >&3
+echo "pmstatus:valgrind:80:Installed valgrind: 1:3.19" >&3
+EOF
+($rc, $out, $apt) = run(0, 'valgrind');
+is($rc, 0, 'progress: installs');
+like($out, qr/^deps: \[ 20%\] Unpacking valgrind \(amd64\)\n(?!.*Unpacking)/ms,
+     '... a line when a package is unpacked, once') or diag($out);
+like($out, qr/^deps: \[ 80%\] Installed valgrind: 1:3\.19$/m,
+     '... and when it is installed, the text whole') or diag($out);
+unlike($out, qr/Preparing|Configuring/, '... not every step of dpkg');
+like($out, qr/^deps: downloading, 50%$/m, '... the download by quarters')
+    or diag($out);
+unlike($out, qr/Selecting|Reading database/, '... none of apt\'s own output');
+
+# a failure shows the end of apt-get's output
+script('apt-get', <<EOF);
+echo "E: Unable to locate package valgrind"
+exit 100
+EOF
+($rc, $out) = run(0, 'valgrind');
+isnt($rc, 0, 'apt-get fails: deps fails');
+like($out, qr/E: Unable to locate package valgrind\ndeps: apt-get update -qq failed/,
+     '... showing why') or diag($out);
 
 ($rc, $out, $apt) = run(0, '');
 is($apt, '', 'everything installed, root: apt-get is not called');

@@ -96,34 +96,83 @@ fi
 echo "deps: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 
-# Another apt-get or dpkg (unattended-upgrades, a second make) holds the
-# lock: wait for it, saying so once, rather than fail at once.  apt-get
-# waits for the dpkg lock itself (DPkg::Lock::Timeout) but not for the
-# package lists' lock that `update` takes.
+# Another apt-get or dpkg (unattended-upgrades, a second make) holds a
+# lock (dpkg's, or the package lists' that `update` takes): wait for it,
+# naming the process that holds it (apt says which), rather than fail at
+# once or wait in silence inside apt-get.  apt-get itself is asked not to
+# wait (Lock::Timeout=0): this loop does, and says so every 30 s.
+#
+# What apt-get prints goes to a log, shown only when it fails: the
+# progress is read from its status descriptor (APT::Status-Fd, one
+# machine-readable line per step), one line per package set up.
 WAIT=${DEPS_LOCK_WAIT:-600}
 POLL=${DEPS_LOCK_POLL:-5}
+LOG=$(mktemp "${TMPDIR:-/tmp}/deps.XXXXXX")
+trap 'rm -f "$LOG" "$LOG.rc"' EXIT
+
+# pmstatus:PKG:PERCENT:WHAT and dlstatus:N:PERCENT:WHAT -> two lines a
+# package (unpacked, installed), the download by quarters
+progress() {
+    awk -F: '
+        $1 == "dlstatus" { p = int($3 / 25) * 25
+                           if (p != dl) { dl = p
+                               printf "deps: downloading, %d%%\n", p } }
+        $1 == "pmstatus" { what = $4
+                           for (i = 5; i <= NF; i++) what = what ":" $i
+                           if (what != last && what ~ /^(Unpacking|Installed|Removing|Removed) /) {
+                               last = what
+                               printf "deps: [%3d%%] %s\n", $3, what } }
+        { fflush() }' >&2
+}
+
 apt_get() {
     waited=0
+    said=-1
     while :; do
-        if out=$(apt-get -o DPkg::Lock::Timeout="$WAIT" "$@" 2>&1); then
-            [ -z "$out" ] || printf '%s\n' "$out"
-            return 0
-        fi
-        case "$out" in
-            *"Could not get lock"*|*"Unable to lock"*) ;;
-            *) printf '%s\n' "$out" >&2; return 1 ;;
-        esac
-        if [ "$waited" -ge "$WAIT" ]; then
-            printf '%s\n' "$out" >&2
-            echo "deps: the package lock was still held after ${WAIT}s" >&2
+        # (dash runs the EXIT trap in a pipeline's subshell too: not here;
+        # and set -e would end it before its status is written)
+        { trap - EXIT
+          rc=0
+          apt-get -o DPkg::Lock::Timeout=0 -o APT::Status-Fd=3 "$@" \
+              3>&1 >"$LOG" 2>&1 || rc=$?
+          echo "$rc" > "$LOG.rc"; } | progress
+        [ "$(cat "$LOG.rc")" -ne 0 ] || return 0
+        if ! grep -q -e "Could not get lock" -e "Unable to lock" "$LOG"; then
+            tail -n 30 "$LOG" >&2
+            echo "deps: apt-get $* failed (above: the end of its output)" >&2
             return 1
         fi
-        [ "$waited" -gt 0 ] || echo "deps: another apt-get or dpkg holds" \
-            "the package lock; waiting for it (up to ${WAIT}s)" >&2
+        # "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held
+        # by process 4242 (apt-get)"
+        lock=$(sed -n 's/.*Could not get lock \([^ ]*\)\. .*/\1/p' "$LOG" \
+               | head -n 1)
+        pid=$(sed -n 's/.*held by process \([0-9]*\).*/\1/p' "$LOG" \
+              | head -n 1)
+        who="another apt-get or dpkg"
+        if [ -n "$pid" ]; then
+            cmd=$(ps -o args= -p "$pid" 2>/dev/null | cut -c 1-70 || true)
+            who="process $pid (${cmd:-$(sed -n 's/.*held by process [0-9]* (\([^)]*\)).*/\1/p' "$LOG" | head -n 1)})"
+        fi
+        if [ "$waited" -ge "$WAIT" ]; then
+            echo "deps: the package lock ${lock:-} was still held after" \
+                 "${WAIT}s by $who; try again when it is done" >&2
+            return 1
+        fi
+        if [ "$said" -lt 0 ] || [ $((waited - said)) -ge 30 ]; then
+            if [ "$said" -lt 0 ]; then
+                echo "deps: waiting for $who, which holds the package lock" \
+                     "${lock:-}, to finish (up to ${WAIT}s)" >&2
+            else
+                echo "deps: still waiting for $who: ${waited}s so far" >&2
+            fi
+            said=$waited
+        fi
         sleep "$POLL"
         waited=$((waited + POLL + 1))
     done
 }
+echo "deps: updating the package lists" >&2
 apt_get update -qq
 # shellcheck disable=SC2086
 apt_get install -y -qq --no-install-recommends $missing
+echo "deps: installed$missing" >&2
