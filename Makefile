@@ -12,6 +12,10 @@
 # install (the module into Debian's nginx, as root), clean.
 # SANITIZE=1 builds everything with ASan+UBSan; VALGRIND=1 runs each nginx
 # of the integration tests as one process under valgrind.
+# SH_PORTS=LO-HI (environment): the loopback ports the tests, the demo,
+# the benchmarks and the DUST evaluation listen on come from LO..HI
+# (default 20000 up to the kernel's ephemeral range), e.g.
+# `SH_PORTS=40000-40999 make test` where another service owns the default.
 
 CC       ?= cc
 PKGS     := libxml-2.0 libpcre2-8 libutf8proc libxxhash zlib libcrypto \

@@ -52,16 +52,41 @@ fi
 
 cd "$SRC"
 # -b: binary packages only (no orig tarball needed); -us -uc: unsigned.
-# The log is kept: dpkg-buildpackage is long-winded.
-if ! dpkg-buildpackage -us -uc -b > "$OUT/build.log" 2>&1; then
+# The log is kept: dpkg-buildpackage is long-winded.  What it is at is
+# shown as it goes, one line a step (the dh commands, the unit tests'
+# summaries), with the time since the start: minutes in all, nginx's
+# configure, the module, the tool, the unit tests.
+START=$SECONDS
+stamp() { printf '%dm%02ds' $(((SECONDS - START) / 60)) $(((SECONDS - START) % 60)); }
+echo "deb: dpkg-buildpackage (a few minutes; its log: $OUT/build.log)"
+: > "$OUT/build.log"
+dpkg-buildpackage -us -uc -b > "$OUT/build.log" 2>&1 &
+BUILD_PID=$!
+# tail ends when dpkg-buildpackage does (--pid); the steps: dh's own
+# "   dh_auto_build ..." lines, the overrides', `make unit`'s lines
+tail -n +1 -f --pid="$BUILD_PID" "$OUT/build.log" 2>/dev/null \
+    | while IFS= read -r line; do
+          case "$line" in
+              "   dh_"*|"   debian/rules "*)
+                  set -- $line
+                  echo "deb: [$(stamp)] $1 ${2:-}" ;;
+              "ok    "*|"FAIL  "*)
+                  echo "deb: [$(stamp)]     unit ${line#* }" ;;
+          esac
+      done
+rc=0
+wait "$BUILD_PID" || rc=$?
+if [ "$rc" -ne 0 ]; then
     tail -n 40 "$OUT/build.log" >&2
     echo "deb: dpkg-buildpackage failed, see $OUT/build.log" >&2
     exit 1
 fi
+echo "deb: [$(stamp)] packages built"
 cd "$OUT"
 
 changes=$(ls "$OUT"/ngx-simhash_*.changes)
 if command -v lintian >/dev/null 2>&1; then
+    echo "deb: [$(stamp)] lintian (a minute or so)"
     # --fail-on error: a lintian error is a packaging bug worth stopping
     # for; warnings and info are reported, not fatal.
     # (its stderr only says that root should not run it)
