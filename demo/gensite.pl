@@ -18,10 +18,11 @@
 #     (?utm_source=newsletter), as a newsletter's links carry;
 #   - every fourth article the same article on the mirror.
 #
-# The numbers are those a DUST rule needs to turn on (docs/DUST.md, "When
-# a rule turns on and off"): about 115 pairs for the session id in
-# /articles/, about 24 for a known tracking parameter and for a www./m.
-# pair of hosts.
+# The numbers are above what a DUST rule needs to turn on (docs/DUST.md,
+# "When a rule turns on and off"): about 24 pairs for a name the web uses
+# one way (PHPSESSID, utm_source) and for a www./m. pair of hosts, about
+# 115 for a name of the site's own; a rule's pairs are counted in its
+# directory (/articles/).
 
 use strict;
 use warnings;
