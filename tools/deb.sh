@@ -65,15 +65,20 @@ BUILD_PID=$!
 # tail ends when dpkg-buildpackage does (--pid); the steps: dh's own
 # "   dh_auto_build ..." lines, the overrides', `make unit`'s lines
 tail -n +1 -f --pid="$BUILD_PID" "$OUT/build.log" 2>/dev/null \
-    | while IFS= read -r line; do
+    | { cc=0
+        while IFS= read -r line; do
           case "$line" in
               "   dh_"*|"   debian/rules "*)
                   set -- $line
-                  echo "deb: [$(stamp)] $1 ${2:-}" ;;
+                  echo "deb: [$(stamp)] $1${2:+ $2}" ;;
               "ok    "*|"FAIL  "*)
-                  echo "deb: [$(stamp)]     unit ${line#* }" ;;
+                  echo "deb: [$(stamp)]     unit $line" ;;
+              "cc "*" -c "*|"gcc "*" -c "*)
+                  cc=$((cc + 1))
+                  [ $((cc % 25)) -ne 0 ] \
+                      || echo "deb: [$(stamp)]     $cc files compiled" ;;
           esac
-      done
+        done; }
 rc=0
 wait "$BUILD_PID" || rc=$?
 if [ "$rc" -ne 0 ]; then
