@@ -246,78 +246,22 @@ encode(const char *s, char *out, size_t size)
     out[n] = '\0';
 }
 
-int
-cmd_explain(int argc, char **argv)
+/* Asks the node at stats (http://HOST[:PORT]/PATH) about url; prints its
+ * answer.  A few lines of HTTP/1.0 over a socket. */
+static int
+explain_node(const char *url, const char *stats, const char *zone, int json)
 {
-    const char      *zone = NULL, *url = NULL, *stats = NULL, *p, *slash;
-    const char      *snapshot = NULL;
+    const char      *p, *slash;
     char             host[256], port[16], path[1024], req[8192], key[6144];
     char             zq[300], buf[65536];
     struct addrinfo  hints, *ai = NULL;
     struct timeval   tv = { 10, 0 };
     size_t           len = 0;
     ssize_t          n;
-    int              i, fd = -1, status = 0;
+    int              fd = -1, status = 0;
     char            *body;
-    int              json = 0;
     json_t          *answer;
     json_error_t     jerr;
-    cli_opt_t        opts[] = {
-        CLI_OPT_FLAG("--json", &json,
-                     "print the answer as JSON (one line), for programs"),
-        CLI_OPT_STRING("--zone", "NAME", &zone,
-                       "the zone asked (default: the location's first)"),
-        CLI_OPT_STRING("--snapshot", "FILE", &snapshot,
-                       "read a module's snapshot instead of asking"),
-        CLI_OPT_END
-    };
-    cli_cmd_t        cmd = {
-        .name = "explain", .synopsis = synopsis, .opts = opts
-    };
-
-    switch (cli_parse(&cmd, argc, argv, 1, &i)) {
-    case CLI_HELP:
-        return 0;
-    case CLI_BAD:
-        return 2;
-    case CLI_PARSED:
-        break;
-    }
-    /* each bad argument says what is wrong, then how the command is used
-     * (`simhash explain --help` for the whole text) */
-    url = i < argc ? argv[i] : NULL;
-    stats = i + 1 < argc ? argv[i + 1] : NULL;
-    if (argc - i > 2) {
-        cli_error("explain: too many arguments (\"%s\"): one URL, then the"
-                  " statistics URL or --snapshot FILE", argv[i + 2]);
-        goto usage;
-    }
-    if (url == NULL) {
-        cli_error("explain: which URL? give the URL, then the statistics URL"
-                  " (http://HOST:PORT/PATH) or --snapshot FILE");
-        goto usage;
-    }
-    if (snapshot != NULL && stats != NULL) {
-        cli_error("explain: --snapshot reads a file: no statistics URL"
-                  " (\"%s\") with it", stats);
-        goto usage;
-    }
-    if (snapshot != NULL) {
-        return explain_snapshot(url, snapshot, json);
-    }
-    if (stats == NULL) {
-        cli_error("explain: no statistics URL after \"%s\": give the node's"
-                  " simhash_stats location, http://HOST:PORT/PATH, or"
-                  " --snapshot FILE", url);
-        goto usage;
-    }
-    if (strncmp(stats, "http://", 7) != 0) {
-        cli_error("explain: \"%s\" is not an http:// URL: the statistics are"
-                  " asked at http://HOST:PORT/PATH%s%s", stats,
-                  strstr(stats, "://") ? "" : ", e.g. http://",
-                  strstr(stats, "://") ? "" : stats);
-        goto usage;
-    }
 
     p = stats + 7;
     slash = strchr(p, '/');
@@ -414,6 +358,72 @@ cmd_explain(int argc, char **argv)
         return 1;
     }
     return explain_print(url, answer, 0);
+
+}
+
+int
+cmd_explain(int argc, char **argv)
+{
+    const char      *zone = NULL, *url = NULL, *stats = NULL, *p;
+    const char      *snapshot = NULL;
+    int              i, json = 0;
+    cli_opt_t        opts[] = {
+        CLI_OPT_FLAG("--json", &json,
+                     "print the answer as JSON (one line), for programs"),
+        CLI_OPT_STRING("--zone", "NAME", &zone,
+                       "the zone asked (default: the location's first)"),
+        CLI_OPT_STRING("--snapshot", "FILE", &snapshot,
+                       "read a module's snapshot instead of asking"),
+        CLI_OPT_END
+    };
+    cli_cmd_t        cmd = {
+        .name = "explain", .synopsis = synopsis, .opts = opts
+    };
+
+    switch (cli_parse(&cmd, argc, argv, 1, &i)) {
+    case CLI_HELP:
+        return 0;
+    case CLI_BAD:
+        return 2;
+    case CLI_PARSED:
+        break;
+    }
+    /* each bad argument says what is wrong, then how the command is used
+     * (`simhash explain --help` for the whole text) */
+    url = i < argc ? argv[i] : NULL;
+    stats = i + 1 < argc ? argv[i + 1] : NULL;
+    if (argc - i > 2) {
+        cli_error("explain: too many arguments (\"%s\"): one URL, then the"
+                  " statistics URL or --snapshot FILE", argv[i + 2]);
+        goto usage;
+    }
+    if (url == NULL) {
+        cli_error("explain: which URL? give the URL, then the statistics URL"
+                  " (http://HOST:PORT/PATH) or --snapshot FILE");
+        goto usage;
+    }
+    if (snapshot != NULL && stats != NULL) {
+        cli_error("explain: --snapshot reads a file: no statistics URL"
+                  " (\"%s\") with it", stats);
+        goto usage;
+    }
+    if (snapshot != NULL) {
+        return explain_snapshot(url, snapshot, json);
+    }
+    if (stats == NULL) {
+        cli_error("explain: no statistics URL after \"%s\": give the node's"
+                  " simhash_stats location, http://HOST:PORT/PATH, or"
+                  " --snapshot FILE", url);
+        goto usage;
+    }
+    if (strncmp(stats, "http://", 7) != 0) {
+        cli_error("explain: \"%s\" is not an http:// URL: the statistics are"
+                  " asked at http://HOST:PORT/PATH%s%s", stats,
+                  strstr(stats, "://") ? "" : ", e.g. http://",
+                  strstr(stats, "://") ? "" : stats);
+        goto usage;
+    }
+    return explain_node(url, stats, zone, json);
 
 usage:
     /* the synopsis' two usage lines, not the whole help */
