@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Crawls one site through the simhash gateway with simhash_gateway.py:
-every link on the start URL's host is followed; one JSON line per response
+every link on a start URL's host is followed; one JSON line per response
 (url, status, simhash_status, duplicate_of), or per failed request (the
 request and the error as the errback has them), goes to --out.  Used by
 t/https.t; also a small example of a spider using the middleware.
 
-usage: test_crawl.py --start https://host/ --gateway http://proxy:3127
+usage: test_crawl.py --start https://host/ [--start URL ...]
+                     --gateway http://proxy:3127
                      [--proxy http://proxy:3128] --out FILE
 
---proxy: the forward proxy for plain http URLs (SIMHASH_PROXY).
+Every start URL's host is crawled; --proxy: the forward proxy for plain
+http URLs (SIMHASH_PROXY).
 """
 
 import argparse
@@ -28,8 +30,8 @@ class SiteSpider(scrapy.Spider):
 
     def __init__(self, start, out, **kw):
         super().__init__(**kw)
-        self.start_urls = [start]
-        self.host = urlsplit(start).netloc
+        self.start_urls = start
+        self.hosts = {urlsplit(u).netloc for u in start}
         self.out = open(out, "w")
 
     def parse(self, response):
@@ -43,7 +45,7 @@ class SiteSpider(scrapy.Spider):
         self.out.flush()
         for href in response.css("a::attr(href)").getall():
             url = response.urljoin(href)
-            if urlsplit(url).netloc == self.host:
+            if urlsplit(url).netloc in self.hosts:
                 yield scrapy.Request(url, callback=self.parse,
                                      errback=self.failed)
 
@@ -63,7 +65,7 @@ class SiteSpider(scrapy.Spider):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--start", required=True)
+    ap.add_argument("--start", required=True, action="append")
     ap.add_argument("--gateway", required=True)
     ap.add_argument("--proxy")
     ap.add_argument("--out", required=True)
