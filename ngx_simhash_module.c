@@ -20,19 +20,28 @@
  *   1, 2. module/ngx_http_simhash_filter.c   the header filter decides
  *      whether the response is ours and holds its header back; the body
  *      filter copies the body into our buffers (or gives up: "skipped")
- *      and, at the last buffer, fingerprints it.
+ *      and, at the last buffer, fingerprints it, asks stage 3 for the
+ *      verdict and stage 4 to act on it, and sends what stage 4 made: the
+ *      filter alone calls the filters after ours.
  *
- *   3. module/ngx_http_simhash_decide.c     where a response is decided:
- *      for the raw body's digest (an identical re-fetch) or the
- *      fingerprint, the zone's answer under its mutex: new, unchanged,
- *      changed or a near-duplicate of another key.
+ *   3. module/ngx_http_simhash_decide.c     the verdict: for the raw
+ *      body's digest (an identical re-fetch) or the fingerprint, the
+ *      zone's answer under its mutex (new, unchanged, changed or a
+ *      near-duplicate of another key), and what the crawler gets (dropped
+ *      or passed).  A value in the request's context; a decision that
+ *      waits on another machine says "pending" and the filter holds the
+ *      response until it is in.
  *
- *   4. module/ngx_http_simhash_response.c   where its headers are written:
- *      the X-Simhash-* headers and the held body, or, for a duplicate in
- *      drop mode, an empty body with the configured status.
+ *   4. module/ngx_http_simhash_response.c   the verdict acted on: the
+ *      X-Simhash-* headers and the held body, or, for a duplicate in drop
+ *      mode, an empty body with the configured status.
  *
  *   5. module/ngx_http_simhash_variables.c  $simhash and the others, for
  *      the access log.
+ *
+ * The path goes one way: 3 and 4 call nothing of 1 and 2, and 3 nothing
+ * of 4 (`make tree` checks it); the verdict is a value that 2 takes from 3
+ * and hands to 4.
  *
  * module/ngx_http_simhash_directives.c parses a location's directives and
  * merges its configuration; the table below says which file parses each

@@ -418,6 +418,11 @@ u_char *ngx_http_simhash_score(u_char *p, uint32_t score);
 /* "file:line" of the directive being parsed, for later messages */
 void ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where);
 
+/* a key as it may go into a header, a variable or a log line: control
+ * bytes, space, DEL and bytes >= 0x80 percent-encoded */
+ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
+    ngx_str_t *out);
+
 
 /*
  * the zone: ngx_http_simhash_zone.c, the storage, and the only door to

@@ -1,16 +1,24 @@
 
 /*
- * ngx_http_simhash_decide.c -- stage 3 of a response's path: what the
- * page is, asked by the body filter's last buffer (finish, in
- * ngx_http_simhash_filter.c).  ngx_http_simhash_identical answers
- * "unchanged" without parsing when the raw body's digest equals the
- * stored one; otherwise, with the fingerprint, ngx_http_simhash_decide
- * consults and updates the zone under its mutex: a re-fetch of a stored
- * key (refetch: unchanged or changed), a near-duplicate of another key
- * (match, with the listing veto), or new.  The decision is observed by the
- * DUST learner and the per-site counts; ngx_http_simhash_send
- * (ngx_http_simhash_response.c) then writes it.  This file calls nothing
- * of the filters: the stages call downward only.
+ * ngx_http_simhash_decide.c -- stage 3 of a response's path: the verdict
+ * (ngx_http_simhash_verdict_t, in the request's ctx), asked by the body
+ * filter (ngx_http_simhash_filter.c) at the body's last buffer.
+ * ngx_http_simhash_identical answers "unchanged" without parsing when the
+ * raw body's digest equals the stored one; otherwise, with the
+ * fingerprint, ngx_http_simhash_decide consults and updates the zone under
+ * its mutex: a re-fetch of a stored key (refetch: unchanged or changed), a
+ * near-duplicate of another key (match, with the listing veto), or new.
+ * The decision is observed by the DUST learner and counted for the console
+ * in the same hold.  A page that cannot be fingerprinted is "skipped"
+ * (ngx_http_simhash_skip, asked by the filters too).  Last,
+ * ngx_http_simhash_conclude says what the crawler gets (dropped or passed).
+ *
+ * The verdict is a value: the filter hands it to the response
+ * (ngx_http_simhash_response.c), which acts on it.  This file calls
+ * nothing of the filters nor of the response: the path goes one way
+ * (tools/check-tree.sh checks it).  A decision that must wait for another
+ * machine says so (NGX_AGAIN, verdict.pending) instead of calling anyone
+ * back: see ngx_http_simhash_decide().
  */
 
 
@@ -45,6 +53,11 @@ static size_t ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, sh_match_t *best);
 static void ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint32_t ref, ngx_log_t *log);
+static ngx_uint_t ngx_http_simhash_drops(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+static void ngx_http_simhash_account(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_uint_t locked);
 
 
 /*
@@ -109,12 +122,12 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->rep = doc->keyhash;
     rc = ngx_http_simhash_observe(r, ctx, slcf);
 
-    ctx->status = NGX_HTTP_SIMHASH_UNCHANGED;
-    ctx->hash = hash;
-    ctx->has_hash = 1;
-    ctx->distance = 0;
-    ctx->score = 0;
-    ctx->has_distance = 1;
+    ctx->verdict.status = NGX_HTTP_SIMHASH_UNCHANGED;
+    ctx->verdict.hash = hash;
+    ctx->verdict.has_hash = 1;
+    ctx->verdict.distance = 0;
+    ctx->verdict.score = 0;
+    ctx->verdict.has_distance = 1;
 
     /* the console's accounting in this hold, as a decision's */
     ngx_http_simhash_account(r, ctx, slcf, 1);
@@ -125,7 +138,7 @@ ngx_http_simhash_identical(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         ngx_http_simhash_dust_log(zone, r->connection->log);
     }
 
-    ngx_http_simhash_count(zone, responses[ctx->status], 1);
+    ngx_http_simhash_count(zone, responses[ctx->verdict.status], 1);
     ngx_http_simhash_count(zone, identical, 1);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -166,6 +179,22 @@ ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
  *   else                -> new, and inserted (simhash_insert on).
  * Duplicates are not inserted: the index keeps one representative per
  * cluster, the first one seen.
+ *
+ * Returns NGX_OK with ctx->verdict made, or NGX_ERROR.  A part that asks
+ * another machine (a lookup held while its probes are out) would have it
+ * return NGX_AGAIN with ctx->verdict.pending set: the body filter then
+ * keeps the whole response held (phase WAIT, a bit in
+ * r->connection->buffered, so that nginx finalizes the request only once
+ * it is sent) and returns.  When the answer comes, or the lookup's
+ * timeout, the part completes the verdict (or skips the page: never
+ * "new" from an index it could not read), clears verdict.pending and
+ * posts the connection's write event: nginx's writer runs the output
+ * filters again, and the body filter, finding the verdict no longer
+ * pending, lets the response act on it.  Nothing is called back: the
+ * decision only makes a value, the filter alone sends.  The part's lookup
+ * ends with the request (a pool cleanup): a client gone, nothing is
+ * posted.  No part returns NGX_AGAIN today (the zone answers under its
+ * mutex).
  */
 
 ngx_int_t
@@ -178,8 +207,8 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     zone = slcf->zone;
 
-    ctx->hash = res->hash;
-    ctx->has_hash = 1;
+    ctx->verdict.hash = res->hash;
+    ctx->verdict.has_hash = 1;
 
     if (ctx->key.len == 0 || ctx->key.len > SH_KEY_MAX) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -217,14 +246,37 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         ngx_http_simhash_dust_log(zone, r->connection->log);
     }
 
-    ngx_http_simhash_count(zone, responses[ctx->status], 1);
+    ngx_http_simhash_count(zone, responses[ctx->verdict.status], 1);
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash: %016uxL %V distance:%ui \"%V\"",
-                   res->hash, &ngx_http_simhash_status_names[ctx->status],
-                   ctx->distance, &ctx->duplicate_of);
+                   res->hash,
+                   &ngx_http_simhash_status_names[ctx->verdict.status],
+                   ctx->verdict.distance, &ctx->verdict.duplicate_of);
 
     return NGX_OK;
+}
+
+
+/*
+ * The page is not fingerprinted (too large, an encoding or markup we
+ * cannot read, too short, ...): the verdict "skipped", with why, counted.
+ */
+
+void
+ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_skip_e reason)
+{
+    ngx_http_simhash_loc_conf_t  *slcf;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    ctx->verdict.status = NGX_HTTP_SIMHASH_SKIPPED;
+    ctx->verdict.reason = reason;
+    ctx->verdict.has_distance = 0;
+
+    ngx_http_simhash_count(slcf->zone, responses[ctx->verdict.status], 1);
+    ngx_http_simhash_count(slcf->zone, skipped[reason], 1);
 }
 
 
@@ -276,12 +328,13 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     /* the rule of a lookup, the new page as the query */
 
     sh_lookup_match_opts(&slcf->lookup, &mo);
-    same = sh_match_pair(&mo, res->hash, res->weights, old, &h, &ctx->score);
+    same = sh_match_pair(&mo, res->hash, res->weights, old, &h,
+                         &ctx->verdict.score);
 
-    ctx->distance = h;
-    ctx->has_distance = 1;
+    ctx->verdict.distance = h;
+    ctx->verdict.has_distance = 1;
 
-    ctx->status = same ? NGX_HTTP_SIMHASH_UNCHANGED
+    ctx->verdict.status = same ? NGX_HTTP_SIMHASH_UNCHANGED
                        : NGX_HTTP_SIMHASH_CHANGED;
 
     /* the URL is its own document, unchanged or not */
@@ -300,7 +353,7 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_http_simhash_zone_write(zone);
 
-    if (ctx->status == NGX_HTTP_SIMHASH_UNCHANGED) {
+    if (ctx->verdict.status == NGX_HTTP_SIMHASH_UNCHANGED) {
         ngx_http_simhash_zone_refresh(zone, ref, ctx->digest);
 
     } else {
@@ -350,21 +403,21 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     }
 
     if (doc) {
-        ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
+        ctx->verdict.status = NGX_HTTP_SIMHASH_DUPLICATE;
         ctx->rep = doc->keyhash;
-        ctx->distance = match.distance;
-        ctx->score = match.score;
-        ctx->has_distance = 1;
+        ctx->verdict.distance = match.distance;
+        ctx->verdict.score = match.score;
+        ctx->verdict.has_distance = 1;
 
         /* copied while locked: the document may be evicted right after */
 
         ngx_http_simhash_zone_name(zone, match.ref, &name, id);
 
         return ngx_http_simhash_escape(r->pool, name.data, name.len,
-                                       &ctx->duplicate_of);
+                                       &ctx->verdict.duplicate_of);
     }
 
-    ctx->status = NGX_HTTP_SIMHASH_NEW;
+    ctx->verdict.status = NGX_HTTP_SIMHASH_NEW;
     ctx->rep = ngx_http_simhash_zone_keyhash(zone, key);
 
     if (slcf->insert) {
@@ -475,4 +528,121 @@ ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     time = ngx_http_simhash_zone_changed(zone, ref);
 
     ngx_http_simhash_replicate_publish(zone, key, ref, time, log);
+}
+
+
+/*
+ * The verdict made whole, once, before the response acts on it: what the
+ * crawler gets ($simhash_action "dropped" for a dropped duplicate,
+ * "verified" for a prediction fetched to check it) and, for a page
+ * skipped after its body was held, its count for the console in a hold
+ * of its own (a decision was counted in the decision's hold).
+ */
+
+void
+ngx_http_simhash_conclude(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    if (ngx_http_simhash_drops(r, ctx, slcf)) {
+        ctx->action = ctx->verifying ? NGX_HTTP_SIMHASH_ACT_VERIFIED
+                                     : NGX_HTTP_SIMHASH_ACT_DROPPED;
+    }
+
+    if (!ctx->accounted) {
+        ngx_http_simhash_account(r, ctx, slcf, 0);
+    }
+}
+
+
+/*
+ * Whether the response is dropped: decided once, on the original, before
+ * simhash_reveal hides anything (in the decision's hold of the lock, for
+ * the console, else when the verdict is concluded).
+ */
+
+static ngx_uint_t
+ngx_http_simhash_drops(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    ngx_str_t                    key;
+    ngx_http_simhash_verdict_t  *v;
+
+    v = &ctx->verdict;
+
+    if (!v->drop_known) {
+        v->drop = v->status == NGX_HTTP_SIMHASH_DUPLICATE
+                  && slcf->action == NGX_HTTP_SIMHASH_DROP
+                  && ngx_http_simhash_escape(r->pool, ctx->key.data,
+                                             ctx->key.len, &key)
+                     == NGX_OK
+                  && ngx_http_simhash_drop_allowed(slcf, &key,
+                                                   &v->duplicate_of,
+                                                   v->score);
+        v->drop_known = 1;
+    }
+
+    return v->drop;
+}
+
+
+/*
+ * The decision, for the console (ngx_http_simhash_sites.c): its rate, its
+ * site, and "why?" later; for a prediction fetched to check it, what it
+ * came to.  `locked`: in the decision's hold of the zone's lock (no second
+ * hold), else the accounting takes it.  A skipped response may have been
+ * given up before its key was made: it is made here, without changing the
+ * ctx.
+ */
+
+static void
+ngx_http_simhash_account(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, ngx_uint_t locked)
+{
+    ngx_str_t                 key;
+    ngx_uint_t                drop, what;
+    ngx_http_simhash_event_t  ev;
+
+    ctx->accounted = 1;
+    drop = ngx_http_simhash_drops(r, ctx, slcf);
+    key = ctx->key;
+
+    if (key.len == 0
+        && ngx_http_complex_value(r, slcf->key, &key) != NGX_OK)
+    {
+        ngx_str_null(&key);
+    }
+
+    ev.key = &key;
+    ev.event = ctx->verdict.status;
+    ev.action = drop ? NGX_HTTP_SIMHASH_DID_DROPPED
+                     : NGX_HTTP_SIMHASH_DID_PASSED;
+    ev.original = ctx->verdict.status == NGX_HTTP_SIMHASH_DUPLICATE
+                  ? ctx->rep : 0;
+    ev.distance = ctx->verdict.has_distance ? ctx->verdict.distance
+                                            : (ngx_uint_t) NGX_ERROR;
+    ev.score = ctx->verdict.has_distance ? ctx->verdict.score : 0;
+    ev.bytes = drop ? ctx->held_bytes : 0;
+
+    /* a prediction fetched to check it: what its rules came to */
+
+    what = ctx->verdict.status == NGX_HTTP_SIMHASH_DUPLICATE
+           ? NGX_HTTP_SIMHASH_VERIFIED : NGX_HTTP_SIMHASH_FAILED;
+
+    if (locked) {
+        ngx_http_simhash_sites_event_locked(slcf->zone, &ev);
+
+        if (ctx->verifying && ctx->verdict.status != NGX_HTTP_SIMHASH_SKIPPED) {
+            ngx_http_simhash_sites_outcome_locked(slcf->zone, &key,
+                                                  &ctx->predicted, what);
+        }
+
+        return;
+    }
+
+    ngx_http_simhash_sites_event(slcf->zone, &ev, r->connection->log);
+
+    if (ctx->verifying && ctx->verdict.status != NGX_HTTP_SIMHASH_SKIPPED) {
+        ngx_http_simhash_sites_outcome(slcf->zone, &key, &ctx->predicted,
+                                       what, r->connection->log);
+    }
 }

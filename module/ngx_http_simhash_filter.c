@@ -1,7 +1,7 @@
 
 /*
  * ngx_http_simhash_filter.c -- stages 1 and 2 of a response's path: the
- * header and body filters.
+ * header and body filters, and the one place that sends.
  *
  *   1. ngx_http_simhash_header_filter decides whether the response is ours
  *      (200, main request, not HEAD, type in simhash_types).  If it is, the
@@ -14,10 +14,24 @@
  *      once, as the image filter does).  Over simhash_max_body, or past the
  *      worker's simhash_max_held, we give up: header, held bytes and the
  *      rest are sent unmodified ("skipped").  At the last buffer
- *      (ngx_http_simhash_finish) the held body goes to the extractor in
- *      one go (feed_held: sh_doc_feed, inflating gzip/deflate first),
- *      unless its digest shows an identical re-fetch, and the fingerprint
- *      to the decision (ngx_http_simhash_decide.c).
+ *      (ngx_http_simhash_finish):
+ *        judge    the held body goes to the extractor in one go
+ *                 (feed_held: sh_doc_feed, inflating gzip/deflate first),
+ *                 unless its digest shows an identical re-fetch, and the
+ *                 fingerprint to the decision (ngx_http_simhash_decide.c),
+ *                 which makes the verdict (ctx->verdict);
+ *        send     the decision concludes it (dropped or passed, counted),
+ *                 the response (ngx_http_simhash_response.c) sets the
+ *                 headers and says what to send, and this file sends it
+ *                 to the filters after ours.
+ *      A pending verdict (the decision awaits another machine) holds the
+ *      response, phase WAIT, until nginx's writer runs the filters again
+ *      and finds it decided (resume).
+ *
+ * The path goes one way: this file calls the decision and the response;
+ * they call nothing of it, and the response nothing of the decision
+ * (tools/check-tree.sh checks it).  The next-filter pointers are this
+ * file's alone.
  *
  * The request's pool cleanup (ngx_http_simhash_cleanup) gives the held
  * bytes back to the worker's budget and frees the extractor and zlib.
@@ -34,12 +48,23 @@
 #define NGX_HTTP_SIMHASH_HOLD_CHUNK (32 * 1024)
 #define NGX_HTTP_SIMHASH_ZBUF_SIZE  (16 * 1024)
 
+/* r->connection->buffered while a verdict is pending: the image filter's
+ * bit (the low four are nginx's own filters'); the image filter never
+ * holds a response of ours, an HTML page */
+#define NGX_HTTP_SIMHASH_BUFFERED   0x08
+
 
 static void ngx_http_simhash_strip_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_simhash_encoding(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
 static ngx_int_t ngx_http_simhash_finish(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
+static ngx_int_t ngx_http_simhash_resume(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx);
+static ngx_int_t ngx_http_simhash_send(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
+static ngx_int_t ngx_http_simhash_judge(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_feed_held(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 static ngx_int_t ngx_http_simhash_feed(ngx_http_request_t *r,
@@ -171,7 +196,7 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
                    "simhash: holding response, length:%O charset:\"%V\"",
                    r->headers_out.content_length_n, &r->headers_out.charset);
 
-    /* the header waits for the body; see ngx_http_simhash_send() */
+    /* the header waits for the body; see ngx_http_simhash_finish() */
 
     r->main_filter_need_in_memory = 1;
     r->allow_ranges = 0;
@@ -183,7 +208,8 @@ ngx_http_simhash_header_filter(ngx_http_request_t *r)
      * finalizes with 0).  The only finalization without one is an upstream
      * error after the header: nginx then sends a flush and finalizes with
      * NGX_OK, and a buffered bit would keep the client waiting for
-     * send_timeout instead of closing the connection at once.
+     * send_timeout instead of closing the connection at once.  (A pending
+     * verdict sets it, with the body whole: ngx_http_simhash_finish().)
      */
 
     return NGX_OK;
@@ -318,13 +344,14 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     ngx_http_simhash_ctx_t       *ctx;
     ngx_http_simhash_loc_conf_t  *slcf;
 
-    if (in == NULL) {
-        return ngx_http_simhash_next_body_filter(r, in);
-    }
-
     ctx = ngx_http_get_module_ctx(r, ngx_http_simhash_module);
 
-    if (ctx == NULL || ctx->phase != NGX_HTTP_SIMHASH_READ) {
+    if (ctx != NULL && ctx->phase == NGX_HTTP_SIMHASH_WAIT) {
+        /* the writer, again: is the verdict in? */
+        return ngx_http_simhash_resume(r, ctx);
+    }
+
+    if (in == NULL || ctx == NULL || ctx->phase != NGX_HTTP_SIMHASH_READ) {
         return ngx_http_simhash_next_body_filter(r, in);
     }
 
@@ -380,24 +407,122 @@ ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
- * 2. The last buffer: an identical re-fetch is answered from the body's
- * digest; otherwise the held body is fed to the extractor and fingerprinted,
- * the zone decides (ngx_http_simhash_decide.c) and the response is sent.
+ * 2. The last buffer: the verdict (judge, asking the decision), then the
+ * response made from it (ngx_http_simhash_response.c), then sent.  A
+ * verdict that is pending holds the whole response until the decision
+ * clears it (resume); a body that cannot be read passes as it came.
  */
 
 static ngx_int_t
 ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 {
     ngx_int_t                     rc;
-    sh_result_t                   res;
     ngx_http_simhash_loc_conf_t  *slcf;
 
     slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
 
+    rc = ngx_http_simhash_judge(r, ctx, slcf);
+
+    switch (rc) {
+
+    case NGX_OK:
+        return ngx_http_simhash_send(r, ctx, slcf);
+
+    case NGX_DECLINED:
+        return ngx_http_simhash_give_up(r, ctx, ctx->verdict.reason, NULL, 1);
+
+    case NGX_AGAIN:
+        /*
+         * Pending: nothing goes out, and the buffered bit keeps nginx from
+         * finalizing the request when the upstream is done (it sets
+         * ngx_http_writer, which runs the filters again, to resume).  The
+         * body is whole here, so the bit cannot keep a client waiting for
+         * a body that will not come (see the header filter).
+         */
+        ctx->phase = NGX_HTTP_SIMHASH_WAIT;
+        r->connection->buffered |= NGX_HTTP_SIMHASH_BUFFERED;
+        return NGX_OK;
+
+    default:
+        return NGX_ERROR;
+    }
+}
+
+
+/*
+ * A pending verdict: nginx's writer runs the output filters with nothing
+ * new each time the connection's write event fires, and the decision
+ * posts that event once its answer is in (ngx_http_simhash_decide()).
+ * Until the verdict is no longer pending, nothing goes out.
+ */
+
+static ngx_int_t
+ngx_http_simhash_resume(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
+{
+    ngx_http_simhash_loc_conf_t  *slcf;
+
+    if (ctx->verdict.pending) {
+        return NGX_OK;
+    }
+
+    r->connection->buffered &= ~NGX_HTTP_SIMHASH_BUFFERED;
+
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    return ngx_http_simhash_send(r, ctx, slcf);
+}
+
+
+/*
+ * The verdict concluded (ngx_http_simhash_decide.c: dropped or passed,
+ * counted), the response made from it (ngx_http_simhash_response.c), then
+ * sent here: this file alone calls the filters after ours.
+ */
+
+static ngx_int_t
+ngx_http_simhash_send(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    ngx_int_t     rc;
+    ngx_chain_t  *out;
+
+    ctx->phase = NGX_HTTP_SIMHASH_DONE;
+
+    ngx_http_simhash_conclude(r, ctx, slcf);
+
+    if (ngx_http_simhash_respond(r, ctx, &out) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_simhash_next_header_filter(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    return ngx_http_simhash_next_body_filter(r, out);
+}
+
+
+/*
+ * The verdict for the whole held body: an identical re-fetch is answered
+ * from the body's digest; otherwise the body is fed to the extractor and
+ * fingerprinted, and the zone decides (ngx_http_simhash_decide.c).
+ * NGX_OK: ctx->verdict is made; NGX_AGAIN: it is pending; NGX_DECLINED:
+ * the body could not be read (ctx->verdict.reason), give up; NGX_ERROR.
+ */
+
+static ngx_int_t
+ngx_http_simhash_judge(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf)
+{
+    ngx_int_t    rc;
+    sh_result_t  res;
+
     rc = ngx_http_simhash_identical(r, ctx, slcf);
 
     if (rc == NGX_OK) {
-        return ngx_http_simhash_send(r, ctx);
+        return NGX_OK;
     }
 
     if (rc == NGX_ERROR) {
@@ -406,20 +531,16 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
 
     rc = ngx_http_simhash_feed_held(r, ctx, slcf);
 
-    if (rc == NGX_DECLINED) {
-        /* skipped, with ctx->reason */
-        return ngx_http_simhash_give_up(r, ctx, ctx->reason, NULL, 1);
-    }
-
     if (rc != NGX_OK) {
-        return NGX_ERROR;
+        /* NGX_DECLINED: skipped, with ctx->verdict.reason */
+        return rc;
     }
 
     if (ctx->zlib && !ctx->zend) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "simhash: compressed body ends before its stream does");
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ENCODING);
-        return ngx_http_simhash_send(r, ctx);
+        return NGX_OK;
     }
 
     ngx_memzero(&res, sizeof(sh_result_t));
@@ -428,7 +549,7 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "simhash: sh_doc_finish() failed");
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
-        return ngx_http_simhash_send(r, ctx);
+        return NGX_OK;
     }
 
     if (res.status == SH_STATUS_OK && sh_doc_whole(ctx->doc)) {
@@ -448,10 +569,9 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
     switch (res.status) {
 
     case SH_STATUS_OK:
-        if (ngx_http_simhash_decide(r, ctx, slcf, &res) != NGX_OK) {
-            return NGX_ERROR;
-        }
-        break;
+        /* NGX_OK, NGX_AGAIN (pending) or NGX_ERROR */
+        rc = ngx_http_simhash_decide(r, ctx, slcf, &res);
+        return (rc == NGX_OK || rc == NGX_AGAIN) ? rc : NGX_ERROR;
 
     case SH_STATUS_TOO_SHORT:
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_TOO_SHORT);
@@ -475,7 +595,7 @@ ngx_http_simhash_finish(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx)
         break;
     }
 
-    return ngx_http_simhash_send(r, ctx);
+    return NGX_OK;
 }
 
 
@@ -501,7 +621,7 @@ ngx_http_simhash_feed_held(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     if (ctx->doc == NULL) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "simhash: sh_doc_new() failed");
-        ctx->reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
+        ctx->verdict.reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
         return NGX_DECLINED;
     }
 
@@ -533,7 +653,7 @@ ngx_http_simhash_feed(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     if (sh_doc_feed(ctx->doc, data, len) != 0) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "simhash: sh_doc_feed() failed");
-        ctx->reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
+        ctx->verdict.reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
         return NGX_DECLINED;
     }
 
@@ -600,12 +720,12 @@ ngx_http_simhash_inflate(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         if (n) {
             if (ctx->fed + n > slcf->max_body) {
-                ctx->reason = NGX_HTTP_SIMHASH_SKIP_TOO_LARGE;
+                ctx->verdict.reason = NGX_HTTP_SIMHASH_SKIP_TOO_LARGE;
                 return NGX_DECLINED;
             }
 
             if (sh_doc_feed(ctx->doc, ctx->zbuf, n) != 0) {
-                ctx->reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
+                ctx->verdict.reason = NGX_HTTP_SIMHASH_SKIP_ERROR;
                 return NGX_DECLINED;
             }
 
@@ -640,7 +760,7 @@ failed:
                   "simhash: cannot inflate the body: %s",
                   zs->msg ? zs->msg : "inflate() failed");
 
-    ctx->reason = NGX_HTTP_SIMHASH_SKIP_ENCODING;
+    ctx->verdict.reason = NGX_HTTP_SIMHASH_SKIP_ENCODING;
     return NGX_DECLINED;
 }
 

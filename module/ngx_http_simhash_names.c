@@ -3,7 +3,8 @@
  * How the module spells what it reports, shared by every file that writes
  * a header, a variable, a statistic, a log line or a message of nginx -t:
  * the names of the statuses and of the reasons to skip, a score in nats,
- * and "file:line" of a directive (for messages given after parsing).
+ * "file:line" of a directive (for messages given after parsing), and a
+ * key as it may go into a header (escape).
  */
 
 
@@ -67,4 +68,52 @@ ngx_http_simhash_where(ngx_conf_t *cf, ngx_str_t *where)
     where->data = p;
     where->len = ngx_sprintf(p, "%V:%ui", &cf->conf_file->file.name,
                              cf->conf_file->line) - p;
+}
+
+
+/*
+ * A stored key as it may go into a header, a variable or a log line: the
+ * bytes of the key with every control byte, space, DEL and byte >= 0x80
+ * percent-encoded (%0D, %20, %7F, %C3...), so that whatever a request
+ * put in the key (a decoded $uri may hold CR LF) cannot end the header
+ * line or inject another one.  Other bytes, '%' included, are kept: a key
+ * made from $request_uri is a URL already and comes out unchanged.
+ */
+
+ngx_int_t
+ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
+    ngx_str_t *out)
+{
+    u_char       *p;
+    size_t        i, n;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        n += (key[i] <= 0x20 || key[i] >= 0x7f) ? 3 : 1;
+    }
+
+    out->data = ngx_pnalloc(pool, n);
+    if (out->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = out->data;
+
+    for (i = 0; i < len; i++) {
+        if (key[i] <= 0x20 || key[i] >= 0x7f) {
+            *p++ = '%';
+            *p++ = hex[key[i] >> 4];
+            *p++ = hex[key[i] & 0xf];
+
+        } else {
+            *p++ = key[i];
+        }
+    }
+
+    out->len = n;
+
+    return NGX_OK;
 }

@@ -95,7 +95,7 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
                                     &ctx->predicted)
         != NGX_OK
         || ngx_http_simhash_escape(r->pool, p->name.data, p->name.len,
-                                   &ctx->duplicate_of)
+                                   &ctx->verdict.duplicate_of)
            != NGX_OK
         || ngx_http_simhash_escape(r->pool, key.data, key.len, &safe)
            != NGX_OK)
@@ -107,7 +107,7 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash dust: predicted duplicate of \"%V\" by %V",
-                   &ctx->duplicate_of, &ctx->predicted);
+                   &ctx->verdict.duplicate_of, &ctx->predicted);
 
     answer = 0;
 
@@ -155,7 +155,7 @@ ngx_http_simhash_dust_handler(ngx_http_request_t *r)
 
     /* fetched: the response's decision is what counts */
 
-    ngx_str_null(&ctx->duplicate_of);
+    ngx_str_null(&ctx->verdict.duplicate_of);
 
     return NGX_DECLINED;
 }
@@ -182,7 +182,7 @@ ngx_http_simhash_dust_droppable(ngx_http_request_t *r,
 {
     ngx_str_t  form, escaped;
 
-    if (ngx_http_simhash_drop_allowed(slcf, safe, &ctx->duplicate_of, 0)
+    if (ngx_http_simhash_drop_allowed(slcf, safe, &ctx->verdict.duplicate_of, 0)
         || ngx_http_simhash_dust_same_path(slcf->zone, key, &p->name,
                                            r->connection->log))
     {
@@ -208,7 +208,7 @@ ngx_http_simhash_dust_droppable(ngx_http_request_t *r,
                    "simhash dust: named by its fetched form \"%V\"",
                    &escaped);
 
-    ctx->duplicate_of = escaped;
+    ctx->verdict.duplicate_of = escaped;
 
     return 1;
 }
@@ -293,7 +293,7 @@ ngx_http_simhash_dust_answer(ngx_http_request_t *r,
 
     ctx->early = 0;
     ctx->phase = NGX_HTTP_SIMHASH_DONE;
-    ctx->status = NGX_HTTP_SIMHASH_DUPLICATE;
+    ctx->verdict.status = NGX_HTTP_SIMHASH_DUPLICATE;
     ctx->action = NGX_HTTP_SIMHASH_ACT_PREDICTED;
 
     r->headers_out.status = slcf->drop_code;

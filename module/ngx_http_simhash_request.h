@@ -1,9 +1,9 @@
 /*
  * ngx_http_simhash_request.h -- what the stages of a response's path share:
  * the request's context (ngx_http_simhash_ctx_t, made by the header filter
- * or, for a prediction, by the precontent handler) and each stage's entry
- * points.  The stages, in the order a response meets them, are listed at
- * the top of ngx_simhash_module.c.
+ * or, for a prediction, by the precontent handler), the decision's verdict
+ * in it, and each stage's entry points.  The stages, in the order a
+ * response meets them, are listed at the top of ngx_simhash_module.c.
  */
 
 
@@ -32,6 +32,7 @@
 
 typedef enum {
     NGX_HTTP_SIMHASH_READ = 0,  /* holding the body, fingerprinting */
+    NGX_HTTP_SIMHASH_WAIT,      /* body held whole, the decision pending */
     NGX_HTTP_SIMHASH_PASS,      /* header sent, body passes untouched */
     NGX_HTTP_SIMHASH_DONE,      /* everything sent */
     NGX_HTTP_SIMHASH_NONE       /* not a response of ours: nothing decided */
@@ -50,6 +51,38 @@ typedef enum {
     NGX_HTTP_SIMHASH_ACT_VERIFIED       /* predicted, fetched to check
                                            (dropped or passed after) */
 } ngx_http_simhash_action_e;
+
+
+/*
+ * The decision's value: ngx_http_simhash_decide.c makes it, the response
+ * (ngx_http_simhash_response.c) acts on it, the variables read it.  What
+ * the page is (status, or why it was skipped; its fingerprint, its
+ * original and the distance to it) and what the crawler gets (drop: the
+ * drop status with an empty body, else the held body, tagged).  The
+ * headers to set follow from these and simhash_reveal.  What to index is
+ * not handed on: the decision writes the zone in the hold of the lock that
+ * read it, so that two workers never both call one page new.
+ *
+ * pending: the decision awaits an answer from another machine; the body
+ * filter holds the response (phase WAIT) until the decision clears it.
+ * See ngx_http_simhash_decide() for the contract.
+ */
+typedef struct {
+    ngx_http_simhash_status_e    status;
+    ngx_http_simhash_skip_e      reason;    /* skipped: why */
+    unsigned                     has_hash:1;
+    unsigned                     has_distance:1;    /* and the score */
+    uint64_t                     hash;
+    ngx_uint_t                   distance;
+    uint32_t                     score;     /* sh_match.h units */
+    ngx_str_t                    duplicate_of;  /* escaped */
+
+    /* dropped or passed, decided once (drop_known), on the original,
+     * before simhash_reveal hides anything */
+    unsigned                     drop:1;
+    unsigned                     drop_known:1;
+    unsigned                     pending:1;
+} ngx_http_simhash_verdict_t;
 
 
 typedef struct {
@@ -79,15 +112,9 @@ typedef struct {
     unsigned                     zdeflate:1;    /* encoding was deflate */
     unsigned                     zend:1;        /* stream end seen */
 
-    /* the outcome, for headers and variables */
-    ngx_http_simhash_status_e    status;
-    ngx_http_simhash_skip_e      reason;
-    unsigned                     has_hash:1;
-    unsigned                     has_distance:1;    /* and the score */
-    uint64_t                     hash;
-    ngx_uint_t                   distance;
-    uint32_t                     score;     /* sh_match.h units */
-    ngx_str_t                    duplicate_of;
+    /* the decision: what the page is and what is sent */
+    ngx_http_simhash_verdict_t   verdict;
+
     /* simhash_reveal: what the headers and variables leave out; the
      * fields above stay as decided, for the drop decision and the log */
     unsigned                     hide_status:1;     /* simhash_reveal off */
@@ -106,15 +133,13 @@ typedef struct {
     unsigned                     action:3;      /* ngx_http_simhash_action_e */
     unsigned                     verifying:1;   /* a prediction, fetched as
                                                    a verification sample */
-    /* whether the response is dropped, decided once (drop_known); and
-     * whether the console counted it already, in the decision's hold */
-    unsigned                     drop:1;
-    unsigned                     drop_known:1;
+    /* whether the console counted it already, in the decision's hold */
     unsigned                     accounted:1;
 } ngx_http_simhash_ctx_t;
 
 
-/* the filters after ours, as postconfiguration found them */
+/* the filters after ours, as postconfiguration found them: the body
+ * filter's alone to call (a response's path goes one way) */
 extern ngx_http_output_header_filter_pt  ngx_http_simhash_next_header_filter;
 extern ngx_http_output_body_filter_pt    ngx_http_simhash_next_body_filter;
 
@@ -132,36 +157,32 @@ ngx_int_t ngx_http_simhash_header_filter(ngx_http_request_t *r);
 ngx_int_t ngx_http_simhash_body_filter(ngx_http_request_t *r, ngx_chain_t *in);
 
 
-/* ngx_http_simhash_decide.c: the zone's answer for a body or a fingerprint */
+/* ngx_http_simhash_decide.c: the verdict (ctx->verdict).  identical and
+ * decide: the zone's answer for a body or a fingerprint (NGX_AGAIN:
+ * pending, see ngx_http_simhash_decide()); skip: the page is not
+ * fingerprinted; conclude: what the crawler gets (drop or pass), counted
+ * for the console once */
 ngx_int_t ngx_http_simhash_identical(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 ngx_int_t ngx_http_simhash_decide(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     sh_result_t *res);
+void ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_skip_e reason);
+void ngx_http_simhash_conclude(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
 
 
-/* ngx_http_simhash_response.c: the X-Simhash-* headers, the held body
- * sent */
-ngx_int_t ngx_http_simhash_send(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx);
+/* ngx_http_simhash_response.c: the verdict acted on: the X-Simhash-*
+ * headers and what is sent (the filter sends it) */
+ngx_int_t ngx_http_simhash_respond(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_chain_t **out);
 ngx_int_t ngx_http_simhash_reveal(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
 ngx_int_t ngx_http_simhash_set_headers(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx);
 ngx_int_t ngx_http_simhash_add_header(ngx_http_request_t *r, ngx_str_t *key,
     u_char *value, size_t len);
-ngx_int_t ngx_http_simhash_escape(ngx_pool_t *pool, u_char *key, size_t len,
-    ngx_str_t *out);
-void ngx_http_simhash_skip(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
-    ngx_http_simhash_skip_e reason);
-/* whether the response is dropped (decided once); the console's
- * accounting of the decision, `locked` in the decision's hold of the
- * zone's lock (no second hold), else taking it */
-ngx_uint_t ngx_http_simhash_drops(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf);
-void ngx_http_simhash_account(ngx_http_request_t *r,
-    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    ngx_uint_t locked);
 
 
 /* ngx_http_simhash_variables.c: $simhash and the others */

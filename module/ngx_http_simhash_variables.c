@@ -125,6 +125,7 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
     }
 
     if (ctx == NULL || ctx->phase == NGX_HTTP_SIMHASH_READ
+        || ctx->phase == NGX_HTTP_SIMHASH_WAIT
         || ctx->phase == NGX_HTTP_SIMHASH_NONE)
     {
         v->not_found = 1;
@@ -140,7 +141,9 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
     switch (data) {
 
     case NGX_HTTP_SIMHASH_VAR_HASH:
-        if (!ctx->has_hash || ctx->status == NGX_HTTP_SIMHASH_SKIPPED) {
+        if (!ctx->verdict.has_hash
+            || ctx->verdict.status == NGX_HTTP_SIMHASH_SKIPPED)
+        {
             v->not_found = 1;
             return NGX_OK;
         }
@@ -150,7 +153,7 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        v->len = ngx_sprintf(p, "%016uxL", ctx->hash) - p;
+        v->len = ngx_sprintf(p, "%016uxL", ctx->verdict.hash) - p;
         v->data = p;
         break;
 
@@ -160,8 +163,8 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-        v->len = ngx_http_simhash_status_names[ctx->status].len;
-        v->data = ngx_http_simhash_status_names[ctx->status].data;
+        v->len = ngx_http_simhash_status_names[ctx->verdict.status].len;
+        v->data = ngx_http_simhash_status_names[ctx->verdict.status].data;
         break;
 
     case NGX_HTTP_SIMHASH_VAR_ACTION:
@@ -178,17 +181,17 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         break;
 
     case NGX_HTTP_SIMHASH_VAR_DUP:
-        if (ctx->duplicate_of.len == 0 || ctx->hide_original) {
+        if (ctx->verdict.duplicate_of.len == 0 || ctx->hide_original) {
             v->not_found = 1;
             return NGX_OK;
         }
 
-        v->len = ctx->duplicate_of.len;
-        v->data = ctx->duplicate_of.data;
+        v->len = ctx->verdict.duplicate_of.len;
+        v->data = ctx->verdict.duplicate_of.data;
         break;
 
     default: /* NGX_HTTP_SIMHASH_VAR_DISTANCE, _SCORE */
-        if (!ctx->has_distance || ctx->hide_original) {
+        if (!ctx->verdict.has_distance || ctx->hide_original) {
             v->not_found = 1;
             return NGX_OK;
         }
@@ -199,10 +202,10 @@ ngx_http_simhash_variable(ngx_http_request_t *r,
         }
 
         if (data == NGX_HTTP_SIMHASH_VAR_SCORE) {
-            v->len = ngx_http_simhash_score(p, ctx->score) - p;
+            v->len = ngx_http_simhash_score(p, ctx->verdict.score) - p;
 
         } else {
-            v->len = ngx_sprintf(p, "%ui", ctx->distance) - p;
+            v->len = ngx_sprintf(p, "%ui", ctx->verdict.distance) - p;
         }
 
         v->data = p;
