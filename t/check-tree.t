@@ -3,7 +3,9 @@
 # small trees written here: each target broken once (a circle by calls, a
 # circle by includes, the zone core calling a feature, a file and a function
 # one line too long, an include loop in src/, a feature calling the store
-# and the image itself), each caught at its file and line; and the same
+# and the image itself, a response's path turned back: the response using
+# the filter's next-filter pointer, the decision the response's function
+# and variable), each caught at its file and line; and the same
 # trees one step short of each limit pass (a feature naming the store's
 # types, the zone core calling the store).  Last, it runs on this tree and
 # says each thing it finds as FILE:LINE: what.
@@ -125,6 +127,42 @@ EOF
         . "static int (*table[])(int) = {\n"
         . "    ngx_http_simhash_stats_get, ngx_http_simhash_dust_init\n};\n"
         . ("/* filler */\n" x 1496),
+    # a response's path, one way: the filter owns the next filters and
+    # calls the decision, then the response
+    'module/ngx_http_simhash_filter.c' => <<'EOF',
+#include "ngx_http_simhash.h"
+int (*ngx_http_simhash_next_body_filter)(int);
+static int  ngx_http_simhash_held;
+int
+ngx_http_simhash_body_filter(int x)
+{
+    x = ngx_http_simhash_decide(x) + ngx_http_simhash_held;
+    x = ngx_http_simhash_respond(x);
+    return ngx_http_simhash_next_body_filter(x);
+}
+EOF
+    'module/ngx_http_simhash_decide.c' => <<'EOF',
+#include "ngx_http_simhash.h"
+int
+ngx_http_simhash_decide(int x)
+{
+    return ngx_http_simhash_zone_find(x);
+}
+EOF
+    'module/ngx_http_simhash_response.c' => <<'EOF',
+#include "ngx_http_simhash.h"
+int  ngx_http_simhash_headers_set;
+static int
+ngx_http_simhash_held(int x)
+{
+    return x;   /* a name of the filter's, static in both */
+}
+int
+ngx_http_simhash_respond(int x)
+{
+    return ngx_http_simhash_held(x) + ngx_http_simhash_headers_set;
+}
+EOF
     'src/sh_a.h' => "#include \"sh_b.h\"\n",
     'src/sh_a.c' => "#include \"sh_a.h\"\n#include \"sh_a_internal.h\"\n",
     'src/sh_a_internal.h' => "#include \"sh_a.h\"\n",
@@ -180,6 +218,26 @@ ngx_http_simhash_guard_get(int x)
     return sh_image_save_step(&x);
 }
 EOF
+    # the path turned back: the response sends through the filter's
+    # pointer, the decision sets a header through the response
+    'module/ngx_http_simhash_response.c' => <<'EOF',
+#include "ngx_http_simhash.h"
+int  ngx_http_simhash_headers_set;
+int
+ngx_http_simhash_respond(int x)
+{
+    return ngx_http_simhash_next_body_filter(x);
+}
+EOF
+    'module/ngx_http_simhash_decide.c' => <<'EOF',
+#include "ngx_http_simhash.h"
+int
+ngx_http_simhash_decide(int x)
+{
+    ngx_http_simhash_headers_set = 1;
+    return ngx_http_simhash_respond(x);
+}
+EOF
     # `step` is allowed its length in the tokenizer model only
     'src/sh_other.c' => func('step', 151),
     'tools/simhash/cmd_x.c' => "\n" . func('cmd_x', 151),
@@ -207,6 +265,12 @@ my @expect = (
                      . 'ngx_http_simhash_zone_find'],
     ["${M}guard.c:5", 'calls sh_store_doc; only the zone core'],
     ["${M}guard.c:6", 'calls sh_image_save_step; only the zone core'],
+    ["${M}response.c:6", 'uses ngx_http_simhash_next_body_filter '
+                         . "(${M}filter.c): a response's path goes one way"],
+    ["${M}decide.c:5", 'uses ngx_http_simhash_headers_set '
+                       . "(${M}response.c): a response's path goes one way"],
+    ["${M}decide.c:6", 'uses ngx_http_simhash_respond '
+                       . "(${M}response.c): a response's path goes one way"],
     ['src/sh_a.h:1', 'include circle among {sh_a, sh_b, sh_c}: includes '
                      . 'src/sh_b.h'],
     ['src/sh_b.c:2', 'include circle among {sh_a, sh_b, sh_c}: includes '

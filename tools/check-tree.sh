@@ -16,6 +16,11 @@
 #   (f) only the zone core (zone.c, zone_conf.c) calls sh_store_*,
 #       sh_index_* and sh_image_* functions in module/ and the top file (a
 #       call: the name and `(` inside a body; a type may be named anywhere).
+#   (g) a response's path goes one way: the body filter (filter.c) calls
+#       the decision (decide.c), then the response (response.c), and neither
+#       calls back: response.c uses nothing filter.c or decide.c defines
+#       (a function, or a variable such as the next-filter pointers),
+#       decide.c nothing response.c defines (ONE_WAY below).
 #
 # Each violation is one line, FILE:LINE: what (a circle: one line per arrow
 # in it, where the arrow is first drawn).  Exit 0 when there is none, 1
@@ -45,6 +50,16 @@ my @ZONE_CORE = qw(module/ngx_http_simhash_zone.c
 # What the zone core may use of other module files: the part table (issue
 # 33 item 1) -- the table and whatever it is named, nothing of a feature.
 my @ZONE_MAY_CALL = (qr/^ngx_http_simhash_(zone_)?parts?(_|\z)/);
+
+# A response's path, one way (g): [file, the files whose functions and
+# variables it may not use].  The filter may use both: it calls the
+# decision, then the response, and sends what the response made.
+my @ONE_WAY = (
+    ['module/ngx_http_simhash_response.c',
+     ['module/ngx_http_simhash_filter.c', 'module/ngx_http_simhash_decide.c']],
+    ['module/ngx_http_simhash_decide.c',
+     ['module/ngx_http_simhash_response.c']],
+);
 
 # Functions allowed over $MAX_FUNC_LINES: [file, function, why].
 my @LONG_FUNCTIONS = (
@@ -308,6 +323,57 @@ for my $f (grep { !$core{$_} } @module) {
         problem($f, line_at($s, $-[1]), "calls $1; only the zone core "
                 . "(zone.c, zone_conf.c) calls sh_store_*, sh_index_* and "
                 . "sh_image_*");
+    }
+}
+
+# (g) one way.  What a file offers the others: its functions and its
+# variables that are not static (a variable: a declaration at depth 0, not
+# static, extern or typedef, whose name is not followed by `(`, or a
+# pointer to a function, `type (*name)(...)`).
+sub globals {
+    my ($f) = @_;
+    my @names = map { $_->[0] } grep { !$_->[3] } functions($f);
+    my $s = code($f);
+    my ($depth, $outer) = (0, '');
+    for my $piece (split /([{}])/, $s) {
+        if ($piece eq '{') { $outer .= '{' if $depth++ == 0; next }
+        if ($piece eq '}') { $depth-- if $depth; $outer .= '}' if !$depth;
+                             next }
+        $outer .= $piece if !$depth;
+    }
+    for my $st (split /[;{}]/, $outer) {
+        next if $st =~ /\b(?:static|extern|typedef)\b/;
+        $st =~ s/=.*//s;
+        if ($st =~ /\(/) {
+            # a pointer to a function, `type (*name)(args)`; else a
+            # function's declaration
+            push @names, $1 if $st =~ /\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(/;
+            next;
+        }
+        $st =~ s/\[[^\]]*\]//g;
+        # a type, then the name
+        push @names, $1 if $st =~ /[A-Za-z_]\w*[\s*]+([A-Za-z_]\w*)\s*\z/;
+    }
+    return @names;
+}
+
+for my $rule (@ONE_WAY) {
+    my ($from, $targets) = @$rule;
+    next unless -f $from;
+    for my $to (grep { -f } @$targets) {
+        my @names = globals($to) or next;
+        my $re = join('|', map { quotemeta } sort { length $b <=> length $a }
+                                                  @names);
+        my $s = code($from);
+        my %seen;
+        while ($s =~ /\b($re)\b/g) {
+            my ($name, $at) = ($1, $-[1]);
+            next if $seen{$name}++;
+            problem($from, line_at($s, $at), "uses $name ($to): a "
+                    . "response's path goes one way (filter.c calls "
+                    . "decide.c, then response.c; response.c calls neither, "
+                    . "decide.c not response.c)");
+        }
     }
 }
 
