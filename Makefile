@@ -81,12 +81,14 @@ $(LIB): $(LIB_OBJS)
 	ar rcs $@ $^
 
 # libjansson: `simhash explain` reads the node's JSON answer to print it
-# for a reader (tools/simhash/explain_show.c)
-CLI_PKGS  := jansson
+# for a reader (tools/simhash/explain_show.c); libhiredis: `simhash
+# cluster` loads and probes a Redis Cluster (tools/simhash/cmd_cluster.c)
+CLI_PKGS  := jansson hiredis
 $(CLI_OBJS): CFLAGS_ALL += $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
 $(CLI): $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIB) $(LDLIBS_ALL) \
-	    $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null || echo -ljansson)
+	    $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null \
+	        || echo -ljansson -lhiredis)
 
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(dir $@)

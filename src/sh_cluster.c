@@ -111,7 +111,7 @@ sh_cluster_layout_init(sh_cluster_layout_t *l, const char *prefix,
     l->rec_bits = rec_bits;
     l->fp_tail = (64 - fp_bits + 7) / 8;
     l->rec_tail = (64 - rec_bits + 7) / 8;
-    l->fp_entry = l->fp_tail + 8;
+    l->fp_entry = l->fp_tail + 4;
     l->rec_entry = l->rec_tail + 8 + 8 + 4 + 16;
     memcpy(l->mackey, mackey, SH_CLUSTER_MACKEY_LEN);
     return 0;
@@ -155,9 +155,43 @@ sh_cluster_key(const sh_cluster_layout_t *l, int kind, uint32_t bucket,
 
     memcpy(buf, l->prefix, l->prefix_len);
     buf[l->prefix_len] = (char) kind;
+    if (kind == SH_CLUSTER_META) {
+        buf[l->prefix_len + 1] = '\0';
+        return l->prefix_len + 1;
+    }
     n = snprintf(buf + l->prefix_len + 1, 8, "%0*x", (int) (bits + 3) / 4,
                  (unsigned) bucket);
     return l->prefix_len + 1 + (size_t) n;
+}
+
+size_t
+sh_cluster_meta_format(const sh_cluster_layout_t *l, char *buf)
+{
+    return (size_t) snprintf(buf, SH_CLUSTER_META_MAX, "%u %u", l->fp_bits,
+                             l->rec_bits);
+}
+
+int
+sh_cluster_meta_parse(const char *s, size_t len, unsigned *fp_bits,
+                      unsigned *rec_bits)
+{
+    char     buf[SH_CLUSTER_META_MAX], tail;
+    unsigned a, b;
+
+    if (len == 0 || len >= sizeof(buf)) {
+        return -1;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (sscanf(buf, "%u %u%c", &a, &b, &tail) != 2
+        || a < SH_CLUSTER_BITS_MIN || a > SH_CLUSTER_BITS_MAX
+        || b < SH_CLUSTER_BITS_MIN || b > SH_CLUSTER_BITS_MAX)
+    {
+        return -1;
+    }
+    *fp_bits = a;
+    *rec_bits = b;
+    return 0;
 }
 
 size_t
@@ -174,11 +208,16 @@ chunk_mac(const sh_cluster_layout_t *l, int kind, uint32_t bucket,
           unsigned char mac[SH_CLUSTER_MAC_LEN])
 {
     static const char tag[] = "simhash-cluster-1";
-    unsigned char     head[5], full[SH_MAC_FULL];
+    unsigned char     head[6], full[SH_MAC_FULL];
     sh_mac_part_t     parts[4];
 
+    /* the bucket's bits too: a bucket number names other fingerprints
+     * under other bits, so a chunk read under a forged layout (the meta
+     * key) is forged, not misread */
     head[0] = (unsigned char) kind;
-    sh_le_put(head + 1, bucket, 4);
+    head[1] = (unsigned char) (kind == SH_CLUSTER_FP ? l->fp_bits
+                                                     : l->rec_bits);
+    sh_le_put(head + 2, bucket, 4);
     parts[0].data = tag;
     parts[0].len = sizeof(tag);
     parts[1].data = l->prefix;
@@ -222,7 +261,7 @@ sh_cluster_encode_fp(const sh_cluster_layout_t *l, uint32_t bucket,
             return 0;
         }
         p = sh_le_put(p, e[i].fp, l->fp_tail);
-        p = sh_le_put(p, e[i].id, 8);
+        p = sh_le_put(p, e[i].id >> 32, 4);
     }
     return chunk_close(l, SH_CLUSTER_FP, bucket, out, n, p);
 }
@@ -376,7 +415,7 @@ sh_cluster_near(const sh_cluster_layout_t *l, uint32_t bucket,
             if (checked < 0) {
                 break;
             }
-            e.id = sh_le_get(p + l->fp_tail, 8);
+            e.id = sh_le_get(p + l->fp_tail, 4) << 32;
             near_add(out, dist, max, found, &e, d);
             found++;
         }
@@ -386,23 +425,19 @@ sh_cluster_near(const sh_cluster_layout_t *l, uint32_t bucket,
     return found;
 }
 
-int
-sh_cluster_find_rec(const sh_cluster_layout_t *l, uint32_t bucket,
-                    const unsigned char *v, size_t len, uint64_t kh,
-                    sh_cluster_rec_t *out, sh_cluster_read_t *rd)
+/*
+ * The newest version of the document whose key hash, masked, is `want`
+ * (kh: mask all ones; an entry: the top 32 bits).
+ */
+static int
+find_rec(const sh_cluster_layout_t *l, uint32_t bucket,
+         const unsigned char *v, size_t len, uint64_t want, uint64_t mask,
+         sh_cluster_rec_t *out, sh_cluster_read_t *rd)
 {
-    sh_cluster_read_t    local;
     const unsigned char *ents;
     size_t               n, size, i;
     int                  have = 0;
 
-    if (rd == NULL) {
-        rd = &local;
-    }
-    memset(rd, 0, sizeof(*rd));
-    if (sh_cluster_rec_bucket(l, kh) != bucket) {
-        return 0;
-    }
     while ((size = chunk_next(v, len, SH_CLUSTER_REC, l->rec_entry, &ents,
                               &n, rd)) != 0)
     {
@@ -414,7 +449,7 @@ sh_cluster_find_rec(const sh_cluster_layout_t *l, uint32_t bucket,
 
             r.kh = whole(sh_le_get(p, l->rec_tail), l->rec_tail, l->rec_bits,
                          bucket);
-            if (r.kh != kh) {
+            if ((r.kh & mask) != want) {
                 continue;
             }
             if (!checked) {
@@ -443,6 +478,87 @@ sh_cluster_find_rec(const sh_cluster_layout_t *l, uint32_t bucket,
         len -= size;
     }
     return have;
+}
+
+int
+sh_cluster_find_rec(const sh_cluster_layout_t *l, uint32_t bucket,
+                    const unsigned char *v, size_t len, uint64_t kh,
+                    sh_cluster_rec_t *out, sh_cluster_read_t *rd)
+{
+    sh_cluster_read_t local;
+
+    if (rd == NULL) {
+        rd = &local;
+    }
+    memset(rd, 0, sizeof(*rd));
+    if (sh_cluster_rec_bucket(l, kh) != bucket) {
+        return 0;
+    }
+    return find_rec(l, bucket, v, len, kh, ~(uint64_t) 0, out, rd);
+}
+
+int
+sh_cluster_find_entry_rec(const sh_cluster_layout_t *l, uint32_t bucket,
+                          const unsigned char *v, size_t len,
+                          const sh_cluster_fpent_t *e, sh_cluster_rec_t *out,
+                          sh_cluster_read_t *rd)
+{
+    sh_cluster_read_t local;
+    uint64_t          top = 0xffffffff00000000ull;
+
+    if (rd == NULL) {
+        rd = &local;
+    }
+    memset(rd, 0, sizeof(*rd));
+    if (sh_cluster_rec_bucket(l, e->id) != bucket) {
+        return 0;
+    }
+    /* Two documents of one top half both current: the one of e's
+     * fingerprint is wanted, and the search for the newest is by key hash
+     * then; odds of two such keys in a bucket at 2^30 documents: 2^-2 of
+     * a bucket pair's, never a wrong answer (the fingerprint decides). */
+    if (!find_rec(l, bucket, v, len, e->id & top, top, out, rd)) {
+        return 0;
+    }
+    if (out->fp == e->fp) {
+        return 1;
+    }
+    /* the newest of that top half is another fingerprint: another
+     * document of the same top bits may still hold e's */
+    {
+        const unsigned char *ents;
+        const unsigned char *w = v;
+        size_t               wl = len, n, size, i;
+        sh_cluster_read_t    again;
+
+        memset(&again, 0, sizeof(again));
+        while ((size = chunk_next(w, wl, SH_CLUSTER_REC, l->rec_entry, &ents,
+                                  &n, &again)) != 0)
+        {
+            for (i = 0; i < n; i++) {
+                const unsigned char *p = ents + i * l->rec_entry;
+                uint64_t kh = whole(sh_le_get(p, l->rec_tail), l->rec_tail,
+                                    l->rec_bits, bucket);
+
+                if ((kh & top) == (e->id & top) && kh != out->kh
+                    && sh_le_get(p + l->rec_tail, 8) == e->fp)
+                {
+                    sh_cluster_read_t rd2;
+
+                    memset(&rd2, 0, sizeof(rd2));
+                    if (find_rec(l, bucket, v, len, kh, ~(uint64_t) 0, out,
+                                 &rd2) && out->fp == e->fp)
+                    {
+                        rd->forged += rd2.forged;
+                        return 1;
+                    }
+                }
+            }
+            w += size;
+            wl -= size;
+        }
+    }
+    return 0;
 }
 
 unsigned

@@ -11,8 +11,9 @@
  *     PREFIX "f" HEX   a bucket of PSM's table: the documents whose
  *                      fingerprint's top fp_bits bits are HEX.  Each entry
  *                      is the fingerprint's tail (its other 64 - fp_bits
- *                      bits, in as few bytes as hold them) and the
- *                      document's id (its key hash, 8 bytes).
+ *                      bits, in as few bytes as hold them) and the top 32
+ *                      bits of the document's key hash: enough to find its
+ *                      record (below), which has the rest.
  *     PREFIX "r" HEX   a bucket of records: the documents whose key hash's
  *                      top rec_bits bits are HEX.  Each entry is the key
  *                      hash's tail, the fingerprint (8), the body digest
@@ -23,9 +24,11 @@
  * take.  A lookup probes the fingerprint buckets PSM's order names (VOSH
  * over the top fp_bits bits: sh_cluster_probes), compares every entry of
  * each with the page's fingerprint, and reads the candidate's record for
- * its sketches and to check that the entry is current (a document whose
- * fingerprint changed leaves its old entry behind; its record names the
- * new one).  A re-fetch reads its key's record bucket.
+ * its sketches, its whole key hash (its id in Duplicate-Of) and to check
+ * that the entry is current: the record must have the entry's
+ * fingerprint, which also tells apart two documents whose key hashes
+ * share their top 32 bits (a document whose fingerprint changed leaves its
+ * old entry behind; its record names the new one).  A re-fetch reads its key's record bucket.
  *
  * A bucket's value is a run of chunks, each one write of one or more
  * entries:
@@ -34,13 +37,17 @@
  *     count entries              MAC (16 bytes)
  *
  * The MAC is HMAC-SHA256, truncated, of the prefix, the kind, the bucket
- * number and the chunk before it, under a key derived from the tier's
+ * bits and number and the chunk before it, under a key derived from the tier's
  * secret: a client that can write to Redis but does not hold the secret
  * cannot add an entry that is read as the tier's (a forged duplicate), nor
  * move a chunk to another bucket or another tier's prefix.  It can delete
  * or truncate (so can FLUSHALL); a reader then finds fewer documents, never
  * a false one.  A bulk load writes each bucket as one chunk (SET); a node
  * adds a new document as a chunk of one entry (APPEND).
+ *
+ *     PREFIX "m"       the layout: "FP_BITS REC_BITS" in decimal (a bulk
+ *                      load writes it; every node reads it at start).
+ *                      Not MACed: a chunk read under other bits is forged.
  *
  * Everything here is pure computation: no I/O, no allocation.
  */
@@ -66,6 +73,7 @@
 #define SH_CLUSTER_CHUNK_HEAD   3       /* kind and count */
 #define SH_CLUSTER_CHUNK_MAX    65535   /* entries of one chunk */
 
+#define SH_CLUSTER_META         'm'
 #define SH_CLUSTER_FP           'f'
 #define SH_CLUSTER_REC          'r'
 
@@ -110,14 +118,23 @@ uint32_t sh_cluster_fp_bucket(const sh_cluster_layout_t *l, uint64_t fp);
 uint32_t sh_cluster_rec_bucket(const sh_cluster_layout_t *l, uint64_t kh);
 
 /* A bucket's key name, NUL-terminated into buf (SH_CLUSTER_KEY_MAX
- * bytes); returns its length.  kind: SH_CLUSTER_FP or SH_CLUSTER_REC. */
+ * bytes); returns its length.  kind: SH_CLUSTER_FP, SH_CLUSTER_REC or
+ * SH_CLUSTER_META (no bucket). */
 size_t sh_cluster_key(const sh_cluster_layout_t *l, int kind,
                       uint32_t bucket, char *buf);
+
+/* The meta key's value (SH_CLUSTER_META_MAX bytes with its NUL), and
+ * read back: 0, or -1 if it is not a layout. */
+#define SH_CLUSTER_META_MAX     16
+size_t sh_cluster_meta_format(const sh_cluster_layout_t *l, char *buf);
+int sh_cluster_meta_parse(const char *s, size_t len, unsigned *fp_bits,
+                          unsigned *rec_bits);
 
 /* A table entry, and a record. */
 typedef struct {
     uint64_t fp;
-    uint64_t id;            /* the document's key hash */
+    uint64_t id;            /* the document's key hash: read from a
+                               bucket, only its top 32 bits */
 } sh_cluster_fpent_t;
 
 typedef struct {
@@ -172,6 +189,18 @@ size_t sh_cluster_near(const sh_cluster_layout_t *l, uint32_t bucket,
 int sh_cluster_find_rec(const sh_cluster_layout_t *l, uint32_t bucket,
                         const unsigned char *v, size_t len, uint64_t kh,
                         sh_cluster_rec_t *out, sh_cluster_read_t *rd);
+
+/*
+ * The record a table entry names (e: its fingerprint, the top 32 bits of
+ * its key hash) in its record bucket's value (sh_cluster_rec_bucket of
+ * e->id): the newest version of the document whose key hash has those top
+ * bits, if that version still has e's fingerprint.  1 if found, 0 if not
+ * (the document changed since, or the entry is another's).
+ */
+int sh_cluster_find_entry_rec(const sh_cluster_layout_t *l, uint32_t bucket,
+                              const unsigned char *v, size_t len,
+                              const sh_cluster_fpent_t *e,
+                              sh_cluster_rec_t *out, sh_cluster_read_t *rd);
 
 /*
  * The fingerprint buckets a lookup of x reads: x's own first, then the

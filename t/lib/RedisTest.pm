@@ -13,6 +13,7 @@ package RedisTest;
 #   $redis->cmd('XLEN', 'simhash:crawl');
 #   $redis->kill9; $redis->start;       # same port, same data
 #   $redis->stop;
+#   RedisTest->new(extra => "maxmemory 1gb\n")   # more configuration lines
 #
 # RedisTest::available() says whether redis-server is installed; tests skip
 # without it (tools/deps.sh installs it for `make test`).  No Test::More
@@ -76,6 +77,7 @@ sub start {
             . "\nappendfsync no\nlogfile $self->{dir}/redis.log\n"
             . "daemonize no\nprotected-mode no\n";
     print $fh "requirepass $self->{password}\n" if defined $self->{password};
+    print $fh $self->{extra} if defined $self->{extra};
     if ($self->{unixsocket}) {
         # nginx's workers may run as nobody: the directory must let them by
         chmod(0755, $self->{dir});

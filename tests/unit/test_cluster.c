@@ -10,6 +10,8 @@
 #include "sh_cluster.h"
 #include "sh_popcnt.h"
 
+#define TOP 0xffffffff00000000ull
+
 static unsigned char mackey[SH_CLUSTER_MACKEY_LEN];
 
 static void
@@ -77,7 +79,7 @@ test_layout(void **state)
 
     layout(&l, 14, 16);
     assert_int_equal(l.fp_tail, 7);         /* 50 bits */
-    assert_int_equal(l.fp_entry, 15);
+    assert_int_equal(l.fp_entry, 11);
     assert_int_equal(l.rec_tail, 6);        /* 48 bits */
     assert_int_equal(l.rec_entry, 42);
     assert_int_equal(sh_cluster_fp_bucket(&l, 0xfffc000000000000ull), 0x3fff);
@@ -85,6 +87,21 @@ test_layout(void **state)
     assert_string_equal(key, "sh:f3fff");
     assert_int_equal(sh_cluster_key(&l, SH_CLUSTER_REC, 0x2a, key), 8);
     assert_string_equal(key, "sh:r002a");
+    assert_int_equal(sh_cluster_key(&l, SH_CLUSTER_META, 0, key), 4);
+    assert_string_equal(key, "sh:m");
+    {
+        char     meta[SH_CLUSTER_META_MAX];
+        unsigned a, b;
+
+        assert_int_equal(sh_cluster_meta_format(&l, meta), 5);
+        assert_string_equal(meta, "14 16");
+        assert_int_equal(sh_cluster_meta_parse(meta, 5, &a, &b), 0);
+        assert_true(a == 14 && b == 16);
+        assert_int_equal(sh_cluster_meta_parse("14 16x", 6, &a, &b), -1);
+        assert_int_equal(sh_cluster_meta_parse("14", 2, &a, &b), -1);
+        assert_int_equal(sh_cluster_meta_parse("3 16", 4, &a, &b), -1);
+        assert_int_equal(sh_cluster_meta_parse("", 0, &a, &b), -1);
+    }
     layout(&l, 28, 4);
     assert_int_equal(sh_cluster_key(&l, SH_CLUSTER_FP, 0xabcdef1, key), 11);
     assert_string_equal(key, "sh:fabcdef1");
@@ -134,7 +151,7 @@ test_fp_roundtrip(void **state)
     e[13].fp = x ^ 0x300;
     len = sh_cluster_encode_fp(&l, b, e, 200, buf);
     assert_int_equal(len, sh_cluster_chunk_size(&l, SH_CLUSTER_FP, 200));
-    assert_int_equal(len, 3 + 200 * 15 + 16);
+    assert_int_equal(len, 3 + 200 * 11 + 16);
 
     found = sh_cluster_near(&l, b, buf, len, x, 3, got, 8, &rd);
     assert_int_equal(found, 4);
@@ -142,8 +159,8 @@ test_fp_roundtrip(void **state)
     assert_int_equal(rd.entries, 200);
     assert_int_equal(rd.forged, 0);
     assert_int_equal(rd.malformed, 0);
-    assert_true(got[0].fp == x && got[0].id == e[10].id);
-    assert_true(got[1].fp == (x ^ 1) && got[1].id == e[12].id);
+    assert_true(got[0].fp == x && got[0].id == (e[10].id & TOP));
+    assert_true(got[1].fp == (x ^ 1) && got[1].id == (e[12].id & TOP));
     assert_true(got[2].fp == (x ^ 0x300));
     assert_true(got[3].fp == (x ^ 7));
     /* a bound on what is returned, not on what is counted */
@@ -178,7 +195,7 @@ test_forged(void **state)
 
     /* an entry changed by someone without the key: not read */
     memcpy(copy, buf, len);
-    copy[3 + 5 * 15 + 9] ^= 0x01;           /* entry 5's id */
+    copy[3 + 5 * 11 + 9] ^= 0x01;           /* entry 5's id */
     assert_int_equal(sh_cluster_near(&l, b, copy, len, e[5].fp, 0, got, 4,
                                      &rd), 0);
     assert_int_equal(rd.forged, 1);
@@ -210,7 +227,7 @@ test_forged(void **state)
 
     /* a far entry in a forged chunk costs no MAC and is not reported */
     memcpy(copy, buf, len);
-    copy[3 + 5 * 15 + 9] ^= 0x01;
+    copy[3 + 5 * 11 + 9] ^= 0x01;
     assert_int_equal(sh_cluster_near(&l, b, copy, len, e[6].fp ^ 0xff, 0,
                                      got, 4, &rd), 0);
     assert_int_equal(rd.forged, 0);
@@ -233,13 +250,13 @@ test_appended(void **state)
     len = sh_cluster_encode_fp(&l, b, e, 20, buf);
     for (i = 20; i < 30; i++) {
         one = sh_cluster_encode_fp(&l, b, e + i, 1, buf + len);
-        assert_int_equal(one, 3 + 15 + 16);
+        assert_int_equal(one, 3 + 11 + 16);
         len += one;
     }
     for (i = 0; i < 30; i++) {
         assert_int_equal(sh_cluster_near(&l, b, buf, len, e[i].fp, 0, got, 4,
                                          &rd), 1);
-        assert_true(got[0].id == e[i].id);
+        assert_true(got[0].id == (e[i].id & TOP));
         assert_int_equal(rd.chunks, 11);
         assert_int_equal(rd.entries, 30);
     }
@@ -328,6 +345,68 @@ test_records(void **state)
     assert_int_equal(rd.forged, 1);
 }
 
+/* A table entry finds its document's record: by the top half of its key
+ * hash and its fingerprint; not once the document has changed. */
+static void
+test_entry_record(void **state)
+{
+    sh_cluster_layout_t l;
+    sh_cluster_rec_t    r[3], got;
+    sh_cluster_fpent_t  e;
+    sh_cluster_read_t   rd;
+    unsigned char       buf[1024];
+    uint32_t            b = 0x5;
+    size_t              len;
+
+    (void) state;
+    layout(&l, 14, 10);
+    memset(r, 0, sizeof(r));
+    /* two documents whose key hashes share their top 32 bits */
+    r[0].kh = ((uint64_t) b << 54) | 0x0034567800000001ull;
+    r[1].kh = ((uint64_t) b << 54) | 0x0034567800000002ull;
+    r[2].kh = ((uint64_t) b << 54) | 0x0000000000000003ull;
+    r[0].fp = 0x1111;
+    r[1].fp = 0x2222;
+    r[2].fp = 0x3333;
+    r[0].second = 10;
+    r[1].second = 20;
+    r[2].second = 30;
+    len = sh_cluster_encode_rec(&l, b, r, 3, buf);
+    assert_true(len > 0);
+
+    e.fp = 0x1111;
+    e.id = r[0].kh & TOP;
+    assert_int_equal(sh_cluster_find_entry_rec(&l, b, buf, len, &e, &got,
+                                               &rd), 1);
+    assert_true(got.kh == r[0].kh);
+    e.fp = 0x2222;
+    assert_int_equal(sh_cluster_find_entry_rec(&l, b, buf, len, &e, &got,
+                                               &rd), 1);
+    assert_true(got.kh == r[1].kh);
+    e.fp = 0x4444;          /* no such document */
+    assert_int_equal(sh_cluster_find_entry_rec(&l, b, buf, len, &e, &got,
+                                               &rd), 0);
+    /* document 0 changed: its old entry names it no more */
+    r[0].fp = 0x5555;
+    r[0].second = 40;
+    len += sh_cluster_encode_rec(&l, b, &r[0], 1, buf + len);
+    e.fp = 0x1111;
+    assert_int_equal(sh_cluster_find_entry_rec(&l, b, buf, len, &e, &got,
+                                               &rd), 0);
+    e.fp = 0x5555;
+    assert_int_equal(sh_cluster_find_entry_rec(&l, b, buf, len, &e, &got,
+                                               &rd), 1);
+    assert_true(got.kh == r[0].kh && got.second == 40);
+    e.fp = 0x3333;
+    e.id = r[2].kh & TOP;
+    assert_int_equal(sh_cluster_find_entry_rec(&l, b, buf, len, &e, &got,
+                                               &rd), 1);
+    /* another bucket's entry */
+    e.id ^= 1ull << 63;
+    assert_int_equal(sh_cluster_find_entry_rec(&l, b, buf, len, &e, &got,
+                                               &rd), 0);
+}
+
 static void
 test_probes(void **state)
 {
@@ -375,6 +454,7 @@ main(void)
         cmocka_unit_test(test_forged),
         cmocka_unit_test(test_appended),
         cmocka_unit_test(test_records),
+        cmocka_unit_test(test_entry_record),
         cmocka_unit_test(test_probes),
     };
 

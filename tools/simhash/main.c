@@ -19,6 +19,7 @@ int cmd_store_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_entry(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_cluster(int argc, char **argv);
 
 static const cli_command_t commands[] = {
     { "fingerprint", cmd_fingerprint, "print the simhash of each page" },
@@ -32,6 +33,7 @@ static const cli_command_t commands[] = {
     { "calibrate",   cmd_calibrate,   "volatility table from a corpus" },
     { "entry",       cmd_entry,       "write or verify a stream entry" },
     { "explain",     cmd_explain,     "why a node would fetch or drop a URL" },
+    { "cluster",     cmd_cluster,     "the tier's index in a Redis Cluster" },
 };
 
 static void
