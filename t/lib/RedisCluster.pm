@@ -72,7 +72,9 @@ sub start {
 }
 
 # Every live node's view: cluster_state:ok, and the 16384 slots served
-# by masters that the node agrees on with the others.
+# by live masters (not one this harness killed, which the others take
+# for alive until cluster-node-timeout has passed), a map every live node
+# agrees on.
 sub wait_ok {
     my ($self) = @_;
     SimhashTest::wait_until('the cluster to be ok on every node', sub {
@@ -94,6 +96,10 @@ sub _map {
     my ($self, $n) = @_;
     my $slots = eval { $n->cmd('CLUSTER', 'SLOTS') };
     return undef unless ref $slots eq 'ARRAY';
+    for my $r (@$slots) {
+        my $owner = $self->node_of_port($r->[2][1]);
+        return undef unless $owner && $owner->{pid};
+    }
     return join "\n", sort map { "$_->[0]-$_->[1] $_->[2][1]" } @$slots;
 }
 
