@@ -59,6 +59,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash_request.h"
+#include "ngx_http_simhash_cluster.h"
 #include "ngx_http_simhash_dust.h"
 #include "sh_block.h"
 #include "sh_html.h"
@@ -306,6 +307,13 @@ static ngx_command_t  ngx_http_simhash_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
       ngx_http_simhash_dust_rule_directive,
       NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("simhash_cluster_query"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_simhash_cluster_query_directive,
+      NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
 

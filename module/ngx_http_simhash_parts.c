@@ -14,6 +14,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "ngx_http_simhash_cluster.h"
 #include "ngx_http_simhash_dust.h"
 #include "ngx_http_simhash_snapshot.h"
 
@@ -24,5 +25,6 @@ ngx_http_simhash_part_t  *ngx_http_simhash_parts[] = {
     &ngx_http_simhash_sites_part,           /* the console's tables */
     &ngx_http_simhash_snapshot_part,        /* the saves */
     &ngx_http_simhash_replicate_part,       /* the Redis Stream tier */
+    &ngx_http_simhash_cluster_part,         /* the index in a Redis Cluster */
     NULL
 };

@@ -99,8 +99,10 @@ typedef struct {
 
 /*
  * A layout: prefix (printable, no '{' or '}', which would put every
- * bucket in one slot), the bucket bits of each family, and the MAC key
- * (sh_config_derive_key with the purpose "cluster").  0, or -1 and why in
+ * bucket in one slot), the bucket bits of each family, and the MAC key:
+ * sh_mac_derive(key, 32, the stream's key, 32, "cluster"), where the
+ * stream's key is sh_config_derive_key(cfg, "stream mac") (a zone holds
+ * that one already; the command-line tool derives both).  0, or -1 and why in
  * err.
  */
 int sh_cluster_layout_init(sh_cluster_layout_t *l, const char *prefix,

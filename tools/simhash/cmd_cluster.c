@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "sh_cluster.h"
 #include "sh_index.h"
+#include "sh_mac.h"
 #include "sh_radix.h"
 
 #define MASTERS_MAX   64
@@ -579,7 +580,7 @@ static int
 layout_from(sh_cluster_layout_t *l, cli_extract_t *x, const char *prefix,
             unsigned long fp_bits, unsigned long rec_bits)
 {
-    unsigned char key[SH_CLUSTER_MACKEY_LEN];
+    unsigned char key[SH_CLUSTER_MACKEY_LEN], stream[32];
     sh_config_t  *cfg = cli_extract_config(x);
     char          err[160];
     int           rc;
@@ -587,7 +588,12 @@ layout_from(sh_cluster_layout_t *l, cli_extract_t *x, const char *prefix,
     if (cfg == NULL) {
         return -1;
     }
-    rc = sh_config_derive_key(cfg, "cluster", key, sizeof(key));
+    /* as a zone derives it: from the stream's key (sh_cluster.h) */
+    rc = sh_config_derive_key(cfg, "stream mac", stream, sizeof(stream));
+    if (rc == 0) {
+        rc = sh_mac_derive(key, sizeof(key), stream, sizeof(stream),
+                           "cluster");
+    }
     sh_config_free(cfg);
     if (rc != 0) {
         cli_error("cluster: cannot derive the cluster key");
@@ -631,8 +637,8 @@ cluster_load(int argc, char **argv)
     static sink_t       s;
     docs_t              d;
     const char         *redis = NULL, *out = NULL, *prefix = "sh:";
-    unsigned long       random = 0, fp_bits = 0, rec_bits = 0, per = 32;
-    unsigned long       rper = 64;
+    unsigned long       random = 0, fp_bits = 0, rec_bits = 0, per = 64;
+    unsigned long       rper = 256;
     double              t0;
     int                 a, rc;
     cli_opt_t           opts[] = {

@@ -1,0 +1,122 @@
+
+/*
+ * ngx_http_simhash_cluster.h -- the tier's shared index in a Redis
+ * Cluster, asked from nginx's event loop (simhash_zone ... cluster=URL,...).
+ *
+ * Each worker keeps a connection to every master (the project's own
+ * non-blocking connection, ngx_http_simhash_redis.c) and the slot map,
+ * read with CLUSTER SLOTS when the worker starts and again whenever a
+ * node answers MOVED.  A lookup sends its probes (a GET of each bucket
+ * src/sh_cluster.h names, pipelined: one round trip to each master that
+ * owns a probed bucket) and, when an entry is near, a second round trip
+ * for the candidates' records.  ASK is followed (ASKING, then the GET, to
+ * the node named).  A timer bounds each lookup.
+ *
+ * A lookup ends in one of three ways, and a caller must never take the
+ * third for the second:
+ *
+ *   FOUND       a current document within the radius: its record
+ *   NEW         every probe was answered, none holds such a document
+ *   INCOMPLETE  a probe could not be answered: its cause says why (no
+ *               connection to the master, the timeout, a slot no master
+ *               serves, CLUSTERDOWN or another error, the layout not read
+ *               yet); what was read is not an answer
+ */
+
+
+#ifndef _NGX_HTTP_SIMHASH_CLUSTER_H_INCLUDED_
+#define _NGX_HTTP_SIMHASH_CLUSTER_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_http_simhash.h"
+#include "sh_cluster.h"
+
+
+typedef enum {
+    NGX_HTTP_SIMHASH_CLUSTER_FOUND = 0,
+    NGX_HTTP_SIMHASH_CLUSTER_NEW,
+    NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE
+} ngx_http_simhash_cluster_status_e;
+
+/* why a lookup is incomplete (the counters' order) */
+typedef enum {
+    NGX_HTTP_SIMHASH_CLUSTER_OK = 0,
+    NGX_HTTP_SIMHASH_CLUSTER_STARTING,      /* no slot map or layout yet */
+    NGX_HTTP_SIMHASH_CLUSTER_UNREACHABLE,   /* no connection to a master */
+    NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT,
+    NGX_HTTP_SIMHASH_CLUSTER_UNSERVED,      /* a slot of no master */
+    NGX_HTTP_SIMHASH_CLUSTER_DOWN,          /* CLUSTERDOWN, TRYAGAIN */
+    NGX_HTTP_SIMHASH_CLUSTER_ERROR,         /* another error reply */
+    NGX_HTTP_SIMHASH_CLUSTER_CAUSES
+} ngx_http_simhash_cluster_cause_e;
+
+extern const char *ngx_http_simhash_cluster_causes[];
+
+typedef struct ngx_http_simhash_cluster_s         ngx_http_simhash_cluster_t;
+typedef struct ngx_http_simhash_cluster_lookup_s
+    ngx_http_simhash_cluster_lookup_t;
+
+typedef void (*ngx_http_simhash_cluster_done_pt)(
+    ngx_http_simhash_cluster_lookup_t *lk);
+
+struct ngx_http_simhash_cluster_lookup_s {
+    /* the caller's */
+    uint64_t                           fp;
+    unsigned                           h;
+    ngx_http_simhash_cluster_done_pt   done;   /* NULL: cancelled */
+    void                              *data;
+
+    /* the outcome, when done is called */
+    ngx_http_simhash_cluster_status_e  status;
+    ngx_http_simhash_cluster_cause_e   cause;
+    sh_cluster_rec_t                   rec;     /* FOUND: the original */
+    unsigned                           distance;
+    ngx_msec_t                         started;
+    uint32_t                           forged;  /* chunks refused */
+
+    /* the lookup's own (the client allocates and frees it) */
+    ngx_http_simhash_cluster_t        *cl;
+    void                              *probes;     /* GETs in flight */
+    ngx_event_t                        timer;
+    ngx_event_t                        post;       /* the outcome of a
+                                                      lookup that ended in
+                                                      its start */
+    ngx_uint_t                         starting;
+    ngx_uint_t                         pending;    /* replies awaited */
+    ngx_uint_t                         phase;      /* 0 probes, 1 records */
+    ngx_uint_t                         finished;
+    size_t                             ncand;
+    sh_cluster_fpent_t                 cand[4];    /* closest first */
+    unsigned                           cdist[4];
+    sh_cluster_rec_t                   crec[4];
+    ngx_uint_t                         chave[4];
+};
+
+
+/*
+ * Start a lookup of fp within h: the lookup, whose done(lk) is called
+ * later with its outcome, never from within this call; NULL: no memory.
+ * The client frees it after done returns (and after the replies still
+ * awaited have come or their connections have gone).  A caller that goes
+ * first (a request finalized) cancels it: done is not called.
+ */
+ngx_http_simhash_cluster_lookup_t *ngx_http_simhash_cluster_lookup(
+    ngx_http_simhash_cluster_t *cl, uint64_t fp, unsigned h,
+    ngx_http_simhash_cluster_done_pt done, void *data);
+void ngx_http_simhash_cluster_cancel(ngx_http_simhash_cluster_lookup_t *lk);
+
+/* This worker's client of a zone, or NULL if it has no cluster= */
+ngx_http_simhash_cluster_t *ngx_http_simhash_cluster_of(
+    ngx_http_simhash_zone_t *zone);
+
+/* simhash_cluster_query: a lookup by hand, answered as JSON */
+char *ngx_http_simhash_cluster_query_directive(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+
+extern ngx_http_simhash_part_t  ngx_http_simhash_cluster_part;
+
+
+#endif /* _NGX_HTTP_SIMHASH_CLUSTER_H_INCLUDED_ */
