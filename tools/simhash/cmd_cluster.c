@@ -888,7 +888,16 @@ cluster_query(int argc, char **argv)
         return 2;
     }
     r = get_key(&s, name, sh_cluster_key(&l, SH_CLUSTER_META, 0, name));
-    if (r == NULL || r->type != REDIS_REPLY_STRING
+    if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+        /* the layout's master cannot answer: so is every lookup */
+        for (; a < argc; a++) {
+            printf("%s incomplete layout: %s\n", argv[a],
+                   r ? r->str : "no reply");
+        }
+        freeReplyObject(r);
+        return 1;
+    }
+    if (r->type != REDIS_REPLY_STRING
         || sh_cluster_meta_parse(r->str, r->len, &fpb, &recb) != 0
         || layout_from(&l, &x, prefix, fpb, recb) != 0)
     {
