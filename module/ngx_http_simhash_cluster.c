@@ -221,6 +221,13 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
             }
 
             p = comma ? comma + 1 : last;
+
+            if (comma && p == last) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "simhash zone \"%V\": an empty "
+                                   "address in \"%V\"", &zone->name, value);
+                return NGX_ERROR;
+            }
         }
 
         return NGX_OK;
@@ -459,18 +466,22 @@ ngx_http_simhash_cluster_layout_reply(ngx_http_simhash_redis_t *rd,
 {
     ngx_http_simhash_cluster_t  *cl = data;
 
-    char      err[160];
-    unsigned  fpb, recb;
+    char           err[160];
+    unsigned       fpb, recb;
+    unsigned char  key[SH_CLUSTER_MACKEY_LEN];
 
     if (reply == NULL) {
         return;                     /* read again once a node is ready */
     }
 
+    /* the init starts from zeros: the key it keeps is copied first */
+    ngx_memcpy(key, cl->layout.mackey, sizeof(key));
+
     if (reply->type != REDIS_REPLY_STRING
         || sh_cluster_meta_parse(reply->str, reply->len, &fpb, &recb) != 0
         || sh_cluster_layout_init(&cl->layout, (char *) cl->conf->prefix.data,
-                                  cl->conf->prefix.len, fpb, recb,
-                                  cl->layout.mackey, err, sizeof(err))
+                                  cl->conf->prefix.len, fpb, recb, key, err,
+                                  sizeof(err))
            != 0)
     {
         ngx_log_error(NGX_LOG_ERR, cl->log, 0,
@@ -489,8 +500,9 @@ ngx_http_simhash_cluster_layout_reply(ngx_http_simhash_redis_t *rd,
 
     ngx_log_error(NGX_LOG_NOTICE, cl->log, 0,
                   "simhash zone \"%V\": cluster index of %ui nodes, "
-                  "buckets of %u and %u bits, %u probes a lookup",
-                  &cl->zone->name, cl->nnodes, fpb, recb, cl->k);
+                  "buckets of %ui and %ui bits, %ui probes a lookup",
+                  &cl->zone->name, cl->nnodes, (ngx_uint_t) fpb,
+                  (ngx_uint_t) recb, (ngx_uint_t) cl->k);
 }
 
 
@@ -502,19 +514,23 @@ ngx_http_simhash_cluster_read_layout(ngx_http_simhash_cluster_t *cl,
     size_t                            argvlen[2];
     ngx_uint_t                        o;
 
-    o = cl->owner[sh_cluster_slot(key, len)];
-    if (o == NGX_HTTP_SIMHASH_CLUSTER_NOSLOT) {
-        return;
-    }
-
     argv[0] = "GET";
     argvlen[0] = 3;
     argv[1] = key;
     argvlen[1] = len;
 
-    (void) ngx_http_simhash_redis_command(&cl->nodes[o]->rd,
-                                          ngx_http_simhash_cluster_layout_reply,
-                                          cl, 2, argv, argvlen);
+    o = cl->owner[sh_cluster_slot(key, len)];
+
+    if (o == NGX_HTTP_SIMHASH_CLUSTER_NOSLOT
+        || ngx_http_simhash_redis_command(&cl->nodes[o]->rd,
+               ngx_http_simhash_cluster_layout_reply, cl, 2, argv, argvlen)
+           != NGX_OK)
+    {
+        /* its master not connected yet, or gone: the map again later */
+        if (!cl->refresh.timer_set && !ngx_exiting) {
+            ngx_add_timer(&cl->refresh, NGX_HTTP_SIMHASH_CLUSTER_REFRESH);
+        }
+    }
 }
 
 
@@ -956,6 +972,7 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     lk->timer.handler = ngx_http_simhash_cluster_timer_handler;
     lk->timer.data = lk;
     lk->timer.log = cl->log;
+    lk->timer.cancelable = 1;
 
     cl->lookups++;
 
