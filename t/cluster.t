@@ -6,7 +6,8 @@
 # master killed with kill -9: every lookup that probes it is incomplete,
 # with its cause, never new, each within the lookup's timeout; once its
 # replica is promoted, the client finds the new master by itself (a new
-# slot map) and answers in full again.
+# slot map) and answers in full again.  A slot moved by hand while nginx
+# runs: ASK while it migrates, MOVED once it has moved, both followed.
 
 use strict;
 use warnings;
@@ -100,6 +101,42 @@ is(cq('ffffffffffffffff')->{status}, 'new', 'a far page: new');
 is(cq(flip($known[0][1], 0xf), h => 3)->{status}, 'new',
    'beyond the radius: new');
 is(cq('xyz')->{http}, 400, 'a bad fingerprint: 400');
+
+# ---- a slot moved by hand while nginx runs: ASK, then MOVED ----
+{
+    my $k = $known[5];
+    my $meta = $c->master_of_slot($nodes[0]->cmd('CLUSTER', 'KEYSLOT',
+                                                  'sh:m'))->cmd('GET', 'sh:m');
+    my ($bits) = split / /, $meta;
+    my $key = sprintf 'sh:f%0*x', int(($bits + 3) / 4),
+                      hex($k->[1]) >> (64 - $bits);
+    my $slot = $nodes[0]->cmd('CLUSTER', 'KEYSLOT', $key);
+    my $from = $c->master_of_slot($slot);
+    my ($to) = grep { $_->port != $from->port } $c->masters;
+    my ($fid, $tid) = map { $_->cmd('CLUSTER', 'MYID') } $from, $to;
+
+    is($to->cmd('CLUSTER', 'SETSLOT', $slot, 'IMPORTING', $fid), 'OK',
+       "slot $slot importing");
+    is($from->cmd('CLUSTER', 'SETSLOT', $slot, 'MIGRATING', $tid), 'OK',
+       'and migrating');
+    is($from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS',
+                  $key), 'OK', "$key migrated: its old master answers ASK");
+    like(ref $from->cmd('GET', $key) ? $from->cmd('GET', $key)->{error} : '',
+         qr/^ASK /, 'ASK it is');
+    my $r = cq(flip($k->[1], 0x2));
+    is($r->{status}, 'found', 'ASK followed: found');
+    is($r->{id}, $k->[0], 'with its id');
+
+    for my $n ($c->masters) {
+        $n->cmd('CLUSTER', 'SETSLOT', $slot, 'NODE', $tid);
+    }
+    like($from->cmd('GET', $key)->{error}, qr/^MOVED /,
+         'the slot moved: its old master answers MOVED');
+    $r = cq(flip($k->[1], 0x2));
+    is($r->{status}, 'found', 'MOVED followed: found');
+    is($r->{id}, $k->[0], 'with its id');
+    $c->wait_ok;
+}
 
 # ---- a master killed ----
 my $fp = $known[3][1];

@@ -329,10 +329,13 @@ drain(master_t *m, size_t keep)
     return 0;
 }
 
+static const char *cmd_name = "SET";    /* --append: "APPEND" */
+
 static void
 resp_set(FILE *f, const char *key, size_t klen, const void *v, size_t vlen)
 {
-    fprintf(f, "*3\r\n$3\r\nSET\r\n$%zu\r\n", klen);
+    fprintf(f, "*3\r\n$%zu\r\n%s\r\n$%zu\r\n", strlen(cmd_name),
+            cmd_name, klen);
     fwrite(key, 1, klen, f);
     fprintf(f, "\r\n$%zu\r\n", vlen);
     fwrite(v, 1, vlen, f);
@@ -343,8 +346,8 @@ resp_set(FILE *f, const char *key, size_t klen, const void *v, size_t vlen)
 static int
 emit(sink_t *s, const char *key, size_t klen, const void *v, size_t vlen)
 {
-    const char *argv[3] = { "SET", key, v };
-    size_t      lens[3] = { 3, klen, vlen };
+    const char *argv[3] = { cmd_name, key, v };
+    size_t      lens[3] = { strlen(cmd_name), klen, vlen };
     master_t   *m;
 
     s->keys++;
@@ -509,7 +512,10 @@ load_family(sink_t *s, const sh_cluster_layout_t *l, int kind,
             for (run = 0; j + run < d->n && run < SH_CLUSTER_CHUNK_MAX
                  && (uint32_t) (key[j + run] >> (64 - bits)) == b; run++)
             {
-                /* the run's length */
+                if (cmd_name[0] == 'A') {
+                    run = 1;        /* --append: a chunk a document */
+                    break;
+                }
             }
             if (vbuf_room(&v, sh_cluster_chunk_size(l, kind, run)) != 0) {
                 goto done;
@@ -522,10 +528,19 @@ load_family(sink_t *s, const sh_cluster_layout_t *l, int kind,
             }
             v.len += len;
             j += run;
+            if (cmd_name[0] == 'A') {
+                klen = sh_cluster_key(l, kind, b, name);
+                if (emit(s, name, klen, v.buf, v.len) != 0) {
+                    goto done;
+                }
+                v.len = 0;
+            }
         }
-        klen = sh_cluster_key(l, kind, b, name);
-        if (emit(s, name, klen, v.buf, v.len) != 0) {
-            goto done;
+        if (cmd_name[0] != 'A') {
+            klen = sh_cluster_key(l, kind, b, name);
+            if (emit(s, name, klen, v.buf, v.len) != 0) {
+                goto done;
+            }
         }
         i = j;
     }
@@ -640,8 +655,11 @@ cluster_load(int argc, char **argv)
     unsigned long       random = 0, fp_bits = 0, rec_bits = 0, per = 64;
     unsigned long       rper = 256;
     double              t0;
-    int                 a, rc;
+    int                 a, rc, append = 0;
     cli_opt_t           opts[] = {
+        CLI_OPT_FLAG("--append", &append,
+                     "a chunk a document, by APPEND, as nodes add them\n"
+                     "one by one (to measure what that costs Redis)"),
         CLI_OPT_STRING("--redis", "HOST:PORT", &redis,
                        "a node of the cluster (its slot map is read)"),
         CLI_OPT_STRING("--out", "PATH", &out,
@@ -701,6 +719,7 @@ cluster_load(int argc, char **argv)
         docs_free(&d);
         return 2;
     }
+    cmd_name = append ? "APPEND" : "SET";
     t0 = now_s();
     rc = sink_open(&s, redis, out);
     if (rc == 0) {
