@@ -579,6 +579,10 @@ ngx_http_simhash_cluster_free(ngx_http_simhash_cluster_lookup_t *lk)
     if (lk->finished && lk->pending == 0 && !lk->post.posted
         && !lk->starting)
     {
+        if (lk->timer.timer_set) {
+            ngx_del_timer(&lk->timer);
+        }
+
         ngx_free(lk->probes);
         ngx_free(lk);
     }
@@ -993,7 +997,10 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
                                          buckets[i], i);
         }
 
-        ngx_add_timer(&lk->timer, cl->conf->timeout);
+        /* a probe that failed at once has ended the lookup: no timer */
+        if (!lk->finished) {
+            ngx_add_timer(&lk->timer, cl->conf->timeout);
+        }
     }
 
     lk->starting = 0;
