@@ -238,10 +238,10 @@ typedef struct {
 /* a location that uses a zone: whether it tags or drops, and its DUST */
 typedef struct {
     ngx_str_t                    location;  /* its name, "" at server{} */
-    ngx_uint_t                   action;    /* NGX_HTTP_SIMHASH_TAG, _DROP */
+    ngx_uint_t                   drop;      /* simhash_action drop */
     ngx_uint_t                   drop_code;
-    ngx_uint_t                   drop_keys;
-    ngx_uint_t                   dust;      /* NGX_HTTP_SIMHASH_DUST_* */
+    char                        *keys;      /* "path", "any" */
+    char                        *dust;      /* "off", "learn", "on" */
 } ngx_http_simhash_use_t;
 
 
@@ -963,8 +963,8 @@ u_char *ngx_http_simhash_sites_prom(u_char *p,
 u_char *ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len);
 
 /* the lag per node of a replicated zone, for the stats */
-/* the locations that use a zone (ngx_http_simhash_directives.c), in the
- * JSON's "locations" */
+/* the locations that use a zone (listed by ngx_http_simhash_directives.c),
+ * in the JSON's "locations" (ngx_http_simhash_console.c) */
 size_t ngx_http_simhash_uses_size(ngx_http_simhash_zone_t *zone);
 u_char *ngx_http_simhash_uses_json(u_char *p, ngx_http_simhash_zone_t *zone);
 

@@ -1084,6 +1084,10 @@ ngx_http_simhash_uses_add(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
     ngx_http_simhash_zone_t   *zone;
     ngx_http_core_loc_conf_t  *clcf;
 
+    /* by NGX_HTTP_SIMHASH_DROP_KEYS_* and NGX_HTTP_SIMHASH_DUST_* */
+    static char  *keys[] = { "path", "any" };
+    static char  *dust[] = { "off", "learn", "on" };
+
     zone = conf->zone;
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
@@ -1101,10 +1105,10 @@ ngx_http_simhash_uses_add(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
         if (uses[i].location.len == clcf->name.len
             && ngx_strncmp(uses[i].location.data, clcf->name.data,
                            clcf->name.len) == 0
-            && uses[i].action == conf->action
+            && uses[i].drop == (conf->action == NGX_HTTP_SIMHASH_DROP)
             && uses[i].drop_code == conf->drop_code
-            && uses[i].drop_keys == conf->drop_keys
-            && uses[i].dust == conf->dust->mode)
+            && uses[i].keys == keys[conf->drop_keys]
+            && uses[i].dust == dust[conf->dust->mode])
         {
             return NGX_OK;
         }
@@ -1122,72 +1126,11 @@ ngx_http_simhash_uses_add(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
     }
 
     u->location = clcf->name;
-    u->action = conf->action;
+    u->drop = (conf->action == NGX_HTTP_SIMHASH_DROP);
     u->drop_code = conf->drop_code;
-    u->drop_keys = conf->drop_keys;
-    u->dust = conf->dust->mode;
+    u->keys = keys[conf->drop_keys];
+    u->dust = dust[conf->dust->mode];
 
     return NGX_OK;
 }
 
-
-size_t
-ngx_http_simhash_uses_size(ngx_http_simhash_zone_t *zone)
-{
-    size_t                   size;
-    ngx_uint_t               i;
-    ngx_http_simhash_use_t  *uses;
-
-    if (zone->uses == NULL) {
-        return sizeof(",\"locations\":[]");
-    }
-
-    size = sizeof(",\"locations\":[]");
-    uses = zone->uses->elts;
-
-    for (i = 0; i < zone->uses->nelts; i++) {
-        size += sizeof("{\"location\":\"\",\"action\":\"drop\",\"code\":,"
-                       "\"keys\":\"path\",\"dust\":\"learn\"},")
-                + 3 * uses[i].location.len + NGX_INT_T_LEN;
-    }
-
-    return size;
-}
-
-
-u_char *
-ngx_http_simhash_uses_json(u_char *p, ngx_http_simhash_zone_t *zone)
-{
-    ngx_uint_t               i;
-    ngx_http_simhash_use_t  *u;
-
-    static char  *dust[] = { "off", "learn", "on" };
-
-    p = ngx_cpymem(p, ",\"locations\":[", sizeof(",\"locations\":[") - 1);
-
-    for (i = 0; zone->uses && i < zone->uses->nelts; i++) {
-        u = (ngx_http_simhash_use_t *) zone->uses->elts + i;
-
-        p = ngx_sprintf(p, "%s{\"location\":\"", i ? "," : "");
-        p = ngx_http_simhash_text_escape(p, u->location.data,
-                                         u->location.len);
-
-        if (u->action == NGX_HTTP_SIMHASH_DROP) {
-            p = ngx_sprintf(p, "\",\"action\":\"drop\",\"code\":%ui,"
-                            "\"keys\":\"%s\"", u->drop_code,
-                            u->drop_keys == NGX_HTTP_SIMHASH_DROP_KEYS_ANY
-                            ? "any" : "path");
-
-        } else {
-            p = ngx_sprintf(p, "\",\"action\":\"tag\"");
-        }
-
-        p = ngx_sprintf(p, ",\"dust\":\"%s\"}",
-                        u->dust <= NGX_HTTP_SIMHASH_DUST_ON
-                        ? dust[u->dust] : "?");
-    }
-
-    *p++ = ']';
-
-    return p;
-}
