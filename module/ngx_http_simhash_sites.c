@@ -380,7 +380,11 @@ ngx_http_simhash_sites_decision(ngx_http_simhash_sites_t *ss,
         d = &set[0];
 
         for (i = 1; i < NGX_HTTP_SIMHASH_DECISION_WAYS; i++) {
-            if (set[i].seq < d->seq) {
+            /* seq is not in the figures file: restored decisions have
+             * 0, and give way in the order of their times */
+            if (set[i].seq < d->seq
+                || (set[i].seq == d->seq && set[i].time < d->time))
+            {
                 d = &set[i];
             }
         }
