@@ -471,7 +471,7 @@ ngx_http_simhash_explain_str(u_char *p, char *name, ngx_str_t *s)
 
 
 /*
- * The last decision in a sentence, the answer's first line: "dropped 9 s
+ * The last decision in a sentence, the answer's first field: "dropped 9 s
  * ago as a duplicate of URL (distance 2, score 3.1875)".  The original's
  * name is escaped as the JSON's other texts are.
  */
@@ -483,7 +483,7 @@ ngx_http_simhash_explain_last(u_char *p, ngx_http_simhash_explain_t *x)
     ngx_http_simhash_decision_t  *d;
 
     if (!x->decided) {
-        return ngx_sprintf(p, ",\"last\":\"no decision on it remembered "
+        return ngx_sprintf(p, "\"last\":\"no decision on it remembered "
                            "(never requested, or its slot in the table of "
                            "the last %d decisions was taken by another "
                            "key)\"", NGX_HTTP_SIMHASH_DECISIONS);
@@ -496,18 +496,18 @@ ngx_http_simhash_explain_last(u_char *p, ngx_http_simhash_explain_t *x)
     switch (d->action) {
 
     case NGX_HTTP_SIMHASH_DID_DROPPED:
-        p = ngx_sprintf(p, ",\"last\":\"dropped %T s ago as a %s",
+        p = ngx_sprintf(p, "\"last\":\"dropped %T s ago as a %s",
                         x->now - (time_t) d->time, status);
         break;
 
     case NGX_HTTP_SIMHASH_DID_PREDICTED:
-        p = ngx_sprintf(p, ",\"last\":\"answered %T s ago without a fetch: "
+        p = ngx_sprintf(p, "\"last\":\"answered %T s ago without a fetch: "
                         "the URL rules predicted a %s",
                         x->now - (time_t) d->time, status);
         break;
 
     default:
-        p = ngx_sprintf(p, ",\"last\":\"passed %T s ago as %s%s",
+        p = ngx_sprintf(p, "\"last\":\"passed %T s ago as %s%s",
                         x->now - (time_t) d->time,
                         d->status == NGX_HTTP_SIMHASH_DUPLICATE ? "a " : "",
                         status);
@@ -577,13 +577,17 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
                 "page";
     }
 
-    p = ngx_sprintf(p, "{\"zone\":\"%V\"", &x->zone->name);
+    /* what was done first: a reader (the console, simhash explain) shows
+     * the fields in this order */
+
+    *p++ = '{';
+    p = ngx_http_simhash_explain_last(p, x);
+    p = ngx_sprintf(p, ",\"zone\":\"%V\"", &x->zone->name);
     if (x->url.len) {
         p = ngx_http_simhash_explain_str(p, "url", &x->url);
     }
 
     p = ngx_http_simhash_explain_str(p, "key", &x->key);
-    p = ngx_http_simhash_explain_last(p, x);
     p = ngx_sprintf(p, ",\"now\":%T,\"would\":\"%s\",\"why\":\"%s\"", x->now,
                     would, why);
 

@@ -149,6 +149,7 @@ is($x->{last_decision}{status}, 'changed', 'changed: the last decision');
 is($x->{last_decision}{distance}, $h->{'x-simhash-distance'},
    'changed: the distance the response told');
 cmp_ok($h->{'x-simhash-score'}, '>', 0, 'changed: a score above 0');
+my $b_score = $h->{'x-simhash-score'};
 is(sprintf('%.4f', $x->{last_decision}{score}), $h->{'x-simhash-score'},
    'changed: the score the response told, in nats');
 like($r_raw = $t->get('/stats?explain=' . uri('http://v.test/doc/b.html'))
@@ -243,6 +244,13 @@ SKIP: {
         or diag($out);
     like($out, qr{^    original +http://v\.test/doc/a\.html$}m,
          'simhash explain: the original') or diag($out);
+    my $first = qr{\A.*\n  last +dropped \d+ s ago as a duplicate of };
+    like($out, qr{$first\Qhttp://v.test/doc/a.html\E \(distance \d+, score \d+\.\d{4}\)\n},
+         'simhash explain: first, what was done') or diag($out);
+    $out = `$cli explain http://v.test/doc/b.html $stats`;
+    like($out, qr{^    score +\Q$b_score\E$}m,
+         'simhash explain: b.html\'s score as its X-Simhash-Score said it')
+        or diag($out);
     like($out, qr{^    time +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ (s|min) ago\)$}m,
          'simhash explain: a time as a UTC date and an age') or diag($out);
     unlike($out, qr/\b1[6-9]\d{8}\b/, 'simhash explain: no Unix time left')
