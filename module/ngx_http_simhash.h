@@ -226,7 +226,23 @@ typedef struct {
     /* each part's configuration of the zone, by its index: what its
      * create_conf returned */
     void                        *conf[NGX_HTTP_SIMHASH_PARTS_MAX];
+
+    /* the locations that use the zone, as the console shows them:
+     * ngx_http_simhash_use_t (NULL: none yet) */
+    ngx_array_t                 *uses;
 } ngx_http_simhash_zone_t;
+
+
+#define NGX_HTTP_SIMHASH_USES_MAX  32     /* locations listed a zone */
+
+/* a location that uses a zone: whether it tags or drops, and its DUST */
+typedef struct {
+    ngx_str_t                    location;  /* its name, "" at server{} */
+    ngx_uint_t                   drop;      /* simhash_action drop */
+    ngx_uint_t                   drop_code;
+    char                        *keys;      /* "path", "any" */
+    char                        *dust;      /* "off", "learn", "on" */
+} ngx_http_simhash_use_t;
 
 
 /*
@@ -778,7 +794,8 @@ ngx_uint_t ngx_http_simhash_drop_allowed(ngx_http_simhash_loc_conf_t *slcf,
 #define NGX_HTTP_SIMHASH_SITES_K        64      /* heavy-hitter entries */
 #define NGX_HTTP_SIMHASH_SITES_PROM     10      /* of them in Prometheus */
 #define NGX_HTTP_SIMHASH_DECISIONS      4096    /* the last decisions kept,
-                                                   direct-mapped by key */
+                                                   in sets by key */
+#define NGX_HTTP_SIMHASH_DECISION_WAYS  4       /* a set's decisions */
 
 /* one decision, as "why?" tells it later */
 typedef struct {
@@ -789,7 +806,8 @@ typedef struct {
     uint16_t                     distance;  /* 0xffff: none */
     uint8_t                      status;    /* an event, as above */
     uint8_t                      action;    /* NGX_HTTP_SIMHASH_DID_* */
-    uint32_t                     pad;
+    uint32_t                     seq;       /* its order in its set: the
+                                               least gives way */
 } ngx_http_simhash_decision_t;
 
 #define NGX_HTTP_SIMHASH_DID_PASSED     0
@@ -919,6 +937,8 @@ void ngx_http_simhash_key_scope(ngx_str_t *key, ngx_str_t *comp);
 
 /* a learned rule's predictions made, verified, failed, from a table of
  * rule counts (the shared one under the lock, or a snap's copy) */
+ngx_http_simhash_decision_t *ngx_http_simhash_sites_decision(
+    ngx_http_simhash_sites_t *ss, uint64_t keyhash, ngx_uint_t add);
 void ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
     ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3]);
 
@@ -943,6 +963,11 @@ u_char *ngx_http_simhash_sites_prom(u_char *p,
 u_char *ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len);
 
 /* the lag per node of a replicated zone, for the stats */
+/* the locations that use a zone (listed by ngx_http_simhash_directives.c),
+ * in the JSON's "locations" (ngx_http_simhash_console.c) */
+size_t ngx_http_simhash_uses_size(ngx_http_simhash_zone_t *zone);
+u_char *ngx_http_simhash_uses_json(u_char *p, ngx_http_simhash_zone_t *zone);
+
 size_t ngx_http_simhash_nodes_size(ngx_http_simhash_zone_t *zone);
 u_char *ngx_http_simhash_nodes_json(u_char *p,
     ngx_http_simhash_zone_t *zone);

@@ -120,3 +120,65 @@ ngx_http_simhash_add_header(ngx_http_request_t *r, char *key, char *value)
 
     return NGX_OK;
 }
+
+
+/*
+ * The locations that use a zone (listed by ngx_http_simhash_directives.c
+ * as each is merged), in the JSON the page reads: "locations", each
+ * with what it does, tag or drop (its code and keys=), and its DUST.
+ */
+
+size_t
+ngx_http_simhash_uses_size(ngx_http_simhash_zone_t *zone)
+{
+    size_t                   size;
+    ngx_uint_t               i;
+    ngx_http_simhash_use_t  *uses;
+
+    if (zone->uses == NULL) {
+        return sizeof(",\"locations\":[]");
+    }
+
+    size = sizeof(",\"locations\":[]");
+    uses = zone->uses->elts;
+
+    for (i = 0; i < zone->uses->nelts; i++) {
+        size += sizeof("{\"location\":\"\",\"action\":\"drop\",\"code\":,"
+                       "\"keys\":\"path\",\"dust\":\"learn\"},")
+                + 3 * uses[i].location.len + NGX_INT_T_LEN;
+    }
+
+    return size;
+}
+
+
+u_char *
+ngx_http_simhash_uses_json(u_char *p, ngx_http_simhash_zone_t *zone)
+{
+    ngx_uint_t               i;
+    ngx_http_simhash_use_t  *u;
+
+    p = ngx_cpymem(p, ",\"locations\":[", sizeof(",\"locations\":[") - 1);
+
+    for (i = 0; zone->uses && i < zone->uses->nelts; i++) {
+        u = (ngx_http_simhash_use_t *) zone->uses->elts + i;
+
+        p = ngx_sprintf(p, "%s{\"location\":\"", i ? "," : "");
+        p = ngx_http_simhash_text_escape(p, u->location.data,
+                                         u->location.len);
+
+        if (u->drop) {
+            p = ngx_sprintf(p, "\",\"action\":\"drop\",\"code\":%ui,"
+                            "\"keys\":\"%s\"", u->drop_code, u->keys);
+
+        } else {
+            p = ngx_sprintf(p, "\",\"action\":\"tag\"");
+        }
+
+        p = ngx_sprintf(p, ",\"dust\":\"%s\"}", u->dust);
+    }
+
+    *p++ = ']';
+
+    return p;
+}

@@ -25,6 +25,8 @@
 #include "sh_library.h"
 
 
+static ngx_int_t ngx_http_simhash_uses_add(ngx_conf_t *cf,
+    ngx_http_simhash_loc_conf_t *conf);
 static void ngx_http_simhash_merge_options(
     ngx_http_simhash_loc_conf_t *conf, ngx_http_simhash_loc_conf_t *prev);
 static ngx_int_t ngx_http_simhash_compile(ngx_conf_t *cf,
@@ -264,6 +266,10 @@ ngx_http_simhash_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     if (ngx_http_simhash_dust_check_loc(cf, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_simhash_uses_add(cf, conf) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -1060,3 +1066,71 @@ ngx_http_simhash_volatility(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     return NGX_CONF_OK;
 }
+
+
+/*
+ * The locations that use a zone, for the console: whether each tags or
+ * drops (its code and keys=) and whether DUST predicts there.  Merged
+ * once per location (and once for server{} itself, named ""); an
+ * inherited copy that says the same as one already listed is not listed
+ * again.
+ */
+
+static ngx_int_t
+ngx_http_simhash_uses_add(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
+{
+    ngx_uint_t                 i;
+    ngx_http_simhash_use_t    *u, *uses;
+    ngx_http_simhash_zone_t   *zone;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    /* by NGX_HTTP_SIMHASH_DROP_KEYS_* and NGX_HTTP_SIMHASH_DUST_* */
+    static char  *keys[] = { "path", "any" };
+    static char  *dust[] = { "off", "learn", "on" };
+
+    zone = conf->zone;
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (zone->uses == NULL) {
+        zone->uses = ngx_array_create(cf->pool, 4,
+                                      sizeof(ngx_http_simhash_use_t));
+        if (zone->uses == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    uses = zone->uses->elts;
+
+    for (i = 0; i < zone->uses->nelts; i++) {
+        if (uses[i].location.len == clcf->name.len
+            && ngx_strncmp(uses[i].location.data, clcf->name.data,
+                           clcf->name.len) == 0
+            && uses[i].drop == (conf->action == NGX_HTTP_SIMHASH_DROP)
+            && uses[i].drop_code == conf->drop_code
+            && uses[i].keys == keys[conf->drop_keys]
+            && uses[i].dust == dust[conf->dust->mode])
+        {
+            return NGX_OK;
+        }
+    }
+
+    /* a bounded list: the JSON of a zone stays small */
+
+    if (zone->uses->nelts == NGX_HTTP_SIMHASH_USES_MAX) {
+        return NGX_OK;
+    }
+
+    u = ngx_array_push(zone->uses);
+    if (u == NULL) {
+        return NGX_ERROR;
+    }
+
+    u->location = clcf->name;
+    u->drop = (conf->action == NGX_HTTP_SIMHASH_DROP);
+    u->drop_code = conf->drop_code;
+    u->keys = keys[conf->drop_keys];
+    u->dust = dust[conf->dust->mode];
+
+    return NGX_OK;
+}
+

@@ -13,16 +13,21 @@
  *   - the stored document of the key, if any: a fetch of it is compared
  *     with that version first (unchanged, changed);
  *   - the last decision taken on the key (the console's table of the last
- *     decisions, ngx_http_simhash_sites.c): its status, what was done
- *     (passed, dropped, predicted), the original it was a duplicate of,
- *     the distance and the score;
+ *     decisions, ngx_http_simhash_sites.c), first and in a sentence
+ *     ("last"): the question is most often why a page was not fetched.
+ *     Its status as the response's X-Simhash-Status said it (a prediction
+ *     answered without a fetch said "duplicate"), what was done (passed,
+ *     dropped, predicted), the original it was a duplicate of, the
+ *     distance and the score (in nats, as X-Simhash-Score prints it);
  *   - the DUST prediction a location with simhash_dust on would make now,
  *     asked without a trace (sh_dust_predict_dry): the rules and their
  *     evidence (support, against, the precision's lower bound), and the
  *     original it names;
  *   - "would": predicted (not fetched where simhash_dust is on), stored
  *     (re-fetched, compared with its version), or fetch (new unless its
- *     body is a near-duplicate of a stored page: only the body can say).
+ *     body is a near-duplicate of a stored page: only the body can say);
+ *     "why" gives the reason the code uses, among them that a URL already
+ *     fetched is never predicted (sh_dust_seen: the store answers it).
  *
  * Everything is read under the zone's lock at one moment; nothing changes.
  */
@@ -64,6 +69,7 @@ typedef struct {
     ngx_str_t                    original;  /* "" if gone */
 
     ngx_int_t                    predicted;     /* sh_dust_predict's */
+    ngx_uint_t                   seen;          /* sh_dust_seen's */
     u_char                       rules[128];
     size_t                       rules_len;
     ngx_str_t                    predicted_of;  /* "" if gone */
@@ -87,9 +93,13 @@ static char  *ngx_http_simhash_did_names[] = {
     "passed", "dropped", "predicted"
 };
 
+/* a decision's status as its response's X-Simhash-Status said it: a
+ * prediction answered without a fetch is a duplicate there (its action is
+ * "predicted"); "dropped" is an action, never a decision's status */
+
 static char  *ngx_http_simhash_event_name[] = {
-    "new", "duplicate", "unchanged", "changed", "skipped", "dropped",
-    "predicted"
+    "new", "duplicate", "unchanged", "changed", "skipped", "duplicate",
+    "duplicate"
 };
 
 
@@ -219,7 +229,8 @@ ngx_http_simhash_explain_handler(ngx_http_request_t *r, ngx_str_t *arg,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    size = 1024 + 3 * (x->url.len + x->key.len + x->name.len + x->original.len
+    size = 1536 + 3 * (x->url.len + x->key.len + x->name.len
+                       + 2 * x->original.len
                        + x->predicted_of.len + x->fetched_form.len
                        + x->rules_len)
            + x->evidence.n * (3 * (SH_DUST_HOST_TEXT + SH_DUST_PAT_TEXT
@@ -287,9 +298,9 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
     ss = ngx_http_simhash_sites(zone);
 
     if (ss) {
-        d = &ss->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
+        d = ngx_http_simhash_sites_decision(ss, keyhash, 0);
 
-        if (d->keyhash == keyhash) {
+        if (d != NULL) {
             x->decided = 1;
             x->decision = *d;
 
@@ -309,6 +320,12 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
         rc = sh_dust_predict_dry(dust, (char *) x->key.data, x->key.len,
                                  &rep, &why);
         x->predicted = rc;
+
+        /* no prediction: whether because the URL was fetched before (the
+         * learner leaves such a URL to the store whatever its rules) */
+
+        x->seen = rc == 0
+                  && sh_dust_seen(dust, (char *) x->key.data, x->key.len) == 1;
 
         if (rc == 1) {
             x->rules_len = sh_dust_why_format(&why, (char *) x->rules,
@@ -453,6 +470,72 @@ ngx_http_simhash_explain_str(u_char *p, char *name, ngx_str_t *s)
 }
 
 
+/*
+ * The last decision in a sentence, the answer's first field: "dropped 9 s
+ * ago as a duplicate of URL (distance 2, score 3.1875)".  The original's
+ * name is escaped as the JSON's other texts are.
+ */
+
+static u_char *
+ngx_http_simhash_explain_last(u_char *p, ngx_http_simhash_explain_t *x)
+{
+    char                         *status;
+    ngx_http_simhash_decision_t  *d;
+
+    if (!x->decided) {
+        return ngx_sprintf(p, "\"last\":\"no decision on it remembered "
+                           "(never requested, or its slot in the table of "
+                           "the last %d decisions was taken by another "
+                           "key)\"", NGX_HTTP_SIMHASH_DECISIONS);
+    }
+
+    d = &x->decision;
+    status = d->status < NGX_HTTP_SIMHASH_NEV
+             ? ngx_http_simhash_event_name[d->status] : "?";
+
+    switch (d->action) {
+
+    case NGX_HTTP_SIMHASH_DID_DROPPED:
+        p = ngx_sprintf(p, "\"last\":\"dropped %T s ago as a %s",
+                        x->now - (time_t) d->time, status);
+        break;
+
+    case NGX_HTTP_SIMHASH_DID_PREDICTED:
+        p = ngx_sprintf(p, "\"last\":\"answered %T s ago without a fetch: "
+                        "the URL rules predicted a %s",
+                        x->now - (time_t) d->time, status);
+        break;
+
+    default:
+        p = ngx_sprintf(p, "\"last\":\"passed %T s ago as %s%s",
+                        x->now - (time_t) d->time,
+                        d->status == NGX_HTTP_SIMHASH_DUPLICATE ? "a " : "",
+                        status);
+    }
+
+    if (d->original) {
+        if (x->original.len) {
+            p = ngx_sprintf(p, " of ");
+            p = ngx_http_simhash_text_escape(p, x->original.data,
+                                             x->original.len);
+
+        } else {
+            p = ngx_sprintf(p, " of a document no longer stored");
+        }
+    }
+
+    if (d->distance != 0xffff) {
+        p = ngx_sprintf(p, " (distance %uD, score ", (uint32_t) d->distance);
+        p = ngx_http_simhash_score(p, d->score);
+        *p++ = ')';
+    }
+
+    *p++ = '"';
+
+    return p;
+}
+
+
 static u_char *
 ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
 {
@@ -475,6 +558,14 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
         why = "its document is stored: a fetch is compared with that "
               "version (unchanged, or changed)";
 
+    } else if (x->seen) {
+        would = "fetch";
+        why = "a URL already seen is the store's to answer: the URL rules "
+              "never predict a URL that was fetched before, and its "
+              "document is not stored (it was a duplicate, or it left the "
+              "store): it is fetched, and its body decides (a duplicate "
+              "again, or new)";
+
     } else {
         would = "fetch";
         why = x->predicted == 1
@@ -486,7 +577,12 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
                 "page";
     }
 
-    p = ngx_sprintf(p, "{\"zone\":\"%V\"", &x->zone->name);
+    /* what was done first: a reader (the console, simhash explain) shows
+     * the fields in this order */
+
+    *p++ = '{';
+    p = ngx_http_simhash_explain_last(p, x);
+    p = ngx_sprintf(p, ",\"zone\":\"%V\"", &x->zone->name);
     if (x->url.len) {
         p = ngx_http_simhash_explain_str(p, "url", &x->url);
     }
@@ -515,8 +611,10 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
                         d->time, x->now - (time_t) d->time);
 
         if (d->distance != 0xffff) {
-            p = ngx_sprintf(p, ",\"distance\":%uD,\"score\":%uD",
-                            (uint32_t) d->distance, d->score);
+            /* the score in nats, as X-Simhash-Score prints it */
+            p = ngx_sprintf(p, ",\"distance\":%uD,\"score\":",
+                            (uint32_t) d->distance);
+            p = ngx_http_simhash_score(p, d->score);
         }
 
         if (d->original) {
@@ -560,7 +658,8 @@ ngx_http_simhash_explain_json(u_char *p, ngx_http_simhash_explain_t *x)
     } else {
         p = ngx_sprintf(p, ",\"prediction\":null,\"learner\":\"%s\"",
                         ngx_http_simhash_dust_learner(x->zone) == NULL ? "none"
-                        : x->predicted < 0 ? "refused" : "no rule");
+                        : x->predicted < 0 ? "refused"
+                        : x->seen ? "seen" : "no rule");
     }
 
     return ngx_cpymem(p, "}\n", 2);

@@ -12,8 +12,9 @@
  *   - the sites that waste the crawl: sh_topk (Space-Saving) of the
  *     duplicates and predictions by host, with the pages, drops, bytes
  *     and fetches saved of each, under the zone's lock;
- *   - the last decisions, direct-mapped by the key's hash (a later key on
- *     the same slot replaces it), for "why?" (ngx_http_simhash_explain.c);
+ *   - the last decisions, for "why?" (ngx_http_simhash_explain.c), in
+ *     sets of 4 by the key's hash: a decision stays until four later keys
+ *     of its set were decided (ngx_http_simhash_sites_decision);
  *   - what the rules' predictions came to, per host and set of rules:
  *     made, verified, failed (direct-mapped too), and per learned rule
  *     (host, scope, rule: 4-way sets, the rule with the fewest predictions
@@ -320,7 +321,7 @@ ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
     (void) sh_topk_add(ss->topk, host, hlen, weight, add);
 
     keyhash = ngx_http_simhash_zone_keyhash(zone, ev->key);
-    d = &ss->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
+    d = ngx_http_simhash_sites_decision(ss, keyhash, 1);
 
     d->keyhash = keyhash;
     d->original = ev->original;
@@ -330,6 +331,68 @@ ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
                   ? 0xffff : (uint16_t) ev->distance;
     d->status = (uint8_t) ev->event;
     d->action = (uint8_t) ev->action;
+}
+
+
+/*
+ * Under the lock: the entry of a key's last decision, NULL if the table has
+ * none; with `add`, the one to write, the key's own or, for a key new to
+ * its set, a free one or the set's oldest (the least seq), numbered as the
+ * set's newest.  Direct-mapped, as it was, one later key on the same slot
+ * pushed a decision out, and "why?" forgot a page dropped a moment before
+ * (with 5 keys, one run in some thousand: each zone secret gives new
+ * slots); in sets of 4, four later keys of the same set must come first.
+ */
+
+ngx_http_simhash_decision_t *
+ngx_http_simhash_sites_decision(ngx_http_simhash_sites_t *ss,
+    uint64_t keyhash, ngx_uint_t add)
+{
+    uint32_t                      seq;
+    ngx_uint_t                    i;
+    ngx_http_simhash_decision_t  *set, *d;
+
+    set = &ss->decision[keyhash % (NGX_HTTP_SIMHASH_DECISIONS
+                                   / NGX_HTTP_SIMHASH_DECISION_WAYS)
+                        * NGX_HTTP_SIMHASH_DECISION_WAYS];
+    d = NULL;
+    seq = 0;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_DECISION_WAYS; i++) {
+        if (set[i].keyhash == keyhash) {
+            d = &set[i];
+        }
+
+        seq = ngx_max(seq, set[i].seq);
+    }
+
+    if (!add) {
+        return d;
+    }
+
+    for (i = 0; d == NULL && i < NGX_HTTP_SIMHASH_DECISION_WAYS; i++) {
+        if (set[i].keyhash == 0) {
+            d = &set[i];
+        }
+    }
+
+    if (d == NULL) {
+        d = &set[0];
+
+        for (i = 1; i < NGX_HTTP_SIMHASH_DECISION_WAYS; i++) {
+            /* seq is not in the figures file: restored decisions have
+             * 0, and give way in the order of their times */
+            if (set[i].seq < d->seq
+                || (set[i].seq == d->seq && set[i].time < d->time))
+            {
+                d = &set[i];
+            }
+        }
+    }
+
+    d->seq = seq + 1;
+
+    return d;
 }
 
 

@@ -943,7 +943,8 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
 
         size += ngx_http_simhash_sites_size(s[i].sites, &s[i].zone->name,
                                             prom)
-                + ngx_http_simhash_nodes_size(s[i].zone);
+                + ngx_http_simhash_nodes_size(s[i].zone)
+                + ngx_http_simhash_uses_size(s[i].zone);
 
         /* the rules: in Prometheus each of their gauges names the zone */
         size += (prom ? 4 : 1)
@@ -1098,6 +1099,7 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
 
         p = ngx_http_simhash_sites_json(p, s[i].sites);
         p = ngx_http_simhash_nodes_json(p, s[i].zone);
+        p = ngx_http_simhash_uses_json(p, s[i].zone);
 
         *p++ = '}';
     }

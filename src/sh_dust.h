@@ -326,6 +326,15 @@ int sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
                         uint64_t *rep, sh_dust_why_t *why);
 
 /*
+ * Whether `url` was itself fetched and observed (its identity entry): the
+ * learner never predicts such a URL, the store answers it (its document,
+ * or a fetch compared by its body).  1 if seen, 0 if not, -1 if refused.
+ * Reads only; for "why?", which must name the reason a prediction was not
+ * made.
+ */
+int sh_dust_seen(sh_dust_t *d, const char *url, size_t len);
+
+/*
  * Whether a file name names a server-side handler by its extension
  * (Cart.aspx, viewtopic.php; any case): the query of such a URL is scoped
  * by the script, and pattern= names such a scope "/dir/Cart.aspx".

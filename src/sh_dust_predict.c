@@ -302,6 +302,23 @@ sh_dust_predict_dry(sh_dust_t *d, const char *url, size_t len,
     return rc;
 }
 
+int
+sh_dust_seen(sh_dust_t *d, const char *url, size_t len)
+{
+    sh_url_t  u;
+    devid_t  *e;
+    uint64_t  hu;
+    int       found;
+
+    if (sh_url_parse(&u, url, len) != 0) {
+        return -1;
+    }
+    sh_url_hash_parts(&u, d->secret);
+    hu = sh_url_hash(&u, NULL);
+    e = evid_at(d, KEY_IDENT, hu, 0, &found);
+    return e != NULL && e->url == hu;
+}
+
 /*
  * c(u) spelled, when that URL itself was fetched and resolved to `rep`:
  * its identity entry (a fetch, never an answered prediction, leaves one).

@@ -167,16 +167,9 @@ sh_topk_host(const char *url, size_t len, size_t *host_len)
     }
     end = p;
 
-    /* the port is not the site ("[v6]:port" keeps its brackets) */
-    for (p = end; p > h; p--) {
-        if (p[-1] == ':') {
-            end = p - 1;
-            break;
-        }
-        if (p[-1] < '0' || p[-1] > '9') {
-            break;
-        }
-    }
+    /* the port stays: an origin on another port is another host, as the
+     * key ($simhash_host) and the DUST learner's rules have it, so the
+     * console's tables of sites, rules and outcomes name one host alike */
 
     *host_len = (size_t) (end - h);
     return h;

@@ -70,8 +70,9 @@ sh_topk_t *sh_topk_init(void *region, size_t size, uint32_t k,
                         const void *secret, size_t secret_len);
 
 /* The host of an absolute URL ("scheme://host[:port]/..."): a span of
- * `url`, without the port; the whole authority's start when there is no
- * "://" (len 0 then). */
+ * `url`, with its port if it has one (host and port are one origin, as
+ * the DUST learner's hosts are); the URL's start when there is no "://"
+ * (len 0 then). */
 const char *sh_topk_host(const char *url, size_t len, size_t *host_len);
 
 /*

@@ -107,7 +107,9 @@ like($x->{prediction}{rules}, qr/drop_param\(sid\)/, '... by the rule');
 ($st, $h) = fetch('http://v.test/doc/a.html?sid=3');
 is($st, 204, 'a.html?sid=3: answered without a fetch');
 $x = why_url('http://v.test/doc/a.html?sid=3');
-is($x->{last_decision}{status}, 'predicted', 'predicted: the last decision');
+is($x->{last_decision}{status}, $h->{'x-simhash-status'},
+   'predicted: the last decision\'s status, as the response said it');
+is($x->{last_decision}{status}, 'duplicate', '... duplicate');
 is($x->{last_decision}{action}, 'predicted', 'predicted: not fetched');
 is($x->{last_decision}{original}, 'http://v.test/doc/a.html',
    'predicted: its original');

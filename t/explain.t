@@ -5,8 +5,13 @@
 # dropped, duplicate passed, unchanged, changed, skipped) and for a
 # prediction answered without a fetch: the last decision's status and
 # action, the original, the distance and the score as the response's
-# headers told them; the stored document; the rule that predicts, with its
-# evidence.  Asking leaves the statistics as they were.
+# headers told them (the status as X-Simhash-Status, the score in nats as
+# X-Simhash-Score prints it); the stored document; the rule that predicts,
+# with its evidence.  The answer leads with the last decision in a
+# sentence ("dropped 3 s ago as a duplicate of ..."), and gives the
+# reason the code used when nothing is predicted: a URL fetched before is
+# the store's to answer, whatever rule applies.  Asking leaves the
+# statistics as they were.
 
 use strict;
 use warnings;
@@ -50,6 +55,7 @@ my @pages = $t->random_pages(3, 150, 3636);
 mkdir $t->prefix . '/html/doc';
 $t->write_file('html/doc/a.html', $pages[0]);
 $t->write_file('html/doc/copy.html', $pages[0]);
+$t->write_file('html/doc/copy2.html', $pages[0]);
 $t->write_file('html/doc/b.html', $pages[1]);
 $t->write_file('html/doc/short.html', '<html><body><p>hi</p></body></html>');
 $t->start;
@@ -60,7 +66,19 @@ sub why {
     my $r = $t->get("/stats?explain=$q");
     is($r->{status}, 200, "explain $key: 200") or diag($r->{content});
     is($r->{headers}{'content-type'}, 'application/json', 'as JSON');
-    return decode_json($r->{content});
+    my $j = decode_json($r->{content});
+    # what was done comes first, before what a fetch would meet now
+    ok(index($r->{content}, '"last":') >= 0
+       && index($r->{content}, '"last":') < index($r->{content}, '"would":'),
+       "explain $key: the last decision first");
+    return $j;
+}
+
+my $r_raw;
+
+sub uri {
+    (my $q = $_[0]) =~ s/([^A-Za-z0-9._~-])/sprintf('%%%02X', ord $1)/ge;
+    return $q;
 }
 
 sub fetch {
@@ -93,7 +111,17 @@ is($x->{last_decision}{original}, $h->{'x-simhash-duplicate-of'},
    'dropped: the original the response named');
 is($x->{last_decision}{distance}, $h->{'x-simhash-distance'},
    'dropped: the distance the response told');
-ok(defined $x->{last_decision}{score}, 'dropped: a score');
+is(sprintf('%.4f', $x->{last_decision}{score}), $h->{'x-simhash-score'},
+   'dropped: the score the response told, in nats');
+my ($hd, $hs) = @$h{qw(x-simhash-distance x-simhash-score)};
+like($x->{last},
+     qr{^dropped\x20\d+\x20s\x20ago\x20as\x20a\x20duplicate\x20of
+        \x20http://v\.test/doc/a\.html\x20\(distance\x20\Q$hd\E,\x20score\x20\Q$hs\E\)$}x,
+     'dropped: said first, in a sentence, with the response\'s figures');
+is($x->{learner}, 'seen',
+   'dropped: no prediction, for it was fetched (the store\'s to answer)');
+like($x->{why}, qr/a URL already seen is the store's to answer/,
+     '... and "why" says so');
 is($x->{stored}, undef, 'dropped: not stored');
 is($x->{would}, 'fetch', 'dropped: fetched, the body decides');
 
@@ -120,6 +148,13 @@ $x = why('http://v.test/doc/b.html');
 is($x->{last_decision}{status}, 'changed', 'changed: the last decision');
 is($x->{last_decision}{distance}, $h->{'x-simhash-distance'},
    'changed: the distance the response told');
+cmp_ok($h->{'x-simhash-score'}, '>', 0, 'changed: a score above 0');
+my $b_score = $h->{'x-simhash-score'};
+is(sprintf('%.4f', $x->{last_decision}{score}), $h->{'x-simhash-score'},
+   'changed: the score the response told, in nats');
+like($r_raw = $t->get('/stats?explain=' . uri('http://v.test/doc/b.html'))
+         ->{content}, qr/"score":\Q$h->{'x-simhash-score'}\E[,}]/,
+     'changed: the score written as X-Simhash-Score writes it');
 is($x->{stored}{fingerprint}, $h->{'x-simhash'},
    'changed: the stored fingerprint is the new one');
 
@@ -151,13 +186,36 @@ is($t->stats->{zones}{crawl}{dust}{predictions}, $before,
 ($st, $h) = fetch('/doc/a.html?sid=7');
 is($st, 204, 'a.html?sid=7: answered without a fetch');
 $x = why('http://v.test/doc/a.html?sid=7');
-is($x->{last_decision}{status}, 'predicted', 'predicted: the last decision');
+is($x->{last_decision}{status}, $h->{'x-simhash-status'},
+   'predicted: the status the response said');
+is($x->{last_decision}{status}, 'duplicate', '... duplicate');
+like($x->{last}, qr{^answered\x20\d+\x20s\x20ago\x20without\x20a\x20fetch:
+                    \x20the\x20URL\x20rules\x20predicted\x20a\x20duplicate
+                    \x20of\x20http://v\.test/doc/a\.html$}x,
+     'predicted: said first, in a sentence');
 is($x->{last_decision}{action}, 'predicted', 'predicted: not fetched');
 is($x->{last_decision}{original}, 'http://v.test/doc/a.html',
    'predicted: its original');
 
+# a URL with a session id the rule drops, fetched (its canonical form was
+# never fetched: no prediction) and dropped as a duplicate: asked again, no
+# prediction, because it was seen, not because no rule applies
+($st, $h) = fetch('/doc/copy2.html?sid=9');
+is($st, 204, 'copy2.html?sid=9: fetched, dropped');
+is($h->{'x-simhash-predicted'}, undef, '... not predicted');
+$x = why('http://v.test/doc/copy2.html?sid=9');
+is($x->{would}, 'fetch', 'copy2.html?sid=9: would be fetched');
+is($x->{learner}, 'seen', '... no prediction: it was seen');
+like($x->{why}, qr/^a URL already seen is the store's to answer/,
+     '... the reason the code used');
+unlike($x->{why}, qr/no rule predicts it/, '... not "no rule predicts it"');
+like($x->{last}, qr/^dropped \d+ s ago as a duplicate of /,
+     '... and first, what was done');
+
 # a URL never seen
 $x = why('http://v.test/other/never.html');
+like($x->{last}, qr/^no decision on it remembered/,
+     'never seen: no decision, said first');
 is($x->{last_decision}, undef, 'never seen: no decision');
 is($x->{would}, 'fetch', 'never seen: fetched');
 is($x->{learner}, 'no rule', 'never seen: no rule');
@@ -186,6 +244,13 @@ SKIP: {
         or diag($out);
     like($out, qr{^    original +http://v\.test/doc/a\.html$}m,
          'simhash explain: the original') or diag($out);
+    my $first = qr{\A.*\n  last +dropped \d+ s ago as a duplicate of };
+    like($out, qr{$first\Qhttp://v.test/doc/a.html\E \(distance \d+, score \d+\.\d{4}\)\n},
+         'simhash explain: first, what was done') or diag($out);
+    $out = `$cli explain http://v.test/doc/b.html $stats`;
+    like($out, qr{^    score +\Q$b_score\E$}m,
+         'simhash explain: b.html\'s score as its X-Simhash-Score said it')
+        or diag($out);
     like($out, qr{^    time +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ (s|min) ago\)$}m,
          'simhash explain: a time as a UTC date and an age') or diag($out);
     unlike($out, qr/\b1[6-9]\d{8}\b/, 'simhash explain: no Unix time left')

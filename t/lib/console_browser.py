@@ -84,6 +84,23 @@ def figures():
         return o;""")
 
 
+def location_text(u):
+    t = "location %s: " % (urllib.request.unquote(u["location"])
+                           or "(server)")
+    if u["action"] == "drop":
+        t += "drops duplicates (%d, keys=%s)" % (u["code"], u["keys"])
+    else:
+        t += "tags duplicates (X-Simhash-* headers), drops none"
+    t += ", DUST " + u["dust"]
+    if u["dust"] == "on":
+        t += " (predicted duplicates " + ("answered without a fetch)"
+                                          if u["action"] == "drop"
+                                          else "tagged)")
+    elif u["dust"] == "learn":
+        t += " (learns rules, predicts nothing)"
+    return t
+
+
 def expected(j):
     """The same figures from the JSON, as the page should write them."""
     o = {}
@@ -126,6 +143,9 @@ def expected(j):
             o[p + "host"] = urllib.request.unquote(r["host"])
             for k in ("made", "verified", "failed"):
                 o[p + k] = str(r[k])
+        for i, u in enumerate(z.get("locations", [])):
+            # what each location does, in words
+            o["%s/locations/%d" % (name, i)] = location_text(u)
         for i, r in enumerate(z.get("dust_rules", [])):
             p = "%s/rules/%d/" % (name, i)
             o[p + "host"] = urllib.request.unquote(r["host"])
@@ -163,15 +183,41 @@ def charts_drawn(j, label):
                     if (+x.getAttribute('height') > 0) { tall++; }
                 });
                 var b = s.getBoundingClientRect();
-                return [r.length, sum, tall, b.width, b.height];""",
+                var head = s.parentNode.querySelector('.head');
+                var max = s.querySelector('text[data-axis="max"]');
+                var tips = s.querySelectorAll('rect > title').length;
+                var v = [];
+                r.forEach(function (x) { v.push(+x.getAttribute('data-v')); });
+                return [r.length, sum, tall, b.width, b.height,
+                        head ? +head.getAttribute('data-minute') : null,
+                        head ? head.textContent : null,
+                        max ? max.textContent : null, tips,
+                        s.querySelectorAll('text').length, v];""",
                       name + "/" + ev)
-            total = sum(z["rates"][ev])
+            slots = z["rates"][ev]
+            total = sum(slots)
             check(info is not None and info[0] == z["rates"]["slots"]
                   and info[1] == total and (total == 0 or info[2] > 0)
                   and info[3] > 0 and info[4] > 0,
                   "%s: the %s chart draws its %d events" % (label, ev,
                                                              total),
                   info)
+            # the headline: the events of the last minute (its slots, the
+            # filling one included), not the last whole slot times 6; of
+            # the bars drawn (the JSON read above may be a slot older)
+            per = 60 // z["rates"]["step"]
+            bars = info[10] if info is not None else []
+            minute = sum(bars[-per:])
+            check(info is not None and info[5] == minute
+                  and info[6].startswith("%d %s in the last minute, %d in "
+                                         % (minute, ev, sum(bars))),
+                  "%s: the %s headline counts the last minute (%d)"
+                  % (label, ev, minute), info)
+            # a scale (0 to the highest bar), the time, a tooltip a bar
+            check(info is not None and info[7] == str(max(bars))
+                  and info[8] == len(slots) and info[9] >= 5,
+                  "%s: the %s chart has its scale, time and tooltips"
+                  % (label, ev), info)
 
 
 def why(key, would, status, action):
@@ -203,6 +249,21 @@ try:
 
     j = same_figures("loaded")
     charts_drawn(j, "loaded")
+    # every heading of the sites' and rules' tables, bar the host and the
+    # rule's text, says what it means; the page points to the manual
+    tips = js("""var o = [];
+        document.querySelectorAll('table.sites th, table.rules th')
+          .forEach(function (e) {
+            if (!e.getAttribute('title')) { o.push(e.textContent); }
+          });
+        return o;""")
+    check(not [h for h in tips if h not in ("host", "rule")],
+          "every figure's heading has a tooltip", tips)
+    check("docs/module.md" in driver.find_element(By.TAG_NAME, "body").text,
+          "the page names the manual")
+    for name, z in j["zones"].items():
+        check(len(z.get("locations", [])) > 0,
+              "%s: the JSON lists the locations that use it" % name, z)
     if DROPPED != "-":
         check(js("return document.querySelectorAll('table.sites tr')"
                  ".length;") > 1, "the top sites' table has rows")
@@ -212,7 +273,14 @@ try:
     if DROPPED != "-":
         t = why(DROPPED, "fetch", "duplicate", "dropped")
         check("duplicate of" in t, "why? dropped: names its original", t)
-        t = why(PREDICTED, "predicted", "predicted", "predicted")
+        first = js("""var p = document.querySelector('#why-answer p');
+                      return p ? p.textContent : null;""")
+        check(first is not None and first.startswith("dropped ")
+              and " s ago as a duplicate of " in first,
+              "why? dropped: its first line says it was dropped, when "
+              "and of what", first)
+        check(" nats" in t, "why? dropped: the score in nats", t)
+        t = why(PREDICTED, "predicted", "duplicate", "predicted")
         check("drop_param(sid)" in t and "for," in t,
               "why? predicted: the rule and its evidence", t)
         check("keys=path names" in t,

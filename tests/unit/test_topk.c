@@ -31,10 +31,11 @@ test_host(void **state)
     assert_memory_equal(h, want, n)
 
     HOST("http://Example.org/a?b", "Example.org");
-    HOST("https://example.org:8443/a", "example.org");
+    HOST("https://example.org:8443/a", "example.org:8443");
     HOST("http://example.org", "example.org");
-    HOST("http://u:p@example.org:80/x", "example.org");
-    HOST("http://[::1]:8080/x", "[::1]");
+    HOST("http://u:p@example.org:80/x", "example.org:80");
+    HOST("http://[::1]:8080/x", "[::1]:8080");
+    HOST("http://127.0.0.1:19600/a?b", "127.0.0.1:19600");
     HOST("http://example.org?q=a://b", "example.org");
     HOST("/path/only", "");
     HOST("no-scheme", "");

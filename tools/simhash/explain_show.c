@@ -100,7 +100,9 @@ show_scalar(const char *name, json_t *v, long long now, FILE *out)
         }
         break;
     case JSON_REAL:
-        fprintf(out, "%.4g", json_real_value(v));
+        /* a score in nats as X-Simhash-Score writes it, four decimals */
+        fprintf(out, strcmp(name, "score") == 0 ? "%.4f" : "%.4g",
+                json_real_value(v));
         break;
     case JSON_TRUE:
         fputs("yes", out);
