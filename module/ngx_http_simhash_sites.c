@@ -551,8 +551,8 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
     out[1] = 0;
     out[2] = 0;
 
-    /* its text as the prediction's header spelled it: kind(arg), controls
-     * and bytes past ASCII percent-encoded */
+    /* its text as the prediction's header spelled it: kind(arg), controls,
+     * bytes past ASCII, '<' and '>' percent-encoded */
 
     p = ngx_sprintf(text, "%s", sh_dust_kind_name(ri->kind));
 
@@ -560,7 +560,7 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
         *p++ = '(';
 
         for (q = (u_char *) ri->arg; *q; q++) {
-            if (*q < 0x20 || *q >= 0x7f) {
+            if (*q < 0x20 || *q >= 0x7f || *q == '<' || *q == '>') {
                 *p++ = '%';
                 *p++ = hex[*q >> 4];
                 *p++ = hex[*q & 0xf];
@@ -738,7 +738,9 @@ ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len)
     while (len--) {
         c = *text++;
 
-        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<'
+            || c == '>')
+        {
             *p++ = '%';
             *p++ = hex[c >> 4];
             *p++ = hex[c & 0xf];
