@@ -17,7 +17,10 @@
  *   - what the rules' predictions came to, per host and set of rules:
  *     made, verified, failed (direct-mapped too), and per learned rule
  *     (host, scope, rule: 4-way sets, the rule with the fewest predictions
- *     giving way), in the same hold of the lock;
+ *     giving way), in the same hold of the lock.  Both are placed by
+ *     hashes keyed by the zone's secret, as the sites are (sh_topk_keyed):
+ *     a host or a scope named to land on another host's slot would evict
+ *     its figures, and without the secret no one can compute one;
  *   - (in the outbox, not here) the lag of each other node of the tier.
  *
  * An event costs the ring's increments and, under the zone's lock, a scan
@@ -42,6 +45,10 @@ static void ngx_http_simhash_sites_rate(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev);
 static void ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev);
+static uint64_t ngx_http_simhash_rule_id(sh_topk_t *keys, u_char *host,
+    size_t hlen, u_char *rule, size_t rlen);
+static uint64_t ngx_http_simhash_rule_scope(sh_topk_t *keys, uint64_t id,
+    u_char *comp, size_t clen);
 static void ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
     ngx_str_t *key, ngx_str_t *rules, const char *host, size_t hlen,
     ngx_uint_t what);
@@ -368,8 +375,8 @@ ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
     host = sh_topk_host((char *) key->data, key->len, &full);
     hlen = ngx_min(full, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
 
-    h = ngx_hash_key(rules->data, rules->len);
-    h = (h << 32) ^ ngx_hash_key_lc((u_char *) host, hlen);
+    h = sh_topk_keyed(ss->topk, host, full, 1) * 0x9e3779b97f4a7c15ULL
+        ^ sh_topk_keyed(ss->topk, rules->data, rules->len, 0);
     h += (h == 0);
 
     o = &ss->outcome[h % NGX_HTTP_SIMHASH_OUTCOMES];
@@ -396,23 +403,26 @@ ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
  */
 
 static uint64_t
-ngx_http_simhash_rule_id(u_char *host, size_t hlen, u_char *rule, size_t rlen)
+ngx_http_simhash_rule_id(sh_topk_t *keys, u_char *host, size_t hlen,
+    u_char *rule, size_t rlen)
 {
     uint64_t  id;
 
-    id = ((uint64_t) ngx_hash_key_lc(host, hlen) << 32)
-         | ngx_hash_key(rule, rlen);
+    id = sh_topk_keyed(keys, host, hlen, 1) * 0x9e3779b97f4a7c15ULL
+         ^ sh_topk_keyed(keys, rule, rlen, 0);
 
     return id + (id == 0);
 }
 
 
 static uint64_t
-ngx_http_simhash_rule_scope(uint64_t id, u_char *comp, size_t clen)
+ngx_http_simhash_rule_scope(sh_topk_t *keys, uint64_t id, u_char *comp,
+    size_t clen)
 {
     uint64_t  h;
 
-    h = id ^ ((ngx_hash_key(comp, clen) + 1) * 0x9e3779b97f4a7c15ULL);
+    h = id ^ ((sh_topk_keyed(keys, comp, clen, 0) | 1)
+              * 0xc2b2ae3d27d4eb4fULL);
 
     return h + (h == 0);
 }
@@ -491,9 +501,10 @@ ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
         }
 
         if (p > start) {
-            id = ngx_http_simhash_rule_id((u_char *) host, hlen, start,
-                                          p - start);
-            h = ngx_http_simhash_rule_scope(id, comp.data, comp.len);
+            id = ngx_http_simhash_rule_id(ss->topk, (u_char *) host, hlen,
+                                          start, p - start);
+            h = ngx_http_simhash_rule_scope(ss->topk, id, comp.data,
+                                            comp.len);
 
             set = &ss->rule_count[(h % NGX_HTTP_SIMHASH_RULE_SETS)
                                   * NGX_HTTP_SIMHASH_RULE_WAYS];
@@ -536,8 +547,9 @@ ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
  */
 
 void
-ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
-    ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3])
+ngx_http_simhash_sites_rule_counts(sh_topk_t *keys,
+    ngx_http_simhash_rule_count_t *t, ngx_uint_t n, sh_dust_rule_info_t *ri,
+    uint64_t out[3])
 {
     u_char      *p, *q;
     size_t       len;
@@ -573,8 +585,8 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
         *p++ = ')';
     }
 
-    id = ngx_http_simhash_rule_id((u_char *) ri->host, ngx_strlen(ri->host),
-                                  text, p - text);
+    id = ngx_http_simhash_rule_id(keys, (u_char *) ri->host,
+                                  ngx_strlen(ri->host), text, p - text);
 
     wide = ri->pattern[0] != '/';
     h = 0;
@@ -583,7 +595,8 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
         /* "/doc/" is the scope "doc", "/" the root-level files' "" */
         len = ngx_strlen(ri->pattern);
         len = len > 2 ? len - 2 : 0;
-        h = ngx_http_simhash_rule_scope(id, (u_char *) ri->pattern + 1, len);
+        h = ngx_http_simhash_rule_scope(keys, id, (u_char *) ri->pattern + 1,
+                                        len);
     }
 
     for (i = 0; i < n; i++) {
@@ -624,6 +637,7 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     /* the slots of the last minutes, oldest first; the current one is
      * still filling */
 
+    snap->keys = ss->topk;
     snap->now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
     snap->since = ss->since;
     snap->restored = ss->restored;

@@ -251,6 +251,13 @@ found:
     return 1;
 }
 
+uint64_t
+sh_topk_keyed(const sh_topk_t *t, const void *p, size_t len, int lower)
+{
+    return lower ? sh_url_hash_lower(t->secret, p, len)
+                 : sh_url_hash_bytes(t->secret, p, len);
+}
+
 static int
 by_count(const void *a, const void *b)
 {

@@ -82,6 +82,14 @@ const char *sh_topk_host(const char *url, size_t len, size_t *host_len);
 int sh_topk_add(sh_topk_t *t, const char *host, size_t len, uint64_t weight,
                 const uint64_t add[SH_TOPK_NCOUNT]);
 
+/*
+ * A 64-bit hash of `len` bytes keyed by the table's secret (`lower`: ASCII
+ * case folded first), for the caller's other tables of the same hosts:
+ * without the secret, no one can compute names that meet in one slot.
+ */
+uint64_t sh_topk_keyed(const sh_topk_t *t, const void *p, size_t len,
+                       int lower);
+
 /* The tracked entries, by count, largest first: at most max; how many. */
 size_t sh_topk_list(const sh_topk_t *t, sh_topk_entry_t *out, size_t max);
 
