@@ -10,8 +10,11 @@
  *     an increment by another worker between the two is lost, a rare
  *     undercount the console can live with, for no lock on the path;
  *   - the sites that waste the crawl: sh_topk (Space-Saving) of the
- *     duplicates and predictions by host, with the pages, drops, bytes
- *     and fetches saved of each, under the zone's lock;
+ *     duplicates and predictions by site (the registrable domain, libpsl,
+ *     as the DUST aliases take it: 300 subdomains of one site are that
+ *     site's waste, not 300 small ones), with the hosts that wasted most
+ *     beneath each and the pages, drops, bytes and fetches saved of each,
+ *     under the zone's lock;
  *   - the last decisions, direct-mapped by the key's hash (a later key on
  *     the same slot replaces it), for "why?" (ngx_http_simhash_explain.c);
  *   - what the rules' predictions came to, per host and set of rules:
@@ -39,6 +42,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "sh_site.h"
 
 
 static void ngx_http_simhash_sites_rate(ngx_http_simhash_zone_t *zone,
@@ -105,6 +109,7 @@ static ngx_http_simhash_site_metric_t  ngx_http_simhash_site_metrics[] = {
 /* the console's part of the zone: its region in the shared memory */
 
 static size_t ngx_http_simhash_sites_shm_size(ngx_http_simhash_zone_t *zone);
+static ngx_int_t ngx_http_simhash_sites_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
 
@@ -127,7 +132,7 @@ ngx_http_simhash_part_t  ngx_http_simhash_sites_part = {
     NULL,                                   /* save_tail */
     NULL,                                   /* load_tail */
 
-    NULL,                                   /* postconfiguration */
+    ngx_http_simhash_sites_postconfiguration,   /* postconfiguration */
     NULL,                                   /* init_module */
     NULL,                                   /* init_process */
     NULL,                                   /* exit_process */
@@ -136,6 +141,36 @@ ngx_http_simhash_part_t  ngx_http_simhash_sites_part = {
     ngx_http_simhash_figures_save,          /* save_aside: PATH.console */
     ngx_http_simhash_figures_load           /* load_aside */
 };
+
+
+/*
+ * The Public Suffix List, for the sites: loaded in the master as the
+ * learner's is (ngx_http_simhash_dust_conf.c: once per process, no file
+ * read by a request), for a configuration with any zone.  Without it each
+ * host is its own site.
+ */
+
+static ngx_int_t
+ngx_http_simhash_sites_postconfiguration(ngx_conf_t *cf)
+{
+    char                           err[512];
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
+
+    if (smcf->zones.nelts == 0 || sh_site_loaded()) {
+        return NGX_OK;
+    }
+
+    if (sh_site_load(NULL, err, sizeof(err)) != 0) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "simhash: %s: the console counts the sites that "
+                      "waste the crawl by host, not by site; Debian: "
+                      "publicsuffix", err);
+    }
+
+    return NGX_OK;
+}
 
 
 static size_t
@@ -293,9 +328,10 @@ static void
 ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev)
 {
-    size_t                        hlen;
+    size_t                        hlen, slen;
     uint64_t                      add[SH_TOPK_NCOUNT], weight, keyhash;
     const char                   *host;
+    char                          site[SH_SITE_MAX + 1];
     ngx_http_simhash_sites_t     *ss;
     ngx_http_simhash_decision_t  *d;
 
@@ -324,7 +360,12 @@ ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
     weight = add[SH_TOPK_DUPLICATES] + add[SH_TOPK_PREDICTED];
     host = sh_topk_host((char *) ev->key->data, ev->key->len, &hlen);
 
-    (void) sh_topk_add(ss->topk, host, hlen, weight, add);
+    /* its site; what the list cannot place (no list, a bad name) is its
+     * own */
+    slen = sh_site_of(host, hlen, site, sizeof(site));
+
+    (void) sh_topk_add_site(ss->topk, slen ? site : host, slen ? slen : hlen,
+                            host, hlen, weight, add);
 
     keyhash = ngx_http_simhash_zone_keyhash(zone, ev->key);
     d = &ss->decision[keyhash % NGX_HTTP_SIMHASH_DECISIONS];
@@ -373,7 +414,6 @@ ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
     }
 
     host = sh_topk_host((char *) key->data, key->len, &full);
-    hlen = ngx_min(full, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
 
     h = sh_topk_keyed(ss->topk, host, full, 1) * 0x9e3779b97f4a7c15ULL
         ^ sh_topk_keyed(ss->topk, rules->data, rules->len, 0);
@@ -385,7 +425,12 @@ ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
         /* another host's rules had the slot: they give way */
         ngx_memzero(o, sizeof(ngx_http_simhash_outcome_t));
         o->hash = h;
-        ngx_strlow(o->host, (u_char *) host, hlen);
+
+        /* a longer name cut in its middle, its site kept whole, as the
+         * sites' are */
+        hlen = sh_site_display(host, full, (char *) o->host,
+                               NGX_HTTP_SIMHASH_OUTCOME_TEXT);
+        ngx_strlow(o->host, o->host, hlen);
         ngx_memcpy(o->rules, rules->data,
                    ngx_min(rules->len, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1));
     }
@@ -734,10 +779,14 @@ ngx_http_simhash_sites_size(ngx_http_simhash_sites_snap_t *ss,
                                      "\"failed\":},")
                               + 6 * NGX_HTTP_SIMHASH_OUTCOME_TEXT
                               + 3 * NGX_INT64_LEN);
-    size += ss->ntop * (sizeof("{\"host\":\"\",\"wasted\":,\"error\":}")
-                        + host + 2 * NGX_INT64_LEN
+    size += ss->ntop * (sizeof("{\"site\":\"\",\"wasted\":,\"error\":,"
+                               "\"hosts_seen\":,\"hosts\":[]}")
+                        + host + 3 * NGX_INT64_LEN
                         + SH_TOPK_NCOUNT * (sizeof(",\"fetches_saved\":")
-                                            + NGX_INT64_LEN + 1));
+                                            + NGX_INT64_LEN + 1)
+                        + SH_TOPK_HOSTS * (sizeof("{\"host\":\"\","
+                                                  "\"wasted\":},")
+                                           + host + NGX_INT64_LEN));
     return size;
 }
 
@@ -812,7 +861,7 @@ ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
     for (i = 0; i < ss->ntop; i++) {
         e = &ss->top[i];
 
-        p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
+        p = ngx_sprintf(p, "%s{\"site\":\"", i ? "," : "");
         p = ngx_http_simhash_text_escape(p, (u_char *) e->host,
                                          ngx_strlen(e->host));
         p = ngx_sprintf(p, "\",\"wasted\":%uL,\"error\":%uL", e->count,
@@ -823,6 +872,19 @@ ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
                             e->c[j]);
         }
 
+        /* the hosts beneath it that wasted most */
+
+        p = ngx_sprintf(p, ",\"hosts_seen\":%uL,\"hosts\":[",
+                        e->hosts_seen);
+
+        for (j = 0; j < SH_TOPK_HOSTS && e->hosts[j].count; j++) {
+            p = ngx_sprintf(p, "%s{\"host\":\"", j ? "," : "");
+            p = ngx_http_simhash_text_escape(p, (u_char *) e->hosts[j].host,
+                                             ngx_strlen(e->hosts[j].host));
+            p = ngx_sprintf(p, "\",\"wasted\":%uL}", e->hosts[j].count);
+        }
+
+        *p++ = ']';
         *p++ = '}';
     }
 
@@ -883,7 +945,7 @@ ngx_http_simhash_sites_prom(u_char *p, ngx_http_simhash_sites_snap_t *first)
                 x = m->count == -1 ? e->count
                     : m->count == -2 ? e->error : e->c[m->count];
 
-                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",host=\"",
+                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",site=\"",
                                 &m->name, &ss->zone);
                 p = ngx_http_simhash_text_escape(p, (u_char *) e->host,
                                                  ngx_strlen(e->host));

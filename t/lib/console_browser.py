@@ -116,7 +116,12 @@ def expected(j):
                 o["%s/snapshot/%s" % (name, k)] = "%d ms" % z["snapshot"][k]
         for i, e in enumerate(z.get("sites", {}).get("top", [])):
             p = "%s/sites/%d/" % (name, i)
-            o[p + "host"] = urllib.request.unquote(e["host"])
+            o[p + "site"] = urllib.request.unquote(e["site"])
+            hosts = ", ".join("%s %d" % (urllib.request.unquote(h["host"]),
+                                         h["wasted"]) for h in e["hosts"])
+            if e["hosts_seen"] > len(e["hosts"]):
+                hosts += " (of %d)" % e["hosts_seen"]
+            o[p + "hosts"] = hosts
             for k in ("wasted", "pages", "duplicates", "predicted",
                       "dropped", "fetches_saved"):
                 o[p + k] = str(e[k])
