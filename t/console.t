@@ -39,6 +39,12 @@ END
             simhash_stats;
         }
 
+        # the console at a path of //evil.invalid/stats (nginx merges the
+        # slashes to find the location; the page sees its path as sent)
+        location = /evil.invalid/stats {
+            simhash_stats;
+        }
+
         location /private {
             simhash_stats;
             deny all;
@@ -142,7 +148,8 @@ SKIP: {
     my @cmd = ('/usr/bin/python3', "$FindBin::Bin/lib/console_browser.py",
                $t->url('/stats'), $t->prefix . '/logs/nginx.pid',
                'http://v.test/doc/copy.html', 'http://v.test/doc/a.html?sid=5',
-               'http://v.test/doc/b.html');
+               'http://v.test/doc/b.html',
+               $t->url('//evil.invalid/stats'));
     open(my $fh, '-|', @cmd) or die "@cmd: $!";
     my $n = 0;
     while (my $line = <$fh>) {
