@@ -1,7 +1,7 @@
 
 /*
  * What the console shows of a zone, kept in a region of the zone's shared
- * memory of its own (fixed: about 220 KB whatever the traffic):
+ * memory of its own (fixed: about 250 KB whatever the traffic):
  *
  *   - the rates of the last minutes: a ring of per-10-s counters of every
  *     event (a status, a drop, a prediction answered without a fetch),
