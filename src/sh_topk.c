@@ -23,8 +23,7 @@ typedef struct {
     uint64_t       c[SH_TOPK_NCOUNT];
     char           host[SH_TOPK_HOST_TEXT + 1];
     uint64_t       hosts_seen;
-    uint64_t       host_hash[SH_TOPK_HOSTS];      /* 0: free */
-    sh_topk_host_t hosts[SH_TOPK_HOSTS];
+    sh_topk_host_t hosts[SH_TOPK_HOSTS];          /* hash 0: free */
 } topk_slot_t;
 
 struct sh_topk_s {
@@ -112,6 +111,15 @@ sh_topk_restore(sh_topk_t *t, const sh_topk_entry_t *e, size_t n,
             return -1;
         }
         sum += e[i].count;
+        for (j = 0; j < SH_TOPK_HOSTS; j++) {
+            const sh_topk_host_t *hh = &e[i].hosts[j];
+
+            if ((hh->count && hh->hash == 0) || hh->count > e[i].count
+                || memchr(hh->host, '\0', sizeof(hh->host)) == NULL)
+            {
+                return -1;
+            }
+        }
         /* k is small by design (sh_topk.c's top): a scan, not a set */
         for (j = 0; j < i; j++) {
             if (e[j].hash == e[i].hash) {
@@ -133,6 +141,15 @@ sh_topk_restore(sh_topk_t *t, const sh_topk_entry_t *e, size_t n,
         memcpy(s->c, e[i].c, sizeof(s->c));
         /* the text up to its NUL, nothing after it */
         memcpy(s->host, e[i].host, strlen(e[i].host));
+        s->hosts_seen = e[i].hosts_seen;
+        for (j = 0; j < SH_TOPK_HOSTS; j++) {
+            if (e[i].hosts[j].count) {
+                s->hosts[j].hash = e[i].hosts[j].hash;
+                s->hosts[j].count = e[i].hosts[j].count;
+                memcpy(s->hosts[j].host, e[i].hosts[j].host,
+                       strlen(e[i].hosts[j].host));
+            }
+        }
     }
     t->used = (uint32_t) n;
     t->total = total;
@@ -213,7 +230,7 @@ add_host(const sh_topk_t *t, topk_slot_t *s, const char *host, size_t len,
     h += (h == 0);
 
     for (i = 0; i < SH_TOPK_HOSTS; i++) {
-        if (s->host_hash[i] == h) {
+        if (s->hosts[i].hash == h) {
             s->hosts[i].count += weight;
             return;
         }
@@ -226,7 +243,7 @@ add_host(const sh_topk_t *t, topk_slot_t *s, const char *host, size_t len,
         }
     }
 
-    s->host_hash[min] = h;
+    s->hosts[min].hash = h;
     s->hosts[min].count += weight;
     name_text(s->hosts[min].host, host, len);
     s->hosts_seen++;

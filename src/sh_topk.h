@@ -53,8 +53,9 @@ typedef enum {
 
 /* a host beneath a site */
 typedef struct {
+    uint64_t hash;              /* its keyed hash; 0: none */
     uint64_t count;             /* its weight in the site (an upper bound,
-                                   since it took its place); 0: none */
+                                   since it took its place) */
     char     host[SH_TOPK_HOST_TEXT + 1];
 } sh_topk_host_t;
 
@@ -128,7 +129,9 @@ void sh_topk_stats(const sh_topk_t *t, sh_topk_stats_t *st);
  * on failure: n <= k, every hash non-zero and distinct, error <= count,
  * each host's text ending in NUL within SH_TOPK_HOST_TEXT + 1 bytes, the
  * counts adding up to `total` (as they always do: a weight goes to one
- * count and to the total).  0, or -1.
+ * count and to the total); the hosts beneath each site (none: a list of
+ * zeros) each with a non-zero hash when it has a count, a count at most
+ * the site's, its text ending in NUL.  0, or -1.
  */
 int sh_topk_restore(sh_topk_t *t, const sh_topk_entry_t *e, size_t n,
                     uint64_t total, uint64_t replaced);
