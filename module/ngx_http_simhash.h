@@ -920,6 +920,8 @@ typedef struct ngx_http_simhash_sites_snap_s {
     ngx_uint_t                   noutcome;
     ngx_http_simhash_rule_count_t  *rule_count;     /* the ones in use */
     ngx_uint_t                   nrule_count;
+    sh_topk_t                   *keys;      /* the secret of their hashes
+                                               (sh_topk_keyed) */
     ngx_str_t                    zone;      /* for Prometheus: its name, */
     struct ngx_http_simhash_sites_snap_s  *next;    /* the next zone's */
 } ngx_http_simhash_sites_snap_t;
@@ -939,8 +941,9 @@ void ngx_http_simhash_key_scope(ngx_str_t *key, ngx_str_t *comp);
  * rule counts (the shared one under the lock, or a snap's copy) */
 ngx_http_simhash_decision_t *ngx_http_simhash_sites_decision(
     ngx_http_simhash_sites_t *ss, uint64_t keyhash, ngx_uint_t add);
-void ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
-    ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3]);
+void ngx_http_simhash_sites_rule_counts(sh_topk_t *keys,
+    ngx_http_simhash_rule_count_t *t, ngx_uint_t n, sh_dust_rule_info_t *ri,
+    uint64_t out[3]);
 
 /* the rules with the most predictions made, in Prometheus: a bounded
  * number of series whatever the rules (written by the statistics,

@@ -8,7 +8,9 @@
  * (?explain=).  Nothing is fetched from elsewhere: its Content-Security-
  * Policy allows requests to this server only, so that a proxy with no
  * internet shows it whole, and a host name from a crawled URL can never
- * run as script (the page writes every text with textContent too).
+ * run as script (the page writes every text with textContent too): the
+ * one script that runs is the page's own, named by its SHA-256, which
+ * tools/console-header.sh computes at build time.
  */
 
 
@@ -41,15 +43,13 @@ ngx_http_simhash_console_handler(ngx_http_request_t *r)
 
     if (ngx_http_simhash_add_header(r, "Content-Security-Policy",
                                     "default-src 'none'; "
-                                    "script-src 'unsafe-inline'; "
+                                    "script-src "
+                                    NGX_HTTP_SIMHASH_CONSOLE_SCRIPT "; "
                                     "style-src 'unsafe-inline'; "
                                     "img-src data:; connect-src 'self'; "
                                     "form-action 'none'; "
                                     "frame-ancestors 'none'")
-        != NGX_OK
-        || ngx_http_simhash_add_header(r, "X-Content-Type-Options",
-                                       "nosniff")
-           != NGX_OK)
+        != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -58,7 +58,11 @@ ngx_http_simhash_console_handler(ngx_http_request_t *r)
 }
 
 
-/* A whole answer of this moment: never cached, never "not modified". */
+/*
+ * A whole answer of this moment: never cached, never "not modified"; and
+ * never sniffed, so that JSON or Prometheus text that carries a crawled
+ * host's or rule's text is never taken for a page of this origin.
+ */
 
 ngx_int_t
 ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b, char *type)
@@ -71,7 +75,10 @@ ngx_http_simhash_send_buf(ngx_http_request_t *r, ngx_buf_t *b, char *type)
     r->headers_out.content_type_len = r->headers_out.content_type.len;
 
     if (ngx_http_simhash_add_header(r, "Cache-Control", "no-store")
-        != NGX_OK)
+        != NGX_OK
+        || ngx_http_simhash_add_header(r, "X-Content-Type-Options",
+                                       "nosniff")
+           != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

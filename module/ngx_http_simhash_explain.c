@@ -361,7 +361,7 @@ ngx_http_simhash_explain_read(ngx_http_request_t *r,
 
             for (i = 0; ss != NULL && i < x->evidence.n; i++) {
                 ngx_http_simhash_sites_rule_counts(
-                    ss->rule_count,
+                    ss->topk, ss->rule_count,
                     NGX_HTTP_SIMHASH_RULE_SETS * NGX_HTTP_SIMHASH_RULE_WAYS,
                     &x->evidence.rule[i], x->evidence.counts[i]);
             }

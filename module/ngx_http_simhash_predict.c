@@ -218,7 +218,9 @@ ngx_http_simhash_dust_droppable(ngx_http_request_t *r,
  * The rules of a prediction as they may go into a header: their arguments
  * are spelled as URLs spelled them, so a control byte, DEL or a byte >=
  * 0x80 is percent-encoded (a header line cannot be ended or split by a
- * site's parameter names); the spaces between rules stay.
+ * site's parameter names), and '<' and '>' too, as the JSON spells them
+ * (a crawler that shows the header in a page shows no markup a site
+ * named its parameters with); the spaces between rules stay.
  */
 
 static ngx_int_t
@@ -238,7 +240,9 @@ ngx_http_simhash_rules_text(ngx_pool_t *pool, u_char *text, size_t len,
     p = out->data;
 
     for (i = 0; i < len; i++) {
-        if (text[i] < 0x20 || text[i] >= 0x7f) {
+        if (text[i] < 0x20 || text[i] >= 0x7f
+            || text[i] == '<' || text[i] == '>')
+        {
             *p++ = '%';
             *p++ = hex[text[i] >> 4];
             *p++ = hex[text[i] & 0xf];

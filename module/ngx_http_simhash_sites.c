@@ -1,7 +1,7 @@
 
 /*
  * What the console shows of a zone, kept in a region of the zone's shared
- * memory of its own (fixed: about 220 KB whatever the traffic):
+ * memory of its own (fixed: about 250 KB whatever the traffic):
  *
  *   - the rates of the last minutes: a ring of per-10-s counters of every
  *     event (a status, a drop, a prediction answered without a fetch),
@@ -10,15 +10,21 @@
  *     an increment by another worker between the two is lost, a rare
  *     undercount the console can live with, for no lock on the path;
  *   - the sites that waste the crawl: sh_topk (Space-Saving) of the
- *     duplicates and predictions by host, with the pages, drops, bytes
- *     and fetches saved of each, under the zone's lock;
+ *     duplicates and predictions by site (the registrable domain, libpsl,
+ *     as the DUST aliases take it: 300 subdomains of one site are that
+ *     site's waste, not 300 small ones), with the hosts that wasted most
+ *     beneath each and the pages, drops, bytes and fetches saved of each,
+ *     under the zone's lock;
  *   - the last decisions, for "why?" (ngx_http_simhash_explain.c), in
  *     sets of 4 by the key's hash: a decision stays until four later keys
  *     of its set were decided (ngx_http_simhash_sites_decision);
  *   - what the rules' predictions came to, per host and set of rules:
  *     made, verified, failed (direct-mapped too), and per learned rule
  *     (host, scope, rule: 4-way sets, the rule with the fewest predictions
- *     giving way), in the same hold of the lock;
+ *     giving way), in the same hold of the lock.  Both are placed by
+ *     hashes keyed by the zone's secret, as the sites are (sh_topk_keyed):
+ *     a host or a scope named to land on another host's slot would evict
+ *     its figures, and without the secret no one can compute one;
  *   - (in the outbox, not here) the lag of each other node of the tier.
  *
  * An event costs the ring's increments and, under the zone's lock, a scan
@@ -37,12 +43,17 @@
 #include <ngx_http.h>
 
 #include "ngx_http_simhash.h"
+#include "sh_site.h"
 
 
 static void ngx_http_simhash_sites_rate(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev);
 static void ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev);
+static uint64_t ngx_http_simhash_rule_id(sh_topk_t *keys, u_char *host,
+    size_t hlen, u_char *rule, size_t rlen);
+static uint64_t ngx_http_simhash_rule_scope(sh_topk_t *keys, uint64_t id,
+    u_char *comp, size_t clen);
 static void ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
     ngx_str_t *key, ngx_str_t *rules, const char *host, size_t hlen,
     ngx_uint_t what);
@@ -99,6 +110,7 @@ static ngx_http_simhash_site_metric_t  ngx_http_simhash_site_metrics[] = {
 /* the console's part of the zone: its region in the shared memory */
 
 static size_t ngx_http_simhash_sites_shm_size(ngx_http_simhash_zone_t *zone);
+static ngx_int_t ngx_http_simhash_sites_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_simhash_sites_init(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_zone_t *ozone, ngx_log_t *log);
 
@@ -121,7 +133,7 @@ ngx_http_simhash_part_t  ngx_http_simhash_sites_part = {
     NULL,                                   /* save_tail */
     NULL,                                   /* load_tail */
 
-    NULL,                                   /* postconfiguration */
+    ngx_http_simhash_sites_postconfiguration,   /* postconfiguration */
     NULL,                                   /* init_module */
     NULL,                                   /* init_process */
     NULL,                                   /* exit_process */
@@ -130,6 +142,36 @@ ngx_http_simhash_part_t  ngx_http_simhash_sites_part = {
     ngx_http_simhash_figures_save,          /* save_aside: PATH.console */
     ngx_http_simhash_figures_load           /* load_aside */
 };
+
+
+/*
+ * The Public Suffix List, for the sites: loaded in the master as the
+ * learner's is (ngx_http_simhash_dust_conf.c: once per process, no file
+ * read by a request), for a configuration with any zone.  Without it each
+ * host is its own site.
+ */
+
+static ngx_int_t
+ngx_http_simhash_sites_postconfiguration(ngx_conf_t *cf)
+{
+    char                           err[512];
+    ngx_http_simhash_main_conf_t  *smcf;
+
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_simhash_module);
+
+    if (smcf->zones.nelts == 0 || sh_site_loaded()) {
+        return NGX_OK;
+    }
+
+    if (sh_site_load(NULL, err, sizeof(err)) != 0) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "simhash: %s: the console counts the sites that "
+                      "waste the crawl by host, not by site; Debian: "
+                      "publicsuffix", err);
+    }
+
+    return NGX_OK;
+}
 
 
 static size_t
@@ -287,9 +329,10 @@ static void
 ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
     ngx_http_simhash_event_t *ev)
 {
-    size_t                        hlen;
+    size_t                        hlen, slen;
     uint64_t                      add[SH_TOPK_NCOUNT], weight, keyhash;
     const char                   *host;
+    char                          site[SH_SITE_MAX + 1];
     ngx_http_simhash_sites_t     *ss;
     ngx_http_simhash_decision_t  *d;
 
@@ -318,7 +361,12 @@ ngx_http_simhash_sites_table(ngx_http_simhash_zone_t *zone,
     weight = add[SH_TOPK_DUPLICATES] + add[SH_TOPK_PREDICTED];
     host = sh_topk_host((char *) ev->key->data, ev->key->len, &hlen);
 
-    (void) sh_topk_add(ss->topk, host, hlen, weight, add);
+    /* its site; what the list cannot place (no list, a bad name) is its
+     * own */
+    slen = sh_site_of(host, hlen, site, sizeof(site));
+
+    (void) sh_topk_add_site(ss->topk, slen ? site : host, slen ? slen : hlen,
+                            host, hlen, weight, add);
 
     keyhash = ngx_http_simhash_zone_keyhash(zone, ev->key);
     d = ngx_http_simhash_sites_decision(ss, keyhash, 1);
@@ -429,10 +477,9 @@ ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
     }
 
     host = sh_topk_host((char *) key->data, key->len, &full);
-    hlen = ngx_min(full, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1);
 
-    h = ngx_hash_key(rules->data, rules->len);
-    h = (h << 32) ^ ngx_hash_key_lc((u_char *) host, hlen);
+    h = sh_topk_keyed(ss->topk, host, full, 1) * 0x9e3779b97f4a7c15ULL
+        ^ sh_topk_keyed(ss->topk, rules->data, rules->len, 0);
     h += (h == 0);
 
     o = &ss->outcome[h % NGX_HTTP_SIMHASH_OUTCOMES];
@@ -441,7 +488,12 @@ ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
         /* another host's rules had the slot: they give way */
         ngx_memzero(o, sizeof(ngx_http_simhash_outcome_t));
         o->hash = h;
-        ngx_strlow(o->host, (u_char *) host, hlen);
+
+        /* a longer name cut in its middle, its site kept whole, as the
+         * sites' are */
+        hlen = sh_site_display(host, full, (char *) o->host,
+                               NGX_HTTP_SIMHASH_OUTCOME_TEXT);
+        ngx_strlow(o->host, o->host, hlen);
         ngx_memcpy(o->rules, rules->data,
                    ngx_min(rules->len, NGX_HTTP_SIMHASH_OUTCOME_TEXT - 1));
     }
@@ -459,23 +511,26 @@ ngx_http_simhash_sites_outcome_locked(ngx_http_simhash_zone_t *zone,
  */
 
 static uint64_t
-ngx_http_simhash_rule_id(u_char *host, size_t hlen, u_char *rule, size_t rlen)
+ngx_http_simhash_rule_id(sh_topk_t *keys, u_char *host, size_t hlen,
+    u_char *rule, size_t rlen)
 {
     uint64_t  id;
 
-    id = ((uint64_t) ngx_hash_key_lc(host, hlen) << 32)
-         | ngx_hash_key(rule, rlen);
+    id = sh_topk_keyed(keys, host, hlen, 1) * 0x9e3779b97f4a7c15ULL
+         ^ sh_topk_keyed(keys, rule, rlen, 0);
 
     return id + (id == 0);
 }
 
 
 static uint64_t
-ngx_http_simhash_rule_scope(uint64_t id, u_char *comp, size_t clen)
+ngx_http_simhash_rule_scope(sh_topk_t *keys, uint64_t id, u_char *comp,
+    size_t clen)
 {
     uint64_t  h;
 
-    h = id ^ ((ngx_hash_key(comp, clen) + 1) * 0x9e3779b97f4a7c15ULL);
+    h = id ^ ((sh_topk_keyed(keys, comp, clen, 0) | 1)
+              * 0xc2b2ae3d27d4eb4fULL);
 
     return h + (h == 0);
 }
@@ -554,9 +609,10 @@ ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
         }
 
         if (p > start) {
-            id = ngx_http_simhash_rule_id((u_char *) host, hlen, start,
-                                          p - start);
-            h = ngx_http_simhash_rule_scope(id, comp.data, comp.len);
+            id = ngx_http_simhash_rule_id(ss->topk, (u_char *) host, hlen,
+                                          start, p - start);
+            h = ngx_http_simhash_rule_scope(ss->topk, id, comp.data,
+                                            comp.len);
 
             set = &ss->rule_count[(h % NGX_HTTP_SIMHASH_RULE_SETS)
                                   * NGX_HTTP_SIMHASH_RULE_WAYS];
@@ -599,8 +655,9 @@ ngx_http_simhash_sites_count_rules(ngx_http_simhash_sites_t *ss,
  */
 
 void
-ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
-    ngx_uint_t n, sh_dust_rule_info_t *ri, uint64_t out[3])
+ngx_http_simhash_sites_rule_counts(sh_topk_t *keys,
+    ngx_http_simhash_rule_count_t *t, ngx_uint_t n, sh_dust_rule_info_t *ri,
+    uint64_t out[3])
 {
     u_char      *p, *q;
     size_t       len;
@@ -614,8 +671,8 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
     out[1] = 0;
     out[2] = 0;
 
-    /* its text as the prediction's header spelled it: kind(arg), controls
-     * and bytes past ASCII percent-encoded */
+    /* its text as the prediction's header spelled it: kind(arg), controls,
+     * bytes past ASCII, '<' and '>' percent-encoded */
 
     p = ngx_sprintf(text, "%s", sh_dust_kind_name(ri->kind));
 
@@ -623,7 +680,7 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
         *p++ = '(';
 
         for (q = (u_char *) ri->arg; *q; q++) {
-            if (*q < 0x20 || *q >= 0x7f) {
+            if (*q < 0x20 || *q >= 0x7f || *q == '<' || *q == '>') {
                 *p++ = '%';
                 *p++ = hex[*q >> 4];
                 *p++ = hex[*q & 0xf];
@@ -636,8 +693,8 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
         *p++ = ')';
     }
 
-    id = ngx_http_simhash_rule_id((u_char *) ri->host, ngx_strlen(ri->host),
-                                  text, p - text);
+    id = ngx_http_simhash_rule_id(keys, (u_char *) ri->host,
+                                  ngx_strlen(ri->host), text, p - text);
 
     wide = ri->pattern[0] != '/';
     h = 0;
@@ -646,7 +703,8 @@ ngx_http_simhash_sites_rule_counts(ngx_http_simhash_rule_count_t *t,
         /* "/doc/" is the scope "doc", "/" the root-level files' "" */
         len = ngx_strlen(ri->pattern);
         len = len > 2 ? len - 2 : 0;
-        h = ngx_http_simhash_rule_scope(id, (u_char *) ri->pattern + 1, len);
+        h = ngx_http_simhash_rule_scope(keys, id, (u_char *) ri->pattern + 1,
+                                        len);
     }
 
     for (i = 0; i < n; i++) {
@@ -687,6 +745,7 @@ ngx_http_simhash_sites_read(ngx_pool_t *pool, ngx_http_simhash_zone_t *zone,
     /* the slots of the last minutes, oldest first; the current one is
      * still filling */
 
+    snap->keys = ss->topk;
     snap->now = ngx_time() / NGX_HTTP_SIMHASH_RATE_STEP;
     snap->since = ss->since;
     snap->restored = ss->restored;
@@ -783,10 +842,14 @@ ngx_http_simhash_sites_size(ngx_http_simhash_sites_snap_t *ss,
                                      "\"failed\":},")
                               + 6 * NGX_HTTP_SIMHASH_OUTCOME_TEXT
                               + 3 * NGX_INT64_LEN);
-    size += ss->ntop * (sizeof("{\"host\":\"\",\"wasted\":,\"error\":}")
-                        + host + 2 * NGX_INT64_LEN
+    size += ss->ntop * (sizeof("{\"site\":\"\",\"wasted\":,\"error\":,"
+                               "\"hosts_seen\":,\"hosts\":[]}")
+                        + host + 3 * NGX_INT64_LEN
                         + SH_TOPK_NCOUNT * (sizeof(",\"fetches_saved\":")
-                                            + NGX_INT64_LEN + 1));
+                                            + NGX_INT64_LEN + 1)
+                        + SH_TOPK_HOSTS * (sizeof("{\"host\":\"\","
+                                                  "\"wasted\":},")
+                                           + host + NGX_INT64_LEN));
     return size;
 }
 
@@ -801,7 +864,9 @@ ngx_http_simhash_text_escape(u_char *p, u_char *text, size_t len)
     while (len--) {
         c = *text++;
 
-        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<'
+            || c == '>')
+        {
             *p++ = '%';
             *p++ = hex[c >> 4];
             *p++ = hex[c & 0xf];
@@ -859,7 +924,7 @@ ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
     for (i = 0; i < ss->ntop; i++) {
         e = &ss->top[i];
 
-        p = ngx_sprintf(p, "%s{\"host\":\"", i ? "," : "");
+        p = ngx_sprintf(p, "%s{\"site\":\"", i ? "," : "");
         p = ngx_http_simhash_text_escape(p, (u_char *) e->host,
                                          ngx_strlen(e->host));
         p = ngx_sprintf(p, "\",\"wasted\":%uL,\"error\":%uL", e->count,
@@ -870,6 +935,19 @@ ngx_http_simhash_sites_json(u_char *p, ngx_http_simhash_sites_snap_t *ss)
                             e->c[j]);
         }
 
+        /* the hosts beneath it that wasted most */
+
+        p = ngx_sprintf(p, ",\"hosts_seen\":%uL,\"hosts\":[",
+                        e->hosts_seen);
+
+        for (j = 0; j < SH_TOPK_HOSTS && e->hosts[j].count; j++) {
+            p = ngx_sprintf(p, "%s{\"host\":\"", j ? "," : "");
+            p = ngx_http_simhash_text_escape(p, (u_char *) e->hosts[j].host,
+                                             ngx_strlen(e->hosts[j].host));
+            p = ngx_sprintf(p, "\",\"wasted\":%uL}", e->hosts[j].count);
+        }
+
+        *p++ = ']';
         *p++ = '}';
     }
 
@@ -930,7 +1008,7 @@ ngx_http_simhash_sites_prom(u_char *p, ngx_http_simhash_sites_snap_t *first)
                 x = m->count == -1 ? e->count
                     : m->count == -2 ? e->error : e->c[m->count];
 
-                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",host=\"",
+                p = ngx_sprintf(p, "simhash_%V{zone=\"%V\",site=\"",
                                 &m->name, &ss->zone);
                 p = ngx_http_simhash_text_escape(p, (u_char *) e->host,
                                                  ngx_strlen(e->host));

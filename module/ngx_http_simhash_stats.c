@@ -1287,7 +1287,8 @@ ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules,
         /* what this rule's own predictions came to */
 
         if (sites) {
-            ngx_http_simhash_sites_rule_counts(sites->rule_count,
+            ngx_http_simhash_sites_rule_counts(sites->keys,
+                                               sites->rule_count,
                                                sites->nrule_count, ri, c);
             p = ngx_sprintf(p, ",\"made\":%uL,\"verified\":%uL,"
                             "\"failed\":%uL", c[0], c[1], c[2]);
@@ -1394,7 +1395,7 @@ ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
 
     for (i = 0; i < rules->nelts; i++) {
         ri = &rule[i].rule;
-        ngx_http_simhash_sites_rule_counts(sites->rule_count,
+        ngx_http_simhash_sites_rule_counts(sites->keys, sites->rule_count,
                                            sites->nrule_count, ri, c);
 
         if (c[0] == 0

@@ -145,3 +145,66 @@ sh_site_of(const char *host, size_t len, char *out, size_t size)
     }
     return own(rd, strlen(rd), out, size);
 }
+
+/*
+ * A host's name for display in `size` bytes: whole when it fits; else cut
+ * where it says least, keeping its site whole at the end (the registrable
+ * domain owns the name: www.bigbank.example.com.cdn-...-node-7.evil.test
+ * is evil.test's, and a cut that kept the front would show only
+ * "www.bigbank.example.com.cdn-"), with the mark where bytes went.  The
+ * bytes left besides the site and the mark go half to the front, half to
+ * the labels before the site, which start at a label's first byte.  A
+ * site longer than the room keeps its end; a host of no known site is cut
+ * in its middle.
+ */
+size_t
+sh_site_display(const char *host, size_t len, char *out, size_t size)
+{
+    char        site[SH_SITE_MAX + 1];
+    const char *dot;
+    size_t      room, need, head, tail, n;
+
+    if (size == 0) {
+        return 0;
+    }
+    if (len < size || size <= SH_SITE_CUT_MARK_LEN + 2) {
+        n = len < size ? len : size - 1;
+        memcpy(out, host, n);
+        out[n] = '\0';
+        return n;
+    }
+
+    room = size - 1 - SH_SITE_CUT_MARK_LEN;
+    need = sh_site_of(host, len, site, sizeof(site));
+    need += (need && host[len - 1] == '.');     /* the root's dot */
+
+    if (need == 0) {
+        tail = room / 2;                        /* no site: the middle */
+        head = room - tail;
+
+    } else if (need >= room) {
+        head = 0;                               /* the site's end */
+        tail = room;
+
+    } else {
+        head = (room - need + 1) / 2;
+        tail = room - head;
+
+        /* the tail from a label's first byte: the bytes before it go to
+         * the head */
+        dot = memchr(host + len - tail, '.', tail - need);
+        if (dot != NULL) {
+            n = (size_t) (dot + 1 - (host + len - tail));
+            tail -= n;
+            head += n;
+        }
+    }
+
+    memcpy(out, host, head);
+    memcpy(out + head, SH_SITE_CUT_MARK, SH_SITE_CUT_MARK_LEN);
+    memcpy(out + head + SH_SITE_CUT_MARK_LEN, host + len - tail, tail);
+    n = head + SH_SITE_CUT_MARK_LEN + tail;
+    out[n] = '\0';
+
+    return n;
+}

@@ -54,4 +54,18 @@ void sh_site_unload(void);
  */
 size_t sh_site_of(const char *host, size_t len, char *out, size_t size);
 
+/* what marks the bytes a display cut: U+2026, in UTF-8 */
+#define SH_SITE_CUT_MARK        "\xe2\x80\xa6"
+#define SH_SITE_CUT_MARK_LEN    3
+
+/*
+ * `host` for display in out (size bytes, NUL-terminated): whole when it
+ * fits, else with bytes cut out of its middle and SH_SITE_CUT_MARK in
+ * their place, its site (registrable domain) kept whole at the end
+ * ("www.bigbank.example.com.cdn-edge…node-7.evil.test"); a site longer
+ * than the room keeps its end.  The bytes as given (case too).  Its
+ * length.
+ */
+size_t sh_site_display(const char *host, size_t len, char *out, size_t size);
+
 #endif

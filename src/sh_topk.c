@@ -13,14 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sh_site.h"
 #include "sh_url.h"
 
 #define TOPK_MAGIC  0x6b706f7448537ull      /* "ShTopk" */
 
 typedef struct {
-    uint64_t error;
-    uint64_t c[SH_TOPK_NCOUNT];
-    char     host[SH_TOPK_HOST_TEXT + 1];
+    uint64_t       error;
+    uint64_t       c[SH_TOPK_NCOUNT];
+    char           host[SH_TOPK_HOST_TEXT + 1];
+    uint64_t       hosts_seen;
+    sh_topk_host_t hosts[SH_TOPK_HOSTS];          /* hash 0: free */
 } topk_slot_t;
 
 struct sh_topk_s {
@@ -108,6 +111,15 @@ sh_topk_restore(sh_topk_t *t, const sh_topk_entry_t *e, size_t n,
             return -1;
         }
         sum += e[i].count;
+        for (j = 0; j < SH_TOPK_HOSTS; j++) {
+            const sh_topk_host_t *hh = &e[i].hosts[j];
+
+            if ((hh->count && hh->hash == 0) || hh->count > e[i].count
+                || memchr(hh->host, '\0', sizeof(hh->host)) == NULL)
+            {
+                return -1;
+            }
+        }
         /* k is small by design (sh_topk.c's top): a scan, not a set */
         for (j = 0; j < i; j++) {
             if (e[j].hash == e[i].hash) {
@@ -129,6 +141,15 @@ sh_topk_restore(sh_topk_t *t, const sh_topk_entry_t *e, size_t n,
         memcpy(s->c, e[i].c, sizeof(s->c));
         /* the text up to its NUL, nothing after it */
         memcpy(s->host, e[i].host, strlen(e[i].host));
+        s->hosts_seen = e[i].hosts_seen;
+        for (j = 0; j < SH_TOPK_HOSTS; j++) {
+            if (e[i].hosts[j].count) {
+                s->hosts[j].hash = e[i].hosts[j].hash;
+                s->hosts[j].count = e[i].hosts[j].count;
+                memcpy(s->hosts[j].host, e[i].hosts[j].host,
+                       strlen(e[i].hosts[j].host));
+            }
+        }
     }
     t->used = (uint32_t) n;
     t->total = total;
@@ -175,16 +196,69 @@ sh_topk_host(const char *url, size_t len, size_t *host_len)
     return h;
 }
 
+/* A name for display, lowercased, cut to the slot keeping its site. */
+static void
+name_text(char out[SH_TOPK_HOST_TEXT + 1], const char *name, size_t len)
+{
+    size_t i, n;
+
+    n = sh_site_display(name, len, out, SH_TOPK_HOST_TEXT + 1);
+    for (i = 0; i < n; i++) {
+        if (out[i] >= 'A' && out[i] <= 'Z') {
+            out[i] = (char) (out[i] + 32);
+        }
+    }
+}
+
+/* A host's weight beneath its site: Space-Saving among the site's own
+ * SH_TOPK_HOSTS hosts. */
+static void
+add_host(const sh_topk_t *t, topk_slot_t *s, const char *host, size_t len,
+         uint64_t weight)
+{
+    uint64_t h;
+    uint32_t i, min;
+
+    h = sh_url_hash_lower(t->secret, host, len);
+    h += (h == 0);
+
+    for (i = 0; i < SH_TOPK_HOSTS; i++) {
+        if (s->hosts[i].hash == h) {
+            s->hosts[i].count += weight;
+            return;
+        }
+    }
+
+    min = 0;
+    for (i = 1; i < SH_TOPK_HOSTS; i++) {
+        if (s->hosts[i].count < s->hosts[min].count) {
+            min = i;                /* a free one's count is 0 */
+        }
+    }
+
+    s->hosts[min].hash = h;
+    s->hosts[min].count += weight;
+    name_text(s->hosts[min].host, host, len);
+    s->hosts_seen++;
+}
+
 int
 sh_topk_add(sh_topk_t *t, const char *host, size_t len, uint64_t weight,
             const uint64_t add[SH_TOPK_NCOUNT])
 {
+    return sh_topk_add_site(t, host, len, host, len, weight, add);
+}
+
+int
+sh_topk_add_site(sh_topk_t *t, const char *site, size_t slen,
+                 const char *host, size_t hlen, uint64_t weight,
+                 const uint64_t add[SH_TOPK_NCOUNT])
+{
     uint64_t    *hs, *cs, h;
     uint32_t     i, j, min;
-    size_t       n;
     topk_slot_t *s;
 
-    h = sh_url_hash_lower(t->secret, host, len);
+    h = sh_url_hash_lower(t->secret, site, slen);
     h += (h == 0);                  /* 0: a free entry */
 
     hs = hashes(t);
@@ -222,26 +296,43 @@ sh_topk_add(sh_topk_t *t, const char *host, size_t len, uint64_t weight,
 
     hs[i] = h;
     s = &slots(t)[i];
-    n = len < SH_TOPK_HOST_TEXT ? len : SH_TOPK_HOST_TEXT;
-    for (j = 0; j < n; j++) {
-        char c = host[j];
-        s->host[j] = (c >= 'A' && c <= 'Z') ? (char) (c + 32) : c;
-    }
-    s->host[n] = '\0';
+    name_text(s->host, site, slen);
 
 found:
 
     cs[i] += weight;
     t->total += weight;
+    s = &slots(t)[i];
+
+    if (weight) {
+        add_host(t, s, host, hlen, weight);
+    }
 
     if (add) {
-        s = &slots(t)[i];
         for (j = 0; j < SH_TOPK_NCOUNT; j++) {
             s->c[j] += add[j];
         }
     }
 
     return 1;
+}
+
+uint64_t
+sh_topk_keyed(const sh_topk_t *t, const void *p, size_t len, int lower)
+{
+    return lower ? sh_url_hash_lower(t->secret, p, len)
+                 : sh_url_hash_bytes(t->secret, p, len);
+}
+
+static int
+host_by_count(const void *a, const void *b)
+{
+    const sh_topk_host_t *x = a, *y = b;
+
+    if (x->count != y->count) {
+        return x->count < y->count ? 1 : -1;
+    }
+    return strcmp(x->host, y->host);
 }
 
 static int
@@ -281,6 +372,10 @@ sh_topk_list(const sh_topk_t *t, sh_topk_entry_t *out, size_t max)
         all[i].error = s->error;
         memcpy(all[i].c, s->c, sizeof(s->c));
         memcpy(all[i].host, s->host, sizeof(s->host));
+        all[i].hosts_seen = s->hosts_seen;
+        memcpy(all[i].hosts, s->hosts, sizeof(s->hosts));
+        qsort(all[i].hosts, SH_TOPK_HOSTS, sizeof(sh_topk_host_t),
+              host_by_count);
     }
 
     qsort(all, t->used, sizeof(*all), by_count);

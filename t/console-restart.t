@@ -63,7 +63,10 @@ sub figures {
     return {
         responses => $z->{responses},
         rates => \%rates,
-        top => $z->{sites}{top},
+        # the sites, less the hosts beneath each: PATH.console keeps a
+        # site's figures, its hosts start afresh
+        top => [ map { my %e = %$_; delete @e{qw(hosts hosts_seen)}; \%e }
+                 @{ $z->{sites}{top} } ],
         outcomes => $z->{rule_outcomes},
         rule => { map { ($_ => $rule->{$_}) } qw(made verified failed) },
         since => $z->{figures}{since},

@@ -22,6 +22,8 @@ my $t = SimhashTest->new(
     simhash_zone zone=crawl:1m dust=1m file=%%PREFIX%%/data/crawl.snap;
     simhash_dust_rule zone=crawl host=v.test pattern=/doc/
                       drop_param=sid pin;
+    simhash_dust_rule zone=crawl host=v.test pattern=/doc/
+                      drop_param=<i> pin;
 END
     proxy => <<'END',
         location /doc/ {
@@ -34,6 +36,12 @@ END
         }
 
         location /stats {
+            simhash_stats;
+        }
+
+        # the console at a path of //evil.invalid/stats (nginx merges the
+        # slashes to find the location; the page sees its path as sent)
+        location = /evil.invalid/stats {
             simhash_stats;
         }
 
@@ -77,6 +85,42 @@ is_deeply(\@outside, [], 'no URL of another server (no CDN, no font)');
 unlike($html, qr/<(?:script|link|img)[^>]+(?:src|href)="(?!data:)/i,
        'nothing loaded from a file');
 
+# the page's one script runs by its hash, and no injected one: no
+# 'unsafe-inline' for scripts, and the hash the policy names is the
+# script's own
+my ($script) = $html =~ m{<script>(.*?)</script>}s;
+my ($csp) = ($r->{headers}{'content-security-policy'} // '')
+            =~ /script-src ([^;]*)/;
+require Digest::SHA;
+is($csp, "'sha256-" . Digest::SHA::sha256_base64($script) . "='",
+   'scripts: the page\'s own by its SHA-256, nothing inline besides');
+
+# JSON and Prometheus text carry crawled hosts' and rules' texts: never
+# sniffed for a page
+for my $q ('', '?format=prometheus', '?explain=http://v.test/doc/a.html') {
+    my $a = $t->get("/stats$q");
+    is($a->{status}, 200, "/stats$q: 200");
+    is($a->{headers}{'x-content-type-options'}, 'nosniff',
+       "/stats$q: nosniff");
+}
+
+# the console's fetches are this location's, however the page was
+# opened: at //host/... its path is not a protocol-relative URL
+like($html, qr/var base = location\.origin \+ location\.pathname;/,
+     'the fetches: to this origin\'s path, never protocol-relative');
+
+# a parameter named with markup: X-Simhash-Predicted spells it
+# percent-encoded, as the JSON does
+my ($code, $h) = $t->raw_get('/doc/b.html?%3Ci%3E=1');
+is($code, 204, 'b.html?<i>=1: predicted');
+like($h->{'x-simhash-predicted'} // '', qr/drop_param\(%3Ci%3E\)/,
+     'X-Simhash-Predicted: < and > percent-encoded') or diag(explain $h);
+unlike($h->{'x-simhash-predicted'} // '', qr/[<>]/,
+       'X-Simhash-Predicted: no < or >');
+my $json = $t->get('/stats?dust=rules')->{content};
+like($json, qr/"%3Ci%3E"/, 'the JSON: the same spelling');
+unlike($json, qr/[<>]/, 'the JSON: no < or >');
+
 is($t->get('/private?format=html')->{status}, 403,
    'behind the statistics\' access rules');
 is($t->get('/private?explain=x')->{status}, 403, 'why? too');
@@ -104,7 +148,8 @@ SKIP: {
     my @cmd = ('/usr/bin/python3', "$FindBin::Bin/lib/console_browser.py",
                $t->url('/stats'), $t->prefix . '/logs/nginx.pid',
                'http://v.test/doc/copy.html', 'http://v.test/doc/a.html?sid=5',
-               'http://v.test/doc/b.html');
+               'http://v.test/doc/b.html',
+               $t->url('//evil.invalid/stats'));
     open(my $fh, '-|', @cmd) or die "@cmd: $!";
     my $n = 0;
     while (my $line = <$fh>) {

@@ -10,6 +10,10 @@
 # the proxy itself is refused with 508; and a Host header that names
 # another site than the request line changes neither the key nor the fetch
 # (issue 31: the examples fetched $http_host and keyed the request line).
+# Every server that serves simhash_stats proxies nothing, names its hosts,
+# and has a default server that refuses every other Host: under its names
+# the console answers, under a rebound name (DNS rebinding) it does not,
+# and no proxy or gateway port serves it beside crawled pages.
 
 use strict;
 use warnings;
@@ -109,6 +113,53 @@ for my $e (@examples) {
 my ($rc, $out) = $run->(@examples);
 is($rc, 0, 'all examples together: nginx -t passes') or diag($out);
 
+# ---- where the statistics are served -----------------------------------
+#
+# Every server that serves simhash_stats serves nothing else: no proxied
+# page shares the console's origin (a page fetched through the proxy and
+# rendered by a browser would read the statistics and script the console);
+# it names the hosts it answers to, and its listen has a default server
+# that refuses every other Host (421 or 444: DNS rebinding).
+
+# the server { } blocks of a configuration, comments removed
+sub servers {
+    my ($conf) = @_;
+    $conf =~ s/#[^\n]*//g;
+    my @out;
+    while ($conf =~ /\bserver\s*\{/g) {
+        my ($start, $depth) = (pos($conf), 1);
+        while ($depth && $conf =~ /([{}])/g) {
+            $depth += $1 eq '{' ? 1 : -1;
+        }
+        push @out, substr($conf, $start, pos($conf) - $start - 1);
+    }
+    return @out;
+}
+
+my %stats_port;     # the example => the port of its statistics server
+for my $e (@examples) {
+    my @srv = servers($t->read_file("$dir/$e"));
+    for my $s (grep { /^\s*simhash_stats\b/m } @srv) {
+        my ($listen) = $s =~ /^\s*listen\s+([^;\s]+)/m;
+        unlike($s, qr/^\s*(?:proxy_pass|fastcgi_pass|uwsgi_pass|scgi_pass|grpc_pass|simhash\s+(?!off\b)\w+)\b/m,
+               "$e: the statistics on $listen: in a server that proxies "
+               . 'nothing');
+        my ($names) = $s =~ /^\s*server_name\s+([^;]*);/m;
+        ok(defined $names && $names !~ /(?:^|\s)(?:_|"")(?:\s|$)/,
+           "$e: the statistics on $listen: named hosts only ("
+           . ($names // 'none') . ')');
+        my @default = grep { /^\s*listen\s+\Q$listen\E\s+default_server\s*;/m }
+                      @srv;
+        is(scalar @default, 1, "$e: $listen has a default server");
+        like($default[0] // '', qr/^\s*return\s+(?:421|444)\s*;/m,
+             "$e: $listen: its default server refuses other hosts");
+        ($stats_port{$e}) = $listen =~ /(\d+)$/;
+    }
+}
+is_deeply([sort keys %stats_port],
+          [qw(drop.conf forward-proxy.conf stats-prometheus.conf tier.conf)],
+          'the examples that serve statistics');
+
 # ---- a real crawl through each forward proxy ---------------------------
 
 SKIP: {
@@ -182,6 +233,34 @@ EOF
             my ($st) = $o->raw_get("/simhash-stats", _port => $port{3119});
             is($st, 200, "$e: the statistics on 127.0.0.1");
         }
+        # the statistics, on a server of their own: under its names the
+        # console, under a name rebound to this address nothing; and
+        # nothing of them on the proxy's port
+        if (my $sp = $stats_port{$e}) {
+            my ($code, $h, $body) = $o->raw_get('/simhash-stats?format=html',
+                _port => $port{$sp}, Host => "127.0.0.1:$port{$sp}");
+            is($code, 200, "$e: the console under 127.0.0.1");
+            like($body, qr/<title>simhash console</, "$e: the console");
+            ($code, $h, $body) = $o->raw_get('/simhash-stats?format=html',
+                _port => $port{$sp}, Host => "rebind.attacker.test:$port{$sp}");
+            is($code, 421, "$e: Host rebind.attacker.test: 421");
+            unlike($body, qr/simhash console/, "$e: no console for it");
+            ($code, $h, $body) = $o->raw_get('/simhash-stats?explain=x',
+                _port => $port{$sp}, Host => 'rebind.attacker.test');
+            is($code, 421, "$e: no why? for it either");
+            ($code, $h, $body) = $o->raw_get('/simhash-stats?format=html',
+                _port => $proxy, Host => "127.0.0.1:$proxy");
+            unlike($body, qr/simhash console/,
+                   "$e: no console on the proxy's port");
+        }
+        if ($e eq 'forward-proxy.conf') {
+            my ($code, $h, $body) = $o->raw_get('/simhash-stats?format=html',
+                _port => $port{3127}, Host => "127.0.0.1:$port{3127}");
+            is($code, 404, "$e: no statistics on the gateway's port");
+            unlike($body, qr/simhash console/,
+                   "$e: no console beside the gateway's pages");
+        }
+
         my ($st) = $o->raw_get('/site/p1.html', _port => $proxy,
                                Host => "127.0.0.1:$proxy");
         is($st, 508, "$e: a root-relative request to the proxy: 508");

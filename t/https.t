@@ -6,7 +6,8 @@
 #    verified, and keyed https://;
 #  - the gateway port: /fetch/https/HOST/PATH, its redirects mapped back
 #    into it (absolute and root-relative Location), a root-relative link
-#    of a gateway page sent back to its host by the Referer, the counters;
+#    of a gateway page sent back to its host by the Referer; the counters
+#    on a port of their own, none on the gateway's;
 #  - an origin whose certificate another CA signed is refused (502);
 #  - a request that names the proxy is refused (508), the gateway never
 #    proxies to itself;
@@ -30,7 +31,7 @@ plan skip_all => 'TLS under valgrind reports OpenSSL itself'
     if $SimhashTest::VALGRIND;
 
 my ($tls, $bad) = map { SimhashTest::free_port() } 1 .. 2;
-my %port = (3128 => SimhashTest::free_port(), 3127 => SimhashTest::free_port());
+my %port = map { $_ => SimhashTest::free_port() } 3126, 3127, 3128;
 
 my $t = SimhashTest->new(http => "    include %%PREFIX%%/conf/example.conf;\n"
     . <<"EOF");
@@ -79,7 +80,7 @@ $c =~ s{/var/log/nginx/}{$p/logs/}g;
 $c =~ s{/var/lib/nginx/simhash/}{$p/data/}g;
 $c =~ s{/etc/ssl/certs/ca-certificates\.crt}{$p/ca/ca.crt}g;
 $c =~ s{/etc/nginx/simhash-resolver\.conf}{$p/conf/resolver.conf}g;
-$c =~ s{^(\s*listen\s+)(\d+)\b}{${1}127.0.0.1:$port{$2}}mg;
+$c =~ s{^(\s*listen\s+)(?:[\d.]+:)?(\d+)\b}{${1}127.0.0.1:$port{$2}}mg;
 $t->write_file('conf/example.conf', $c);
 # the source tree's script, else the one the package installed
 my $resolver_conf = -x "$top/tools/resolver-conf.sh"
@@ -170,8 +171,11 @@ is($status, 404, 'without a Referer: 404, never proxied');
                 Host => "127.0.0.1:$gw");
 is($status, 508, 'the gateway asked for itself: 508');
 
-($status, $h, $body) = via($gw, '/simhash-stats', Host => "127.0.0.1:$gw");
-is($status, 200, 'the counters on the gateway port');
+($status, $h, $body) = via($port{3126}, '/simhash-stats',
+                           Host => "127.0.0.1:$port{3126}");
+is($status, 200, 'the counters on a port of their own');
+($status) = via($gw, '/simhash-stats', Host => "127.0.0.1:$gw");
+is($status, 404, 'none on the gateway port, beside crawled pages');
 ($status) = via($proxy, "http://127.0.0.1:$tls/simhash-stats",
                 Host => "127.0.0.1:$tls");
 isnt($status, 200, 'and not on the proxy port, for every site');

@@ -85,8 +85,8 @@ is($s->{tracked}, 2, 'sites: the two hosts that wasted anything');
 is($s->{total}, 4 + 2, 'sites: N = duplicates + predictions');
 is($s->{error_bound}, 0, 'sites: exact while the table has room');
 
-my %top = map { $_->{host} => $_ } @{ $s->{top} };
-is($s->{top}[0]{host}, 'a.test', 'sites: a.test first');
+my %top = map { $_->{site} => $_ } @{ $s->{top} };
+is($s->{top}[0]{site}, 'a.test', 'sites: a.test first');
 is($top{'a.test'}{wasted}, 5, 'a.test: 3 duplicates + 2 predictions');
 is($top{'a.test'}{error}, 0, 'a.test: no error');
 is($top{'a.test'}{duplicates}, 3, 'a.test: 3 duplicates');
@@ -104,9 +104,9 @@ ok(!$top{'c.test'}, 'c.test wasted nothing: not in the table');
 my $r = $t->get('/stats?format=prometheus');
 is($r->{status}, 200, 'prometheus: 200');
 my $prom = $r->{content};
-like($prom, qr/^simhash_site_wasted\{zone="crawl",host="a.test"\} 5$/m,
+like($prom, qr/^simhash_site_wasted\{zone="crawl",site="a.test"\} 5$/m,
      'prometheus: a.test wasted');
-like($prom, qr/^simhash_site_fetches_saved\{zone="crawl",host="a.test"\} 2$/m,
+like($prom, qr/^simhash_site_fetches_saved\{zone="crawl",site="a.test"\} 2$/m,
      'prometheus: a.test fetches saved');
 like($prom, qr/^simhash_sites_error_bound\{zone="crawl"\} 0$/m,
      'prometheus: the error bound');

@@ -301,8 +301,8 @@ EOF
         check "a request naming the proxy on :$port: 508, no loop" \
             grep -q '^HTTP/1.1 508 ' <<<"$r"
     done
-    r=$(get 3127 127.0.0.1:3127 /simhash-stats)
-    check "forward-proxy.conf: the counters on its own port 3127" \
+    r=$(get 3126 127.0.0.1:3126 /simhash-stats)
+    check "forward-proxy.conf: the counters on their own port 3126" \
         grep -q '"crawl":{' <<<"$r"
     check "nginx stops" nginx -s quit
     await "nginx to remove /run/nginx.pid as it exits" test ! -e /run/nginx.pid

@@ -4,11 +4,13 @@ Chromium driven by Selenium (Debian's chromium, chromium-driver and
 python3-selenium; tools/deps.sh console).  Run by t/console.t, which starts
 nginx, makes the traffic and reads the lines printed here as tests:
 
-  console_browser.py STATS_URL PIDFILE DROPPED PREDICTED NEW
+  console_browser.py STATS_URL PIDFILE DROPPED PREDICTED NEW [SLASHED]
 
 STATS_URL: the simhash_stats location; PIDFILE: nginx's, for a reload
 (SIGHUP) while the page is open; DROPPED, PREDICTED, NEW: keys whose last
-decision was a drop, a prediction, a new page ("-": no why? checks).  Prints "ok - NAME" or
+decision was a drop, a prediction, a new page ("-": no why? checks);
+SLASHED: the same statistics at a URL whose path starts with //host/ (the
+page must read this origin's JSON, not host's).  Prints "ok - NAME" or
 "not ok - NAME" (and "# ..." notes); every wait has a limit, none is a
 fixed sleep.
 """
@@ -25,6 +27,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 STATS, PIDFILE, DROPPED, PREDICTED, NEW = sys.argv[1:6]
+SLASHED = sys.argv[6] if len(sys.argv) > 6 else "-"
 failed = 0
 
 
@@ -133,7 +136,12 @@ def expected(j):
                 o["%s/snapshot/%s" % (name, k)] = "%d ms" % z["snapshot"][k]
         for i, e in enumerate(z.get("sites", {}).get("top", [])):
             p = "%s/sites/%d/" % (name, i)
-            o[p + "host"] = urllib.request.unquote(e["host"])
+            o[p + "site"] = urllib.request.unquote(e["site"])
+            hosts = ", ".join("%s %d" % (urllib.request.unquote(h["host"]),
+                                         h["wasted"]) for h in e["hosts"])
+            if e["hosts_seen"] > len(e["hosts"]):
+                hosts += " (of %d)" % e["hosts_seen"]
+            o[p + "hosts"] = hosts
             for k in ("wasted", "pages", "duplicates", "predicted",
                       "dropped", "fetches_saved"):
                 o[p + k] = str(e[k])
@@ -308,6 +316,14 @@ try:
 
     errs = console_errors()
     check(not errs, "no console errors", json.dumps(errs, indent=1))
+
+    # opened at a path of //host/...: its fetches are of this origin and
+    # this path, never protocol-relative to that host
+    if SLASHED != "-":
+        driver.get(SLASHED + "?format=html&refresh=1")
+        check(until(lambda: updates() >= 1),
+              "opened at //host/...: the page reads this origin's JSON",
+              json.dumps(console_errors(), indent=1))
 
     # SH_CONSOLE_SCREENSHOT=FILE.png: what the page looked like, for a human
     if os.environ.get("SH_CONSOLE_SCREENSHOT"):

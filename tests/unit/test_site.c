@@ -107,6 +107,61 @@ test_no_list(void **state)
     assert_string_not_equal(sh_site_source(), "");
 }
 
+/* A name longer than its slot: cut in the middle, its site kept whole at
+ * the end, the mark where bytes went. */
+static void
+test_display(void **state)
+{
+    char        out[64];
+    const char *h = "www.bigbank.example.com.cdn-edge-cache-global-prod-"
+                    "region-1.node-7.evil.test";
+    size_t      n;
+
+    (void) state;
+    /* fits: as it is */
+    assert_int_equal(sh_site_display("www.a.test", 10, out, sizeof(out)), 10);
+    assert_string_equal(out, "www.a.test");
+
+    n = sh_site_display(h, strlen(h), out, sizeof(out));
+    assert_int_equal(n, strlen(out));
+    assert_true(n <= sizeof(out) - 1);
+    assert_string_equal(out, "www.bigbank.example.com.cdn-edge-cache-globa"
+                             SH_SITE_CUT_MARK "node-7.evil.test");
+
+    /* the site alone longer than the room: its end, marked */
+    {
+        char site[200];
+
+        memset(site, 'x', 150);
+        memcpy(site + 150, ".com", 5);
+        n = sh_site_display(site, 154, out, sizeof(out));
+        assert_int_equal(n, 63);
+        assert_memory_equal(out, SH_SITE_CUT_MARK, SH_SITE_CUT_MARK_LEN);
+        assert_string_equal(out + n - 4, ".com");
+    }
+
+    /* an address, its own site: its end kept */
+    {
+        char v6[100];
+
+        snprintf(v6, sizeof(v6), "[%s]",
+                 "2001:0db8:0000:0000:0000:ff00:0042:8329:"
+                 "2001:0db8:0000:0000:0000:ff00");
+        n = sh_site_display(v6, strlen(v6), out, 32);
+        assert_int_equal(n, 31);
+        assert_memory_equal(out, SH_SITE_CUT_MARK, SH_SITE_CUT_MARK_LEN);
+        assert_int_equal(out[n - 1], ']');
+    }
+
+    /* no site known (a space in it): the middle goes */
+    {
+        n = sh_site_display("aaaaaaaaaaaaaaaaaaaa  bbbbbbbbbbbbbbbbbbbb", 42,
+                            out, 16);
+        assert_int_equal(n, 15);
+        assert_string_equal(out, "aaaaaa" SH_SITE_CUT_MARK "bbbbbb");
+    }
+}
+
 int
 main(void)
 {
@@ -116,6 +171,7 @@ main(void)
         cmocka_unit_test(test_spelling),
         cmocka_unit_test(test_own_site),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_display),
         cmocka_unit_test(test_no_list),
     };
 

@@ -4,7 +4,8 @@
  * here, guard bytes after it untouched), every estimate within its bound
  * (count - error <= true <= count, error <= N / k), every host heavier
  * than N / k listed; a weight-0 event never takes an entry; the host of a
- * URL.
+ * URL; a site's hosts beneath it, and many small hosts of one site
+ * outranking one honest host.
  */
 #define TEST_RNG_SEED 0x70b4c3a9e1d25f17ull
 #include "test_util.h"
@@ -211,12 +212,63 @@ test_million(void **state)
     free(mem);
 }
 
+/* 300 hosts of one site, 2 each (one 10), against one honest host's 60:
+ * the site is first, its hosts beneath it. */
+static void
+test_sites(void **state)
+{
+    static uint64_t mem[16384];
+    sh_topk_t      *t;
+    sh_topk_entry_t e[K];
+    char            host[64];
+    unsigned        i;
+    size_t          n;
+
+    (void) state;
+
+    assert_true(sh_topk_size(K) <= sizeof(mem));
+    t = sh_topk_init(mem, sizeof(mem), K, SECRET, strlen(SECRET));
+    assert_non_null(t);
+
+    assert_int_equal(sh_topk_add_site(t, "honest.test", 11, "www.honest.test",
+                                      15, 60, NULL), 1);
+    for (i = 0; i < 300; i++) {
+        snprintf(host, sizeof(host), "h%u.evil.test", i);
+        assert_int_equal(sh_topk_add_site(t, "evil.test", 9, host,
+                                          strlen(host), i == 7 ? 10 : 2,
+                                          NULL), 1);
+    }
+
+    n = sh_topk_list(t, e, K);
+    assert_int_equal(n, 2);
+    assert_string_equal(e[0].host, "evil.test");
+    assert_int_equal(e[0].count, 299 * 2 + 10);
+    assert_int_equal(e[0].hosts_seen, 300);
+    /* its hosts: the places go round (Space-Saving among them: each
+     * count an upper bound), largest first */
+    for (i = 0; i < SH_TOPK_HOSTS; i++) {
+        n = strlen(e[0].hosts[i].host);
+        assert_true(n > 10);
+        assert_string_equal(e[0].hosts[i].host + n - 10, ".evil.test");
+        assert_true(e[0].hosts[i].count >= 2);
+        assert_true(e[0].hosts[i].count <= e[0].count);
+        assert_true(i == 0 || e[0].hosts[i].count <= e[0].hosts[i - 1].count);
+    }
+    assert_string_equal(e[1].host, "honest.test");
+    assert_int_equal(e[1].count, 60);
+    assert_int_equal(e[1].hosts_seen, 1);
+    assert_string_equal(e[1].hosts[0].host, "www.honest.test");
+    assert_int_equal(e[1].hosts[0].count, 60);
+    assert_int_equal(e[1].hosts[1].count, 0);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host),
         cmocka_unit_test(test_weightless),
+        cmocka_unit_test(test_sites),
         cmocka_unit_test(test_million),
     };
 
