@@ -87,8 +87,10 @@ is($o[0]{made}, $rule->{made}, 'outcomes: made, as the rule\'s');
 is($o[0]{verified}, $rule->{verified}, 'outcomes: verified, as the rule\'s');
 
 my @top = @{ $z->{sites}{top} };
-is(scalar @top, 1, 'sites: one host');
-is($top[0]{host}, $origin, 'sites: the same host, with the port');
+is(scalar @top, 1, 'sites: one site');
+(my $site = $origin) =~ s/:\d+$//;
+is($top[0]{site}, $site, 'sites: the site, its registrable name (no port)');
+is($top[0]{hosts}[0]{host}, $origin, 'sites: the host beneath, with the port');
 is($top[0]{duplicates}, $n, "sites: its $n duplicates (the predictions, "
                             . 'fetched)');
 
@@ -112,8 +114,8 @@ $series{$1} = $2 while $prom =~ m!^simhash_dust_rule_predictions\{[^\}]*
 is($series{made}, $rule->{made}, 'Prometheus: made, with the port')
     or diag($prom);
 is($series{verified}, $rule->{verified}, 'Prometheus: verified');
-like($prom, qr/^simhash_site_duplicates\{zone="crawl",host="\Q$origin\E"\} $n$/m,
-     'Prometheus: the site, with the port');
+like($prom, qr/^simhash_site_duplicates\{zone="crawl",site="\Q$site\E"\} $n$/m,
+     'Prometheus: the site, as in the JSON') or diag($prom);
 
 $t->check_log;
 done_testing;
