@@ -8,8 +8,9 @@
 # Other targets: all (default: library, tool, module), deps, unit, itest,
 # tree (the structural targets and the docs checks, part of check),
 # test-load (make test beside two busy loops per core; LOAD_RUNS=N), eval,
-# dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb, sid,
-# install (the module into Debian's nginx, as root), clean.
+# dust-eval, bench, fuzz (FUZZ_SECONDS=N per target), stress, deb,
+# trixie, sid, trixie-eval, sid-eval, api-check, source-build, install
+# (the module into Debian's nginx, as root), clean.
 # SANITIZE=1 builds everything with ASan+UBSan; VALGRIND=1 runs each nginx
 # of the integration tests as one process under valgrind.
 # SH_PORTS=LO-HI (environment): the loopback ports the tests, the demo,
@@ -61,8 +62,8 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check tree test-load run \
-        eval dust-eval console-test bench fuzz stress deb sid sid-eval \
-        api-check install clean
+        eval dust-eval console-test bench fuzz stress deb trixie sid \
+        trixie-eval sid-eval api-check source-build install clean
 
 all: lib cli module
 
@@ -212,21 +213,33 @@ api-check: deps
 	@tools/nginx-api-check.sh $(BUILD)
 
 # The Debian packages libnginx-mod-http-simhash (the module) and
-# simhash-tools (the tool), with man pages, tested in a Debian 12 chroot.
+# simhash-tools (the tool), with man pages, for Debian 12 (bookworm, built
+# here) and Debian 13 (trixie, built in make trixie's chroot), each linted
+# and tested in a clean chroot of its release (root only for the trixie
+# build and the tests).  DEB_SUITES="bookworm" or "trixie": one of them.
 deb: deps
 	@tools/deps.sh deb
 	@tools/deb.sh $(BUILD)
 
-# The module, the CLI, the unit tests (fuzz corpora included) and part of
-# t/ in a Debian unstable chroot: the next nginx and libxml2 (root only).
-sid: deps
+# The module, the CLI, the unit tests (fuzz corpora included), make tree
+# and the whole of t/ in a chroot of another Debian release (root only):
+# Debian 13, stable (trixie: nginx 1.26), and unstable (sid: the next
+# nginx and libxml2).  Chroots in /var/tmp/sh-trixie and /var/tmp/sh-sid.
+trixie sid: deps
 	@tools/deps.sh deb
-	@tools/sid.sh $(BUILD)
+	@tools/chroot-test.sh $@ $(BUILD)
 
-sid-eval: deps
+# make eval's figures under trixie's or sid's libxml2, beside the host's.
+trixie-eval sid-eval: deps
 	@tools/deps.sh deb
 	@tools/deps.sh eval
-	@tools/sid-eval.sh $(BUILD)
+	@tools/chroot-eval.sh $(@:-eval=) $(BUILD)
+
+# nginx built from its own source (the Debian archive's copy of nginx.org's
+# release) with ./configure --with-compat --add-dynamic-module=., the
+# module loaded into it and part of t/ run against it.
+source-build: deps
+	@tools/source-build.sh $(BUILD)
 
 # The console (simhash_stats ?format=html) in headless Chromium driven by
 # Selenium, and the Prometheus output through promtool: the console's

@@ -1,10 +1,13 @@
 #!/bin/bash
-# Install the built packages into a clean Debian 12 and check them:
-#   tools/deb-test.sh [BUILD]          (as root; tools/deb.sh runs it)
+# Install the built packages into a clean Debian release and check them:
+#   tools/deb-test.sh [BUILD [SUITE]]     (as root; tools/deb.sh runs it)
 #
-# "Clean Debian 12 with nginx" is a debootstrap'ed bookworm (minbase) with
-# Debian's nginx installed, cached in BUILD/deb/chroot-base (about 45 s to
-# make, once).  Each run copies it to BUILD/deb/chroot-test and, inside:
+# SUITE: bookworm (Debian 12, the default) or trixie (Debian 13); the
+# packages are those tools/deb.sh built for it, in BUILD/deb/SUITE.
+# "Clean Debian with nginx" is a debootstrap'ed SUITE (minbase) with
+# Debian's nginx installed, cached in BUILD/deb/SUITE/chroot-base (about
+# 45 s to make, once).  Each run copies it to BUILD/deb/SUITE/chroot-test
+# and, inside:
 #
 #   1. apt-get install ./libnginx-mod-http-simhash_*.deb, then the tool's
 #      package: the command the issue names, dependencies from the mirror;
@@ -42,11 +45,16 @@ umask 022
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
-OUT="$BUILD/deb"
+SUITE=${2:-bookworm}
+OUT="$BUILD/deb/$SUITE"
 BASE="$OUT/chroot-base"
 ROOT="$OUT/chroot-test"
 LOG="$OUT/deb-test.log"
-SUITE=bookworm
+case "$SUITE" in
+    bookworm) RELEASE="Debian 12" ;;
+    trixie) RELEASE="Debian 13" ;;
+    *) RELEASE="Debian $SUITE" ;;
+esac
 JOBS=${DEB_TEST_JOBS:-4}
 WAIT=${DEB_TEST_WAIT:-120}
 
@@ -110,10 +118,10 @@ in_chroot_offline() {
 
 : > "$LOG"
 
-# ---- the cached base: bookworm minbase + nginx ----
+# ---- the cached base: SUITE minbase + nginx ----
 if [ ! -f "$BASE/.ready" ]; then
-    echo "deb-test: making the Debian 12 chroot $BASE from $MIRROR" \
-         "(once, about a minute)"
+    echo "deb-test: making the $RELEASE ($SUITE) chroot $BASE from" \
+         "$MIRROR (once, about a minute)"
     rm -rf "$BASE" "$BASE.new"
     debootstrap --variant=minbase "$SUITE" "$BASE.new" "$MIRROR" \
         >> "$LOG" 2>&1 || die "debootstrap failed, see $LOG"
@@ -121,12 +129,14 @@ if [ ! -f "$BASE/.ready" ]; then
     # start it on the host's network.
     printf '#!/bin/sh\nexit 101\n' > "$BASE.new/usr/sbin/policy-rc.d"
     chmod 755 "$BASE.new/usr/sbin/policy-rc.d"
-    # what an installed Debian 12 has: updates and security too
+    # what an installed Debian has: updates and security too
     cat > "$BASE.new/etc/apt/sources.list" <<EOF
 deb $MIRROR $SUITE main
 deb $MIRROR $SUITE-updates main
 deb $SECURITY $SUITE-security main
 EOF
+    echo 'Acquire::Check-Valid-Until "false";' \
+        > "$BASE.new/etc/apt/apt.conf.d/99sh-valid-until"
     ROOT="$BASE.new" in_chroot sh -c \
         'apt-get update -qq && apt-get install -y -qq --no-install-recommends nginx' \
         >> "$LOG" 2>&1 || die "installing nginx in the chroot failed, see $LOG"
@@ -395,21 +405,30 @@ CHECK
 cp "$ROOT/root/check.sh" "$ROOT_SRC/root/check.sh"
 
 echo "deb-test: $(basename "$module_deb"), $(basename "$tools_deb")" \
-     "in a Debian 12 chroot ($ROOT)"
+     "in a $RELEASE ($SUITE) chroot ($ROOT)"
+start=$SECONDS
+step() { echo "deb-test: [$(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s] $*"; }
 {
+    step "1/5 install the packages ($SUITE's mirror for their dependencies)"
     in_chroot bash /root/check.sh install
+    step "2/5 what the package set up; the examples, through nginx"
     in_chroot_offline DEB_TEST_WAIT="$WAIT" bash /root/check.sh checks
+    step "3/5 prove t/ against the installed module (minutes)"
     in_chroot_offline DEB_TEST_JOBS="$JOBS" bash /root/check.sh prove
+    step "4/5 remove and purge"
     in_chroot_offline DEB_TEST_WAIT="$WAIT" bash /root/check.sh remove
     # 5: from source, in a chroot of its own (DEB_TEST_SOURCE=0 skips it:
     # its apt-get of the build dependencies is most of this test's time)
     if [ "${DEB_TEST_SOURCE:-1}" != 0 ]; then
+        step "5/5 docs/module.md's from-source installation, as written"
         ROOT="$ROOT_SRC" in_chroot bash /root/check.sh source
     fi
+    step "done"
 } 2>&1 | tee -a "$LOG" | awk '
-    /^ok /     { print; detail = 0; next }
-    /^not ok / { print; detail = 1; next }
-    /^#   (Files=|Result:|prove: )/ || (detail && /^#/) { print }'
+    /^deb-test: / { print; fflush(); next }
+    /^ok /     { print; fflush(); detail = 0; next }
+    /^not ok / { print; fflush(); detail = 1; next }
+    /^#   (Files=|Result:|prove: )/ || (detail && /^#/) { print; fflush() }'
 
 pass=$(grep -c '^ok ' "$LOG" || true)
 fail=$(grep -c '^not ok ' "$LOG" || true)

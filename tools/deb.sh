@@ -2,8 +2,18 @@
 # Build the Debian packages (make deb):
 #   tools/deb.sh [BUILD]
 #
-#   BUILD/deb/src/    a copy of the source tree; dpkg-buildpackage runs here
-#   BUILD/deb/*.deb   libnginx-mod-http-simhash, simhash-tools (+ -dbgsym)
+# For each release of DEB_SUITES (default "bookworm trixie": Debian 12 and
+# Debian 13), in BUILD/deb/SUITE:
+#
+#   src/    a copy of the source tree; dpkg-buildpackage runs here
+#   *.deb   libnginx-mod-http-simhash, simhash-tools (+ -dbgsym)
+#
+# A package is built on the release it is for: against that release's
+# nginx-dev (whose dh_nginx writes the dependency on the nginx ABI that
+# release's nginx provides, nginx-abi-*) and its libraries.  The host's
+# own release is built here; another in the chroot of
+# tools/chroot-test.sh SUITE (/var/tmp/sh-SUITE, made once; root only),
+# BUILD/deb/SUITE mounted into it.
 #
 # Out of tree on purpose: dpkg-buildpackage writes debian/tmp, debian/<pkg>,
 # obj-*/ and debian/build-cli inside the tree it builds, and others keep
@@ -15,112 +25,135 @@
 # DEB_FROM=HEAD copies the last commit instead (git archive), for a package
 # that matches a commit exactly.
 #
-# Then lintian, when installed (tools/deps.sh deb installs it): its errors
-# fail the build; warnings are printed.  Then tools/deb-test.sh, which
-# installs the packages into a clean Debian 12 chroot and checks them
-# (root only: a non-root build stops before it, saying so); DEB_TEST=0
-# skips it.
+# Then lintian of the same release, when installed (tools/deps.sh deb
+# installs it on the host; the chroots have it): its errors fail the
+# build; warnings are printed.  Then tools/deb-test.sh, which installs the
+# packages into a clean chroot of their release and checks them (root
+# only: a non-root build stops before it, saying so); DEB_TEST=0 skips it.
+# Each step prints a line as it starts, with the time since the start.
 set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
-OUT="$BUILD/deb"
-SRC="$OUT/src"
+SUITES=${DEB_SUITES:-bookworm trixie}
+HOST_SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 
-cd "$TOP"
-rm -rf "$SRC"
-mkdir -p "$SRC"
-# results of an earlier run would be mistaken for this one's
-rm -f "$OUT"/*.deb "$OUT"/*.ddeb "$OUT"/*.changes "$OUT"/*.buildinfo
+start=$SECONDS
+say() {
+    echo "deb: $suite: [$(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s] $*"
+}
+die() { echo "deb: $suite: $*" >&2; exit 1; }
 
-if [ "${DEB_FROM:-}" = HEAD ]; then
-    git archive --format=tar HEAD | tar -x -C "$SRC"
-    echo "deb: source is commit $(git rev-parse --short HEAD)"
-else
-    # ls-files lists deleted-but-tracked files too: copy only what exists
-    git ls-files -z --cached --others --exclude-standard \
-        | while IFS= read -r -d '' f; do
-              [ -e "$f" ] && printf '%s\0' "$f"
-          done \
-        | tar -c --null -T - -f - | tar -x -C "$SRC"
-    if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
-        echo "deb: the working tree has uncommitted changes; they are" \
-             "packaged (DEB_FROM=HEAD packages the last commit)" >&2
-    fi
-fi
-
-cd "$SRC"
-# -b: binary packages only (no orig tarball needed); -us -uc: unsigned.
-# The log is kept: dpkg-buildpackage is long-winded.  What it is at is
-# shown as it goes, one line a step (the dh commands, the unit tests'
-# summaries), with the time since the start: minutes in all, nginx's
-# configure, the module, the tool, the unit tests.
-START=$SECONDS
-stamp() { printf '%dm%02ds' $(((SECONDS - START) / 60)) $(((SECONDS - START) % 60)); }
-echo "deb: dpkg-buildpackage (a few minutes; its log: $OUT/build.log)"
-: > "$OUT/build.log"
-dpkg-buildpackage -us -uc -b > "$OUT/build.log" 2>&1 &
-BUILD_PID=$!
-# tail ends when dpkg-buildpackage does (--pid); the steps: dh's own
-# "   dh_auto_build ..." lines, the overrides', `make unit`'s lines
-tail -n +1 -f --pid="$BUILD_PID" "$OUT/build.log" 2>/dev/null \
-    | { cc=0
-        while IFS= read -r line; do
-          case "$line" in
-              "   dh_"*|"   debian/rules "*)
-                  set -- $line
-                  echo "deb: [$(stamp)] $1${2:+ $2}" ;;
-              "ok    "*|"FAIL  "*)
-                  echo "deb: [$(stamp)]     unit $line" ;;
-              "cc "*" -c "*|"gcc "*" -c "*)
-                  cc=$((cc + 1))
-                  [ $((cc % 25)) -ne 0 ] \
-                      || echo "deb: [$(stamp)]     $cc files compiled" ;;
-          esac
-        done; }
-rc=0
-wait "$BUILD_PID" || rc=$?
-if [ "$rc" -ne 0 ]; then
-    tail -n 40 "$OUT/build.log" >&2
-    echo "deb: dpkg-buildpackage failed, see $OUT/build.log" >&2
-    exit 1
-fi
-echo "deb: [$(stamp)] packages built"
-cd "$OUT"
-
-changes=$(ls "$OUT"/ngx-simhash_*.changes)
-if command -v lintian >/dev/null 2>&1; then
-    echo "deb: [$(stamp)] lintian (a minute or so)"
-    # --fail-on error: a lintian error is a packaging bug worth stopping
-    # for; warnings and info are reported, not fatal.
-    # (its stderr only says that root should not run it)
-    lintian --fail-on error --display-info --tag-display-limit 0 "$changes" \
-        > "$OUT/lintian.log" 2> "$OUT/lintian.err" || {
-        cat "$OUT/lintian.log" "$OUT/lintian.err" >&2
-        echo "deb: lintian found errors" >&2
-        exit 1
-    }
-    if [ -s "$OUT/lintian.log" ]; then
-        echo "deb: lintian (also in $OUT/lintian.log):"
-        sed 's/^/    /' "$OUT/lintian.log"
+# copy_tree DIR: the source as described above
+copy_tree() {
+    local dir=$1
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cd "$TOP"
+    if [ "${DEB_FROM:-}" = HEAD ]; then
+        git archive --format=tar HEAD | tar -x -C "$dir"
+        say "source is commit $(git rev-parse --short HEAD)"
     else
-        echo "deb: lintian: clean"
+        # ls-files lists deleted-but-tracked files too: copy only what exists
+        git ls-files -z --cached --others --exclude-standard \
+            | while IFS= read -r -d '' f; do
+                  [ -e "$f" ] && printf '%s\0' "$f"
+              done \
+            | tar -c --null -T - -f - | tar -x -C "$dir"
+        if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+            say "the working tree has uncommitted changes; they are" \
+                "packaged (DEB_FROM=HEAD packages the last commit)"
+        fi
     fi
-else
-    echo "deb: lintian not installed, not run (tools/deps.sh deb installs it)"
-fi
+    # the chroot's builder reads it as root, but lintian and the tests
+    # run as others too
+    chmod -R a+rX "$dir"
+}
 
-echo "deb: built"
-for f in "$OUT"/*.deb "$OUT"/*.ddeb; do
-    [ -e "$f" ] && echo "    $f"
+# in_suite COMMAND: COMMAND (a bash script) in BUILD/deb/SUITE, on the
+# host for the host's release, else in the release's chroot with that
+# directory mounted on /opt/deb
+in_suite() {
+    if [ "$suite" = "$HOST_SUITE" ]; then
+        (cd "$OUT" && bash -c "$1")
+    else
+        local root=/var/tmp/sh-$suite
+        unshare --mount --pid --fork --mount-proc="$root/proc" /bin/bash -c '
+            set -e
+            mkdir -p "$1/opt/deb"
+            mount --bind "$2" "$1/opt/deb"
+            chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+                HOME=/root LANG=C.UTF-8 /bin/bash -c "cd /opt/deb && $3"
+        ' in-suite "$root" "$OUT" "$1"
+    fi
+}
+
+build_suite() {
+    start=$SECONDS
+    OUT="$BUILD/deb/$suite"
+    mkdir -p "$OUT"
+    # results of an earlier run would be mistaken for this one's
+    rm -f "$OUT"/*.deb "$OUT"/*.ddeb "$OUT"/*.changes "$OUT"/*.buildinfo
+
+    if [ "$suite" != "$HOST_SUITE" ]; then
+        [ "$(id -u)" -eq 0 ] || die "the $suite packages are built in a" \
+            "$suite chroot: root only (DEB_SUITES=$HOST_SUITE builds this" \
+            "release's alone)"
+        say "the $suite chroot /var/tmp/sh-$suite (made once, minutes)"
+        CHROOT_PREPARE_ONLY=1 "$TOP/tools/chroot-test.sh" "$suite"
+    fi
+    say "copying the tree to $OUT/src"
+    copy_tree "$OUT/src"
+
+    # -b: binary packages only (no orig tarball needed); -us -uc:
+    # unsigned.  The log is kept: dpkg-buildpackage is long-winded.
+    say "dpkg-buildpackage -us -uc -b (nginx $(in_suite \
+        'sed -n "s/^#define NGINX_VERSION *\"\(.*\)\"/\1/p" \
+         /usr/share/nginx/src/src/core/nginx.h'); log $OUT/build.log)"
+    if ! in_suite 'cd src && dpkg-buildpackage -us -uc -b' \
+        > "$OUT/build.log" 2>&1; then
+        tail -n 40 "$OUT/build.log" >&2
+        die "dpkg-buildpackage failed, see $OUT/build.log"
+    fi
+    say "built: $(cd "$OUT" && echo *.deb)"
+    say "depends: $(dpkg-deb -f "$OUT"/libnginx-mod-http-simhash_*.deb \
+                    Depends | grep -o 'nginx-abi-[^ ,]*')"
+
+    if in_suite 'command -v lintian' >/dev/null 2>&1; then
+        say "lintian ($(in_suite 'lintian --version'))"
+        # --fail-on error: a lintian error is a packaging bug worth
+        # stopping for; warnings and info are reported, not fatal.  (its
+        # stderr only says that root should not run it)
+        in_suite 'lintian --fail-on error --display-info \
+            --tag-display-limit 0 ngx-simhash_*.changes \
+            > lintian.log 2> lintian.err' || {
+            cat "$OUT/lintian.log" "$OUT/lintian.err" >&2
+            die "lintian found errors"
+        }
+        if [ -s "$OUT/lintian.log" ]; then
+            say "lintian (also in $OUT/lintian.log):"
+            sed 's/^/    /' "$OUT/lintian.log"
+        else
+            say "lintian: clean"
+        fi
+    else
+        say "lintian not installed, not run (tools/deps.sh deb installs it)"
+    fi
+
+    if [ "${DEB_TEST:-1}" = 0 ]; then
+        say "DEB_TEST=0: the install test is not run"
+    elif [ "$(id -u)" -ne 0 ]; then
+        # the packages are built (fakeroot); only the test needs root
+        say "the install test needs root: sudo tools/deb-test.sh" \
+            "$BUILD $suite" >&2
+    else
+        say "tools/deb-test.sh: install and test in a clean $suite"
+        "$TOP/tools/deb-test.sh" "$BUILD" "$suite"
+    fi
+    say "done"
+}
+
+for suite in $SUITES; do
+    build_suite
 done
-
-if [ "${DEB_TEST:-1}" = 0 ]; then
-    echo "deb: DEB_TEST=0: the install test is not run"
-elif [ "$(id -u)" -ne 0 ]; then
-    # the packages are built (fakeroot); only the test needs root
-    echo "deb: the install test needs root: sudo tools/deb-test.sh $BUILD" >&2
-else
-    "$TOP/tools/deb-test.sh" "$BUILD"
-fi

@@ -8,6 +8,9 @@
 #   tools/deps.sh deb        plus the Debian packaging tools (`make deb`)
 #   tools/deps.sh console    plus headless Chromium, its driver, Selenium
 #                            and promtool (`make console-test`)
+#   tools/deps.sh list [WHAT]  print the list (of the build, or of WHAT),
+#                            install nothing (tools/chroot-test.sh installs
+#                            it in a chroot)
 # One list, one place: the README points here.  Run by root, it installs
 # what is missing; run by anyone else, it names in one line what to
 # install and fails (everything installed: it passes, root or not).
@@ -56,6 +59,11 @@ DEB_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
 CONSOLE_PKGS="chromium chromium-driver python3-selenium prometheus"
 
 want="$BUILD_PKGS"
+list=0
+if [ "${1:-}" = list ]; then
+    list=1
+    shift
+fi
 case "${1:-}" in
     eval) want="$BUILD_PKGS $EVAL_PKGS" ;;
     fuzz) want="$BUILD_PKGS $FUZZ_PKGS" ;;
@@ -66,6 +74,12 @@ case "${1:-}" in
     "") ;;
     *) echo "usage: $0 [eval|fuzz|stress|load|deb|console]" >&2; exit 2 ;;
 esac
+
+if [ $list = 1 ]; then
+    # shellcheck disable=SC2086
+    echo $want
+    exit 0
+fi
 
 # dpkg-query answers for any user; only the installation needs root.
 command -v dpkg-query >/dev/null 2>&1 || {
