@@ -109,6 +109,13 @@ sub host_of {
     return $status == 200 ? $body : "($status)";
 }
 
+# nginx 1.29.4 checks the Host header's port as RFC 3986 says and answers
+# 400 itself to a port that is no number or out of range: the request
+# never reaches the module there.  Before it, nginx passes such a Host
+# on, and the module drops the port that is none.
+my $bad_port = SimhashTest::nginx_version() >= 1029004
+             ? '(400)' : 'example.org';
+
 my @cases = (
     # request target, Host header, $simhash_host
     ['/host', 'example.org', 'example.org', 'no port'],
@@ -120,8 +127,8 @@ my @cases = (
     ['/host', 'example.org.:8080', 'example.org:8080',
      'a trailing dot: dropped as in $host'],
     ['/host', 'example.org:', 'example.org', 'an empty port'],
-    ['/host', 'example.org:8x', 'example.org', 'a port that is no number'],
-    ['/host', 'example.org:65536', 'example.org', 'a port out of range'],
+    ['/host', 'example.org:8x', $bad_port, 'a port that is no number'],
+    ['/host', 'example.org:65536', $bad_port, 'a port out of range'],
     ['/host', '[::1]:8080', '[::1]:8080', 'an IPv6 literal and a port'],
     ['/host', '[::1]', '[::1]', 'an IPv6 literal alone'],
     ['http://Example.org:8081/host', 'other.example:9', 'example.org:8081',

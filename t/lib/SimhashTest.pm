@@ -187,6 +187,16 @@ sub wait_until {
 
 sub nginx_cmd { return "$PRELOAD$NGINX" }
 
+# The version of the nginx the tests start, as nginx_version is written
+# in C (1029004 for 1.29.4), for what an nginx release changed in front
+# of the module.
+sub nginx_version {
+    my $v = `$NGINX -v 2>&1`;
+    $v =~ m{nginx/(\d+)\.(\d+)\.(\d+)}
+        or die "no version in $NGINX -v: $v\n";
+    return $1 * 1000000 + $2 * 1000 + $3;
+}
+
 # The options that put an nginx in this object's prefix.  -e: the error
 # log nginx uses until it has read the configuration (by default
 # /var/log/nginx/error.log, which only root may open: an [alert] for
