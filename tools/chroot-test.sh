@@ -11,8 +11,9 @@
 # them, plus the packaging tools for tools/deb.sh), kept in
 # /var/tmp/sh-SUITE (SH_CHROOT_ROOT overrides it; outside the tree: about
 # 900 MB; made once, a few minutes, then reused).  Each run copies the
-# working tree as git sees it (as tools/deb.sh does) to /opt/src inside
-# and there runs what `make test` runs:
+# working tree as git sees it (as tools/deb.sh does) to /opt/src inside,
+# keeping the build directory of the last run there (CHROOT_CLEAN=1: a
+# build from nothing), and there runs what `make test` runs:
 #
 #   1. make all: the library, the CLI and the module, against the
 #      release's nginx and libxml2 (the versions are printed);
@@ -28,8 +29,11 @@
 # the Debian mirror (default: the one the host's apt uses for Debian).  The
 # Release file of a suite may be past its Valid-Until date: the chroot's
 # apt is told not to check it.  CHROOT_BUILD_ONLY=1: make the chroot,
-# copy the tree, build, nothing else (tools/chroot-eval.sh);
+# copy the tree, build (CHROOT_BUILD_TARGET, default all), nothing else
+# (tools/chroot-eval.sh);
 # CHROOT_PREPARE_ONLY=1: make the chroot, nothing else (tools/deb.sh).
+# CHROOT_SRC: where the tree goes inside (default /opt/src; the
+# evaluation uses its own, so that it can run beside make SUITE).
 set -eu
 umask 022
 
@@ -38,9 +42,10 @@ SUITE=${1:-}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=${SH_CHROOT_ROOT:-/var/tmp/sh-$SUITE}
 # git: t/demo.t copies the files git knows; openssl: t/https.t's CA;
-# python3: make tree's layer check; the packaging tools: make deb builds
+# python3: make tree's layer check; build-essential and the packaging
+# tools (dpkg-buildpackage checks for the former): make deb builds
 # the release's packages in this chroot
-PKGS="$("$TOP/tools/deps.sh" list deb) git openssl python3 dpkg-dev
+PKGS="$("$TOP/tools/deps.sh" list deb) git openssl python3 build-essential
 dh-sequence-nginx"
 PKGS=$(echo "$PKGS" | tr ' ' '\n' | grep -vx debootstrap | tr '\n' ' ')
 
@@ -109,10 +114,19 @@ fi
 
 [ "${CHROOT_PREPARE_ONLY:-0}" = 1 ] && exit 0
 
-# ---- the source, fresh each run ----
-SRC="$ROOT/opt/src"
+# ---- the source, fresh each run; the build kept (CHROOT_CLEAN=1: not)
+# as the host's build/ is: tar keeps the files' times, so make rebuilds
+# what changed ----
+IN_SRC=${CHROOT_SRC:-/opt/src}
+SRC="$ROOT$IN_SRC"
+KEEP="$SRC.build-kept"
+rm -rf "$KEEP"
+if [ "${CHROOT_CLEAN:-0}" != 1 ] && [ -d "$SRC/build" ]; then
+    mv "$SRC/build" "$KEEP"
+fi
 rm -rf "$SRC"
 mkdir -p "$SRC"
+[ -d "$KEEP" ] && mv "$KEEP" "$SRC/build"
 cd "$TOP"
 git ls-files -z --cached --others --exclude-standard \
     | while IFS= read -r -d '' f; do
@@ -123,9 +137,10 @@ git ls-files -z --cached --others --exclude-standard \
 chmod -R a+rX "$SRC"
 
 if [ "${CHROOT_BUILD_ONLY:-0}" = 1 ]; then
-    say "make all (CHROOT_BUILD_ONLY)"
-    in_chroot "$ROOT" /bin/bash -c 'cd /opt/src && make -s all' \
-        "$SUITE-build"
+    target=${CHROOT_BUILD_TARGET:-all}
+    say "make $target (CHROOT_BUILD_ONLY)"
+    in_chroot "$ROOT" /bin/bash -c 'cd "$1" && make -s "$2"' \
+        "$SUITE-build" "$IN_SRC" "$target"
     exit 0
 fi
 
@@ -136,10 +151,11 @@ in_chroot "$ROOT" /bin/bash -c '
     set -eu
     suite=$1 tests=$2
     step() { echo "$suite: [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
-    cd /opt/src
+    cd "$3"
     # a git checkout of the copy, for t/demo.t (the files git knows)
     git init -q . && git add -A
-    step "$(nginx -v 2>&1), libxml2 $(pkg-config --modversion libxml-2.0)"
+    step "$(nginx -v 2>&1), libxml2 $(pkg-config --modversion \
+        libxml-2.0) (package $(dpkg-query -W -f="\${Version}" libxml2-dev))"
     step "make all"
     make -s all
     step "make unit"
@@ -156,6 +172,6 @@ in_chroot "$ROOT" /bin/bash -c '
         make -s itest
     fi
     step "done"
-' "$SUITE-run" "$SUITE" "${CHROOT_TESTS:-}"
+' "$SUITE-run" "$SUITE" "${CHROOT_TESTS:-}" "$IN_SRC"
 say "built and tested in $ROOT in $(( (SECONDS - start) / 60 ))m" \
     "$(( (SECONDS - start) % 60 ))s"

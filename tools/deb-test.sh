@@ -406,6 +406,12 @@ cp "$ROOT/root/check.sh" "$ROOT_SRC/root/check.sh"
 
 echo "deb-test: $(basename "$module_deb"), $(basename "$tools_deb")" \
      "in a $RELEASE ($SUITE) chroot ($ROOT)"
+# Debian's awk (mawk) reads a pipe a block at a time: each line as it
+# comes, so that the steps show as they start
+AWK_LINES=
+if awk -W version 2>&1 | grep -q mawk; then
+    AWK_LINES="-W interactive"
+fi
 start=$SECONDS
 step() { echo "deb-test: [$(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s] $*"; }
 {
@@ -424,7 +430,7 @@ step() { echo "deb-test: [$(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 
         ROOT="$ROOT_SRC" in_chroot bash /root/check.sh source
     fi
     step "done"
-} 2>&1 | tee -a "$LOG" | awk '
+} 2>&1 | tee -a "$LOG" | awk $AWK_LINES '
     /^deb-test: / { print; fflush(); next }
     /^ok /     { print; fflush(); detail = 0; next }
     /^not ok / { print; fflush(); detail = 1; next }

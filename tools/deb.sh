@@ -37,6 +37,9 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$TOP/$BUILD" ;; esac
 SUITES=${DEB_SUITES:-bookworm trixie}
+# every core for the compiler (nginx's configure and make, the tool, the
+# unit tests), unless the caller says otherwise
+export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-parallel=$(nproc 2>/dev/null || echo 2)}
 HOST_SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 
 start=$SECONDS
@@ -84,8 +87,9 @@ in_suite() {
             mkdir -p "$1/opt/deb"
             mount --bind "$2" "$1/opt/deb"
             chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-                HOME=/root LANG=C.UTF-8 /bin/bash -c "cd /opt/deb && $3"
-        ' in-suite "$root" "$OUT" "$1"
+                HOME=/root LANG=C.UTF-8 DEB_BUILD_OPTIONS="$4" \
+                /bin/bash -c "cd /opt/deb && $3"
+        ' in-suite "$root" "$OUT" "$1" "$DEB_BUILD_OPTIONS"
     fi
 }
 
