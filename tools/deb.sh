@@ -115,8 +115,28 @@ build_suite() {
     say "dpkg-buildpackage -us -uc -b (nginx $(in_suite \
         'sed -n "s/^#define NGINX_VERSION *\"\(.*\)\"/\1/p" \
          /usr/share/nginx/src/src/core/nginx.h'); log $OUT/build.log)"
-    if ! in_suite 'cd src && dpkg-buildpackage -us -uc -b' \
-        > "$OUT/build.log" 2>&1; then
+    # What it is at is shown as it goes, one line a step: dh's own
+    # "   dh_auto_build ..." lines, the overrides', `make unit`'s lines,
+    # every 25 files compiled (tail ends when dpkg-buildpackage does)
+    : > "$OUT/build.log"
+    in_suite 'cd src && dpkg-buildpackage -us -uc -b' \
+        > "$OUT/build.log" 2>&1 &
+    local pid=$! rc=0 cc=0 line
+    while IFS= read -r line; do
+        case "$line" in
+            "   dh_"*|"   debian/rules "*)
+                # shellcheck disable=SC2086
+                set -- $line
+                say "    $1${2:+ $2}" ;;
+            "ok    "*|"FAIL  "*)
+                say "    unit $line" ;;
+            "cc "*" -c "*|"gcc "*" -c "*)
+                cc=$((cc + 1))
+                [ $((cc % 25)) -ne 0 ] || say "    $cc files compiled" ;;
+        esac
+    done < <(tail -n +1 -f --pid="$pid" "$OUT/build.log" 2>/dev/null)
+    wait "$pid" || rc=$?
+    if [ "$rc" -ne 0 ]; then
         tail -n 40 "$OUT/build.log" >&2
         die "dpkg-buildpackage failed, see $OUT/build.log"
     fi
