@@ -113,6 +113,8 @@ typedef enum {
     NGX_HTTP_SIMHASH_SKIP_BINARY,
     NGX_HTTP_SIMHASH_SKIP_ERROR,
     NGX_HTTP_SIMHASH_SKIP_BUDGET,       /* markup over its work budget */
+    NGX_HTTP_SIMHASH_SKIP_INCOMPLETE,   /* the cluster's index not read in
+                                           full: never called new */
     NGX_HTTP_SIMHASH_NSKIP
 } ngx_http_simhash_skip_e;
 

@@ -30,10 +30,21 @@
 #include <xxhash.h>
 
 #include "ngx_http_simhash_request.h"
+#include "ngx_http_simhash_cluster.h"
 
 
 /* matches looked at when the closest is two listings of one template */
 #define NGX_HTTP_SIMHASH_CANDIDATES 16
+
+
+/* a decision waiting for the cluster: the page's result, kept for the
+ * answer (the filter's copy is on its stack); a cleanup of the request's
+ * pool, so that a request that goes first cancels the lookup */
+typedef struct {
+    ngx_http_request_t                 *r;
+    ngx_http_simhash_cluster_lookup_t  *lk;
+    sh_result_t                         res;
+} ngx_http_simhash_asked_t;
 
 
 static ngx_int_t ngx_http_simhash_key(ngx_http_request_t *r,
@@ -43,9 +54,20 @@ static ngx_int_t ngx_http_simhash_observe(ngx_http_request_t *r,
 static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     uint32_t ref, sh_result_t *res);
+static ngx_int_t ngx_http_simhash_local(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    sh_result_t *res, ngx_uint_t ask);
 static ngx_int_t ngx_http_simhash_match(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    ngx_str_t *key, sh_result_t *res);
+    ngx_str_t *key, sh_result_t *res, ngx_uint_t ask);
+static ngx_int_t ngx_http_simhash_ask(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    ngx_http_simhash_cluster_t *cl, sh_result_t *res);
+static void ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk);
+static ngx_int_t ngx_http_simhash_found(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    sh_result_t *res, sh_cluster_rec_t *rec);
+static void ngx_http_simhash_ask_cleanup(void *data);
 static const sh_lookup_opts_t *ngx_http_simhash_lookup_opts(
     ngx_http_simhash_loc_conf_t *slcf, const sh_result_t *res,
     sh_lookup_opts_t *opts);
@@ -193,19 +215,17 @@ ngx_http_simhash_key(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
  * pending, lets the response act on it.  Nothing is called back: the
  * decision only makes a value, the filter alone sends.  The part's lookup
  * ends with the request (a pool cleanup): a client gone, nothing is
- * posted.  No part returns NGX_AGAIN today (the zone answers under its
- * mutex).
+ * posted.  The one such part is the zone's Redis Cluster (cluster=,
+ * ngx_http_simhash_cluster.h): a key the zone does not hold and no match
+ * in it is asked of the cluster (ngx_http_simhash_ask below).
  */
 
 ngx_int_t
 ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res)
 {
-    uint32_t                  ref;
-    ngx_int_t                 rc, changes;
-    ngx_http_simhash_zone_t  *zone;
-
-    zone = slcf->zone;
+    ngx_int_t                    rc;
+    ngx_http_simhash_cluster_t  *cl;
 
     ctx->verdict.hash = res->hash;
     ctx->verdict.has_hash = 1;
@@ -217,6 +237,35 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         return NGX_OK;
     }
 
+    /* this worker's client of the zone's cluster, if it has one */
+    cl = ngx_http_simhash_cluster_of(slcf->zone);
+
+    rc = ngx_http_simhash_local(r, ctx, slcf, res, cl != NULL);
+
+    if (rc == NGX_AGAIN) {
+        return ngx_http_simhash_ask(r, ctx, slcf, cl, res);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The zone's answer, under its lock, counted.  ask: a key the zone does
+ * not hold and no match in it is not called new: NGX_AGAIN, nothing
+ * stored, nothing counted (the cluster is asked).
+ */
+
+static ngx_int_t
+ngx_http_simhash_local(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, ngx_uint_t ask)
+{
+    uint32_t                  ref;
+    ngx_int_t                 rc, changes;
+    ngx_http_simhash_zone_t  *zone;
+
+    zone = slcf->zone;
+
     ngx_http_simhash_zone_lock(zone, r->connection->log);
 
     ref = ngx_http_simhash_zone_key(zone, &ctx->key);
@@ -225,7 +274,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
                          : NGX_DECLINED;
 
     if (rc == NGX_DECLINED) {
-        rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res);
+        rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res, ask);
     }
 
     changes = (rc == NGX_OK) ? ngx_http_simhash_observe(r, ctx, slcf) : 0;
@@ -253,6 +302,185 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
                    res->hash,
                    &ngx_http_simhash_status_names[ctx->verdict.status],
                    ctx->verdict.distance, &ctx->verdict.duplicate_of);
+
+    return NGX_OK;
+}
+
+
+/*
+ * A local miss in a zone with cluster=: the lookup goes out and the
+ * decision is pending (see ngx_http_simhash_decide()).  A lookup that
+ * cannot even start (no memory) is an index not read: skipped.
+ */
+
+static ngx_int_t
+ngx_http_simhash_ask(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, ngx_http_simhash_cluster_t *cl,
+    sh_result_t *res)
+{
+    sh_lookup_opts_t           opts;
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_simhash_asked_t  *a;
+
+    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_simhash_asked_t));
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    a = cln->data;
+    a->r = r;
+    a->res = *res;
+    a->res.why = NULL;
+
+    (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
+
+    a->lk = ngx_http_simhash_cluster_lookup(cl, res->hash,
+                                            ngx_min(opts.h, SH_H_MAX),
+                                            ngx_http_simhash_answered, a);
+    if (a->lk == NULL) {
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_INCOMPLETE);
+        return NGX_OK;
+    }
+
+    cln->handler = ngx_http_simhash_ask_cleanup;
+
+    ctx->verdict.pending = 1;
+
+    return NGX_AGAIN;
+}
+
+
+static void
+ngx_http_simhash_ask_cleanup(void *data)
+{
+    ngx_http_simhash_asked_t  *a = data;
+
+    /* the request went first (the client closed): no answer is wanted */
+    if (a->lk) {
+        ngx_http_simhash_cluster_cancel(a->lk);
+        a->lk = NULL;
+    }
+}
+
+
+/*
+ * The cluster's answer (from an event of its own, never inside the
+ * lookup's start): found, a duplicate of the cluster's document; new,
+ * the zone is asked again and the page stored there (another worker may
+ * have stored a near copy meanwhile: then it is that one's duplicate);
+ * incomplete, skipped: never "new" from an index not read, never
+ * dropped.  Then the verdict is no longer pending and the writer runs the
+ * filters again.
+ */
+
+static void
+ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
+{
+    ngx_int_t                     rc;
+    ngx_http_request_t           *r;
+    ngx_http_simhash_ctx_t       *ctx;
+    ngx_http_simhash_asked_t     *a;
+    ngx_http_simhash_loc_conf_t  *slcf;
+
+    a = lk->data;
+    a->lk = NULL;
+    r = a->r;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_simhash_module);
+    slcf = ngx_http_get_module_loc_conf(r, ngx_http_simhash_module);
+
+    switch (lk->status) {
+
+    case NGX_HTTP_SIMHASH_CLUSTER_FOUND:
+        rc = ngx_http_simhash_found(r, ctx, slcf, &a->res, &lk->rec);
+        break;
+
+    case NGX_HTTP_SIMHASH_CLUSTER_NEW:
+        rc = ngx_http_simhash_local(r, ctx, slcf, &a->res, 0);
+        break;
+
+    default: /* NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE */
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "simhash: \"%V\" skipped: the cluster's index was "
+                      "not read in full (%s)", &ctx->key,
+                      ngx_http_simhash_cluster_causes[lk->cause]);
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_INCOMPLETE);
+        rc = NGX_OK;
+        break;
+    }
+
+    if (rc != NGX_OK) {
+        ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_ERROR);
+    }
+
+    ctx->verdict.pending = 0;
+
+    ngx_post_event(r->connection->write, &ngx_posted_events);
+}
+
+
+/*
+ * The cluster holds a document near the page: a duplicate of it, if the
+ * location's rule accepts the pair (the cluster compares whole
+ * fingerprints by Hamming distance; a weighted rule may say no) and the
+ * two are not listings of one template.  Otherwise it is the zone's to
+ * decide, as if the cluster had said new.  The cluster keeps no key text:
+ * Duplicate-Of names the original by its id (the key hash), as a zone
+ * does for a document whose text has left its ring.  Not stored: the
+ * index keeps one representative per cluster.
+ */
+
+static ngx_int_t
+ngx_http_simhash_found(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res,
+    sh_cluster_rec_t *rec)
+{
+    int                       same;
+    u_char                   *p;
+    unsigned                  h;
+    uint32_t                  score;
+    ngx_int_t                 changes;
+    sh_match_opts_t           mo;
+    sh_lookup_opts_t          opts;
+    ngx_http_simhash_zone_t  *zone;
+
+    zone = slcf->zone;
+
+    (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
+    sh_lookup_match_opts(&opts, &mo);
+    same = sh_match_pair(&mo, res->hash, res->weights, rec->fp, &h, &score);
+
+    if (!same || sh_sketch_veto(&rec->sk, &res->sketches)) {
+        return ngx_http_simhash_local(r, ctx, slcf, res, 0);
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_HTTP_SIMHASH_NAME_MAX);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->verdict.duplicate_of.data = p;
+    ctx->verdict.duplicate_of.len = ngx_sprintf(p, "%s%016uxL",
+                                        NGX_HTTP_SIMHASH_ID_PREFIX, rec->kh)
+                                    - p;
+    ctx->verdict.status = NGX_HTTP_SIMHASH_DUPLICATE;
+    ctx->verdict.distance = h;
+    ctx->verdict.score = score;
+    ctx->verdict.has_distance = 1;
+    ctx->rep = rec->kh;
+
+    ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    changes = ngx_http_simhash_observe(r, ctx, slcf);
+    ngx_http_simhash_account(r, ctx, slcf, 1);
+
+    ngx_http_simhash_zone_unlock(zone);
+
+    if (changes) {
+        ngx_http_simhash_dust_log(zone, r->connection->log);
+    }
+
+    ngx_http_simhash_count(zone, responses[ctx->verdict.status], 1);
 
     return NGX_OK;
 }
@@ -371,13 +599,14 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
 /*
  * A key the zone does not hold, under the lock: a duplicate of the closest
- * match, else new and stored.  Duplicates are not stored: the index keeps
+ * match, else new and stored (ask: else NGX_AGAIN, the cluster is asked).  Duplicates are not stored: the index keeps
  * one representative per cluster, the first one seen.
  */
 
 static ngx_int_t
 ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
-    ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res)
+    ngx_http_simhash_loc_conf_t *slcf, ngx_str_t *key, sh_result_t *res,
+    ngx_uint_t ask)
 {
     size_t                    n;
     uint32_t                  ref;
@@ -415,6 +644,10 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
         return ngx_http_simhash_escape(r->pool, name.data, name.len,
                                        &ctx->verdict.duplicate_of);
+    }
+
+    if (ask) {
+        return NGX_AGAIN;       /* the cluster may hold one */
     }
 
     ctx->verdict.status = NGX_HTTP_SIMHASH_NEW;

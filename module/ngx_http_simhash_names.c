@@ -32,7 +32,8 @@ ngx_str_t  ngx_http_simhash_skip_names[] = {
     ngx_string("too_short"),
     ngx_string("binary"),
     ngx_string("error"),
-    ngx_string("budget")
+    ngx_string("budget"),
+    ngx_string("index_incomplete")
 };
 
 

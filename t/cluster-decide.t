@@ -1,0 +1,156 @@
+#!/usr/bin/perl
+# The decision asks the zone's Redis Cluster on a local miss: two nginx
+# nodes (A and B) with one real 6-process cluster (3 masters, 3 replicas)
+# and documents loaded by `simhash cluster load` under the same
+# simhash_seed.  A page fetched through B whose near-duplicate was loaded
+# is a duplicate, Duplicate-Of naming the loaded document by its id; a far
+# page is new (the cluster read in full said so) and stored locally.  A
+# master killed with kill -9: every page whose lookup probes it is passed
+# through whole, 200, "skipped" with reason index_incomplete, counted;
+# never new, never dropped, never a 5xx; once its replica is promoted the
+# same pages are duplicates again, by themselves.  In drop mode a
+# duplicate the cluster names by id is passed: keys=path (the default)
+# drops only a page whose original has its path, and the cluster keeps no
+# key text.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use File::Temp ();
+use Time::HiRes qw(time);
+use SimhashTest qw(wait_until);
+use SimhashCli;
+use RedisCluster;
+no warnings qw(portable);
+
+plan(skip_all => 'redis-server or redis-cli not installed (tools/deps.sh)')
+    unless RedisCluster::available();
+my $cli = $ENV{SH_CLI} or plan(skip_all => 'SH_CLI not set (make itest)');
+SimhashTest::needs_master();
+
+my $seed = 'tier-secret-for-the-decision';
+my $c = RedisCluster->new(masters => 3, replicas => 1, node_timeout => 1000);
+$c->start;
+my @nodes = $c->nodes;
+my $urls = join ',', map { 'redis://127.0.0.1:' . $_->port } @nodes[0, 1];
+
+sub node {
+    my $t = SimhashTest->new(
+        http  => "simhash_zone zone=crawl:1m distance=4 cluster=$urls "
+               . "cluster_timeout=300ms;",
+        proxy => <<"EOF");
+        simhash crawl;
+        simhash_seed $seed;
+        simhash_action drop;
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /stats { simhash_stats; }
+EOF
+    $t->start;
+    return $t;
+}
+my ($A, $B) = (node(), node());
+
+# ---- the documents: the sourdough page, loaded as another node's ----
+my $fp = $A->cli_fingerprint('sourdough.html', '--seed', $seed);
+like($fp, qr/^[0-9a-f]{16}$/, "the page's fingerprint, by the CLI: $fp");
+my $id = '00c0ffee0000cafe';
+
+my $dir = File::Temp::tempdir('simhash-cdecide-XXXXXX',
+                              DIR => SimhashTest::nginx_tmpdir(),
+                              CLEANUP => !$ENV{SH_KEEP});
+srand(4747);
+open(my $fh, '>', "$dir/docs.txt") or die;
+print $fh "$id $fp 1 1700000000 0 0\n";
+for my $i (1 .. 2000) {
+    printf $fh "%08x%08x %08x%08x 2 1700000000 0 0\n",
+           map { int(rand(2**32)) } 1 .. 4;
+}
+close $fh;
+my ($rc, undef, $err) = sh($cli, 'cluster', 'load', '--seed', $seed,
+                           '--redis', $c->addr, "$dir/docs.txt");
+is($rc, 0, 'loaded') or diag($err);
+$_->cmd('WAIT', 1, 5000) for $c->masters;
+
+my $n = 0;
+sub fetch {
+    my ($t, $page) = @_;
+    my $r = $t->get("/$page?n=" . $n++);
+    return $r;
+}
+
+# each worker reads its slot map and the layout at start: until then a
+# miss is incomplete (skipped), never new
+wait_until('B to read the cluster', sub {
+    fetch($B, 'sourdough.html')->{headers}{'x-simhash-status'} eq 'duplicate'
+});
+
+my $r = fetch($B, 'sourdough.html');
+is($r->{headers}{'x-simhash-status'}, 'duplicate',
+   'a copy through B of a loaded page: a duplicate');
+is($r->{status}, 200,
+   'passed, not dropped: drop needs the original\'s key (keys=path), and '
+   . 'the cluster names it by id');
+is($r->{headers}{'x-simhash-duplicate-of'}, "simhash-id:$id",
+   'Duplicate-Of: the id the cluster gives (no key text is stored there)');
+is($r->{headers}{'x-simhash-distance'}, 0, 'at distance 0');
+
+my $d = SimhashTest::distance($fp, $A->cli_fingerprint('sourdough-reprint.html',
+                                                     '--seed', $seed));
+$r = fetch($B, 'sourdough-reprint.html');
+is($r->{headers}{'x-simhash-status'}, 'duplicate',
+   "its near-duplicate (distance $d) through B: a duplicate");
+is($r->{headers}{'x-simhash-distance'}, $d, 'at its distance');
+
+$r = $B->get('/bicycle.html');
+is($r->{headers}{'x-simhash-status'}, 'new', 'a far page: new');
+is($r->{content}, $B->fixture('bicycle.html'), 'passed whole');
+is($B->status_of('/bicycle.html'), 'unchanged',
+   'stored in the zone: its re-fetch is answered locally');
+
+# ---- a master killed: incomplete, passed through, until its failover ----
+my $meta = $c->master_of_slot($nodes[0]->cmd('CLUSTER', 'KEYSLOT', 'sh:m'))
+             ->cmd('GET', 'sh:m');
+my ($bits) = split / /, $meta;
+my $bkey = sprintf 'sh:f%0*x', int(($bits + 3) / 4), hex($fp) >> (64 - $bits);
+my $before = $B->stats->{zones}{crawl}{skipped}{index_incomplete} // 0;
+$c->kill_master_of_slot($nodes[0]->cmd('CLUSTER', 'KEYSLOT', $bkey));
+
+my (%seen, $bad, $recovered, $worst, $incomplete);
+my $t0 = time;
+while (time - $t0 < 60) {
+    my $s = time;
+    $r = fetch($B, 'sourdough.html');
+    my $took = time - $s;
+    $worst = $took if !defined $worst || $took > $worst;
+    my $st = $r->{headers}{'x-simhash-status'} // 'none';
+    my $why = $r->{headers}{'x-simhash-reason'} // '';
+    $seen{"$r->{status} $st" . ($why ? " $why" : '')}++;
+    if ($st eq 'skipped') {
+        $incomplete++;
+        $bad++ unless $r->{status} == 200
+                      && $r->{content} eq $B->fixture('sourdough.html');
+    } elsif ($st ne 'duplicate' || $r->{status} != 200) {
+        $bad++;
+    }
+    if ($st eq 'duplicate' && $incomplete) {
+        $recovered = 1;
+        last;
+    }
+}
+note(join ', ', map { "$_: $seen{$_}" } sort keys %seen);
+ok($incomplete, 'lookups while the master is down: skipped');
+ok(!$bad, 'each passed through whole (200, the body), never new, never '
+        . 'dropped, never a 5xx');
+ok($recovered, 'a duplicate again after the failover, by itself');
+cmp_ok($worst, '<', 1.5, 'no response waited much past cluster_timeout');
+my $st = $B->stats->{zones}{crawl};
+cmp_ok($st->{skipped}{index_incomplete} - $before, '>=', $incomplete,
+       'counted as skipped, index_incomplete');
+ok(!grep({ /^5/ } keys %seen), 'no 5xx');
+
+$A->stop;
+$B->stop;
+$c->stop;
+done_testing();
