@@ -87,7 +87,19 @@ struct ngx_http_simhash_cluster_s {
     ngx_uint_t                        lookups;
     ngx_uint_t                        incomplete[NGX_HTTP_SIMHASH_CLUSTER_CAUSES];
     ngx_uint_t                        moved, asked, refreshes;
+    ngx_uint_t                        writes, write_errors;
 };
+
+
+/* one APPEND in flight (a chunk a node adds), kept to follow a redirect */
+typedef struct {
+    ngx_http_simhash_cluster_t       *cl;
+    ngx_uint_t                        hops;
+    size_t                            key_len;
+    size_t                            len;
+    char                              key[SH_CLUSTER_KEY_MAX];
+    u_char                            chunk[128];
+} ngx_http_simhash_cluster_write_t;
 
 
 const char *ngx_http_simhash_cluster_causes[] = {
@@ -1016,6 +1028,179 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
 }
 
 
+/* ---- a node's new documents, written to the cluster ---- */
+
+static void ngx_http_simhash_cluster_append(ngx_http_simhash_cluster_write_t *w,
+    ngx_http_simhash_cluster_node_t *n, ngx_uint_t asking);
+
+
+/*
+ * An APPEND's reply: an integer (the bucket's new length) is done; MOVED
+ * and ASK are followed (a slot being moved loses no write); anything
+ * else, or the connection gone with it, is a write lost, counted and
+ * logged.  Nobody waits for it.
+ */
+
+static void
+ngx_http_simhash_cluster_append_reply(ngx_http_simhash_redis_t *rd,
+    redisReply *reply, void *data)
+{
+    ngx_http_simhash_cluster_write_t  *w = data;
+    ngx_http_simhash_cluster_t        *cl = w->cl;
+    ngx_http_simhash_cluster_node_t   *n;
+    ngx_uint_t                         ask;
+
+    if (reply != NULL && reply->type == REDIS_REPLY_INTEGER) {
+        ngx_free(w);
+        return;
+    }
+
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
+        ask = reply->len > 4 && ngx_strncmp(reply->str, "ASK ", 4) == 0;
+
+        if (ask || (reply->len > 6
+                    && ngx_strncmp(reply->str, "MOVED ", 6) == 0))
+        {
+            if (ask) {
+                cl->asked++;
+
+            } else {
+                cl->moved++;
+                ngx_http_simhash_cluster_refresh(cl);
+            }
+
+            n = ngx_http_simhash_cluster_redirect(cl, reply);
+
+            if (n != NULL && w->hops++ < 3) {
+                ngx_http_simhash_cluster_append(w, n, ask);
+                return;
+            }
+        }
+
+        ngx_log_error(NGX_LOG_WARN, cl->log, 0,
+                      "simhash zone \"%V\": cluster APPEND %*s: %*s",
+                      &cl->zone->name, w->key_len, w->key,
+                      reply->len, reply->str);
+
+    } else {
+        ngx_http_simhash_cluster_refresh(cl);
+    }
+
+    cl->write_errors++;
+    ngx_free(w);
+}
+
+
+static void
+ngx_http_simhash_cluster_append(ngx_http_simhash_cluster_write_t *w,
+    ngx_http_simhash_cluster_node_t *n, ngx_uint_t asking)
+{
+    const char  *argv[3];
+    size_t       argvlen[3];
+
+    if (asking) {
+        argv[0] = "ASKING";
+        argvlen[0] = 6;
+
+        if (ngx_http_simhash_redis_command(&n->rd,
+                ngx_http_simhash_cluster_asking_reply, NULL, 1, argv,
+                argvlen)
+            != NGX_OK)
+        {
+            goto failed;
+        }
+    }
+
+    argv[0] = "APPEND";
+    argvlen[0] = 6;
+    argv[1] = w->key;
+    argvlen[1] = w->key_len;
+    argv[2] = (const char *) w->chunk;
+    argvlen[2] = w->len;
+
+    if (ngx_http_simhash_redis_command(&n->rd,
+            ngx_http_simhash_cluster_append_reply, w, 3, argv, argvlen)
+        == NGX_OK)
+    {
+        return;
+    }
+
+failed:
+
+    ngx_http_simhash_cluster_refresh(w->cl);
+    w->cl->write_errors++;
+    ngx_free(w);
+}
+
+
+/* one chunk of one entry to its bucket's master */
+static void
+ngx_http_simhash_cluster_put(ngx_http_simhash_cluster_t *cl, int kind,
+    const sh_cluster_rec_t *rec)
+{
+    uint32_t                           bucket;
+    ngx_uint_t                         o;
+    sh_cluster_fpent_t                 e;
+    ngx_http_simhash_cluster_write_t  *w;
+
+    w = ngx_alloc(sizeof(ngx_http_simhash_cluster_write_t), cl->log);
+    if (w == NULL) {
+        cl->write_errors++;
+        return;
+    }
+
+    w->cl = cl;
+    w->hops = 0;
+
+    if (kind == SH_CLUSTER_FP) {
+        e.fp = rec->fp;
+        e.id = rec->kh;
+        bucket = sh_cluster_fp_bucket(&cl->layout, rec->fp);
+        w->len = sh_cluster_encode_fp(&cl->layout, bucket, &e, 1, w->chunk);
+
+    } else {
+        bucket = sh_cluster_rec_bucket(&cl->layout, rec->kh);
+        w->len = sh_cluster_encode_rec(&cl->layout, bucket, rec, 1,
+                                       w->chunk);
+    }
+
+    w->key_len = sh_cluster_key(&cl->layout, kind, bucket, w->key);
+    o = cl->owner[sh_cluster_slot(w->key, w->key_len)];
+
+    if (w->len == 0 || o == NGX_HTTP_SIMHASH_CLUSTER_NOSLOT) {
+        ngx_http_simhash_cluster_refresh(cl);
+        cl->write_errors++;
+        ngx_free(w);
+        return;
+    }
+
+    ngx_http_simhash_cluster_append(w, cl->nodes[o], 0);
+}
+
+
+void
+ngx_http_simhash_cluster_add(ngx_http_simhash_cluster_t *cl,
+    const sh_cluster_rec_t *rec)
+{
+    cl->writes++;
+
+    if (!cl->have_map || !cl->have_layout
+        || sh_cluster_chunk_size(&cl->layout, SH_CLUSTER_REC, 1) > 128
+        || sh_cluster_chunk_size(&cl->layout, SH_CLUSTER_FP, 1) > 128)
+    {
+        ngx_http_simhash_cluster_refresh(cl);
+        cl->write_errors++;
+        return;
+    }
+
+    /* two masters, in no order: a table entry read before its record is
+     * there is taken for a document that has changed since (nothing
+     * near), never for a false one */
+    ngx_http_simhash_cluster_put(cl, SH_CLUSTER_REC, rec);
+    ngx_http_simhash_cluster_put(cl, SH_CLUSTER_FP, rec);
+}
+
+
 /* ---- the worker's life ---- */
 
 ngx_http_simhash_cluster_t *
@@ -1123,209 +1308,4 @@ ngx_http_simhash_cluster_exit_process(ngx_cycle_t *cycle)
             ngx_del_timer(&ccf->client->refresh);
         }
     }
-}
-
-
-/* ---- simhash_cluster_query: a lookup by hand ---- */
-
-/*
- * GET ?zone=NAME&fp=HEX[&h=N] answers, once the lookup has ended, with
- * its outcome as JSON: {"status":"found","id":HEX,"fp":HEX,"distance":N,
- * "ms":N}, {"status":"new",...}, {"status":"incomplete","cause":WHY,...}.
- * The request is held meanwhile (the worker goes on with other events):
- * the decision's own use of a lookup will hold a response the same way.
- */
-
-typedef struct {
-    ngx_http_request_t                 *r;
-    ngx_http_simhash_cluster_lookup_t  *lk;
-} ngx_http_simhash_cluster_query_t;
-
-
-static ngx_int_t
-ngx_http_simhash_cluster_query_send(ngx_http_request_t *r, ngx_str_t *body,
-    ngx_uint_t status)
-{
-    ngx_int_t     rc;
-    ngx_buf_t    *b;
-    ngx_chain_t   out;
-
-    r->headers_out.status = status;
-    r->headers_out.content_length_n = body->len;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-
-    rc = ngx_http_send_header(r);
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    b = ngx_calloc_buf(r->pool);
-    if (b == NULL) {
-        return NGX_ERROR;
-    }
-
-    b->pos = body->data;
-    b->last = body->data + body->len;
-    b->memory = 1;
-    b->last_buf = 1;
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
-}
-
-
-static void
-ngx_http_simhash_cluster_query_done(ngx_http_simhash_cluster_lookup_t *lk)
-{
-    ngx_http_simhash_cluster_query_t  *q = lk->data;
-    ngx_http_request_t                *r = q->r;
-    static const char                 *names[] = {
-        "found", "new", "incomplete"
-    };
-    ngx_str_t                          body;
-    u_char                            *p;
-
-    q->lk = NULL;
-
-    p = ngx_pnalloc(r->pool, 256);
-    if (p == NULL) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    body.data = p;
-    p = ngx_sprintf(p, "{\"status\":\"%s\"", names[lk->status]);
-
-    if (lk->status == NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE) {
-        p = ngx_sprintf(p, ",\"cause\":\"%s\"",
-                        ngx_http_simhash_cluster_causes[lk->cause]);
-
-    } else if (lk->status == NGX_HTTP_SIMHASH_CLUSTER_FOUND) {
-        p = ngx_sprintf(p, ",\"id\":\"%016uxL\",\"fp\":\"%016uxL\","
-                        "\"distance\":%ui,\"digest\":\"%016uxL\"",
-                        lk->rec.kh, lk->rec.fp, (ngx_uint_t) lk->distance,
-                        lk->rec.digest);
-    }
-
-    p = ngx_sprintf(p, ",\"forged\":%uD,\"ms\":%M}\n", lk->forged,
-                    ngx_current_msec - lk->started);
-    body.len = p - body.data;
-
-    ngx_http_finalize_request(r,
-        ngx_http_simhash_cluster_query_send(r, &body, NGX_HTTP_OK));
-}
-
-
-static void
-ngx_http_simhash_cluster_query_cleanup(void *data)
-{
-    ngx_http_simhash_cluster_query_t  *q = data;
-
-    /* the request went first (the client closed): no answer is wanted */
-    if (q->lk) {
-        ngx_http_simhash_cluster_cancel(q->lk);
-    }
-}
-
-
-static ngx_int_t
-ngx_http_simhash_cluster_query_handler(ngx_http_request_t *r)
-{
-    u_char                            *p;
-    uint64_t                           fp;
-    ngx_int_t                          rc, h;
-    ngx_str_t                          zname, v, msg;
-    ngx_pool_cleanup_t                *cln;
-    ngx_http_simhash_zone_t           *zone;
-    ngx_http_simhash_cluster_t        *cl;
-    ngx_http_simhash_main_conf_t      *smcf;
-    ngx_http_simhash_cluster_query_t  *q;
-
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
-
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    smcf = ngx_http_get_module_main_conf(r, ngx_http_simhash_module);
-
-    if (ngx_http_arg(r, (u_char *) "zone", 4, &zname) != NGX_OK
-        || ngx_http_arg(r, (u_char *) "fp", 2, &v) != NGX_OK
-        || v.len == 0 || v.len > 16)
-    {
-        ngx_str_set(&msg, "{\"error\":\"?zone=NAME&fp=HEX[&h=N]\"}\n");
-        return ngx_http_simhash_cluster_query_send(r, &msg,
-                                                   NGX_HTTP_BAD_REQUEST);
-    }
-
-    fp = 0;
-    for (p = v.data; p < v.data + v.len; p++) {
-        u_char  c = (u_char) (*p | 0x20);
-
-        if (!((*p >= '0' && *p <= '9') || (c >= 'a' && c <= 'f'))) {
-            ngx_str_set(&msg, "{\"error\":\"fp is 1 to 16 hex digits\"}\n");
-            return ngx_http_simhash_cluster_query_send(r, &msg,
-                                                       NGX_HTTP_BAD_REQUEST);
-        }
-        fp = (fp << 4) | (uint64_t) (*p <= '9' ? *p - '0' : c - 'a' + 10);
-    }
-
-    h = SH_H_DEFAULT;
-    if (ngx_http_arg(r, (u_char *) "h", 1, &v) == NGX_OK) {
-        h = ngx_atoi(v.data, v.len);
-        if (h == NGX_ERROR || h > SH_H_MAX) {
-            ngx_str_set(&msg, "{\"error\":\"h is 0 to 7\"}\n");
-            return ngx_http_simhash_cluster_query_send(r, &msg,
-                                                       NGX_HTTP_BAD_REQUEST);
-        }
-    }
-
-    zone = ngx_http_simhash_zone_find(smcf, &zname);
-    cl = zone ? ngx_http_simhash_cluster_of(zone) : NULL;
-
-    if (cl == NULL) {
-        ngx_str_set(&msg, "{\"error\":\"no such zone with cluster=\"}\n");
-        return ngx_http_simhash_cluster_query_send(r, &msg,
-                                                   NGX_HTTP_NOT_FOUND);
-    }
-
-    cln = ngx_pool_cleanup_add(r->pool,
-                               sizeof(ngx_http_simhash_cluster_query_t));
-    if (cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    q = cln->data;
-    q->r = r;
-    q->lk = ngx_http_simhash_cluster_lookup(cl, fp, (unsigned) h,
-                                            ngx_http_simhash_cluster_query_done,
-                                            q);
-    if (q->lk == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    cln->handler = ngx_http_simhash_cluster_query_cleanup;
-
-    r->main->count++;
-
-    return NGX_DONE;
-}
-
-
-/* simhash_cluster_query (a location's handler) */
-
-char *
-ngx_http_simhash_cluster_query_directive(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf)
-{
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_simhash_cluster_query_handler;
-
-    return NGX_CONF_OK;
 }

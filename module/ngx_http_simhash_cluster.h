@@ -108,6 +108,16 @@ ngx_http_simhash_cluster_lookup_t *ngx_http_simhash_cluster_lookup(
     ngx_http_simhash_cluster_done_pt done, void *data);
 void ngx_http_simhash_cluster_cancel(ngx_http_simhash_cluster_lookup_t *lk);
 
+/*
+ * A document this node called new, to the cluster: one chunk of one entry
+ * APPENDed to its record bucket, then one to its table bucket, each to
+ * its master, not waited for (fire and forget); a write that fails is
+ * counted (write_errors) and logged, never retried: the node still holds
+ * the document in its zone.
+ */
+void ngx_http_simhash_cluster_add(ngx_http_simhash_cluster_t *cl,
+    const sh_cluster_rec_t *rec);
+
 /* This worker's client of a zone, or NULL if it has no cluster= */
 ngx_http_simhash_cluster_t *ngx_http_simhash_cluster_of(
     ngx_http_simhash_zone_t *zone);

@@ -68,6 +68,8 @@ static ngx_int_t ngx_http_simhash_found(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     sh_result_t *res, sh_cluster_rec_t *rec);
 static void ngx_http_simhash_ask_cleanup(void *data);
+static void ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx,
+    sh_result_t *res, ngx_http_simhash_cluster_t *cl);
 static const sh_lookup_opts_t *ngx_http_simhash_lookup_opts(
     ngx_http_simhash_loc_conf_t *slcf, const sh_result_t *res,
     sh_lookup_opts_t *opts);
@@ -397,6 +399,13 @@ ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
 
     case NGX_HTTP_SIMHASH_CLUSTER_NEW:
         rc = ngx_http_simhash_local(r, ctx, slcf, &a->res, 0);
+
+        if (rc == NGX_OK && slcf->insert
+            && ctx->verdict.status == NGX_HTTP_SIMHASH_NEW)
+        {
+            ngx_http_simhash_publish(ctx, &a->res, lk->cl);
+        }
+
         break;
 
     default: /* NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE */
@@ -416,6 +425,30 @@ ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
     ctx->verdict.pending = 0;
 
     ngx_post_event(r->connection->write, &ngx_posted_events);
+}
+
+
+/*
+ * A page the cluster and the zone both said new, stored in the zone: to
+ * the cluster too, so that the other nodes find it (not waited for; what
+ * is lost when this node or the cluster dies between the two writes:
+ * docs/SCALE.md).  Its version's second is now, as the zone dates a new
+ * document.
+ */
+
+static void
+ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx, sh_result_t *res,
+    ngx_http_simhash_cluster_t *cl)
+{
+    sh_cluster_rec_t  rec;
+
+    rec.kh = ctx->rep;
+    rec.fp = res->hash;
+    rec.digest = ctx->digest;
+    rec.second = (uint32_t) ngx_time();
+    rec.sk = res->sketches;
+
+    ngx_http_simhash_cluster_add(cl, &rec);
 }
 
 

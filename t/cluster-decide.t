@@ -8,7 +8,9 @@
 # master killed with kill -9: every page whose lookup probes it is passed
 # through whole, 200, "skipped" with reason index_incomplete, counted;
 # never new, never dropped, never a 5xx; once its replica is promoted the
-# same pages are duplicates again, by themselves.  In drop mode a
+# same pages are duplicates again, by themselves.  A page new through A
+# is written to the cluster (one chunk APPENDed to its record bucket and
+# one to its table bucket) and found through B, which never held it.  In drop mode a
 # duplicate the cluster names by id is passed: keys=path (the default)
 # drops only a page whose original has its path, and the cluster keeps no
 # key text.
@@ -46,6 +48,7 @@ sub node {
         simhash_action drop;
         location / { proxy_pass http://%%ORIGIN%%; }
         location = /stats { simhash_stats; }
+        location = /cq { simhash_cluster_query; }
 EOF
     $t->start;
     return $t;
@@ -108,6 +111,24 @@ is($r->{headers}{'x-simhash-status'}, 'new', 'a far page: new');
 is($r->{content}, $B->fixture('bicycle.html'), 'passed whole');
 is($B->status_of('/bicycle.html'), 'unchanged',
    'stored in the zone: its re-fetch is answered locally');
+
+# ---- A finds B's page: a node that calls a page new writes it ----
+$r = $A->get('/council.html');
+is($r->{headers}{'x-simhash-status'}, 'new', 'a page new through A');
+my $cfp = $r->{headers}{'x-simhash'};
+wait_until("A's page in the cluster", sub {
+    ($A->get("/cq?zone=crawl&fp=$cfp")->{content} // '') =~ /"found"/
+});
+$r = $B->get('/council.html?from=b');
+is($r->{headers}{'x-simhash-status'}, 'duplicate',
+   "the same page through B: a duplicate of A's, which B never held");
+like($r->{headers}{'x-simhash-duplicate-of'}, qr/^simhash-id:[0-9a-f]{16}$/,
+     'named by its id');
+is($r->{headers}{'x-simhash-distance'}, 0, 'at distance 0');
+is($r->{content}, $B->fixture('council.html'), 'passed whole');
+$r = $A->get('/council.html?from=a');
+is($r->{headers}{'x-simhash-duplicate-of'}, $A->url('/council.html'),
+   'through A it is found in its zone, with its key');
 
 # ---- a master killed: incomplete, passed through, until its failover ----
 my $meta = $c->master_of_slot($nodes[0]->cmd('CLUSTER', 'KEYSLOT', 'sh:m'))
