@@ -955,6 +955,9 @@ void ngx_http_simhash_sites_rule_counts(sh_topk_t *keys,
 u_char *ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
     ngx_array_t *rules, ngx_http_simhash_sites_snap_t *sites,
     ngx_uint_t head);
+/* a rule's labels, zone="Z",host=...,arg="A" (ngx_http_simhash_stats_rules.c) */
+u_char *ngx_http_simhash_rule_labels(u_char *p, ngx_str_t *zone,
+    sh_dust_rule_info_t *ri);
 
 ngx_http_simhash_sites_snap_t *ngx_http_simhash_sites_read(ngx_pool_t *pool,
     ngx_http_simhash_zone_t *zone, ngx_log_t *log);

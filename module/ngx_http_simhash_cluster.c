@@ -83,12 +83,13 @@ struct ngx_http_simhash_cluster_s {
     ngx_http_simhash_cluster_node_t  *nodes[NGX_HTTP_SIMHASH_CLUSTER_NODES];
     uint16_t                          owner[SH_CLUSTER_SLOTS];
 
-    /* this worker's counts (the statistics' part comes later) */
-    ngx_uint_t                        lookups;
-    ngx_uint_t                        incomplete[NGX_HTTP_SIMHASH_CLUSTER_CAUSES];
-    ngx_uint_t                        moved, asked, refreshes;
-    ngx_uint_t                        writes, write_errors;
+    /* every worker's counts, in the zone's shared state */
+    ngx_http_simhash_cluster_counts_t  *counts;
 };
+
+
+#define ngx_http_simhash_cluster_count(cl, f)                                \
+    (void) ngx_atomic_fetch_add(&(cl)->counts->f, 1)
 
 
 /* one APPEND in flight (a chunk a node adds), kept to follow a redirect */
@@ -100,6 +101,13 @@ typedef struct {
     char                              key[SH_CLUSTER_KEY_MAX];
     u_char                            chunk[128];
 } ngx_http_simhash_cluster_write_t;
+
+
+/* the statistics' labels of incomplete lookups: the causes but OK */
+ngx_str_t  ngx_http_simhash_cluster_cause_names[] = {
+    ngx_string("starting"), ngx_string("unreachable"), ngx_string("timeout"),
+    ngx_string("unserved"), ngx_string("clusterdown"), ngx_string("error")
+};
 
 
 const char *ngx_http_simhash_cluster_causes[] = {
@@ -128,7 +136,7 @@ ngx_http_simhash_part_t  ngx_http_simhash_cluster_part = {
     ngx_string("cluster"),
     0,                                      /* index */
     ngx_null_string,                        /* tail_name */
-    0,                                      /* shctx_size */
+    sizeof(ngx_http_simhash_cluster_counts_t),  /* shctx_size */
 
     ngx_http_simhash_cluster_create_conf,   /* create_conf */
     ngx_http_simhash_cluster_param,         /* param */
@@ -449,7 +457,7 @@ ngx_http_simhash_cluster_slots_reply(ngx_http_simhash_redis_t *rd,
 
     ngx_memcpy(cl->owner, owner, sizeof(owner));
     cl->have_map = 1;
-    cl->refreshes++;
+    ngx_http_simhash_cluster_count(cl, refreshes);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, cl->log, 0,
                    "simhash cluster: slot map of %ui nodes, %ui slots "
@@ -601,6 +609,41 @@ ngx_http_simhash_cluster_free(ngx_http_simhash_cluster_lookup_t *lk)
 }
 
 
+/* A lookup's outcome and how long it took, for the statistics. */
+static void
+ngx_http_simhash_cluster_counted(ngx_http_simhash_cluster_lookup_t *lk)
+{
+    ngx_uint_t                          i;
+    ngx_msec_t                          ms;
+    ngx_http_simhash_cluster_counts_t  *c = lk->cl->counts;
+
+    switch (lk->status) {
+
+    case NGX_HTTP_SIMHASH_CLUSTER_FOUND:
+        (void) ngx_atomic_fetch_add(&c->found, 1);
+        break;
+
+    case NGX_HTTP_SIMHASH_CLUSTER_NEW:
+        (void) ngx_atomic_fetch_add(&c->new, 1);
+        break;
+
+    default:
+        (void) ngx_atomic_fetch_add(&c->incomplete[lk->cause - 1], 1);
+    }
+
+    ms = ngx_current_msec - lk->started;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG - 1; i++) {
+        if (ms <= ngx_http_simhash_lag_le[i]) {
+            break;
+        }
+    }
+
+    (void) ngx_atomic_fetch_add(&c->ms_le[i], 1);
+    (void) ngx_atomic_fetch_add(&c->ms_sum, ms);
+}
+
+
 static void
 ngx_http_simhash_cluster_end(ngx_http_simhash_cluster_lookup_t *lk,
     ngx_http_simhash_cluster_status_e status,
@@ -616,9 +659,7 @@ ngx_http_simhash_cluster_end(ngx_http_simhash_cluster_lookup_t *lk,
     lk->status = status;
     lk->cause = cause;
 
-    if (status == NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE) {
-        lk->cl->incomplete[cause]++;
-    }
+    ngx_http_simhash_cluster_counted(lk);
 
     if (lk->timer.timer_set) {
         ngx_del_timer(&lk->timer);
@@ -693,10 +734,10 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
     if (ask || (reply->len > 6 && ngx_strncmp(reply->str, "MOVED ", 6) == 0))
     {
         if (ask) {
-            cl->asked++;
+            ngx_http_simhash_cluster_count(cl, asked);
 
         } else {
-            cl->moved++;
+            ngx_http_simhash_cluster_count(cl, moved);
             ngx_http_simhash_cluster_refresh(cl);
         }
 
@@ -990,7 +1031,7 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     lk->timer.log = cl->log;
     lk->timer.cancelable = 1;
 
-    cl->lookups++;
+    ngx_http_simhash_cluster_count(cl, lookups);
 
     /* the outcome is always given from an event of its own: a caller's
      * done never runs inside its own call */
@@ -1062,10 +1103,10 @@ ngx_http_simhash_cluster_append_reply(ngx_http_simhash_redis_t *rd,
                     && ngx_strncmp(reply->str, "MOVED ", 6) == 0))
         {
             if (ask) {
-                cl->asked++;
+                ngx_http_simhash_cluster_count(cl, asked);
 
             } else {
-                cl->moved++;
+                ngx_http_simhash_cluster_count(cl, moved);
                 ngx_http_simhash_cluster_refresh(cl);
             }
 
@@ -1086,7 +1127,7 @@ ngx_http_simhash_cluster_append_reply(ngx_http_simhash_redis_t *rd,
         ngx_http_simhash_cluster_refresh(cl);
     }
 
-    cl->write_errors++;
+    ngx_http_simhash_cluster_count(cl, write_errors);
     ngx_free(w);
 }
 
@@ -1128,7 +1169,7 @@ ngx_http_simhash_cluster_append(ngx_http_simhash_cluster_write_t *w,
 failed:
 
     ngx_http_simhash_cluster_refresh(w->cl);
-    w->cl->write_errors++;
+    ngx_http_simhash_cluster_count(w->cl, write_errors);
     ngx_free(w);
 }
 
@@ -1145,7 +1186,7 @@ ngx_http_simhash_cluster_put(ngx_http_simhash_cluster_t *cl, int kind,
 
     w = ngx_alloc(sizeof(ngx_http_simhash_cluster_write_t), cl->log);
     if (w == NULL) {
-        cl->write_errors++;
+        ngx_http_simhash_cluster_count(cl, write_errors);
         return;
     }
 
@@ -1169,7 +1210,7 @@ ngx_http_simhash_cluster_put(ngx_http_simhash_cluster_t *cl, int kind,
 
     if (w->len == 0 || o == NGX_HTTP_SIMHASH_CLUSTER_NOSLOT) {
         ngx_http_simhash_cluster_refresh(cl);
-        cl->write_errors++;
+        ngx_http_simhash_cluster_count(cl, write_errors);
         ngx_free(w);
         return;
     }
@@ -1182,14 +1223,14 @@ void
 ngx_http_simhash_cluster_add(ngx_http_simhash_cluster_t *cl,
     const sh_cluster_rec_t *rec)
 {
-    cl->writes++;
+    ngx_http_simhash_cluster_count(cl, writes);
 
     if (!cl->have_map || !cl->have_layout
         || sh_cluster_chunk_size(&cl->layout, SH_CLUSTER_REC, 1) > 128
         || sh_cluster_chunk_size(&cl->layout, SH_CLUSTER_FP, 1) > 128)
     {
         ngx_http_simhash_cluster_refresh(cl);
-        cl->write_errors++;
+        ngx_http_simhash_cluster_count(cl, write_errors);
         return;
     }
 
@@ -1202,6 +1243,22 @@ ngx_http_simhash_cluster_add(ngx_http_simhash_cluster_t *cl,
 
 
 /* ---- the worker's life ---- */
+
+ngx_http_simhash_cluster_counts_t *
+ngx_http_simhash_cluster_counts(ngx_http_simhash_zone_t *zone)
+{
+    ngx_http_simhash_cluster_conf_t  *ccf;
+
+    ccf = ngx_http_simhash_part_conf(zone, ngx_http_simhash_cluster_part);
+
+    if (ccf == NULL || ccf->seeds.nelts == 0) {
+        return NULL;
+    }
+
+    return ngx_http_simhash_part_shm(zone, ngx_http_simhash_cluster_part);
+}
+
+
 
 ngx_http_simhash_cluster_t *
 ngx_http_simhash_cluster_of(ngx_http_simhash_zone_t *zone)
@@ -1242,6 +1299,12 @@ ngx_http_simhash_cluster_init_process(ngx_cycle_t *cycle)
 
         cl->conf = ccf;
         cl->zone = zones[i];
+        cl->counts = ngx_http_simhash_part_shm(zones[i],
+                                               ngx_http_simhash_cluster_part);
+        if (cl->counts == NULL) {
+            return NGX_ERROR;
+        }
+
         cl->log = cycle->log;
         cl->pool = cycle->pool;
         ngx_memset(cl->owner, 0xff, sizeof(cl->owner));

@@ -54,6 +54,33 @@ typedef enum {
 } ngx_http_simhash_cluster_cause_e;
 
 extern const char *ngx_http_simhash_cluster_causes[];
+extern ngx_str_t   ngx_http_simhash_cluster_cause_names[];  /* but OK */
+
+/*
+ * The client's counts, every worker's, in the zone's shared state (the
+ * statistics show them): lookups and their outcomes (incomplete by cause,
+ * from STARTING), how long each took (ms, in the buckets of
+ * ngx_http_simhash_lag_le), redirects followed, slot-map refreshes, the
+ * node's writes and those lost.
+ */
+typedef struct {
+    ngx_atomic_t                       lookups;
+    ngx_atomic_t                       found;
+    ngx_atomic_t                       new;
+    ngx_atomic_t                       incomplete[NGX_HTTP_SIMHASH_CLUSTER_CAUSES
+                                                  - 1];
+    ngx_atomic_t                       moved;
+    ngx_atomic_t                       asked;
+    ngx_atomic_t                       refreshes;
+    ngx_atomic_t                       writes;
+    ngx_atomic_t                       write_errors;
+    ngx_atomic_t                       ms_le[NGX_HTTP_SIMHASH_NLAG];
+    ngx_atomic_t                       ms_sum;
+} ngx_http_simhash_cluster_counts_t;
+
+/* A zone's, or NULL if it has no cluster= */
+ngx_http_simhash_cluster_counts_t *ngx_http_simhash_cluster_counts(
+    ngx_http_simhash_zone_t *zone);
 
 typedef struct ngx_http_simhash_cluster_s         ngx_http_simhash_cluster_t;
 typedef struct ngx_http_simhash_cluster_lookup_s

@@ -31,6 +31,7 @@
 #include "ngx_http_simhash.h"
 #include "ngx_http_simhash_dust.h"
 #include "ngx_http_simhash_snapshot.h"
+#include "ngx_http_simhash_cluster.h"
 
 
 /* the values of one zone, read at one moment */
@@ -99,6 +100,20 @@ enum {
     NGX_HTTP_SIMHASH_V_DUST_HOSTS,
     NGX_HTTP_SIMHASH_V_DUST_CANDIDATES,
     NGX_HTTP_SIMHASH_V_DUST_ACTIVE,
+    NGX_HTTP_SIMHASH_V_CL_LOOKUPS,
+    NGX_HTTP_SIMHASH_V_CL_FOUND,
+    NGX_HTTP_SIMHASH_V_CL_NEW,
+    NGX_HTTP_SIMHASH_V_CL_INCOMPLETE,       /* by cause, then: */
+    NGX_HTTP_SIMHASH_V_CL_MOVED = NGX_HTTP_SIMHASH_V_CL_INCOMPLETE
+                                  + NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1,
+    NGX_HTTP_SIMHASH_V_CL_ASKED,
+    NGX_HTTP_SIMHASH_V_CL_REFRESHES,
+    NGX_HTTP_SIMHASH_V_CL_WRITES,
+    NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS,
+    NGX_HTTP_SIMHASH_V_CL_MS_LE,            /* as V_LAG_LE */
+    NGX_HTTP_SIMHASH_V_CL_MS_SUM = NGX_HTTP_SIMHASH_V_CL_MS_LE
+                                   + NGX_HTTP_SIMHASH_NLAG,
+    NGX_HTTP_SIMHASH_V_CL_MS_COUNT,
     NGX_HTTP_SIMHASH_NV
 };
 
@@ -123,12 +138,14 @@ typedef struct {
                                             Prometheus */
 #define NGX_HTTP_SIMHASH_M_HIST      5   /* v[value + bucket], cumulative,
                                             then the sum (ms), the count */
+#define NGX_HTTP_SIMHASH_M_CAUSE     6   /* v[value + cause], by cause */
 
 /* groups of metrics: in JSON an object each, for the zones that have it */
 #define NGX_HTTP_SIMHASH_G_NONE      0
 #define NGX_HTTP_SIMHASH_G_SNAPSHOT  1   /* zones with a file */
 #define NGX_HTTP_SIMHASH_G_REPLICATE 2   /* replicated zones */
 #define NGX_HTTP_SIMHASH_G_DUST      3   /* zones with a DUST learner */
+#define NGX_HTTP_SIMHASH_G_CLUSTER   4   /* zones with cluster= */
 
 typedef struct {
     ngx_str_t                    json;      /* key; "" = not in JSON */
@@ -162,7 +179,8 @@ static ngx_str_t  ngx_http_simhash_groups[] = {
     ngx_null_string,
     ngx_string("snapshot"),
     ngx_string("replication"),
-    ngx_string("dust")
+    ngx_string("dust"),
+    ngx_string("cluster")
 };
 
 
@@ -463,6 +481,53 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("gauge"), ngx_string("Rules on (learned or pinned)."),
       NGX_HTTP_SIMHASH_V_DUST_ACTIVE, NGX_HTTP_SIMHASH_M_VALUE, 3 },
 
+    { ngx_string("lookups"), ngx_string("cluster_lookups_total"),
+      ngx_string("counter"),
+      ngx_string("Lookups asked of the Redis Cluster (local misses)."),
+      NGX_HTTP_SIMHASH_V_CL_LOOKUPS, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("found"), ngx_string("cluster_found_total"),
+      ngx_string("counter"),
+      ngx_string("Cluster lookups that found a document near the page."),
+      NGX_HTTP_SIMHASH_V_CL_FOUND, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("new"), ngx_string("cluster_new_total"),
+      ngx_string("counter"),
+      ngx_string("Cluster lookups answered in full with nothing near."),
+      NGX_HTTP_SIMHASH_V_CL_NEW, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("incomplete"), ngx_string("cluster_incomplete_total"),
+      ngx_string("counter"),
+      ngx_string("Cluster lookups not answered in full, by cause."),
+      NGX_HTTP_SIMHASH_V_CL_INCOMPLETE, NGX_HTTP_SIMHASH_M_CAUSE, 4 },
+
+    { ngx_string("moved"), ngx_string("cluster_moved_total"),
+      ngx_string("counter"), ngx_string("MOVED redirects followed."),
+      NGX_HTTP_SIMHASH_V_CL_MOVED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("asked"), ngx_string("cluster_asked_total"),
+      ngx_string("counter"), ngx_string("ASK redirects followed."),
+      NGX_HTTP_SIMHASH_V_CL_ASKED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("refreshes"), ngx_string("cluster_map_refreshes_total"),
+      ngx_string("counter"), ngx_string("Slot maps read (CLUSTER SLOTS)."),
+      NGX_HTTP_SIMHASH_V_CL_REFRESHES, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("writes"), ngx_string("cluster_writes_total"),
+      ngx_string("counter"),
+      ngx_string("New pages this node wrote to the cluster."),
+      NGX_HTTP_SIMHASH_V_CL_WRITES, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("write_errors"), ngx_string("cluster_write_errors_total"),
+      ngx_string("counter"),
+      ngx_string("Writes to the cluster lost (chunks not appended)."),
+      NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
+    { ngx_string("lookup_ms"), ngx_string("cluster_lookup_seconds"),
+      ngx_string("histogram"),
+      ngx_string("Time from a cluster lookup's start to its outcome."),
+      NGX_HTTP_SIMHASH_V_CL_MS_LE, NGX_HTTP_SIMHASH_M_HIST, 4 },
+
     { ngx_null_string, ngx_null_string, ngx_null_string, ngx_null_string,
       0, 0, 0 }
 };
@@ -489,6 +554,8 @@ static ngx_uint_t ngx_http_simhash_stats_read(ngx_http_request_t *r,
     ngx_http_simhash_snap_t *s);
 static void ngx_http_simhash_stats_replication(
     ngx_http_simhash_outbox_t *ob, uint64_t *v);
+static void ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone,
+    uint64_t *v);
 static ngx_uint_t ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
     ngx_http_simhash_zone_t *zone, ngx_uint_t prom);
 static ngx_uint_t ngx_http_simhash_stats_prometheus(ngx_http_request_t *r);
@@ -503,8 +570,6 @@ static u_char *ngx_http_simhash_stats_prom(u_char *p,
 static size_t ngx_http_simhash_rules_size(ngx_array_t *rules);
 static u_char *ngx_http_simhash_rules_json(u_char *p, ngx_array_t *rules,
     ngx_http_simhash_sites_snap_t *sites);
-static u_char *ngx_http_simhash_rule_labels(u_char *p, ngx_str_t *zone,
-    sh_dust_rule_info_t *ri);
 static u_char *ngx_http_simhash_rules_prom(u_char *p,
     ngx_http_simhash_snap_t *s, ngx_uint_t n);
 static u_char *ngx_http_simhash_stats_sites_prom(u_char *p,
@@ -776,10 +841,50 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
             }
         }
 
+        ngx_http_simhash_stats_cluster(zone, v);
+
         n++;
     }
 
     return n;
+}
+
+
+static void
+ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone, uint64_t *v)
+{
+    uint64_t                            sum;
+    ngx_uint_t                          i;
+    ngx_http_simhash_cluster_counts_t  *c;
+
+    c = ngx_http_simhash_cluster_counts(zone);
+    if (c == NULL) {
+        return;
+    }
+
+    v[NGX_HTTP_SIMHASH_V_CL_LOOKUPS] = c->lookups;
+    v[NGX_HTTP_SIMHASH_V_CL_FOUND] = c->found;
+    v[NGX_HTTP_SIMHASH_V_CL_NEW] = c->new;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1; i++) {
+        v[NGX_HTTP_SIMHASH_V_CL_INCOMPLETE + i] = c->incomplete[i];
+    }
+
+    v[NGX_HTTP_SIMHASH_V_CL_MOVED] = c->moved;
+    v[NGX_HTTP_SIMHASH_V_CL_ASKED] = c->asked;
+    v[NGX_HTTP_SIMHASH_V_CL_REFRESHES] = c->refreshes;
+    v[NGX_HTTP_SIMHASH_V_CL_WRITES] = c->writes;
+    v[NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS] = c->write_errors;
+
+    sum = 0;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG; i++) {
+        sum += c->ms_le[i];
+        v[NGX_HTTP_SIMHASH_V_CL_MS_LE + i] = sum;
+    }
+
+    v[NGX_HTTP_SIMHASH_V_CL_MS_SUM] = c->ms_sum;
+    v[NGX_HTTP_SIMHASH_V_CL_MS_COUNT] = sum;
 }
 
 
@@ -877,6 +982,12 @@ ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m, ngx_uint_t prom,
         *label = "reason";
         break;
 
+    case NGX_HTTP_SIMHASH_M_CAUSE:
+        *names = ngx_http_simhash_cluster_cause_names;
+        *n = NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1;
+        *label = "cause";
+        break;
+
     case NGX_HTTP_SIMHASH_M_HIST:
         /* the buckets, the sum, the count */
         *names = prom ? ngx_http_simhash_lag_prom : ngx_http_simhash_lag_json;
@@ -912,6 +1023,9 @@ ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
 
     case NGX_HTTP_SIMHASH_G_DUST:
         return ngx_http_simhash_dust_conf(zone)->size != 0;
+
+    case NGX_HTTP_SIMHASH_G_CLUSTER:
+        return ngx_http_simhash_cluster_counts(zone) != NULL;
 
     default:
         return 1;
@@ -1361,94 +1475,4 @@ ngx_http_simhash_rules_prom(u_char *p, ngx_http_simhash_snap_t *s,
     }
 
     return p;
-}
-
-
-/*
- * The learned rules with the most predictions made (at most
- * NGX_HTTP_SIMHASH_RULES_PROM of a zone): what their predictions came to,
- * simhash_dust_rule_predictions{zone,host,pattern,kind,arg,outcome}.
- */
-
-u_char *
-ngx_http_simhash_sites_rules_prom(u_char *p, ngx_str_t *zone,
-    ngx_array_t *rules, ngx_http_simhash_sites_snap_t *sites, ngx_uint_t head)
-{
-    uint64_t                       c[3], top[NGX_HTTP_SIMHASH_RULES_PROM][3];
-    ngx_uint_t                     i, j, k, n;
-    sh_dust_rule_info_t           *ri, *which[NGX_HTTP_SIMHASH_RULES_PROM];
-    ngx_http_simhash_dust_rule_t  *rule;
-
-    static char  *outcome[] = { "made", "verified", "failed" };
-
-    if (head) {
-        p = ngx_sprintf(p, "# HELP simhash_dust_rule_predictions What the "
-                        "predictions of the learned rules with the most "
-                        "made came to: made, verified, failed.\n"
-                        "# TYPE simhash_dust_rule_predictions gauge\n");
-    }
-
-    /* the top ones by made, kept in order by insertion */
-
-    rule = rules->elts;
-    n = 0;
-
-    for (i = 0; i < rules->nelts; i++) {
-        ri = &rule[i].rule;
-        ngx_http_simhash_sites_rule_counts(sites->keys, sites->rule_count,
-                                           sites->nrule_count, ri, c);
-
-        if (c[0] == 0
-            || (n == NGX_HTTP_SIMHASH_RULES_PROM && c[0] <= top[n - 1][0]))
-        {
-            continue;
-        }
-
-        j = n < NGX_HTTP_SIMHASH_RULES_PROM ? n++ : n - 1;
-
-        for ( /* void */ ; j > 0 && top[j - 1][0] < c[0]; j--) {
-            ngx_memcpy(top[j], top[j - 1], sizeof(top[j]));
-            which[j] = which[j - 1];
-        }
-
-        ngx_memcpy(top[j], c, sizeof(c));
-        which[j] = ri;
-    }
-
-    for (j = 0; j < n; j++) {
-        ri = which[j];
-
-        for (k = 0; k < 3; k++) {
-            p = ngx_sprintf(p, "simhash_dust_rule_predictions{");
-            p = ngx_http_simhash_rule_labels(p, zone, ri);
-            p = ngx_sprintf(p, ",outcome=\"%s\"} %uL\n", outcome[k],
-                            top[j][k]);
-        }
-    }
-
-    return p;
-}
-
-
-/*
- * A learned rule's Prometheus labels, zone="Z",host="H",pattern="P",
- * kind="K",arg="A" (no braces): one spelling for every series of a rule.
- */
-
-static u_char *
-ngx_http_simhash_rule_labels(u_char *p, ngx_str_t *zone,
-    sh_dust_rule_info_t *ri)
-{
-    p = ngx_sprintf(p, "zone=\"%V\",host=\"", zone);
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->host,
-                                     ngx_strlen(ri->host));
-    p = ngx_sprintf(p, "\",pattern=\"");
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->pattern,
-                                     ngx_strlen(ri->pattern));
-    p = ngx_sprintf(p, "\",kind=\"%s\",arg=\"",
-                    sh_dust_kind_name(ri->kind));
-    p = ngx_http_simhash_text_escape(p, (u_char *) ri->arg,
-                                     ngx_strlen(ri->arg));
-
-    return ngx_sprintf(p, "\"");
 }

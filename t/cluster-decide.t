@@ -10,7 +10,9 @@
 # never new, never dropped, never a 5xx; once its replica is promoted the
 # same pages are duplicates again, by themselves.  A page new through A
 # is written to the cluster (one chunk APPENDed to its record bucket and
-# one to its table bucket) and found through B, which never held it.  In drop mode a
+# one to its table bucket) and found through B, which never held it.
+# The client's counts (lookups, outcomes, incomplete by cause, times,
+# map refreshes, writes) are in the statistics, JSON and Prometheus.  In drop mode a
 # duplicate the cluster names by id is passed: keys=path (the default)
 # drops only a page whose original has its path, and the cluster keeps no
 # key text.
@@ -170,6 +172,30 @@ my $st = $B->stats->{zones}{crawl};
 cmp_ok($st->{skipped}{index_incomplete} - $before, '>=', $incomplete,
        'counted as skipped, index_incomplete');
 ok(!grep({ /^5/ } keys %seen), 'no 5xx');
+
+# ---- the client's counts, every worker's, in the statistics ----
+my $cs = $st->{cluster};
+ok($cs, 'the statistics of a zone with cluster= have its client');
+cmp_ok($cs->{found}, '>=', 3, 'lookups found');
+cmp_ok($cs->{new}, '>=', 1, 'lookups new');
+my $inc = 0;
+$inc += $_ for values %{ $cs->{incomplete} };
+cmp_ok($inc, '>=', $incomplete, 'incomplete lookups, by cause: '
+       . join(', ', map { "$_ $cs->{incomplete}{$_}" }
+                    grep { $cs->{incomplete}{$_} } sort keys %{ $cs->{incomplete} }));
+is($cs->{lookups}, $cs->{found} + $cs->{new} + $inc,
+   'every lookup ended one way');
+is($cs->{lookup_ms}{count}, $cs->{lookups}, 'each one timed');
+cmp_ok($cs->{refreshes}, '>=', 2, 'slot maps read: at start and after '
+       . 'the failover');
+is($cs->{write_errors}, 0, 'no write lost before the outage');
+cmp_ok($A->stats->{zones}{crawl}{cluster}{writes}, '>=', 1,
+       "A's new page written");
+my $prom = $B->get('/stats?format=prometheus')->{content};
+like($prom, qr/^simhash_cluster_incomplete_total\{zone="crawl",cause="\w+"\} [1-9]/m,
+     'Prometheus: incomplete lookups by cause');
+like($prom, qr/^simhash_cluster_lookup_seconds_count\{zone="crawl"\} [1-9]/m,
+     'Prometheus: the lookups\' times');
 
 $A->stop;
 $B->stop;
