@@ -863,6 +863,25 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
 }
 
 
+/*
+ * ASKING before a command to a node importing the slot (a redirection by
+ * ASK): the node answers the next command for that slot once.
+ */
+
+static ngx_int_t
+ngx_http_simhash_cluster_asking(ngx_http_simhash_cluster_node_t *n)
+{
+    const char  *argv[1];
+    size_t       argvlen[1];
+
+    argv[0] = "ASKING";
+    argvlen[0] = 6;
+
+    return ngx_http_simhash_redis_command(&n->rd,
+               ngx_http_simhash_cluster_asking_reply, NULL, 1, argv, argvlen);
+}
+
+
 static void
 ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
     ngx_http_simhash_cluster_probe_t *pr, ngx_http_simhash_cluster_node_t *n,
@@ -871,17 +890,8 @@ ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
     const char  *argv[2];
     size_t       argvlen[2];
 
-    if (asking) {
-        argv[0] = "ASKING";
-        argvlen[0] = 6;
-
-        if (ngx_http_simhash_redis_command(&n->rd,
-                ngx_http_simhash_cluster_asking_reply, NULL, 1, argv,
-                argvlen)
-            != NGX_OK)
-        {
-            goto unreachable;
-        }
+    if (asking && ngx_http_simhash_cluster_asking(n) != NGX_OK) {
+        goto unreachable;
     }
 
     argv[0] = "GET";
@@ -1139,17 +1149,8 @@ ngx_http_simhash_cluster_append(ngx_http_simhash_cluster_write_t *w,
     const char  *argv[3];
     size_t       argvlen[3];
 
-    if (asking) {
-        argv[0] = "ASKING";
-        argvlen[0] = 6;
-
-        if (ngx_http_simhash_redis_command(&n->rd,
-                ngx_http_simhash_cluster_asking_reply, NULL, 1, argv,
-                argvlen)
-            != NGX_OK)
-        {
-            goto failed;
-        }
+    if (asking && ngx_http_simhash_cluster_asking(n) != NGX_OK) {
+        goto failed;
     }
 
     argv[0] = "APPEND";
