@@ -1102,9 +1102,13 @@ ngx_http_simhash_uses_add(ngx_conf_t *cf, ngx_http_simhash_loc_conf_t *conf)
     uses = zone->uses->elts;
 
     for (i = 0; i < zone->uses->nelts; i++) {
+        /* a server's own configuration has no name (len 0, data NULL:
+         * no strncmp of it) */
+
         if (uses[i].location.len == clcf->name.len
-            && ngx_strncmp(uses[i].location.data, clcf->name.data,
-                           clcf->name.len) == 0
+            && (clcf->name.len == 0
+                || ngx_strncmp(uses[i].location.data, clcf->name.data,
+                               clcf->name.len) == 0)
             && uses[i].drop == (conf->action == NGX_HTTP_SIMHASH_DROP)
             && uses[i].drop_code == conf->drop_code
             && uses[i].keys == keys[conf->drop_keys]
