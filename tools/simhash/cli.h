@@ -10,6 +10,7 @@
 #ifndef SH_CLI_H
 #define SH_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cli_args.h"
@@ -105,5 +106,19 @@ void cli_match_usage(FILE *f, const cli_match_t *m);
 
 /* The help flag test every subcommand uses. */
 int cli_is_help(const char *arg);
+
+/*
+ * SplitMix64's finaliser: a well-spread 64-bit value of a counter, for the
+ * synthetic documents of `cluster load --random` and `store bench`, which
+ * must be the same from one run to the next.
+ */
+static inline uint64_t
+cli_mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
 
 #endif

@@ -79,15 +79,6 @@ typedef struct {
     uint64_t  random;               /* 0: read from a file */
 } docs_t;
 
-static uint64_t
-mix(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Document i of --random: its fields from its number alone, so that no
  * array but the two the sorts need is kept at 2^26. */
 static void
@@ -102,11 +93,11 @@ doc_get(const docs_t *d, size_t i, sh_cluster_rec_t *r)
         r->sk.links = d->skl[i];
         return;
     }
-    r->kh = mix(4 * (uint64_t) i);
-    r->fp = mix(4 * (uint64_t) i + 1);
-    r->digest = mix(4 * (uint64_t) i + 2);
+    r->kh = cli_mix64(4 * (uint64_t) i);
+    r->fp = cli_mix64(4 * (uint64_t) i + 1);
+    r->digest = cli_mix64(4 * (uint64_t) i + 2);
     r->second = 1700000000u + (uint32_t) (i & 0xffffff);
-    r->sk.structure = mix(4 * (uint64_t) i + 3);
+    r->sk.structure = cli_mix64(4 * (uint64_t) i + 3);
     r->sk.links = r->sk.structure ^ r->digest;
 }
 

@@ -70,15 +70,6 @@ now(void)
     return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static uint64_t
-mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -105,7 +96,7 @@ fp_of(const sb_t *b, uint64_t i)
 
     /* copy 0 too: no stored document is a page itself, so the pages
      * bench/wrk.sh serves are new to a zone this filled */
-    return b->pages.fp[i % b->pages.n].hash ^ mix(c + 1);
+    return b->pages.fp[i % b->pages.n].hash ^ cli_mix64(c + 1);
 }
 
 /*
@@ -179,7 +170,7 @@ fill(sb_t *b, sh_store_t *st, uint64_t n, sh_store_doc_t *d)
     memset(d, 0, sizeof(*d));
     for (i = 0; i < n; i++) {
         len = key_of(b, i, key, sizeof(key));
-        d->digest = mix(i);
+        d->digest = cli_mix64(i);
         d->time = (uint32_t) i;
         d->sketches = b->pages.fp[i % b->pages.n].sk;
         if (sh_store_put(st, key, len, sh_store_keyhash(st, key, len),
@@ -218,7 +209,7 @@ query(sb_t *b, sh_store_t *st, uint64_t n, unsigned log2n)
     sh_lookup_opts_init(&o);
     o.mode = SH_MATCH_CLOSEST;
     for (q = 0; q < b->queries; q++) {
-        uint64_t r = mix(q * 7919ull + log2n), doc = r % n;
+        uint64_t r = cli_mix64(q * 7919ull + log2n), doc = r % n;
         uint64_t fp = fp_of(b, doc) ^ (1ull << (r >> 40 & 63))
                       ^ (1ull << (r >> 50 & 63));
         const float *w = b->pages.fp[doc % b->pages.n].w;
