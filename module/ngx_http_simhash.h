@@ -776,6 +776,8 @@ ngx_int_t ngx_http_simhash_guard_init(ngx_conf_t *cf);
 void ngx_http_simhash_resolve_hint(ngx_http_request_t *r);
 ngx_int_t ngx_http_simhash_url_request(ngx_http_request_t *r, ngx_str_t *url,
     ngx_http_request_t **out);
+ngx_int_t ngx_http_simhash_url_parts(u_char *p, u_char *last,
+    ngx_str_t *scheme, ngx_str_t *authority);
 ngx_uint_t ngx_http_simhash_drop_allowed(ngx_http_simhash_loc_conf_t *slcf,
     ngx_str_t *key, ngx_str_t *duplicate_of, uint32_t score);
 

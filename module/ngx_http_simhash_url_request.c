@@ -170,6 +170,51 @@ ngx_http_simhash_url_request(ngx_http_request_t *r, ngx_str_t *url,
 
 
 /*
+ * The scheme and the authority of "scheme://authority..." in [p, last):
+ * RFC 3986's scheme (a letter, then letters, digits, '+', '-', '.'), then
+ * the authority up to '/', '?', '#', a space or the end.  NGX_DECLINED,
+ * both left as they are, when [p, last) does not start so.  The URL "why?"
+ * is asked about and the request line of an absolute-form request
+ * ($simhash_host, $simhash_request_scheme) are read by this one function,
+ * so that the two make one key of one URL.
+ */
+
+ngx_int_t
+ngx_http_simhash_url_parts(u_char *p, u_char *last, ngx_str_t *scheme,
+    ngx_str_t *authority)
+{
+    u_char  *s;
+
+    for (s = p; p < last; p++) {
+        if (!(((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')
+              || (p > s && ((*p >= '0' && *p <= '9')
+                            || *p == '+' || *p == '-' || *p == '.'))))
+        {
+            break;
+        }
+    }
+
+    if (p == s || last - p < 3 || ngx_strncmp(p, "://", 3) != 0) {
+        return NGX_DECLINED;
+    }
+
+    scheme->data = s;
+    scheme->len = p - s;
+
+    for (s = p + 3, p = s; p < last; p++) {
+        if (*p == '/' || *p == '?' || *p == '#' || *p == ' ') {
+            break;
+        }
+    }
+
+    authority->data = s;
+    authority->len = p - s;
+
+    return NGX_OK;
+}
+
+
+/*
  * "scheme://authority[target]": the host of the authority (without a
  * ":port" and a trailing dot) and the target (what follows, "" for none).
  * A request line holds no control byte, space or DEL; the scheme is
@@ -181,7 +226,8 @@ static ngx_int_t
 ngx_http_simhash_url_split(ngx_str_t *url, ngx_str_t *host,
     ngx_str_t *target)
 {
-    u_char  *p, *last, *end, ch;
+    u_char     *p, *last, *end, ch;
+    ngx_str_t   scheme;
 
     last = url->data + url->len;
 
@@ -191,28 +237,13 @@ ngx_http_simhash_url_split(ngx_str_t *url, ngx_str_t *host,
         }
     }
 
-    for (p = url->data; p < last; p++) {
-        ch = *p | 0x20;
-
-        if (!((ch >= 'a' && ch <= 'z')
-              || (p > url->data && ((*p >= '0' && *p <= '9')
-                                    || *p == '+' || *p == '-' || *p == '.'))))
-        {
-            break;
-        }
-    }
-
-    if (p == url->data || last - p < 3 || ngx_strncmp(p, "://", 3) != 0) {
+    if (ngx_http_simhash_url_parts(url->data, last, &scheme, host)
+        != NGX_OK)
+    {
         return NGX_DECLINED;
     }
 
-    host->data = p + 3;
-
-    for (end = host->data; end < last; end++) {
-        if (*end == '/' || *end == '?' || *end == '#') {
-            break;
-        }
-    }
+    end = host->data + host->len;
 
     target->data = end;
     target->len = last - end;

@@ -420,7 +420,7 @@ static void
 ngx_http_simhash_request_target(ngx_http_request_t *r, ngx_str_t *scheme,
     ngx_str_t *authority)
 {
-    u_char  *p, *last, *s;
+    u_char  *p, *last;
 
     ngx_str_null(scheme);
     ngx_str_null(authority);
@@ -439,33 +439,5 @@ ngx_http_simhash_request_target(ngx_http_request_t *r, ngx_str_t *scheme,
         return;
     }
 
-    /* RFC 3986's scheme: a letter, then letters, digits, '+', '-', '.' */
-
-    s = ++p;
-
-    while (p < last
-           && (((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')
-               || (p > s && ((*p >= '0' && *p <= '9')
-                             || *p == '+' || *p == '-' || *p == '.'))))
-    {
-        p++;
-    }
-
-    if (p == s || last - p < 3 || ngx_strncmp(p, "://", 3) != 0) {
-        return;
-    }
-
-    scheme->data = s;
-    scheme->len = p - s;
-
-    s = p + 3;
-
-    for (p = s; p < last; p++) {
-        if (*p == '/' || *p == '?' || *p == '#' || *p == ' ') {
-            break;
-        }
-    }
-
-    authority->data = s;
-    authority->len = p - s;
+    (void) ngx_http_simhash_url_parts(p + 1, last, scheme, authority);
 }
