@@ -520,7 +520,7 @@ ngx_http_simhash_cluster_layout_reply(ngx_http_simhash_redis_t *rd,
 
     ngx_log_error(NGX_LOG_NOTICE, cl->log, 0,
                   "simhash zone \"%V\": cluster index of %ui nodes, "
-                  "buckets of %ui and %ui bits, %ui probes a lookup",
+                  "buckets of %ui and %ui bits, about %ui probes a lookup",
                   &cl->zone->name, cl->nnodes, (ngx_uint_t) fpb,
                   (ngx_uint_t) recb, (ngx_uint_t) cl->k);
 }
@@ -1014,7 +1014,8 @@ ngx_http_simhash_cluster_cancel(ngx_http_simhash_cluster_lookup_t *lk)
 
 ngx_http_simhash_cluster_lookup_t *
 ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
-    unsigned h, ngx_http_simhash_cluster_done_pt done, void *data)
+    const float *w, unsigned h, float recall, const sh_volatility_t *vol,
+    ngx_http_simhash_cluster_done_pt done, void *data)
 {
     uint32_t                            buckets[NGX_HTTP_SIMHASH_CLUSTER_PROBES];
     size_t                              n, i;
@@ -1052,8 +1053,10 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
         ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_STARTING);
 
     } else {
-        n = sh_cluster_probes(&cl->layout, fp, h, cl->k, NULL, buckets,
-                              NGX_HTTP_SIMHASH_CLUSTER_PROBES);
+        n = sh_cluster_probes(&cl->layout, fp, w, h,
+                              sh_cluster_probes_for(&cl->layout, h, recall,
+                                                    vol),
+                              vol, buckets, NGX_HTTP_SIMHASH_CLUSTER_PROBES);
 
         for (i = 0; i < n && !lk->finished; i++) {
             ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_FP,

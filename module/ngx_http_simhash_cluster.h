@@ -126,12 +126,17 @@ struct ngx_http_simhash_cluster_lookup_s {
 /*
  * Start a lookup of fp within h: the lookup, whose done(lk) is called
  * later with its outcome, never from within this call; NULL: no memory.
+ * The buckets probed are ranked by the page's weights w (NULL: by
+ * position only) under vol (NULL: the built-in table), as many as reach
+ * `recall` of the near-duplicates within h, as the local index does:
+ * the cluster's lookup finds what the zone's would.
  * The client frees it after done returns (and after the replies still
  * awaited have come or their connections have gone).  A caller that goes
  * first (a request finalized) cancels it: done is not called.
  */
 ngx_http_simhash_cluster_lookup_t *ngx_http_simhash_cluster_lookup(
-    ngx_http_simhash_cluster_t *cl, uint64_t fp, unsigned h,
+    ngx_http_simhash_cluster_t *cl, uint64_t fp, const float *w,
+    unsigned h, float recall, const sh_volatility_t *vol,
     ngx_http_simhash_cluster_done_pt done, void *data);
 void ngx_http_simhash_cluster_cancel(ngx_http_simhash_cluster_lookup_t *lk);
 

@@ -189,7 +189,9 @@ ngx_http_simhash_cluster_query_handler(ngx_http_request_t *r)
 
     q = cln->data;
     q->r = r;
-    q->lk = ngx_http_simhash_cluster_lookup(cl, fp, (unsigned) h,
+    /* a fingerprint typed by hand has no weights: ranked by position */
+    q->lk = ngx_http_simhash_cluster_lookup(cl, fp, NULL, (unsigned) h,
+                                            0.95f, NULL,
                                             ngx_http_simhash_cluster_query_done,
                                             q);
     if (q->lk == NULL) {

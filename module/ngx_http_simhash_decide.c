@@ -336,8 +336,9 @@ ngx_http_simhash_ask(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
 
-    a->lk = ngx_http_simhash_cluster_lookup(cl, res->hash,
+    a->lk = ngx_http_simhash_cluster_lookup(cl, res->hash, res->weights,
                                             ngx_min(opts.h, SH_H_MAX),
+                                            opts.recall, opts.vol,
                                             ngx_http_simhash_answered, a);
     if (a->lk == NULL) {
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_INCOMPLETE);

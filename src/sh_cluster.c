@@ -579,9 +579,9 @@ sh_cluster_probes_for(const sh_cluster_layout_t *l, unsigned h, float recall,
 }
 
 size_t
-sh_cluster_probes(const sh_cluster_layout_t *l, uint64_t x, unsigned h,
-                  unsigned k, const sh_volatility_t *vol, uint32_t *out,
-                  size_t max)
+sh_cluster_probes(const sh_cluster_layout_t *l, uint64_t x, const float *w,
+                  unsigned h, unsigned k, const sh_volatility_t *vol,
+                  uint32_t *out, size_t max)
 {
     float          lo[SH_CLUSTER_BITS_MAX];
     uint8_t        bit_of[SH_CLUSTER_BITS_MAX];
@@ -608,7 +608,7 @@ sh_cluster_probes(const sh_cluster_layout_t *l, uint64_t x, unsigned h,
         /* sized by k, as the index's (sh_index.c says why) */
         sh_vosh_node_t heap[SH_VOSH_HEAP_FOR(k, vh)];
 
-        sh_vosh_rank_header(vol, NULL, l->fp_bits, lo, bit_of);
+        sh_vosh_rank_header(vol, w, l->fp_bits, lo, bit_of);
         sh_vosh_init(&v, lo, l->fp_bits, vh, heap, SH_VOSH_HEAP_FOR(k, vh));
         while (n < max && emitted < k && sh_vosh_next(&v, &node)) {
             uint64_t mask = 0;

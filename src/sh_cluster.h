@@ -208,12 +208,17 @@ int sh_cluster_find_entry_rec(const sh_cluster_layout_t *l, uint32_t bucket,
  * The fingerprint buckets a lookup of x reads: x's own first, then the
  * buckets of x with the VOSH subsets of at most h of the top fp_bits bits
  * flipped, in decreasing probability under vol (NULL: the built-in table),
- * until k subsets have been emitted.  Every bucket once.  Returns how many
- * were written to out (at most max).
+ * until k subsets have been emitted.  The probability of a bit's flip is
+ * read from the page's own |W[j]| (w: sh_result_t.weights), as the local
+ * index ranks them: a bit the page barely decided is the likeliest to
+ * differ in its copy.  w NULL ranks by position only (a fingerprint typed
+ * by hand).  Every bucket once.  Returns how many were written to out (at
+ * most max).
  */
 size_t sh_cluster_probes(const sh_cluster_layout_t *l, uint64_t x,
-                         unsigned h, unsigned k, const sh_volatility_t *vol,
-                         uint32_t *out, size_t max);
+                         const float *w, unsigned h, unsigned k,
+                         const sh_volatility_t *vol, uint32_t *out,
+                         size_t max);
 
 /* k for a recall target at radius h (as the index derives it). */
 unsigned sh_cluster_probes_for(const sh_cluster_layout_t *l, unsigned h,

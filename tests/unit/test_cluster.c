@@ -418,16 +418,16 @@ test_probes(void **state)
 
     (void) state;
     layout(&l, 16, 14);
-    assert_int_equal(sh_cluster_probes(&l, x, 3, 0, NULL, out, 600), 1);
+    assert_int_equal(sh_cluster_probes(&l, x, NULL, 3, 0, NULL, out, 600), 1);
     assert_int_equal(out[0], sh_cluster_fp_bucket(&l, x));
-    assert_int_equal(sh_cluster_probes(&l, x, 3, 100, NULL, out, 0), 0);
+    assert_int_equal(sh_cluster_probes(&l, x, NULL, 3, 100, NULL, out, 0), 0);
 
     /* the calibrated k, as the index's: a few probes */
     k = sh_cluster_probes_for(&l, 3, 0.95f, NULL);
     assert_true(k >= 1 && k <= 4 * 16);
     assert_int_equal(sh_cluster_probes_for(&l, 0, 0.95f, NULL), 0);
     k = 100;
-    n = sh_cluster_probes(&l, x, 3, k, NULL, out, 600);
+    n = sh_cluster_probes(&l, x, NULL, 3, k, NULL, out, 600);
     assert_int_equal(n, k + 1);
     for (i = 0; i < n; i++) {
         unsigned d = sh_distance(out[i], out[0]);
@@ -441,7 +441,43 @@ test_probes(void **state)
     /* the 16 single flips are the likeliest subsets: all probed */
     assert_int_equal(singles, 16);
     /* bounded by max */
-    assert_int_equal(sh_cluster_probes(&l, x, 3, k, NULL, out, 5), 5);
+    assert_int_equal(sh_cluster_probes(&l, x, NULL, 3, k, NULL, out, 5), 5);
+}
+
+/* The page's weights rank the bits: its two barely decided bits are the
+ * likeliest to differ in a copy, so the bucket with both flipped comes
+ * right after their singles, as the local index probes them. */
+static void
+test_probes_weights(void **state)
+{
+    sh_cluster_layout_t l;
+    uint32_t            out[600];
+    float               w[64];
+    uint64_t            x = 0x8badf00ddeadbeefull;
+    uint64_t            a = 1ull << 58, b = 1ull << 54;
+    size_t              n, i;
+    unsigned            k;
+    int                 at = -1;
+
+    (void) state;
+    layout(&l, 14, 14);
+    for (i = 0; i < 64; i++) {
+        w[i] = (x >> i) & 1 ? 0.4f : -0.4f;
+    }
+    w[58] = 0.0005f;
+    w[54] = -0.0005f;
+    k = sh_cluster_probes_for(&l, 3, 0.95f, NULL);
+    n = sh_cluster_probes(&l, x, w, 3, k, NULL, out, 600);
+    assert_int_equal(n, k + 1);
+    assert_int_equal(out[0], sh_cluster_fp_bucket(&l, x));
+    for (i = 0; i < n; i++) {
+        if (out[i] == sh_cluster_fp_bucket(&l, x ^ a ^ b)) {
+            at = (int) i;
+        }
+    }
+    assert_true(at >= 1 && at <= 3);
+    assert_true(out[1] == sh_cluster_fp_bucket(&l, x ^ a)
+                || out[1] == sh_cluster_fp_bucket(&l, x ^ b));
 }
 
 int
@@ -456,6 +492,7 @@ main(void)
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_entry_record),
         cmocka_unit_test(test_probes),
+        cmocka_unit_test(test_probes_weights),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -795,7 +795,7 @@ query_one(sink_t *s, const sh_cluster_layout_t *l, uint64_t x, unsigned h,
     size_t             n, i, found = 0, kept = 0;
     char               name[SH_CLUSTER_KEY_MAX];
 
-    n = sh_cluster_probes(l, x, h, k, NULL, probes, SH_PROBES_MAX + 1);
+    n = sh_cluster_probes(l, x, NULL, h, k, NULL, probes, SH_PROBES_MAX + 1);
     for (i = 0; i < n; i++) {
         sh_cluster_fpent_t got[8];
         size_t             len = sh_cluster_key(l, SH_CLUSTER_FP, probes[i],
