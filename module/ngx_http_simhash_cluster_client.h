@@ -1,0 +1,112 @@
+
+/*
+ * ngx_http_simhash_cluster_client.h -- a worker's client of the cluster,
+ * shared by its three files: the nodes and the slot map
+ * (ngx_http_simhash_cluster.c), the lookups (_cluster_lookup.c) and the
+ * node's writes (_cluster_write.c).  The rest of the module sees only
+ * ngx_http_simhash_cluster.h, which a file includes before this one (the
+ * client's types are its types; including it from here would tie the two
+ * headers into one another).
+ */
+
+
+#ifndef _NGX_HTTP_SIMHASH_CLUSTER_CLIENT_H_INCLUDED_
+#define _NGX_HTTP_SIMHASH_CLUSTER_CLIENT_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+#include "ngx_http_simhash_redis.h"
+
+
+#define NGX_HTTP_SIMHASH_CLUSTER_NODES    64
+#define NGX_HTTP_SIMHASH_CLUSTER_PROBES   64    /* buckets a lookup */
+#define NGX_HTTP_SIMHASH_CLUSTER_REFRESH  1000  /* ms, while incomplete */
+#define NGX_HTTP_SIMHASH_CLUSTER_NOSLOT   0xffff
+
+
+typedef struct {
+    ngx_array_t                      seeds;    /* redis_conf_t */
+    ngx_msec_t                       timeout;  /* a lookup's */
+    ngx_str_t                        prefix;
+    unsigned                         h_set:1;
+    ngx_http_simhash_cluster_t      *client;   /* this worker's */
+} ngx_http_simhash_cluster_conf_t;
+
+
+typedef struct {
+    ngx_http_simhash_redis_conf_t    conf;
+    ngx_http_simhash_redis_t         rd;
+    u_char                           addr[NGX_SOCKADDR_STRLEN];
+    size_t                           addr_len;
+    ngx_atomic_t                     reconnects;
+    ngx_http_simhash_cluster_t      *cl;
+} ngx_http_simhash_cluster_node_t;
+
+
+/* one GET in flight; freed with its lookup */
+typedef struct {
+    ngx_http_simhash_cluster_lookup_t  *lk;
+    uint32_t                            bucket;
+    ngx_uint_t                          idx;      /* records: candidate */
+    ngx_uint_t                          hops;     /* MOVED/ASK followed */
+    char                                kind;
+    char                                key[SH_CLUSTER_KEY_MAX];
+    size_t                              key_len;
+} ngx_http_simhash_cluster_probe_t;
+
+
+struct ngx_http_simhash_cluster_s {
+    ngx_http_simhash_cluster_conf_t  *conf;
+    ngx_http_simhash_zone_t          *zone;
+    ngx_log_t                        *log;
+    ngx_pool_t                       *pool;
+    sh_cluster_layout_t               layout;
+    ngx_uint_t                        have_map;
+    ngx_uint_t                        have_layout;
+    ngx_uint_t                        refreshing;
+    ngx_event_t                       refresh;
+    unsigned                          k;           /* probes a lookup */
+    ngx_uint_t                        nnodes;
+    ngx_http_simhash_cluster_node_t  *nodes[NGX_HTTP_SIMHASH_CLUSTER_NODES];
+    uint16_t                          owner[SH_CLUSTER_SLOTS];
+
+    /* every worker's counts, in the zone's shared state */
+    ngx_http_simhash_cluster_counts_t  *counts;
+};
+
+
+#define ngx_http_simhash_cluster_count(cl, f)                                \
+    (void) ngx_atomic_fetch_add(&(cl)->counts->f, 1)
+
+
+/* one APPEND in flight (a chunk a node adds), kept to follow a redirect */
+typedef struct {
+    ngx_http_simhash_cluster_t       *cl;
+    ngx_uint_t                        hops;
+    size_t                            key_len;
+    size_t                            len;
+    char                              key[SH_CLUSTER_KEY_MAX];
+    u_char                            chunk[128];
+} ngx_http_simhash_cluster_write_t;
+
+
+/* Read the slot map again (one refresh at a time). */
+void ngx_http_simhash_cluster_refresh(ngx_http_simhash_cluster_t *cl);
+
+/* The node of "HOST:PORT", connected if it is new; NULL: too many. */
+ngx_http_simhash_cluster_node_t *ngx_http_simhash_cluster_node(
+    ngx_http_simhash_cluster_t *cl, u_char *addr, size_t len);
+
+/* The node a MOVED or ASK error reply names, or NULL. */
+ngx_http_simhash_cluster_node_t *ngx_http_simhash_cluster_redirect(
+    ngx_http_simhash_cluster_t *cl, redisReply *reply);
+
+/* ASKING to n, before a command redirected by ASK. */
+ngx_int_t ngx_http_simhash_cluster_asking(ngx_http_simhash_cluster_node_t *n);
+
+
+#endif /* _NGX_HTTP_SIMHASH_CLUSTER_CLIENT_H_INCLUDED_ */

@@ -1,0 +1,467 @@
+
+/*
+ * A lookup in the cluster (ngx_http_simhash_cluster.h says what it does
+ * and how it ends): its GETs, pipelined to the masters of the probed
+ * buckets, then the candidates' records; redirects followed; a timer
+ * bounds it; every worker's outcomes counted in the zone.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_simhash.h"
+#include "ngx_http_simhash_cluster.h"
+#include "ngx_http_simhash_cluster_client.h"
+#include "ngx_http_simhash_redis.h"
+
+#include "sh_index.h"
+
+
+static void ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
+    ngx_http_simhash_cluster_probe_t *pr, ngx_http_simhash_cluster_node_t *n,
+    ngx_uint_t asking);
+static void ngx_http_simhash_cluster_finish(
+    ngx_http_simhash_cluster_lookup_t *lk);
+
+
+static void
+ngx_http_simhash_cluster_free(ngx_http_simhash_cluster_lookup_t *lk)
+{
+    if (lk->finished && lk->pending == 0 && !lk->post.posted
+        && !lk->starting)
+    {
+        if (lk->timer.timer_set) {
+            ngx_del_timer(&lk->timer);
+        }
+
+        ngx_free(lk->probes);
+        ngx_free(lk);
+    }
+}
+
+
+/* A lookup's outcome and how long it took, for the statistics. */
+static void
+ngx_http_simhash_cluster_counted(ngx_http_simhash_cluster_lookup_t *lk)
+{
+    ngx_uint_t                          i;
+    ngx_msec_t                          ms;
+    ngx_http_simhash_cluster_counts_t  *c = lk->cl->counts;
+
+    switch (lk->status) {
+
+    case NGX_HTTP_SIMHASH_CLUSTER_FOUND:
+        (void) ngx_atomic_fetch_add(&c->found, 1);
+        break;
+
+    case NGX_HTTP_SIMHASH_CLUSTER_NEW:
+        (void) ngx_atomic_fetch_add(&c->new, 1);
+        break;
+
+    default:
+        (void) ngx_atomic_fetch_add(&c->incomplete[lk->cause - 1], 1);
+    }
+
+    ms = ngx_current_msec - lk->started;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG - 1; i++) {
+        if (ms <= ngx_http_simhash_lag_le[i]) {
+            break;
+        }
+    }
+
+    (void) ngx_atomic_fetch_add(&c->ms_le[i], 1);
+    (void) ngx_atomic_fetch_add(&c->ms_sum, ms);
+}
+
+
+static void
+ngx_http_simhash_cluster_end(ngx_http_simhash_cluster_lookup_t *lk,
+    ngx_http_simhash_cluster_status_e status,
+    ngx_http_simhash_cluster_cause_e cause)
+{
+    ngx_http_simhash_cluster_done_pt  done;
+
+    if (lk->finished) {
+        return;
+    }
+
+    lk->finished = 1;
+    lk->status = status;
+    lk->cause = cause;
+
+    ngx_http_simhash_cluster_counted(lk);
+
+    if (lk->timer.timer_set) {
+        ngx_del_timer(&lk->timer);
+    }
+
+    if (lk->starting) {
+        return;                     /* the posted event calls done */
+    }
+
+    done = lk->done;
+    lk->done = NULL;
+
+    if (done) {
+        done(lk);
+    }
+}
+
+
+/* A probe that cannot be answered makes the whole lookup incomplete. */
+static void
+ngx_http_simhash_cluster_fail(ngx_http_simhash_cluster_lookup_t *lk,
+    ngx_http_simhash_cluster_cause_e cause)
+{
+    ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                 cause);
+}
+
+
+static void
+ngx_http_simhash_cluster_timer_handler(ngx_event_t *ev)
+{
+    ngx_http_simhash_cluster_lookup_t  *lk = ev->data;
+
+    ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT);
+    ngx_http_simhash_cluster_free(lk);
+}
+
+
+/* An error reply: followed (MOVED, ASK), or the lookup's end. */
+static void
+ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
+    redisReply *reply)
+{
+    ngx_http_simhash_cluster_lookup_t  *lk = pr->lk;
+    ngx_http_simhash_cluster_t         *cl = lk->cl;
+    ngx_http_simhash_cluster_node_t    *n;
+    ngx_uint_t                          ask;
+
+    ask = reply->len > 4 && ngx_strncmp(reply->str, "ASK ", 4) == 0;
+
+    if (ask || (reply->len > 6 && ngx_strncmp(reply->str, "MOVED ", 6) == 0))
+    {
+        if (ask) {
+            ngx_http_simhash_cluster_count(cl, asked);
+
+        } else {
+            ngx_http_simhash_cluster_count(cl, moved);
+            ngx_http_simhash_cluster_refresh(cl);
+        }
+
+        n = ngx_http_simhash_cluster_redirect(cl, reply);
+
+        if (n == NULL || pr->hops++ >= 3) {
+            ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_ERROR);
+            return;
+        }
+
+        ngx_http_simhash_cluster_send(cl, pr, n, ask);
+        return;
+    }
+
+    if ((reply->len >= 11 && ngx_strncmp(reply->str, "CLUSTERDOWN", 11) == 0)
+        || (reply->len >= 8 && ngx_strncmp(reply->str, "TRYAGAIN", 8) == 0))
+    {
+        ngx_http_simhash_cluster_refresh(cl);
+        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_DOWN);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, cl->log, 0,
+                  "simhash zone \"%V\": cluster GET %*s: %*s",
+                  &cl->zone->name, pr->key_len, pr->key, reply->len,
+                  reply->str);
+    ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_ERROR);
+}
+
+
+/* Entries near the page, merged into the lookup's closest few. */
+static void
+ngx_http_simhash_cluster_candidates(ngx_http_simhash_cluster_lookup_t *lk,
+    sh_cluster_fpent_t *got, size_t n)
+{
+    size_t    i, j, max = sizeof(lk->cand) / sizeof(lk->cand[0]);
+    unsigned  d;
+
+    for (i = 0; i < n; i++) {
+        d = (unsigned) __builtin_popcountll(got[i].fp ^ lk->fp);
+
+        if (lk->ncand == max && lk->cdist[max - 1] <= d) {
+            continue;
+        }
+
+        j = lk->ncand < max ? lk->ncand++ : max - 1;
+
+        while (j > 0 && lk->cdist[j - 1] > d) {
+            lk->cand[j] = lk->cand[j - 1];
+            lk->cdist[j] = lk->cdist[j - 1];
+            j--;
+        }
+
+        lk->cand[j] = got[i];
+        lk->cdist[j] = d;
+    }
+}
+
+
+static void
+ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
+    redisReply *reply, void *data)
+{
+    ngx_http_simhash_cluster_probe_t   *pr = data;
+    ngx_http_simhash_cluster_lookup_t  *lk = pr->lk;
+    ngx_http_simhash_cluster_t         *cl = lk->cl;
+    sh_cluster_fpent_t                  got[4];
+    sh_cluster_read_t                   read;
+    size_t                              n;
+
+    lk->pending--;
+
+    if (lk->finished) {
+        ngx_http_simhash_cluster_free(lk);
+        return;
+    }
+
+    if (reply == NULL) {
+        /* the connection went with the GET in it: its node may be gone
+         * for good (a failover), so the map is read again */
+        ngx_http_simhash_cluster_fail(lk,
+                                      NGX_HTTP_SIMHASH_CLUSTER_UNREACHABLE);
+        ngx_http_simhash_cluster_free(lk);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_http_simhash_cluster_error(pr, reply);
+        ngx_http_simhash_cluster_free(lk);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_STRING) {
+        if (pr->kind == SH_CLUSTER_FP) {
+            n = sh_cluster_near(&cl->layout, pr->bucket,
+                                (u_char *) reply->str, reply->len, lk->fp,
+                                lk->h, got, 4, &read);
+            ngx_http_simhash_cluster_candidates(lk, got, n < 4 ? n : 4);
+
+        } else {
+            lk->chave[pr->idx] = sh_cluster_find_entry_rec(&cl->layout,
+                                     pr->bucket, (u_char *) reply->str,
+                                     reply->len, &lk->cand[pr->idx],
+                                     &lk->crec[pr->idx], &read);
+        }
+
+        lk->forged += read.forged;
+    }
+
+    if (lk->pending == 0) {
+        ngx_http_simhash_cluster_finish(lk);
+    }
+
+    ngx_http_simhash_cluster_free(lk);
+}
+
+
+static void
+ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
+    ngx_http_simhash_cluster_probe_t *pr, ngx_http_simhash_cluster_node_t *n,
+    ngx_uint_t asking)
+{
+    const char  *argv[2];
+    size_t       argvlen[2];
+
+    if (asking && ngx_http_simhash_cluster_asking(n) != NGX_OK) {
+        goto unreachable;
+    }
+
+    argv[0] = "GET";
+    argvlen[0] = 3;
+    argv[1] = pr->key;
+    argvlen[1] = pr->key_len;
+
+    if (ngx_http_simhash_redis_command(&n->rd, ngx_http_simhash_cluster_reply,
+                                       pr, 2, argv, argvlen)
+        != NGX_OK)
+    {
+        goto unreachable;
+    }
+
+    pr->lk->pending++;
+    return;
+
+unreachable:
+
+    ngx_http_simhash_cluster_refresh(cl);
+    ngx_http_simhash_cluster_fail(pr->lk,
+                                  NGX_HTTP_SIMHASH_CLUSTER_UNREACHABLE);
+}
+
+
+/* A GET of a bucket to the master of its slot. */
+static void
+ngx_http_simhash_cluster_get(ngx_http_simhash_cluster_lookup_t *lk,
+    ngx_http_simhash_cluster_probe_t *pr, char kind, uint32_t bucket,
+    ngx_uint_t idx)
+{
+    ngx_http_simhash_cluster_t  *cl = lk->cl;
+    ngx_uint_t                   o;
+
+    pr->lk = lk;
+    pr->kind = kind;
+    pr->bucket = bucket;
+    pr->idx = idx;
+    pr->hops = 0;
+    pr->key_len = sh_cluster_key(&cl->layout, kind, bucket, pr->key);
+
+    o = cl->owner[sh_cluster_slot(pr->key, pr->key_len)];
+
+    if (o == NGX_HTTP_SIMHASH_CLUSTER_NOSLOT) {
+        ngx_http_simhash_cluster_refresh(cl);
+        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_UNSERVED);
+        return;
+    }
+
+    ngx_http_simhash_cluster_send(cl, pr, cl->nodes[o], 0);
+}
+
+
+/* Every reply of a round in: the next round, or the outcome. */
+static void
+ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
+{
+    ngx_http_simhash_cluster_probe_t  *pr = lk->probes;
+    ngx_uint_t                         i;
+
+    if (lk->phase == 0) {
+        if (lk->ncand == 0) {
+            ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_NEW,
+                                         NGX_HTTP_SIMHASH_CLUSTER_OK);
+            return;
+        }
+
+        /* the candidates' records: their sketches, their whole id, and
+         * whether each is still its document's fingerprint */
+        lk->phase = 1;
+
+        for (i = 0; i < lk->ncand && !lk->finished; i++) {
+            ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_REC,
+                sh_cluster_rec_bucket(&lk->cl->layout, lk->cand[i].id), i);
+        }
+
+        return;
+    }
+
+    for (i = 0; i < lk->ncand; i++) {
+        if (lk->chave[i]) {
+            lk->rec = lk->crec[i];
+            lk->distance = lk->cdist[i];
+            ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_FOUND,
+                                         NGX_HTTP_SIMHASH_CLUSTER_OK);
+            return;
+        }
+    }
+
+    /* near entries of documents that have changed since: nothing near */
+    ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_NEW,
+                                 NGX_HTTP_SIMHASH_CLUSTER_OK);
+}
+
+
+/* The outcome of a lookup that ended while it started. */
+static void
+ngx_http_simhash_cluster_posted(ngx_event_t *ev)
+{
+    ngx_http_simhash_cluster_lookup_t  *lk = ev->data;
+    ngx_http_simhash_cluster_done_pt    done;
+
+    done = lk->done;
+    lk->done = NULL;
+
+    if (done) {
+        done(lk);
+    }
+
+    ngx_http_simhash_cluster_free(lk);
+}
+
+
+void
+ngx_http_simhash_cluster_cancel(ngx_http_simhash_cluster_lookup_t *lk)
+{
+    lk->done = NULL;
+}
+
+
+ngx_http_simhash_cluster_lookup_t *
+ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
+    const float *w, unsigned h, float recall, const sh_volatility_t *vol,
+    ngx_http_simhash_cluster_done_pt done, void *data)
+{
+    uint32_t                            buckets[NGX_HTTP_SIMHASH_CLUSTER_PROBES];
+    size_t                              n, i;
+    ngx_http_simhash_cluster_lookup_t  *lk;
+    ngx_http_simhash_cluster_probe_t   *pr;
+
+    lk = ngx_calloc(sizeof(ngx_http_simhash_cluster_lookup_t), cl->log);
+    pr = ngx_calloc(NGX_HTTP_SIMHASH_CLUSTER_PROBES * sizeof(*pr), cl->log);
+    if (lk == NULL || pr == NULL) {
+        ngx_free(lk);
+        ngx_free(pr);
+        return NULL;
+    }
+
+    lk->fp = fp;
+    lk->h = h;
+    lk->done = done;
+    lk->data = data;
+    lk->cl = cl;
+    lk->probes = pr;
+    lk->started = ngx_current_msec;
+    lk->timer.handler = ngx_http_simhash_cluster_timer_handler;
+    lk->timer.data = lk;
+    lk->timer.log = cl->log;
+    lk->timer.cancelable = 1;
+
+    ngx_http_simhash_cluster_count(cl, lookups);
+
+    /* the outcome is always given from an event of its own: a caller's
+     * done never runs inside its own call */
+    lk->starting = 1;
+
+    if (!cl->have_map || !cl->have_layout) {
+        ngx_http_simhash_cluster_refresh(cl);
+        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_STARTING);
+
+    } else {
+        n = sh_cluster_probes(&cl->layout, fp, w, h,
+                              sh_cluster_probes_for(&cl->layout, h, recall,
+                                                    vol),
+                              vol, buckets, NGX_HTTP_SIMHASH_CLUSTER_PROBES);
+
+        for (i = 0; i < n && !lk->finished; i++) {
+            ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_FP,
+                                         buckets[i], i);
+        }
+
+        /* a probe that failed at once has ended the lookup: no timer */
+        if (!lk->finished) {
+            ngx_add_timer(&lk->timer, cl->conf->timeout);
+        }
+    }
+
+    lk->starting = 0;
+
+    if (lk->finished) {
+        lk->post.handler = ngx_http_simhash_cluster_posted;
+        lk->post.data = lk;
+        lk->post.log = cl->log;
+        ngx_post_event(&lk->post, &ngx_posted_events);
+    }
+
+    return lk;
+}
