@@ -1,7 +1,9 @@
 # ngx_simhash -- near-duplicate detection for a crawler's nginx proxy tier.
 #
-#   make run     check the packages, build, run the demo
-#   make test    check the packages, build, run every test
+#   make run       check the packages, build, run the demo
+#   make run-tier  the same for a tier: two nodes, one index in a local
+#                  Redis Cluster (6 redis-server processes)
+#   make test      check the packages, build, run every test
 # (tools/deps.sh: as root it installs what is missing; as anyone else it
 # says in one line what to install)
 #
@@ -62,6 +64,7 @@ MODULE    := $(BUILD)/nginx/ngx_http_simhash_module.so
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps lib cli module unit itest test check tree test-load run \
+        run-tier \
         eval dust-eval console-test bench fuzz stress deb trixie sid \
         trixie-eval sid-eval api-check source-build install clean
 
@@ -175,6 +178,14 @@ test-load: deps
 run: deps
 	@$(MAKE) --no-print-directory all
 	@demo/run.sh $(BUILD)
+
+# Two nginx nodes, each its own zone, one index in a Redis Cluster of 3
+# masters and 3 replicas on this machine (demo/run-tier.sh): a page through
+# node A, its copy under another URL found through node B; until Ctrl-C.
+# RUN_TIER_ONCE=1 runs it once and exits (t/run-tier.t does).
+run-tier: deps
+	@$(MAKE) --no-print-directory all
+	@demo/run-tier.sh $(BUILD)
 
 eval: deps
 	@tools/deps.sh eval

@@ -157,7 +157,8 @@ for my $e (@examples) {
     }
 }
 is_deeply([sort keys %stats_port],
-          [qw(drop.conf forward-proxy.conf stats-prometheus.conf tier.conf)],
+          [qw(cluster.conf drop.conf forward-proxy.conf stats-prometheus.conf
+              tier.conf)],
           'the examples that serve statistics');
 
 # ---- a real crawl through each forward proxy ---------------------------
