@@ -86,6 +86,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo; echo "run-tier: stopped"; exit 0' INT TERM
+# a terminal or a reader that went away must not end this script before
+# its cleanup (a write would kill it with SIGPIPE)
+trap '' PIPE
 
 # Polls a condition (a command) every 0.1 s, up to 60 s: generous for a
 # busy machine; what it waited for is said when it fails.

@@ -16,6 +16,7 @@ use strict;
 use warnings;
 use HTTP::Tiny;
 use JSON::PP ();
+use Text::Wrap qw(wrap $columns);
 use Time::HiRes qw(sleep time);
 no warnings qw(portable);     # hex() of 64-bit fingerprints
 
@@ -26,6 +27,11 @@ die "usage: $0 URL_1 URL_2 A_PROXY A_STATS B_PROXY B_STATS REDIS_PORT\n"
 my $direct = HTTP::Tiny->new(timeout => 10, proxy => undef,
                              http_proxy => undef);
 my $failed = 0;
+$columns = 76;
+$Text::Wrap::unexpand = 0;      # spaces, not tabs
+
+# a paragraph of plain words, wrapped, under the headers it explains
+sub words { print wrap('   ', '   ', join(' ', @_)), "\n" }
 
 sub fail {
     print "\n   !! $_[0]\n";
@@ -97,11 +103,9 @@ if (($r->{headers}{'x-simhash-status'} // '') ne 'new' || $fp !~ /^[0-9a-f]{16}$
     fail("node A did not call the page new (see a/logs/error.log)");
     exit 1;
 }
-print <<EOF;
-   New to node A and to the cluster: A stored it in its own zone and wrote
-   it to the cluster, a record and a table entry each APPENDed to its
-   master, not waited for.
-EOF
+words("New to node A and to the cluster: A stored it in its own zone and",
+      "wrote it to the cluster, a record and a table entry each APPENDed to",
+      "the master of its bucket, not waited for.");
 
 # the write lands: the cluster now answers A's fingerprint with a document
 my $found = wait_until("A's page to be in the cluster", sub {
@@ -126,11 +130,9 @@ if ($bits) {
             ($master = $f[1]) =~ s/@.*// if $slot >= $lo && $slot <= $hi;
         }
     }
-    print <<EOF;
-   In the cluster: document $id (its key's hash), in the table
-   bucket $bucket (the fingerprint's top $bits bits), slot $slot, held by the
-   master at $master and its replica.
-EOF
+    words("In the cluster: document $id (its key's hash), in the table",
+          "bucket $bucket (the fingerprint's top $bits bits), slot $slot,",
+          "held by the master at $master and its replica.");
 }
 
 # ---- 2. through node B
@@ -144,21 +146,19 @@ if (($h->{'x-simhash-status'} // '') eq 'duplicate'
 {
     my $how = $h->{'x-simhash-duplicate-of'} eq $url1
         ? 'named by its URL.'
-        : "named by its id (the cluster keeps\n   no URL text).";
-    my $dist = $h->{'x-simhash-distance'} // '?';
-    print <<EOF;
-   A duplicate of node A's page, $how  Node B never fetched A's page:
-   its own zone had nothing near, so it asked the cluster, whose probes
-   found A's document $dist bits away; the response was held meanwhile,
-   then passed on whole, tagged.
-EOF
+        : 'named by its id: the cluster keeps no URL text.';
+    words("A duplicate of node A's page, $how  Node B never fetched A's",
+          "page; its own zone had nothing near, so it asked the cluster,",
+          "whose probes found A's document",
+          ($h->{'x-simhash-distance'} // '?'), "bits away.  The response",
+          "was held meanwhile, then passed on whole, tagged.");
 } else {
     fail("node B did not find A's page (X-Simhash-Status: "
          . ($h->{'x-simhash-status'} // 'none') . ')');
 }
 
 # ---- 3. node B's counters
-print "\n== 3. node B's cluster counters (its statistics, JSON \"cluster\")\n";
+print "\n== 3. node B's cluster counters (its statistics: \"cluster\" in the JSON)\n";
 my $st = json_get("http://127.0.0.1:$b_stats/simhash-stats");
 my $c = $st && $st->{zones}{b}{cluster};
 if (!$c) {
@@ -173,21 +173,22 @@ if (!$c) {
         $under = ", every one within $le ms";
         last;
     }
-    printf "   lookups %d (the pages B's zone could not answer): found %d,"
-         . " new %d,\n   incomplete %d%s\n",
-        $c->{lookups}, $c->{found}, $c->{new}, $inc, $inc
-            ? ' (' . join(', ', map { "$_ $c->{incomplete}{$_}" }
-                                grep { $c->{incomplete}{$_} }
-                                sort keys %{ $c->{incomplete} }) . ')'
-            : ' (a page the cluster could not read in full is passed as'
-              . "\n   skipped, reason index_incomplete: never new)";
+    printf "   lookups %d: found %d, new %d, incomplete %d%s\n",
+        $c->{lookups}, $c->{found}, $c->{new}, $inc, !$inc ? '' : ' ('
+        . join(', ', map { "$_ $c->{incomplete}{$_}" }
+                     grep { $c->{incomplete}{$_} }
+                     sort keys %{ $c->{incomplete} }) . ')';
     print "   lookup times: $lm->{count} timed$under\n" if $lm->{count};
     printf "   slot maps read %d, MOVED %d, ASK %d; pages written %d,"
          . " writes lost %d\n",
         $c->{refreshes}, $c->{moved}, $c->{asked}, $c->{writes},
         $c->{write_errors};
-    print "   (simhash_cluster_query's lookups count too: the demo asked B once or\n"
-        . "   more whether it had read the cluster)\n";
+    words("The lookups are the core page's and the demo's own, through",
+          "simhash_cluster_query: whether B had read the cluster's slot map",
+          "and layout yet.  A lookup the cluster cannot answer in full (a",
+          "master down, the timeout) is counted incomplete, by cause, and",
+          "its page passed through as skipped, reason index_incomplete:",
+          "never new.");
     fail("node B's counters do not show the lookup found")
         unless $c->{found} >= 1;
 }

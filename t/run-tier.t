@@ -99,10 +99,10 @@ my ($one, $two, $three) = $out =~ /^== 1\.(.*)^== 2\.(.*)^== 3\.(.*)/ms;
 like($one // '', qr{curl -si -x 127\.0\.0\.1:$a_port http://doc\.rust\.example/std/option/enum\.Option\.html$}m,
      'the std page, through node A');
 like($one // '', qr/^\s+X-Simhash-Status: new$/m, '... new');
-my ($id) = ($one // '') =~ /In the cluster: document ([0-9a-f]{16})/;
+my ($id) = ($one // '') =~ /In the cluster:\s+document\s+([0-9a-f]{16})/;
 ok($id, 'the cluster holds it, and the demo says under which id')
     or diag($out);
-like($one // '', qr/bucket sh:f[0-9a-f]{4} .*slot \d+, held by the\s+master at 127\.0\.0\.1:\d+/s,
+like($one // '', qr/bucket\s+sh:f[0-9a-f]{4}\s.*slot\s+\d+,\s+held\s+by\s+the\s+master\s+at\s+127\.0\.0\.1:\d+/s,
      '... in which bucket, slot and master');
 like($two // '', qr{curl -si -x 127\.0\.0\.1:$b_port http://doc\.rust\.example/core/option/enum\.Option\.html$}m,
      'its copy under another URL, the core page, through node B');
@@ -111,7 +111,7 @@ like($two // '', qr/^\s+X-Simhash-Status: duplicate$/m, '... a duplicate')
 like($two // '', qr/^\s+X-Simhash-Duplicate-Of: simhash-id:\Q${\($id \/\/ 'none')}\E$/m,
      '... of A\'s page, by the id the cluster gives it');
 like($two // '', qr/^\s+X-Simhash-Distance: [1-9]$/m, '... a near-duplicate');
-like($three // '', qr/^\s+lookups \d+ .*: found 1, new \d+,\s+incomplete 0/m,
+like($three // '', qr/^\s+lookups \d+: found 1, new \d+, incomplete 0$/m,
      'node B\'s counters: the lookup found, none incomplete') or diag($out);
 like($three // '', qr/^\s+slot maps read [1-9]\d*, MOVED 0, ASK 0/m,
      '... the slot maps read');
@@ -133,6 +133,9 @@ remove_tree($prefix) if $prefix && $prefix =~ m{/simhash-tier\.\w+$};
 
 my $pid = open(my $fh, '-|', "$clone/demo/run-tier.sh", "$clone/build")
     // die "demo/run-tier.sh: $!";
+# a test that dies on the way still stops the tier (its cleanup kills
+# every process it started)
+END { kill 'TERM', $pid if $pid && kill 0, $pid }
 my $text = '';
 {
     local $SimhashTest::AWAITING = 'demo/run-tier.sh to say where its logs are';
