@@ -322,18 +322,19 @@ EOF
     ;;
 
 prove)
-    # The suite against the installed files.  Left out: t/demo.t runs
-    # demo/run.sh, a tool of the source tree (not packaged) that looks for
-    # the module in a build directory; t/deps.t tests tools/deps.sh, the
-    # source tree's installer of build dependencies; t/check-tree.t tests
-    # tools/check-tree.sh, the source tree's structure checker;
-    # t/check-docs.t tests tools/check-docs.sh, which reads the source
-    # (none of these tools is packaged).
+    # The suite against the installed files.  Left out: t/demo.t and
+    # t/run-tier.t run demo/run.sh and demo/run-tier.sh, tools of the
+    # source tree (not packaged) that look for the module in a build
+    # directory; t/deps.t tests tools/deps.sh, the source tree's installer
+    # of build dependencies; t/check-tree.t tests tools/check-tree.sh, the
+    # source tree's structure checker; t/check-docs.t tests
+    # tools/check-docs.sh, which reads the source (none of these tools is
+    # packaged).
     cd /opt/src || exit 1
     tests=()
     for t in t/*.t; do
         case "$t" in
-            t/demo.t|t/deps.t|t/check-tree.t|t/check-docs.t) ;;
+            t/demo.t|t/run-tier.t|t/deps.t|t/check-tree.t|t/check-docs.t) ;;
             *) tests+=("$t") ;;
         esac
     done
@@ -348,7 +349,7 @@ prove)
     # the failures again, for the summary on the terminal
     grep -E '^(t/.*(Wstat|Dubious)|  Failed tests:)' /tmp/prove.out \
         | sed 's/^/#   prove: /'
-    what="prove t/ (but demo.t, deps.t, check-tree.t, check-docs.t) on the installed module"
+    what="prove t/ (but demo.t, run-tier.t, deps.t, check-tree.t, check-docs.t) on the installed module"
     if [ $rc -eq 0 ]; then ok "$what"; else not_ok "$what"; fi
     ;;
 
