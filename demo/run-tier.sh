@@ -107,6 +107,10 @@ wait_for() {
     done
 }
 
+echo "run-tier: starting 6 redis-server, an origin and two nginx nodes" \
+     "in $PREFIX"
+echo
+
 # ---- the Redis Cluster: six nodes, joined by redis-cli --cluster create
 
 n=0
