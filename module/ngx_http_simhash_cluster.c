@@ -443,7 +443,8 @@ ngx_http_simhash_cluster_layout_reply(ngx_http_simhash_redis_t *rd,
 
     ngx_log_error(NGX_LOG_NOTICE, cl->log, 0,
                   "simhash zone \"%V\": cluster index of %ui nodes, "
-                  "buckets of %ui and %ui bits, about %ui probes a lookup",
+                  "buckets of %ui and %ui bits, %ui probes a lookup "
+                  "within 3 bits (more for a wider radius)",
                   &cl->zone->name, cl->nnodes, (ngx_uint_t) fpb,
                   (ngx_uint_t) recb, (ngx_uint_t) cl->k);
 }

@@ -103,6 +103,7 @@ struct ngx_http_simhash_cluster_lookup_s {
     unsigned                           distance;
     ngx_msec_t                         started;
     uint32_t                           forged;  /* chunks refused */
+    size_t                             buckets; /* table buckets asked */
 
     /* the lookup's own (the client allocates and frees it) */
     ngx_http_simhash_cluster_t        *cl;

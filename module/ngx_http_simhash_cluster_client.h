@@ -23,7 +23,6 @@
 
 
 #define NGX_HTTP_SIMHASH_CLUSTER_NODES    64
-#define NGX_HTTP_SIMHASH_CLUSTER_PROBES   64    /* buckets a lookup */
 #define NGX_HTTP_SIMHASH_CLUSTER_REFRESH  1000  /* ms, while incomplete */
 #define NGX_HTTP_SIMHASH_CLUSTER_NOSLOT   0xffff
 

@@ -402,13 +402,29 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     const float *w, unsigned h, float recall, const sh_volatility_t *vol,
     ngx_http_simhash_cluster_done_pt done, void *data)
 {
-    uint32_t                            buckets[NGX_HTTP_SIMHASH_CLUSTER_PROBES];
-    size_t                              n, i;
+    uint32_t                            buckets[SH_PROBES_MAX + 1];
+    size_t                              n, i, slots;
     ngx_http_simhash_cluster_lookup_t  *lk;
     ngx_http_simhash_cluster_probe_t   *pr;
 
+    /*
+     * Every bucket PSM names for the zone's recall: a weighted rule's
+     * radius of 7 names a hundred and more at 2^24 buckets, and a cap
+     * below k would lower the recall the zone was set for.
+     */
+    n = 0;
+    if (cl->have_map && cl->have_layout) {
+        n = sh_cluster_probes(&cl->layout, fp, w, h,
+                              sh_cluster_probes_for(&cl->layout, h, recall,
+                                                    vol),
+                              vol, buckets, SH_PROBES_MAX + 1);
+    }
+
+    /* one GET a probe, then one a candidate's record, in the same slots */
+    slots = ngx_max(n, sizeof(lk->cand) / sizeof(lk->cand[0]));
+
     lk = ngx_calloc(sizeof(ngx_http_simhash_cluster_lookup_t), cl->log);
-    pr = ngx_calloc(NGX_HTTP_SIMHASH_CLUSTER_PROBES * sizeof(*pr), cl->log);
+    pr = ngx_calloc(slots * sizeof(*pr), cl->log);
     if (lk == NULL || pr == NULL) {
         ngx_free(lk);
         ngx_free(pr);
@@ -421,6 +437,7 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     lk->data = data;
     lk->cl = cl;
     lk->probes = pr;
+    lk->buckets = n;
     lk->started = ngx_current_msec;
     lk->timer.handler = ngx_http_simhash_cluster_timer_handler;
     lk->timer.data = lk;
@@ -438,11 +455,6 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
         ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_STARTING);
 
     } else {
-        n = sh_cluster_probes(&cl->layout, fp, w, h,
-                              sh_cluster_probes_for(&cl->layout, h, recall,
-                                                    vol),
-                              vol, buckets, NGX_HTTP_SIMHASH_CLUSTER_PROBES);
-
         for (i = 0; i < n && !lk->finished; i++) {
             ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_FP,
                                          buckets[i], i);

@@ -19,7 +19,9 @@
 /*
  * GET ?zone=NAME&fp=HEX[&h=N] answers, once the lookup has ended, with
  * its outcome as JSON: {"status":"found","id":HEX,"fp":HEX,"distance":N,
- * "ms":N}, {"status":"new",...}, {"status":"incomplete","cause":WHY,...}.
+ * "buckets":N,"forged":N,"ms":N}, {"status":"new",...},
+ * {"status":"incomplete","cause":WHY,...}; buckets: the table's buckets
+ * the lookup read (PSM's probes, the page's own bucket included).
  * The request is held meanwhile (the worker goes on with other events):
  * the decision's own use of a lookup will hold a response the same way.
  */
@@ -96,7 +98,8 @@ ngx_http_simhash_cluster_query_done(ngx_http_simhash_cluster_lookup_t *lk)
                         lk->rec.digest);
     }
 
-    p = ngx_sprintf(p, ",\"forged\":%uD,\"ms\":%M}\n", lk->forged,
+    p = ngx_sprintf(p, ",\"buckets\":%uz,\"forged\":%uD,\"ms\":%M}\n",
+                    lk->buckets, lk->forged,
                     ngx_current_msec - lk->started);
     body.len = p - body.data;
 

@@ -138,6 +138,43 @@ is(cq('xyz')->{http}, 400, 'a bad fingerprint: 400');
     $c->wait_ok;
 }
 
+# ---- a wide table: every bucket PSM names is read, past 64 ----
+# A layout of 2^22 table buckets (one for about 2^28 documents) beside
+# the first, under a prefix of its own, and a node that reads it: a
+# lookup within 7 bits (a weighted rule's radius) names over a hundred
+# buckets there, and reads them all; within 3 bits, a few.
+{
+    open(my $none, '>', "$dir/none.txt") or die;
+    close $none;
+    my ($rc2, undef, $err2) = sh($cli, 'cluster', 'load', '--seed', $seed,
+                                 '--redis', $c->addr, '--prefix', 'wide:',
+                                 '--fp-bits', 22, '--rec-bits', 14,
+                                 "$dir/none.txt");
+    is($rc2, 0, 'a wide layout loaded') or diag($err2);
+    my $w = SimhashTest->new(
+        http  => "simhash_zone zone=wide:1m cluster=$urls "
+               . "cluster_prefix=wide: cluster_timeout=300ms;",
+        proxy => <<"EOF");
+        simhash wide;
+        simhash_seed $seed;
+        location / { proxy_pass http://%%ORIGIN%%; }
+        location = /cq { simhash_cluster_query; }
+EOF
+    $w->start;
+    my $wq = sub {
+        my $r = $w->get("/cq?zone=wide&fp=$known[0][1]&h=$_[0]");
+        return eval { decode_json($r->{content}) } // {};
+    };
+    wait_until('the wide node to have its layout',
+               sub { ($wq->(3)->{status} // '') eq 'new' });
+    my ($r3, $r7) = ($wq->(3), $wq->(7));
+    is($r7->{status}, 'new', 'within 7 bits of 2^22 buckets: new');
+    cmp_ok($r7->{buckets}, '>', 64, "and $r7->{buckets} buckets read");
+    cmp_ok($r3->{buckets}, '<', $r7->{buckets},
+           "within 3 bits, fewer: $r3->{buckets}");
+    $w->stop;
+}
+
 # ---- a master killed ----
 my $fp = $known[3][1];
 my $meta = $c->master_of_slot($nodes[0]->cmd('CLUSTER', 'KEYSLOT', 'sh:m'))
