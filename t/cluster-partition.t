@@ -86,7 +86,7 @@ is($rc, 0, 'loaded') or diag($err);
 my $t = NsNode->new(
     workers => 2,
     http  => "simhash_zone zone=crawl:4m cluster=" . $c->urls
-           . " cluster_timeout=300ms;",
+           . " cluster_timeout=500ms;",
     proxy => <<"EOF");
         listen $inside:%%PORT%%;
         simhash crawl;
@@ -154,6 +154,14 @@ my $i = 0;
 # past the connection's own reply timeout (1 s), when the client has
 # given up the connection and reconnects into the silence
 while (time - $t0 < 4) {
+    # a page first: the first ones come while the connection stands
+    my $s = time;
+    my $r = $t->get('/p' . ($i++ % @pages) . '.html');
+    my $took = time - $s;
+    $pages_worst = $took if !defined $pages_worst || $took > $pages_worst;
+    my $st = $r->{headers}{'x-simhash-status'} // '-';
+    $pages{"$r->{status} $st"}++;
+    push @new_pages, $r->{headers}{'x-simhash'} if $st eq 'new';
     for my $k (@needs) {
         my $r = cq($k->{fp});
         $worst = $r->{took} if !defined $worst || $r->{took} > $worst;
@@ -170,20 +178,13 @@ while (time - $t0 < 4) {
                    . ($r->{status} // '-') . ' ' . ($r->{cause} // '')
             unless right($k, $r);
     }
-    my $s = time;
-    my $r = $t->get('/p' . ($i++ % @pages) . '.html');
-    my $took = time - $s;
-    $pages_worst = $took if !defined $pages_worst || $took > $pages_worst;
-    my $st = $r->{headers}{'x-simhash-status'} // '-';
-    $pages{"$r->{status} $st"}++;
-    push @new_pages, $r->{headers}{'x-simhash'} if $st eq 'new';
 }
 my $causes = join ', ', map { "$_ $causes{$_}" } sort keys %causes;
 ok(!@wrong, 'while cut: every lookup that needs the master incomplete, '
-   . 'every other answered in full') or diag(join "\n", @wrong[0 .. 9]);
+   . 'every other answered in full') or diag(join "\n", grep { defined } @wrong[0 .. 9]);
 ok(scalar(keys %causes), "incomplete by cause: $causes");
-cmp_ok($worst, '<', 1.0, sprintf('the worst wait %.3f s: bounded by the '
-       . 'lookup\'s timeout (300 ms), not by the silence', $worst));
+cmp_ok($worst, '<', 1.5, sprintf('the worst wait %.3f s: bounded by the '
+       . 'lookup\'s timeout (500 ms), not by the silence', $worst));
 note('pages through the proxy: '
      . join ', ', map { "$_: $pages{$_}" } sort keys %pages);
 ok(!grep({ !/^200 / } keys %pages), 'pages passed (200)');
@@ -197,7 +198,7 @@ is(($t->stats->{zones}{crawl}{skipped}{index_incomplete} // 0) - $skipped0,
 ok(!grep({ owner('f', $fpb, $_) == $cut } @new_pages),
    scalar(@new_pages) . ' new pages, none whose bucket the cut master '
    . 'holds');
-cmp_ok($pages_worst, '<', 1.0, sprintf('the worst response %.3f s',
+cmp_ok($pages_worst, '<', 1.5, sprintf('the worst response %.3f s',
                                       $pages_worst));
 my $during = counts();
 my $inc = 0;
