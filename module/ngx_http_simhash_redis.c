@@ -903,6 +903,7 @@ ngx_http_simhash_redis_drop(ngx_http_simhash_redis_t *rd)
 static void
 ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd)
 {
+    ngx_uint_t                     closed;
     ngx_queue_t                   *q;
     ngx_http_simhash_redis_cmd_t  *cmd;
 
@@ -919,6 +920,16 @@ ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd)
         ngx_del_timer(&rd->timer);
     }
 
+    /*
+     * Not ready from here on: a callback told of its lost command may send
+     * another (a cluster client asks for the slot map when a write is
+     * lost), and that must fail at once, not be queued on the socket just
+     * closed (rd->c is NULL: the worker died of SIGSEGV).
+     */
+
+    closed = (rd->state == NGX_HTTP_SIMHASH_REDIS_CLOSED);
+    rd->state = closed ? rd->state : NGX_HTTP_SIMHASH_REDIS_DOWN;
+
     while (!ngx_queue_empty(&rd->cmds)) {
         q = ngx_queue_head(&rd->cmds);
         ngx_queue_remove(q);
@@ -931,7 +942,7 @@ ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd)
     rd->out_pos = 0;
     rd->out_len = 0;
 
-    if (rd->state == NGX_HTTP_SIMHASH_REDIS_CLOSED) {
+    if (closed || rd->state == NGX_HTTP_SIMHASH_REDIS_CLOSED) {
         return;
     }
 

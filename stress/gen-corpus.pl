@@ -39,10 +39,11 @@ use strict;
 use warnings;
 use File::Find;
 use File::Path qw(make_path remove_tree);
+use File::Temp qw(tempdir);
 use FindBin;
 use IO::Compress::Gzip qw(gzip $GzipError);
 
-our $VERSION = 5;
+our $VERSION = 6;
 
 my $out = shift or die "usage: $0 OUT\n";
 my $top = "$FindBin::Bin/..";
@@ -72,10 +73,15 @@ sub read_file {
     return $c;
 }
 
+# The demo's site is generated (demo/gensite.pl, a fixed seed), not kept in
+# the tree: it is written into a directory of its own first.
 sub source_pages {
     my @files;
+    my $demo = tempdir('simhash-corpus-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    system($^X, "$top/demo/gensite.pl", $demo, 40) == 0
+        or die "demo/gensite.pl failed\n";
     find(sub { push @files, $File::Find::name if /\.html$/ },
-         grep { -d } "$top/demo/site", "$top/t/fixtures/site");
+         $demo, "$top/t/fixtures/site");
     push @files, map { "$top/tests/fixtures/$_.html" }
                  qw(article article-neardup unrelated);
     return sort grep { !/latin1|cp1251|sjis/ } @files;

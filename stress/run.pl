@@ -28,11 +28,21 @@
 #      file kept aside; and a truncated one: refused with an [error] line,
 #      the zone starts empty; nginx serves
 #   E  one nginx process under valgrind with the same mix: 0 errors
+#   F  DUST on and a Redis Cluster (3 masters, 3 replicas) behind the
+#      zone, under load: kill -9 of a worker every 3 s, kill -9 of a Redis
+#      master, nginx -s reload three times; zero 5xx, no socket timeout,
+#      the slowest response bounded, the master's outage counted
+#      (incomplete lookups) and the cluster answering in full again after
+#      its failover, and nothing answered from a partial read: the access
+#      log's new pages are no more than the lookups the cluster answered
+#      in full, its skipped pages (index_incomplete) no more than the
+#      incomplete ones.  Skipped without redis-server and redis-cli.
 #
 # Environment: STRESS_A / STRESS_B (seconds, default 60), STRESS_CONNS
 # (default 256), STRESS_VALGRIND=0 skips phase E, STRESS_SEED,
-# STRESS_PHASES (default ABCDE; a subset for experiments), STRESS_KILL_EVERY
-# (seconds between worker kills in B, default 3), STRESS_WARM (default 20).
+# STRESS_PHASES (default ABCDEF; a subset for experiments), STRESS_KILL_EVERY
+# (seconds between worker kills in B and F, default 3), STRESS_WARM (default
+# 20), STRESS_F (seconds of phase F, default 40).
 # Prints a summary table (also in BUILD/stress/summary.txt) and exits 1 if
 # any criterion failed.
 
@@ -70,7 +80,7 @@ my $DUR_A = $ENV{STRESS_A} // 60;
 my $DUR_B = $ENV{STRESS_B} // 60;
 my $CONNS = $ENV{STRESS_CONNS} // 256;
 my $SEED = $ENV{STRESS_SEED} // 1;
-my $PHASES = $ENV{STRESS_PHASES} // 'ABCDE';    # a subset, for experiments
+my $PHASES = $ENV{STRESS_PHASES} // 'ABCDEF';    # a subset, for experiments
 my $WARM = $ENV{STRESS_WARM} // 20;
 
 # glibc raises its mmap threshold each time a large block is freed, after
@@ -83,6 +93,8 @@ my %MALLOC = ($ENV{STRESS_MALLOC} // '') eq 'default' ? ()
            : (MALLOC_MMAP_THRESHOLD_ => 65536);
 my $KILL_EVERY = $ENV{STRESS_KILL_EVERY} // 3;
 my @RELOAD_AT = map { int($DUR_B * $_) } 0.15, 0.4, 0.65, 0.88;
+my $DUR_F = $ENV{STRESS_F} // 40;
+my $CLUSTER_SEED = 'stress-cluster-seed';
 
 my @rows;       # [phase, what, figure, ok (1, 0, or undef: information)]
 my %children;   # pid => what its command line starts with: wrk, valgrind
@@ -174,9 +186,20 @@ sub proxy_conf {
     my ($d, $p, %opt) = @_;
     my $workers = $opt{workers} // 4;
     my $probes = $opt{probes} // 'recall=0.95';
+    # phase F: DUST on and the cluster behind the zone, every decision in
+    # the access log
+    my ($zone, $more, $log) = ('', '', 'access_log off;');
+    if ($opt{cluster}) {
+        $zone = " dust=1m cluster=$opt{cluster} cluster_timeout=200ms";
+        $more = "        simhash_seed $CLUSTER_SEED;\n"
+              . "        simhash_dust on;\n";
+        $log = "log_format decisions '\$status \$simhash_status "
+             . "\$request_time';\n"
+             . "    access_log $d/logs/access.log decisions;";
+    }
     my $locations = <<"EOF";
         simhash crawl;
-        simhash_probes $probes;
+$more        simhash_probes $probes;
         location / { proxy_pass http://origin; }
         location /drop/ {
             simhash_action drop;
@@ -194,7 +217,7 @@ events { worker_connections 4096; }
 http {
     types { text/html html shtml; image/png png; application/json json; }
     default_type application/octet-stream;
-    access_log off;
+    $log
 ${\ temp_paths($d)}
     upstream origin {
         server 127.0.0.1:$p->{origin};
@@ -203,7 +226,7 @@ ${\ temp_paths($d)}
     proxy_http_version 1.1;
     proxy_set_header Connection "";
 
-    simhash_zone zone=crawl:1m file=$d/data/crawl.snap save=2s;
+    simhash_zone zone=crawl:1m file=$d/data/crawl.snap save=2s$zone;
     simhash_max_body 256k;
 
     server {
@@ -258,6 +281,11 @@ sub wrk_result {
         @r{qw(requests duration bytes)} = ($1, $2 / 1e6, $3);
     }
     die "stress: wrk failed:\n$txt" unless defined $r{requests};
+    # wrk's own table: "Latency AVG STDEV MAX +/-"
+    if ($txt =~ /^\s*Latency\s+\S+\s+\S+\s+([\d.]+)(us|ms|s|m)\b/m) {
+        $r{max_latency} = $1 * { us => 1e-6, ms => 1e-3, s => 1,
+                                 m => 60 }->{$2};
+    }
     $r{rps} = $r{duration} ? $r{requests} / $r{duration} : 0;
     $r{socket_errors} = $r{connect} + $r{read} + $r{write} + $r{timeout};
     ($r{s5xx}, $r{s4xx}, $r{s2xx}) = (0, 0, 0);
@@ -804,6 +832,159 @@ sub phase_e {
         ($lost // 0) . ' bytes');
 }
 
+# DUST on and a Redis Cluster behind the zone, under load with faults.
+sub phase_f {
+    my ($ports) = @_;
+    require RedisCluster;
+    unless (RedisCluster::available()) {
+        row('F', 'cluster', 'skipped: no redis-server or redis-cli');
+        return;
+    }
+    say("phase F: ${DUR_F}s of load, DUST on, a Redis Cluster behind the "
+        . "zone; kill -9 of a worker every ${KILL_EVERY}s, of a Redis "
+        . 'master, three reloads');
+    my $c = RedisCluster->new(masters => 3, replicas => 1,
+                              node_timeout => 1000);
+    $c->start;
+    # the index's layout and 100,000 documents of other nodes
+    my $load = `'$RUN/bin/simhash' cluster load --seed $CLUSTER_SEED --redis ${\ $c->addr} --random 100000 2>&1`;
+    if ($?) {
+        row('F', 'simhash cluster load', "failed: $load", 0);
+        $c->stop;
+        return;
+    }
+    my %p = (%$ports, proxy => StressNginx::free_port(),
+             verify => StressNginx::free_port());
+    my $d = "$RUN/cluster";
+    my $ng = StressNginx->new(name => 'cluster', dir => $d, port => $p{proxy},
+                              workers => 4, verify => $p{verify},
+                              ports => \%p, env => \%MALLOC);
+    $ng->set_conf(proxy_conf($d, \%p, cluster => $c->urls))->start;
+    my $end = time + 15;
+    sleep 0.2 while time < $end && $ng->error_log !~ /cluster index of/;
+
+    my (%killed, @kill_log, @reloads, $redis_killed, $failover);
+    my $probes = 0;
+    my @events;
+    for (my $t = $KILL_EVERY; $t < $DUR_F - 1; $t += $KILL_EVERY) {
+        push @events, [$t, sub {
+            my @w = $ng->workers or return;
+            my $pid = $w[int rand @w];
+            kill 'KILL', $pid and $killed{$pid} = 1;
+            push @kill_log, $pid;
+        }];
+    }
+    for my $at (map { int($DUR_F * $_) } 0.3, 0.6, 0.85) {
+        push @events, [$at + 0.5, sub {
+            $ng->set_conf(proxy_conf($d, \%p, cluster => $c->urls,
+                                     probes => (++$probes % 2 ? 64
+                                                : 'recall=0.95')));
+            push @reloads, $ng->reload ? 1 : 0;
+        }];
+    }
+    push @events, [int($DUR_F * 0.2), sub {
+        my $n = $c->kill_master_of_slot(0);
+        $redis_killed = time;
+        # its replica takes over after cluster-node-timeout
+        my $pid = fork // return;
+        if ($pid == 0) {
+            my $ok = eval { $c->wait_ok; 1 };
+            POSIX::_exit($ok ? 0 : 1);
+        }
+        $failover = $pid;
+    }];
+    my $from = $ng->log_size;
+    my $before = $ng->stats;
+    my $r = run_load($ng, name => 'F', secs => $DUR_F, events => \@events,
+                     conns => 64);
+    my $failed_over = $failover && waitpid($failover, 0) == $failover
+                      && $? == 0;
+    my $respawned = $ng->wait_workers(4, 15);
+    sleep 1;
+    my $after = $ng->stats;
+    my $f = log_faults($ng->log_since($from), \%killed);
+
+    load_rows('F', $r);
+    row('F', 'socket errors (connect/read/write/timeout)',
+        "$r->{connect}/$r->{read}/$r->{write}/$r->{timeout}",
+        $r->{timeout} == 0);
+    row('F', 'slowest response (wrk)', defined $r->{max_latency}
+        ? sprintf('%.3f s', $r->{max_latency}) : '?',
+        defined $r->{max_latency} && $r->{max_latency} < 5);
+    row('F', 'workers killed (kill -9) / logged signal 9',
+        scalar(@kill_log) . " / $f->{sigkill}",
+        @kill_log > 0 && $f->{sigkill} == @kill_log);
+    row('F', 'other signals in the log', scalar @{ $f->{other_signal} },
+        !@{ $f->{other_signal} });
+    row('F', 'reloads done', scalar(grep { $_ } @reloads) . ' of '
+        . scalar @reloads, @reloads && !grep { !$_ } @reloads);
+    row('F', 'workers after the phase', $ng->nworkers, $respawned);
+    row('F', 'Redis master killed; its replica promoted',
+        $redis_killed ? ($failed_over ? 'yes' : 'not promoted') : 'no',
+        $redis_killed && $failed_over);
+    my @alarms = grep { !/exited on signal 9/ } @{ $f->{alarms} };
+    # a master gone is logged while it is: the connection's errors
+    my @other = grep { !/cluster node|CLUSTERDOWN|TRYAGAIN|connection/i }
+                @alarms;
+    row('F', 'alert/crit/emerg or module errors (besides kills and the '
+        . 'dead master)', scalar @other, !@other);
+    diag_lines(@{ $f->{other_signal} }, @other);
+
+    # the cluster's counts over the phase, every worker's (the zone's
+    # shared state lives through kills and reloads)
+    my ($cb, $ca) = ($before->{cluster}, $after->{cluster});
+    my %d = map { $_ => ($ca->{$_} // 0) - ($cb->{$_} // 0) }
+            qw(lookups found new refreshes writes write_errors);
+    my $inc = 0;
+    $inc += ($ca->{incomplete}{$_} // 0) - ($cb->{incomplete}{$_} // 0)
+        for keys %{ $ca->{incomplete} || {} };
+    row('F', 'cluster lookups: found / new / incomplete',
+        "$d{found} / $d{new} / $inc ("
+        . join(', ', map { "$_ " . (($ca->{incomplete}{$_} // 0)
+                                    - ($cb->{incomplete}{$_} // 0)) }
+                     grep { $ca->{incomplete}{$_} }
+                     sort keys %{ $ca->{incomplete} || {} }) . ')',
+        $d{lookups} > 0 && $inc > 0);
+    row('F', 'cluster: map refreshes, writes (lost)',
+        "$d{refreshes}, $d{writes} ($d{write_errors})");
+
+    # nothing answered from a partial read
+    my %log;
+    my $lines = 0;
+    if (open(my $al, '<', "$d/logs/access.log")) {
+        while (<$al>) {
+            my ($code, $st) = split;
+            $lines++;
+            $log{$st}++;
+        }
+        close $al;
+    }
+    row('F', 'access log: $simhash_status', status_text(\%log));
+    my $new = $log{new} // 0;
+    row('F', 'new pages (log) <= lookups read in full (found + new)',
+        "$new <= " . ($d{found} + $d{new}), $new <= $d{found} + $d{new});
+    my $skipped = ($after->{skipped}{index_incomplete} // 0)
+                - ($before->{skipped}{index_incomplete} // 0);
+    row('F', 'skipped index_incomplete <= incomplete lookups',
+        "$skipped <= $inc", $skipped > 0 && $skipped <= $inc);
+
+    # the cluster in full again once its replica serves
+    my $st = stable($ng, 5, $ng->log_size);
+    # (a lookup may still time out on a busy machine: counted apart)
+    my $c2 = $ng->stats->{cluster};
+    my %inc2 = map { $_ => ($c2->{incomplete}{$_} // 0)
+                          - ($ca->{incomplete}{$_} // 0) }
+               keys %{ $c2->{incomplete} || {} };
+    my $lost = 0;
+    $lost += $inc2{$_} for grep { $_ ne 'timeout' } keys %inc2;
+    row('F', 'after the failover: 5 s of load, lookups incomplete for a '
+        . 'master not found (timed out)',
+        "$st->{requests} requests, $lost (" . ($inc2{timeout} // 0) . ')',
+        $st->{ok} && $lost == 0);
+    $ng->stop;
+    $c->stop;
+}
+
 sub diag_lines {
     my @l = grep { defined } @_;
     my $n = 0;
@@ -870,6 +1051,7 @@ sub main {
     phase_d($proxy) if $PHASES =~ /D/;
     $proxy->stop;
     phase_e(\%ports) if $PHASES =~ /E/;
+    phase_f(\%ports) if $PHASES =~ /F/;
     $origin->stop;
     row('-', 'total time', sprintf('%.0f s', time - $t0));
     my $failed = summary();

@@ -14,6 +14,7 @@ package RedisCluster;
 #   $c->urls;                       # "redis://127.0.0.1:PORT,..." of all
 #   $c->master_of_slot(1234);       # the RedisTest node serving it
 #   $c->kill_master_of_slot(1234);  # kill -9; returns the node
+#   $c->replica_of($node);          # its live replica
 #   $c->wait_ok;                    # every live node: state ok, all slots
 #   $c->stop;
 #
@@ -34,7 +35,14 @@ sub available {
 sub new {
     my ($class, %args) = @_;
     my $self = bless { masters => 3, replicas => 1, node_timeout => 2000,
-                       appendonly => 0, %args }, $class;
+                       appendonly => 0, host => '127.0.0.1', %args }, $class;
+    # host: the address every node announces (and listens on, beside
+    # loopback), for a client in another network namespace
+    my $bind = $self->{host} eq '127.0.0.1' ? ''
+             : "bind 127.0.0.1 $self->{host}
+"
+             . "cluster-announce-ip $self->{host}
+";
     my $n = $self->{masters} * (1 + $self->{replicas});
     for (1 .. $n) {
         my $bus = SimhashTest::free_port();
@@ -48,7 +56,7 @@ sub new {
                    # once, however long it was cut off (the tests kill
                    # masters on purpose)
                    . "cluster-replica-validity-factor 0\n"
-                   . ($self->{extra} // ''));
+                   . $bind . ($self->{extra} // ''));
     }
     return $self;
 }
@@ -57,7 +65,7 @@ sub nodes { @{ $_[0]{nodes} } }
 sub addr { '127.0.0.1:' . $_[0]{nodes}[0]->port }
 sub urls {
     my ($self) = @_;
-    return join ',', map { 'redis://127.0.0.1:' . $_->port }
+    return join ',', map { "redis://$self->{host}:" . $_->port }
                      grep { $_->{pid} } $self->nodes;
 }
 
@@ -141,6 +149,17 @@ sub used_memory {
     return $sum;
 }
 
+# The live replica of a master (ROLE: its master's port), or undef.
+sub replica_of {
+    my ($self, $master) = @_;
+    for my $n (grep { $_->{pid} && $_ != $master } $self->nodes) {
+        my $role = eval { $n->cmd('ROLE') };
+        return $n if ref $role eq 'ARRAY' && $role->[0] eq 'slave'
+                     && $role->[2] == $master->port;
+    }
+    return undef;
+}
+
 sub kill_master_of_slot {
     my ($self, $slot) = @_;
     my $n = $self->master_of_slot($slot);
@@ -149,5 +168,108 @@ sub kill_master_of_slot {
 }
 
 sub stop { $_->stop for grep { $_->{pid} } $_[0]->nodes }
+
+
+# A network namespace joined to this one by a veth pair, for a partition
+# as Jepsen makes one: packets dropped (nftables, inside the namespace),
+# not refused, so that a client sees silence, not an error.
+#
+#   my $why = RedisCluster::Netns::why_not();   # '' or why it cannot run
+#   my $ns = RedisCluster::Netns->new;          # dies saying why
+#   $ns->host;    # the address of this side ("10.x.y.1")
+#   $ns->inside;  # the namespace's own ("10.x.y.2")
+#   $ns->prefix;  # "ip netns exec NAME": a command run inside
+#   $ns->cut(6379, 6380);   # drop every packet to/from those ports of host
+#   $ns->heal;
+#   $ns->remove;  # also at exit
+package RedisCluster::Netns;
+
+use Carp qw(croak);
+use File::Temp ();
+
+my @made;
+
+sub why_not {
+    return 'needs root (network namespaces, nftables)' if $> != 0;
+    for my $tool (qw(ip nft)) {
+        return "no $tool (iproute2, nftables: tools/deps.sh)"
+            unless grep { -x "$_/$tool" }
+                   split /:/, ($ENV{PATH} // '') . ':/usr/sbin:/sbin';
+    }
+    my $name = "shchk$$";
+    my $out = `ip netns add $name 2>&1 && ip netns exec $name nft list tables 2>&1`;
+    my $ok = $? == 0;
+    system("ip netns del $name >/dev/null 2>&1");
+    return $ok ? '' : "no network namespaces or nftables here: $out";
+}
+
+sub _run {
+    my ($cmd) = @_;
+    my $out = `$cmd 2>&1`;
+    croak "$cmd: $out" if $?;
+    return $out;
+}
+
+sub new {
+    my ($class) = @_;
+    # a /30 of its own a process: two test files never share one
+    my ($a, $b) = (128 + ($$ >> 8) % 64, $$ % 256);
+    my $self = bless { name => "shpart$$", veth => "shp$$",
+                       host => "10.$a.$b.1", inside => "10.$a.$b.2" }, $class;
+    push @made, $self;
+    my ($n, $v) = @$self{qw(name veth)};
+    _run("ip netns add $n");
+    _run("ip link add ${v}h type veth peer name ${v}n");
+    _run("ip link set ${v}n netns $n");
+    _run("ip addr add $self->{host}/30 dev ${v}h");
+    _run("ip link set ${v}h up");
+    _run("ip netns exec $n ip addr add $self->{inside}/30 dev ${v}n");
+    _run("ip netns exec $n ip link set ${v}n up");
+    _run("ip netns exec $n ip link set lo up");
+    return $self;
+}
+
+sub host { $_[0]{host} }
+sub inside { $_[0]{inside} }
+sub prefix { "ip netns exec $_[0]{name}" }
+
+sub cut {
+    my ($self, @ports) = @_;
+    my $set = join ', ', @ports;
+    my $h = $self->{host};
+    my $rules = File::Temp->new;
+    print $rules <<"EOF";
+table inet shpart {
+    chain out {
+        type filter hook output priority 0; policy accept;
+        ip daddr $h tcp dport { $set } drop
+    }
+    chain in {
+        type filter hook input priority 0; policy accept;
+        ip saddr $h tcp sport { $set } drop
+    }
+}
+EOF
+    close $rules;
+    _run("ip netns exec $self->{name} nft -f $rules");
+}
+
+sub heal {
+    my ($self) = @_;
+    _run("ip netns exec $self->{name} nft delete table inet shpart");
+}
+
+sub remove {
+    my ($self) = @_;
+    my $n = delete $self->{name} or return;
+    local ($?, $!);
+    # the namespace's end of the pair goes with it, and so the pair
+    system("ip netns del $n >/dev/null 2>&1");
+    system("ip link del $self->{veth}h >/dev/null 2>&1");
+}
+
+sub DESTROY { $_[0]->remove }
+
+END { $_->remove for @made }
 
 1;
