@@ -49,6 +49,11 @@ static void *ngx_http_simhash_cluster_create_conf(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone);
 static ngx_int_t ngx_http_simhash_cluster_param(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone, ngx_str_t *value);
+static ngx_int_t ngx_http_simhash_cluster_seed(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone, ngx_http_simhash_cluster_conf_t *ccf,
+    ngx_http_simhash_redis_conf_t *rc, ngx_str_t *url);
+static char *ngx_http_simhash_cluster_conf_done(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone);
 static ngx_int_t ngx_http_simhash_cluster_init_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_cluster_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_cluster_read_layout(
@@ -63,7 +68,7 @@ ngx_http_simhash_part_t  ngx_http_simhash_cluster_part = {
 
     ngx_http_simhash_cluster_create_conf,   /* create_conf */
     ngx_http_simhash_cluster_param,         /* param */
-    NULL,                                   /* conf_done */
+    ngx_http_simhash_cluster_conf_done,     /* conf_done */
     NULL,                                   /* shm_size */
 
     NULL,                                   /* shm_init */
@@ -126,14 +131,30 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 
     ccf = ngx_http_simhash_part_conf(zone, ngx_http_simhash_cluster_part);
 
-    if (value->len > 8 && ngx_strncmp(value->data, "cluster=", 8) == 0) {
+    if (value->len >= 8 && ngx_strncmp(value->data, "cluster=", 8) == 0) {
         p = value->data + 8;
         last = value->data + value->len;
+
+        if (p == last) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "simhash zone \"%V\": cluster= names no "
+                               "address (redis://HOST:PORT,...)",
+                               &zone->name);
+            return NGX_ERROR;
+        }
 
         while (p < last) {
             comma = ngx_strlchr(p, last, ',');
             url.data = p;
             url.len = (comma ? comma : last) - p;
+
+            if (url.len == 0 || (comma && comma + 1 == last)) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "simhash zone \"%V\": an empty "
+                                   "address in \"%V\"", &zone->name,
+                                   value);
+                return NGX_ERROR;
+            }
 
             rc = ngx_array_push(&ccf->seeds);
             if (rc == NULL) {
@@ -143,40 +164,19 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
             ngx_memzero(rc, sizeof(ngx_http_simhash_redis_conf_t));
             rc->timeout = 1000;
 
-            if (url.len == 0
-                || ngx_http_simhash_redis_url(cf, rc, &url) != NGX_CONF_OK)
+            if (ngx_http_simhash_cluster_seed(cf, zone, ccf, rc, &url)
+                != NGX_OK)
             {
-                if (url.len == 0) {
-                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                       "simhash zone \"%V\": an empty "
-                                       "address in \"%V\"", &zone->name,
-                                       value);
-                }
-                return NGX_ERROR;
-            }
-
-            if (rc->db != 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "simhash zone \"%V\": a Redis Cluster "
-                                   "has only database 0 (\"%V\")",
-                                   &zone->name, &url);
                 return NGX_ERROR;
             }
 
             p = comma ? comma + 1 : last;
-
-            if (comma && p == last) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "simhash zone \"%V\": an empty "
-                                   "address in \"%V\"", &zone->name, value);
-                return NGX_ERROR;
-            }
         }
 
         return NGX_OK;
     }
 
-    if (value->len > 16
+    if (value->len >= 16
         && ngx_strncmp(value->data, "cluster_timeout=", 16) == 0)
     {
         v.data = value->data + 16;
@@ -190,10 +190,11 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
             return NGX_ERROR;
         }
         ccf->timeout = ms;
+        ccf->timeout_set = 1;
         return NGX_OK;
     }
 
-    if (value->len > 15
+    if (value->len >= 15
         && ngx_strncmp(value->data, "cluster_prefix=", 15) == 0)
     {
         char                 err[160];
@@ -215,10 +216,91 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
             return NGX_ERROR;
         }
         ccf->prefix = v;
+        ccf->prefix_set = 1;
         return NGX_OK;
     }
 
     return NGX_DECLINED;
+}
+
+
+/*
+ * A seed URL of cluster=, read as simhash_replicate's (redis://[[USER]:
+ * PASSWORD@]HOST[:PORT]): a cluster's nodes announce TCP addresses and
+ * serve database 0 only, and every node is asked with the first seed's
+ * credentials (a cluster has one set of users), so seeds that name
+ * others are refused here rather than failing one by one at run time.
+ */
+
+static ngx_int_t
+ngx_http_simhash_cluster_seed(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_cluster_conf_t *ccf, ngx_http_simhash_redis_conf_t *rc,
+    ngx_str_t *url)
+{
+    ngx_http_simhash_redis_conf_t  *first;
+
+    if (url->len >= 5 && ngx_strncmp(url->data, "unix:", 5) == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": a Redis Cluster is "
+                           "reached over TCP, not \"%V\" (its nodes "
+                           "announce HOST:PORT)", &zone->name, url);
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_simhash_redis_url(cf, rc, url) != NGX_CONF_OK) {
+        return NGX_ERROR;
+    }
+
+    if (rc->db != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": a Redis Cluster has only "
+                           "database 0 (\"%V\")", &zone->name, &rc->url);
+        return NGX_ERROR;
+    }
+
+    first = ccf->seeds.elts;
+
+    if (first != rc
+        && (first->user.len != rc->user.len
+            || first->password.len != rc->password.len
+            || ngx_strncmp(first->user.data, rc->user.data, rc->user.len)
+               != 0
+            || ngx_strncmp(first->password.data, rc->password.data,
+                           rc->password.len)
+               != 0))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": the seeds of cluster= "
+                           "name different users or passwords (\"%V\" "
+                           "and \"%V\"): every node is asked as one user",
+                           &zone->name, &first->url, &rc->url);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* cluster_timeout= and cluster_prefix= belong to a cluster= */
+
+static char *
+ngx_http_simhash_cluster_conf_done(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone)
+{
+    ngx_http_simhash_cluster_conf_t  *ccf;
+
+    ccf = ngx_http_simhash_part_conf(zone, ngx_http_simhash_cluster_part);
+
+    if (ccf->seeds.nelts == 0 && (ccf->timeout_set || ccf->prefix_set)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": %s= without cluster=",
+                           &zone->name,
+                           ccf->timeout_set ? "cluster_timeout"
+                                            : "cluster_prefix");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
 }
 
 

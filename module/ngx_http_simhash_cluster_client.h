@@ -32,6 +32,8 @@ typedef struct {
     ngx_msec_t                       timeout;  /* a lookup's */
     ngx_str_t                        prefix;
     unsigned                         h_set:1;
+    unsigned                         timeout_set:1;
+    unsigned                         prefix_set:1;
     ngx_http_simhash_cluster_t      *client;   /* this worker's */
 } ngx_http_simhash_cluster_conf_t;
 

@@ -77,6 +77,15 @@ ngx_http_simhash_redis_url(ngx_conf_t *cf,
             goto invalid;
         }
 
+    } else if (url->len >= 9 && ngx_strncmp(url->data, "rediss://", 9) == 0) {
+        /* the connection (ngx_http_simhash_redis.c) speaks plain TCP */
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid Redis URL \"%V\": TLS (rediss://) is not "
+                           "supported; reach Redis over a private network "
+                           "or a tunnel (stunnel, WireGuard, spiped)",
+                           &shown);
+        return NGX_CONF_ERROR;
+
     } else {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid Redis URL \"%V\": redis://HOST[:PORT] "
