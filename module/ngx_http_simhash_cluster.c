@@ -35,13 +35,14 @@
 /* the statistics' labels of incomplete lookups: the causes but OK */
 ngx_str_t  ngx_http_simhash_cluster_cause_names[] = {
     ngx_string("starting"), ngx_string("unreachable"), ngx_string("timeout"),
-    ngx_string("unserved"), ngx_string("clusterdown"), ngx_string("error")
+    ngx_string("unserved"), ngx_string("clusterdown"), ngx_string("error"),
+    ngx_string("denied")
 };
 
 
 const char *ngx_http_simhash_cluster_causes[] = {
     "", "starting", "unreachable", "timeout", "unserved", "clusterdown",
-    "error"
+    "error", "denied"
 };
 
 
@@ -594,6 +595,47 @@ ngx_http_simhash_cluster_refresh_handler(ngx_event_t *ev)
     ngx_http_simhash_cluster_t  *cl = ev->data;
 
     ngx_http_simhash_cluster_refresh(cl);
+}
+
+
+/*
+ * Why a node (or, n NULL, the map) cannot be used: its server refused
+ * this client at its last connection (AUTH or PING refused: a wrong
+ * password, a user turned off, a user without PING) is "denied", which
+ * no failover mends, told apart from a node that is unreachable and a
+ * map not read yet.
+ */
+
+static ngx_uint_t
+ngx_http_simhash_cluster_node_denied(ngx_http_simhash_cluster_node_t *n)
+{
+    u_char  *e = n->rd.error;
+
+    return !ngx_http_simhash_redis_is_ready(&n->rd)
+           && (ngx_strncmp(e, "AUTH refused: ", 14) == 0
+               || ngx_strncmp(e, "PING refused: ", 14) == 0);
+}
+
+
+ngx_http_simhash_cluster_cause_e
+ngx_http_simhash_cluster_cause(ngx_http_simhash_cluster_t *cl,
+    ngx_http_simhash_cluster_node_t *n)
+{
+    ngx_uint_t  i;
+
+    if (n) {
+        return ngx_http_simhash_cluster_node_denied(n)
+               ? NGX_HTTP_SIMHASH_CLUSTER_DENIED
+               : NGX_HTTP_SIMHASH_CLUSTER_UNREACHABLE;
+    }
+
+    for (i = 0; i < cl->nnodes; i++) {
+        if (ngx_http_simhash_cluster_node_denied(cl->nodes[i])) {
+            return NGX_HTTP_SIMHASH_CLUSTER_DENIED;
+        }
+    }
+
+    return NGX_HTTP_SIMHASH_CLUSTER_STARTING;
 }
 
 

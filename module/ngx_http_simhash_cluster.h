@@ -20,7 +20,7 @@
  *   INCOMPLETE  a probe could not be answered: its cause says why (no
  *               connection to the master, the timeout, a slot no master
  *               serves, CLUSTERDOWN or another error, the layout not read
- *               yet); what was read is not an answer
+ *               yet, the user refused); what was read is not an answer
  */
 
 
@@ -50,6 +50,8 @@ typedef enum {
     NGX_HTTP_SIMHASH_CLUSTER_UNSERVED,      /* a slot of no master */
     NGX_HTTP_SIMHASH_CLUSTER_DOWN,          /* CLUSTERDOWN, TRYAGAIN */
     NGX_HTTP_SIMHASH_CLUSTER_ERROR,         /* another error reply */
+    NGX_HTTP_SIMHASH_CLUSTER_DENIED,        /* the credentials or the
+                                               user's rights refused */
     NGX_HTTP_SIMHASH_CLUSTER_CAUSES
 } ngx_http_simhash_cluster_cause_e;
 

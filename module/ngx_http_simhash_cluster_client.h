@@ -102,6 +102,11 @@ void ngx_http_simhash_cluster_refresh(ngx_http_simhash_cluster_t *cl);
 ngx_http_simhash_cluster_node_t *ngx_http_simhash_cluster_node(
     ngx_http_simhash_cluster_t *cl, u_char *addr, size_t len);
 
+/* Why n (NULL: the map) cannot be used: DENIED, else UNREACHABLE (NULL:
+ * STARTING). */
+ngx_http_simhash_cluster_cause_e ngx_http_simhash_cluster_cause(
+    ngx_http_simhash_cluster_t *cl, ngx_http_simhash_cluster_node_t *n);
+
 /* The node a MOVED or ASK error reply names, or NULL. */
 ngx_http_simhash_cluster_node_t *ngx_http_simhash_cluster_redirect(
     ngx_http_simhash_cluster_t *cl, redisReply *reply);

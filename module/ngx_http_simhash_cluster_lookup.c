@@ -176,7 +176,12 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
                   "simhash zone \"%V\": cluster GET %*s: %*s",
                   &cl->zone->name, pr->key_len, pr->key, reply->len,
                   reply->str);
-    ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_ERROR);
+
+    /* the user may not GET the key (ACL rules, a user turned off) */
+    ngx_http_simhash_cluster_fail(lk,
+        (reply->len >= 6 && ngx_strncmp(reply->str, "NOPERM", 6) == 0)
+        || (reply->len >= 6 && ngx_strncmp(reply->str, "NOAUTH", 6) == 0)
+        ? NGX_HTTP_SIMHASH_CLUSTER_DENIED : NGX_HTTP_SIMHASH_CLUSTER_ERROR);
 }
 
 
@@ -298,7 +303,7 @@ unreachable:
 
     ngx_http_simhash_cluster_refresh(cl);
     ngx_http_simhash_cluster_fail(pr->lk,
-                                  NGX_HTTP_SIMHASH_CLUSTER_UNREACHABLE);
+                                  ngx_http_simhash_cluster_cause(cl, n));
 }
 
 
@@ -452,7 +457,8 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
 
     if (!cl->have_map || !cl->have_layout) {
         ngx_http_simhash_cluster_refresh(cl);
-        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_STARTING);
+        ngx_http_simhash_cluster_fail(lk,
+                                      ngx_http_simhash_cluster_cause(cl, NULL));
 
     } else {
         for (i = 0; i < n && !lk->finished; i++) {

@@ -18,6 +18,15 @@ package RedisCluster;
 #   $c->wait_ok;                    # every live node: state ok, all slots
 #   $c->stop;
 #
+# ACL users (users => { NAME => [PASSWORD, RULES] }): the default user is
+# turned off, an administrator ("admin", every right) is what the harness,
+# redis-cli --cluster and the replicas' links to their masters
+# (masteruser/masterauth) use, and each user given is made on every node
+# as `user NAME on >PASSWORD RULES`:
+#
+#   RedisCluster->new(users => { simhash => ['pw', '~sh:* +get'] });
+#   $c->url_of('simhash');          # "redis://simhash:pw@127.0.0.1:PORT,..."
+#
 # RedisCluster::available() adds redis-cli to RedisTest's check.
 
 use strict;
@@ -44,10 +53,22 @@ sub new {
              . "cluster-announce-ip $self->{host}
 ";
     my $n = $self->{masters} * (1 + $self->{replicas});
+    my $acl = '';
+    if ($self->{users}) {
+        $self->{admin} = ['admin', 'admin-pass-' . $$];
+        $acl = "user default off\n"
+             . "user admin on >$self->{admin}[1] ~* &* +\@all\n"
+             . "masteruser admin\nmasterauth $self->{admin}[1]\n";
+        for my $u (sort keys %{ $self->{users} }) {
+            my ($pass, $rules) = @{ $self->{users}{$u} };
+            $acl .= "user $u on \">$pass\" $rules\n";
+        }
+    }
     for (1 .. $n) {
         my $bus = SimhashTest::free_port();
         push @{ $self->{nodes} }, RedisTest->new(
             appendonly => $self->{appendonly},
+            ($self->{admin} ? (auth => $self->{admin}) : ()),
             extra => "cluster-enabled yes\n"
                    . "cluster-port $bus\n"
                    . "cluster-config-file nodes.conf\n"
@@ -56,7 +77,8 @@ sub new {
                    # once, however long it was cut off (the tests kill
                    # masters on purpose)
                    . "cluster-replica-validity-factor 0\n"
-                   . $bind . ($self->{extra} // ''));
+                   . $bind . $acl
+                   . ($self->{extra} // ''));
     }
     return $self;
 }
@@ -69,11 +91,25 @@ sub urls {
                      grep { $_->{pid} } $self->nodes;
 }
 
+# The seeds' URLs as a user of users => gives them, credentials
+# percent-encoded.
+sub url_of {
+    my ($self, $user, $pass) = @_;
+    $pass //= $self->{users}{$user}[0];
+    my $enc = sub { (my $v = shift) =~ s/([^A-Za-z0-9_.~-])/sprintf '%%%02X', ord $1/ge; $v };
+    my $cred = $enc->($user) . ':' . $enc->($pass) . '@';
+    return join ',', map { "redis://${cred}127.0.0.1:" . $_->port }
+                     grep { $_->{pid} } $self->nodes;
+}
+
 sub start {
     my ($self) = @_;
     $_->start for $self->nodes;
     my @addrs = map { '127.0.0.1:' . $_->port } $self->nodes;
-    my $out = `redis-cli --cluster create @addrs --cluster-replicas $self->{replicas} --cluster-yes 2>&1`;
+    my $auth = $self->{admin}
+             ? "--user $self->{admin}[0] --pass $self->{admin}[1] --no-auth-warning"
+             : '';
+    my $out = `redis-cli $auth --cluster create @addrs --cluster-replicas $self->{replicas} --cluster-yes 2>&1`;
     croak "redis-cli --cluster create failed:\n$out" if $?;
     $self->wait_ok;
     return $self;

@@ -134,8 +134,11 @@ sub cmd {
         $s = $self->{sock} = IO::Socket::INET->new(
             PeerAddr => '127.0.0.1', PeerPort => $self->{port},
             Proto => 'tcp', Timeout => 5) or die "redis connect: $!";
-        if (defined $self->{password}) {
-            $self->_send($s, 'AUTH', $self->{password});
+        # auth => [USER, PASSWORD]: an ACL user (RedisCluster's users)
+        my @auth = $self->{auth} ? @{ $self->{auth} }
+                 : defined $self->{password} ? ($self->{password}) : ();
+        if (@auth) {
+            $self->_send($s, 'AUTH', @auth);
             my $r = $self->_read($s);
             die "redis AUTH: $r->{error}" if ref $r eq 'HASH';
         }

@@ -1,7 +1,7 @@
 /*
- * simhash cluster load  [options] --redis HOST:PORT (--random N | FILE)
+ * simhash cluster load  [options] --redis ADDR (--random N | FILE)
  * simhash cluster load  [options] --out PATH (--random N | FILE)
- * simhash cluster query [options] --redis HOST:PORT FP...
+ * simhash cluster query [options] --redis ADDR FP...
  * simhash cluster slot  KEY...
  *
  * The tier's shared index in a Redis Cluster (src/sh_cluster.h,
@@ -54,9 +54,9 @@ typedef struct {
 } sink_t;
 
 static const char synopsis[] =
-"usage: simhash cluster load [options] --redis HOST:PORT (--random N | FILE)\n"
+"usage: simhash cluster load [options] --redis ADDR (--random N | FILE)\n"
 "       simhash cluster load [options] --out PATH (--random N | FILE)\n"
-"       simhash cluster query [options] --redis HOST:PORT FP...\n"
+"       simhash cluster query [options] --redis ADDR FP...\n"
 "       simhash cluster slot KEY...\n"
 "\n"
 "The tier's shared index in a Redis Cluster.  load writes every bucket\n"
@@ -64,7 +64,9 @@ static const char synopsis[] =
 "redis-cli --pipe (with --redis: PATH is a directory, one file a master).\n"
 "FILE has one document a line: KEYHASH FP [DIGEST [SECOND [SKS SKL]]],\n"
 "hex but SECOND.  query prints, for each fingerprint, the documents\n"
-"within --h of it, or 'new'.  The MAC key comes from --seed.\n"
+"within --h of it, or 'new'.  The MAC key comes from --seed.  ADDR is\n"
+"HOST:PORT or redis://[[USER]:PASSWORD@]HOST:PORT (an ACL user; the\n"
+"password may come from REDISCLI_AUTH instead, as redis-cli takes it).\n"
 "\n";
 
 /* ---- the documents ---- */
@@ -177,18 +179,86 @@ fail:
 
 /* ---- where the commands go ---- */
 
+/* the credentials of --redis redis://[USER:]PASSWORD@HOST:PORT (or the
+ * password in REDISCLI_AUTH, as redis-cli takes it), used for every node:
+ * a cluster has one set of users */
+static char auth_user[128], auth_pass[256];
+
+/* %XX of a URL's credentials, in place; -1: a NUL or a bad escape */
+static int
+unescape(char *s)
+{
+    char *d = s;
+
+    for (; *s; s++) {
+        if (*s == '%') {
+            unsigned v;
+
+            if (sscanf(s + 1, "%2x", &v) != 1 || !s[1] || !s[2] || v == 0) {
+                return -1;
+            }
+            *d++ = (char) v;
+            s += 2;
+        } else {
+            *d++ = *s;
+        }
+    }
+    *d = '\0';
+    return 0;
+}
+
 static int
 parse_hostport(const char *s, char *host, size_t hlen, int *port)
 {
-    const char    *colon = strrchr(s, ':');
+    const char    *colon, *at;
     unsigned long  p;
-    char          *end;
+    char          *end, cred[400], *c;
 
+    if (strncmp(s, "rediss://", 9) == 0) {
+        cli_error("cluster: %s: TLS (rediss://) is not supported; reach "
+                  "the cluster over a private network or a tunnel", s);
+        return -2;
+    }
+    if (strncmp(s, "redis://", 8) == 0) {
+        s += 8;
+        at = strrchr(s, '@');
+        if (at != NULL) {
+            if ((size_t) (at - s) >= sizeof(cred)) {
+                return -1;
+            }
+            memcpy(cred, s, (size_t) (at - s));
+            cred[at - s] = '\0';
+            c = strchr(cred, ':');
+            if (c == NULL) {
+                cli_error("cluster: --redis: the credentials are "
+                          "USER:PASSWORD@, or :PASSWORD@ for a password "
+                          "alone");
+                return -2;
+            }
+            *c = '\0';
+            if (strlen(cred) >= sizeof(auth_user)
+                || strlen(c + 1) >= sizeof(auth_pass))
+            {
+                return -1;
+            }
+            strcpy(auth_user, cred);
+            strcpy(auth_pass, c + 1);
+            if (unescape(auth_user) != 0 || unescape(auth_pass) != 0) {
+                return -1;
+            }
+            s = at + 1;
+        }
+    }
+    if (auth_pass[0] == '\0' && getenv("REDISCLI_AUTH") != NULL) {
+        snprintf(auth_pass, sizeof(auth_pass), "%s", getenv("REDISCLI_AUTH"));
+    }
+
+    colon = strrchr(s, ':');
     if (colon == NULL || (size_t) (colon - s) >= hlen || colon == s) {
         return -1;
     }
     p = strtoul(colon + 1, &end, 10);
-    if (*end != '\0' || p == 0 || p > 65535) {
+    if ((*end != '\0' && strcmp(end, "/") != 0) || p == 0 || p > 65535) {
         return -1;
     }
     memcpy(host, s, (size_t) (colon - s));
@@ -202,6 +272,7 @@ connect_to(const char *host, int port)
 {
     struct timeval tv = { 5, 0 };
     redisContext  *c = redisConnectWithTimeout(host, port, tv);
+    redisReply    *r;
 
     if (c == NULL || c->err) {
         cli_error("cluster: %s:%d: %s", host, port,
@@ -212,6 +283,21 @@ connect_to(const char *host, int port)
         return NULL;
     }
     redisSetTimeout(c, tv);
+
+    if (auth_pass[0] != '\0') {
+        r = auth_user[0] ? redisCommand(c, "AUTH %s %s", auth_user, auth_pass)
+                         : redisCommand(c, "AUTH %s", auth_pass);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            cli_error("cluster: %s:%d: AUTH refused: %s", host, port,
+                      r ? r->str : c->errstr);
+            if (r) {
+                freeReplyObject(r);
+            }
+            redisFree(c);
+            return NULL;
+        }
+        freeReplyObject(r);
+    }
     return c;
 }
 
@@ -226,8 +312,14 @@ slot_map(sink_t *s, const char *addr)
     size_t        i, j;
 
     memset(s->owner, 255, sizeof(s->owner));
-    if (parse_hostport(addr, host, sizeof(host), &port) != 0) {
-        cli_error("cluster: --redis %s is not HOST:PORT", addr);
+    switch (parse_hostport(addr, host, sizeof(host), &port)) {
+    case 0:
+        break;
+    case -1:
+        cli_error("cluster: --redis %s is not HOST:PORT or "
+                  "redis://[[USER]:PASSWORD@]HOST:PORT", addr);
+        /* fall through */
+    default:
         return -1;
     }
     c = connect_to(host, port);
@@ -651,7 +743,7 @@ cluster_load(int argc, char **argv)
         CLI_OPT_FLAG("--append", &append,
                      "a chunk a document, by APPEND, as nodes add them\n"
                      "one by one (to measure what that costs Redis)"),
-        CLI_OPT_STRING("--redis", "HOST:PORT", &redis,
+        CLI_OPT_STRING("--redis", "ADDR", &redis,
                        "a node of the cluster (its slot map is read)"),
         CLI_OPT_STRING("--out", "PATH", &out,
                        "write files for redis-cli --pipe instead"),
@@ -862,7 +954,7 @@ cluster_query(int argc, char **argv)
     unsigned            fpb, recb;
     int                 a, rc = 0;
     cli_opt_t           opts[] = {
-        CLI_OPT_STRING("--redis", "HOST:PORT", &redis,
+        CLI_OPT_STRING("--redis", "ADDR", &redis,
                        "a node of the cluster"),
         CLI_OPT_STRING("--prefix", "P", &prefix, "the keys' prefix"),
         CLI_OPT_UINT("--h", "H", &h, 0, 7, "the radius"),
