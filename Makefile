@@ -255,13 +255,14 @@ source-build: deps
 # The console (simhash_stats ?format=html) in headless Chromium driven by
 # Selenium, and the Prometheus output through promtool: the console's
 # tests with the browser required (t/console.t fails instead of skipping
-# it), "why?", the sites, the rules' outcomes, the lag per node.
+# it), "why?", the sites, the rules' outcomes, the lag per node, a zone's
+# Redis Cluster.
 console-test: deps
 	@tools/deps.sh console
 	@$(MAKE) --no-print-directory all
 	SH_MODULE=$(abspath $(MODULE)) SH_CLI=$(abspath $(CLI)) \
 	    SH_CONSOLE_BROWSER=1 prove t/console.t t/sites.t t/explain.t \
-	    t/rule-outcomes.t t/replication-nodes.t
+	    t/rule-outcomes.t t/replication-nodes.t t/cluster-console.t
 
 # From source into Debian's nginx, laid out as the package does it; the
 # resolver file the examples include is written when missing.

@@ -157,6 +157,18 @@ void ngx_http_simhash_cluster_add(ngx_http_simhash_cluster_t *cl,
 ngx_http_simhash_cluster_t *ngx_http_simhash_cluster_of(
     ngx_http_simhash_zone_t *zone);
 
+/*
+ * The slot map as this worker holds it, for the statistics
+ * (ngx_http_simhash_cluster_stats.c): JSON "cluster_nodes", and one
+ * Prometheus family (0: the slots, 1: connected) a call, *head set until
+ * its HELP and TYPE are written.
+ */
+size_t ngx_http_simhash_cluster_nodes_size(ngx_http_simhash_zone_t *zone);
+u_char *ngx_http_simhash_cluster_nodes_json(u_char *p,
+    ngx_http_simhash_zone_t *zone);
+u_char *ngx_http_simhash_cluster_nodes_prom(u_char *p,
+    ngx_http_simhash_zone_t *zone, ngx_uint_t family, ngx_uint_t *head);
+
 /* simhash_cluster_query: a lookup by hand, answered as JSON */
 char *ngx_http_simhash_cluster_query_directive(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);

@@ -1058,6 +1058,7 @@ ngx_http_simhash_stats_size(ngx_http_simhash_snap_t *s, ngx_uint_t n,
         size += ngx_http_simhash_sites_size(s[i].sites, &s[i].zone->name,
                                             prom)
                 + ngx_http_simhash_nodes_size(s[i].zone)
+                + ngx_http_simhash_cluster_nodes_size(s[i].zone)
                 + ngx_http_simhash_uses_size(s[i].zone);
 
         /* the rules: in Prometheus each of their gauges names the zone */
@@ -1213,6 +1214,7 @@ ngx_http_simhash_stats_json(u_char *p, ngx_http_simhash_snap_t *s,
 
         p = ngx_http_simhash_sites_json(p, s[i].sites);
         p = ngx_http_simhash_nodes_json(p, s[i].zone);
+        p = ngx_http_simhash_cluster_nodes_json(p, s[i].zone);
         p = ngx_http_simhash_uses_json(p, s[i].zone);
 
         *p++ = '}';
@@ -1322,7 +1324,7 @@ static u_char *
 ngx_http_simhash_stats_sites_prom(u_char *p, ngx_http_simhash_snap_t *s,
     ngx_uint_t n)
 {
-    ngx_uint_t                      i, repl;
+    ngx_uint_t                      i, j, repl;
     ngx_http_simhash_sites_snap_t  *first, *last;
 
     /* the lag per node of the replicated zones */
@@ -1332,6 +1334,14 @@ ngx_http_simhash_stats_sites_prom(u_char *p, ngx_http_simhash_snap_t *s,
     for (i = 0; i < n; i++) {
         if (s[i].zone->replicate) {
             p = ngx_http_simhash_nodes_prom(p, s[i].zone, repl++ == 0);
+        }
+    }
+
+    /* the slot map of the zones with cluster=, a family at a time */
+
+    for (j = 0; j < 2; j++) {
+        for (i = 0, repl = 1; i < n; i++) {
+            p = ngx_http_simhash_cluster_nodes_prom(p, s[i].zone, j, &repl);
         }
     }
 

@@ -129,6 +129,30 @@ def expected(j):
             o[p + "node"] = urllib.request.unquote(n["node"])
             o[p + "lag_ms"] = "%d ms" % n["lag_ms"]
             o[p + "entries"] = str(n["entries"])
+        if "cluster" in z:
+            # the zone's Redis Cluster: every worker's counts
+            cl, p = z["cluster"], name + "/cluster/"
+            for k in ("lookups", "found", "new", "moved", "asked",
+                      "refreshes", "writes", "write_errors"):
+                o[p + k] = str(cl[k])
+            o[p + "incomplete"] = str(sum(cl["incomplete"].values()))
+            for c, v in cl["incomplete"].items():
+                o[p + "incomplete/" + c] = str(v)
+            ms = cl["lookup_ms"]
+            for b, v in ms.items():
+                if b not in ("sum", "count"):
+                    o[p + "lookup_ms/" + b] = str(v)
+            o[p + "mean_ms"] = "%.1f ms" % (ms["sum"] / ms["count"]
+                                            if ms["count"] else 0)
+        for i, n in enumerate(z.get("cluster_nodes", [])):
+            # the slot map of the worker that answered (the tests that
+            # compare it run one worker)
+            q = "%s/cluster_nodes/%d/" % (name, i)
+            o[q + "node"] = urllib.request.unquote(n["node"])
+            o[q + "slots"] = str(n["slots"])
+            o[q + "ranges"] = n["ranges"] or "-"
+            o[q + "connected"] = "yes" if n["connected"] else "no"
+            # (not "reconnects": a node down is tried again meanwhile)
         if "snapshot" in z:
             for k in ("saves", "errors", "restored", "refused"):
                 o["%s/snapshot/%s" % (name, k)] = str(z["snapshot"][k])
@@ -295,6 +319,20 @@ try:
               "why? predicted: the fetched form keys=path would name", t)
         why(NEW, "stored", "new", "passed")
     for name, z in j["zones"].items():
+        if "cluster_nodes" in z:
+            check(js("return document.querySelectorAll("
+                     "'[data-zone=\"" + name + "\"] table.cluster-nodes tr')"
+                     ".length;") == len(z["cluster_nodes"]) + 1,
+                  "%s: a row for each node of the cluster" % name)
+            heads = js("""var o = [];
+                document.querySelectorAll('[data-zone="' + arguments[0] +
+                    '"] table.cluster th, [data-zone="' + arguments[0] +
+                    '"] table.cluster-nodes th').forEach(function (e) {
+                    if (!e.getAttribute('title')) { o.push(e.textContent); }
+                });
+                return o;""", name)
+            check(not heads, "%s: every cluster heading has a tooltip" % name,
+                  heads)
         if "replication" in z:
             check(js("return document.querySelectorAll("
                      "'[data-zone=\"" + name + "\"] table.nodes tr')"
