@@ -27,12 +27,21 @@ package RedisCluster;
 #   RedisCluster->new(users => { simhash => ['pw', '~sh:* +get'] });
 #   $c->url_of('simhash');          # "redis://simhash:pw@127.0.0.1:PORT,..."
 #
+# TLS only (tls => 1): a CA made by openssl in a directory of its own
+# ($c->tls_dir: ca.crt, node.crt/.key for every node and client.crt/.key
+# for clients, both signed by it, for 127.0.0.1; otherca.crt, a CA that
+# signed neither), every node on its tls-port alone (port 0), the cluster
+# bus and the replication over TLS too (tls-cluster, tls-replication),
+# joined by redis-cli --tls; the harness's own commands go over TLS.
+#   $c->tls_args;                   # redis-cli's --tls --cacert ... options
+#
 # RedisCluster::available() adds redis-cli to RedisTest's check.
 
 use strict;
 use warnings;
 
 use Carp qw(croak);
+use File::Temp ();
 use RedisTest ();
 use SimhashTest ();
 
@@ -64,9 +73,11 @@ sub new {
             $acl .= "user $u on \">$pass\" $rules\n";
         }
     }
+    my $tls = $self->{tls} ? $self->_tls_conf : '';
     for (1 .. $n) {
         my $bus = SimhashTest::free_port();
         push @{ $self->{nodes} }, RedisTest->new(
+            ($self->{tls} ? (tls => $self->{tls_files}) : ()),
             appendonly => $self->{appendonly},
             ($self->{admin} ? (auth => $self->{admin}) : ()),
             extra => "cluster-enabled yes\n"
@@ -77,8 +88,12 @@ sub new {
                    # once, however long it was cut off (the tests kill
                    # masters on purpose)
                    . "cluster-replica-validity-factor 0\n"
-                   . $bind . $acl
+                   . $bind . $acl . $tls
                    . ($self->{extra} // ''));
+        # TLS only: the port RedisTest chose is the TLS one
+        $self->{nodes}[-1]{extra} .= "port 0\ntls-port "
+                                     . $self->{nodes}[-1]->port . "\n"
+            if $self->{tls};
     }
     return $self;
 }
@@ -87,8 +102,51 @@ sub nodes { @{ $_[0]{nodes} } }
 sub addr { '127.0.0.1:' . $_[0]{nodes}[0]->port }
 sub urls {
     my ($self) = @_;
-    return join ',', map { "redis://$self->{host}:" . $_->port }
+    my $scheme = $self->{tls} ? 'rediss' : 'redis';
+    return join ',', map { "$scheme://$self->{host}:" . $_->port }
                      grep { $_->{pid} } $self->nodes;
+}
+
+sub tls_dir { $_[0]{tls_dir} }
+
+sub tls_args {
+    my ($self) = @_;
+    my $f = $self->{tls_files};
+    return "--tls --cacert $f->{ca} --cert $f->{cert} --key $f->{key}";
+}
+
+# The CA and certificates, and the configuration lines of a TLS node
+# (its tls-port is added by the node: the port RedisTest chose).
+sub _tls_conf {
+    my ($self) = @_;
+    my $d = $self->{tls_dir} = File::Temp::tempdir(
+        'simhash-redis-tls-XXXXXX', TMPDIR => 1, CLEANUP => !$ENV{SH_KEEP});
+    my $ossl = sub {
+        system("openssl @_ >/dev/null 2>&1") == 0 or croak "openssl @_";
+    };
+    open(my $fh, '>', "$d/ext") or croak "$d/ext: $!";
+    print $fh "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+            . "basicConstraints=CA:FALSE\n";
+    close $fh;
+    for my $ca ('ca', 'otherca') {
+        $ossl->("req -x509 -newkey rsa:2048 -nodes -keyout $d/$ca.key"
+                . " -out $d/$ca.crt -days 2 -subj '/CN=simhash test $ca'");
+    }
+    for my $name ('node', 'client') {
+        $ossl->("req -newkey rsa:2048 -nodes -keyout $d/$name.key"
+                . " -out $d/$name.csr -subj /CN=127.0.0.1");
+        $ossl->("x509 -req -in $d/$name.csr -CA $d/ca.crt -CAkey $d/ca.key"
+                . " -CAcreateserial -out $d/$name.crt -days 2"
+                . " -extfile $d/ext");
+    }
+    # nginx's workers may run as nobody
+    chmod 0755, $d;
+    chmod 0644, glob("$d/*");
+    $self->{tls_files} = { ca => "$d/ca.crt", cert => "$d/client.crt",
+                           key => "$d/client.key" };
+    return "tls-cert-file $d/node.crt\ntls-key-file $d/node.key\n"
+         . "tls-ca-cert-file $d/ca.crt\ntls-cluster yes\n"
+         . "tls-replication yes\n";
 }
 
 # The seeds' URLs as a user of users => gives them, credentials
@@ -98,7 +156,8 @@ sub url_of {
     $pass //= $self->{users}{$user}[0];
     my $enc = sub { (my $v = shift) =~ s/([^A-Za-z0-9_.~-])/sprintf '%%%02X', ord $1/ge; $v };
     my $cred = $enc->($user) . ':' . $enc->($pass) . '@';
-    return join ',', map { "redis://${cred}127.0.0.1:" . $_->port }
+    my $scheme = $self->{tls} ? 'rediss' : 'redis';
+    return join ',', map { "$scheme://${cred}127.0.0.1:" . $_->port }
                      grep { $_->{pid} } $self->nodes;
 }
 
@@ -109,6 +168,7 @@ sub start {
     my $auth = $self->{admin}
              ? "--user $self->{admin}[0] --pass $self->{admin}[1] --no-auth-warning"
              : '';
+    $auth .= ' ' . $self->tls_args if $self->{tls};
     my $out = `redis-cli $auth --cluster create @addrs --cluster-replicas $self->{replicas} --cluster-yes 2>&1`;
     croak "redis-cli --cluster create failed:\n$out" if $?;
     $self->wait_ok;

@@ -131,9 +131,22 @@ sub cmd {
     my ($self, @args) = @_;
     my $s = $self->{sock};
     if (!$s || !$s->connected) {
-        $s = $self->{sock} = IO::Socket::INET->new(
-            PeerAddr => '127.0.0.1', PeerPort => $self->{port},
-            Proto => 'tcp', Timeout => 5) or die "redis connect: $!";
+        # tls => { ca, cert, key }: a server that speaks TLS only
+        # (RedisCluster's tls), its certificate verified
+        $s = $self->{sock} = $self->{tls}
+            ? do {
+                require IO::Socket::SSL;
+                IO::Socket::SSL->new(
+                    PeerAddr => '127.0.0.1', PeerPort => $self->{port},
+                    Timeout => 5, SSL_ca_file => $self->{tls}{ca},
+                    SSL_cert_file => $self->{tls}{cert},
+                    SSL_key_file => $self->{tls}{key})
+                  or die "redis connect (TLS): $!, "
+                         . IO::Socket::SSL::errstr();
+              }
+            : IO::Socket::INET->new(
+                PeerAddr => '127.0.0.1', PeerPort => $self->{port},
+                Proto => 'tcp', Timeout => 5) or die "redis connect: $!";
         # auth => [USER, PASSWORD]: an ACL user (RedisCluster's users)
         my @auth = $self->{auth} ? @{ $self->{auth} }
                  : defined $self->{password} ? ($self->{password}) : ();
