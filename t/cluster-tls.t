@@ -21,6 +21,8 @@ use RedisCluster;
 
 plan(skip_all => 'redis-server or redis-cli not installed (tools/deps.sh)')
     unless RedisCluster::available();
+plan(skip_all => 'no IO::Socket::SSL (tools/deps.sh installs it)')
+    unless eval { require IO::Socket::SSL; 1 };
 plan(skip_all => 'no openssl') unless system('openssl version >/dev/null 2>&1') == 0;
 plan(skip_all => 'this redis-server has no TLS')
     unless `redis-server --help 2>&1; redis-cli --help 2>&1` =~ /--tls/;

@@ -27,11 +27,14 @@ set -eu
 # which a minimal Debian lacks: the package depends on it too);
 # libjansson-dev: `simhash explain` reads the node's JSON answer;
 # iproute2 and nftables: t/cluster-partition.t cuts a node from a Redis
-# master with a network namespace and a rule that drops packets (as root).
+# master with a network namespace and a rule that drops packets (as root);
+# libio-socket-ssl-perl: the test harness's commands to a Redis Cluster
+# that speaks TLS only (t/cluster-tls.t).
 BUILD_PKGS="gcc make pkg-config perl nginx nginx-dev libxml2-dev libpcre2-dev
 libstemmer-dev libutf8proc-dev libxxhash-dev zlib1g-dev libcmocka-dev
 libssl-dev libpsl-dev publicsuffix ca-certificates libjansson-dev
-valgrind gdb wget libhiredis-dev redis-server iproute2 nftables"
+valgrind gdb wget libhiredis-dev redis-server iproute2 nftables
+libio-socket-ssl-perl"
 # manpages-dev, mandoc and man2html-base: the short-page corpus of `make eval`
 # (the Linux manual pages rendered to HTML by two independent renderers);
 # sphinx-doc, python-django-doc, python-scipy-doc, mkdocs-doc: sites whose
