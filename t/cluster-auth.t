@@ -144,6 +144,11 @@ unlike($A->error_log, qr/NOPERM|WRONGPASS|NOAUTH/, 'no refusal logged');
 
 # a wrong password
 my $B = node($c->url_of('simhash', 'wrong password'));
+# (until its first connection is refused, a lookup is "starting")
+SimhashTest::wait_until('B to be refused', sub {
+    (cq($B, $known[0][1])->{cause} // '') eq 'denied'
+});
+my $denied0 = $B->stats->{zones}{crawl}{cluster}{incomplete}{denied};
 my %st;
 my $cause = '';
 for my $i (1 .. 10) {
@@ -162,7 +167,8 @@ is($r->{content}, $B->fixture('bicycle.html'), '... passed whole');
 my $bz = $B->stats->{zones}{crawl};
 is($bz->{skipped}{index_incomplete}, 1, '... counted as index_incomplete');
 my $bs = $bz->{cluster};
-cmp_ok($bs->{incomplete}{denied}, '>=', 11, 'counted, by cause: '
+cmp_ok($bs->{incomplete}{denied} - $denied0, '>=', 11,
+       'counted, by cause: '
            . join(', ', map { "$_ $bs->{incomplete}{$_}" }
                         sort keys %{ $bs->{incomplete} }));
 is($bs->{new}, 0, 'no lookup new');
@@ -170,8 +176,8 @@ my $log = $B->error_log;
 like($log, qr/\[error\].*AUTH refused: WRONGPASS/,
      'the log says AUTH was refused');
 my $said = () = $log =~ /AUTH refused/g;
-cmp_ok($said, '<=', 2 * 2 * 2, 'once a connection and worker, not at '
-       . "every retry ($said)");
+cmp_ok($said, '<=', scalar @nodes, 'once a seed\'s connection, not at '
+       . "every retry ($said lines, the connections retried meanwhile)");
 unlike($log, qr/wrong password|wrong%20password/, 'no password in the log');
 $B->stop;
 
