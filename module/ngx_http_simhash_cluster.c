@@ -55,6 +55,11 @@ static ngx_int_t ngx_http_simhash_cluster_seed(ngx_conf_t *cf,
     ngx_http_simhash_redis_conf_t *rc, ngx_str_t *url);
 static char *ngx_http_simhash_cluster_conf_done(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone);
+static ngx_int_t ngx_http_simhash_cluster_tls_param(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone, ngx_http_simhash_cluster_conf_t *ccf,
+    ngx_str_t *value);
+static char *ngx_http_simhash_cluster_tls_conf(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone, ngx_http_simhash_cluster_conf_t *ccf);
 static ngx_int_t ngx_http_simhash_cluster_init_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_cluster_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_simhash_cluster_read_layout(
@@ -164,6 +169,7 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 
             ngx_memzero(rc, sizeof(ngx_http_simhash_redis_conf_t));
             rc->timeout = 1000;
+            rc->tls_ok = 1;
 
             if (ngx_http_simhash_cluster_seed(cf, zone, ccf, rc, &url)
                 != NGX_OK)
@@ -193,6 +199,12 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
         ccf->timeout = ms;
         ccf->timeout_set = 1;
         return NGX_OK;
+    }
+
+    if (value->len > 12
+        && ngx_strncmp(value->data, "cluster_tls_", 12) == 0)
+    {
+        return ngx_http_simhash_cluster_tls_param(cf, zone, ccf, value);
     }
 
     if (value->len >= 15
@@ -261,6 +273,15 @@ ngx_http_simhash_cluster_seed(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
 
     first = ccf->seeds.elts;
 
+    if (first != rc && first->tls != rc->tls) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": the seeds of cluster= mix "
+                           "redis:// and rediss:// (\"%V\" and \"%V\"): a "
+                           "cluster speaks TLS on every node or on none",
+                           &zone->name, &first->url, &rc->url);
+        return NGX_ERROR;
+    }
+
     if (first != rc
         && (first->user.len != rc->user.len
             || first->password.len != rc->password.len
@@ -301,7 +322,174 @@ ngx_http_simhash_cluster_conf_done(ngx_conf_t *cf,
         return NGX_CONF_ERROR;
     }
 
+    return ngx_http_simhash_cluster_tls_conf(cf, zone, ccf);
+}
+
+
+/* cluster_tls_ca=PATH, cluster_tls_cert=PATH, cluster_tls_key=PATH,
+ * cluster_tls_name=NAME */
+
+static ngx_int_t
+ngx_http_simhash_cluster_tls_param(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone, ngx_http_simhash_cluster_conf_t *ccf,
+    ngx_str_t *value)
+{
+    ngx_str_t   *to, v;
+    u_char      *eq;
+
+    eq = ngx_strlchr(value->data, value->data + value->len, '=');
+    if (eq == NULL) {
+        return NGX_DECLINED;
+    }
+
+    v.data = eq + 1;
+    v.len = value->data + value->len - v.data;
+
+#define ngx_http_simhash_is(s)                                               \
+    ((size_t) (eq - value->data) == sizeof(s) - 1                            \
+     && ngx_strncmp(value->data, s, sizeof(s) - 1) == 0)
+
+    if (ngx_http_simhash_is("cluster_tls_ca")) {
+        to = &ccf->tls_ca;
+
+    } else if (ngx_http_simhash_is("cluster_tls_cert")) {
+        to = &ccf->tls_cert;
+
+    } else if (ngx_http_simhash_is("cluster_tls_key")) {
+        to = &ccf->tls_key;
+
+    } else if (ngx_http_simhash_is("cluster_tls_name")) {
+        to = &ccf->tls_name;
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+#undef ngx_http_simhash_is
+
+    if (v.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": \"%V\" names nothing",
+                           &zone->name, value);
+        return NGX_ERROR;
+    }
+
+    /* NUL-terminated: OpenSSL's and X509_check_host's */
+    to->len = v.len;
+    to->data = ngx_pnalloc(cf->pool, v.len + 1);
+    if (to->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_cpystrn(to->data, v.data, v.len + 1);
+
+    return NGX_OK;
+}
+
+
+/*
+ * rediss:// seeds: one TLS context for the zone's nodes (nginx's, as
+ * proxy_ssl makes it), the servers' certificates verified against
+ * cluster_tls_ca=, this client's own (cluster_tls_cert=, cluster_tls_key=)
+ * shown to servers that ask for one (Redis does, by default:
+ * tls-auth-clients yes).
+ */
+
+static char *
+ngx_http_simhash_cluster_tls_conf(ngx_conf_t *cf,
+    ngx_http_simhash_zone_t *zone, ngx_http_simhash_cluster_conf_t *ccf)
+{
+    ngx_uint_t                      i, tls;
+    ngx_http_simhash_redis_conf_t  *seed;
+#if (NGX_SSL)
+    ngx_ssl_t                      *ssl;
+    ngx_pool_cleanup_t             *cln;
+#endif
+
+    seed = ccf->seeds.elts;
+    tls = ccf->seeds.nelts && seed[0].tls;
+
+    if (!tls) {
+        if (ccf->tls_ca.len || ccf->tls_cert.len || ccf->tls_key.len
+            || ccf->tls_name.len)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "simhash zone \"%V\": cluster_tls_*= without "
+                               "rediss:// seeds in cluster=", &zone->name);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ccf->tls_ca.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": rediss:// needs "
+                           "cluster_tls_ca=PATH, the CA that signed the "
+                           "nodes' certificates", &zone->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if ((ccf->tls_cert.len == 0) != (ccf->tls_key.len == 0)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "simhash zone \"%V\": cluster_tls_cert= and "
+                           "cluster_tls_key= go together", &zone->name);
+        return NGX_CONF_ERROR;
+    }
+
+#if (NGX_SSL)
+
+    ssl = ngx_pcalloc(cf->pool, sizeof(ngx_ssl_t));
+    if (ssl == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ssl->log = cf->log;
+
+    if (ngx_ssl_create(ssl, NGX_SSL_TLSv1_2|NGX_SSL_TLSv1_3, NULL)
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        ngx_ssl_cleanup_ctx(ssl);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_ssl_cleanup_ctx;
+    cln->data = ssl;
+
+    if (ccf->tls_cert.len
+        && ngx_ssl_certificate(cf, ssl, &ccf->tls_cert, &ccf->tls_key, NULL)
+           != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_ssl_trusted_certificate(cf, ssl, &ccf->tls_ca, 4) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; i < ccf->seeds.nelts; i++) {
+        seed[i].ssl = ssl;
+
+        if (ccf->tls_name.len) {
+            seed[i].tls_name = ccf->tls_name;
+        }
+    }
+
     return NGX_CONF_OK;
+
+#else
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "simhash zone \"%V\": rediss:// needs an nginx built "
+                       "with SSL", &zone->name);
+    return NGX_CONF_ERROR;
+
+#endif
 }
 
 
@@ -372,6 +560,28 @@ ngx_http_simhash_cluster_node(ngx_http_simhash_cluster_t *cl, u_char *addr,
     n->conf.url.len = len;
     ngx_memcpy(n->addr, addr, len);
     n->addr_len = len;
+
+    if (n->conf.tls && cl->conf->tls_name.len == 0) {
+        /* its certificate must name it as the map does: HOST of
+         * HOST:PORT (an IPv6 address without its brackets) */
+        u_char  *colon = addr + len;
+
+        while (colon > addr && colon[-1] != ':') {
+            colon--;
+        }
+
+        if (colon > addr + 1 && addr[0] == '[' && colon[-2] == ']') {
+            ngx_memcpy(n->host, addr + 1, colon - addr - 3);
+            n->host[colon - addr - 3] = '\0';
+
+        } else {
+            ngx_memcpy(n->host, addr, colon > addr ? colon - addr - 1 : 0);
+            n->host[colon > addr ? colon - addr - 1 : 0] = '\0';
+        }
+
+        n->conf.tls_name.data = n->host;
+        n->conf.tls_name.len = ngx_strlen(n->host);
+    }
     n->cl = cl;
 
     n->rd.conf = &n->conf;

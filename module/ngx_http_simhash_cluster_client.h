@@ -34,6 +34,10 @@ typedef struct {
     unsigned                         h_set:1;
     unsigned                         timeout_set:1;
     unsigned                         prefix_set:1;
+    ngx_str_t                        tls_ca;    /* cluster_tls_*= */
+    ngx_str_t                        tls_cert;
+    ngx_str_t                        tls_key;
+    ngx_str_t                        tls_name;
     ngx_http_simhash_cluster_t      *client;   /* this worker's */
 } ngx_http_simhash_cluster_conf_t;
 
@@ -43,6 +47,8 @@ typedef struct {
     ngx_http_simhash_redis_t         rd;
     u_char                           addr[NGX_SOCKADDR_STRLEN];
     size_t                           addr_len;
+    u_char                           host[NGX_SOCKADDR_STRLEN];  /* TLS:
+                                                  the name to check */
     ngx_atomic_t                     reconnects;
     ngx_http_simhash_cluster_t      *cl;
 } ngx_http_simhash_cluster_node_t;

@@ -318,6 +318,24 @@ ngx_http_simhash_redis_read_handler(ngx_event_t *ev)
             return;
         }
 
+#if (NGX_SSL)
+        if (c->ssl) {
+            /* nginx's TLS layer: NGX_AGAIN, NGX_ERROR (logged), 0, n */
+            n = c->recv(c, buf, sizeof(buf));
+
+            if (n == NGX_AGAIN) {
+                break;
+            }
+
+            if (n == NGX_ERROR) {
+                ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
+                                             "connection lost: TLS");
+                ngx_http_simhash_redis_drop(rd);
+                return;
+            }
+
+        } else
+#endif
         n = recv(c->fd, buf, sizeof(buf), 0);
 
         if (n == 0) {
@@ -496,6 +514,27 @@ ngx_http_simhash_redis_send(ngx_http_simhash_redis_t *rd)
     }
 
     while (rd->out_pos < rd->out_len) {
+
+#if (NGX_SSL)
+        if (c->ssl) {
+            n = c->send(c, rd->out + rd->out_pos, rd->out_len - rd->out_pos);
+
+            if (n == NGX_AGAIN) {
+                break;
+            }
+
+            if (n == NGX_ERROR) {
+                ngx_http_simhash_redis_error(rd, NGX_LOG_ERR,
+                                             "connection lost: TLS");
+                ngx_http_simhash_redis_drop(rd);
+                return;
+            }
+
+            rd->out_pos += n;
+            continue;
+        }
+#endif
+
         n = send(c->fd, rd->out + rd->out_pos, rd->out_len - rd->out_pos, 0);
 
         if (n == -1) {
@@ -591,6 +630,19 @@ ngx_http_simhash_redis_connected(ngx_http_simhash_redis_t *rd)
         ngx_http_simhash_redis_drop(rd);
         return;
     }
+
+#if (NGX_SSL)
+    /* rediss://: TLS first, checked, before anything is sent; the
+     * connect timer bounds the handshake too */
+    if (conf->ssl && rd->c->ssl == NULL) {
+        if (ngx_http_simhash_redis_tls_start(rd,
+                                             ngx_http_simhash_redis_connected)
+            != NGX_OK)
+        {
+            return;
+        }
+    }
+#endif
 
     if (rd->timer.timer_set) {
         ngx_del_timer(&rd->timer);
@@ -910,8 +962,17 @@ ngx_http_simhash_redis_end(ngx_http_simhash_redis_t *rd)
     rd->dropped = 0;
 
     if (rd->c) {
+        ngx_pool_t  *pool = rd->c->pool;
+
+#if (NGX_SSL)
+        ngx_http_simhash_redis_tls_close(rd->c);
+#endif
         ngx_close_connection(rd->c);
         rd->c = NULL;
+
+        if (pool) {
+            ngx_destroy_pool(pool);     /* the TLS state's */
+        }
     }
 
     ngx_http_simhash_redis_reader_free(&rd->rr);

@@ -48,6 +48,13 @@ typedef struct {
     ngx_str_t                    password;  /* "": no AUTH */
     ngx_uint_t                   db;
     ngx_msec_t                   timeout;   /* connect, and every reply */
+    unsigned                     tls:1;     /* rediss:// */
+    unsigned                     tls_ok:1;  /* the caller takes rediss:// */
+#if (NGX_SSL)
+    ngx_ssl_t                   *ssl;       /* NULL: plain TCP */
+#endif
+    ngx_str_t                    tls_name;  /* the certificate must name,
+                                               NUL-terminated */
 } ngx_http_simhash_redis_conf_t;
 
 
@@ -111,6 +118,11 @@ struct ngx_http_simhash_redis_s {
     u_char                          error[128];    /* the last logged */
     ngx_uint_t                      error_cmd;     /* it was a command's:
                                                       over at its success */
+#if (NGX_SSL)
+    ngx_http_simhash_redis_pt       tls_done;      /* the handshake's end */
+    ngx_event_handler_pt            tls_read;      /* the handlers it */
+    ngx_event_handler_pt            tls_write;     /* borrowed */
+#endif
 };
 
 
@@ -140,6 +152,18 @@ ngx_int_t ngx_http_simhash_redis_command(ngx_http_simhash_redis_t *rd,
     const char **argv, const size_t *argvlen);
 
 ngx_uint_t ngx_http_simhash_redis_is_ready(ngx_http_simhash_redis_t *rd);
+
+#if (NGX_SSL)
+/*
+ * TLS (ngx_http_simhash_redis_tls.c): the handshake on a connected socket
+ * and the check of the server's certificate; NGX_OK: done; NGX_AGAIN:
+ * done(rd) follows; NGX_ERROR: the connection was dropped.  Before a TLS
+ * connection's socket is closed: tls_close.
+ */
+ngx_int_t ngx_http_simhash_redis_tls_start(ngx_http_simhash_redis_t *rd,
+    ngx_http_simhash_redis_pt done);
+void ngx_http_simhash_redis_tls_close(ngx_connection_t *c);
+#endif
 
 
 #endif /* _NGX_HTTP_SIMHASH_REDIS_H_INCLUDED_ */

@@ -49,7 +49,21 @@ ngx_http_simhash_redis_url(ngx_conf_t *cf,
         return NGX_CONF_ERROR;
     }
 
-    if (url->len > 8 && ngx_strncmp(url->data, "redis://", 8) == 0) {
+    if (redis->tls_ok && url->len > 9
+        && ngx_strncmp(url->data, "rediss://", 9) == 0)
+    {
+        /* TLS: the caller (cluster=) gives its CA and certificate */
+        redis->tls = 1;
+        p = url->data + 9;
+        end = ngx_strlchr(p, last, '/');
+        if (end == NULL) {
+            end = last;
+
+        } else {
+            db = end + 1;
+        }
+
+    } else if (url->len > 8 && ngx_strncmp(url->data, "redis://", 8) == 0) {
         p = url->data + 8;
         end = ngx_strlchr(p, last, '/');
         if (end == NULL) {
@@ -80,10 +94,10 @@ ngx_http_simhash_redis_url(ngx_conf_t *cf,
     } else if (url->len >= 9 && ngx_strncmp(url->data, "rediss://", 9) == 0) {
         /* the connection (ngx_http_simhash_redis.c) speaks plain TCP */
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid Redis URL \"%V\": TLS (rediss://) is not "
-                           "supported; reach Redis over a private network "
-                           "or a tunnel (stunnel, WireGuard, spiped)",
-                           &shown);
+                           "invalid Redis URL \"%V\": TLS (rediss://) is "
+                           "not supported here (only by cluster=); reach "
+                           "Redis over a private network or a tunnel "
+                           "(stunnel, WireGuard, spiped)", &shown);
         return NGX_CONF_ERROR;
 
     } else {
@@ -282,16 +296,29 @@ ngx_http_simhash_redis_url_tcp(ngx_conf_t *cf,
         return NGX_CONF_ERROR;
     }
 
+    if (redis->tls) {
+        /* the name its certificate must give (cluster_tls_name= may
+         * name another) */
+        redis->tls_name.len = u.host.len;
+        redis->tls_name.data = ngx_pnalloc(cf->pool, u.host.len + 1);
+        if (redis->tls_name.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        (void) ngx_cpystrn(redis->tls_name.data, u.host.data, u.host.len + 1);
+    }
+
     redis->sockaddr = u.addrs[0].sockaddr;
     redis->socklen = u.addrs[0].socklen;
 
-    redis->url.data = ngx_pnalloc(cf->pool, sizeof("redis://") - 1
+    redis->url.data = ngx_pnalloc(cf->pool, sizeof("rediss://") - 1
                                             + u.url.len + NGX_INT_T_LEN + 2);
     if (redis->url.data == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    last = ngx_sprintf(redis->url.data, "redis://%V", &u.url);
+    last = ngx_sprintf(redis->url.data, redis->tls ? "rediss://%V"
+                                                   : "redis://%V", &u.url);
 
     if (redis->db) {
         last = ngx_sprintf(last, "/%ui", redis->db);

@@ -29,8 +29,14 @@ my @bad = (
      qr/invalid Redis URL "http:\/\/127\.0\.0\.1:7000": redis:\/\/HOST\[:PORT\] or unix:\/PATH/,
      'an unknown scheme'],
     ['cluster=rediss://127.0.0.1:7000',
-     qr/"rediss:\/\/127\.0\.0\.1:7000": TLS \(rediss:\/\/\) is not supported/,
-     'TLS, not supported: said so'],
+     qr/simhash zone "crawl": rediss:\/\/ needs cluster_tls_ca=PATH/,
+     'TLS without the CA'],
+    ['cluster=redis://127.0.0.1:7000 cluster_tls_ca=/etc/ssl/certs/ca-certificates.crt',
+     qr/simhash zone "crawl": cluster_tls_\*= without rediss:\/\/ seeds/,
+     'a TLS parameter without TLS'],
+    ['cluster=rediss://127.0.0.1:7000 cluster_tls_ca=',
+     qr/simhash zone "crawl": "cluster_tls_ca=" names nothing/,
+     'cluster_tls_ca= empty'],
     ['cluster=127.0.0.1:7000',
      qr/invalid Redis URL "127\.0\.0\.1:7000": redis:\/\/HOST\[:PORT\]/,
      'no scheme'],
@@ -61,6 +67,10 @@ my @bad = (
     ['cluster=redis://user@127.0.0.1:7000',
      qr/invalid Redis URL "redis:\/\/\*\*\*\@127\.0\.0\.1:7000": the credentials are USER:PASSWORD@/,
      'credentials without a password, hidden in the message'],
+    ['cluster=rediss://127.0.0.1:7000 cluster_tls_ca=/dev/null '
+     . 'cluster_tls_key=/dev/null',
+     qr/simhash zone "crawl": cluster_tls_cert= and cluster_tls_key= go together/,
+     'a key without its certificate'],
     ['cluster=redis://127.0.0.1:7000 cluster_timeout=0',
      qr/simhash zone "crawl": invalid cluster_timeout "0" \(a time, e\.g\. 50ms\)/,
      'cluster_timeout=0'],
@@ -109,6 +119,19 @@ for my $good ('cluster=redis://127.0.0.1',
     my ($rc, $out) = $t->nginx_t;
     is($rc, 0, "$good: nginx -t passes") or diag($out);
     unlike($out, qr/p%40ss|p\@ss/, "$good: no password in the output");
+}
+
+# simhash_replicate reads its URL with the same reader: TLS is cluster='s
+{
+    my $t = SimhashTest->new(
+        http  => "simhash_zone zone=crawl:1m;\n"
+               . "    simhash_replicate crawl rediss://127.0.0.1:7000;",
+        proxy => "simhash crawl;\n        simhash_seed $seed;\n"
+               . "        location / { proxy_pass http://%%ORIGIN%%; }");
+    my ($rc, $out) = $t->nginx_t;
+    isnt($rc, 0, 'simhash_replicate rediss://: nginx -t fails');
+    like($out, qr/invalid Redis URL "rediss:\/\/127\.0\.0\.1:7000": TLS \(rediss:\/\/\) is not supported here \(only by cluster=\); reach Redis over a private network or a tunnel/,
+         '... saying TLS is for cluster= only, and what to use') or diag($out);
 }
 
 done_testing;
