@@ -334,38 +334,39 @@ ngx_http_simhash_cluster_tls_param(ngx_conf_t *cf,
     ngx_http_simhash_zone_t *zone, ngx_http_simhash_cluster_conf_t *ccf,
     ngx_str_t *value)
 {
-    ngx_str_t   *to, v;
-    u_char      *eq;
+    size_t      n;
+    ngx_str_t  *to, v;
 
-    eq = ngx_strlchr(value->data, value->data + value->len, '=');
-    if (eq == NULL) {
-        return NGX_DECLINED;
-    }
-
-    v.data = eq + 1;
-    v.len = value->data + value->len - v.data;
-
-#define ngx_http_simhash_is(s)                                               \
-    ((size_t) (eq - value->data) == sizeof(s) - 1                            \
-     && ngx_strncmp(value->data, s, sizeof(s) - 1) == 0)
-
-    if (ngx_http_simhash_is("cluster_tls_ca")) {
+    if (value->len >= 15
+        && ngx_strncmp(value->data, "cluster_tls_ca=", 15) == 0)
+    {
         to = &ccf->tls_ca;
+        n = 15;
 
-    } else if (ngx_http_simhash_is("cluster_tls_cert")) {
+    } else if (value->len >= 17
+               && ngx_strncmp(value->data, "cluster_tls_cert=", 17) == 0)
+    {
         to = &ccf->tls_cert;
+        n = 17;
 
-    } else if (ngx_http_simhash_is("cluster_tls_key")) {
+    } else if (value->len >= 16
+               && ngx_strncmp(value->data, "cluster_tls_key=", 16) == 0)
+    {
         to = &ccf->tls_key;
+        n = 16;
 
-    } else if (ngx_http_simhash_is("cluster_tls_name")) {
+    } else if (value->len >= 17
+               && ngx_strncmp(value->data, "cluster_tls_name=", 17) == 0)
+    {
         to = &ccf->tls_name;
+        n = 17;
 
     } else {
         return NGX_DECLINED;
     }
 
-#undef ngx_http_simhash_is
+    v.data = value->data + n;
+    v.len = value->len - n;
 
     if (v.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
