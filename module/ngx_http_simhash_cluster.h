@@ -61,10 +61,18 @@ extern ngx_str_t   ngx_http_simhash_cluster_cause_names[];  /* but OK */
 /*
  * The client's counts, every worker's, in the zone's shared state (the
  * statistics show them): lookups and their outcomes (incomplete by cause,
- * from STARTING), how long each took (ms, in the buckets of
- * ngx_http_simhash_lag_le), redirects followed, slot-map refreshes, the
- * node's writes and those lost.
+ * from STARTING), how long each took (from its start, right after the
+ * page was fingerprinted and missed in the zone, to the decision made on
+ * its outcome: in microseconds, in the buckets of
+ * ngx_http_simhash_cluster_us_le, fine enough below a millisecond for a
+ * lookup that takes a few hundred), redirects followed, slot-map
+ * refreshes, the node's writes and those lost.
  */
+#define NGX_HTTP_SIMHASH_CLUSTER_NUS  17
+extern uint64_t  ngx_http_simhash_cluster_us_le[NGX_HTTP_SIMHASH_CLUSTER_NUS];
+extern ngx_str_t  ngx_http_simhash_cluster_us_names[2]
+                                          [NGX_HTTP_SIMHASH_CLUSTER_NUS + 2];
+
 typedef struct {
     ngx_atomic_t                       lookups;
     ngx_atomic_t                       found;
@@ -76,9 +84,12 @@ typedef struct {
     ngx_atomic_t                       refreshes;
     ngx_atomic_t                       writes;
     ngx_atomic_t                       write_errors;
-    ngx_atomic_t                       ms_le[NGX_HTTP_SIMHASH_NLAG];
-    ngx_atomic_t                       ms_sum;
+    ngx_atomic_t                       us_le[NGX_HTTP_SIMHASH_CLUSTER_NUS];
+    ngx_atomic_t                       us_sum;
 } ngx_http_simhash_cluster_counts_t;
+
+/* A monotonic clock in microseconds (a lookup's times) */
+uint64_t ngx_http_simhash_cluster_usec(void);
 
 /* A zone's, or NULL if it has no cluster= */
 ngx_http_simhash_cluster_counts_t *ngx_http_simhash_cluster_counts(
@@ -103,7 +114,7 @@ struct ngx_http_simhash_cluster_lookup_s {
     ngx_http_simhash_cluster_cause_e   cause;
     sh_cluster_rec_t                   rec;     /* FOUND: the original */
     unsigned                           distance;
-    ngx_msec_t                         started;
+    uint64_t                           started;  /* us, monotonic */
     uint32_t                           forged;  /* chunks refused */
     size_t                             buckets; /* table buckets asked */
 

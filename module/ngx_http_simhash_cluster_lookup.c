@@ -42,12 +42,54 @@ ngx_http_simhash_cluster_free(ngx_http_simhash_cluster_lookup_t *lk)
 }
 
 
-/* A lookup's outcome and how long it took, for the statistics. */
+/*
+ * The buckets of a lookup's time, in microseconds: most of them below a
+ * millisecond, where a lookup on a LAN ends (its round trip is 0.1-0.3 ms);
+ * the rest up to the timeout's range.
+ */
+uint64_t  ngx_http_simhash_cluster_us_le[NGX_HTTP_SIMHASH_CLUSTER_NUS] = {
+    50, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 2000, 5000, 10000,
+    20000, 50000, 100000, UINT64_MAX
+};
+
+/* their names in the statistics, then the sum's and the count's: in JSON
+ * (us), in Prometheus (seconds) */
+ngx_str_t  ngx_http_simhash_cluster_us_names[2][NGX_HTTP_SIMHASH_CLUSTER_NUS
+                                                + 2] = {
+    { ngx_string("50"), ngx_string("100"), ngx_string("150"),
+      ngx_string("200"), ngx_string("250"), ngx_string("300"),
+      ngx_string("400"), ngx_string("500"), ngx_string("750"),
+      ngx_string("1000"), ngx_string("2000"), ngx_string("5000"),
+      ngx_string("10000"), ngx_string("20000"), ngx_string("50000"),
+      ngx_string("100000"), ngx_string("+Inf"), ngx_string("sum"),
+      ngx_string("count") },
+    { ngx_string("0.00005"), ngx_string("0.0001"), ngx_string("0.00015"),
+      ngx_string("0.0002"), ngx_string("0.00025"), ngx_string("0.0003"),
+      ngx_string("0.0004"), ngx_string("0.0005"), ngx_string("0.00075"),
+      ngx_string("0.001"), ngx_string("0.002"), ngx_string("0.005"),
+      ngx_string("0.01"), ngx_string("0.02"), ngx_string("0.05"),
+      ngx_string("0.1"), ngx_string("+Inf"), ngx_string("sum"),
+      ngx_string("count") }
+};
+
+
+/* A monotonic clock in microseconds: ngx_current_msec is the event loop's
+ * cached time, too coarse for a lookup that takes a few hundred. */
+uint64_t
+ngx_http_simhash_cluster_usec(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+
+/* A lookup's outcome, for the statistics. */
 static void
 ngx_http_simhash_cluster_counted(ngx_http_simhash_cluster_lookup_t *lk)
 {
-    ngx_uint_t                          i;
-    ngx_msec_t                          ms;
     ngx_http_simhash_cluster_counts_t  *c = lk->cl->counts;
 
     switch (lk->status) {
@@ -63,17 +105,28 @@ ngx_http_simhash_cluster_counted(ngx_http_simhash_cluster_lookup_t *lk)
     default:
         (void) ngx_atomic_fetch_add(&c->incomplete[lk->cause - 1], 1);
     }
+}
 
-    ms = ngx_current_msec - lk->started;
 
-    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG - 1; i++) {
-        if (ms <= ngx_http_simhash_lag_le[i]) {
+/* How long it took, once its caller has decided on its outcome (or has
+ * gone): from the lookup's start to the end of done(). */
+static void
+ngx_http_simhash_cluster_timed(ngx_http_simhash_cluster_lookup_t *lk)
+{
+    uint64_t                            us;
+    ngx_uint_t                          i;
+    ngx_http_simhash_cluster_counts_t  *c = lk->cl->counts;
+
+    us = ngx_http_simhash_cluster_usec() - lk->started;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_NUS - 1; i++) {
+        if (us <= ngx_http_simhash_cluster_us_le[i]) {
             break;
         }
     }
 
-    (void) ngx_atomic_fetch_add(&c->ms_le[i], 1);
-    (void) ngx_atomic_fetch_add(&c->ms_sum, ms);
+    (void) ngx_atomic_fetch_add(&c->us_le[i], 1);
+    (void) ngx_atomic_fetch_add(&c->us_sum, (ngx_atomic_int_t) us);
 }
 
 
@@ -108,6 +161,8 @@ ngx_http_simhash_cluster_end(ngx_http_simhash_cluster_lookup_t *lk,
     if (done) {
         done(lk);
     }
+
+    ngx_http_simhash_cluster_timed(lk);
 }
 
 
@@ -391,6 +446,7 @@ ngx_http_simhash_cluster_posted(ngx_event_t *ev)
         done(lk);
     }
 
+    ngx_http_simhash_cluster_timed(lk);
     ngx_http_simhash_cluster_free(lk);
 }
 
@@ -443,7 +499,7 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     lk->cl = cl;
     lk->probes = pr;
     lk->buckets = n;
-    lk->started = ngx_current_msec;
+    lk->started = ngx_http_simhash_cluster_usec();
     lk->timer.handler = ngx_http_simhash_cluster_timer_handler;
     lk->timer.data = lk;
     lk->timer.log = cl->log;

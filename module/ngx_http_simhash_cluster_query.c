@@ -19,7 +19,7 @@
 /*
  * GET ?zone=NAME&fp=HEX[&h=N] answers, once the lookup has ended, with
  * its outcome as JSON: {"status":"found","id":HEX,"fp":HEX,"distance":N,
- * "buckets":N,"forged":N,"ms":N}, {"status":"new",...},
+ * "buckets":N,"forged":N,"us":N}, {"status":"new",...},
  * {"status":"incomplete","cause":WHY,...}; buckets: the table's buckets
  * the lookup read (PSM's probes, the page's own bucket included).
  * The request is held meanwhile (the worker goes on with other events):
@@ -98,9 +98,9 @@ ngx_http_simhash_cluster_query_done(ngx_http_simhash_cluster_lookup_t *lk)
                         lk->rec.digest);
     }
 
-    p = ngx_sprintf(p, ",\"buckets\":%uz,\"forged\":%uD,\"ms\":%M}\n",
+    p = ngx_sprintf(p, ",\"buckets\":%uz,\"forged\":%uD,\"us\":%uL}\n",
                     lk->buckets, lk->forged,
-                    ngx_current_msec - lk->started);
+                    ngx_http_simhash_cluster_usec() - lk->started);
     body.len = p - body.data;
 
     ngx_http_finalize_request(r,

@@ -110,10 +110,10 @@ enum {
     NGX_HTTP_SIMHASH_V_CL_REFRESHES,
     NGX_HTTP_SIMHASH_V_CL_WRITES,
     NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS,
-    NGX_HTTP_SIMHASH_V_CL_MS_LE,            /* as V_LAG_LE */
-    NGX_HTTP_SIMHASH_V_CL_MS_SUM = NGX_HTTP_SIMHASH_V_CL_MS_LE
-                                   + NGX_HTTP_SIMHASH_NLAG,
-    NGX_HTTP_SIMHASH_V_CL_MS_COUNT,
+    NGX_HTTP_SIMHASH_V_CL_US_LE,            /* as V_LAG_LE, in us */
+    NGX_HTTP_SIMHASH_V_CL_US_SUM = NGX_HTTP_SIMHASH_V_CL_US_LE
+                                   + NGX_HTTP_SIMHASH_CLUSTER_NUS,
+    NGX_HTTP_SIMHASH_V_CL_US_COUNT,
     NGX_HTTP_SIMHASH_NV
 };
 
@@ -139,6 +139,7 @@ typedef struct {
 #define NGX_HTTP_SIMHASH_M_HIST      5   /* v[value + bucket], cumulative,
                                             then the sum (ms), the count */
 #define NGX_HTTP_SIMHASH_M_CAUSE     6   /* v[value + cause], by cause */
+#define NGX_HTTP_SIMHASH_M_HIST_US   7   /* as M_HIST, in us */
 
 /* groups of metrics: in JSON an object each, for the zones that have it */
 #define NGX_HTTP_SIMHASH_G_NONE      0
@@ -523,10 +524,10 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Writes to the cluster lost (chunks not appended)."),
       NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS, NGX_HTTP_SIMHASH_M_VALUE, 4 },
 
-    { ngx_string("lookup_ms"), ngx_string("cluster_lookup_seconds"),
+    { ngx_string("lookup_us"), ngx_string("cluster_lookup_seconds"),
       ngx_string("histogram"),
-      ngx_string("Time from a cluster lookup's start to its outcome."),
-      NGX_HTTP_SIMHASH_V_CL_MS_LE, NGX_HTTP_SIMHASH_M_HIST, 4 },
+      ngx_string("Time from a cluster lookup's start to the decision."),
+      NGX_HTTP_SIMHASH_V_CL_US_LE, NGX_HTTP_SIMHASH_M_HIST_US, 4 },
 
     { ngx_null_string, ngx_null_string, ngx_null_string, ngx_null_string,
       0, 0, 0 }
@@ -878,13 +879,13 @@ ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone, uint64_t *v)
 
     sum = 0;
 
-    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG; i++) {
-        sum += c->ms_le[i];
-        v[NGX_HTTP_SIMHASH_V_CL_MS_LE + i] = sum;
+    for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_NUS; i++) {
+        sum += c->us_le[i];
+        v[NGX_HTTP_SIMHASH_V_CL_US_LE + i] = sum;
     }
 
-    v[NGX_HTTP_SIMHASH_V_CL_MS_SUM] = c->ms_sum;
-    v[NGX_HTTP_SIMHASH_V_CL_MS_COUNT] = sum;
+    v[NGX_HTTP_SIMHASH_V_CL_US_SUM] = c->us_sum;
+    v[NGX_HTTP_SIMHASH_V_CL_US_COUNT] = sum;
 }
 
 
@@ -992,6 +993,12 @@ ngx_http_simhash_metric_labels(ngx_http_simhash_metric_t *m, ngx_uint_t prom,
         /* the buckets, the sum, the count */
         *names = prom ? ngx_http_simhash_lag_prom : ngx_http_simhash_lag_json;
         *n = NGX_HTTP_SIMHASH_NLAG + 2;
+        *label = "le";
+        break;
+
+    case NGX_HTTP_SIMHASH_M_HIST_US:
+        *names = ngx_http_simhash_cluster_us_names[prom ? 1 : 0];
+        *n = NGX_HTTP_SIMHASH_CLUSTER_NUS + 2;
         *label = "le";
         break;
 
@@ -1264,19 +1271,23 @@ ngx_http_simhash_stats_prom(u_char *p, ngx_http_simhash_snap_t *s,
             for (j = 0; j < nl; j++) {
                 x = s[i].v[m->value + j];
 
-                if (m->kind == NGX_HTTP_SIMHASH_M_HIST) {
+                if (m->kind == NGX_HTTP_SIMHASH_M_HIST
+                    || m->kind == NGX_HTTP_SIMHASH_M_HIST_US)
+                {
                     /* NAME_bucket{...,le="B"}, NAME_sum, NAME_count */
 
-                    if (j < NGX_HTTP_SIMHASH_NLAG) {
+                    if (j < nl - 2) {
                         p = ngx_sprintf(p, "simhash_%V_bucket{zone=\"%V\","
                                         "le=\"%V\"} %uL\n", &m->prom,
                                         &s[i].zone->name, &names[j], x);
 
-                    } else if (j == NGX_HTTP_SIMHASH_NLAG) {
+                    } else if (j == nl - 2) {
+                        /* in seconds, from ms (M_HIST) or us */
+                        x *= m->kind == NGX_HTTP_SIMHASH_M_HIST ? 1000 : 1;
                         p = ngx_sprintf(p, "simhash_%V_sum{zone=\"%V\"} "
-                                        "%uL.%03uL\n", &m->prom,
-                                        &s[i].zone->name, x / 1000,
-                                        x % 1000);
+                                        "%uL.%06uL\n", &m->prom,
+                                        &s[i].zone->name, x / 1000000,
+                                        x % 1000000);
 
                     } else {
                         p = ngx_sprintf(p, "simhash_%V_count{zone=\"%V\"} "

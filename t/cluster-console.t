@@ -95,8 +95,8 @@ is(scalar(grep { $_ } values %conn), 5, 'the other five connected');
 cmp_ok($cl->{found}, '>=', 1, 'found counted');
 cmp_ok($cl->{new}, '>=', 1, 'new counted');
 cmp_ok($cl->{refreshes}, '>=', 1, 'map refreshes counted');
-is($cl->{lookup_ms}{count}, $cl->{lookups}, 'each lookup timed');
-is($cl->{lookup_ms}{'+Inf'}, $cl->{lookups}, '... in the histogram');
+is($cl->{lookup_us}{count}, $cl->{lookups}, 'each lookup timed');
+is($cl->{lookup_us}{'+Inf'}, $cl->{lookups}, '... in the histogram');
 is_deeply([sort keys %{ $cl->{incomplete} }],
           [sort qw(starting unreachable timeout unserved clusterdown error
                    denied)], 'incomplete lookups by each cause');

@@ -185,7 +185,7 @@ cmp_ok($inc, '>=', $incomplete, 'incomplete lookups, by cause: '
                     grep { $cs->{incomplete}{$_} } sort keys %{ $cs->{incomplete} }));
 is($cs->{lookups}, $cs->{found} + $cs->{new} + $inc,
    'every lookup ended one way');
-is($cs->{lookup_ms}{count}, $cs->{lookups}, 'each one timed');
+is($cs->{lookup_us}{count}, $cs->{lookups}, 'each one timed');
 cmp_ok($cs->{refreshes}, '>=', 2, 'slot maps read: at start and after '
        . 'the failover');
 is($cs->{write_errors}, 0, 'no write lost before the outage');

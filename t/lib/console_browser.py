@@ -138,12 +138,12 @@ def expected(j):
             o[p + "incomplete"] = str(sum(cl["incomplete"].values()))
             for c, v in cl["incomplete"].items():
                 o[p + "incomplete/" + c] = str(v)
-            ms = cl["lookup_ms"]
-            for b, v in ms.items():
+            us = cl["lookup_us"]
+            for b, v in us.items():
                 if b not in ("sum", "count"):
-                    o[p + "lookup_ms/" + b] = str(v)
-            o[p + "mean_ms"] = "%.1f ms" % (ms["sum"] / ms["count"]
-                                            if ms["count"] else 0)
+                    o[p + "lookup_us/" + b] = str(v)
+            o[p + "mean_us"] = "%.0f \u00b5s" % (us["sum"] / us["count"]
+                                               if us["count"] else 0)
         for i, n in enumerate(z.get("cluster_nodes", [])):
             # the slot map of the worker that answered (the tests that
             # compare it run one worker)
