@@ -1,7 +1,8 @@
 /*
  * simhash cluster load  [options] --redis ADDR (--random N | FILE)
  * simhash cluster load  [options] --out PATH (--random N | FILE)
- * simhash cluster query [options] --redis ADDR FP...
+ * simhash cluster load  [options] --redis ADDR --snapshot ZONEFILE
+ * simhash cluster query [options] --redis ADDR (FP... | --pages PAGE...)
  * simhash cluster slot  KEY...
  *
  * The tier's shared index in a Redis Cluster (src/sh_cluster.h,
@@ -14,7 +15,8 @@
  *
  *     KEYHASH FP [DIGEST [SECOND [SKETCH_STRUCTURE SKETCH_LINKS]]]
  *
- * (hex but SECOND, decimal), or --random N makes N of them (benchmarks).
+ * (hex but SECOND, decimal), or --random N makes N of them (benchmarks),
+ * or --snapshot reads a zone's saved snapshot (cmd_cluster_snapshot.c).
  * `query` probes the cluster as a node would and prints what it finds;
  * `slot` prints a key's hash slot (the tests compare it with Redis's).
  */
@@ -28,6 +30,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cli.h"
+#include "cmd_cluster.h"
 #include "sh_cluster.h"
 #include "sh_index.h"
 #include "sh_mac.h"
@@ -56,17 +59,21 @@ typedef struct {
 static const char synopsis[] =
 "usage: simhash cluster load [options] --redis ADDR (--random N | FILE)\n"
 "       simhash cluster load [options] --out PATH (--random N | FILE)\n"
+"       simhash cluster load [options] --redis ADDR --snapshot ZONEFILE\n"
 "       simhash cluster query [options] --redis ADDR FP...\n"
+"       simhash cluster query [options] --redis ADDR --pages PAGE...\n"
 "       simhash cluster slot KEY...\n"
 "\n"
 "The tier's shared index in a Redis Cluster.  load writes every bucket\n"
 "whole (one SET each), into the cluster or, with --out, as files for\n"
 "redis-cli --pipe (with --redis: PATH is a directory, one file a master).\n"
 "FILE has one document a line: KEYHASH FP [DIGEST [SECOND [SKS SKL]]],\n"
-"hex but SECOND.  query prints, for each fingerprint, the documents\n"
-"within --h of it, or 'new'.  The MAC key comes from --seed.  ADDR is\n"
-"HOST:PORT or redis://[[USER]:PASSWORD@]HOST:PORT (an ACL user; the\n"
-"password may come from REDISCLI_AUTH instead, as redis-cli takes it).\n"
+"hex but SECOND; --snapshot reads a zone's snapshot (simhash_zone file=,\n"
+"saved under the same --seed).  query prints, for each fingerprint (or\n"
+"page, --pages), the documents within --h of it, or 'new'.  The MAC key\n"
+"comes from --seed.  ADDR is HOST:PORT or\n"
+"redis://[[USER]:PASSWORD@]HOST:PORT (an ACL user; the password may come\n"
+"from REDISCLI_AUTH instead, as redis-cli takes it).\n"
 "\n";
 
 /* ---- the documents ---- */
@@ -77,7 +84,7 @@ typedef struct {
     uint64_t *digest;
     uint32_t *second;
     uint64_t *sks, *skl;
-    size_t    n;
+    size_t    n, cap;
     uint64_t  random;               /* 0: read from a file */
 } docs_t;
 
@@ -125,12 +132,38 @@ docs_grow(docs_t *d, size_t cap)
     return ok ? 0 : -1;
 }
 
+/* One more document (cluster_doc_pt: a snapshot's come this way too). */
+static int
+docs_push(void *arg, const sh_cluster_rec_t *r)
+{
+    docs_t *d = arg;
+
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 4096;
+
+        if (docs_grow(d, cap) != 0) {
+            cli_error("cluster: out of memory");
+            return -1;
+        }
+        d->cap = cap;
+    }
+    d->kh[d->n] = r->kh;
+    d->fp[d->n] = r->fp;
+    d->digest[d->n] = r->digest;
+    d->second[d->n] = r->second;
+    d->sks[d->n] = r->sk.structure;
+    d->skl[d->n] = r->sk.links;
+    d->n++;
+    return 0;
+}
+
 static int
 docs_read(docs_t *d, const char *path)
 {
-    FILE     *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-    char      line[512];
-    size_t    cap = 0, lineno = 0;
+    FILE            *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    char             line[512];
+    size_t           lineno = 0;
+    sh_cluster_rec_t r;
 
     if (f == NULL) {
         cli_error("cluster: %s: %s", path, strerror(errno));
@@ -151,20 +184,15 @@ docs_read(docs_t *d, const char *path)
                       "[SKS SKL]]]", path, lineno);
             goto fail;
         }
-        if (d->n == cap) {
-            cap = cap ? 2 * cap : 4096;
-            if (docs_grow(d, cap) != 0) {
-                cli_error("cluster: out of memory");
-                goto fail;
-            }
+        r.kh = v[0];
+        r.fp = v[1];
+        r.digest = v[2];
+        r.second = (uint32_t) v[3];
+        r.sk.structure = v[4];
+        r.sk.links = v[5];
+        if (docs_push(d, &r) != 0) {
+            goto fail;
         }
-        d->kh[d->n] = v[0];
-        d->fp[d->n] = v[1];
-        d->digest[d->n] = v[2];
-        d->second[d->n] = (uint32_t) v[3];
-        d->sks[d->n] = v[4];
-        d->skl[d->n] = v[5];
-        d->n++;
     }
     if (f != stdin) {
         fclose(f);
@@ -664,6 +692,9 @@ load_all(sink_t *s, const sh_cluster_layout_t *l, const docs_t *d)
             goto done;
         }
     }
+    /* the layout is SET, even under --append: appended to a cluster
+     * loaded before, it would no longer read as one */
+    cmd_name = "SET";
     klen = sh_cluster_key(l, SH_CLUSTER_META, 0, name);
     mlen = sh_cluster_meta_format(l, meta);
     rc = emit(s, name, klen, meta, mlen);
@@ -727,6 +758,21 @@ docs_free(docs_t *d)
     free(d->skl);
 }
 
+/* A zone's snapshot: its documents (cmd_cluster_snapshot.c). */
+static int
+snapshot_read(docs_t *d, cli_extract_t *x, const char *path)
+{
+    sh_config_t *cfg = cli_extract_config(x);
+    int          rc;
+
+    if (cfg == NULL) {
+        return -1;
+    }
+    rc = cluster_snapshot_docs(path, cfg, docs_push, d);
+    sh_config_free(cfg);
+    return rc;
+}
+
 static int
 cluster_load(int argc, char **argv)
 {
@@ -735,6 +781,7 @@ cluster_load(int argc, char **argv)
     static sink_t       s;
     docs_t              d;
     const char         *redis = NULL, *out = NULL, *prefix = "sh:";
+    const char         *snapshot = NULL;
     unsigned long       random = 0, fp_bits = 0, rec_bits = 0, per = 64;
     unsigned long       rper = 256;
     double              t0;
@@ -750,6 +797,9 @@ cluster_load(int argc, char **argv)
         CLI_OPT_STRING("--prefix", "P", &prefix, "the keys' prefix"),
         CLI_OPT_UINT("--random", "N", &random, 1, UINT32_MAX - 1,
                      "N documents of random fingerprints, no FILE"),
+        CLI_OPT_STRING("--snapshot", "ZONEFILE", &snapshot,
+                       "the documents of a zone's snapshot (file=),\n"
+                       "saved under --seed, no FILE"),
         CLI_OPT_UINT("--fp-bits", "B", &fp_bits, SH_CLUSTER_BITS_MIN,
                      SH_CLUSTER_BITS_MAX, "a table bucket's top bits\n"
                      "(default: from --per-bucket)"),
@@ -777,8 +827,13 @@ cluster_load(int argc, char **argv)
     case CLI_PARSED:
         break;
     }
-    if (random != 0 ? a != argc : a != argc - 1) {
-        cli_error("cluster load: --random N or one FILE (see --help)");
+    if ((random != 0 || snapshot != NULL) ? a != argc : a != argc - 1) {
+        cli_error("cluster load: --random N, --snapshot ZONEFILE or one "
+                  "FILE (see --help)");
+        return 2;
+    }
+    if (random != 0 && snapshot != NULL) {
+        cli_error("cluster load: --random or --snapshot, not both");
         return 2;
     }
     if (redis == NULL && out == NULL) {
@@ -788,6 +843,11 @@ cluster_load(int argc, char **argv)
     if (random != 0) {
         d.random = 1;
         d.n = random;
+    } else if (snapshot != NULL) {
+        if (snapshot_read(&d, &x, snapshot) != 0) {
+            docs_free(&d);
+            return 1;
+        }
     } else if (docs_read(&d, argv[a]) != 0) {
         docs_free(&d);
         return 1;
@@ -878,8 +938,8 @@ get_key(sink_t *s, const char *name, size_t len)
 }
 
 static int
-query_one(sink_t *s, const sh_cluster_layout_t *l, uint64_t x, unsigned h,
-          unsigned k)
+query_one(sink_t *s, const sh_cluster_layout_t *l, uint64_t x,
+          const float *w, unsigned h, unsigned k)
 {
     uint32_t           probes[SH_PROBES_MAX + 1];
     sh_cluster_fpent_t best[8];
@@ -887,7 +947,7 @@ query_one(sink_t *s, const sh_cluster_layout_t *l, uint64_t x, unsigned h,
     size_t             n, i, found = 0, kept = 0;
     char               name[SH_CLUSTER_KEY_MAX];
 
-    n = sh_cluster_probes(l, x, NULL, h, k, NULL, probes, SH_PROBES_MAX + 1);
+    n = sh_cluster_probes(l, x, w, h, k, NULL, probes, SH_PROBES_MAX + 1);
     for (i = 0; i < n; i++) {
         sh_cluster_fpent_t got[8];
         size_t             len = sh_cluster_key(l, SH_CLUSTER_FP, probes[i],
@@ -941,6 +1001,20 @@ query_one(sink_t *s, const sh_cluster_layout_t *l, uint64_t x, unsigned h,
     return 0;
 }
 
+/* A page: "page PATH FP", then what query_one finds for it. */
+static int
+query_page(sink_t *s, const sh_cluster_layout_t *l, sh_config_t *cfg,
+           const char *charset, const char *path, unsigned h, unsigned k)
+{
+    sh_result_t res;
+
+    if (cli_fingerprint_file(cfg, path, charset, &res) != 0) {
+        return 1;
+    }
+    printf("page %s %016" PRIx64 "\n", path, res.hash);
+    return query_one(s, l, res.hash, res.weights, h, k);
+}
+
 static int
 cluster_query(int argc, char **argv)
 {
@@ -952,7 +1026,8 @@ cluster_query(int argc, char **argv)
     char                name[SH_CLUSTER_KEY_MAX];
     unsigned long       h = 3, k = 0;
     unsigned            fpb, recb;
-    int                 a, rc = 0;
+    int                 a, rc = 0, pages = 0;
+    sh_config_t        *cfg = NULL;
     cli_opt_t           opts[] = {
         CLI_OPT_STRING("--redis", "ADDR", &redis,
                        "a node of the cluster"),
@@ -960,6 +1035,9 @@ cluster_query(int argc, char **argv)
         CLI_OPT_UINT("--h", "H", &h, 0, 7, "the radius"),
         CLI_OPT_UINT("--probes", "K", &k, 0, SH_PROBES_MAX,
                      "VOSH subsets probed (default: calibrated)"),
+        CLI_OPT_FLAG("--pages", &pages,
+                     "the arguments are pages: each fingerprinted, its\n"
+                     "buckets ranked by its own weights, as a node does"),
         CLI_OPT_END
     };
     cli_cmd_t           cmd = {
@@ -1011,17 +1089,26 @@ cluster_query(int argc, char **argv)
     if (k == 0) {
         k = sh_cluster_probes_for(&l, (unsigned) h, 0.95f, NULL);
     }
+    if (pages && (cfg = cli_extract_config(&x)) == NULL) {
+        return 2;
+    }
     for (; a < argc && rc == 0; a++) {
         uint64_t fp;
         char    *end;
 
+        if (pages) {
+            rc = query_page(&s, &l, cfg, x.charset, argv[a], (unsigned) h,
+                            (unsigned) k);
+            continue;
+        }
         fp = strtoull(argv[a], &end, 16);
         if (*argv[a] == '\0' || *end != '\0') {
             cli_error("cluster query: %s is not a hex fingerprint", argv[a]);
             return 2;
         }
-        rc = query_one(&s, &l, fp, (unsigned) h, (unsigned) k);
+        rc = query_one(&s, &l, fp, NULL, (unsigned) h, (unsigned) k);
     }
+    sh_config_free(cfg);
     return rc;
 }
 
