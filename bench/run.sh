@@ -19,3 +19,9 @@ sh "$(dirname "$0")/wrk.sh" "$BUILD" | tee "$BUILD/bench/wrk.txt"
 # replication through Redis (bench/replicate.pl: needs redis-server and wrk)
 echo "=== replicate"
 perl "$(dirname "$0")/replicate.pl" "$BUILD" | tee "$BUILD/bench/replicate.txt"
+# the index in a Redis Cluster: a lookup's latency, new pages with the
+# cluster beside a local-only zone, recall side by side
+# (bench/cluster.pl: needs redis-server, redis-cli and wrk;
+# BENCH_CLUSTER_DOCS documents loaded, 2^20 unless set)
+echo "=== cluster"
+perl "$(dirname "$0")/cluster.pl" "$BUILD" | tee "$BUILD/bench/cluster.txt"
