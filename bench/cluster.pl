@@ -38,8 +38,10 @@
 # build`), the other side queried in both at h = 3 (`simhash cluster query
 # --pages`, its buckets ranked by each page's own weights as a node's are;
 # `simhash index query --match hamming --h 3`), both at the default
-# relative recall target 0.95.  Recall: the pairs whose other side was
-# found, over the pairs within h = 3 by their fingerprints.
+# relative recall target 0.95; the local index also with the cluster's
+# table bits (--t FP_BITS: a zone of the cluster's size has about as
+# many, and fewer bits find more at one k).  Recall: the pairs whose other
+# side was found, over the pairs within h = 3 by their fingerprints.
 #
 # Why 4 connections: they keep both workers busy (the runs are CPU-bound)
 # without a queue; at 32, each worker holds 16 pages at a few ms of parse
@@ -449,13 +451,22 @@ sub recall_phase {
         }
     }
     my $cl_s = time - $t;
-    # side B in the local index: "PAGE\tSTORED\tDISTANCE" a match
-    my %ix_found;
+    # side B in the local index: "PAGE\tSTORED\tDISTANCE" a match; and
+    # in one of the cluster's table bits (--t), as a zone of the cluster's
+    # size would have about as many
+    my (%ix_found, %ixt_found);
     for (split /\n/, `'$cli' index query --seed '$seed' --match hamming --h 3 '$dir/a.idx' @b`) {
         my ($p, $stored) = split /\t/;
         $ix_found{$p} = 1 if defined $stored && $stored eq $a_of{$p};
     }
-    my ($within, $cl, $ix, $both) = (0, 0, 0, 0);
+    system("'$cli' index build --seed '$seed' --list '$dir/a.lst' --t $fp_bits "
+           . "-o '$dir/a-t.idx' >/dev/null 2>&1") == 0
+        or die "index build --t failed\n";
+    for (split /\n/, `'$cli' index query --seed '$seed' --match hamming --h 3 '$dir/a-t.idx' @b`) {
+        my ($p, $stored) = split /\t/;
+        $ixt_found{$p} = 1 if defined $stored && $stored eq $a_of{$p};
+    }
+    my ($within, $cl, $ix, $ixt) = (0, 0, 0, 0);
     for my $p (@b) {
         next unless $fp_b{$p};
         my $dist = unpack('%32b*', pack('Q>', hex($fp_b{$p}) ^ hex($fp_a{$a_of{$p}})));
@@ -463,15 +474,18 @@ sub recall_phase {
         $within++;
         $cl++ if $cl_found{$p};
         $ix++ if $ix_found{$p};
+        $ixt++ if $ixt_found{$p};
     }
     my $all_cl = grep { $cl_found{$_} } @b;
     my $all_ix = grep { $ix_found{$_} } @b;
     return sprintf "recall at h = 3, %d rust-doc pairs (std beside core/alloc), "
         . "%d of them within h = 3 by their fingerprints: cluster %d (%.4f), "
-        . "local index %d (%.4f); of all pairs: cluster %d (%.4f), local %d "
-        . "(%.4f); the cluster's %d queries took %.1f s (the CLI, blocking, "
+        . "local index %d (%.4f; with the cluster's %d table bits, --t %d: "
+        . "%d, %.4f); of all pairs: cluster %d (%.4f), local %d (%.4f); the "
+        . "cluster's %d queries took %.1f s (the CLI, blocking, "
         . "fingerprinting included)", scalar @b, $within, $cl,
         $within ? $cl / $within : 0, $ix, $within ? $ix / $within : 0,
+        $fp_bits, $fp_bits, $ixt, $within ? $ixt / $within : 0,
         $all_cl, @b ? $all_cl / @b : 0, $all_ix, @b ? $all_ix / @b : 0,
         scalar @b, $cl_s;
 }
