@@ -20,7 +20,9 @@
 # holds is answered locally, without the cluster).  The runs alternate,
 # local then cluster, ROUNDS times, with the same wrk settings; then one
 # light run through the cluster proxy (LIGHT_CONNECTIONS connections), the
-# lookup's latency when the worker is not busy with other pages.
+# lookup's latency when the worker is not busy with other pages; and 400
+# lookups by hand (simhash_cluster_query), one at a time, on the idle
+# worker: the lookup without a page's parse around it.
 #
 # Latency: the cluster zone's own histogram (`lookup_us` in the
 # statistics: from a lookup's start, right after the page was fingerprinted
@@ -196,6 +198,7 @@ http {
         listen 127.0.0.1:$clp;
         location / { simhash cluster; proxy_pass http://127.0.0.1:$origin; }
         location = /stats { simhash_stats; }
+        location = /cq { simhash_cluster_query; }
     }
 }
 EOF
@@ -348,6 +351,17 @@ my $rl = delta(responses($l1), responses($l0));
 my $lt = wrk($clp, 1, $light, $dur);
 my $s2 = stats($clp)->{cluster};
 my $hq = delta(hist($s2), hist($s1));
+
+# a lookup by hand on an idle worker (simhash_cluster_query), one at a
+# time: the lookup without a page's parse around it
+my @hand;
+for my $i (1 .. 400) {
+    my $r = $http->get(sprintf "http://127.0.0.1:$clp/cq?zone=cluster&fp=%08x%08x",
+                       int(rand(2**32)), int(rand(2**32)));
+    my ($us) = ($r->{content} // '') =~ /"status":"(?:new|found)".*"us":(\d+)/;
+    push @hand, $us if defined $us;
+}
+@hand = sort { $a <=> $b } @hand;
 
 # the floor on this machine: one round trip to a master, alone
 # (redis-benchmark, one connection, PING)
@@ -558,6 +572,9 @@ for my $x (['under load', $hl], ['light', $hq]) {
     push @b, '+Inf: ' . ($h->{'+Inf'} - $prev) if $h->{'+Inf'} > $prev;
     print "  lookup_us $x->[0]: @b\n";
 }
+printf "a lookup by hand on an idle worker (simhash_cluster_query, %d in a "
+     . "row): p50 %d us, p99 %d us\n", scalar @hand, $hand[@hand / 2],
+     $hand[int(@hand * 0.99)] if @hand;
 print "$floor\n" if $floor;
 print snapshot_phase(), "\n";
 print "$recall\n";
