@@ -573,8 +573,12 @@ sh_cluster_probes_for(const sh_cluster_layout_t *l, unsigned h, float recall,
     if (vol == NULL) {
         vol = sh_volatility_default();
     }
+    /* Half the misses the target allows: a probe in the cluster is one
+     * more GET in a round trip already made (bytes, not a wait), so the
+     * cluster buys the recall a local index gets from its fewer bits. */
+    recall = recall < 1 ? 1 - (1 - recall) / 2 : 1;
     k = sh_volatility_k(vol, 0, h > SH_H_MAX ? SH_H_MAX : h, l->fp_bits,
-                        recall < 1 ? recall : 1, 4 * l->fp_bits);
+                        recall, 4 * l->fp_bits);
     return k > SH_PROBES_MAX ? SH_PROBES_MAX : k;
 }
 
