@@ -36,6 +36,7 @@ ngx_http_simhash_cluster_free(ngx_http_simhash_cluster_lookup_t *lk)
             ngx_del_timer(&lk->timer);
         }
 
+        ngx_http_simhash_cluster_text_free(lk);
         ngx_free(lk->probes);
         ngx_free(lk);
     }
@@ -309,6 +310,10 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
                                 lk->h, got, 4, &read);
             ngx_http_simhash_cluster_candidates(lk, got, n < 4 ? n : 4);
 
+        } else if (pr->kind == SH_CLUSTER_TEXT) {
+            ngx_http_simhash_cluster_text_got(lk, pr->idx, pr->bucket, reply);
+            read.forged = 0;
+
         } else {
             lk->chave[pr->idx] = sh_cluster_find_entry_rec(&cl->layout,
                                      pr->bucket, (u_char *) reply->str,
@@ -405,12 +410,20 @@ ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
         }
 
         /* the candidates' records: their sketches, their whole id, and
-         * whether each is still its document's fingerprint */
+         * whether each is still its document's fingerprint; beside each,
+         * its key text's bucket (the same round trip) */
         lk->phase = 1;
 
         for (i = 0; i < lk->ncand && !lk->finished; i++) {
             ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_REC,
                 sh_cluster_rec_bucket(&lk->cl->layout, lk->cand[i].id), i);
+
+            if (!lk->finished) {
+                ngx_http_simhash_cluster_get(lk, &pr[lk->ncand + i],
+                    SH_CLUSTER_TEXT,
+                    sh_cluster_text_bucket(&lk->cl->layout, lk->cand[i].id),
+                    i);
+            }
         }
 
         return;
@@ -420,6 +433,7 @@ ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
         if (lk->chave[i]) {
             lk->rec = lk->crec[i];
             lk->distance = lk->cdist[i];
+            ngx_http_simhash_cluster_text_name(lk, i);
             ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_FOUND,
                                          NGX_HTTP_SIMHASH_CLUSTER_OK);
             return;

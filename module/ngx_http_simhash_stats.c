@@ -110,6 +110,9 @@ enum {
     NGX_HTTP_SIMHASH_V_CL_REFRESHES,
     NGX_HTTP_SIMHASH_V_CL_WRITES,
     NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS,
+    NGX_HTTP_SIMHASH_V_CL_QUEUED,
+    NGX_HTTP_SIMHASH_V_CL_REPLAYED,
+    NGX_HTTP_SIMHASH_V_CL_DROPPED,
     NGX_HTTP_SIMHASH_V_CL_US_LE,            /* as V_LAG_LE, in us */
     NGX_HTTP_SIMHASH_V_CL_US_SUM = NGX_HTTP_SIMHASH_V_CL_US_LE
                                    + NGX_HTTP_SIMHASH_CLUSTER_NUS,
@@ -524,6 +527,18 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Writes to the cluster lost (chunks not appended)."),
       NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS, NGX_HTTP_SIMHASH_M_VALUE, 4 },
 
+    { ngx_string("backlog_queued"),
+      ngx_string("cluster_backlog_queued_total"), ngx_string("counter"),
+      ngx_string("Writes kept while the cluster could not take them."),
+      NGX_HTTP_SIMHASH_V_CL_QUEUED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+    { ngx_string("backlog_replayed"),
+      ngx_string("cluster_backlog_replayed_total"), ngx_string("counter"),
+      ngx_string("Kept writes written once the cluster answered again."),
+      NGX_HTTP_SIMHASH_V_CL_REPLAYED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+    { ngx_string("backlog_dropped"),
+      ngx_string("cluster_backlog_dropped_total"), ngx_string("counter"),
+      ngx_string("Writes lost: the backlog full, or its worker gone."),
+      NGX_HTTP_SIMHASH_V_CL_DROPPED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
     { ngx_string("lookup_us"), ngx_string("cluster_lookup_seconds"),
       ngx_string("histogram"),
       ngx_string("Time from a cluster lookup's start to the decision."),
@@ -876,6 +891,9 @@ ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone, uint64_t *v)
     v[NGX_HTTP_SIMHASH_V_CL_REFRESHES] = c->refreshes;
     v[NGX_HTTP_SIMHASH_V_CL_WRITES] = c->writes;
     v[NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS] = c->write_errors;
+    v[NGX_HTTP_SIMHASH_V_CL_QUEUED] = c->backlog_queued;
+    v[NGX_HTTP_SIMHASH_V_CL_REPLAYED] = c->backlog_replayed;
+    v[NGX_HTTP_SIMHASH_V_CL_DROPPED] = c->backlog_dropped;
 
     sum = 0;
 
