@@ -44,13 +44,9 @@ ngx_http_simhash_cluster_keep(ngx_http_simhash_cluster_write_t *w)
     ngx_http_simhash_cluster_t  *cl = w->cl;
 
     if (cl->nbacklog >= cl->conf->backlog || ngx_exiting) {
-        if (w->queued) {
-            ngx_http_simhash_cluster_count(cl, backlog_dropped);
-
-        } else {
-            ngx_http_simhash_cluster_count(cl, write_errors);
-        }
-
+        /* the backlog full: the newest write is the one lost (the
+         * backlog keeps its order) */
+        ngx_http_simhash_cluster_count(cl, backlog_dropped);
         ngx_free(w);
         return;
     }
