@@ -143,6 +143,9 @@ my $cfp = $r->{headers}{'x-simhash'};
 wait_until("A's page in the cluster", sub {
     ($A->get("/cq?zone=crawl&fp=$cfp")->{content} // '') =~ /"found"/
 });
+my $curl = $A->url('/council.html');
+like($A->get("/cq?zone=crawl&fp=$cfp")->{content}, qr/"key":"\Q$curl\E"/,
+     'simhash_cluster_query names it by its key text');
 $r = $B->get('/council.html?from=b');
 is($r->{headers}{'x-simhash-status'}, 'duplicate',
    "the same page through B: a duplicate of A's, which B never held");
