@@ -11,7 +11,9 @@
 # six restarted on their ports, data and nodes.conf: A's backlog is
 # written by itself (replayed, nothing dropped), and B finds the pages A
 # kept during the outage, named by their URL.  The counters are in JSON
-# and Prometheus.
+# and Prometheus.  Then the six frozen (kill -STOP: connections open,
+# nothing answered): every response still comes within the timeout,
+# skipped, never new, no 5xx; thawed, whatever was kept is written.
 
 use strict;
 use warnings;
@@ -159,6 +161,31 @@ like($prom, qr/^simhash_cluster_backlog_replayed_total\{zone="crawl"\} 6$/m,
 like($B->get('/stats?format=prometheus')->{content},
      qr/^simhash_cluster_backlog_dropped_total\{zone="crawl"\} 2$/m,
      'Prometheus: dropped');
+
+# ---- the six frozen: nothing refused, nothing answered ----
+kill 'STOP', map { $_->{pid} } $c->nodes;
+%seen = ();
+$worst = 0;
+$before = $A->stats->{zones}{crawl}{skipped}{index_incomplete};
+for my $page ('cafe-latin1.html', 'cafe-utf8.html') {
+    $r = timed($A, "/$page");
+    is($r->{headers}{'x-simhash-status'}, 'skipped',
+       "$page with the cluster frozen: skipped, never new");
+    is($r->{content}, $A->fixture($page), 'passed whole');
+}
+is($A->stats->{zones}{crawl}{skipped}{index_incomplete} - $before, 2,
+   'reason index_incomplete');
+ok(!grep({ /^5/ } keys %seen), 'no 5xx: ' . join ', ',
+                               map { "$_ x$seen{$_}" } sort keys %seen);
+cmp_ok($worst, '<', 1.5, 'every response within the timeout, the cluster '
+       . 'frozen');
+kill 'CONT', map { $_->{pid} } $c->nodes;
+$c->wait_ok;
+wait_until("A's backlog written after the thaw", sub {
+    my $s = cl($A);
+    $s->{backlog_replayed} + $s->{backlog_dropped} == $s->{backlog_queued}
+});
+is(cl($A)->{backlog_dropped}, 0, 'nothing dropped');
 
 $A->stop;
 $B->stop;
