@@ -495,8 +495,9 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
                               vol, buckets, SH_PROBES_MAX + 1);
     }
 
-    /* one GET a probe, then one a candidate's record, in the same slots */
-    slots = ngx_max(n, sizeof(lk->cand) / sizeof(lk->cand[0]));
+    /* one GET a probe, then one a candidate's record and one its key
+     * text, in the same slots */
+    slots = ngx_max(n, 2 * sizeof(lk->cand) / sizeof(lk->cand[0]));
 
     lk = ngx_calloc(sizeof(ngx_http_simhash_cluster_lookup_t), cl->log);
     pr = ngx_calloc(slots * sizeof(*pr), cl->log);

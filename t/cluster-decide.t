@@ -71,6 +71,11 @@ my $dir = File::Temp::tempdir('simhash-cdecide-XXXXXX',
 srand(4747);
 open(my $fh, '>', "$dir/docs.txt") or die;
 print $fh "$id $fp 1 1700000000 0 0\n";
+# four documents of one fingerprint: a lookup of it at radius 0 reads
+# one bucket and four candidates' records and texts (8 GETs in a lookup
+# of one probe)
+printf $fh "00000000000000%02x 0123456789abcdef 3 1700000000 0 0 "
+           . "http://four.example/%d\n", $_, $_ for 1 .. 4;
 for my $i (1 .. 2000) {
     printf $fh "%08x%08x %08x%08x 2 1700000000 0 0\n",
            map { int(rand(2**32)) } 1 .. 4;
@@ -135,6 +140,10 @@ is($r->{headers}{'x-simhash-status'}, 'new', 'a far page: new');
 is($r->{content}, $B->fixture('bicycle.html'), 'passed whole');
 is($B->status_of('/bicycle.html'), 'unchanged',
    'stored in the zone: its re-fetch is answered locally');
+
+$r = $B->get('/cq?zone=crawl&fp=0123456789abcdef&h=0');
+like($r->{content}, qr{"status":"found".*"key":"http://four\.example/[1-4]"},
+     'a lookup of one bucket and four candidates: found, with its key text');
 
 # ---- A finds B's page: a node that calls a page new writes it ----
 $r = $A->get('/council.html');
