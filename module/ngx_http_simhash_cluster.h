@@ -135,6 +135,7 @@ struct ngx_http_simhash_cluster_lookup_s {
                                                       its start */
     ngx_uint_t                         starting;
     ngx_uint_t                         pending;    /* replies awaited */
+    ngx_uint_t                         tpending;   /* of them, key texts' */
     ngx_uint_t                         phase;      /* 0 probes, 1 records */
     ngx_uint_t                         finished;
     size_t                             ncand;
