@@ -225,6 +225,7 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
             return NGX_ERROR;
         }
         ccf->backlog = n;
+        ccf->backlog_set = 1;
         return NGX_OK;
     }
 
@@ -334,12 +335,15 @@ ngx_http_simhash_cluster_conf_done(ngx_conf_t *cf,
 
     ccf = ngx_http_simhash_part_conf(zone, ngx_http_simhash_cluster_part);
 
-    if (ccf->seeds.nelts == 0 && (ccf->timeout_set || ccf->prefix_set)) {
+    if (ccf->seeds.nelts == 0
+        && (ccf->timeout_set || ccf->prefix_set || ccf->backlog_set))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "simhash zone \"%V\": %s= without cluster=",
                            &zone->name,
                            ccf->timeout_set ? "cluster_timeout"
-                                            : "cluster_prefix");
+                           : ccf->prefix_set ? "cluster_prefix"
+                                             : "cluster_backlog");
         return NGX_CONF_ERROR;
     }
 

@@ -37,6 +37,7 @@ typedef struct {
     unsigned                         h_set:1;
     unsigned                         timeout_set:1;
     unsigned                         prefix_set:1;
+    unsigned                         backlog_set:1;
     ngx_str_t                        tls_ca;    /* cluster_tls_*= */
     ngx_str_t                        tls_cert;
     ngx_str_t                        tls_key;
