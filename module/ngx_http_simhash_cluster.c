@@ -120,6 +120,7 @@ ngx_http_simhash_cluster_create_conf(ngx_conf_t *cf,
      * cluster-node-timeout to be replaced, and is counted meanwhile) */
     ccf->timeout = 50;
     ngx_str_set(&ccf->prefix, "sh:");
+    ccf->backlog = NGX_HTTP_SIMHASH_CLUSTER_BACKLOG;
 
     return ccf;
 }
@@ -205,6 +206,27 @@ ngx_http_simhash_cluster_param(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
         && ngx_strncmp(value->data, "cluster_tls_", 12) == 0)
     {
         return ngx_http_simhash_cluster_tls_param(cf, zone, ccf, value);
+    }
+
+    if (value->len > 16
+        && ngx_strncmp(value->data, "cluster_backlog=", 16) == 0)
+    {
+        ngx_int_t  n;
+
+        v.data = value->data + 16;
+        v.len = value->len - 16;
+        n = ngx_atoi(v.data, v.len);
+        if (n == NGX_ERROR) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "simhash zone \"%V\": invalid "
+                               "cluster_backlog \"%V\" (writes a worker "
+                               "keeps while the cluster is away, e.g. "
+                               "30000; 0: none)", &zone->name, &v);
+            return NGX_ERROR;
+        }
+        ccf->backlog = n;
+        ccf->backlog_set = 1;
+        return NGX_OK;
     }
 
     if (value->len >= 15
@@ -313,12 +335,15 @@ ngx_http_simhash_cluster_conf_done(ngx_conf_t *cf,
 
     ccf = ngx_http_simhash_part_conf(zone, ngx_http_simhash_cluster_part);
 
-    if (ccf->seeds.nelts == 0 && (ccf->timeout_set || ccf->prefix_set)) {
+    if (ccf->seeds.nelts == 0
+        && (ccf->timeout_set || ccf->prefix_set || ccf->backlog_set))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "simhash zone \"%V\": %s= without cluster=",
                            &zone->name,
                            ccf->timeout_set ? "cluster_timeout"
-                                            : "cluster_prefix");
+                           : ccf->prefix_set ? "cluster_prefix"
+                                             : "cluster_backlog");
         return NGX_CONF_ERROR;
     }
 
@@ -986,6 +1011,8 @@ ngx_http_simhash_cluster_init_process(ngx_cycle_t *cycle)
         cl->refresh.log = cycle->log;
         cl->refresh.cancelable = 1;
 
+        ngx_http_simhash_cluster_backlog_init(cl);
+
         ccf->client = cl;
 
         seed = ccf->seeds.elts;
@@ -1022,6 +1049,9 @@ ngx_http_simhash_cluster_exit_process(ngx_cycle_t *cycle)
         for (j = 0; j < ccf->client->nnodes; j++) {
             ngx_http_simhash_redis_close(&ccf->client->nodes[j]->rd);
         }
+
+        /* after the connections: the writes in them came back to it */
+        ngx_http_simhash_cluster_backlog_exit(ccf->client);
 
         if (ccf->client->refresh.timer_set) {
             ngx_del_timer(&ccf->client->refresh);

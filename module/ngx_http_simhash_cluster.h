@@ -66,7 +66,10 @@ extern ngx_str_t   ngx_http_simhash_cluster_cause_names[];  /* but OK */
  * its outcome: in microseconds, in the buckets of
  * ngx_http_simhash_cluster_us_le, fine enough below a millisecond for a
  * lookup that takes a few hundred), redirects followed, slot-map
- * refreshes, the node's writes and those lost.
+ * refreshes, the node's writes and those lost, and its backlog: writes
+ * that failed for want of the cluster, kept (queued), written when it
+ * answered again (replayed), or lost (dropped: the backlog full, or the
+ * worker gone).
  */
 #define NGX_HTTP_SIMHASH_CLUSTER_NUS  17
 extern uint64_t  ngx_http_simhash_cluster_us_le[NGX_HTTP_SIMHASH_CLUSTER_NUS];
@@ -84,6 +87,9 @@ typedef struct {
     ngx_atomic_t                       refreshes;
     ngx_atomic_t                       writes;
     ngx_atomic_t                       write_errors;
+    ngx_atomic_t                       backlog_queued;    /* writes kept */
+    ngx_atomic_t                       backlog_replayed;  /* then written */
+    ngx_atomic_t                       backlog_dropped;   /* then lost */
     ngx_atomic_t                       us_le[NGX_HTTP_SIMHASH_CLUSTER_NUS];
     ngx_atomic_t                       us_sum;
 } ngx_http_simhash_cluster_counts_t;
@@ -113,6 +119,8 @@ struct ngx_http_simhash_cluster_lookup_s {
     ngx_http_simhash_cluster_status_e  status;
     ngx_http_simhash_cluster_cause_e   cause;
     sh_cluster_rec_t                   rec;     /* FOUND: the original */
+    ngx_str_t                          key;     /* FOUND: its key text, or
+                                                   empty (none stored) */
     unsigned                           distance;
     uint64_t                           started;  /* us, monotonic */
     uint32_t                           forged;  /* chunks refused */
@@ -127,6 +135,7 @@ struct ngx_http_simhash_cluster_lookup_s {
                                                       its start */
     ngx_uint_t                         starting;
     ngx_uint_t                         pending;    /* replies awaited */
+    ngx_uint_t                         tpending;   /* of them, key texts' */
     ngx_uint_t                         phase;      /* 0 probes, 1 records */
     ngx_uint_t                         finished;
     size_t                             ncand;
@@ -134,6 +143,8 @@ struct ngx_http_simhash_cluster_lookup_s {
     unsigned                           cdist[4];
     sh_cluster_rec_t                   crec[4];
     ngx_uint_t                         chave[4];
+    sh_cluster_text_t                  ctext[4];   /* their key text (a
+                                                      copy), read beside */
 };
 
 
@@ -155,14 +166,25 @@ ngx_http_simhash_cluster_lookup_t *ngx_http_simhash_cluster_lookup(
 void ngx_http_simhash_cluster_cancel(ngx_http_simhash_cluster_lookup_t *lk);
 
 /*
- * A document this node called new, to the cluster: one chunk of one entry
- * APPENDed to its record bucket, then one to its table bucket, each to
- * its master, not waited for (fire and forget); a write that fails is
- * counted (write_errors) and logged, never retried: the node still holds
- * the document in its zone.
+ * A document this node stored, to the cluster: one chunk of one entry
+ * APPENDed to its record bucket, one to its key text's bucket, then one
+ * to its table bucket, each to its master, not waited for.  A write that
+ * the cluster could not take (no connection to its master, the connection
+ * lost with it, CLUSTERDOWN, TRYAGAIN, a slot of no master) is kept in
+ * the worker's backlog and written again once the master answers; any
+ * other failure is counted (write_errors) and logged.
  */
 void ngx_http_simhash_cluster_add(ngx_http_simhash_cluster_t *cl,
-    const sh_cluster_rec_t *rec);
+    const sh_cluster_rec_t *rec, ngx_str_t *key);
+
+/*
+ * Whether this worker, which has read the cluster's slot map and layout,
+ * reaches no node of it any more (every connection down): the node then
+ * works alone, from its zone (the
+ * decision stores what it cannot check, and the backlog takes it to the
+ * cluster later).
+ */
+ngx_uint_t ngx_http_simhash_cluster_alone(ngx_http_simhash_cluster_t *cl);
 
 /* This worker's client of a zone, or NULL if it has no cluster= */
 ngx_http_simhash_cluster_t *ngx_http_simhash_cluster_of(

@@ -25,15 +25,19 @@
 #define NGX_HTTP_SIMHASH_CLUSTER_NODES    64
 #define NGX_HTTP_SIMHASH_CLUSTER_REFRESH  1000  /* ms, while incomplete */
 #define NGX_HTTP_SIMHASH_CLUSTER_NOSLOT   0xffff
+#define NGX_HTTP_SIMHASH_CLUSTER_BACKLOG  30000 /* writes a worker keeps */
+#define NGX_HTTP_SIMHASH_CLUSTER_REPLAY   1000  /* ms between replays */
 
 
 typedef struct {
     ngx_array_t                      seeds;    /* redis_conf_t */
     ngx_msec_t                       timeout;  /* a lookup's */
     ngx_str_t                        prefix;
+    ngx_uint_t                       backlog;  /* writes a worker keeps */
     unsigned                         h_set:1;
     unsigned                         timeout_set:1;
     unsigned                         prefix_set:1;
+    unsigned                         backlog_set:1;
     ngx_str_t                        tls_ca;    /* cluster_tls_*= */
     ngx_str_t                        tls_cert;
     ngx_str_t                        tls_key;
@@ -83,6 +87,12 @@ struct ngx_http_simhash_cluster_s {
 
     /* every worker's counts, in the zone's shared state */
     ngx_http_simhash_cluster_counts_t  *counts;
+
+    /* the writes the cluster could not take, oldest first, and the timer
+     * that writes them again (ngx_http_simhash_cluster_write.c) */
+    ngx_queue_t                       backlog;
+    ngx_uint_t                        nbacklog;
+    ngx_event_t                       replay;
 };
 
 
@@ -90,14 +100,17 @@ struct ngx_http_simhash_cluster_s {
     (void) ngx_atomic_fetch_add(&(cl)->counts->f, 1)
 
 
-/* one APPEND in flight (a chunk a node adds), kept to follow a redirect */
+/* one APPEND (a chunk a node adds): in flight, kept to follow a
+ * redirect, or in the backlog; its chunk follows it in one allocation */
 typedef struct {
     ngx_http_simhash_cluster_t       *cl;
+    ngx_queue_t                       queue;    /* in the backlog */
     ngx_uint_t                        hops;
+    unsigned                          queued:1; /* was in the backlog */
     size_t                            key_len;
     size_t                            len;
     char                              key[SH_CLUSTER_KEY_MAX];
-    u_char                            chunk[128];
+    u_char                           *chunk;
 } ngx_http_simhash_cluster_write_t;
 
 
@@ -119,6 +132,20 @@ ngx_http_simhash_cluster_node_t *ngx_http_simhash_cluster_redirect(
 
 /* ASKING to n, before a command redirected by ASK. */
 ngx_int_t ngx_http_simhash_cluster_asking(ngx_http_simhash_cluster_node_t *n);
+
+/* The backlog: made empty at the worker's start, counted as dropped and
+ * freed at its exit (ngx_http_simhash_cluster_write.c). */
+void ngx_http_simhash_cluster_backlog_init(ngx_http_simhash_cluster_t *cl);
+void ngx_http_simhash_cluster_backlog_exit(ngx_http_simhash_cluster_t *cl);
+
+/* A candidate's key text bucket, read beside its record (idx: the
+ * candidate); the one the chosen record names, as the lookup's key; the
+ * copies freed with the lookup (ngx_http_simhash_cluster_text.c). */
+void ngx_http_simhash_cluster_text_got(ngx_http_simhash_cluster_lookup_t *lk,
+    ngx_uint_t idx, uint32_t bucket, redisReply *reply);
+void ngx_http_simhash_cluster_text_name(ngx_http_simhash_cluster_lookup_t *lk,
+    ngx_uint_t idx);
+void ngx_http_simhash_cluster_text_free(ngx_http_simhash_cluster_lookup_t *lk);
 
 
 #endif /* _NGX_HTTP_SIMHASH_CLUSTER_CLIENT_H_INCLUDED_ */

@@ -36,6 +36,7 @@ ngx_http_simhash_cluster_free(ngx_http_simhash_cluster_lookup_t *lk)
             ngx_del_timer(&lk->timer);
         }
 
+        ngx_http_simhash_cluster_text_free(lk);
         ngx_free(lk->probes);
         ngx_free(lk);
     }
@@ -176,12 +177,41 @@ ngx_http_simhash_cluster_fail(ngx_http_simhash_cluster_lookup_t *lk,
 }
 
 
+/*
+ * A probe not answered: the lookup is incomplete, but for a key text's
+ * (the original is then named by its id: the answer itself is whole).
+ */
+static void
+ngx_http_simhash_cluster_probe_fail(ngx_http_simhash_cluster_probe_t *pr,
+    ngx_http_simhash_cluster_cause_e cause)
+{
+    ngx_http_simhash_cluster_lookup_t  *lk = pr->lk;
+
+    if (pr->kind != SH_CLUSTER_TEXT) {
+        ngx_http_simhash_cluster_fail(lk, cause);
+        return;
+    }
+
+    if (lk->pending == 0 && !lk->finished) {
+        ngx_http_simhash_cluster_finish(lk);
+    }
+}
+
+
 static void
 ngx_http_simhash_cluster_timer_handler(ngx_event_t *ev)
 {
     ngx_http_simhash_cluster_lookup_t  *lk = ev->data;
 
-    ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT);
+    if (lk->phase == 1 && lk->pending && lk->pending == lk->tpending) {
+        /* every record in, only key texts awaited: the answer is whole,
+         * its original named by its id */
+        ngx_http_simhash_cluster_finish(lk);
+
+    } else {
+        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT);
+    }
+
     ngx_http_simhash_cluster_free(lk);
 }
 
@@ -211,7 +241,8 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
         n = ngx_http_simhash_cluster_redirect(cl, reply);
 
         if (n == NULL || pr->hops++ >= 3) {
-            ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_ERROR);
+            ngx_http_simhash_cluster_probe_fail(pr,
+                                                NGX_HTTP_SIMHASH_CLUSTER_ERROR);
             return;
         }
 
@@ -223,7 +254,7 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
         || (reply->len >= 8 && ngx_strncmp(reply->str, "TRYAGAIN", 8) == 0))
     {
         ngx_http_simhash_cluster_refresh(cl);
-        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_DOWN);
+        ngx_http_simhash_cluster_probe_fail(pr, NGX_HTTP_SIMHASH_CLUSTER_DOWN);
         return;
     }
 
@@ -233,7 +264,7 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
                   reply->str);
 
     /* the user may not GET the key (ACL rules, a user turned off) */
-    ngx_http_simhash_cluster_fail(lk,
+    ngx_http_simhash_cluster_probe_fail(pr,
         (reply->len >= 6 && ngx_strncmp(reply->str, "NOPERM", 6) == 0)
         || (reply->len >= 6 && ngx_strncmp(reply->str, "NOAUTH", 6) == 0)
         ? NGX_HTTP_SIMHASH_CLUSTER_DENIED : NGX_HTTP_SIMHASH_CLUSTER_ERROR);
@@ -281,6 +312,7 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
     size_t                              n;
 
     lk->pending--;
+    lk->tpending -= (pr->kind == SH_CLUSTER_TEXT);
 
     if (lk->finished) {
         ngx_http_simhash_cluster_free(lk);
@@ -290,7 +322,7 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
     if (reply == NULL) {
         /* the connection went with the GET in it: its node may be gone
          * for good (a failover), so the map is read again */
-        ngx_http_simhash_cluster_fail(lk,
+        ngx_http_simhash_cluster_probe_fail(pr,
                                       NGX_HTTP_SIMHASH_CLUSTER_UNREACHABLE);
         ngx_http_simhash_cluster_free(lk);
         return;
@@ -308,6 +340,10 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
                                 (u_char *) reply->str, reply->len, lk->fp,
                                 lk->h, got, 4, &read);
             ngx_http_simhash_cluster_candidates(lk, got, n < 4 ? n : 4);
+
+        } else if (pr->kind == SH_CLUSTER_TEXT) {
+            ngx_http_simhash_cluster_text_got(lk, pr->idx, pr->bucket, reply);
+            read.forged = 0;
 
         } else {
             lk->chave[pr->idx] = sh_cluster_find_entry_rec(&cl->layout,
@@ -352,13 +388,14 @@ ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
     }
 
     pr->lk->pending++;
+    pr->lk->tpending += (pr->kind == SH_CLUSTER_TEXT);
     return;
 
 unreachable:
 
     ngx_http_simhash_cluster_refresh(cl);
-    ngx_http_simhash_cluster_fail(pr->lk,
-                                  ngx_http_simhash_cluster_cause(cl, n));
+    ngx_http_simhash_cluster_probe_fail(pr,
+                                        ngx_http_simhash_cluster_cause(cl, n));
 }
 
 
@@ -382,7 +419,8 @@ ngx_http_simhash_cluster_get(ngx_http_simhash_cluster_lookup_t *lk,
 
     if (o == NGX_HTTP_SIMHASH_CLUSTER_NOSLOT) {
         ngx_http_simhash_cluster_refresh(cl);
-        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_UNSERVED);
+        ngx_http_simhash_cluster_probe_fail(pr,
+                                            NGX_HTTP_SIMHASH_CLUSTER_UNSERVED);
         return;
     }
 
@@ -405,12 +443,20 @@ ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
         }
 
         /* the candidates' records: their sketches, their whole id, and
-         * whether each is still its document's fingerprint */
+         * whether each is still its document's fingerprint; beside each,
+         * its key text's bucket (the same round trip) */
         lk->phase = 1;
 
         for (i = 0; i < lk->ncand && !lk->finished; i++) {
             ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_REC,
                 sh_cluster_rec_bucket(&lk->cl->layout, lk->cand[i].id), i);
+
+            if (!lk->finished) {
+                ngx_http_simhash_cluster_get(lk, &pr[lk->ncand + i],
+                    SH_CLUSTER_TEXT,
+                    sh_cluster_text_bucket(&lk->cl->layout, lk->cand[i].id),
+                    i);
+            }
         }
 
         return;
@@ -420,6 +466,7 @@ ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
         if (lk->chave[i]) {
             lk->rec = lk->crec[i];
             lk->distance = lk->cdist[i];
+            ngx_http_simhash_cluster_text_name(lk, i);
             ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_FOUND,
                                          NGX_HTTP_SIMHASH_CLUSTER_OK);
             return;
@@ -481,8 +528,9 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
                               vol, buckets, SH_PROBES_MAX + 1);
     }
 
-    /* one GET a probe, then one a candidate's record, in the same slots */
-    slots = ngx_max(n, sizeof(lk->cand) / sizeof(lk->cand[0]));
+    /* one GET a probe, then one a candidate's record and one its key
+     * text, in the same slots */
+    slots = ngx_max(n, 2 * sizeof(lk->cand) / sizeof(lk->cand[0]));
 
     lk = ngx_calloc(sizeof(ngx_http_simhash_cluster_lookup_t), cl->log);
     pr = ngx_calloc(slots * sizeof(*pr), cl->log);

@@ -19,9 +19,10 @@
 /*
  * GET ?zone=NAME&fp=HEX[&h=N] answers, once the lookup has ended, with
  * its outcome as JSON: {"status":"found","id":HEX,"fp":HEX,"distance":N,
- * "buckets":N,"forged":N,"us":N}, {"status":"new",...},
- * {"status":"incomplete","cause":WHY,...}; buckets: the table's buckets
- * the lookup read (PSM's probes, the page's own bucket included).
+ * "key":URL (if the cluster has its key text),"buckets":N,"forged":N,
+ * "us":N}, {"status":"new",...}, {"status":"incomplete","cause":WHY,...};
+ * buckets: the table's buckets the lookup read (PSM's probes, the page's
+ * own bucket included).
  * The request is held meanwhile (the worker goes on with other events):
  * the decision's own use of a lookup will hold a response the same way.
  */
@@ -78,7 +79,9 @@ ngx_http_simhash_cluster_query_done(ngx_http_simhash_cluster_lookup_t *lk)
 
     q->lk = NULL;
 
-    p = ngx_pnalloc(r->pool, 256);
+    p = ngx_pnalloc(r->pool, 256 + lk->key.len
+                             + ngx_escape_json(NULL, lk->key.data,
+                                               lk->key.len));
     if (p == NULL) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
@@ -96,6 +99,12 @@ ngx_http_simhash_cluster_query_done(ngx_http_simhash_cluster_lookup_t *lk)
                         "\"distance\":%ui,\"digest\":\"%016uxL\"",
                         lk->rec.kh, lk->rec.fp, (ngx_uint_t) lk->distance,
                         lk->rec.digest);
+
+        if (lk->key.len) {
+            p = ngx_cpymem(p, ",\"key\":\"", 8);
+            p = (u_char *) ngx_escape_json(p, lk->key.data, lk->key.len);
+            *p++ = '"';
+        }
     }
 
     p = ngx_sprintf(p, ",\"buckets\":%uz,\"forged\":%uD,\"us\":%uL}\n",

@@ -36,6 +36,10 @@
 /* matches looked at when the closest is two listings of one template */
 #define NGX_HTTP_SIMHASH_CANDIDATES 16
 
+/* ngx_http_simhash_local()'s ask: the cluster cannot be reached at all;
+ * a page the zone cannot match is stored, skipped (index_incomplete) */
+#define NGX_HTTP_SIMHASH_ALONE      2
+
 
 /* a decision waiting for the cluster: the page's result, kept for the
  * answer (the filter's copy is on its stack); a cleanup of the request's
@@ -66,7 +70,7 @@ static ngx_int_t ngx_http_simhash_ask(ngx_http_request_t *r,
 static void ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk);
 static ngx_int_t ngx_http_simhash_found(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    sh_result_t *res, sh_cluster_rec_t *rec);
+    sh_result_t *res, sh_cluster_rec_t *rec, ngx_str_t *name);
 static void ngx_http_simhash_ask_cleanup(void *data);
 static void ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx,
     sh_result_t *res, ngx_http_simhash_cluster_t *cl);
@@ -299,6 +303,10 @@ ngx_http_simhash_local(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     ngx_http_simhash_count(zone, responses[ctx->verdict.status], 1);
 
+    if (ctx->verdict.status == NGX_HTTP_SIMHASH_SKIPPED) {
+        ngx_http_simhash_count(zone, skipped[ctx->verdict.reason], 1);
+    }
+
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "simhash: %016uxL %V distance:%ui \"%V\"",
                    res->hash,
@@ -395,7 +403,8 @@ ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
     switch (lk->status) {
 
     case NGX_HTTP_SIMHASH_CLUSTER_FOUND:
-        rc = ngx_http_simhash_found(r, ctx, slcf, &a->res, &lk->rec);
+        rc = ngx_http_simhash_found(r, ctx, slcf, &a->res, &lk->rec,
+                                    &lk->key);
         break;
 
     case NGX_HTTP_SIMHASH_CLUSTER_NEW:
@@ -414,6 +423,24 @@ ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
                       "simhash: \"%V\" skipped: the cluster's index was "
                       "not read in full (%s)", &ctx->key,
                       ngx_http_simhash_cluster_causes[lk->cause]);
+
+        /* no node of the cluster reachable: the node works from its zone,
+         * and keeps the page (skipped all the same) for the cluster's
+         * return (its backlog); a master down is the cluster's to fail
+         * over: the page is passed and not stored */
+        if (slcf->insert && ngx_http_simhash_cluster_alone(lk->cl)) {
+            rc = ngx_http_simhash_local(r, ctx, slcf, &a->res,
+                                        NGX_HTTP_SIMHASH_ALONE);
+
+            if (rc == NGX_OK
+                && ctx->verdict.status == NGX_HTTP_SIMHASH_SKIPPED)
+            {
+                ngx_http_simhash_publish(ctx, &a->res, lk->cl);
+            }
+
+            break;
+        }
+
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_INCOMPLETE);
         rc = NGX_OK;
         break;
@@ -449,7 +476,7 @@ ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx, sh_result_t *res,
     rec.second = (uint32_t) ngx_time();
     rec.sk = res->sketches;
 
-    ngx_http_simhash_cluster_add(cl, &rec);
+    ngx_http_simhash_cluster_add(cl, &rec, &ctx->key);
 }
 
 
@@ -458,16 +485,16 @@ ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx, sh_result_t *res,
  * location's rule accepts the pair (the cluster compares whole
  * fingerprints by Hamming distance; a weighted rule may say no) and the
  * two are not listings of one template.  Otherwise it is the zone's to
- * decide, as if the cluster had said new.  The cluster keeps no key text:
- * Duplicate-Of names the original by its id (the key hash), as a zone
- * does for a document whose text has left its ring.  Not stored: the
- * index keeps one representative per cluster.
+ * decide, as if the cluster had said new.  Duplicate-Of names the
+ * original by its key text (name), or while the cluster has none by its id
+ * (the key hash), as a zone does for a document whose text has left its
+ * ring.  Not stored: the index keeps one representative per cluster.
  */
 
 static ngx_int_t
 ngx_http_simhash_found(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res,
-    sh_cluster_rec_t *rec)
+    sh_cluster_rec_t *rec, ngx_str_t *name)
 {
     int                       same;
     u_char                   *p;
@@ -488,15 +515,26 @@ ngx_http_simhash_found(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
         return ngx_http_simhash_local(r, ctx, slcf, res, 0);
     }
 
-    p = ngx_pnalloc(r->pool, NGX_HTTP_SIMHASH_NAME_MAX);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
+    if (name->len) {
+        if (ngx_http_simhash_escape(r->pool, name->data, name->len,
+                                    &ctx->verdict.duplicate_of)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
 
-    ctx->verdict.duplicate_of.data = p;
-    ctx->verdict.duplicate_of.len = ngx_sprintf(p, "%s%016uxL",
-                                        NGX_HTTP_SIMHASH_ID_PREFIX, rec->kh)
-                                    - p;
+    } else {
+        p = ngx_pnalloc(r->pool, NGX_HTTP_SIMHASH_NAME_MAX);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ctx->verdict.duplicate_of.data = p;
+        ctx->verdict.duplicate_of.len = ngx_sprintf(p, "%s%016uxL",
+                                            NGX_HTTP_SIMHASH_ID_PREFIX,
+                                            rec->kh)
+                                        - p;
+    }
     ctx->verdict.status = NGX_HTTP_SIMHASH_DUPLICATE;
     ctx->verdict.distance = h;
     ctx->verdict.score = score;
@@ -680,7 +718,7 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
                                        &ctx->verdict.duplicate_of);
     }
 
-    if (ask) {
+    if (ask == 1) {
         return NGX_AGAIN;       /* the cluster may hold one */
     }
 
@@ -704,6 +742,12 @@ ngx_http_simhash_match(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
                           "simhash: no room for \"%V\" in zone \"%V\"",
                           &safe, &zone->name);
         }
+    }
+
+    if (ask == NGX_HTTP_SIMHASH_ALONE) {
+        /* stored, but not called new: the index was not read */
+        ctx->verdict.status = NGX_HTTP_SIMHASH_SKIPPED;
+        ctx->verdict.reason = NGX_HTTP_SIMHASH_SKIP_INCOMPLETE;
     }
 
     return NGX_OK;

@@ -110,6 +110,9 @@ enum {
     NGX_HTTP_SIMHASH_V_CL_REFRESHES,
     NGX_HTTP_SIMHASH_V_CL_WRITES,
     NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS,
+    NGX_HTTP_SIMHASH_V_CL_QUEUED,
+    NGX_HTTP_SIMHASH_V_CL_REPLAYED,
+    NGX_HTTP_SIMHASH_V_CL_DROPPED,
     NGX_HTTP_SIMHASH_V_CL_US_LE,            /* as V_LAG_LE, in us */
     NGX_HTTP_SIMHASH_V_CL_US_SUM = NGX_HTTP_SIMHASH_V_CL_US_LE
                                    + NGX_HTTP_SIMHASH_CLUSTER_NUS,
@@ -435,49 +438,39 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Decisions the DUST learner learned from."),
       NGX_HTTP_SIMHASH_V_DUST_OBSERVED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("refused"), ngx_string("dust_refused_total"),
       ngx_string("counter"),
       ngx_string("URLs the DUST learner refused (too long, too many "
                  "parameters or path segments): passed through."),
       NGX_HTTP_SIMHASH_V_DUST_REFUSED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("predictions"), ngx_string("dust_predictions_total"),
       ngx_string("counter"),
       ngx_string("Requests predicted to be duplicates."),
       NGX_HTTP_SIMHASH_V_DUST_PREDICTED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("saved"), ngx_string("dust_saved_total"),
       ngx_string("counter"),
       ngx_string("Predicted duplicates answered without a fetch."),
       NGX_HTTP_SIMHASH_V_DUST_SAVED, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("support"), ngx_string("dust_support_total"),
       ngx_string("counter"),
       ngx_string("Pairs of URLs a rule merges that were one document."),
       NGX_HTTP_SIMHASH_V_DUST_SUPPORT, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("against"), ngx_string("dust_against_total"),
       ngx_string("counter"),
       ngx_string("Pairs of URLs a rule merges that were two documents."),
       NGX_HTTP_SIMHASH_V_DUST_AGAINST, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("activations"), ngx_string("dust_activations_total"),
       ngx_string("counter"), ngx_string("Rules turned on."),
       NGX_HTTP_SIMHASH_V_DUST_ACTIVATIONS, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("retirements"), ngx_string("dust_retirements_total"),
       ngx_string("counter"), ngx_string("Rules turned off."),
       NGX_HTTP_SIMHASH_V_DUST_RETIREMENTS, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("hosts"), ngx_string("dust_hosts"), ngx_string("gauge"),
       ngx_string("Hosts the DUST learner follows."),
       NGX_HTTP_SIMHASH_V_DUST_HOSTS, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("candidates"), ngx_string("dust_candidates"),
       ngx_string("gauge"), ngx_string("Rules with evidence, in any state."),
       NGX_HTTP_SIMHASH_V_DUST_CANDIDATES, NGX_HTTP_SIMHASH_M_VALUE, 3 },
-
     { ngx_string("active"), ngx_string("dust_active_rules"),
       ngx_string("gauge"), ngx_string("Rules on (learned or pinned)."),
       NGX_HTTP_SIMHASH_V_DUST_ACTIVE, NGX_HTTP_SIMHASH_M_VALUE, 3 },
@@ -486,44 +479,47 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Lookups asked of the Redis Cluster (local misses)."),
       NGX_HTTP_SIMHASH_V_CL_LOOKUPS, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
     { ngx_string("found"), ngx_string("cluster_found_total"),
       ngx_string("counter"),
       ngx_string("Cluster lookups that found a document near the page."),
       NGX_HTTP_SIMHASH_V_CL_FOUND, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
     { ngx_string("new"), ngx_string("cluster_new_total"),
       ngx_string("counter"),
       ngx_string("Cluster lookups answered in full with nothing near."),
       NGX_HTTP_SIMHASH_V_CL_NEW, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
     { ngx_string("incomplete"), ngx_string("cluster_incomplete_total"),
       ngx_string("counter"),
       ngx_string("Cluster lookups not answered in full, by cause."),
       NGX_HTTP_SIMHASH_V_CL_INCOMPLETE, NGX_HTTP_SIMHASH_M_CAUSE, 4 },
-
     { ngx_string("moved"), ngx_string("cluster_moved_total"),
       ngx_string("counter"), ngx_string("MOVED redirects followed."),
       NGX_HTTP_SIMHASH_V_CL_MOVED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
     { ngx_string("asked"), ngx_string("cluster_asked_total"),
       ngx_string("counter"), ngx_string("ASK redirects followed."),
       NGX_HTTP_SIMHASH_V_CL_ASKED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
     { ngx_string("refreshes"), ngx_string("cluster_map_refreshes_total"),
       ngx_string("counter"), ngx_string("Slot maps read (CLUSTER SLOTS)."),
       NGX_HTTP_SIMHASH_V_CL_REFRESHES, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
     { ngx_string("writes"), ngx_string("cluster_writes_total"),
       ngx_string("counter"),
       ngx_string("New pages this node wrote to the cluster."),
       NGX_HTTP_SIMHASH_V_CL_WRITES, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
     { ngx_string("write_errors"), ngx_string("cluster_write_errors_total"),
       ngx_string("counter"),
       ngx_string("Writes to the cluster lost (chunks not appended)."),
       NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS, NGX_HTTP_SIMHASH_M_VALUE, 4 },
-
+    { ngx_string("backlog_queued"),
+      ngx_string("cluster_backlog_queued_total"), ngx_string("counter"),
+      ngx_string("Writes kept while the cluster could not take them."),
+      NGX_HTTP_SIMHASH_V_CL_QUEUED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+    { ngx_string("backlog_replayed"),
+      ngx_string("cluster_backlog_replayed_total"), ngx_string("counter"),
+      ngx_string("Kept writes written once the cluster answered again."),
+      NGX_HTTP_SIMHASH_V_CL_REPLAYED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+    { ngx_string("backlog_dropped"),
+      ngx_string("cluster_backlog_dropped_total"), ngx_string("counter"),
+      ngx_string("Writes lost: the backlog full, or its worker gone."),
+      NGX_HTTP_SIMHASH_V_CL_DROPPED, NGX_HTTP_SIMHASH_M_VALUE, 4 },
     { ngx_string("lookup_us"), ngx_string("cluster_lookup_seconds"),
       ngx_string("histogram"),
       ngx_string("Time from a cluster lookup's start to the decision."),
@@ -876,6 +872,9 @@ ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone, uint64_t *v)
     v[NGX_HTTP_SIMHASH_V_CL_REFRESHES] = c->refreshes;
     v[NGX_HTTP_SIMHASH_V_CL_WRITES] = c->writes;
     v[NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS] = c->write_errors;
+    v[NGX_HTTP_SIMHASH_V_CL_QUEUED] = c->backlog_queued;
+    v[NGX_HTTP_SIMHASH_V_CL_REPLAYED] = c->backlog_replayed;
+    v[NGX_HTTP_SIMHASH_V_CL_DROPPED] = c->backlog_dropped;
 
     sum = 0;
 

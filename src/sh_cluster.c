@@ -109,8 +109,13 @@ sh_cluster_layout_init(sh_cluster_layout_t *l, const char *prefix,
     l->prefix_len = prefix_len;
     l->fp_bits = fp_bits;
     l->rec_bits = rec_bits;
+    /* a text bucket holds a quarter of a record bucket's documents: a
+     * text is about twice a record, and a lookup reads both */
+    l->key_bits = rec_bits + 2 > SH_CLUSTER_BITS_MAX ? SH_CLUSTER_BITS_MAX
+                                                     : rec_bits + 2;
     l->fp_tail = (64 - fp_bits + 7) / 8;
     l->rec_tail = (64 - rec_bits + 7) / 8;
+    l->key_tail = (64 - l->key_bits + 7) / 8;
     l->fp_entry = l->fp_tail + 4;
     l->rec_entry = l->rec_tail + 8 + 8 + 4 + 16;
     memcpy(l->mackey, mackey, SH_CLUSTER_MACKEY_LEN);
@@ -146,11 +151,25 @@ sh_cluster_rec_bucket(const sh_cluster_layout_t *l, uint64_t kh)
     return (uint32_t) (kh >> (64 - l->rec_bits));
 }
 
+uint32_t
+sh_cluster_text_bucket(const sh_cluster_layout_t *l, uint64_t kh)
+{
+    return (uint32_t) (kh >> (64 - l->key_bits));
+}
+
+/* The bucket bits of a family. */
+static unsigned
+kind_bits(const sh_cluster_layout_t *l, int kind)
+{
+    return kind == SH_CLUSTER_FP ? l->fp_bits
+           : kind == SH_CLUSTER_TEXT ? l->key_bits : l->rec_bits;
+}
+
 size_t
 sh_cluster_key(const sh_cluster_layout_t *l, int kind, uint32_t bucket,
                char *buf)
 {
-    unsigned bits = kind == SH_CLUSTER_FP ? l->fp_bits : l->rec_bits;
+    unsigned bits = kind_bits(l, kind);
     int      n;
 
     memcpy(buf, l->prefix, l->prefix_len);
@@ -215,8 +234,7 @@ chunk_mac(const sh_cluster_layout_t *l, int kind, uint32_t bucket,
      * under other bits, so a chunk read under a forged layout (the meta
      * key) is forged, not misread */
     head[0] = (unsigned char) kind;
-    head[1] = (unsigned char) (kind == SH_CLUSTER_FP ? l->fp_bits
-                                                     : l->rec_bits);
+    head[1] = (unsigned char) kind_bits(l, kind);
     sh_le_put(head + 2, bucket, 4);
     parts[0].data = tag;
     parts[0].len = sizeof(tag);
@@ -288,6 +306,43 @@ sh_cluster_encode_rec(const sh_cluster_layout_t *l, uint32_t bucket,
         p = sh_le_put(p, r[i].sk.links, 8);
     }
     return chunk_close(l, SH_CLUSTER_REC, bucket, out, n, p);
+}
+
+size_t
+sh_cluster_text_size(const sh_cluster_layout_t *l, const sh_cluster_text_t *t,
+                     size_t n)
+{
+    size_t size = SH_CLUSTER_CHUNK_HEAD + SH_CLUSTER_MAC_LEN, i;
+
+    for (i = 0; i < n; i++) {
+        size += l->key_tail + 2 + t[i].len;
+    }
+    return size;
+}
+
+size_t
+sh_cluster_encode_text(const sh_cluster_layout_t *l, uint32_t bucket,
+                       const sh_cluster_text_t *t, size_t n,
+                       unsigned char *out)
+{
+    unsigned char *p = out + SH_CLUSTER_CHUNK_HEAD;
+    size_t         i;
+
+    if (n == 0 || n > SH_CLUSTER_CHUNK_MAX) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (sh_cluster_text_bucket(l, t[i].kh) != bucket || t[i].len == 0
+            || t[i].len > SH_CLUSTER_TEXT_MAX)
+        {
+            return 0;
+        }
+        p = sh_le_put(p, t[i].kh, l->key_tail);
+        p = sh_le_put(p, t[i].len, 2);
+        memcpy(p, t[i].text, t[i].len);
+        p += t[i].len;
+    }
+    return chunk_close(l, SH_CLUSTER_TEXT, bucket, out, n, p);
 }
 
 /* A tail read back under its bucket's top bits. */
@@ -557,6 +612,90 @@ sh_cluster_find_entry_rec(const sh_cluster_layout_t *l, uint32_t bucket,
             w += size;
             wl -= size;
         }
+    }
+    return 0;
+}
+
+/*
+ * The next chunk of key texts: its length (its count-th entry's end plus
+ * the MAC), 0 at the end or when the rest is not one (rd->malformed).
+ */
+static size_t
+text_chunk_next(const sh_cluster_layout_t *l, const unsigned char *v,
+                size_t len, size_t *n, sh_cluster_read_t *rd)
+{
+    size_t count, i, off = SH_CLUSTER_CHUNK_HEAD, tl;
+
+    if (len == 0) {
+        return 0;
+    }
+    if (len < SH_CLUSTER_CHUNK_HEAD + SH_CLUSTER_MAC_LEN
+        || v[0] != (unsigned char) SH_CLUSTER_TEXT)
+    {
+        rd->malformed = 1;
+        return 0;
+    }
+    count = (size_t) sh_le_get(v + 1, 2);
+    for (i = 0; i < count; i++) {
+        if (off + l->key_tail + 2 > len) {
+            rd->malformed = 1;
+            return 0;
+        }
+        tl = (size_t) sh_le_get(v + off + l->key_tail, 2);
+        off += l->key_tail + 2 + tl;
+    }
+    if (count == 0 || off + SH_CLUSTER_MAC_LEN > len) {
+        rd->malformed = 1;
+        return 0;
+    }
+    *n = count;
+    rd->chunks++;
+    rd->entries += (uint32_t) count;
+    return off + SH_CLUSTER_MAC_LEN;
+}
+
+int
+sh_cluster_find_text(const sh_cluster_layout_t *l, uint32_t bucket,
+                     const unsigned char *v, size_t len, uint64_t want,
+                     uint64_t mask, sh_cluster_text_t *out,
+                     sh_cluster_read_t *rd)
+{
+    sh_cluster_read_t local;
+    size_t            n, size, i, off;
+
+    if (rd == NULL) {
+        rd = &local;
+    }
+    memset(rd, 0, sizeof(*rd));
+    while ((size = text_chunk_next(l, v, len, &n, rd)) != 0) {
+        int checked = 0;
+
+        for (i = 0, off = SH_CLUSTER_CHUNK_HEAD; i < n; i++) {
+            const unsigned char *p = v + off;
+            size_t               tl = (size_t) sh_le_get(p + l->key_tail, 2);
+            uint64_t             kh;
+
+            off += l->key_tail + 2 + tl;
+            kh = whole(sh_le_get(p, l->key_tail), l->key_tail, l->key_bits,
+                       bucket);
+            if ((kh & mask) != (want & mask) || tl == 0) {
+                continue;
+            }
+            if (!checked) {
+                checked = chunk_verify(l, SH_CLUSTER_TEXT, bucket, v, size)
+                          ? 1 : -1;
+                if (checked < 0) {
+                    rd->forged++;
+                    break;
+                }
+            }
+            out->kh = kh;
+            out->text = (const char *) p + l->key_tail + 2;
+            out->len = tl;
+            return 1;
+        }
+        v += size;
+        len -= size;
     }
     return 0;
 }

@@ -19,6 +19,14 @@
  *                      hash's tail, the fingerprint (8), the body digest
  *                      (8), the version's second (4) and the two sketches
  *                      (16).
+ *     PREFIX "k" HEX   a bucket of key text: the documents whose key
+ *                      hash's top key_bits bits are HEX (key_bits is
+ *                      rec_bits + 2, at most SH_CLUSTER_BITS_MAX: a
+ *                      quarter of a record bucket's documents, since a
+ *                      text is about twice a record).  Each entry is the
+ *                      key hash's tail, the text's length (2 bytes) and
+ *                      the text: what Duplicate-Of names, read beside the
+ *                      candidate's record (the same round trip).
  *
  * HEX is the bucket number in lower-case hex, as many digits as the bits
  * take.  A lookup probes the fingerprint buckets PSM's order names (VOSH
@@ -33,8 +41,11 @@
  * A bucket's value is a run of chunks, each one write of one or more
  * entries:
  *
- *     kind (1 byte: 'f' or 'r')  count (2 bytes, little-endian)
- *     count entries              MAC (16 bytes)
+ *     kind (1 byte: 'f', 'r' or 'k')  count (2 bytes, little-endian)
+ *     count entries                   MAC (16 bytes)
+ *
+ * (a key text entry says its own length: a chunk of them ends where its
+ * count-th entry does)
  *
  * The MAC is HMAC-SHA256, truncated, of the prefix, the kind, the bucket
  * bits and number and the chunk before it, under a key derived from the tier's
@@ -76,6 +87,8 @@
 #define SH_CLUSTER_META         'm'
 #define SH_CLUSTER_FP           'f'
 #define SH_CLUSTER_REC          'r'
+#define SH_CLUSTER_TEXT         'k'
+#define SH_CLUSTER_TEXT_MAX     65535   /* bytes of a key text */
 
 /* Redis's CRC16 (XMODEM: polynomial 0x1021, initial 0). */
 uint16_t sh_cluster_crc16(const void *buf, size_t len);
@@ -90,8 +103,10 @@ typedef struct {
     size_t        prefix_len;
     unsigned      fp_bits;      /* top bits of a fingerprint: its bucket */
     unsigned      rec_bits;     /* top bits of a key hash: its record's */
+    unsigned      key_bits;     /* top bits of a key hash: its text's */
     unsigned      fp_tail;      /* bytes of a fingerprint's tail */
     unsigned      rec_tail;     /* bytes of a key hash's tail */
+    unsigned      key_tail;     /* bytes of a key hash's tail (text) */
     unsigned      fp_entry;     /* bytes of a table entry */
     unsigned      rec_entry;    /* bytes of a record */
     unsigned char mackey[SH_CLUSTER_MACKEY_LEN];
@@ -118,10 +133,11 @@ unsigned sh_cluster_bits_for(uint64_t n, unsigned per_bucket);
 /* The bucket of a fingerprint or a key hash. */
 uint32_t sh_cluster_fp_bucket(const sh_cluster_layout_t *l, uint64_t fp);
 uint32_t sh_cluster_rec_bucket(const sh_cluster_layout_t *l, uint64_t kh);
+uint32_t sh_cluster_text_bucket(const sh_cluster_layout_t *l, uint64_t kh);
 
 /* A bucket's key name, NUL-terminated into buf (SH_CLUSTER_KEY_MAX
- * bytes); returns its length.  kind: SH_CLUSTER_FP, SH_CLUSTER_REC or
- * SH_CLUSTER_META (no bucket). */
+ * bytes); returns its length.  kind: SH_CLUSTER_FP, SH_CLUSTER_REC,
+ * SH_CLUSTER_TEXT or SH_CLUSTER_META (no bucket). */
 size_t sh_cluster_key(const sh_cluster_layout_t *l, int kind,
                       uint32_t bucket, char *buf);
 
@@ -147,7 +163,14 @@ typedef struct {
     sh_sketches_t sk;
 } sh_cluster_rec_t;
 
-/* Bytes of a chunk of n entries of a kind. */
+/* A document's key text (not NUL-terminated). */
+typedef struct {
+    uint64_t      kh;
+    const char   *text;
+    size_t        len;      /* 1..SH_CLUSTER_TEXT_MAX */
+} sh_cluster_text_t;
+
+/* Bytes of a chunk of n entries of a kind (not SH_CLUSTER_TEXT). */
 size_t sh_cluster_chunk_size(const sh_cluster_layout_t *l, int kind,
                              size_t n);
 
@@ -162,6 +185,16 @@ size_t sh_cluster_encode_fp(const sh_cluster_layout_t *l, uint32_t bucket,
 size_t sh_cluster_encode_rec(const sh_cluster_layout_t *l, uint32_t bucket,
                              const sh_cluster_rec_t *r, size_t n,
                              unsigned char *out);
+
+/* Bytes of a chunk of these n key texts. */
+size_t sh_cluster_text_size(const sh_cluster_layout_t *l,
+                            const sh_cluster_text_t *t, size_t n);
+
+/* One chunk of n key texts, all of `bucket` (sh_cluster_text_bucket), into
+ * out (sh_cluster_text_size bytes): its length, or 0 as the others. */
+size_t sh_cluster_encode_text(const sh_cluster_layout_t *l, uint32_t bucket,
+                              const sh_cluster_text_t *t, size_t n,
+                              unsigned char *out);
 
 /* What reading a bucket met. */
 typedef struct {
@@ -203,6 +236,19 @@ int sh_cluster_find_entry_rec(const sh_cluster_layout_t *l, uint32_t bucket,
                               const unsigned char *v, size_t len,
                               const sh_cluster_fpent_t *e,
                               sh_cluster_rec_t *out, sh_cluster_read_t *rd);
+
+/*
+ * The key text of a document in a text bucket's value: the first entry
+ * of a verified chunk whose key hash, masked, is want & mask (mask: all
+ * ones for a whole key hash, or its top 32 bits for a table entry's id).
+ * 1 with out set (out->text points into v), 0 if none.  Only a chunk
+ * whose MAC verifies is read: a text written without the tier's secret is
+ * never named.
+ */
+int sh_cluster_find_text(const sh_cluster_layout_t *l, uint32_t bucket,
+                         const unsigned char *v, size_t len, uint64_t want,
+                         uint64_t mask, sh_cluster_text_t *out,
+                         sh_cluster_read_t *rd);
 
 /*
  * The fingerprint buckets a lookup of x reads: x's own first, then the

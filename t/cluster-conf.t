@@ -89,6 +89,12 @@ my @bad = (
     ['cluster_timeout=50ms',
      qr/simhash zone "crawl": cluster_timeout= without cluster=/,
      'cluster_timeout without cluster='],
+    ['cluster=redis://127.0.0.1:7000 cluster_backlog=many',
+     qr/simhash zone "crawl": invalid cluster_backlog "many"/,
+     'cluster_backlog=garbage'],
+    ['cluster_backlog=10',
+     qr/simhash zone "crawl": cluster_backlog= without cluster=/,
+     'cluster_backlog without cluster='],
 );
 
 for my $b (@bad) {

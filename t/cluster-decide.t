@@ -3,19 +3,22 @@
 # nodes (A and B) with one real 6-process cluster (3 masters, 3 replicas)
 # and documents loaded by `simhash cluster load` under the same
 # simhash_seed.  A page fetched through B whose near-duplicate was loaded
-# is a duplicate, Duplicate-Of naming the loaded document by its id; a far
+# (without its key text) is a duplicate, Duplicate-Of naming the loaded
+# document by its id, and a key text for it APPENDed by a client without
+# the tier's secret is never named; a far
 # page is new (the cluster read in full said so) and stored locally.  A
 # master killed with kill -9: every page whose lookup probes it is passed
 # through whole, 200, "skipped" with reason index_incomplete, counted;
 # never new, never dropped, never a 5xx; once its replica is promoted the
 # same pages are duplicates again, by themselves.  A page new through A
-# is written to the cluster (one chunk APPENDed to its record bucket and
-# one to its table bucket) and found through B, which never held it.
+# is written to the cluster (one chunk APPENDed to its record bucket, one
+# to its key text's and one to its table bucket) and found through B,
+# which never held it: Duplicate-Of names the URL fetched through A, and
+# drop mode drops it as A's zone would (keys=path: the original's path).
 # The client's counts (lookups, outcomes, incomplete by cause, times,
-# map refreshes, writes) are in the statistics, JSON and Prometheus.  In drop mode a
-# duplicate the cluster names by id is passed: keys=path (the default)
-# drops only a page whose original has its path, and the cluster keeps no
-# key text.
+# map refreshes, writes) are in the statistics, JSON and Prometheus.  In
+# drop mode a duplicate the cluster names by id is passed: keys=path (the
+# default) drops only a page whose original has its path, unknown then.
 
 use strict;
 use warnings;
@@ -68,6 +71,11 @@ my $dir = File::Temp::tempdir('simhash-cdecide-XXXXXX',
 srand(4747);
 open(my $fh, '>', "$dir/docs.txt") or die;
 print $fh "$id $fp 1 1700000000 0 0\n";
+# four documents of one fingerprint: a lookup of it at radius 0 reads
+# one bucket and four candidates' records and texts (8 GETs in a lookup
+# of one probe)
+printf $fh "00000000000000%02x 0123456789abcdef 3 1700000000 0 0 "
+           . "http://four.example/%d\n", $_, $_ for 1 .. 4;
 for my $i (1 .. 2000) {
     printf $fh "%08x%08x %08x%08x 2 1700000000 0 0\n",
            map { int(rand(2**32)) } 1 .. 4;
@@ -77,6 +85,24 @@ my ($rc, undef, $err) = sh($cli, 'cluster', 'load', '--seed', $seed,
                            '--redis', $c->addr, "$dir/docs.txt");
 is($rc, 0, 'loaded') or diag($err);
 $_->cmd('WAIT', 1, 5000) for $c->masters;
+
+# a key text for the loaded document, made under another secret and
+# APPENDed to its real bucket: never named
+open($fh, '>', "$dir/forged.txt") or die;
+print $fh "$id $fp 1 1700000000 0 0 http://forger.example/sourdough.html\n";
+close $fh;
+($rc, undef, $err) = sh($cli, 'cluster', 'load', '--seed', 'not-the-secret',
+                        '--out', "$dir/forged.resp", "$dir/forged.txt");
+is($rc, 0, 'a forged key text') or diag($err);
+{
+    open(my $r, '<', "$dir/forged.resp") or die;
+    my $resp = do { local $/; <$r> };
+    my ($key, $val) = $resp =~ /\$3\r\nSET\r\n\$\d+\r\n(sh:k[0-9a-f]+)\r\n\$(\d+)\r\n/
+        or die "no key text SET in the forged file";
+    my $bytes = substr($resp, $+[0], $val);
+    ok(!ref $c->master_of_slot($nodes[0]->cmd('CLUSTER', 'KEYSLOT', $key))
+              ->cmd('APPEND', $key, $bytes), "forged key text in $key");
+}
 
 my $n = 0;
 sub fetch {
@@ -96,9 +122,10 @@ is($r->{headers}{'x-simhash-status'}, 'duplicate',
    'a copy through B of a loaded page: a duplicate');
 is($r->{status}, 200,
    'passed, not dropped: drop needs the original\'s key (keys=path), and '
-   . 'the cluster names it by id');
+   . 'the cluster has none for it');
 is($r->{headers}{'x-simhash-duplicate-of'}, "simhash-id:$id",
-   'Duplicate-Of: the id the cluster gives (no key text is stored there)');
+   'Duplicate-Of: the id the cluster gives (loaded without its key text; '
+   . 'the forged one refused)');
 is($r->{headers}{'x-simhash-distance'}, 0, 'at distance 0');
 
 my $d = SimhashTest::distance($fp, $A->cli_fingerprint('sourdough-reprint.html',
@@ -114,6 +141,10 @@ is($r->{content}, $B->fixture('bicycle.html'), 'passed whole');
 is($B->status_of('/bicycle.html'), 'unchanged',
    'stored in the zone: its re-fetch is answered locally');
 
+$r = $B->get('/cq?zone=crawl&fp=0123456789abcdef&h=0');
+like($r->{content}, qr{"status":"found".*"key":"http://four\.example/[1-4]"},
+     'a lookup of one bucket and four candidates: found, with its key text');
+
 # ---- A finds B's page: a node that calls a page new writes it ----
 $r = $A->get('/council.html');
 is($r->{headers}{'x-simhash-status'}, 'new', 'a page new through A');
@@ -121,16 +152,22 @@ my $cfp = $r->{headers}{'x-simhash'};
 wait_until("A's page in the cluster", sub {
     ($A->get("/cq?zone=crawl&fp=$cfp")->{content} // '') =~ /"found"/
 });
+my $curl = $A->url('/council.html');
+like($A->get("/cq?zone=crawl&fp=$cfp")->{content}, qr/"key":"\Q$curl\E"/,
+     'simhash_cluster_query names it by its key text');
 $r = $B->get('/council.html?from=b');
 is($r->{headers}{'x-simhash-status'}, 'duplicate',
    "the same page through B: a duplicate of A's, which B never held");
-like($r->{headers}{'x-simhash-duplicate-of'}, qr/^simhash-id:[0-9a-f]{16}$/,
-     'named by its id');
-is($r->{headers}{'x-simhash-distance'}, 0, 'at distance 0');
-is($r->{content}, $B->fixture('council.html'), 'passed whole');
-$r = $A->get('/council.html?from=a');
 is($r->{headers}{'x-simhash-duplicate-of'}, $A->url('/council.html'),
+   'named by the URL fetched through A (its key text, from the cluster)');
+is($r->{headers}{'x-simhash-distance'}, 0, 'at distance 0');
+my $ra = $A->get('/council.html?from=a');
+is($ra->{headers}{'x-simhash-duplicate-of'}, $A->url('/council.html'),
    'through A it is found in its zone, with its key');
+is($r->{status}, $ra->{status},
+   "B drops it as A does (keys=path: the original's path is known): "
+   . $r->{status});
+isnt($r->{status}, 200, 'dropped');
 
 # ---- a master killed: incomplete, passed through, until its failover ----
 my $meta = $c->master_of_slot($nodes[0]->cmd('CLUSTER', 'KEYSLOT', 'sh:m'))

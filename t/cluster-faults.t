@@ -177,7 +177,7 @@ sub bucket_key {
 # The node's writes (APPENDs, not waited for) to a master that stops
 # answering pile up on its connection; the connection's reply timeout ends
 # it, every awaited command is told it is lost, and a lost write asks for
-# the slot map again.  That request must not go to the connection being
+# the slot map again and waits in the backlog for the promoted replica.  That request must not go to the connection being
 # ended (it was still taken for ready: a worker died of SIGSEGV).
 {
     my $victim = $nodes[0];
@@ -226,9 +226,10 @@ sub bucket_key {
     cmp_ok($worst, '<', 1.5, sprintf('each bounded (worst %.3f s)', $worst));
     unlike($t->error_log, qr/exited on signal/, 'no worker died');
     my $after = counts();
-    cmp_ok($after->{write_errors}, '>', $before->{write_errors},
-           'the writes the silent master never acknowledged: counted lost ('
-           . ($after->{write_errors} - $before->{write_errors}) . ')');
+    cmp_ok($after->{backlog_queued}, '>', $before->{backlog_queued},
+           'the writes the silent master never acknowledged: kept in the '
+           . 'backlog (' . ($after->{backlog_queued}
+                            - $before->{backlog_queued}) . ')');
     # each worker finds the new master by itself (a lookup that reaches
     # the dead one reads the map again)
     wait_until('full answers from the promoted replica, in every worker',
@@ -236,6 +237,14 @@ sub bucket_key {
         !grep { (cq($t->{ua}, flip($_->[1], 1))->{status} // '') ne 'found' }
               @known
     });
+    # and the kept writes reach the promoted replica
+    wait_until('the backlog written to the new master', sub {
+        my $now = counts();
+        $now->{backlog_replayed} + $now->{backlog_dropped}
+            == $now->{backlog_queued}
+    });
+    is(counts()->{backlog_dropped}, $before->{backlog_dropped},
+       'none of them dropped');
     @nodes = grep { $_->{pid} } @nodes;
 }
 

@@ -2,8 +2,9 @@
 # The tier's index in a real Redis Cluster (3 masters, 3 replicas), through
 # the command-line tool: key slots as Redis computes them, a bulk load
 # straight into the cluster and through redis-cli --pipe files, documents
-# found near their fingerprints with their whole id, a chunk written by a
-# client without the tier's secret never read as a document, and a killed
+# found near their fingerprints with their whole id and their key text, a
+# chunk written by a client without the tier's secret never read as a
+# document, nor a key text as a document's, and a killed
 # master: probes of its buckets are "incomplete" (never "new") until its
 # replica takes over, then answered in full again.
 
@@ -45,8 +46,10 @@ open(my $fh, '>', $docs) or die "$docs: $!";
 for my $i (1 .. 3000) {
     my @v = map { sprintf '%08x', int(rand(2**32)) } 1 .. 6;
     my ($kh, $fp, $dg) = ("$v[0]$v[1]", "$v[2]$v[3]", "$v[4]$v[5]");
-    print $fh "$kh $fp $dg 1700000000 0 0\n";
-    push @known, [$kh, $fp, $dg] if $i % 300 == 0;
+    # a key text for most (the rest of the line), none for every 7th
+    my $key = $i % 7 ? "http://layout.example/doc/$i?q=a b" : '';
+    print $fh "$kh $fp $dg 1700000000 0 0" . ($key ? " $key" : '') . "\n";
+    push @known, [$kh, $fp, $dg, $key] if $i % 300 == 0;
 }
 close $fh;
 my ($rc, $out, $err) = sh($cli, 'cluster', 'load', '--seed', 'tier-secret',
@@ -64,11 +67,15 @@ sub query {
 sub flip { sprintf '%016x', hex($_[0]) ^ $_[1] }
 
 for my $k (@known) {
-    my ($kh, $fp, $dg) = @$k;
+    my ($kh, $fp, $dg, $key) = @$k;
     my ($rc, $out) = query($c->addr, flip($fp, 0x5));
-    like($out, qr/near $fp id $kh distance 2 digest $dg/,
-         "a page 2 bits from $fp finds it, with its whole id");
+    my $named = $key ? " key \Q$key\E" : '';
+    like($out, qr/near $fp id $kh distance 2 digest $dg$named$/m,
+         "a page 2 bits from $fp finds it, with its whole id"
+         . ($key ? ' and its key text' : ' (loaded without a key)'));
 }
+my ($nokey) = grep { !$_->[3] } @known;
+ok($nokey, 'one loaded without its key text');
 ($rc, $out) = query($c->addr, 'ffffffffffffffff', '0000000000000000');
 like($out, qr/^ffffffffffffffff new/m, 'a far page is new');
 
@@ -116,6 +123,29 @@ is($rc, 0, 'a forged load file') or diag($err);
 ($rc, $out) = query($c->addr, $target);
 unlike($out, qr/id 00000000deadbeef/, 'the forged document is not read');
 like($out, qr/near $known[1][1] id $known[1][0]/, 'the real one still is');
+
+# ---- a forged key text: a URL of the forger's for a real document ----
+open($fh, '>', $forged) or die;
+print $fh "$nokey->[0] $nokey->[1] 0 0 0 0 http://forger.example/\n";
+close $fh;
+($rc, $out, $err) = sh($cli, 'cluster', 'load', '--seed', 'not-the-secret',
+                       '--out', "$dir/forged.resp", $forged);
+is($rc, 0, 'a forged key text file') or diag($err);
+{
+    open(my $r, '<', "$dir/forged.resp") or die;
+    my $resp = do { local $/; <$r> };
+    my ($key, $val) = $resp =~ /\$3\r\nSET\r\n\$\d+\r\n(sh:k[0-9a-f]+)\r\n\$(\d+)\r\n/
+        or die "no key text SET in the forged file";
+    my $bytes = substr($resp, $+[0], $val);
+    my $node = $c->master_of_slot(
+        $nodes[0]->cmd('CLUSTER', 'KEYSLOT', $key));
+    ok(!ref $node->cmd('APPEND', $key, $bytes),
+       "forged key text appended to $key");
+}
+($rc, $out) = query($c->addr, $nokey->[1]);
+like($out, qr/near $nokey->[1] id $nokey->[0] distance 0 digest $nokey->[2] forged 1$/m,
+     'the document found, its forged key text refused and counted');
+unlike($out, qr/forger/, 'the forger\'s URL never named');
 
 # ---- a master killed: incomplete, then answered again after failover ----
 for my $m ($c->masters) {

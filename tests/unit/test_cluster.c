@@ -3,7 +3,9 @@
  * Redis's hash slots (the values its documentation and CLUSTER KEYSLOT
  * give; t/cluster-layout.t asks a real server), bucket names, chunks read
  * back as written, forged, moved, truncated and appended chunks, the
- * newest record, and the probes' buckets.
+ * newest record, key texts (found by a whole key hash or a table entry's
+ * top half, never from a forged or truncated chunk), and the probes'
+ * buckets.
  */
 #include "test_util.h"
 
@@ -480,6 +482,102 @@ test_probes_weights(void **state)
                 || out[1] == sh_cluster_fp_bucket(&l, x ^ b));
 }
 
+/* Key texts: found by the whole key hash and by a table entry's top 32
+ * bits, from chunks written whole and appended one by one; a forged,
+ * moved or truncated chunk never named. */
+static void
+test_texts(void **state)
+{
+    sh_cluster_layout_t l, other;
+    sh_cluster_text_t   t[3], got;
+    sh_cluster_read_t   rd;
+    unsigned char       buf[4096], bad[SH_CLUSTER_MACKEY_LEN];
+    char                err[128], big[300];
+    uint32_t            b;
+    size_t              len, one;
+    uint64_t            base = 0x0a1b2c3d4e5f6071ull;
+    const char         *urls[3] = { "http://a.example/x", "http://b.example/",
+                                    "http://c.example/a/b/c?d=e" };
+    int                 i;
+
+    (void) state;
+    layout(&l, 14, 14);
+    assert_int_equal(l.key_bits, 16);
+    assert_int_equal(l.key_tail, 6);
+    b = sh_cluster_text_bucket(&l, base);
+    for (i = 0; i < 3; i++) {
+        t[i].kh = base + (uint64_t) i * 0x100000000ull;   /* other tops */
+        t[i].text = urls[i];
+        t[i].len = strlen(urls[i]);
+    }
+    /* two of one top half: the one asked for by its whole hash */
+    t[2].kh = t[1].kh + 1;
+    len = sh_cluster_encode_text(&l, b, t, 3, buf);
+    assert_int_equal(len, sh_cluster_text_size(&l, t, 3));
+    assert_int_equal(len, 3 + 3 * 8 + strlen(urls[0]) + strlen(urls[1])
+                          + strlen(urls[2]) + 16);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(sh_cluster_find_text(&l, b, buf, len, t[i].kh,
+                                              ~0ull, &got, &rd), 1);
+        assert_true(got.kh == t[i].kh && got.len == t[i].len
+                    && memcmp(got.text, urls[i], got.len) == 0);
+        assert_int_equal(rd.chunks, 1);
+        assert_int_equal(rd.entries, 3);
+    }
+    /* a table entry's id: the top half only */
+    assert_int_equal(sh_cluster_find_text(&l, b, buf, len, t[0].kh & TOP, TOP,
+                                          &got, NULL), 1);
+    assert_true(got.kh == t[0].kh);
+    assert_int_equal(sh_cluster_find_text(&l, b, buf, len, t[0].kh + 7, ~0ull,
+                                          &got, NULL), 0);
+    /* appended one at a time: each chunk its own */
+    one = sh_cluster_encode_text(&l, b, &t[0], 1, buf + len);
+    assert_true(one > 0);
+    assert_int_equal(sh_cluster_find_text(&l, b, buf + len, one, t[0].kh,
+                                          ~0ull, &got, &rd), 1);
+    assert_int_equal(sh_cluster_find_text(&l, b, buf, len + one, t[2].kh,
+                                          ~0ull, &got, &rd), 1);
+    assert_int_equal(rd.chunks, 1);     /* found in the first */
+    /* another secret: never named, counted */
+    memset(bad, 0x33, sizeof(bad));
+    assert_int_equal(sh_cluster_layout_init(&other, "sh:", 3, 14, 14, bad,
+                                            err, sizeof(err)), 0);
+    one = sh_cluster_encode_text(&other, b, &t[0], 1, buf);
+    assert_int_equal(sh_cluster_find_text(&l, b, buf, one, t[0].kh, ~0ull,
+                                          &got, &rd), 0);
+    assert_int_equal(rd.forged, 1);
+    /* a forged chunk before a real one: the real one is still read */
+    len = sh_cluster_encode_text(&l, b, &t[0], 1, buf + one);
+    assert_int_equal(sh_cluster_find_text(&l, b, buf, one + len, t[0].kh,
+                                          ~0ull, &got, &rd), 1);
+    assert_int_equal(rd.forged, 1);
+    /* moved to another bucket: forged there (its key hash is rebuilt from
+     * that bucket's bits, and the MAC names the bucket) */
+    len = sh_cluster_encode_text(&l, b, &t[0], 1, buf);
+    assert_int_equal(sh_cluster_find_text(&l, b ^ 1, buf, len,
+                                          t[0].kh ^ (1ull << 48), ~0ull,
+                                          &got, &rd), 0);
+    assert_int_equal(rd.forged, 1);
+    /* truncated anywhere: nothing, never past the value */
+    for (one = 0; one < len; one++) {
+        assert_int_equal(sh_cluster_find_text(&l, b, buf, one, t[0].kh,
+                                              ~0ull, &got, &rd), 0);
+    }
+    /* a text of the wrong bucket, empty, or too long is refused */
+    t[1].kh ^= 1ull << 63;
+    assert_int_equal(sh_cluster_encode_text(&l, b, t, 3, buf), 0);
+    t[1].kh ^= 1ull << 63;
+    t[1].len = 0;
+    assert_int_equal(sh_cluster_encode_text(&l, b, t, 3, buf), 0);
+    memset(big, 'x', sizeof(big));
+    t[1].text = big;
+    t[1].len = sizeof(big);
+    assert_true(sh_cluster_encode_text(&l, b, t, 3, buf) > sizeof(big));
+    /* the key: its own family, its own bits */
+    assert_int_equal(sh_cluster_key(&l, SH_CLUSTER_TEXT, 0xbeef, err), 8);
+    assert_string_equal(err, "sh:kbeef");
+}
+
 int
 main(void)
 {
@@ -493,6 +591,7 @@ main(void)
         cmocka_unit_test(test_entry_record),
         cmocka_unit_test(test_probes),
         cmocka_unit_test(test_probes_weights),
+        cmocka_unit_test(test_texts),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

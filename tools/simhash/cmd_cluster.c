@@ -13,10 +13,12 @@
  * master (--out DIR with --redis) or one for a single server (--out FILE).
  * Documents come from FILE, one a line:
  *
- *     KEYHASH FP [DIGEST [SECOND [SKETCH_STRUCTURE SKETCH_LINKS]]]
+ *     KEYHASH FP [DIGEST [SECOND [SKETCH_STRUCTURE SKETCH_LINKS [KEY]]]]
  *
- * (hex but SECOND, decimal), or --random N makes N of them (benchmarks),
- * or --snapshot reads a zone's saved snapshot (cmd_cluster_snapshot.c).
+ * (hex but SECOND, decimal; KEY the rest of the line, the document's key
+ * text, which Duplicate-Of names: loaded into the key text buckets), or
+ * --random N makes N of them (benchmarks), or --snapshot reads a zone's
+ * saved snapshot (cmd_cluster_snapshot.c).
  * `query` probes the cluster as a node would and prints what it finds;
  * `slot` prints a key's hash slot (the tests compare it with Redis's).
  */
@@ -67,11 +69,12 @@ static const char synopsis[] =
 "The tier's shared index in a Redis Cluster.  load writes every bucket\n"
 "whole (one SET each), into the cluster or, with --out, as files for\n"
 "redis-cli --pipe (with --redis: PATH is a directory, one file a master).\n"
-"FILE has one document a line: KEYHASH FP [DIGEST [SECOND [SKS SKL]]],\n"
-"hex but SECOND; --snapshot reads a zone's snapshot (simhash_zone file=,\n"
-"saved under the same --seed).  query prints, for each fingerprint (or\n"
-"page, --pages), the documents within --h of it, or 'new'.  The MAC key\n"
-"comes from --seed.  ADDR is HOST:PORT or\n"
+"FILE has one document a line: KEYHASH FP [DIGEST [SECOND [SKS SKL\n"
+"[KEY]]]], hex but SECOND, KEY the rest of the line (its key text);\n"
+"--snapshot reads a zone's snapshot (simhash_zone file=, saved under the\n"
+"same --seed).  query prints, for each fingerprint (or page, --pages),\n"
+"the documents within --h of it (with their key text if loaded), or\n"
+"'new'.  The MAC key comes from --seed.  ADDR is HOST:PORT or\n"
 "redis://[[USER]:PASSWORD@]HOST:PORT (an ACL user; the password may come\n"
 "from REDISCLI_AUTH instead, as redis-cli takes it).\n"
 "\n";
@@ -84,6 +87,10 @@ typedef struct {
     uint64_t *digest;
     uint32_t *second;
     uint64_t *sks, *skl;
+    size_t   *toff;                 /* key text: its offset in text, */
+    uint32_t *tlen;                 /* and length (0: none) */
+    char     *text;
+    size_t    text_len, text_cap;
     size_t    n, cap;
     uint64_t  random;               /* 0: read from a file */
 } docs_t;
@@ -113,7 +120,7 @@ doc_get(const docs_t *d, size_t i, sh_cluster_rec_t *r)
 static int
 docs_grow(docs_t *d, size_t cap)
 {
-    void *p[6];
+    void *p[8];
     int   ok = 1;
 
     p[0] = realloc(d->kh, cap * 8);
@@ -128,6 +135,10 @@ docs_grow(docs_t *d, size_t cap)
     if (p[4] != NULL) d->sks = p[4]; else ok = 0;
     p[5] = realloc(d->skl, cap * 8);
     if (p[5] != NULL) d->skl = p[5]; else ok = 0;
+    p[6] = realloc(d->toff, cap * sizeof(size_t));
+    if (p[6] != NULL) d->toff = p[6]; else ok = 0;
+    p[7] = realloc(d->tlen, cap * 4);
+    if (p[7] != NULL) d->tlen = p[7]; else ok = 0;
     /* a failed one leaves its old array valid: freed by the caller */
     return ok ? 0 : -1;
 }
@@ -153,7 +164,34 @@ docs_push(void *arg, const sh_cluster_rec_t *r)
     d->second[d->n] = r->second;
     d->sks[d->n] = r->sk.structure;
     d->skl[d->n] = r->sk.links;
+    d->toff[d->n] = d->text_len;
+    d->tlen[d->n] = 0;              /* no key text (a snapshot's) */
     d->n++;
+    return 0;
+}
+
+/* The last document's key text, kept in one buffer: 0, or -1 (no
+ * memory). */
+static int
+docs_text(docs_t *d, const char *key, size_t len)
+{
+    if (len == 0) {
+        return 0;
+    }
+    if (d->text_len + len > d->text_cap) {
+        size_t cap = (d->text_len + len) * 2;
+        char  *p = realloc(d->text, cap);
+
+        if (p == NULL) {
+            return -1;
+        }
+        d->text = p;
+        d->text_cap = cap;
+    }
+    memcpy(d->text + d->text_len, key, len);
+    d->toff[d->n - 1] = d->text_len;
+    d->tlen[d->n - 1] = (uint32_t) len;
+    d->text_len += len;
     return 0;
 }
 
@@ -161,8 +199,8 @@ static int
 docs_read(docs_t *d, const char *path)
 {
     FILE            *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-    char             line[512];
-    size_t           lineno = 0;
+    static char      line[SH_CLUSTER_TEXT_MAX + 256];
+    size_t           lineno = 0, klen;
     sh_cluster_rec_t r;
 
     if (f == NULL) {
@@ -171,17 +209,32 @@ docs_read(docs_t *d, const char *path)
     }
     while (fgets(line, sizeof(line), f) != NULL) {
         unsigned long long v[6] = { 0, 0, 0, 0, 0, 0 };
-        int                got;
+        int                got, end = 0;
+        char              *key;
 
         lineno++;
         if (line[0] == '#' || line[0] == '\n') {
             continue;
         }
-        got = sscanf(line, "%llx %llx %llx %llu %llx %llx", &v[0], &v[1],
-                     &v[2], &v[3], &v[4], &v[5]);
+        klen = strlen(line);
+        if (klen > 0 && line[klen - 1] != '\n' && !feof(f)) {
+            cli_error("cluster: %s:%zu: a line longer than a key may be",
+                      path, lineno);
+            goto fail;
+        }
+        got = sscanf(line, "%llx %llx %llx %llu %llx %llx%n", &v[0], &v[1],
+                     &v[2], &v[3], &v[4], &v[5], &end);
         if (got < 2 || got == 5 || v[3] > UINT32_MAX) {
             cli_error("cluster: %s:%zu: not KEYHASH FP [DIGEST [SECOND "
-                      "[SKS SKL]]]", path, lineno);
+                      "[SKS SKL [KEY]]]]", path, lineno);
+            goto fail;
+        }
+        /* the key: the rest of the line, after one space */
+        key = got == 6 && line[end] == ' ' ? line + end + 1 : line + klen;
+        klen = strcspn(key, "\r\n");
+        if (klen > SH_CLUSTER_TEXT_MAX) {
+            cli_error("cluster: %s:%zu: a key of more than %d bytes", path,
+                      lineno, SH_CLUSTER_TEXT_MAX);
             goto fail;
         }
         r.kh = v[0];
@@ -191,6 +244,10 @@ docs_read(docs_t *d, const char *path)
         r.sk.structure = v[4];
         r.sk.links = v[5];
         if (docs_push(d, &r) != 0) {
+            goto fail;
+        }
+        if (docs_text(d, key, klen) != 0) {
+            cli_error("cluster: out of memory");
             goto fail;
         }
     }
@@ -570,7 +627,8 @@ vbuf_room(vbuf_t *b, size_t more)
     return 0;
 }
 
-/* A run of one bucket's documents as one chunk, into out. */
+/* A run of one bucket's documents as one chunk, into out; size: the
+ * chunk's bytes, without writing it. */
 static size_t
 encode_run(const sh_cluster_layout_t *l, int kind, uint32_t b,
            const docs_t *d, const uint32_t *ref, size_t n, void *scratch,
@@ -578,30 +636,46 @@ encode_run(const sh_cluster_layout_t *l, int kind, uint32_t b,
 {
     sh_cluster_fpent_t *fe = scratch;
     sh_cluster_rec_t   *re = scratch;
+    sh_cluster_text_t  *te = scratch;
     sh_cluster_rec_t    r;
     size_t              i;
 
     for (i = 0; i < n; i++) {
+        if (kind == SH_CLUSTER_TEXT) {
+            te[i].kh = d->kh[ref[i]];
+            te[i].text = d->text + d->toff[ref[i]];
+            te[i].len = d->tlen[ref[i]];
+            continue;
+        }
         doc_get(d, ref[i], kind == SH_CLUSTER_FP ? &r : &re[i]);
         if (kind == SH_CLUSTER_FP) {
             fe[i].fp = r.fp;
             fe[i].id = r.kh;
         }
     }
+    if (kind == SH_CLUSTER_TEXT) {
+        return out == NULL ? sh_cluster_text_size(l, te, n)
+                           : sh_cluster_encode_text(l, b, te, n, out);
+    }
+    if (out == NULL) {
+        return sh_cluster_chunk_size(l, kind, n);
+    }
     return kind == SH_CLUSTER_FP ? sh_cluster_encode_fp(l, b, fe, n, out)
                                  : sh_cluster_encode_rec(l, b, re, n, out);
 }
 
 /*
- * One family's buckets: `key` sorted with `ref` (the documents' numbers);
- * a bucket is one value, one chunk of up to SH_CLUSTER_CHUNK_MAX entries
- * (more only past that), written by one SET.
+ * One family's buckets: `key` sorted with `ref` (the documents' numbers,
+ * n of them); a bucket is one value, one chunk of up to
+ * SH_CLUSTER_CHUNK_MAX entries (more only past that), written by one SET.
  */
 static int
 load_family(sink_t *s, const sh_cluster_layout_t *l, int kind,
-            const docs_t *d, const uint64_t *key, const uint32_t *ref)
+            const docs_t *d, const uint64_t *key, const uint32_t *ref,
+            size_t total)
 {
-    unsigned  bits = kind == SH_CLUSTER_FP ? l->fp_bits : l->rec_bits;
+    unsigned  bits = kind == SH_CLUSTER_FP ? l->fp_bits
+                     : kind == SH_CLUSTER_TEXT ? l->key_bits : l->rec_bits;
     vbuf_t    v = { NULL, 0, 0 };
     void     *scratch = malloc(SH_CLUSTER_CHUNK_MAX
                                * sizeof(sh_cluster_rec_t));
@@ -613,14 +687,14 @@ load_family(sink_t *s, const sh_cluster_layout_t *l, int kind,
         cli_error("cluster: out of memory");
         return -1;
     }
-    while (i < d->n) {
+    while (i < total) {
         uint32_t b = (uint32_t) (key[i] >> (64 - bits));
 
         v.len = 0;
-        for (j = i; j < d->n && (uint32_t) (key[j] >> (64 - bits)) == b; ) {
+        for (j = i; j < total && (uint32_t) (key[j] >> (64 - bits)) == b; ) {
             size_t run, len;
 
-            for (run = 0; j + run < d->n && run < SH_CLUSTER_CHUNK_MAX
+            for (run = 0; j + run < total && run < SH_CLUSTER_CHUNK_MAX
                  && (uint32_t) (key[j + run] >> (64 - bits)) == b; run++)
             {
                 if (cmd_name[0] == 'A') {
@@ -628,7 +702,8 @@ load_family(sink_t *s, const sh_cluster_layout_t *l, int kind,
                     break;
                 }
             }
-            if (vbuf_room(&v, sh_cluster_chunk_size(l, kind, run)) != 0) {
+            if (vbuf_room(&v, encode_run(l, kind, b, d, ref + j, run,
+                                         scratch, NULL)) != 0) {
                 goto done;
             }
             len = encode_run(l, kind, b, d, ref + j, run, scratch,
@@ -662,33 +737,37 @@ done:
     return rc;
 }
 
-/* Both families, each sorted by its bucket's key in its turn, then the
- * layout. */
+/* The families, each sorted by its bucket's key in its turn (the key
+ * texts of the documents that have one), then the layout. */
 static int
 load_all(sink_t *s, const sh_cluster_layout_t *l, const docs_t *d)
 {
     uint64_t *key = malloc((d->n ? d->n : 1) * sizeof(uint64_t));
     uint32_t *ref = malloc((d->n ? d->n : 1) * sizeof(uint32_t));
     char      name[SH_CLUSTER_KEY_MAX], meta[SH_CLUSTER_META_MAX];
-    size_t    i, klen, mlen;
+    size_t    i, n, klen, mlen;
     int       kind, rc = -1;
+    const int fams[3] = { SH_CLUSTER_FP, SH_CLUSTER_REC, SH_CLUSTER_TEXT };
 
     if (key == NULL || ref == NULL) {
         cli_error("cluster: out of memory");
         goto done;
     }
-    for (kind = 0; kind < 2; kind++) {
-        int fam = kind == 0 ? SH_CLUSTER_FP : SH_CLUSTER_REC;
+    for (kind = 0; kind < 3; kind++) {
+        int fam = fams[kind];
 
-        for (i = 0; i < d->n; i++) {
+        for (i = 0, n = 0; i < d->n; i++) {
             sh_cluster_rec_t r;
 
+            if (fam == SH_CLUSTER_TEXT && (d->random || d->tlen[i] == 0)) {
+                continue;
+            }
             doc_get(d, i, &r);
-            key[i] = fam == SH_CLUSTER_FP ? r.fp : r.kh;
-            ref[i] = (uint32_t) i;
+            key[n] = fam == SH_CLUSTER_FP ? r.fp : r.kh;
+            ref[n++] = (uint32_t) i;
         }
-        sh_radix_sort(key, ref, d->n);
-        if (load_family(s, l, fam, d, key, ref) != 0) {
+        sh_radix_sort(key, ref, n);
+        if (load_family(s, l, fam, d, key, ref, n) != 0) {
             goto done;
         }
     }
@@ -756,6 +835,9 @@ docs_free(docs_t *d)
     free(d->second);
     free(d->sks);
     free(d->skl);
+    free(d->toff);
+    free(d->tlen);
+    free(d->text);
 }
 
 /* A zone's snapshot: its documents (cmd_cluster_snapshot.c). */
@@ -937,6 +1019,33 @@ get_key(sink_t *s, const char *name, size_t len)
     return NULL;
 }
 
+/* " key TEXT" of a document whose key text is in the cluster (and MACed
+ * by the tier), then the line's end; " forged N" for chunks refused. */
+static void
+print_text(sink_t *s, const sh_cluster_layout_t *l, uint64_t kh)
+{
+    char               name[SH_CLUSTER_KEY_MAX];
+    uint32_t           b = sh_cluster_text_bucket(l, kh);
+    redisReply        *r = get_key(s, name,
+                                   sh_cluster_key(l, SH_CLUSTER_TEXT, b,
+                                                  name));
+    sh_cluster_text_t  t;
+    sh_cluster_read_t  rd;
+
+    memset(&rd, 0, sizeof(rd));
+    if (r != NULL && r->type == REDIS_REPLY_STRING
+        && sh_cluster_find_text(l, b, (unsigned char *) r->str, r->len, kh,
+                                ~(uint64_t) 0, &t, &rd))
+    {
+        printf(" key %.*s", (int) t.len, t.text);
+    }
+    if (rd.forged) {
+        printf(" forged %u", rd.forged);
+    }
+    putchar('\n');
+    freeReplyObject(r);
+}
+
 static int
 query_one(sink_t *s, const sh_cluster_layout_t *l, uint64_t x,
           const float *w, unsigned h, unsigned k)
@@ -995,8 +1104,9 @@ query_one(sink_t *s, const sh_cluster_layout_t *l, uint64_t x,
             continue;
         }
         printf("%016" PRIx64 " near %016" PRIx64 " id %016" PRIx64
-               " distance %u digest %016" PRIx64 "\n", x, rec.fp, rec.kh,
+               " distance %u digest %016" PRIx64, x, rec.fp, rec.kh,
                __builtin_popcountll(rec.fp ^ x), rec.digest);
+        print_text(s, l, rec.kh);
     }
     return 0;
 }
