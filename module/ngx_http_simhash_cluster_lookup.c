@@ -19,6 +19,10 @@
 #include "sh_index.h"
 
 
+/* the idx of the key's own record GET (past the table's probes) */
+#define NGX_HTTP_SIMHASH_CLUSTER_OWN  ((ngx_uint_t) -1)
+
+
 static void ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
     ngx_http_simhash_cluster_probe_t *pr, ngx_http_simhash_cluster_node_t *n,
     ngx_uint_t asking);
@@ -100,6 +104,10 @@ ngx_http_simhash_cluster_counted(ngx_http_simhash_cluster_lookup_t *lk)
 
     case NGX_HTTP_SIMHASH_CLUSTER_NEW:
         (void) ngx_atomic_fetch_add(&c->new, 1);
+        break;
+
+    case NGX_HTTP_SIMHASH_CLUSTER_KNOWN:
+        (void) ngx_atomic_fetch_add(&c->refetches, 1);
         break;
 
     default:
@@ -309,6 +317,12 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
                                 lk->h, got, 4, &read);
             ngx_http_simhash_cluster_candidates(lk, got, n < 4 ? n : 4);
 
+        } else if (pr->idx == NGX_HTTP_SIMHASH_CLUSTER_OWN) {
+            lk->own_have = sh_cluster_find_rec(&cl->layout, pr->bucket,
+                                               (u_char *) reply->str,
+                                               reply->len, lk->kh, &lk->own,
+                                               &read);
+
         } else {
             lk->chave[pr->idx] = sh_cluster_find_entry_rec(&cl->layout,
                                      pr->bucket, (u_char *) reply->str,
@@ -398,6 +412,14 @@ ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
     ngx_uint_t                         i;
 
     if (lk->phase == 0) {
+        if (lk->own_have) {
+            /* a re-fetch: the key's own record decides, as the zone's
+             * document of a key it holds does; never a duplicate */
+            ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_KNOWN,
+                                         NGX_HTTP_SIMHASH_CLUSTER_OK);
+            return;
+        }
+
         if (lk->ncand == 0) {
             ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_NEW,
                                          NGX_HTTP_SIMHASH_CLUSTER_OK);
@@ -463,6 +485,17 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     const float *w, unsigned h, float recall, const sh_volatility_t *vol,
     ngx_http_simhash_cluster_done_pt done, void *data)
 {
+    return ngx_http_simhash_cluster_lookup_key(cl, 0, fp, w, h, recall, vol,
+                                               done, data);
+}
+
+
+ngx_http_simhash_cluster_lookup_t *
+ngx_http_simhash_cluster_lookup_key(ngx_http_simhash_cluster_t *cl,
+    uint64_t kh, uint64_t fp, const float *w, unsigned h, float recall,
+    const sh_volatility_t *vol, ngx_http_simhash_cluster_done_pt done,
+    void *data)
+{
     uint32_t                            buckets[SH_PROBES_MAX + 1];
     size_t                              n, i, slots;
     ngx_http_simhash_cluster_lookup_t  *lk;
@@ -481,11 +514,12 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
                               vol, buckets, SH_PROBES_MAX + 1);
     }
 
-    /* one GET a probe, then one a candidate's record, in the same slots */
+    /* one GET a probe, then one a candidate's record, in the same slots;
+     * the key's record's past them */
     slots = ngx_max(n, sizeof(lk->cand) / sizeof(lk->cand[0]));
 
     lk = ngx_calloc(sizeof(ngx_http_simhash_cluster_lookup_t), cl->log);
-    pr = ngx_calloc(slots * sizeof(*pr), cl->log);
+    pr = ngx_calloc((slots + 1) * sizeof(*pr), cl->log);
     if (lk == NULL || pr == NULL) {
         ngx_free(lk);
         ngx_free(pr);
@@ -493,6 +527,7 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     }
 
     lk->fp = fp;
+    lk->kh = kh;
     lk->h = h;
     lk->done = done;
     lk->data = data;
@@ -517,6 +552,15 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
                                       ngx_http_simhash_cluster_cause(cl, NULL));
 
     } else {
+        /* the key's record, in the pipeline with the probes: a re-fetch
+         * costs no round trip more than a new page */
+        if (kh != 0) {
+            ngx_http_simhash_cluster_get(lk, &pr[slots], SH_CLUSTER_REC,
+                                         sh_cluster_rec_bucket(&cl->layout,
+                                                               kh),
+                                         NGX_HTTP_SIMHASH_CLUSTER_OWN);
+        }
+
         for (i = 0; i < n && !lk->finished; i++) {
             ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_FP,
                                          buckets[i], i);

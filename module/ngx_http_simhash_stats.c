@@ -103,6 +103,7 @@ enum {
     NGX_HTTP_SIMHASH_V_CL_LOOKUPS,
     NGX_HTTP_SIMHASH_V_CL_FOUND,
     NGX_HTTP_SIMHASH_V_CL_NEW,
+    NGX_HTTP_SIMHASH_V_CL_REFETCHES,
     NGX_HTTP_SIMHASH_V_CL_INCOMPLETE,       /* by cause, then: */
     NGX_HTTP_SIMHASH_V_CL_MOVED = NGX_HTTP_SIMHASH_V_CL_INCOMPLETE
                                   + NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1,
@@ -497,6 +498,11 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("Cluster lookups answered in full with nothing near."),
       NGX_HTTP_SIMHASH_V_CL_NEW, NGX_HTTP_SIMHASH_M_VALUE, 4 },
 
+    { ngx_string("refetches"), ngx_string("cluster_refetches_total"),
+      ngx_string("counter"),
+      ngx_string("Cluster lookups answered by the key's own record."),
+      NGX_HTTP_SIMHASH_V_CL_REFETCHES, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+
     { ngx_string("incomplete"), ngx_string("cluster_incomplete_total"),
       ngx_string("counter"),
       ngx_string("Cluster lookups not answered in full, by cause."),
@@ -866,6 +872,7 @@ ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone, uint64_t *v)
     v[NGX_HTTP_SIMHASH_V_CL_LOOKUPS] = c->lookups;
     v[NGX_HTTP_SIMHASH_V_CL_FOUND] = c->found;
     v[NGX_HTTP_SIMHASH_V_CL_NEW] = c->new;
+    v[NGX_HTTP_SIMHASH_V_CL_REFETCHES] = c->refetches;
 
     for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1; i++) {
         v[NGX_HTTP_SIMHASH_V_CL_INCOMPLETE + i] = c->incomplete[i];

@@ -209,6 +209,39 @@ ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 }
 
 
+/*
+ * A document known by its key's hash only (another node's, read from the
+ * tier's shared index: its text is not known here), as
+ * ngx_http_simhash_zone_store stores one; it is named by its id.
+ */
+
+uint32_t
+ngx_http_simhash_zone_store_hash(ngx_http_simhash_zone_t *zone,
+    uint64_t keyhash, uint64_t fingerprint, uint64_t digest, uint32_t time,
+    const sh_sketches_t *sketches)
+{
+    uint32_t        ref, evicted;
+    sh_store_doc_t  d;
+
+    ngx_memzero(&d, sizeof(sh_store_doc_t));
+    d.digest = digest;
+    d.time = time;
+
+    if (sketches) {
+        d.sketches = *sketches;
+    }
+
+    ref = sh_store_put(zone->sh->store, NULL, 0, keyhash, fingerprint, &d,
+                       &evicted);
+
+    if (ref != SH_NOREF) {
+        (void) ngx_atomic_fetch_add(&zone->sh->generation, 1);
+    }
+
+    return ref;
+}
+
+
 void
 ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone, uint32_t ref)
 {
