@@ -893,7 +893,8 @@ ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
      * node or the cluster dies between the two writes: docs/SCALE.md),
      * dated as the zone dates it: a new version of a key the cluster
      * knows is later than the one it has, so that every node reads it
-     * as the key's newest */
+     * as the key's newest.  Under the lock, as the stream's publish: the
+     * client only queues the APPENDs, it calls nobody back from here */
 
     cl = ngx_http_simhash_cluster_of(zone);
     doc = ngx_http_simhash_zone_doc(zone, ref);
