@@ -28,11 +28,14 @@
  *
  *   KNOWN       the cluster holds a record of the key itself (a re-fetch
  *               of a page some node stored): its newest version, for the
- *               caller to answer unchanged or changed; the probes' entries
- *               are not read further (a re-fetch is never a duplicate)
+ *               caller to answer unchanged or changed, as soon as that
+ *               reply is in; the probes are not needed (a re-fetch is
+ *               never a duplicate), and one that failed does not count
  *
  * The key's record GET that cannot be answered makes the lookup
- * INCOMPLETE as a probe does: a key not read is not taken for a new one.
+ * INCOMPLETE as a probe does, and so does a probe that failed when the
+ * record's bucket holds no record of the key: a key not read is not taken
+ * for a new one.
  */
 
 
@@ -152,6 +155,10 @@ struct ngx_http_simhash_cluster_lookup_s {
     sh_cluster_rec_t                   crec[4];
     ngx_uint_t                         chave[4];
     ngx_uint_t                         own_have;
+    ngx_uint_t                         own_sent;   /* the key's record: */
+    ngx_uint_t                         own_done;   /* asked, answered */
+    ngx_http_simhash_cluster_cause_e   deferred;   /* a probe's failure
+                                                      while it is out */
 };
 
 

@@ -174,11 +174,34 @@ ngx_http_simhash_cluster_end(ngx_http_simhash_cluster_lookup_t *lk,
 }
 
 
-/* A probe that cannot be answered makes the whole lookup incomplete. */
+/*
+ * A probe that cannot be answered makes the whole lookup incomplete, but
+ * for one of a key whose record is still awaited: a re-fetch needs the
+ * record alone (the zone answers a key it holds without its index), so
+ * the cause is kept until the record's reply says which it is.
+ */
 static void
-ngx_http_simhash_cluster_fail(ngx_http_simhash_cluster_lookup_t *lk,
+ngx_http_simhash_cluster_fail(ngx_http_simhash_cluster_probe_t *pr,
     ngx_http_simhash_cluster_cause_e cause)
 {
+    ngx_http_simhash_cluster_lookup_t  *lk = pr->lk;
+
+    if (pr->idx == NGX_HTTP_SIMHASH_CLUSTER_OWN) {
+        lk->own_done = 1;
+    }
+
+    if (lk->own_sent && !lk->own_done) {
+        if (lk->deferred == NGX_HTTP_SIMHASH_CLUSTER_OK) {
+            lk->deferred = cause;
+        }
+
+        return;
+    }
+
+    if (lk->deferred != NGX_HTTP_SIMHASH_CLUSTER_OK) {
+        cause = lk->deferred;
+    }
+
     ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
                                  cause);
 }
@@ -189,7 +212,8 @@ ngx_http_simhash_cluster_timer_handler(ngx_event_t *ev)
 {
     ngx_http_simhash_cluster_lookup_t  *lk = ev->data;
 
-    ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT);
+    ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                 NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT);
     ngx_http_simhash_cluster_free(lk);
 }
 
@@ -219,7 +243,7 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
         n = ngx_http_simhash_cluster_redirect(cl, reply);
 
         if (n == NULL || pr->hops++ >= 3) {
-            ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_ERROR);
+            ngx_http_simhash_cluster_fail(pr, NGX_HTTP_SIMHASH_CLUSTER_ERROR);
             return;
         }
 
@@ -231,7 +255,7 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
         || (reply->len >= 8 && ngx_strncmp(reply->str, "TRYAGAIN", 8) == 0))
     {
         ngx_http_simhash_cluster_refresh(cl);
-        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_DOWN);
+        ngx_http_simhash_cluster_fail(pr, NGX_HTTP_SIMHASH_CLUSTER_DOWN);
         return;
     }
 
@@ -241,7 +265,7 @@ ngx_http_simhash_cluster_error(ngx_http_simhash_cluster_probe_t *pr,
                   reply->str);
 
     /* the user may not GET the key (ACL rules, a user turned off) */
-    ngx_http_simhash_cluster_fail(lk,
+    ngx_http_simhash_cluster_fail(pr,
         (reply->len >= 6 && ngx_strncmp(reply->str, "NOPERM", 6) == 0)
         || (reply->len >= 6 && ngx_strncmp(reply->str, "NOAUTH", 6) == 0)
         ? NGX_HTTP_SIMHASH_CLUSTER_DENIED : NGX_HTTP_SIMHASH_CLUSTER_ERROR);
@@ -298,7 +322,7 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
     if (reply == NULL) {
         /* the connection went with the GET in it: its node may be gone
          * for good (a failover), so the map is read again */
-        ngx_http_simhash_cluster_fail(lk,
+        ngx_http_simhash_cluster_fail(pr,
                                       NGX_HTTP_SIMHASH_CLUSTER_UNREACHABLE);
         ngx_http_simhash_cluster_free(lk);
         return;
@@ -331,6 +355,29 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
         }
 
         lk->forged += read.forged;
+    }
+
+    if (pr->idx == NGX_HTTP_SIMHASH_CLUSTER_OWN) {
+        lk->own_done = 1;
+
+        if (lk->own_have) {
+            /* a re-fetch: the key's own record decides, as the zone's
+             * document of a key it holds does; never a duplicate, and
+             * the probes still out are not waited for */
+            ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_KNOWN,
+                                         NGX_HTTP_SIMHASH_CLUSTER_OK);
+            ngx_http_simhash_cluster_free(lk);
+            return;
+        }
+
+        if (lk->deferred != NGX_HTTP_SIMHASH_CLUSTER_OK) {
+            /* no record of the key: the probe that failed counts */
+            ngx_http_simhash_cluster_end(lk,
+                                         NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                         lk->deferred);
+            ngx_http_simhash_cluster_free(lk);
+            return;
+        }
     }
 
     if (lk->pending == 0) {
@@ -371,8 +418,7 @@ ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
 unreachable:
 
     ngx_http_simhash_cluster_refresh(cl);
-    ngx_http_simhash_cluster_fail(pr->lk,
-                                  ngx_http_simhash_cluster_cause(cl, n));
+    ngx_http_simhash_cluster_fail(pr, ngx_http_simhash_cluster_cause(cl, n));
 }
 
 
@@ -396,7 +442,7 @@ ngx_http_simhash_cluster_get(ngx_http_simhash_cluster_lookup_t *lk,
 
     if (o == NGX_HTTP_SIMHASH_CLUSTER_NOSLOT) {
         ngx_http_simhash_cluster_refresh(cl);
-        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_UNSERVED);
+        ngx_http_simhash_cluster_fail(pr, NGX_HTTP_SIMHASH_CLUSTER_UNSERVED);
         return;
     }
 
@@ -412,11 +458,10 @@ ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
     ngx_uint_t                         i;
 
     if (lk->phase == 0) {
-        if (lk->own_have) {
-            /* a re-fetch: the key's own record decides, as the zone's
-             * document of a key it holds does; never a duplicate */
-            ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_KNOWN,
-                                         NGX_HTTP_SIMHASH_CLUSTER_OK);
+        if (lk->deferred != NGX_HTTP_SIMHASH_CLUSTER_OK) {
+            ngx_http_simhash_cluster_end(lk,
+                                         NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                         lk->deferred);
             return;
         }
 
@@ -548,13 +593,14 @@ ngx_http_simhash_cluster_lookup_key(ngx_http_simhash_cluster_t *cl,
 
     if (!cl->have_map || !cl->have_layout) {
         ngx_http_simhash_cluster_refresh(cl);
-        ngx_http_simhash_cluster_fail(lk,
-                                      ngx_http_simhash_cluster_cause(cl, NULL));
+        ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                     ngx_http_simhash_cluster_cause(cl, NULL));
 
     } else {
         /* the key's record, in the pipeline with the probes: a re-fetch
          * costs no round trip more than a new page */
         if (kh != 0) {
+            lk->own_sent = 1;
             ngx_http_simhash_cluster_get(lk, &pr[slots], SH_CLUSTER_REC,
                                          sh_cluster_rec_bucket(&cl->layout,
                                                                kh),
