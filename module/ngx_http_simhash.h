@@ -489,6 +489,10 @@ uint32_t ngx_http_simhash_zone_find_hash(ngx_http_simhash_zone_t *zone,
 uint32_t ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone,
     ngx_str_t *key, uint64_t fingerprint, uint64_t digest, uint32_t time,
     const sh_sketches_t *sketches);
+/* the same, a document known by its key hash only (its text unknown) */
+uint32_t ngx_http_simhash_zone_store_hash(ngx_http_simhash_zone_t *zone,
+    uint64_t keyhash, ngx_str_t *text, uint64_t fingerprint, uint64_t digest,
+    uint32_t time, const sh_sketches_t *sketches);
 void ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone,
     uint32_t ref);
 

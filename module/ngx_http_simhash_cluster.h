@@ -21,6 +21,21 @@
  *               connection to the master, the timeout, a slot no master
  *               serves, CLUSTERDOWN or another error, the layout not read
  *               yet, the user refused); what was read is not an answer
+ *
+ * A lookup for a page's key (ngx_http_simhash_cluster_lookup_key) also
+ * reads that key's record bucket, in the same round trip as the probes
+ * (one more GET in the pipeline to its master), and may end a fourth way:
+ *
+ *   KNOWN       the cluster holds a record of the key itself (a re-fetch
+ *               of a page some node stored): its newest version, for the
+ *               caller to answer unchanged or changed, as soon as that
+ *               reply is in; the probes are not needed (a re-fetch is
+ *               never a duplicate), and one that failed does not count
+ *
+ * The key's record GET that cannot be answered makes the lookup
+ * INCOMPLETE as a probe does, and so does a probe that failed when the
+ * record's bucket holds no record of the key: a key not read is not taken
+ * for a new one.
  */
 
 
@@ -38,7 +53,8 @@
 typedef enum {
     NGX_HTTP_SIMHASH_CLUSTER_FOUND = 0,
     NGX_HTTP_SIMHASH_CLUSTER_NEW,
-    NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE
+    NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+    NGX_HTTP_SIMHASH_CLUSTER_KNOWN      /* the key's own record: own */
 } ngx_http_simhash_cluster_status_e;
 
 /* why a lookup is incomplete (the counters' order) */
@@ -60,16 +76,16 @@ extern ngx_str_t   ngx_http_simhash_cluster_cause_names[];  /* but OK */
 
 /*
  * The client's counts, every worker's, in the zone's shared state (the
- * statistics show them): lookups and their outcomes (incomplete by cause,
- * from STARTING), how long each took (from its start, right after the
- * page was fingerprinted and missed in the zone, to the decision made on
- * its outcome: in microseconds, in the buckets of
- * ngx_http_simhash_cluster_us_le, fine enough below a millisecond for a
- * lookup that takes a few hundred), redirects followed, slot-map
- * refreshes, the node's writes and those lost, and its backlog: writes
- * that failed for want of the cluster, kept (queued), written when it
- * answered again (replayed), or lost (dropped: the backlog full, or the
- * worker gone).
+ * statistics show them): lookups and their outcomes (refetches: answered
+ * by the key's own record; incomplete by cause, from STARTING), how long
+ * each took (from its start, right after the page was fingerprinted and
+ * missed in the zone, to the decision made on its outcome: in
+ * microseconds, in the buckets of ngx_http_simhash_cluster_us_le, fine
+ * enough below a millisecond for a lookup that takes a few hundred),
+ * redirects followed, slot-map refreshes, the node's writes and those
+ * lost, and its backlog: writes that failed for want of the cluster, kept
+ * (queued), written when it answered again (replayed), or lost (dropped:
+ * the backlog full, or the worker gone).
  */
 #define NGX_HTTP_SIMHASH_CLUSTER_NUS  17
 extern uint64_t  ngx_http_simhash_cluster_us_le[NGX_HTTP_SIMHASH_CLUSTER_NUS];
@@ -80,6 +96,7 @@ typedef struct {
     ngx_atomic_t                       lookups;
     ngx_atomic_t                       found;
     ngx_atomic_t                       new;
+    ngx_atomic_t                       refetches;
     ngx_atomic_t                       incomplete[NGX_HTTP_SIMHASH_CLUSTER_CAUSES
                                                   - 1];
     ngx_atomic_t                       moved;
@@ -111,6 +128,7 @@ typedef void (*ngx_http_simhash_cluster_done_pt)(
 struct ngx_http_simhash_cluster_lookup_s {
     /* the caller's */
     uint64_t                           fp;
+    uint64_t                           kh;      /* the key's hash, 0: none */
     unsigned                           h;
     ngx_http_simhash_cluster_done_pt   done;   /* NULL: cancelled */
     void                              *data;
@@ -121,6 +139,7 @@ struct ngx_http_simhash_cluster_lookup_s {
     sh_cluster_rec_t                   rec;     /* FOUND: the original */
     ngx_str_t                          key;     /* FOUND: its key text, or
                                                    empty (none stored) */
+    sh_cluster_rec_t                   own;     /* KNOWN: the key's */
     unsigned                           distance;
     uint64_t                           started;  /* us, monotonic */
     uint32_t                           forged;  /* chunks refused */
@@ -145,6 +164,11 @@ struct ngx_http_simhash_cluster_lookup_s {
     ngx_uint_t                         chave[4];
     sh_cluster_text_t                  ctext[4];   /* their key text (a
                                                       copy), read beside */
+    ngx_uint_t                         own_have;
+    ngx_uint_t                         own_sent;   /* the key's record: */
+    ngx_uint_t                         own_done;   /* asked, answered */
+    ngx_http_simhash_cluster_cause_e   deferred;   /* a probe's failure
+                                                      while it is out */
 };
 
 
@@ -161,6 +185,17 @@ struct ngx_http_simhash_cluster_lookup_s {
  */
 ngx_http_simhash_cluster_lookup_t *ngx_http_simhash_cluster_lookup(
     ngx_http_simhash_cluster_t *cl, uint64_t fp, const float *w,
+    unsigned h, float recall, const sh_volatility_t *vol,
+    ngx_http_simhash_cluster_done_pt done, void *data);
+
+/*
+ * The same for a page whose key hashes to kh (sh_store_keyhash under the
+ * tier's secret, as every node of the tier hashes it): the key's record
+ * bucket is read with the probes, and a record of kh in it ends the
+ * lookup KNOWN, with that record (its newest version) in own.
+ */
+ngx_http_simhash_cluster_lookup_t *ngx_http_simhash_cluster_lookup_key(
+    ngx_http_simhash_cluster_t *cl, uint64_t kh, uint64_t fp, const float *w,
     unsigned h, float recall, const sh_volatility_t *vol,
     ngx_http_simhash_cluster_done_pt done, void *data);
 void ngx_http_simhash_cluster_cancel(ngx_http_simhash_cluster_lookup_t *lk);

@@ -19,6 +19,10 @@
 #include "sh_index.h"
 
 
+/* the idx of the key's own record GET (past the table's probes) */
+#define NGX_HTTP_SIMHASH_CLUSTER_OWN  ((ngx_uint_t) -1)
+
+
 static void ngx_http_simhash_cluster_send(ngx_http_simhash_cluster_t *cl,
     ngx_http_simhash_cluster_probe_t *pr, ngx_http_simhash_cluster_node_t *n,
     ngx_uint_t asking);
@@ -103,6 +107,10 @@ ngx_http_simhash_cluster_counted(ngx_http_simhash_cluster_lookup_t *lk)
         (void) ngx_atomic_fetch_add(&c->new, 1);
         break;
 
+    case NGX_HTTP_SIMHASH_CLUSTER_KNOWN:
+        (void) ngx_atomic_fetch_add(&c->refetches, 1);
+        break;
+
     default:
         (void) ngx_atomic_fetch_add(&c->incomplete[lk->cause - 1], 1);
     }
@@ -167,19 +175,13 @@ ngx_http_simhash_cluster_end(ngx_http_simhash_cluster_lookup_t *lk,
 }
 
 
-/* A probe that cannot be answered makes the whole lookup incomplete. */
-static void
-ngx_http_simhash_cluster_fail(ngx_http_simhash_cluster_lookup_t *lk,
-    ngx_http_simhash_cluster_cause_e cause)
-{
-    ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
-                                 cause);
-}
-
-
 /*
- * A probe not answered: the lookup is incomplete, but for a key text's
- * (the original is then named by its id: the answer itself is whole).
+ * A probe that cannot be answered makes the whole lookup incomplete, but
+ * for two kinds.  A key text's: the original is then named by its id (the
+ * answer itself is whole).  And one of a lookup whose key's record is
+ * still awaited: a re-fetch needs the record alone (the zone answers a key
+ * it holds without its index), so the cause is kept until the record's
+ * reply says which it is.
  */
 static void
 ngx_http_simhash_cluster_probe_fail(ngx_http_simhash_cluster_probe_t *pr,
@@ -187,14 +189,32 @@ ngx_http_simhash_cluster_probe_fail(ngx_http_simhash_cluster_probe_t *pr,
 {
     ngx_http_simhash_cluster_lookup_t  *lk = pr->lk;
 
-    if (pr->kind != SH_CLUSTER_TEXT) {
-        ngx_http_simhash_cluster_fail(lk, cause);
+    if (pr->kind == SH_CLUSTER_TEXT) {
+        if (lk->pending == 0 && !lk->finished) {
+            ngx_http_simhash_cluster_finish(lk);
+        }
+
         return;
     }
 
-    if (lk->pending == 0 && !lk->finished) {
-        ngx_http_simhash_cluster_finish(lk);
+    if (pr->idx == NGX_HTTP_SIMHASH_CLUSTER_OWN) {
+        lk->own_done = 1;
     }
+
+    if (lk->own_sent && !lk->own_done) {
+        if (lk->deferred == NGX_HTTP_SIMHASH_CLUSTER_OK) {
+            lk->deferred = cause;
+        }
+
+        return;
+    }
+
+    if (lk->deferred != NGX_HTTP_SIMHASH_CLUSTER_OK) {
+        cause = lk->deferred;
+    }
+
+    ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                 cause);
 }
 
 
@@ -209,7 +229,8 @@ ngx_http_simhash_cluster_timer_handler(ngx_event_t *ev)
         ngx_http_simhash_cluster_finish(lk);
 
     } else {
-        ngx_http_simhash_cluster_fail(lk, NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT);
+        ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                     NGX_HTTP_SIMHASH_CLUSTER_TIMEOUT);
     }
 
     ngx_http_simhash_cluster_free(lk);
@@ -345,6 +366,12 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
             ngx_http_simhash_cluster_text_got(lk, pr->idx, pr->bucket, reply);
             read.forged = 0;
 
+        } else if (pr->idx == NGX_HTTP_SIMHASH_CLUSTER_OWN) {
+            lk->own_have = sh_cluster_find_rec(&cl->layout, pr->bucket,
+                                               (u_char *) reply->str,
+                                               reply->len, lk->kh, &lk->own,
+                                               &read);
+
         } else {
             lk->chave[pr->idx] = sh_cluster_find_entry_rec(&cl->layout,
                                      pr->bucket, (u_char *) reply->str,
@@ -353,6 +380,29 @@ ngx_http_simhash_cluster_reply(ngx_http_simhash_redis_t *rd,
         }
 
         lk->forged += read.forged;
+    }
+
+    if (pr->idx == NGX_HTTP_SIMHASH_CLUSTER_OWN) {
+        lk->own_done = 1;
+
+        if (lk->own_have) {
+            /* a re-fetch: the key's own record decides, as the zone's
+             * document of a key it holds does; never a duplicate, and
+             * the probes still out are not waited for */
+            ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_KNOWN,
+                                         NGX_HTTP_SIMHASH_CLUSTER_OK);
+            ngx_http_simhash_cluster_free(lk);
+            return;
+        }
+
+        if (lk->deferred != NGX_HTTP_SIMHASH_CLUSTER_OK) {
+            /* no record of the key: the probe that failed counts */
+            ngx_http_simhash_cluster_end(lk,
+                                         NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                         lk->deferred);
+            ngx_http_simhash_cluster_free(lk);
+            return;
+        }
     }
 
     if (lk->pending == 0) {
@@ -436,6 +486,13 @@ ngx_http_simhash_cluster_finish(ngx_http_simhash_cluster_lookup_t *lk)
     ngx_uint_t                         i;
 
     if (lk->phase == 0) {
+        if (lk->deferred != NGX_HTTP_SIMHASH_CLUSTER_OK) {
+            ngx_http_simhash_cluster_end(lk,
+                                         NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                         lk->deferred);
+            return;
+        }
+
         if (lk->ncand == 0) {
             ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_NEW,
                                          NGX_HTTP_SIMHASH_CLUSTER_OK);
@@ -510,6 +567,17 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     const float *w, unsigned h, float recall, const sh_volatility_t *vol,
     ngx_http_simhash_cluster_done_pt done, void *data)
 {
+    return ngx_http_simhash_cluster_lookup_key(cl, 0, fp, w, h, recall, vol,
+                                               done, data);
+}
+
+
+ngx_http_simhash_cluster_lookup_t *
+ngx_http_simhash_cluster_lookup_key(ngx_http_simhash_cluster_t *cl,
+    uint64_t kh, uint64_t fp, const float *w, unsigned h, float recall,
+    const sh_volatility_t *vol, ngx_http_simhash_cluster_done_pt done,
+    void *data)
+{
     uint32_t                            buckets[SH_PROBES_MAX + 1];
     size_t                              n, i, slots;
     ngx_http_simhash_cluster_lookup_t  *lk;
@@ -529,11 +597,11 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     }
 
     /* one GET a probe, then one a candidate's record and one its key
-     * text, in the same slots */
+     * text, in the same slots; the key's record's past them */
     slots = ngx_max(n, 2 * sizeof(lk->cand) / sizeof(lk->cand[0]));
 
     lk = ngx_calloc(sizeof(ngx_http_simhash_cluster_lookup_t), cl->log);
-    pr = ngx_calloc(slots * sizeof(*pr), cl->log);
+    pr = ngx_calloc((slots + 1) * sizeof(*pr), cl->log);
     if (lk == NULL || pr == NULL) {
         ngx_free(lk);
         ngx_free(pr);
@@ -541,6 +609,7 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
     }
 
     lk->fp = fp;
+    lk->kh = kh;
     lk->h = h;
     lk->done = done;
     lk->data = data;
@@ -561,10 +630,20 @@ ngx_http_simhash_cluster_lookup(ngx_http_simhash_cluster_t *cl, uint64_t fp,
 
     if (!cl->have_map || !cl->have_layout) {
         ngx_http_simhash_cluster_refresh(cl);
-        ngx_http_simhash_cluster_fail(lk,
-                                      ngx_http_simhash_cluster_cause(cl, NULL));
+        ngx_http_simhash_cluster_end(lk, NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE,
+                                     ngx_http_simhash_cluster_cause(cl, NULL));
 
     } else {
+        /* the key's record, in the pipeline with the probes: a re-fetch
+         * costs no round trip more than a new page */
+        if (kh != 0) {
+            lk->own_sent = 1;
+            ngx_http_simhash_cluster_get(lk, &pr[slots], SH_CLUSTER_REC,
+                                         sh_cluster_rec_bucket(&cl->layout,
+                                                               kh),
+                                         NGX_HTTP_SIMHASH_CLUSTER_OWN);
+        }
+
         for (i = 0; i < n && !lk->finished; i++) {
             ngx_http_simhash_cluster_get(lk, &pr[i], SH_CLUSTER_FP,
                                          buckets[i], i);

@@ -60,7 +60,13 @@ static ngx_int_t ngx_http_simhash_refetch(ngx_http_request_t *r,
     uint32_t ref, sh_result_t *res);
 static ngx_int_t ngx_http_simhash_local(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
-    sh_result_t *res, ngx_uint_t ask);
+    sh_result_t *res, ngx_uint_t ask, const sh_cluster_rec_t *own);
+static ngx_int_t ngx_http_simhash_refetch_cluster(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    sh_result_t *res, const sh_cluster_rec_t *own);
+static void ngx_http_simhash_warm(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_loc_conf_t *slcf, const sh_cluster_rec_t *rec,
+    ngx_str_t *name);
 static ngx_int_t ngx_http_simhash_match(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     ngx_str_t *key, sh_result_t *res, ngx_uint_t ask);
@@ -72,8 +78,6 @@ static ngx_int_t ngx_http_simhash_found(ngx_http_request_t *r,
     ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
     sh_result_t *res, sh_cluster_rec_t *rec, ngx_str_t *name);
 static void ngx_http_simhash_ask_cleanup(void *data);
-static void ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx,
-    sh_result_t *res, ngx_http_simhash_cluster_t *cl);
 static const sh_lookup_opts_t *ngx_http_simhash_lookup_opts(
     ngx_http_simhash_loc_conf_t *slcf, const sh_result_t *res,
     sh_lookup_opts_t *opts);
@@ -246,7 +250,7 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     /* this worker's client of the zone's cluster, if it has one */
     cl = ngx_http_simhash_cluster_of(slcf->zone);
 
-    rc = ngx_http_simhash_local(r, ctx, slcf, res, cl != NULL);
+    rc = ngx_http_simhash_local(r, ctx, slcf, res, cl != NULL, NULL);
 
     if (rc == NGX_AGAIN) {
         return ngx_http_simhash_ask(r, ctx, slcf, cl, res);
@@ -259,12 +263,16 @@ ngx_http_simhash_decide(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 /*
  * The zone's answer, under its lock, counted.  ask: a key the zone does
  * not hold and no match in it is not called new: NGX_AGAIN, nothing
- * stored, nothing counted (the cluster is asked).
+ * stored, nothing counted (the cluster is asked).  own: the cluster's
+ * record of the key (its answer to a re-fetch of a key the zone did not
+ * hold), or NULL; the zone's own document of the key, if another worker
+ * stored it meanwhile, still comes first.
  */
 
 static ngx_int_t
 ngx_http_simhash_local(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
-    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, ngx_uint_t ask)
+    ngx_http_simhash_loc_conf_t *slcf, sh_result_t *res, ngx_uint_t ask,
+    const sh_cluster_rec_t *own)
 {
     uint32_t                  ref;
     ngx_int_t                 rc, changes;
@@ -278,6 +286,10 @@ ngx_http_simhash_local(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     rc = ref != SH_NOREF ? ngx_http_simhash_refetch(r, ctx, slcf, ref, res)
                          : NGX_DECLINED;
+
+    if (rc == NGX_DECLINED && own != NULL) {
+        rc = ngx_http_simhash_refetch_cluster(r, ctx, slcf, res, own);
+    }
 
     if (rc == NGX_DECLINED) {
         rc = ngx_http_simhash_match(r, ctx, slcf, &ctx->key, res, ask);
@@ -344,10 +356,12 @@ ngx_http_simhash_ask(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
 
     (void) ngx_http_simhash_lookup_opts(slcf, res, &opts);
 
-    a->lk = ngx_http_simhash_cluster_lookup(cl, res->hash, res->weights,
-                                            ngx_min(opts.h, SH_H_MAX),
-                                            opts.recall, opts.vol,
-                                            ngx_http_simhash_answered, a);
+    /* the key's record is read with the probes: a re-fetch of a page
+     * another node stored (or this one, before its zone lost it) */
+    a->lk = ngx_http_simhash_cluster_lookup_key(cl,
+                ngx_http_simhash_zone_keyhash(slcf->zone, &ctx->key),
+                res->hash, res->weights, ngx_min(opts.h, SH_H_MAX),
+                opts.recall, opts.vol, ngx_http_simhash_answered, a);
     if (a->lk == NULL) {
         ngx_http_simhash_skip(r, ctx, NGX_HTTP_SIMHASH_SKIP_INCOMPLETE);
         return NGX_OK;
@@ -376,7 +390,9 @@ ngx_http_simhash_ask_cleanup(void *data)
 
 /*
  * The cluster's answer (from an event of its own, never inside the
- * lookup's start): found, a duplicate of the cluster's document; new,
+ * lookup's start): known, the key's own record: a re-fetch, unchanged or
+ * changed as if the zone held it (and now it does); found, a duplicate of
+ * the cluster's document; new,
  * the zone is asked again and the page stored there (another worker may
  * have stored a near copy meanwhile: then it is that one's duplicate);
  * incomplete, skipped: never "new" from an index not read, never
@@ -407,15 +423,12 @@ ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
                                     &lk->key);
         break;
 
+    case NGX_HTTP_SIMHASH_CLUSTER_KNOWN:
+        rc = ngx_http_simhash_local(r, ctx, slcf, &a->res, 0, &lk->own);
+        break;
+
     case NGX_HTTP_SIMHASH_CLUSTER_NEW:
-        rc = ngx_http_simhash_local(r, ctx, slcf, &a->res, 0);
-
-        if (rc == NGX_OK && slcf->insert
-            && ctx->verdict.status == NGX_HTTP_SIMHASH_NEW)
-        {
-            ngx_http_simhash_publish(ctx, &a->res, lk->cl);
-        }
-
+        rc = ngx_http_simhash_local(r, ctx, slcf, &a->res, 0, NULL);
         break;
 
     default: /* NGX_HTTP_SIMHASH_CLUSTER_INCOMPLETE */
@@ -429,15 +442,10 @@ ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
          * return (its backlog); a master down is the cluster's to fail
          * over: the page is passed and not stored */
         if (slcf->insert && ngx_http_simhash_cluster_alone(lk->cl)) {
+            /* stored in the zone, which writes it to the cluster's
+             * backlog (ngx_http_simhash_changed) */
             rc = ngx_http_simhash_local(r, ctx, slcf, &a->res,
-                                        NGX_HTTP_SIMHASH_ALONE);
-
-            if (rc == NGX_OK
-                && ctx->verdict.status == NGX_HTTP_SIMHASH_SKIPPED)
-            {
-                ngx_http_simhash_publish(ctx, &a->res, lk->cl);
-            }
-
+                                        NGX_HTTP_SIMHASH_ALONE, NULL);
             break;
         }
 
@@ -457,30 +465,6 @@ ngx_http_simhash_answered(ngx_http_simhash_cluster_lookup_t *lk)
 
 
 /*
- * A page the cluster and the zone both said new, stored in the zone: to
- * the cluster too, so that the other nodes find it (not waited for; what
- * is lost when this node or the cluster dies between the two writes:
- * docs/SCALE.md).  Its version's second is now, as the zone dates a new
- * document.
- */
-
-static void
-ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx, sh_result_t *res,
-    ngx_http_simhash_cluster_t *cl)
-{
-    sh_cluster_rec_t  rec;
-
-    rec.kh = ctx->rep;
-    rec.fp = res->hash;
-    rec.digest = ctx->digest;
-    rec.second = (uint32_t) ngx_time();
-    rec.sk = res->sketches;
-
-    ngx_http_simhash_cluster_add(cl, &rec, &ctx->key);
-}
-
-
-/*
  * The cluster holds a document near the page: a duplicate of it, if the
  * location's rule accepts the pair (the cluster compares whole
  * fingerprints by Hamming distance; a weighted rule may say no) and the
@@ -488,7 +472,9 @@ ngx_http_simhash_publish(ngx_http_simhash_ctx_t *ctx, sh_result_t *res,
  * decide, as if the cluster had said new.  Duplicate-Of names the
  * original by its key text (name), or while the cluster has none by its id
  * (the key hash), as a zone does for a document whose text has left its
- * ring.  Not stored: the index keeps one representative per cluster.
+ * ring.  The page is not stored (the index keeps one representative per
+ * cluster); the original is, in the zone: the next copy of it is found
+ * locally.
  */
 
 static ngx_int_t
@@ -512,7 +498,7 @@ ngx_http_simhash_found(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     same = sh_match_pair(&mo, res->hash, res->weights, rec->fp, &h, &score);
 
     if (!same || sh_sketch_veto(&rec->sk, &res->sketches)) {
-        return ngx_http_simhash_local(r, ctx, slcf, res, 0);
+        return ngx_http_simhash_local(r, ctx, slcf, res, 0, NULL);
     }
 
     if (name->len) {
@@ -542,6 +528,8 @@ ngx_http_simhash_found(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     ctx->rep = rec->kh;
 
     ngx_http_simhash_zone_lock(zone, r->connection->log);
+
+    ngx_http_simhash_warm(zone, slcf, rec, name);
 
     changes = ngx_http_simhash_observe(r, ctx, slcf);
     ngx_http_simhash_account(r, ctx, slcf, 1);
@@ -666,6 +654,105 @@ ngx_http_simhash_refetch(ngx_http_request_t *r, ngx_http_simhash_ctx_t *ctx,
     (void) ngx_atomic_fetch_add(&sh->generation, 1);
 
     return NGX_OK;
+}
+
+
+/*
+ * A re-fetch of a key the zone does not hold and the cluster does (own:
+ * its record's newest version), under the lock: answered as
+ * ngx_http_simhash_refetch answers a key the zone holds (the same rule,
+ * statuses and figures; a body byte for byte the record's is unchanged at
+ * distance 0 with the stored fingerprint, as ngx_http_simhash_identical
+ * says), and the document is put into the zone, the hot set, as the
+ * zone would hold it after that answer: unchanged, the record's
+ * fingerprint, version and sketches with the body's digest; changed, the
+ * page's, dated now and written to the cluster as the key's newest
+ * version, as every version this node makes is (the other nodes then call
+ * the page unchanged).  The zone
+ * evicts its oldest document for it when full.
+ */
+
+static ngx_int_t
+ngx_http_simhash_refetch_cluster(ngx_http_request_t *r,
+    ngx_http_simhash_ctx_t *ctx, ngx_http_simhash_loc_conf_t *slcf,
+    sh_result_t *res, const sh_cluster_rec_t *own)
+{
+    int                       same;
+    unsigned                  h;
+    uint32_t                  ref;
+    sh_match_opts_t           mo;
+    ngx_http_simhash_zone_t  *zone;
+
+    zone = slcf->zone;
+
+    if (own->digest != 0 && own->digest == ctx->digest) {
+        same = 1;
+        h = 0;
+        ctx->verdict.score = 0;
+        ctx->verdict.hash = own->fp;
+
+    } else {
+        sh_lookup_match_opts(&slcf->lookup, &mo);
+        same = sh_match_pair(&mo, res->hash, res->weights, own->fp, &h,
+                             &ctx->verdict.score);
+    }
+
+    ctx->verdict.distance = h;
+    ctx->verdict.has_distance = 1;
+    ctx->verdict.status = same ? NGX_HTTP_SIMHASH_UNCHANGED
+                               : NGX_HTTP_SIMHASH_CHANGED;
+    ctx->rep = own->kh;
+
+    if (!slcf->insert) {
+        return NGX_OK;
+    }
+
+    ngx_http_simhash_zone_write(zone);
+
+    if (same) {
+        (void) ngx_http_simhash_zone_store(zone, &ctx->key, own->fp,
+                                           ctx->digest, own->second,
+                                           &own->sk);
+        return NGX_OK;
+    }
+
+    /* dated after the record's version: the key's newest, here and in
+     * the cluster (ngx_http_simhash_changed) */
+    ref = ngx_http_simhash_zone_store(zone, &ctx->key, res->hash,
+                                      ctx->digest, own->second,
+                                      &res->sketches);
+    if (ref != SH_NOREF) {
+        ngx_http_simhash_changed(zone, &ctx->key, ref, r->connection->log);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Under the lock: the original of a duplicate the cluster found, into the
+ * zone (simhash_insert on) unless it holds that key already, known by its
+ * key hash (the cluster keeps no key text), with the record's
+ * fingerprint, digest, version and sketches: the next copy of it is found
+ * here, and a re-fetch of its key through this node is answered here.
+ */
+
+static void
+ngx_http_simhash_warm(ngx_http_simhash_zone_t *zone,
+    ngx_http_simhash_loc_conf_t *slcf, const sh_cluster_rec_t *rec,
+    ngx_str_t *name)
+{
+    if (!slcf->insert
+        || ngx_http_simhash_zone_find_hash(zone, rec->kh) != SH_NOREF)
+    {
+        return;
+    }
+
+    ngx_http_simhash_zone_write(zone);
+
+    (void) ngx_http_simhash_zone_store_hash(zone, rec->kh, name, rec->fp,
+                                            rec->digest, rec->second,
+                                            &rec->sk);
 }
 
 
@@ -827,18 +914,45 @@ ngx_http_simhash_not_listing(ngx_http_simhash_zone_t *zone,
 
 /*
  * Under the lock, after this node stored a new document or a new version of
- * one: the zone dates the version, and a replicated zone publishes it.
+ * one: the zone dates the version, a replicated zone publishes it, and a
+ * zone with cluster= writes it to the cluster.
  */
 
 static void
 ngx_http_simhash_changed(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     uint32_t ref, ngx_log_t *log)
 {
-    uint64_t  time;
+    uint64_t                     time;
+    sh_cluster_rec_t             rec;
+    const sh_store_doc_t        *doc;
+    ngx_http_simhash_cluster_t  *cl;
 
     time = ngx_http_simhash_zone_changed(zone, ref);
 
     ngx_http_simhash_replicate_publish(zone, key, ref, time, log);
+
+    /* and to the zone's cluster (not waited for; what is lost when this
+     * node or the cluster dies between the two writes: docs/SCALE.md),
+     * dated as the zone dates it: a new version of a key the cluster
+     * knows is later than the one it has, so that every node reads it
+     * as the key's newest.  Under the lock, as the stream's publish: the
+     * client only queues the APPENDs, it calls nobody back from here */
+
+    cl = ngx_http_simhash_cluster_of(zone);
+    doc = ngx_http_simhash_zone_doc(zone, ref);
+
+    if (cl == NULL || doc == NULL
+        || ngx_http_simhash_zone_fingerprint(zone, ref, &rec.fp) != NGX_OK)
+    {
+        return;
+    }
+
+    rec.kh = doc->keyhash;
+    rec.digest = doc->digest;
+    rec.second = doc->time;
+    rec.sk = doc->sketches;
+
+    ngx_http_simhash_cluster_add(cl, &rec, key);
 }
 
 

@@ -103,6 +103,7 @@ enum {
     NGX_HTTP_SIMHASH_V_CL_LOOKUPS,
     NGX_HTTP_SIMHASH_V_CL_FOUND,
     NGX_HTTP_SIMHASH_V_CL_NEW,
+    NGX_HTTP_SIMHASH_V_CL_REFETCHES,
     NGX_HTTP_SIMHASH_V_CL_INCOMPLETE,       /* by cause, then: */
     NGX_HTTP_SIMHASH_V_CL_MOVED = NGX_HTTP_SIMHASH_V_CL_INCOMPLETE
                                   + NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1,
@@ -487,6 +488,9 @@ static ngx_http_simhash_metric_t  ngx_http_simhash_metrics[] = {
       ngx_string("counter"),
       ngx_string("Cluster lookups answered in full with nothing near."),
       NGX_HTTP_SIMHASH_V_CL_NEW, NGX_HTTP_SIMHASH_M_VALUE, 4 },
+    { ngx_string("refetches"), ngx_string("cluster_refetches_total"),
+      ngx_string("counter"), ngx_string("Re-fetches the cluster answered."),
+      NGX_HTTP_SIMHASH_V_CL_REFETCHES, NGX_HTTP_SIMHASH_M_VALUE, 4 },
     { ngx_string("incomplete"), ngx_string("cluster_incomplete_total"),
       ngx_string("counter"),
       ngx_string("Cluster lookups not answered in full, by cause."),
@@ -549,10 +553,6 @@ static ngx_str_t  ngx_http_simhash_rule_help[] = {
 static ngx_int_t ngx_http_simhash_stats_handler(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_simhash_stats_read(ngx_http_request_t *r,
     ngx_http_simhash_snap_t *s);
-static void ngx_http_simhash_stats_replication(
-    ngx_http_simhash_outbox_t *ob, uint64_t *v);
-static void ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone,
-    uint64_t *v);
 static ngx_uint_t ngx_http_simhash_metric_shown(ngx_http_simhash_metric_t *m,
     ngx_http_simhash_zone_t *zone, ngx_uint_t prom);
 static ngx_uint_t ngx_http_simhash_stats_prometheus(ngx_http_request_t *r);
@@ -729,6 +729,91 @@ ngx_http_simhash_stats_handler(ngx_http_request_t *r)
 }
 
 
+static void
+ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone, uint64_t *v)
+{
+    uint64_t                            sum;
+    ngx_uint_t                          i;
+    ngx_http_simhash_cluster_counts_t  *c;
+
+    c = ngx_http_simhash_cluster_counts(zone);
+    if (c == NULL) {
+        return;
+    }
+
+    v[NGX_HTTP_SIMHASH_V_CL_LOOKUPS] = c->lookups;
+    v[NGX_HTTP_SIMHASH_V_CL_FOUND] = c->found;
+    v[NGX_HTTP_SIMHASH_V_CL_NEW] = c->new;
+    v[NGX_HTTP_SIMHASH_V_CL_REFETCHES] = c->refetches;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1; i++) {
+        v[NGX_HTTP_SIMHASH_V_CL_INCOMPLETE + i] = c->incomplete[i];
+    }
+
+    v[NGX_HTTP_SIMHASH_V_CL_MOVED] = c->moved;
+    v[NGX_HTTP_SIMHASH_V_CL_ASKED] = c->asked;
+    v[NGX_HTTP_SIMHASH_V_CL_REFRESHES] = c->refreshes;
+    v[NGX_HTTP_SIMHASH_V_CL_WRITES] = c->writes;
+    v[NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS] = c->write_errors;
+    v[NGX_HTTP_SIMHASH_V_CL_QUEUED] = c->backlog_queued;
+    v[NGX_HTTP_SIMHASH_V_CL_REPLAYED] = c->backlog_replayed;
+    v[NGX_HTTP_SIMHASH_V_CL_DROPPED] = c->backlog_dropped;
+
+    sum = 0;
+    for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_NUS; i++) {
+        sum += c->us_le[i];
+        v[NGX_HTTP_SIMHASH_V_CL_US_LE + i] = sum;
+    }
+
+    v[NGX_HTTP_SIMHASH_V_CL_US_SUM] = c->us_sum;
+    v[NGX_HTTP_SIMHASH_V_CL_US_COUNT] = sum;
+}
+
+
+static void
+ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
+    uint64_t *v)
+{
+    uint64_t    sum;
+    ngx_uint_t  i;
+
+    v[NGX_HTTP_SIMHASH_V_PUBLISHED] = ob->published;
+    v[NGX_HTTP_SIMHASH_V_APPLIED] = ob->applied;
+    v[NGX_HTTP_SIMHASH_V_SKIPPED_OWN] = ob->skipped_own;
+    v[NGX_HTTP_SIMHASH_V_OUTDATED] = ob->outdated;
+    v[NGX_HTTP_SIMHASH_V_REFUSED] = ob->refused;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_VERSION] = ob->refused_version;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_MAC] = ob->refused_mac;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_REPLAY] = ob->refused_replay;
+    v[NGX_HTTP_SIMHASH_V_REFUSED_UNSEQUENCED] = ob->refused_unsequenced;
+    v[NGX_HTTP_SIMHASH_V_DUST_PUBLISHED] = ob->dust_published;
+    v[NGX_HTTP_SIMHASH_V_DUST_APPLIED] = ob->dust_applied;
+    v[NGX_HTTP_SIMHASH_V_DUST_IGNORED] = ob->dust_ignored;
+    v[NGX_HTTP_SIMHASH_V_OUTBOX] = ob->records;
+    v[NGX_HTTP_SIMHASH_V_DROPPED] = ob->dropped;
+    v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;
+    v[NGX_HTTP_SIMHASH_V_GAPS] = ob->gaps;
+    v[NGX_HTTP_SIMHASH_V_LOST] = ob->lost;
+    v[NGX_HTTP_SIMHASH_V_STREAM_EXHAUSTED] = ob->stream_exhausted;
+    v[NGX_HTTP_SIMHASH_V_EXHAUSTED] = ob->exhausted;
+    v[NGX_HTTP_SIMHASH_V_READ_PAUSED] = ob->read_paused;
+    v[NGX_HTTP_SIMHASH_V_CONNECTED] = ob->connected;
+    v[NGX_HTTP_SIMHASH_V_LAG] = ob->lag;
+
+    /* the buckets cumulative, as Prometheus has them */
+
+    sum = 0;
+
+    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG; i++) {
+        sum += ob->lag_le[i];
+        v[NGX_HTTP_SIMHASH_V_LAG_LE + i] = sum;
+    }
+
+    v[NGX_HTTP_SIMHASH_V_LAG_SUM] = ob->lag_sum;
+    v[NGX_HTTP_SIMHASH_V_LAG_COUNT] = sum;
+}
+
+
 /* The values of every zone asked for, into s[]; returns how many zones. */
 
 static ngx_uint_t
@@ -844,91 +929,6 @@ ngx_http_simhash_stats_read(ngx_http_request_t *r, ngx_http_simhash_snap_t *s)
     }
 
     return n;
-}
-
-
-static void
-ngx_http_simhash_stats_cluster(ngx_http_simhash_zone_t *zone, uint64_t *v)
-{
-    uint64_t                            sum;
-    ngx_uint_t                          i;
-    ngx_http_simhash_cluster_counts_t  *c;
-
-    c = ngx_http_simhash_cluster_counts(zone);
-    if (c == NULL) {
-        return;
-    }
-
-    v[NGX_HTTP_SIMHASH_V_CL_LOOKUPS] = c->lookups;
-    v[NGX_HTTP_SIMHASH_V_CL_FOUND] = c->found;
-    v[NGX_HTTP_SIMHASH_V_CL_NEW] = c->new;
-
-    for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_CAUSES - 1; i++) {
-        v[NGX_HTTP_SIMHASH_V_CL_INCOMPLETE + i] = c->incomplete[i];
-    }
-
-    v[NGX_HTTP_SIMHASH_V_CL_MOVED] = c->moved;
-    v[NGX_HTTP_SIMHASH_V_CL_ASKED] = c->asked;
-    v[NGX_HTTP_SIMHASH_V_CL_REFRESHES] = c->refreshes;
-    v[NGX_HTTP_SIMHASH_V_CL_WRITES] = c->writes;
-    v[NGX_HTTP_SIMHASH_V_CL_WRITE_ERRORS] = c->write_errors;
-    v[NGX_HTTP_SIMHASH_V_CL_QUEUED] = c->backlog_queued;
-    v[NGX_HTTP_SIMHASH_V_CL_REPLAYED] = c->backlog_replayed;
-    v[NGX_HTTP_SIMHASH_V_CL_DROPPED] = c->backlog_dropped;
-
-    sum = 0;
-
-    for (i = 0; i < NGX_HTTP_SIMHASH_CLUSTER_NUS; i++) {
-        sum += c->us_le[i];
-        v[NGX_HTTP_SIMHASH_V_CL_US_LE + i] = sum;
-    }
-
-    v[NGX_HTTP_SIMHASH_V_CL_US_SUM] = c->us_sum;
-    v[NGX_HTTP_SIMHASH_V_CL_US_COUNT] = sum;
-}
-
-
-static void
-ngx_http_simhash_stats_replication(ngx_http_simhash_outbox_t *ob,
-    uint64_t *v)
-{
-    uint64_t    sum;
-    ngx_uint_t  i;
-
-    v[NGX_HTTP_SIMHASH_V_PUBLISHED] = ob->published;
-    v[NGX_HTTP_SIMHASH_V_APPLIED] = ob->applied;
-    v[NGX_HTTP_SIMHASH_V_SKIPPED_OWN] = ob->skipped_own;
-    v[NGX_HTTP_SIMHASH_V_OUTDATED] = ob->outdated;
-    v[NGX_HTTP_SIMHASH_V_REFUSED] = ob->refused;
-    v[NGX_HTTP_SIMHASH_V_REFUSED_VERSION] = ob->refused_version;
-    v[NGX_HTTP_SIMHASH_V_REFUSED_MAC] = ob->refused_mac;
-    v[NGX_HTTP_SIMHASH_V_REFUSED_REPLAY] = ob->refused_replay;
-    v[NGX_HTTP_SIMHASH_V_REFUSED_UNSEQUENCED] = ob->refused_unsequenced;
-    v[NGX_HTTP_SIMHASH_V_DUST_PUBLISHED] = ob->dust_published;
-    v[NGX_HTTP_SIMHASH_V_DUST_APPLIED] = ob->dust_applied;
-    v[NGX_HTTP_SIMHASH_V_DUST_IGNORED] = ob->dust_ignored;
-    v[NGX_HTTP_SIMHASH_V_OUTBOX] = ob->records;
-    v[NGX_HTTP_SIMHASH_V_DROPPED] = ob->dropped;
-    v[NGX_HTTP_SIMHASH_V_RECONNECTS] = ob->reconnects;
-    v[NGX_HTTP_SIMHASH_V_GAPS] = ob->gaps;
-    v[NGX_HTTP_SIMHASH_V_LOST] = ob->lost;
-    v[NGX_HTTP_SIMHASH_V_STREAM_EXHAUSTED] = ob->stream_exhausted;
-    v[NGX_HTTP_SIMHASH_V_EXHAUSTED] = ob->exhausted;
-    v[NGX_HTTP_SIMHASH_V_READ_PAUSED] = ob->read_paused;
-    v[NGX_HTTP_SIMHASH_V_CONNECTED] = ob->connected;
-    v[NGX_HTTP_SIMHASH_V_LAG] = ob->lag;
-
-    /* the buckets cumulative, as Prometheus has them */
-
-    sum = 0;
-
-    for (i = 0; i < NGX_HTTP_SIMHASH_NLAG; i++) {
-        sum += ob->lag_le[i];
-        v[NGX_HTTP_SIMHASH_V_LAG_LE + i] = sum;
-    }
-
-    v[NGX_HTTP_SIMHASH_V_LAG_SUM] = ob->lag_sum;
-    v[NGX_HTTP_SIMHASH_V_LAG_COUNT] = sum;
 }
 
 

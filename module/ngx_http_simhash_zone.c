@@ -209,6 +209,49 @@ ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
 }
 
 
+/*
+ * A document known by its key's hash (another node's, read from the
+ * tier's shared index), as ngx_http_simhash_zone_store stores one, with
+ * the key's text when the index had it (text NULL or empty: named by its
+ * id).
+ */
+
+uint32_t
+ngx_http_simhash_zone_store_hash(ngx_http_simhash_zone_t *zone,
+    uint64_t keyhash, ngx_str_t *text, uint64_t fingerprint, uint64_t digest,
+    uint32_t time, const sh_sketches_t *sketches)
+{
+    uint32_t        ref, evicted;
+    sh_store_doc_t  d;
+
+    ngx_memzero(&d, sizeof(sh_store_doc_t));
+    d.digest = digest;
+    d.time = time;
+
+    if (sketches) {
+        d.sketches = *sketches;
+    }
+
+    if (text != NULL && text->len == 0) {
+        text = NULL;
+    }
+
+    ref = sh_store_put(zone->sh->store, text ? (char *) text->data : NULL,
+                       text ? text->len : 0, keyhash, fingerprint, &d,
+                       &evicted);
+
+    if (ref != SH_NOREF) {
+        if (text) {
+            zone->sh->key_max = ngx_max(zone->sh->key_max, text->len);
+        }
+
+        (void) ngx_atomic_fetch_add(&zone->sh->generation, 1);
+    }
+
+    return ref;
+}
+
+
 void
 ngx_http_simhash_zone_forget(ngx_http_simhash_zone_t *zone, uint32_t ref)
 {
