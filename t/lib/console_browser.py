@@ -142,8 +142,9 @@ def expected(j):
             for b, v in us.items():
                 if b not in ("sum", "count"):
                     o[p + "lookup_us/" + b] = str(v)
-            o[p + "mean_us"] = "%.0f \u00b5s" % (us["sum"] / us["count"]
-                                               if us["count"] else 0)
+            # whole microseconds, rounded down, as the page shows them
+            o[p + "mean_us"] = "%d \u00b5s" % (us["sum"] // us["count"]
+                                             if us["count"] else 0)
         for i, n in enumerate(z.get("cluster_nodes", [])):
             # the slot map of the worker that answered (the tests that
             # compare it run one worker)
