@@ -304,14 +304,18 @@ ngx_http_simhash_cluster_seed(ngx_conf_t *cf, ngx_http_simhash_zone_t *zone,
         return NGX_ERROR;
     }
 
+    /* an absent user or password has no data (NULL): compared by length
+     * first, and by bytes only when there are some */
     if (first != rc
         && (first->user.len != rc->user.len
             || first->password.len != rc->password.len
-            || ngx_strncmp(first->user.data, rc->user.data, rc->user.len)
-               != 0
-            || ngx_strncmp(first->password.data, rc->password.data,
-                           rc->password.len)
-               != 0))
+            || (rc->user.len
+                && ngx_memcmp(first->user.data, rc->user.data, rc->user.len)
+                   != 0)
+            || (rc->password.len
+                && ngx_memcmp(first->password.data, rc->password.data,
+                              rc->password.len)
+                   != 0)))
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "simhash zone \"%V\": the seeds of cluster= "
