@@ -56,15 +56,7 @@ is(ref $nodes[0]->cmd('ACL', 'WHOAMI') ? '' : $nodes[0]->cmd('ACL', 'WHOAMI'),
 my $dir = File::Temp::tempdir('simhash-cauth-XXXXXX',
                               DIR => SimhashTest::nginx_tmpdir(),
                               CLEANUP => !$ENV{SH_KEEP});
-srand(4648);
-my @known;
-open(my $fh, '>', "$dir/docs.txt") or die;
-for my $i (1 .. 2000) {
-    my @v = map { sprintf '%08x', int(rand(2**32)) } 1 .. 6;
-    print $fh "$v[0]$v[1] $v[2]$v[3] $v[4]$v[5] 1700000000 0 0\n";
-    push @known, ["$v[0]$v[1]", "$v[2]$v[3]"] if $i % 500 == 0;
-}
-close $fh;
+my @known = RedisCluster::random_docs("$dir/docs.txt", 2000, 500, 4648);
 my $one = (split /,/, $c->url_of('loader'))[0];
 (my $wrong = $one) =~ s/load-pass/nope/;
 my ($rc, $out, $err) = sh($cli, 'cluster', 'load', '--seed', $seed,

@@ -46,15 +46,7 @@ my @nodes = $c->nodes;
 my $dir = File::Temp::tempdir('simhash-cfaults-XXXXXX',
                               DIR => SimhashTest::nginx_tmpdir(),
                               CLEANUP => !$ENV{SH_KEEP});
-srand(4613);
-my @known;
-open(my $fh, '>', "$dir/docs.txt") or die;
-for my $i (1 .. 20000) {
-    my @v = map { sprintf '%08x', int(rand(2**32)) } 1 .. 6;
-    print $fh "$v[0]$v[1] $v[2]$v[3] $v[4]$v[5] 1700000000 0 0\n";
-    push @known, ["$v[0]$v[1]", "$v[2]$v[3]"] if $i % 400 == 0;
-}
-close $fh;
+my @known = RedisCluster::random_docs("$dir/docs.txt", 20000, 400, 4613);
 my ($rc, undef, $err) = sh($cli, 'cluster', 'load', '--seed', $seed,
                            '--redis', $c->addr, "$dir/docs.txt");
 is($rc, 0, 'loaded') or diag($err);

@@ -70,15 +70,8 @@ my @nodes = $c->nodes;
 my $dir = File::Temp::tempdir('simhash-cpart-XXXXXX',
                               DIR => SimhashTest::nginx_tmpdir(),
                               CLEANUP => !$ENV{SH_KEEP});
-srand(4614);
-my @known;
-open(my $fh, '>', "$dir/docs.txt") or die;
-for my $i (1 .. 3000) {
-    my @v = map { sprintf '%08x', int(rand(2**32)) } 1 .. 6;
-    print $fh "$v[0]$v[1] $v[2]$v[3] $v[4]$v[5] 1700000000 0 0\n";
-    push @known, { id => "$v[0]$v[1]", fp => "$v[2]$v[3]" } if $i % 50 == 0;
-}
-close $fh;
+my @known = map { { id => $_->[0], fp => $_->[1] } }
+    RedisCluster::random_docs("$dir/docs.txt", 3000, 50, 4614);
 my ($rc, undef, $err) = sh($cli, 'cluster', 'load', '--seed', $seed,
                            '--redis', $c->addr, "$dir/docs.txt");
 is($rc, 0, 'loaded') or diag($err);

@@ -265,6 +265,24 @@ sub kill_master_of_slot {
 
 sub stop { $_->stop for grep { $_->{pid} } $_[0]->nodes }
 
+# A file of n random documents for `simhash cluster load` (key hash,
+# fingerprint, digest, second, sketches), the same ones for the same
+# seed of Perl's rand: every `every`-th as [id, fingerprint] (hex), the
+# ones a test looks up.
+sub random_docs {
+    my ($path, $n, $every, $seed) = @_;
+    my @known;
+    srand($seed);
+    open(my $fh, '>', $path) or croak "$path: $!";
+    for my $i (1 .. $n) {
+        my @v = map { sprintf '%08x', int(rand(2**32)) } 1 .. 6;
+        print $fh "$v[0]$v[1] $v[2]$v[3] $v[4]$v[5] 1700000000 0 0\n";
+        push @known, ["$v[0]$v[1]", "$v[2]$v[3]"] if $i % $every == 0;
+    }
+    close $fh or croak "$path: $!";
+    return @known;
+}
+
 
 # A network namespace joined to this one by a veth pair, for a partition
 # as Jepsen makes one: packets dropped (nftables, inside the namespace),
