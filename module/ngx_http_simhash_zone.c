@@ -181,31 +181,10 @@ ngx_http_simhash_zone_store(ngx_http_simhash_zone_t *zone, ngx_str_t *key,
     uint64_t fingerprint, uint64_t digest, uint32_t time,
     const sh_sketches_t *sketches)
 {
-    uint32_t                   ref, evicted;
-    sh_store_doc_t             d;
-    ngx_http_simhash_shctx_t  *sh;
-
-    sh = zone->sh;
-
-    ngx_memzero(&d, sizeof(sh_store_doc_t));
-    d.digest = digest;
-    d.time = time;
-
-    if (sketches) {
-        d.sketches = *sketches;
-    }
-
-    ref = sh_store_put(sh->store, (char *) key->data, key->len,
-                       sh_store_keyhash(sh->store, (char *) key->data,
-                                        key->len),
-                       fingerprint, &d, &evicted);
-
-    if (ref != SH_NOREF) {
-        sh->key_max = ngx_max(sh->key_max, key->len);
-        (void) ngx_atomic_fetch_add(&sh->generation, 1);
-    }
-
-    return ref;
+    return ngx_http_simhash_zone_store_hash(zone,
+               sh_store_keyhash(zone->sh->store, (char *) key->data,
+                                key->len),
+               key, fingerprint, digest, time, sketches);
 }
 
 
