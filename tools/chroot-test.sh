@@ -58,18 +58,7 @@ for c in debootstrap unshare chroot; do
         || die "$c missing (tools/deps.sh deb installs debootstrap)"
 done
 
-# The host's Debian mirror (one-line or deb822 sources), else Debian's.
-host_mirror() {
-    {
-        [ -f /etc/apt/sources.list ] && awk \
-            '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' \
-            /etc/apt/sources.list
-        cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-            | awk '$1 == "URIs:" && $2 ~ /\/debian\/?$/ { print $2 }'
-    } | head -n1
-}
-MIRROR=${SH_CHROOT_MIRROR:-$(host_mirror)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+MIRROR=${SH_CHROOT_MIRROR:-$(sh "$TOP/tools/debian-mirror.sh")}
 
 in_chroot() {   # root command...
     local r=$1

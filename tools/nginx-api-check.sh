@@ -32,18 +32,7 @@ KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
 die() { echo "api-check: $*" >&2; exit 1; }
 
-# the host's Debian mirror (one-line or deb822 sources), else Debian's
-host_mirror() {
-    {
-        [ -f /etc/apt/sources.list ] && awk \
-            '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' \
-            /etc/apt/sources.list
-        cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-            | awk '$1 == "URIs:" && $2 ~ /\/debian\/?$/ { print $2 }'
-    } | head -n1
-}
-MIRROR=${SH_API_MIRROR:-$(host_mirror)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+MIRROR=${SH_API_MIRROR:-$(sh "$TOP/tools/debian-mirror.sh")}
 
 [ -f "$KEYRING" ] || die "$KEYRING missing (package debian-archive-keyring)"
 

@@ -48,17 +48,7 @@ die() { echo "source-build: $*" >&2; exit 1; }
 [ -n "$SUITE" ] || die "no Debian codename in /etc/os-release: set SH_SRC_SUITE"
 [ -f "$KEYRING" ] || die "$KEYRING missing (package debian-archive-keyring)"
 
-host_mirror() {
-    {
-        [ -f /etc/apt/sources.list ] && awk \
-            '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' \
-            /etc/apt/sources.list
-        cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-            | awk '$1 == "URIs:" && $2 ~ /\/debian\/?$/ { print $2 }'
-    } | head -n1
-}
-MIRROR=${SH_SRC_MIRROR:-$(host_mirror)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+MIRROR=${SH_SRC_MIRROR:-$(sh "$TOP/tools/debian-mirror.sh")}
 
 # ---- 1. nginx's source, from the Debian archive ----
 dir="$CACHE/$SUITE"
